@@ -1,0 +1,17 @@
+# Warnings for our own targets; applied through airlock_target_defaults().
+set(AIRLOCK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+    -Wunused -Woverloaded-virtual -Wdouble-promotion -Wformat=2
+    -Wimplicit-fallthrough -Wmisleading-indentation)
+if(AIRLOCK_WERROR)
+  list(APPEND AIRLOCK_WARNINGS -Werror)
+endif()
+
+if(AIRLOCK_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(airlock_target_defaults target)
+  target_compile_options(${target} PRIVATE ${AIRLOCK_WARNINGS})
+  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+endfunction()

@@ -1,0 +1,125 @@
+// airlock run [OPTIONS] -- CMD [ARGS...]
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "common/units.hpp"
+#include "sandbox/sandbox.hpp"
+
+namespace airlock::cli {
+namespace {
+
+struct RunOptions {
+  std::string timeout = "30s";
+  std::string cpu_time;
+  std::string memory = "512M";
+  unsigned pids = 64;
+  std::string output_limit = "1M";
+  std::string disk = "64M";
+  unsigned nofile = 256;
+  std::vector<std::string> ro, rw, env;
+  std::string stdin_path;
+  std::string workdir = "/work";
+  bool json = false;
+  bool kill_on_output_limit = false;
+};
+
+// "PATH[:DEST]"
+sandbox::Bind parse_bind(const std::string& text, bool writable) {
+  auto colon = text.find(':');
+  if (colon == std::string::npos) return {text, text, writable};
+  return {text.substr(0, colon), text.substr(colon + 1), writable};
+}
+
+int fail_usage(const std::string& message) {
+  std::cerr << "airlock run: " << message << "\n";
+  return 125;
+}
+
+int run_command(const RunOptions& o, std::vector<std::string> command) {
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty()) return fail_usage("no command given (airlock run [OPTIONS] -- CMD [ARGS...])");
+  sandbox::Spec spec;
+  spec.argv = command;
+  auto timeout = parse_duration(o.timeout);
+  if (!timeout) return fail_usage("--timeout: " + timeout.error().message);
+  spec.limits.wall_time = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+  if (!o.cpu_time.empty()) {
+    auto cpu = parse_duration(o.cpu_time);
+    if (!cpu) return fail_usage("--cpu-time: " + cpu.error().message);
+    spec.limits.cpu_time = std::chrono::duration_cast<std::chrono::milliseconds>(*cpu);
+  }
+  auto memory = parse_size(o.memory), output = parse_size(o.output_limit), disk = parse_size(o.disk);
+  if (!memory) return fail_usage("--memory: " + memory.error().message);
+  if (!output) return fail_usage("--output-limit: " + output.error().message);
+  if (!disk) return fail_usage("--disk: " + disk.error().message);
+  spec.limits.memory_bytes = *memory;
+  spec.limits.output_bytes = *output;
+  spec.limits.disk_bytes = *disk;
+  spec.limits.pids = o.pids;
+  spec.limits.open_files = o.nofile;
+  for (const auto& b : o.ro) spec.binds.push_back(parse_bind(b, false));
+  for (const auto& b : o.rw) spec.binds.push_back(parse_bind(b, true));
+  for (const auto& e : o.env) {
+    auto eq = e.find('=');
+    if (eq == std::string::npos) return fail_usage("--env " + e + ": expected NAME=VALUE");
+    spec.env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  spec.workdir = o.workdir;
+  spec.kill_on_output_limit = o.kill_on_output_limit;
+  int stdin_fd = -1;
+  if (o.stdin_path == "-") {
+    spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
+    spec.stdin_source.fd = 0;
+  } else if (!o.stdin_path.empty()) {
+    stdin_fd = ::open(o.stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (stdin_fd < 0) return fail_usage("--stdin " + o.stdin_path + ": " + strerror(errno));
+    spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
+    spec.stdin_source.fd = stdin_fd;
+  }
+  spec.output_mode = o.json ? sandbox::OutputMode::collect : sandbox::OutputMode::forward;
+
+  sandbox::Outcome outcome = sandbox::run(spec);
+  if (stdin_fd >= 0) ::close(stdin_fd);
+  if (o.json) {
+    std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace)
+              << std::endl;
+  } else if (outcome.verdict != sandbox::Verdict::ok &&
+             outcome.verdict != sandbox::Verdict::exit_nonzero) {
+    std::cerr << "airlock: " << sandbox::verdict_name(outcome.verdict) << ": " << outcome.message
+              << "\n";
+  }
+  return outcome.exit_status();
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, ExitStatus& status) {
+  auto opts = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and leave nothing behind");
+  cmd->add_option("--timeout", opts->timeout, "Wall-clock limit (default 30s)");
+  cmd->add_option("--cpu-time", opts->cpu_time, "CPU-time limit over all processes");
+  cmd->add_option("--memory", opts->memory, "Memory limit, no swap (default 512M)");
+  cmd->add_option("--pids", opts->pids, "Process and thread limit (default 64)");
+  cmd->add_option("--output-limit", opts->output_limit,
+                  "Per-stream output limit; the rest is discarded and counted (default 1M)");
+  cmd->add_option("--disk", opts->disk, "Size of the tmpfs behind the work dir and /tmp (default 64M)");
+  cmd->add_option("--nofile", opts->nofile, "Open-file limit (default 256)");
+  cmd->add_option("--ro", opts->ro, "Bind PATH[:DEST] read-only (repeatable)");
+  cmd->add_option("--rw", opts->rw, "Bind PATH[:DEST] read-write (repeatable)");
+  cmd->add_option("--env", opts->env, "Set NAME=VALUE in the child's environment (repeatable)");
+  cmd->add_option("--stdin", opts->stdin_path, "Feed FILE (or - for our stdin) to the child");
+  cmd->add_option("--workdir", opts->workdir, "Work dir inside the sandbox (default /work)");
+  cmd->add_flag("--json", opts->json, "Print one Outcome object instead of the child's output");
+  cmd->add_flag("--kill-on-output-limit", opts->kill_on_output_limit,
+                "Stop the run as soon as a stream passes its output limit");
+  auto command = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("command", *command, "CMD [ARGS...] after --")->expected(-1);
+  cmd->callback([opts, command, &status] { status.code = run_command(*opts, *command); });
+}
+
+}  // namespace airlock::cli

@@ -1,0 +1,424 @@
+#include "sandbox/cgroup.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace airlock::sandbox {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool write_file(const std::string& path, const std::string& value, int* err = nullptr) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (err) *err = errno;
+    return false;
+  }
+  ssize_t n = ::write(fd, value.data(), value.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    if (err) *err = (n < 0) ? e : EIO;
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::uint64_t> read_u64(const std::string& path) {
+  std::string text = read_file(path);
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str()) return std::nullopt;
+  return v;
+}
+
+// "key value" lines (memory.events, cpu.stat, memory.oom_control).
+std::optional<std::uint64_t> read_keyed(const std::string& path, const std::string& key) {
+  std::istringstream in(read_file(path));
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return std::nullopt;
+}
+
+bool dir_writable(const std::string& dir) { return ::access(dir.c_str(), W_OK | X_OK) == 0; }
+
+struct Mount {
+  std::string root;        // mountinfo field 4
+  std::string mountpoint;  // field 5
+  std::string fstype;
+  std::string super_options;
+};
+
+std::vector<Mount> cgroup_mounts() {
+  std::vector<Mount> mounts;
+  std::istringstream in(read_file("/proc/self/mountinfo"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mountpoint, opts, field;
+    fields >> id >> parent >> devno >> root >> mountpoint >> opts;
+    while (fields >> field && field != "-") {
+    }
+    std::string fstype, source, super_options;
+    fields >> fstype >> source >> super_options;
+    if (fstype == "cgroup" || fstype == "cgroup2")
+      mounts.push_back({root, mountpoint, fstype, super_options});
+  }
+  return mounts;
+}
+
+bool has_option(const std::string& options, const std::string& name) {
+  std::istringstream in(options);
+  std::string opt;
+  while (std::getline(in, opt, ','))
+    if (opt == name) return true;
+  return false;
+}
+
+// Maps a path from /proc/self/cgroup onto a mount of that hierarchy.
+std::string to_fs_path(const Mount& m, const std::string& cgroup_path) {
+  std::string rel = cgroup_path;
+  if (m.root != "/" && rel.rfind(m.root, 0) == 0) rel = rel.substr(m.root.size());
+  if (rel.empty() || rel == "/") return m.mountpoint;
+  return m.mountpoint + rel;
+}
+
+std::string v1_base(const std::vector<Mount>& mounts,
+                    const std::vector<std::pair<std::string, std::string>>& self_cgroups,
+                    const std::string& controller) {
+  for (const auto& [controllers, path] : self_cgroups) {
+    if (!has_option(controllers, controller)) continue;
+    for (const auto& m : mounts)
+      if (m.fstype == "cgroup" && has_option(m.super_options, controller)) {
+        std::string dir = to_fs_path(m, path);
+        if (dir_writable(dir)) return dir;
+      }
+  }
+  return {};
+}
+
+bool list_has(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  std::string w;
+  while (in >> w)
+    if (w == word) return true;
+  return false;
+}
+
+// cgroup v2 forbids processes in a cgroup whose subtree_control hands out controllers
+// (except at the root). If only this process lives in our cgroup, it moves into a leaf
+// "airlock-supervisor-<pid>" so the controllers can be enabled below it (the systemd
+// Delegate=yes pattern).
+bool prepare_v2_delegation(CgroupSupport& s) {
+  std::string controllers = read_file(s.v2_base + "/cgroup.controllers");
+  bool want_memory = list_has(controllers, "memory");
+  bool want_pids = list_has(controllers, "pids");
+  if (!want_memory && !want_pids) {
+    s.why_not = "cgroup v2: the memory and pids controllers are not delegated to " + s.v2_base;
+    return true;  // still usable for placement, kill and cpu.stat
+  }
+  std::string subtree = read_file(s.v2_base + "/cgroup.subtree_control");
+  auto enabled = [&](const std::string& c) { return list_has(subtree, c); };
+  std::string enable;
+  if (want_memory && !enabled("memory")) enable += " +memory";
+  if (want_pids && !enabled("pids")) enable += " +pids";
+  if (!enable.empty()) {
+    bool is_root = (s.v2_base == cgroup_mounts().front().mountpoint);
+    if (!is_root) {
+      std::istringstream procs(read_file(s.v2_base + "/cgroup.procs"));
+      pid_t pid = 0, self = ::getpid();
+      while (procs >> pid)
+        if (pid != self) {
+          s.why_not = "cgroup v2: " + s.v2_base +
+                      " holds other processes, so its controllers cannot be delegated "
+                      "(run airlock in its own cgroup, e.g. systemd Delegate=yes)";
+          return true;
+        }
+      std::string leaf = s.v2_base + "/airlock-supervisor-" + std::to_string(self);
+      if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return true;
+      if (!write_file(leaf + "/cgroup.procs", std::to_string(self))) return true;
+    }
+    int err = 0;
+    if (!write_file(s.v2_base + "/cgroup.subtree_control", enable.substr(1), &err)) {
+      s.why_not = "cgroup v2: cannot enable" + enable + " in " + s.v2_base + ": " + strerror(err);
+      return true;
+    }
+    subtree = read_file(s.v2_base + "/cgroup.subtree_control");
+  }
+  s.v2_memory = enabled("memory");
+  s.v2_pids = enabled("pids");
+  return true;
+}
+
+std::atomic<unsigned> g_sequence{0};
+
+}  // namespace
+
+CgroupSupport detect_cgroup_support(const std::string& forced_mode) {
+  CgroupSupport s;
+  if (forced_mode == "none") {
+    s.why_not = "AIRLOCK_CGROUP=none";
+    return s;
+  }
+  auto mounts = cgroup_mounts();
+  std::vector<std::pair<std::string, std::string>> self;
+  std::string v2_path;
+  {
+    std::istringstream in(read_file("/proc/self/cgroup"));
+    std::string line;
+    while (std::getline(in, line)) {
+      auto a = line.find(':'), b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+      if (line.substr(0, a) == "0" && controllers.empty())
+        v2_path = path;
+      else
+        self.emplace_back(controllers, path);
+    }
+  }
+  const Mount* unified = nullptr;
+  for (const auto& m : mounts)
+    if (m.fstype == "cgroup2") unified = &m;
+
+  bool try_v2 = forced_mode == "v2" || forced_mode == "auto" || forced_mode.empty();
+  if (try_v2 && unified && !v2_path.empty()) {
+    std::string base = to_fs_path(*unified, v2_path);
+    std::string controllers = read_file(base + "/cgroup.controllers");
+    bool has_limits = list_has(controllers, "memory") || list_has(controllers, "pids");
+    if (dir_writable(base) && (has_limits || forced_mode == "v2")) {
+      s.mode = CgroupMode::v2;
+      s.v2_base = base;
+      prepare_v2_delegation(s);
+      return s;
+    }
+  }
+  if (forced_mode == "v2") {
+    s.why_not = "AIRLOCK_CGROUP=v2 but no writable cgroup v2 hierarchy holds this process";
+    return s;
+  }
+  s.v1_memory = v1_base(mounts, self, "memory");
+  s.v1_pids = v1_base(mounts, self, "pids");
+  s.v1_cpuacct = v1_base(mounts, self, "cpuacct");
+  if (!s.v1_memory.empty())
+    s.v1_memsw = ::access((s.v1_memory + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
+  if (!s.v1_memory.empty() || !s.v1_pids.empty() || !s.v1_cpuacct.empty()) {
+    s.mode = CgroupMode::v1;
+    if (s.v1_memory.empty()) s.why_not = "cgroup v1: no writable memory hierarchy";
+    return s;
+  }
+  s.why_not = "no writable cgroup (v2 or v1) holds this process; delegate one to this user";
+  return s;
+}
+
+const CgroupSupport& cgroup_support() {
+  static const CgroupSupport support = [] {
+    const char* forced = std::getenv("AIRLOCK_CGROUP");
+    return detect_cgroup_support(forced ? forced : "auto");
+  }();
+  return support;
+}
+
+SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
+  if (this != &other) {
+    (void)remove();
+    mode_ = other.mode_;
+    dirs_ = std::move(other.dirs_);
+    other.dirs_.clear();
+    memory_dir_ = std::move(other.memory_dir_);
+    pids_dir_ = std::move(other.pids_dir_);
+    cpu_dir_ = std::move(other.cpu_dir_);
+    v2_dir_fd_ = std::move(other.v2_dir_fd_);
+  }
+  return *this;
+}
+
+SandboxCgroup::~SandboxCgroup() { (void)remove(); }
+
+Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
+  const auto& support = cgroup_support();
+  SandboxCgroup cg;
+  cg.mode_ = support.mode;
+  if (support.mode == CgroupMode::none) return cg;
+  std::string name = "airlock-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(g_sequence.fetch_add(1));
+  auto make = [&](const std::string& base) -> Result<std::string> {
+    std::string dir = base + "/" + name;
+    if (::mkdir(dir.c_str(), 0755) != 0)
+      return Error::make("setup_error", "cgroup: mkdir " + dir + ": " + strerror(errno));
+    cg.dirs_.push_back(dir);
+    return dir;
+  };
+  auto set = [](const std::string& file, const std::string& value) -> Status {
+    int err = 0;
+    if (!write_file(file, value, &err))
+      return Error::make("setup_error", "cgroup: writing " + value + " to " + file + ": " +
+                                            strerror(err));
+    return {};
+  };
+  const std::string memory = std::to_string(limits.memory_bytes);
+  const std::string pids = std::to_string(limits.pids + 1);  // +1: the sandbox's init
+
+  if (support.mode == CgroupMode::v2) {
+    auto dir = make(support.v2_base);
+    if (!dir) return dir.error();
+    cg.memory_dir_ = cg.pids_dir_ = cg.cpu_dir_ = *dir;
+    if (support.v2_memory) {
+      if (auto s = set(*dir + "/memory.max", memory); !s) return s.error();
+      if (::access((*dir + "/memory.swap.max").c_str(), F_OK) == 0)
+        if (auto s = set(*dir + "/memory.swap.max", "0"); !s) return s.error();
+    } else {
+      cg.memory_dir_.clear();
+    }
+    if (support.v2_pids) {
+      if (auto s = set(*dir + "/pids.max", pids); !s) return s.error();
+    } else {
+      cg.pids_dir_.clear();
+    }
+    cg.v2_dir_fd_.reset(::open(dir->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!cg.v2_dir_fd_)
+      return Error::make("setup_error", "cgroup: open " + *dir + ": " + strerror(errno));
+    return cg;
+  }
+
+  if (!support.v1_memory.empty()) {
+    auto dir = make(support.v1_memory);
+    if (!dir) return dir.error();
+    cg.memory_dir_ = *dir;
+    if (auto s = set(*dir + "/memory.limit_in_bytes", memory); !s) return s.error();
+    if (support.v1_memsw)  // memory + swap = memory: no swap
+      if (auto s = set(*dir + "/memory.memsw.limit_in_bytes", memory); !s) return s.error();
+    (void)set(*dir + "/memory.swappiness", "0");
+  }
+  if (!support.v1_pids.empty()) {
+    auto dir = make(support.v1_pids);
+    if (!dir) return dir.error();
+    cg.pids_dir_ = *dir;
+    if (auto s = set(*dir + "/pids.max", pids); !s) return s.error();
+  }
+  if (!support.v1_cpuacct.empty()) {
+    auto dir = make(support.v1_cpuacct);
+    if (!dir) return dir.error();
+    cg.cpu_dir_ = *dir;
+  }
+  return cg;
+}
+
+Status SandboxCgroup::add_process(pid_t pid) const {
+  if (mode_ != CgroupMode::v1) return {};
+  for (const auto& dir : dirs_) {
+    int err = 0;
+    if (!write_file(dir + "/cgroup.procs", std::to_string(pid), &err))
+      return Error::make("setup_error", "cgroup: moving the sandbox into " + dir + ": " +
+                                            strerror(err));
+  }
+  return {};
+}
+
+std::optional<std::uint64_t> SandboxCgroup::cpu_usage_ns() const {
+  if (cpu_dir_.empty()) return std::nullopt;
+  if (mode_ == CgroupMode::v2) {
+    auto usec = read_keyed(cpu_dir_ + "/cpu.stat", "usage_usec");
+    if (!usec) return std::nullopt;
+    return *usec * 1000;
+  }
+  return read_u64(cpu_dir_ + "/cpuacct.usage");
+}
+
+CgroupStats SandboxCgroup::read_stats() const {
+  CgroupStats st;
+  if (mode_ == CgroupMode::v2) {
+    if (!memory_dir_.empty()) {
+      st.oom_kills = read_keyed(memory_dir_ + "/memory.events", "oom_kill").value_or(0);
+      st.memory_peak_bytes = read_u64(memory_dir_ + "/memory.peak");
+    }
+    if (!cpu_dir_.empty()) {
+      if (auto u = read_keyed(cpu_dir_ + "/cpu.stat", "user_usec")) st.cpu_user_ns = *u * 1000;
+      if (auto s = read_keyed(cpu_dir_ + "/cpu.stat", "system_usec")) st.cpu_sys_ns = *s * 1000;
+    }
+    if (!pids_dir_.empty()) st.pids_peak = read_u64(pids_dir_ + "/pids.peak");
+  } else if (mode_ == CgroupMode::v1) {
+    if (!memory_dir_.empty()) {
+      st.oom_kills = read_keyed(memory_dir_ + "/memory.oom_control", "oom_kill").value_or(0);
+      st.memory_peak_bytes = read_u64(memory_dir_ + "/memory.max_usage_in_bytes");
+    }
+    if (!cpu_dir_.empty()) {
+      st.cpu_user_ns = read_u64(cpu_dir_ + "/cpuacct.usage_user");
+      st.cpu_sys_ns = read_u64(cpu_dir_ + "/cpuacct.usage_sys");
+    }
+    if (!pids_dir_.empty()) st.pids_peak = read_u64(pids_dir_ + "/pids.peak");
+  }
+  // The sandbox's init is one of the counted processes; report the program's own.
+  if (st.pids_peak && *st.pids_peak > 0) *st.pids_peak -= 1;
+  return st;
+}
+
+void SandboxCgroup::kill_all() const {
+  if (mode_ == CgroupMode::v2 && !dirs_.empty()) (void)write_file(dirs_.front() + "/cgroup.kill", "1");
+}
+
+Status SandboxCgroup::remove() {
+  v2_dir_fd_.reset();
+  Status status;
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+    // A killed process leaves its cgroup a moment after its parent has reaped it.
+    int attempt = 0;
+    while (::rmdir(it->c_str()) != 0) {
+      if (errno == ENOENT) break;
+      if (errno != EBUSY || ++attempt > 2000) {
+        status = Error::make("cleanup", "cgroup: rmdir " + *it + ": " + strerror(errno));
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  }
+  dirs_.clear();
+  return status;
+}
+
+int remove_stale_cgroups() {
+  const auto& s = cgroup_support();
+  std::vector<std::string> bases = {s.v2_base, s.v1_memory, s.v1_pids, s.v1_cpuacct};
+  int removed = 0;
+  for (const auto& base : bases) {
+    if (base.empty()) continue;
+    DIR* d = ::opendir(base.c_str());
+    if (!d) continue;
+    while (auto* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind("airlock-", 0) != 0) continue;
+      std::string rest = name.substr(8);
+      if (rest.rfind("supervisor-", 0) == 0) continue;
+      pid_t owner = static_cast<pid_t>(std::atoi(rest.c_str()));
+      if (owner <= 0 || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+      std::string dir = base + "/" + name;
+      if (s.mode == CgroupMode::v2) (void)write_file(dir + "/cgroup.kill", "1");
+      for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (::access(dir.c_str(), F_OK) != 0) ++removed;
+    }
+    ::closedir(d);
+  }
+  return removed;
+}
+
+}  // namespace airlock::sandbox

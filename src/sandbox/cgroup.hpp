@@ -1,0 +1,86 @@
+// Per-sandbox cgroups: created under this process's own cgroup, limits written before the
+// child runs, counters read for the verdict and usage, removed at the end.
+//
+// cgroup v2 is used when our cgroup can hand the memory and pids controllers to a child;
+// otherwise the v1 hierarchies for memory, pids and cpuacct where they are mounted and
+// writable; otherwise none (the sandbox then relies on rlimits, see `airlock doctor`).
+// AIRLOCK_CGROUP=auto|v1|v2|none overrides the choice (tests use it).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "common/unique_fd.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::sandbox {
+
+enum class CgroupMode { none, v1, v2 };
+
+// What this host offers, detected once per process.
+struct CgroupSupport {
+  CgroupMode mode = CgroupMode::none;
+  std::string v2_base;        // our own cgroup in the unified hierarchy (v2 mode)
+  bool v2_memory = false;     // memory controller usable below v2_base
+  bool v2_pids = false;
+  std::string v1_memory;      // our own cgroup in each v1 hierarchy; empty when unusable
+  std::string v1_pids;
+  std::string v1_cpuacct;
+  bool v1_memsw = false;      // memory.memsw.* exists (swap accounting)
+  std::string why_not;        // why a mechanism is missing, for doctor and messages
+
+  bool limits_memory() const { return mode == CgroupMode::v2 ? v2_memory : !v1_memory.empty(); }
+  bool limits_pids() const { return mode == CgroupMode::v2 ? v2_pids : !v1_pids.empty(); }
+  bool measures_cpu() const { return mode == CgroupMode::v2 || !v1_cpuacct.empty(); }
+};
+
+const CgroupSupport& cgroup_support();
+// Detection without the cache (doctor prints both the forced and the detected mode).
+CgroupSupport detect_cgroup_support(const std::string& forced_mode);
+
+struct CgroupStats {
+  std::uint64_t oom_kills = 0;
+  std::optional<std::uint64_t> memory_peak_bytes;
+  std::optional<std::uint64_t> cpu_user_ns;
+  std::optional<std::uint64_t> cpu_sys_ns;
+  std::optional<std::uint64_t> pids_peak;
+};
+
+class SandboxCgroup {
+ public:
+  SandboxCgroup() = default;
+  SandboxCgroup(SandboxCgroup&&) noexcept = default;
+  SandboxCgroup& operator=(SandboxCgroup&&) noexcept;
+  SandboxCgroup(const SandboxCgroup&) = delete;
+  SandboxCgroup& operator=(const SandboxCgroup&) = delete;
+  ~SandboxCgroup();
+
+  // Creates the cgroup(s) and writes the limits. With CgroupMode::none returns an empty object.
+  static Result<SandboxCgroup> create(const Limits& limits);
+
+  bool active() const { return !dirs_.empty(); }
+  CgroupMode mode() const { return mode_; }
+  int clone_into_fd() const { return v2_dir_fd_.get(); }  // -1 unless v2
+  Status add_process(pid_t pid) const;                      // v1 placement
+  std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
+  CgroupStats read_stats() const;
+  void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace
+  Status remove();        // rmdir; also done by the destructor
+
+ private:
+  CgroupMode mode_ = CgroupMode::none;
+  std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, cpuacct (those in use)
+  std::string memory_dir_, pids_dir_, cpu_dir_;
+  UniqueFd v2_dir_fd_;
+};
+
+// Removes cgroups named airlock-<pid>-* whose creating process no longer exists (left by a
+// supervisor that was SIGKILLed). Returns how many were removed.
+int remove_stale_cgroups();
+
+}  // namespace airlock::sandbox

@@ -1,0 +1,371 @@
+// The sandbox child, from clone3() to execve(). Only syscalls and stack memory here: this is
+// a raw clone of a possibly multi-threaded process, so malloc, stdio and glibc's credential
+// wrappers (which signal every thread they believe exists) are off limits.
+#include "sandbox/child.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "sandbox/syscalls.hpp"
+
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+namespace airlock::sandbox {
+namespace {
+
+int g_error_fd = -1;  // the child's own copy of this variable
+
+void append(char* buf, std::size_t cap, std::size_t& len, const char* text) {
+  while (text && *text && len + 1 < cap) buf[len++] = *text++;
+  buf[len] = '\0';
+}
+
+[[noreturn]] void fail(const char* step, const char* detail, int err) {
+  ChildError report{};
+  report.err = err;
+  std::size_t len = 0;
+  append(report.step, sizeof report.step, len, step);
+  if (detail && *detail) {
+    append(report.step, sizeof report.step, len, " ");
+    append(report.step, sizeof report.step, len, detail);
+  }
+  if (g_error_fd >= 0) (void)!::write(g_error_fd, &report, sizeof report);
+  sys::raw_exit(125);
+}
+
+void check(bool ok, const char* step, const char* detail = nullptr) {
+  if (!ok) fail(step, detail, errno);
+}
+
+// Moves the supervisor's descriptors to fixed numbers and closes every other one, so nothing
+// of the supervisor (sockets, databases, other sandboxes' pipes) reaches the sandbox.
+void arrange_descriptors(const ChildPlan& plan) {
+  const int sources[] = {plan.stdin_fd, plan.stdout_fd,  plan.stderr_fd, plan.error_fd,
+                         plan.control_fd, plan.status_fd, plan.go_fd};
+  int temp[7];
+  for (int i = 0; i < 7; ++i) {
+    temp[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, 64);
+    if (temp[i] < 0) {
+      g_error_fd = plan.error_fd;
+      fail("arranging descriptors", nullptr, errno);
+    }
+  }
+  for (int target = 0; target < 7; ++target) {
+    if (::dup3(temp[target], target, target >= kChildErrorFd ? O_CLOEXEC : 0) < 0) {
+      g_error_fd = plan.error_fd;
+      fail("arranging descriptors", nullptr, errno);
+    }
+  }
+  g_error_fd = kChildErrorFd;
+  check(::close_range(kChildFirstStrayFd, ~0U, 0) == 0, "close_range");
+}
+
+void reset_signals() {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) (void)::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// Creates the mount point for an attached tree if our own tmpfs holds its parent.
+void ensure_mount_point(const MountStep& step) {
+  struct stat st {};
+  if (::fstatat(AT_FDCWD, step.path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) fail("mount point is a symlink:", step.path.c_str(), ELOOP);
+    return;
+  }
+  if (errno != ENOENT) fail("stat mount point", step.path.c_str(), errno);
+  if (step.is_directory) {
+    check(::mkdir(step.path.c_str(), 0755) == 0, "mkdir", step.path.c_str());
+  } else {
+    int fd = ::open(step.path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    check(fd >= 0, "create mount point", step.path.c_str());
+    ::close(fd);
+  }
+}
+
+void run_mount_step(const ChildPlan& plan, const MountStep& step) {
+  const char* path = step.path.c_str();
+  switch (step.kind) {
+    case MountStep::Kind::make_dir:
+      check(::mkdir(path, step.mode) == 0 || errno == EEXIST, "mkdir", path);
+      return;
+    case MountStep::Kind::make_symlink:
+      check(::symlink(step.text.c_str(), path) == 0, "symlink", path);
+      return;
+    case MountStep::Kind::write_file: {
+      int fd = ::open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, step.mode);
+      check(fd >= 0, "create", path);
+      const char* data = step.text.data();
+      std::size_t left = step.text.size();
+      while (left > 0) {
+        ssize_t n = ::write(fd, data, left);
+        if (n < 0 && errno == EINTR) continue;
+        check(n > 0, "write", path);
+        data += n;
+        left -= static_cast<std::size_t>(n);
+      }
+      ::close(fd);
+      return;
+    }
+    case MountStep::Kind::attach_tree: {
+      ensure_mount_point(step);
+      int tree = plan.source_fds[static_cast<std::size_t>(step.source)];
+      check(sys::move_mount(tree, "", AT_FDCWD, path, sys::kMoveMountFEmptyPath) == 0,
+            "move_mount", path);
+      ::close(tree);
+      return;
+    }
+    case MountStep::Kind::mount_tmpfs:
+      check(::mount("tmpfs", path, "tmpfs", step.flags, step.text.c_str()) == 0, "mount tmpfs",
+            path);
+      return;
+    case MountStep::Kind::mount_proc:
+      check(::mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0,
+            "mount proc (needs a fully visible /proc on the host)", path);
+      return;
+    case MountStep::Kind::bind_local:
+      check(::mount(step.text.c_str(), path, nullptr, MS_BIND | MS_REC, nullptr) == 0, "bind",
+            path);
+      return;
+    case MountStep::Kind::detach:
+      check(::umount2(path, MNT_DETACH) == 0, "umount", path);
+      check(::rmdir(path) == 0, "rmdir", path);
+      return;
+    case MountStep::Kind::make_readonly: {
+      sys::MountAttr attr{sys::kMountAttrRdonly, 0, 0, 0};
+      check(sys::mount_setattr(AT_FDCWD, path, 0, &attr) == 0, "mount_setattr read-only", path);
+      return;
+    }
+  }
+}
+
+// Clones every host tree we need, before anything is mounted (so our root cannot hide a
+// source) and while we still have the supervisor's host credentials (capabilities in our
+// user namespace do not cover host files whose owner it does not map).
+void clone_sources(const ChildPlan& plan) {
+  // Nothing we mount may propagate back to the host.
+  check(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0, "make mounts private");
+  for (std::size_t i = 0; i < plan.sources.size(); ++i) {
+    const auto& src = plan.sources[i];
+    int tree = sys::open_tree(AT_FDCWD, src.host_path.c_str(),
+                              sys::kOpenTreeClone | sys::kOpenTreeCloexec | sys::kAtRecursive);
+    check(tree >= 0, "open_tree", src.host_path.c_str());
+    sys::MountAttr attr{src.attr_set, 0, 0, 0};
+    check(sys::mount_setattr(tree, "", AT_EMPTY_PATH | sys::kAtRecursive, &attr) == 0,
+          "mount_setattr", src.host_path.c_str());
+    plan.source_fds[i] = tree;
+  }
+}
+
+void build_root(const ChildPlan& plan) {
+  check(::mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                plan.root_options.c_str()) == 0,
+        "mount root tmpfs on", plan.staging.c_str());
+  check(::chdir(plan.staging.c_str()) == 0, "chdir", plan.staging.c_str());
+  for (const auto& step : plan.steps) run_mount_step(plan, step);
+  // Make the new root the root and detach the old one (pivot_root(".", ".") stacks them).
+  check(sys::pivot_root(".", ".") == 0, "pivot_root");
+  check(::umount2(".", MNT_DETACH) == 0, "detach old root");
+  check(::chdir("/") == 0, "chdir /");
+  sys::MountAttr ro{sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev, 0, 0, 0};
+  check(sys::mount_setattr(AT_FDCWD, "/", 0, &ro) == 0, "make root read-only");
+  check(::chdir(plan.workdir.c_str()) == 0, "chdir", plan.workdir.c_str());
+}
+
+void bring_up_loopback() {
+  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  check(s >= 0, "socket for loopback");
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, "lo", 3);
+  check(::ioctl(s, SIOCGIFFLAGS, &ifr) == 0, "SIOCGIFFLAGS lo");
+  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
+  check(::ioctl(s, SIOCSIFFLAGS, &ifr) == 0, "SIOCSIFFLAGS lo");
+  ::close(s);
+}
+
+// Sends descriptors to the supervisor in one SEQPACKET record tagged with `tag`.
+void send_fds(char tag, const int* fds, std::size_t count) {
+  constexpr std::size_t kMax = 64;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMax)] = {};
+  iovec iov{&tag, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (count > 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * count);
+  }
+  check(::sendmsg(kChildControlFd, &msg, MSG_NOSIGNAL) == 1, "sending descriptors to supervisor");
+}
+
+void open_listeners(const ChildPlan& plan) {
+  if (plan.listeners.empty()) return;
+  int fds[64];
+  std::size_t n = 0;
+  for (auto port : plan.listeners) {
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    check(s >= 0, "socket for listener");
+    int one = 1;
+    (void)::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    check(::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0, "bind listener");
+    check(::listen(s, 128) == 0, "listen");
+    fds[n++] = s;
+  }
+  send_fds('L', fds, n);
+  for (std::size_t i = 0; i < n; ++i) ::close(fds[i]);
+}
+
+void drop_privileges(const ChildPlan& plan) {
+  // Capabilities from here on come only from what we keep: none.
+  for (int cap = 0; cap <= plan.last_cap; ++cap)
+    check(::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 || errno == EINVAL, "drop bounding set");
+  check(::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0, "clear ambient caps");
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  check(::syscall(SYS_capset, &header, data) == 0, "capset (drop all)");
+  check(::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0, "no_new_privs");
+  for (const auto& limit : plan.rlimits)
+    check(::setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) == 0,
+          "setrlimit");
+}
+
+void install_seccomp(const ChildPlan& plan) {
+  sock_fprog prog{static_cast<unsigned short>(plan.seccomp_notify->size()),
+                  const_cast<sock_filter*>(plan.seccomp_notify->data())};
+  int listener = static_cast<int>(
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+  if (listener < 0 && errno == EBUSY) {
+    // Another supervisor (a container runtime) already listens on this process's filters:
+    // violations then kill with SIGSYS and the syscall cannot be named.
+    sock_fprog kill_prog{static_cast<unsigned short>(plan.seccomp_kill.size()),
+                         const_cast<sock_filter*>(plan.seccomp_kill.data())};
+    check(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &kill_prog) == 0, "seccomp");
+    send_fds('S', nullptr, 0);
+    return;
+  }
+  check(listener >= 0, "seccomp");
+  send_fds('S', &listener, 1);
+  ::close(listener);
+}
+
+[[noreturn]] void exec_program(const ChildPlan& plan) {
+  reset_signals();
+  ::umask(022);
+  int best = ENOENT;
+  for (const auto& path : plan.exec_candidates) {
+    ::execve(path.c_str(), plan.argv.data(), plan.envp.data());
+    if (errno != ENOENT && errno != ENOTDIR) best = errno;
+  }
+  fail("execve", plan.argv[0], best);
+}
+
+// pid 1 of the sandbox: starts the program, reaps every orphan, and reports how the program
+// ended. Its exit ends the pid namespace, which kills whatever the program left running.
+[[noreturn]] void run_init(const ChildPlan& plan) {
+  long tool = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (tool < 0) fail("fork program", nullptr, errno);
+  if (tool == 0) {
+    ::close(kChildStatusFd);
+    exec_program(plan);
+  }
+  ::close(kChildErrorFd);  // the program's copy closes on execve: EOF tells "exec'd"
+  ::close(0);
+  ::close(1);
+  ::close(2);
+  (void)::prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
+  (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // the program may not read our fds via /proc
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::wait4(-1, &status, __WALL, nullptr);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      sys::raw_exit(0);
+    }
+    if (pid != tool) continue;
+    ExitReport report{};
+    report.exited = WIFEXITED(status) ? 1 : 0;
+    report.code = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+    (void)!::write(kChildStatusFd, &report, sizeof report);
+    sys::raw_exit(0);
+  }
+}
+
+}  // namespace
+
+void child_main(const ChildPlan& plan) {
+  arrange_descriptors(plan);
+  reset_signals();
+  ::umask(0);
+
+  // Wait until the supervisor has written our id maps (and placed us in cgroups on v1).
+  char go = 0;
+  ssize_t n;
+  do n = ::read(kChildGoFd, &go, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) sys::raw_exit(125);  // the supervisor went away
+  ::close(kChildGoFd);
+  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
+  if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
+  clone_sources(plan);
+
+  // Become the sandbox user now, keeping capabilities in our user namespace for the setup
+  // (files we create must be owned by a mapped id), and drop them all before exec.
+  check(::prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+                                       SECBIT_NOROOT | SECBIT_NOROOT_LOCKED,
+                0, 0, 0) == 0,
+        "set securebits");
+  if (plan.root_mode) check(sys::raw_setgroups_empty() == 0, "setgroups (clear)");
+  check(sys::raw_setresgid(plan.gid, plan.gid, plan.gid) == 0, "setresgid");
+  check(sys::raw_setresuid(plan.uid, plan.uid, plan.uid) == 0, "setresuid");
+
+  build_root(plan);
+  check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
+  check(::setdomainname("", 0) == 0, "setdomainname");
+  bring_up_loopback();
+  open_listeners(plan);
+  check(::setsid() >= 0, "setsid");
+  drop_privileges(plan);
+  const char* step = nullptr;
+  if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
+  install_seccomp(plan);
+  ::close(kChildControlFd);
+  run_init(plan);
+}
+
+}  // namespace airlock::sandbox

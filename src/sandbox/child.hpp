@@ -1,0 +1,98 @@
+// The sandbox child: everything between clone3() and execve(). The supervisor prepares a
+// ChildPlan (all strings, paths and arrays) so the child only makes syscalls: it must not
+// allocate or take locks, since it is a raw clone of a possibly multi-threaded process.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sandbox/landlock.hpp"
+
+namespace airlock::sandbox {
+
+// File descriptor numbers inside the child after it has arranged its descriptors.
+inline constexpr int kChildErrorFd = 3;    // setup failures go here; CLOEXEC, EOF = exec'd
+inline constexpr int kChildControlFd = 4;  // SCM_RIGHTS to the supervisor (listeners, seccomp)
+inline constexpr int kChildStatusFd = 5;   // init reports the program's wait status here
+inline constexpr int kChildGoFd = 6;       // the supervisor writes one byte when ready
+inline constexpr int kChildFirstStrayFd = 7;
+
+// A tree of the host's mounts cloned with open_tree() before anything is hidden.
+struct TreeSource {
+  std::string host_path;
+  std::uint64_t attr_set;  // MOUNT_ATTR_* applied to the whole cloned tree
+};
+
+struct MountStep {
+  enum class Kind {
+    make_dir,        // path, mode
+    make_symlink,    // path -> text
+    write_file,      // path, mode, text
+    attach_tree,     // sources[source] onto path (created on our tmpfs if missing)
+    mount_tmpfs,     // path, text = options, flags
+    mount_proc,      // path
+    bind_local,      // text (a path inside the new root) onto path
+    detach,          // umount2(path, MNT_DETACH) and rmdir
+    make_readonly,   // mount_setattr(path, RDONLY), not recursive
+  };
+  Kind kind;
+  std::string path;  // relative to the new root, no leading '/'
+  std::string text;
+  unsigned mode = 0755;
+  unsigned long flags = 0;
+  int source = -1;
+  bool is_directory = true;  // attach_tree: the kind of mount point to create
+};
+
+struct ChildError {
+  int err;
+  char step[240];
+};
+
+struct ExitReport {  // written by the sandbox's init: how the program ended
+  int exited;        // 1: exit code; 0: killed by signal
+  int code;          // exit code or signal number
+};
+
+struct ChildPlan {
+  // Descriptors as the supervisor holds them (moved to the numbers above in the child).
+  int stdin_fd, stdout_fd, stderr_fd, error_fd, control_fd, status_fd, go_fd;
+
+  bool unshare_cgroup_ns = false;  // v1: placed after clone, so its namespace comes after
+  bool root_mode = false;          // supervisor is root: clear supplementary groups
+  unsigned uid = 0, gid = 0;       // inside the sandbox
+  int last_cap = 40;
+
+  std::string staging;  // where the new root tmpfs is mounted before pivot_root
+  std::string root_options;
+  std::vector<TreeSource> sources;
+  std::vector<MountStep> steps;
+  std::string workdir;  // absolute, inside
+  std::string hostname;
+
+  std::vector<std::uint16_t> listeners;
+  struct Limit {
+    int resource;
+    rlimit value;
+  };
+  std::vector<Limit> rlimits;
+  LandlockPlan landlock;
+  const std::vector<sock_filter>* seccomp_notify = nullptr;  // violations to the supervisor
+  std::vector<sock_filter> seccomp_kill;                     // fallback without a listener
+
+  std::vector<std::string> exec_candidates;  // argv[0] resolved against PATH
+  std::vector<char*> argv;                    // NULL-terminated, pointing into owned strings
+  std::vector<char*> envp;
+  std::vector<std::string> argv_storage, envp_storage;
+
+  mutable std::vector<int> source_fds;  // filled in the child
+};
+
+[[noreturn]] void child_main(const ChildPlan& plan);
+
+}  // namespace airlock::sandbox

@@ -1,0 +1,368 @@
+#include "sandbox/plan.hpp"
+
+#include <linux/seccomp.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "sandbox/seccomp_policy.hpp"
+#include "sandbox/syscalls.hpp"
+
+namespace airlock::sandbox {
+namespace {
+
+constexpr unsigned kNobody = 65534;
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+std::string relative(const std::string& absolute) { return absolute.substr(1); }
+
+int path_depth(const std::string& p) { return static_cast<int>(std::count(p.begin(), p.end(), '/')); }
+
+bool is_within(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+int read_last_cap() {
+  std::ifstream in("/proc/sys/kernel/cap_last_cap");
+  int cap = 40;
+  in >> cap;
+  return cap;
+}
+
+// Builds the steps; remembers which directories of the new root it has created.
+class LayoutBuilder {
+ public:
+  explicit LayoutBuilder(ChildPlan& plan) : plan_(plan) {}
+
+  int add_source(const std::string& host_path, std::uint64_t attr) {
+    plan_.sources.push_back({host_path, attr});
+    return static_cast<int>(plan_.sources.size() - 1);
+  }
+
+  // Creates `rel` and its parents on our tmpfs (no-op for what exists).
+  void make_dirs(const std::string& rel, unsigned mode = 0755) {
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = rel.find('/', pos + 1);
+      std::string prefix = rel.substr(0, pos);
+      if (created_.insert(prefix).second) step(MountStep::Kind::make_dir, prefix, "", mode);
+    }
+  }
+
+  void step(MountStep::Kind kind, std::string path, std::string text = "", unsigned mode = 0755,
+            unsigned long flags = 0, int source = -1, bool is_directory = true) {
+    plan_.steps.push_back({kind, std::move(path), std::move(text), mode, flags, source, is_directory});
+  }
+
+  void attach(const std::string& host, const std::string& rel, std::uint64_t attr, bool dir) {
+    auto parent = rel.rfind('/');
+    if (parent != std::string::npos) make_dirs(rel.substr(0, parent));
+    int src = add_source(host, attr);
+    step(MountStep::Kind::attach_tree, rel, "", 0, 0, src, dir);
+    if (dir) created_.insert(rel);
+  }
+
+ private:
+  ChildPlan& plan_;
+  std::set<std::string> created_;
+};
+
+std::string passwd_text(const std::string& home) {
+  return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+         "sandbox:x:" + std::to_string(kSandboxUid) + ":" + std::to_string(kSandboxGid) +
+         ":airlock sandbox:" + home + ":/bin/sh\n"
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+}
+
+std::string group_text() {
+  return "root:x:0:\nsandbox:x:" + std::to_string(kSandboxGid) + ":\nnogroup:x:65534:\n";
+}
+
+struct SystemEntry {
+  const char* path;
+  bool is_file;
+};
+
+}  // namespace
+
+HostIds host_ids() {
+  if (::geteuid() == 0) return {true, kNobody, kNobody};
+  return {false, static_cast<unsigned>(::geteuid()), static_cast<unsigned>(::getegid())};
+}
+
+Result<std::string> normalize_absolute(const std::string& path) {
+  if (path.empty() || path[0] != '/')
+    return Error::make("invalid_argument", "path '" + path + "' must be absolute");
+  if (path.find('\0') != std::string::npos)
+    return Error::make("invalid_argument", "path contains a NUL byte");
+  std::string out;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    i = j;
+    if (part.empty() || part == ".") continue;
+    if (part == "..")
+      return Error::make("invalid_argument", "path '" + path + "' must not contain '..'");
+    out += "/" + part;
+  }
+  return out.empty() ? std::string("/") : out;
+}
+
+Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups) {
+  ChildPlan plan{};
+  const HostIds ids = host_ids();
+  plan.root_mode = ids.root_mode;
+  plan.uid = kSandboxUid;
+  plan.gid = kSandboxGid;
+  plan.last_cap = read_last_cap();
+  plan.hostname = spec.hostname;
+  plan.listeners = spec.network.loopback_listeners;
+  plan.unshare_cgroup_ns = cgroups.mode != CgroupMode::v2;
+
+  for (const char* candidate : {"/tmp", "/mnt", "/var/tmp", "/run"}) {
+    struct stat st {};
+    if (::stat(candidate, &st) == 0 && S_ISDIR(st.st_mode)) {
+      plan.staging = candidate;
+      break;
+    }
+  }
+  if (plan.staging.empty())
+    return Error::make("setup_error", "no directory to stage the new root on (/tmp, /mnt, ...)");
+  plan.root_options = "size=1m,nr_inodes=1024,mode=0755";
+
+  auto workdir = normalize_absolute(spec.workdir);
+  if (!workdir) return workdir.error();
+  plan.workdir = *workdir;
+  const std::string work_rel = relative(plan.workdir);
+
+  LayoutBuilder layout(plan);
+  LandlockPlan& ll = plan.landlock;
+  using namespace landlock;
+  const std::uint64_t ro_attr = sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev;
+  ll.paths.push_back({"/", kReadDir, true});
+
+  // Read-only system directories, and the merged-/usr links as the host has them.
+  std::vector<std::string> system_mounts;  // inside paths of system binds (for nesting checks)
+  {
+    struct stat st {};
+    if (::stat("/usr", &st) != 0 || !S_ISDIR(st.st_mode))
+      return Error::make("setup_error", "the host has no /usr to run programs from");
+    layout.attach("/usr", "usr", ro_attr, true);
+    system_mounts.push_back("/usr");
+    ll.paths.push_back({"/usr", kReadOnly, true});
+  }
+  for (const char* name : {"bin", "sbin", "lib", "lib64", "lib32", "libx32"}) {
+    std::string host = std::string("/") + name;
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      std::array<char, 4096> target{};
+      ssize_t n = ::readlink(host.c_str(), target.data(), target.size() - 1);
+      if (n > 0) layout.step(MountStep::Kind::make_symlink, name, std::string(target.data(), n));
+    } else if (S_ISDIR(st.st_mode)) {
+      layout.attach(host, name, ro_attr, true);
+      system_mounts.push_back(host);
+      ll.paths.push_back({host, kReadOnly, true});
+    }
+  }
+
+  // /etc: generated identity files plus the few host files programs need.
+  const std::string home = plan.workdir;
+  layout.make_dirs("etc");
+  layout.step(MountStep::Kind::write_file, "etc/passwd", passwd_text(home), 0644);
+  layout.step(MountStep::Kind::write_file, "etc/group", group_text(), 0644);
+  layout.step(MountStep::Kind::write_file, "etc/hosts",
+              "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t" + spec.hostname + "\n", 0644);
+  layout.step(MountStep::Kind::write_file, "etc/hostname", spec.hostname + "\n", 0644);
+  for (SystemEntry entry : {SystemEntry{"/etc/ld.so.cache", true},
+                            SystemEntry{"/etc/alternatives", false},
+                            SystemEntry{"/etc/ssl/certs", false}}) {
+    struct stat st {};
+    if (::stat(entry.path, &st) != 0) continue;
+    layout.attach(entry.path, relative(entry.path), ro_attr, !entry.is_file);
+    system_mounts.push_back(entry.path);
+  }
+  {
+    std::array<char, 4096> target{};
+    ssize_t n = ::readlink("/etc/localtime", target.data(), target.size() - 1);
+    if (n > 0) layout.step(MountStep::Kind::make_symlink, "etc/localtime", std::string(target.data(), n));
+  }
+  ll.paths.push_back({"/etc", kReadOnly, true});
+
+  // User binds, shallowest first so a nested bind lands inside its parent.
+  std::vector<Bind> binds;
+  for (const auto& b : spec.binds) {
+    auto src = normalize_absolute(b.source);
+    if (!src) return src.error();
+    auto dst = normalize_absolute(b.dest.empty() ? b.source : b.dest);
+    if (!dst) return dst.error();
+    binds.push_back({*src, *dst, b.writable});
+  }
+  std::stable_sort(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) {
+    return path_depth(a.dest) < path_depth(b.dest);
+  });
+  bool bind_on_tmp = false, bind_on_workdir = false;
+  for (const auto& b : binds) {
+    bind_on_tmp |= (b.dest == "/tmp");
+    bind_on_workdir |= (b.dest == plan.workdir);
+  }
+
+  // One tmpfs of --disk bytes holds the work dir, /tmp and /dev/shm.
+  const std::uint64_t disk = spec.limits.disk_bytes;
+  const std::uint64_t inodes = std::max<std::uint64_t>(1024, disk / 4096);
+  layout.make_dirs(".scratch");
+  layout.step(MountStep::Kind::mount_tmpfs, ".scratch",
+              "size=" + std::to_string(disk) + ",nr_inodes=" + std::to_string(inodes) + ",mode=0755",
+              0, MS_NOSUID | MS_NODEV);
+  layout.step(MountStep::Kind::make_dir, ".scratch/work", "", 0755);
+  layout.step(MountStep::Kind::make_dir, ".scratch/tmp", "", 01777);
+  layout.step(MountStep::Kind::make_dir, ".scratch/shm", "", 01777);
+  if (!bind_on_tmp) {
+    layout.make_dirs("tmp", 01777);
+    layout.step(MountStep::Kind::bind_local, "tmp", ".scratch/tmp");
+  }
+  if (!bind_on_workdir) {
+    layout.make_dirs(work_rel);
+    layout.step(MountStep::Kind::bind_local, work_rel, ".scratch/work");
+  }
+  if (!bind_on_tmp) ll.paths.push_back({"/tmp", kReadWrite, true});
+  if (!bind_on_workdir) ll.paths.push_back({plan.workdir, kReadWrite, true});
+
+  // Minimal /dev: host device nodes bound onto an otherwise read-only tmpfs.
+  layout.make_dirs("dev");
+  layout.step(MountStep::Kind::mount_tmpfs, "dev", "size=64k,nr_inodes=64,mode=0755", 0,
+              MS_NOSUID | MS_NOEXEC);
+  for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
+    std::string host = std::string("/dev/") + node;
+    layout.attach(host, "dev/" + std::string(node), sys::kMountAttrNosuid | sys::kMountAttrNoexec,
+                  false);
+    ll.paths.push_back({host, kReadFile | kWriteFile | kIoctlDev, false});
+  }
+  layout.step(MountStep::Kind::make_symlink, "dev/fd", "/proc/self/fd");
+  layout.step(MountStep::Kind::make_symlink, "dev/stdin", "/proc/self/fd/0");
+  layout.step(MountStep::Kind::make_symlink, "dev/stdout", "/proc/self/fd/1");
+  layout.step(MountStep::Kind::make_symlink, "dev/stderr", "/proc/self/fd/2");
+  layout.make_dirs("dev/shm", 01777);
+  layout.step(MountStep::Kind::bind_local, "dev/shm", ".scratch/shm");
+  layout.step(MountStep::Kind::make_readonly, "dev");
+  ll.paths.push_back({"/dev", kReadDir, true});
+  ll.paths.push_back({"/dev/shm", kReadWrite, true});
+
+  layout.make_dirs("proc");
+  layout.step(MountStep::Kind::mount_proc, "proc");
+  ll.paths.push_back({"/proc", kReadFile | kReadDir, true});
+
+  // User binds. A mount point inside another bind must already exist there: we never create
+  // directories in a host tree.
+  std::vector<std::pair<std::string, std::string>> placed;  // dest -> host source
+  for (const auto& b : binds) {
+    for (const char* reserved : {"/proc", "/dev"})
+      if (is_within(b.dest, reserved))
+        return Error::make("invalid_argument", "cannot bind onto " + b.dest + ": " + reserved +
+                                                   " is reserved for the sandbox");
+    if (b.dest == "/")
+      return Error::make("invalid_argument", "cannot bind onto / (the sandbox's root)");
+    struct stat st {};
+    if (::stat(b.source.c_str(), &st) != 0)
+      return Error::make("invalid_argument",
+                         "bind source " + b.source + ": " + std::string(strerror(errno)));
+    bool is_dir = S_ISDIR(st.st_mode);
+    std::string host_under;
+    for (const auto& sys_dest : system_mounts)
+      if (is_within(b.dest, sys_dest)) host_under = b.dest;  // same path on the host
+    for (const auto& [dest, source] : placed)
+      if (is_within(b.dest, dest) && b.dest != dest) host_under = source + b.dest.substr(dest.size());
+    if (!host_under.empty()) {
+      struct stat mp {};
+      if (::stat(host_under.c_str(), &mp) != 0 || S_ISDIR(mp.st_mode) != is_dir)
+        return Error::make("invalid_argument",
+                           "cannot bind onto " + b.dest + ": it lies inside another bind and " +
+                               host_under + " is not an existing " +
+                               (is_dir ? "directory" : "file") + " there");
+    }
+    std::uint64_t attr = sys::kMountAttrNosuid | sys::kMountAttrNodev;
+    if (!b.writable) attr |= sys::kMountAttrRdonly;
+    layout.attach(b.source, relative(b.dest), attr, is_dir);
+    placed.emplace_back(b.dest, b.source);
+    ll.paths.push_back({b.dest, b.writable ? kReadWrite : kReadOnly, is_dir});
+  }
+  layout.step(MountStep::Kind::detach, ".scratch");
+
+  // Landlock: TCP connect only to the ports the egress layer asked for; no TCP bind.
+  ll.connect_ports = spec.network.tcp_connect_ports;
+  finish_landlock_plan(ll, landlock_abi());
+
+  // rlimits: a second layer under the cgroup, and the only one where no cgroup can be had.
+  const auto& lim = spec.limits;
+  auto limit = [&](int resource, rlim_t value) {
+    plan.rlimits.push_back({resource, rlimit{value, value}});
+  };
+  limit(RLIMIT_NOFILE, lim.open_files);
+  limit(RLIMIT_NPROC, lim.pids + 1);  // counted per uid in the sandbox's own user namespace
+  limit(RLIMIT_FSIZE, lim.disk_bytes);
+  limit(RLIMIT_CORE, 0);
+  if (lim.cpu_time) {
+    rlim_t seconds = static_cast<rlim_t>((lim.cpu_time->count() + 999) / 1000);
+    plan.rlimits.push_back({RLIMIT_CPU, rlimit{seconds, seconds + 1}});
+  }
+  if (!cgroups.limits_memory()) limit(RLIMIT_AS, lim.memory_bytes);
+  for (const auto& l : plan.rlimits) {
+    rlimit current{};
+    ::getrlimit(static_cast<__rlimit_resource>(l.resource), &current);
+    if (current.rlim_max != RLIM_INFINITY && l.value.rlim_max > current.rlim_max)
+      return Error::make("invalid_argument",
+                         "limit " + std::to_string(l.value.rlim_max) + " for rlimit " +
+                             std::to_string(l.resource) + " is above airlock's own hard limit " +
+                             std::to_string(current.rlim_max));
+  }
+
+  // seccomp: the shared program, and a copy whose violations kill (no listener available).
+  const auto& program = seccomp_program();
+  if (!program) return Error::make("setup_error", program.error().message);
+  plan.seccomp_notify = &program->instructions;
+  plan.seccomp_kill = program->instructions;
+  for (auto& insn : plan.seccomp_kill)
+    if (insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF)
+      insn.k = SECCOMP_RET_KILL_PROCESS;
+
+  // Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives.
+  std::map<std::string, std::string> env = {
+      {"PATH", kDefaultPath}, {"HOME", home}, {"LANG", "C.UTF-8"}};
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  for (const auto& [k, v] : env) plan.envp_storage.push_back(k + "=" + v);
+  for (auto& s : plan.envp_storage) plan.envp.push_back(s.data());
+  plan.envp.push_back(nullptr);
+  plan.argv_storage = spec.argv;
+  for (auto& s : plan.argv_storage) plan.argv.push_back(s.data());
+  plan.argv.push_back(nullptr);
+  const std::string& cmd = spec.argv.front();
+  if (cmd.find('/') != std::string::npos) {
+    plan.exec_candidates.push_back(cmd);
+  } else {
+    const std::string& path = env["PATH"];
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      std::size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      if (!dir.empty() && dir[0] == '/') plan.exec_candidates.push_back(dir + "/" + cmd);
+      start = end + 1;
+    }
+  }
+  plan.source_fds.assign(plan.sources.size(), -1);
+  return plan;
+}
+
+}  // namespace airlock::sandbox

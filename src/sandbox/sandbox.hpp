@@ -1,0 +1,62 @@
+// The local sandbox: run one command in fresh namespaces with limits, and report exactly
+// what happened. See docs/sandbox.md for the layers and their order.
+//
+//   auto outcome = airlock::sandbox::run(spec);
+//
+// or, when the caller needs the sandbox while it runs (the egress proxy, a warm worker):
+//
+//   auto sandbox = Sandbox::launch(spec);      // set up and exec'd, or an Error
+//   auto listeners = sandbox->take_listeners();
+//   Outcome outcome = sandbox->wait();          // supervises until everything has ended
+//
+// wait() must be called on the thread that called launch(): the sandbox is tied to that
+// thread's life (PR_SET_PDEATHSIG), so it cannot outlive its supervisor.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/result.hpp"
+#include "common/unique_fd.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::sandbox {
+
+Outcome run(const Spec& spec);
+
+// Checks a Spec without running anything (paths, limits, argv). run() and launch() call it.
+Status validate_spec(const Spec& spec);
+
+class Sandbox {
+ public:
+  ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  // Returns once the command has been exec'd inside the sandbox; setup failures come back as
+  // an Error whose code is "setup_error" and whose message names the step and errno.
+  static Result<std::unique_ptr<Sandbox>> launch(const Spec& spec);
+
+  // Listening sockets on the sandbox's 127.0.0.1, one per Spec::network.loopback_listeners.
+  std::vector<UniqueFd> take_listeners();
+  // OutputMode::caller: the write end of the child's stdin and the read end of its stdout.
+  UniqueFd take_stdin();
+  UniqueFd take_stdout();
+
+  // Supervises until the sandbox's processes have all ended; then removes everything.
+  Outcome wait();
+  // Ends the run from any thread (wait() reports it as signaled by SIGKILL).
+  void kill();
+  pid_t pid() const;
+
+  struct State;
+
+ private:
+  explicit Sandbox(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace airlock::sandbox

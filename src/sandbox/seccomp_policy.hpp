@@ -1,0 +1,54 @@
+// The sandbox's syscall policy: a table (one row per rule, with its reason), compiled once
+// per process into a BPF program with libseccomp.
+//
+// Denied syscalls either end the run (action `kill`: the filter returns SECCOMP_RET_USER_NOTIF,
+// the supervisor learns the syscall's name from the notification and kills the sandbox; the
+// verdict is seccomp_violation naming it) or fail with an errno where ordinary runtimes probe
+// the syscall and fall back (clone3, io_uring).
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace airlock::sandbox {
+
+enum class SyscallCondition {
+  always,
+  clone_with_namespace_flags,  // clone(2) asking for any CLONE_NEW* flag
+  socket_family_not_allowed,   // anything but AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
+  netlink_not_route,           // AF_NETLINK with a protocol other than NETLINK_ROUTE
+  ioctl_terminal_injection,    // TIOCSTI, TIOCLINUX
+  personality_not_default,     // anything but PER_LINUX or the 0xffffffff query
+};
+
+struct SyscallRule {
+  std::string_view syscall;
+  SyscallCondition condition;
+  bool kill;         // true: end the run (seccomp_violation); false: fail with errno_value
+  int errno_value;   // when !kill
+  std::string_view reason;
+};
+
+// Every rule, in the order docs/sandbox.md lists them.
+std::span<const SyscallRule> syscall_policy();
+
+struct SeccompProgram {
+  std::vector<sock_filter> instructions;
+};
+
+// Builds the filter on first use (thread-safe) and returns the same program afterwards.
+// The program starts with a prologue that sends foreign architectures and x32 syscall numbers
+// to the supervisor as violations.
+const Result<SeccompProgram>& seccomp_program();
+
+// "ptrace", or "x32:getpid", or "i386:#11" for a number libseccomp cannot name.
+std::string syscall_name(std::uint32_t audit_arch, int nr);
+
+}  // namespace airlock::sandbox

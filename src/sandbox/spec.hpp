@@ -1,0 +1,76 @@
+// Spec: everything a sandbox run needs, as plain data. The defaults are the safest profile.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::sandbox {
+
+using std::chrono::milliseconds;
+
+struct Limits {
+  milliseconds wall_time{30'000};             // --timeout
+  std::optional<milliseconds> cpu_time;       // --cpu-time, total over every process
+  std::uint64_t memory_bytes = 512ULL << 20;  // --memory, no swap
+  std::uint32_t pids = 64;                    // --pids, processes and threads
+  std::uint64_t output_bytes = 1ULL << 20;    // --output-limit, per stream
+  std::uint64_t disk_bytes = 64ULL << 20;     // --disk, shared by the work dir and /tmp
+  std::uint32_t open_files = 256;             // --nofile
+};
+
+// A host path made visible inside the sandbox.
+struct Bind {
+  std::string source;  // absolute host path
+  std::string dest;    // absolute path inside; defaults to source
+  bool writable = false;
+};
+
+// Network policy. The sandbox always gets its own empty network namespace (loopback only).
+// The egress layer asks for listening sockets on the sandbox's 127.0.0.1: the sandbox
+// creates them inside its namespace and hands them to the supervisor, which accepts
+// connections from outside (a socket stays in the namespace it was created in).
+struct NetworkPolicy {
+  std::vector<std::uint16_t> loopback_listeners;  // ports on 127.0.0.1 inside the sandbox
+  // Landlock: TCP ports the sandbox may connect() to (on kernels with Landlock ABI >= 4).
+  // Empty means no TCP connect at all. The egress layer adds the listener ports here.
+  std::vector<std::uint16_t> tcp_connect_ports;
+};
+
+// Where the child's stdin comes from. The child always reads a pipe; the supervisor feeds it.
+struct StdinSource {
+  enum class Kind { none, bytes, fd } kind = Kind::none;
+  std::string bytes;  // Kind::bytes
+  int fd = -1;        // Kind::fd: a host fd the supervisor copies from (not owned)
+};
+
+// What happens to the child's stdout and stderr.
+enum class OutputMode {
+  collect,  // kept (up to the limit) in Outcome::stdout_data / stderr_data
+  forward,  // copied as it arrives to forward_stdout_fd / forward_stderr_fd (up to the limit)
+  caller,   // stdin and stdout are pipes owned by the caller (Sandbox::take_stdio); stderr collected
+};
+
+struct Spec {
+  std::vector<std::string> argv;             // argv[0] without '/' is looked up in PATH inside
+  std::map<std::string, std::string> env;    // added to PATH, HOME, LANG
+  std::vector<Bind> binds;                   // --ro / --rw
+  std::string workdir = "/work";             // a fresh tmpfs; also $HOME
+  StdinSource stdin_source;
+  OutputMode output_mode = OutputMode::collect;
+  int forward_stdout_fd = 1;
+  int forward_stderr_fd = 2;
+  bool kill_on_output_limit = false;         // stop the run at once when a stream overflows
+  Limits limits;
+  NetworkPolicy network;
+  std::string hostname = "airlock";
+};
+
+// The uid and gid the sandboxed program runs as, inside its user namespace.
+inline constexpr unsigned kSandboxUid = 1000;
+inline constexpr unsigned kSandboxGid = 1000;
+
+}  // namespace airlock::sandbox

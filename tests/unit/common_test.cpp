@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include "common/units.hpp"
+
+using namespace airlock;
+using namespace std::chrono_literals;
+
+TEST(ParseDuration, AcceptsUnitsAndCompounds) {
+  EXPECT_EQ(*parse_duration("30s"), 30s);
+  EXPECT_EQ(*parse_duration("250ms"), 250ms);
+  EXPECT_EQ(*parse_duration("1m30s"), 90s);
+  EXPECT_EQ(*parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(*parse_duration("2"), 2s);
+  EXPECT_EQ(*parse_duration("1h"), 3600s);
+}
+
+TEST(ParseDuration, RejectsGarbage) {
+  for (const char* bad : {"", "s", "10x", "1s2", "-1s", "1e9999h", "10 s"})
+    EXPECT_FALSE(parse_duration(bad).ok()) << bad;
+}
+
+TEST(ParseSize, AcceptsBinaryAndDecimalUnits) {
+  EXPECT_EQ(*parse_size("512M"), 512ULL << 20);
+  EXPECT_EQ(*parse_size("64MiB"), 64ULL << 20);
+  EXPECT_EQ(*parse_size("1G"), 1ULL << 30);
+  EXPECT_EQ(*parse_size("1GB"), 1000000000ULL);
+  EXPECT_EQ(*parse_size("4096"), 4096ULL);
+  EXPECT_EQ(*parse_size("10k"), 10240ULL);
+}
+
+TEST(ParseSize, RejectsGarbageAndOverflow) {
+  for (const char* bad : {"", "M", "12X", "1M2", "-5M", "99999999999999999T"})
+    EXPECT_FALSE(parse_size(bad).ok()) << bad;
+}
+
+TEST(FormatUnits, RoundTrips) {
+  EXPECT_EQ(format_size(512ULL << 20), "512M");
+  EXPECT_EQ(format_size(1000), "1000");
+  EXPECT_EQ(format_duration(30s), "30s");
+  EXPECT_EQ(format_duration(1500ms), "1500ms");
+}
