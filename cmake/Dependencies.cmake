@@ -7,3 +7,5 @@ find_package(spdlog REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# Linked statically: one less shared object for every `airlock run` to load.
+find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)

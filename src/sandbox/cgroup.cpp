@@ -315,7 +315,9 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
     cg.pids_dir_ = *dir;
     if (auto s = set(*dir + "/pids.max", pids); !s) return s.error();
   }
-  if (!support.v1_cpuacct.empty()) {
+  // CPU totals come from the init's rusage (which counts every process it reaped); a cpuacct
+  // cgroup is needed only to watch a --cpu-time budget while the run is going.
+  if (!support.v1_cpuacct.empty() && limits.cpu_time) {
     auto dir = make(support.v1_cpuacct);
     if (!dir) return dir.error();
     cg.cpu_dir_ = *dir;

@@ -142,10 +142,6 @@ void run_mount_step(const ChildPlan& plan, const MountStep& step) {
       ::close(tree);
       return;
     }
-    case MountStep::Kind::mount_tmpfs:
-      check(::mount("tmpfs", path, "tmpfs", step.flags, step.text.c_str()) == 0, "mount tmpfs",
-            path);
-      return;
     case MountStep::Kind::mount_proc:
       check(::mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0,
             "mount proc (needs a fully visible /proc on the host)", path);
@@ -154,15 +150,6 @@ void run_mount_step(const ChildPlan& plan, const MountStep& step) {
       check(::mount(step.text.c_str(), path, nullptr, MS_BIND | MS_REC, nullptr) == 0, "bind",
             path);
       return;
-    case MountStep::Kind::detach:
-      check(::umount2(path, MNT_DETACH) == 0, "umount", path);
-      check(::rmdir(path) == 0, "rmdir", path);
-      return;
-    case MountStep::Kind::make_readonly: {
-      sys::MountAttr attr{sys::kMountAttrRdonly, 0, 0, 0};
-      check(sys::mount_setattr(AT_FDCWD, path, 0, &attr) == 0, "mount_setattr read-only", path);
-      return;
-    }
   }
 }
 
@@ -295,15 +282,21 @@ void install_seccomp(const ChildPlan& plan) {
   fail("execve", plan.argv[0], best);
 }
 
+int start_program(void* arg) {
+  const auto& plan = *static_cast<const ChildPlan*>(arg);
+  ::close(kChildStatusFd);
+  exec_program(plan);
+}
+
 // pid 1 of the sandbox: starts the program, reaps every orphan, and reports how the program
 // ended. Its exit ends the pid namespace, which kills whatever the program left running.
 [[noreturn]] void run_init(const ChildPlan& plan) {
-  long tool = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (tool < 0) fail("fork program", nullptr, errno);
-  if (tool == 0) {
-    ::close(kChildStatusFd);
-    exec_program(plan);
-  }
+  // vfork semantics: the program borrows our memory (no page tables copied) until it execs,
+  // and we wait until then.
+  char* stack_top = const_cast<char*>(plan.program_stack.data()) + plan.program_stack.size();
+  int tool = ::clone(start_program, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                     const_cast<ChildPlan*>(&plan));
+  if (tool < 0) fail("start program", nullptr, errno);
   ::close(kChildErrorFd);  // the program's copy closes on execve: EOF tells "exec'd"
   ::close(0);
   ::close(1);
@@ -326,6 +319,14 @@ void install_seccomp(const ChildPlan& plan) {
   }
 }
 
+void wait_for_supervisor() {
+  char go = 0;
+  ssize_t n;
+  do n = ::read(kChildGoFd, &go, 1);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) sys::raw_exit(125);  // the supervisor went away
+}
+
 }  // namespace
 
 void child_main(const ChildPlan& plan) {
@@ -333,15 +334,9 @@ void child_main(const ChildPlan& plan) {
   reset_signals();
   ::umask(0);
 
-  // Wait until the supervisor has written our id maps (and placed us in cgroups on v1).
-  char go = 0;
-  ssize_t n;
-  do n = ::read(kChildGoFd, &go, 1);
-  while (n < 0 && errno == EINTR);
-  if (n != 1) sys::raw_exit(125);  // the supervisor went away
-  ::close(kChildGoFd);
+  // Wait until the supervisor has written our id maps.
+  wait_for_supervisor();
   check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
-  if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   clone_sources(plan);
 
   // Become the sandbox user now, keeping capabilities in our user namespace for the setup
@@ -359,6 +354,11 @@ void child_main(const ChildPlan& plan) {
   check(::setdomainname("", 0) == 0, "setdomainname");
   bring_up_loopback();
   open_listeners(plan);
+  // The supervisor creates v1 cgroups while we built the root; nothing of the program runs
+  // before it has placed us in them.
+  wait_for_supervisor();
+  ::close(kChildGoFd);
+  if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");
   drop_privileges(plan);
   const char* step = nullptr;

@@ -19,7 +19,8 @@ namespace airlock::sandbox {
 inline constexpr int kChildErrorFd = 3;    // setup failures go here; CLOEXEC, EOF = exec'd
 inline constexpr int kChildControlFd = 4;  // SCM_RIGHTS to the supervisor (listeners, seccomp)
 inline constexpr int kChildStatusFd = 5;   // init reports the program's wait status here
-inline constexpr int kChildGoFd = 6;       // the supervisor writes one byte when ready
+inline constexpr int kChildGoFd = 6;  // the supervisor writes a byte when the id maps are
+                                      // written, and one when the cgroups are in place
 inline constexpr int kChildFirstStrayFd = 7;
 
 // A tree of the host's mounts cloned with open_tree() before anything is hidden.
@@ -34,11 +35,8 @@ struct MountStep {
     make_symlink,    // path -> text
     write_file,      // path, mode, text
     attach_tree,     // sources[source] onto path (created on our tmpfs if missing)
-    mount_tmpfs,     // path, text = options, flags
     mount_proc,      // path
     bind_local,      // text (a path inside the new root) onto path
-    detach,          // umount2(path, MNT_DETACH) and rmdir
-    make_readonly,   // mount_setattr(path, RDONLY), not recursive
   };
   Kind kind;
   std::string path;  // relative to the new root, no leading '/'
@@ -85,6 +83,7 @@ struct ChildPlan {
   const std::vector<sock_filter>* seccomp_notify = nullptr;  // violations to the supervisor
   std::vector<sock_filter> seccomp_kill;                     // fallback without a listener
 
+  std::vector<char> program_stack;  // the program starts on it (CLONE_VM | CLONE_VFORK)
   std::vector<std::string> exec_candidates;  // argv[0] resolved against PATH
   std::vector<char*> argv;                    // NULL-terminated, pointing into owned strings
   std::vector<char*> envp;

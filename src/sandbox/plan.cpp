@@ -140,7 +140,10 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   }
   if (plan.staging.empty())
     return Error::make("setup_error", "no directory to stage the new root on (/tmp, /mnt, ...)");
-  plan.root_options = "size=1m,nr_inodes=1024,mode=0755";
+  const std::uint64_t disk = spec.limits.disk_bytes;
+  plan.root_options = "size=" + std::to_string(disk) +
+                      ",nr_inodes=" + std::to_string(std::max<std::uint64_t>(1024, disk / 4096)) +
+                      ",mode=0755";
 
   auto workdir = normalize_absolute(spec.workdir);
   if (!workdir) return workdir.error();
@@ -219,31 +222,21 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     bind_on_workdir |= (b.dest == plan.workdir);
   }
 
-  // One tmpfs of --disk bytes holds the work dir, /tmp and /dev/shm.
-  const std::uint64_t disk = spec.limits.disk_bytes;
-  const std::uint64_t inodes = std::max<std::uint64_t>(1024, disk / 4096);
-  layout.make_dirs(".scratch");
-  layout.step(MountStep::Kind::mount_tmpfs, ".scratch",
-              "size=" + std::to_string(disk) + ",nr_inodes=" + std::to_string(inodes) + ",mode=0755",
-              0, MS_NOSUID | MS_NODEV);
-  layout.step(MountStep::Kind::make_dir, ".scratch/work", "", 0755);
-  layout.step(MountStep::Kind::make_dir, ".scratch/tmp", "", 01777);
-  layout.step(MountStep::Kind::make_dir, ".scratch/shm", "", 01777);
+  // The root is one tmpfs of --disk bytes. It is made read-only at the end; the work dir,
+  // /tmp and /dev/shm are bind mounts of its own directories, which stay writable.
   if (!bind_on_tmp) {
     layout.make_dirs("tmp", 01777);
-    layout.step(MountStep::Kind::bind_local, "tmp", ".scratch/tmp");
+    layout.step(MountStep::Kind::bind_local, "tmp", "tmp");
+    ll.paths.push_back({"/tmp", kReadWrite, true});
   }
   if (!bind_on_workdir) {
     layout.make_dirs(work_rel);
-    layout.step(MountStep::Kind::bind_local, work_rel, ".scratch/work");
+    layout.step(MountStep::Kind::bind_local, work_rel, work_rel);
+    ll.paths.push_back({plan.workdir, kReadWrite, true});
   }
-  if (!bind_on_tmp) ll.paths.push_back({"/tmp", kReadWrite, true});
-  if (!bind_on_workdir) ll.paths.push_back({plan.workdir, kReadWrite, true});
 
-  // Minimal /dev: host device nodes bound onto an otherwise read-only tmpfs.
+  // Minimal /dev: host device nodes bound onto files of the read-only root.
   layout.make_dirs("dev");
-  layout.step(MountStep::Kind::mount_tmpfs, "dev", "size=64k,nr_inodes=64,mode=0755", 0,
-              MS_NOSUID | MS_NOEXEC);
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
     std::string host = std::string("/dev/") + node;
     layout.attach(host, "dev/" + std::string(node), sys::kMountAttrNosuid | sys::kMountAttrNoexec,
@@ -255,8 +248,7 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   layout.step(MountStep::Kind::make_symlink, "dev/stdout", "/proc/self/fd/1");
   layout.step(MountStep::Kind::make_symlink, "dev/stderr", "/proc/self/fd/2");
   layout.make_dirs("dev/shm", 01777);
-  layout.step(MountStep::Kind::bind_local, "dev/shm", ".scratch/shm");
-  layout.step(MountStep::Kind::make_readonly, "dev");
+  layout.step(MountStep::Kind::bind_local, "dev/shm", "dev/shm");
   ll.paths.push_back({"/dev", kReadDir, true});
   ll.paths.push_back({"/dev/shm", kReadWrite, true});
 
@@ -298,7 +290,6 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     placed.emplace_back(b.dest, b.source);
     ll.paths.push_back({b.dest, b.writable ? kReadWrite : kReadOnly, is_dir});
   }
-  layout.step(MountStep::Kind::detach, ".scratch");
 
   // Landlock: TCP connect only to the ports the egress layer asked for; no TCP bind.
   ll.connect_ports = spec.network.tcp_connect_ports;
@@ -330,9 +321,8 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
 
   // seccomp: the shared program, and a copy whose violations kill (no listener available).
   const auto& program = seccomp_program();
-  if (!program) return Error::make("setup_error", program.error().message);
-  plan.seccomp_notify = &program->instructions;
-  plan.seccomp_kill = program->instructions;
+  plan.seccomp_notify = &program.instructions;
+  plan.seccomp_kill = program.instructions;
   for (auto& insn : plan.seccomp_kill)
     if (insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF)
       insn.k = SECCOMP_RET_KILL_PROCESS;
@@ -362,6 +352,7 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     }
   }
   plan.source_fds.assign(plan.sources.size(), -1);
+  plan.program_stack.assign(64 * 1024, 0);
   return plan;
 }
 

@@ -179,9 +179,14 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   auto st = std::make_unique<State>();
   st->spec = spec;
 
-  auto cgroup = SandboxCgroup::create(spec.limits);
-  if (!cgroup) return cgroup.error();
-  st->cgroup = std::move(*cgroup);
+  // v2: the cgroup must exist before clone3 (CLONE_INTO_CGROUP). v1: it is created while the
+  // child builds its root, and the child waits for it before anything of the program runs.
+  const bool cgroup_before_clone = cgroup_support().mode == CgroupMode::v2;
+  if (cgroup_before_clone) {
+    auto cgroup = SandboxCgroup::create(spec.limits);
+    if (!cgroup) return cgroup.error();
+    st->cgroup = std::move(*cgroup);
+  }
 
   auto plan = make_child_plan(spec, cgroup_support());
   if (!plan) return plan.error();
@@ -239,7 +244,6 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
   State& s = *sandbox->state_;
 
-  if (auto placed = s.cgroup.add_process(s.pid); !placed) return placed.error();
   const HostIds ids = host_ids();
   if (!ids.root_mode && !write_proc_file(s.pid, "setgroups", "deny"))
     return setup_errno("writing setgroups deny", errno);
@@ -250,8 +254,15 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
                        std::to_string(kSandboxGid) + " " + std::to_string(ids.gid) + " 1\n"))
     return setup_errno("writing gid_map", errno);
 
-  s.started = Clock::now();
   char one = 1;
+  if (::write(go->write.get(), &one, 1) != 1) return setup_errno("releasing the sandbox", errno);
+  if (!cgroup_before_clone) {
+    auto cgroup = SandboxCgroup::create(spec.limits);
+    if (!cgroup) return cgroup.error();
+    s.cgroup = std::move(*cgroup);
+    if (auto placed = s.cgroup.add_process(s.pid); !placed) return placed.error();
+  }
+  s.started = Clock::now();
   if (::write(go->write.get(), &one, 1) != 1) return setup_errno("releasing the sandbox", errno);
   go->write.reset();
 

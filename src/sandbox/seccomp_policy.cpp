@@ -202,7 +202,9 @@ std::vector<sock_filter> architecture_prologue() {
   return p;  // index 13: libseccomp's program
 }
 
-Result<SeccompProgram> build_program() {
+}  // namespace
+
+Result<SeccompProgram> compile_seccomp_program() {
 #if !defined(__x86_64__)
   return Error::make("seccomp", "the sandbox's syscall policy is written for x86_64 only");
 #endif
@@ -231,14 +233,7 @@ Result<SeccompProgram> build_program() {
   return program;
 }
 
-}  // namespace
-
 std::span<const SyscallRule> syscall_policy() { return kPolicy; }
-
-const Result<SeccompProgram>& seccomp_program() {
-  static const Result<SeccompProgram> program = build_program();
-  return program;
-}
 
 std::string syscall_name(std::uint32_t audit_arch, int nr) {
   const char* arch_label = nullptr;

@@ -43,10 +43,13 @@ struct SeccompProgram {
   std::vector<sock_filter> instructions;
 };
 
-// Builds the filter on first use (thread-safe) and returns the same program afterwards.
-// The program starts with a prologue that sends foreign architectures and x32 syscall numbers
-// to the supervisor as violations.
-const Result<SeccompProgram>& seccomp_program();
+// Compiles the table with libseccomp, behind a prologue that sends foreign architectures and
+// x32 syscall numbers to the supervisor as violations. The build runs this once
+// (airlock_seccomp_gen) and embeds the result, so no run pays for compiling the filter.
+Result<SeccompProgram> compile_seccomp_program();
+
+// The program compiled at build time.
+const SeccompProgram& seccomp_program();
 
 // "ptrace", or "x32:getpid", or "i386:#11" for a number libseccomp cannot name.
 std::string syscall_name(std::uint32_t audit_arch, int nr);
