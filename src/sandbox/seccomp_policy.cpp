@@ -177,29 +177,26 @@ Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx) {
 
 // Runs before libseccomp's program (x86_64 only):
 //  - every other audit architecture and the x32 numbering are violations;
-//  - personality(2) is allowed only as PER_LINUX (0) or the query 0xffffffff, checking the
-//    upper half of the argument too (libseccomp cannot express "neither 0 nor 0xffffffff").
-// Jumps are relative; kLibseccompStart is the index where libseccomp's program begins.
+//  - personality(2) is allowed only as PER_LINUX (0) or the query 0xffffffff. The kernel takes
+//    the argument as an unsigned int, so only its low 32 bits count (libseccomp cannot express
+//    "neither 0 nor 0xffffffff": it compares an argument once per rule).
+// Jumps are relative; libseccomp's program starts right after the prologue.
 std::vector<sock_filter> architecture_prologue() {
   constexpr std::uint32_t kX32Bit = 0x40000000U;
-  constexpr std::uint32_t kArg0Low = offsetof(seccomp_data, args);
-  constexpr std::uint32_t kArg0High = offsetof(seccomp_data, args) + 4;
-  std::vector<sock_filter> p = {
+  constexpr std::uint32_t kArg0Low = offsetof(seccomp_data, args);  // little-endian
+  return {
       /* 0*/ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
       /* 1*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
       /* 2*/ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
       /* 3*/ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
       /* 4*/ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 0, 1),
       /* 5*/ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-      /* 6*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 6),
-      /* 7*/ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0High),
-      /* 8*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
-      /* 9*/ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0Low),
-      /*10*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
-      /*11*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
-      /*12*/ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-  };
-  return p;  // index 13: libseccomp's program
+      /* 6*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 0, 4),
+      /* 7*/ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0Low),
+      /* 8*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 2, 0),
+      /* 9*/ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffU, 1, 0),
+      /*10*/ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+  };  // 11: libseccomp's program
 }
 
 }  // namespace

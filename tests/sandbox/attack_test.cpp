@@ -1,0 +1,782 @@
+// The sandbox's threat model, executed: every test runs a real attack inside a sandbox and
+// asserts both the verdict and that the attack failed. Attack programs print "ESCAPED" when
+// they get what they wanted; controls next to the attacks show the harness would notice.
+//
+// The same binary runs as root, as an unprivileged user (scripts/run-unprivileged-tests.sh),
+// without cgroups (AIRLOCK_CGROUP=none) and on cgroup v2 (AIRLOCK_CGROUP=v2): expectations
+// that depend on a mechanism ask cgroup_support() / landlock_abi() which one is in force.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "sandbox/cgroup.hpp"
+#include "sandbox/landlock.hpp"
+#include "sandbox/sandbox.hpp"
+#include "test_support.hpp"
+
+namespace airlock::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using test::describe;
+using test::helper;
+using test::no_escape;
+using test::python;
+using test::run_with;
+
+// ---------------------------------------------------------------------------------------
+// Reading and writing the host's files
+
+TEST(HostFiles, SecretsAndTheCallersDirectoriesAreNotVisible) {
+  std::string cwd = std::filesystem::current_path();
+  const char* home = std::getenv("HOME");
+  Outcome o = run(python(R"(
+import os, sys
+for path in sys.argv[1:]:
+    try:
+        with open(path) if not os.path.isdir(path) else os.scandir(path) as f:
+            print("ESCAPED:", path)
+    except OSError as e:
+        print(path, e.errno)
+)", {"/etc/shadow", "/root", "/root/.bash_history", home ? home : "/root", cwd,
+      "/proc/1/root/etc/shadow", "/sys/kernel"}));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("/etc/shadow 2"), std::string::npos) << describe(o);  // ENOENT
+}
+
+TEST(HostFiles, ReadOnlyBindIsReadableButNotWritable) {
+  test::TempDir dir;
+  dir.write("data.txt", "hello from the host\n");
+  Spec spec = python(R"(
+print(open("/data/data.txt").read().strip())
+try:
+    open("/data/data.txt", "w").write("changed")
+    print("ESCAPED: wrote a read-only bind")
+except OSError as e:
+    print("write", e.errno)
+)");
+  spec.binds.push_back({dir.path(), "/data", false});
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("hello from the host"), std::string::npos);  // control
+  EXPECT_NE(o.stdout_data.find("write 30"), std::string::npos) << describe(o);  // EROFS
+  EXPECT_EQ(dir.read("data.txt"), "hello from the host\n");
+}
+
+TEST(HostFiles, WritesOutsideTheWorkDirFail) {
+  Outcome o = run(python(R"(
+import os
+for path in ["/usr/evil", "/usr/bin/python3", "/etc/passwd", "/evil", "/dev/evil", "/bin/evil",
+             "/etc/ld.so.cache", "/proc/evil"]:
+    try:
+        with open(path, "a") as f:
+            f.write("x")
+        print("ESCAPED:", path)
+    except OSError as e:
+        print(path, e.errno)
+with open("/work/ok.txt", "w") as f:
+    f.write("fine")
+with open("/tmp/ok.txt", "w") as f:
+    f.write("fine")
+print("work and tmp writable")
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("work and tmp writable"), std::string::npos) << describe(o);
+}
+
+TEST(HostFiles, ReadWriteBindReachesTheHost) {
+  test::TempDir dir;
+  ::chmod(dir.path().c_str(), 0777);  // the sandbox user is nobody when we are root
+  Spec spec = python("open('/out/result.txt', 'w').write('written inside')");
+  spec.binds.push_back({dir.path(), "/out", true});
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(dir.read("result.txt"), "written inside");
+}
+
+TEST(HostFiles, SymlinksInABindDoNotLeadOut) {
+  test::TempDir dir;
+  dir.write("secret/key.txt", "host secret\n");
+  dir.write("bound/ok.txt", "visible\n");
+  std::filesystem::create_symlink(dir.path() + "/secret/key.txt", dir.path() + "/bound/absolute");
+  std::filesystem::create_symlink("../secret/key.txt", dir.path() + "/bound/relative");
+  std::filesystem::create_directory_symlink("/", dir.path() + "/bound/root");
+  Spec spec = python(R"(
+for name in ["absolute", "relative", "root/etc/shadow", "root/root"]:
+    try:
+        print("ESCAPED:", name, open("/data/" + name).read())
+    except OSError as e:
+        print(name, e.errno)
+print(open("/data/ok.txt").read().strip())
+)");
+  spec.binds.push_back({dir.path() + "/bound", "/data", false});
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("visible"), std::string::npos);  // control
+}
+
+TEST(HostFiles, AnotherSandboxsFilesAreInvisible) {
+  const std::string marker = "secret-" + std::to_string(::getpid()) + "-" + test::unique();
+  Spec writer = python("import time\nopen('/work/" + marker + "', 'w').write('x')\n"
+                       "open('/tmp/" + marker + "', 'w').write('x')\nprint('ready', flush=True)\n"
+                       "time.sleep(60)");
+  writer.output_mode = OutputMode::caller;
+  auto a = Sandbox::launch(writer);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  UniqueFd a_out = (*a)->take_stdout();
+  std::string line = test::read_line(a_out.get());
+  ASSERT_EQ(line, "ready");
+  Outcome o = run(python(R"(
+import os, sys
+marker = sys.argv[1]
+found = []
+for top in ["/", "/proc"]:
+    for root, dirs, files in os.walk(top):
+        if root.startswith(("/usr", "/proc/sys")):
+            dirs[:] = []
+        if marker in files:
+            found.append(root)
+print("ESCAPED:" if found else "not found", found)
+)", {marker}));
+  (*a)->kill();
+  Outcome ao = (*a)->wait();
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("not found"), std::string::npos) << describe(o);
+  EXPECT_EQ(ao.verdict, Verdict::signaled) << describe(ao);
+}
+
+TEST(HostFiles, SetuidBinariesGrantNothing) {
+  // A setuid-root copy made by the test set-up (root only), bound in, plus the host's own
+  // setuid binaries under /usr: the mounts are nosuid and no_new_privs is set.
+  std::string setuid = test::setuid_helper();
+  Spec spec = helper("print_ids");
+  if (!setuid.empty()) {
+    spec.argv = {"/setuid/print_ids"};
+    spec.binds.push_back({std::filesystem::path(setuid).parent_path(), "/setuid", false});
+  }
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "1000 1000\n") << describe(o);
+  Outcome su = run(python(R"(
+import os, stat, subprocess
+mode = os.stat("/usr/bin/su").st_mode
+print("setuid bit present:", bool(mode & stat.S_ISUID))
+r = subprocess.run(["/usr/bin/su", "-c", "id -u", "root"], capture_output=True, text=True,
+                   stdin=subprocess.DEVNULL)
+print("ESCAPED:" if r.stdout.strip() == "0" else "su failed", r.returncode)
+print("euid", os.geteuid())
+)"));
+  EXPECT_EQ(su.verdict, Verdict::ok) << describe(su);
+  EXPECT_TRUE(no_escape(su));
+  EXPECT_NE(su.stdout_data.find("setuid bit present: True"), std::string::npos) << describe(su);
+  EXPECT_NE(su.stdout_data.find("euid 1000"), std::string::npos);
+  if (setuid.empty()) GTEST_SKIP() << "no setuid-root helper (the set-up runs as root to make it)";
+}
+
+TEST(HostFiles, LandlockDeniesWritesUnderProc) {
+  // /proc/self/comm is writable by its owner as far as the mount goes; Landlock grants /proc
+  // read access only. This is the second layer at work.
+  if (landlock_abi() == 0) GTEST_SKIP() << "Landlock is not enabled on this kernel";
+  Outcome o = run(python(R"(
+try:
+    open("/proc/self/comm", "w").write("renamed")
+    print("ESCAPED: wrote /proc/self/comm")
+except OSError as e:
+    print("comm", e.errno)
+print(open("/proc/self/comm").read().strip())
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("comm 13"), std::string::npos) << describe(o);  // EACCES
+}
+
+// ---------------------------------------------------------------------------------------
+// Other processes
+
+TEST(Processes, HostProcessesAreNotVisible) {
+  Outcome o = run(python(R"(
+import os
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print(pids, os.getpid())
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "[1, 2] 2\n") << describe(o);  // the init and the program
+}
+
+TEST(Processes, CannotSignalAnythingOutside) {
+  test::HostProcess victim({"/bin/sleep", "60"});
+  Outcome o = run(python(R"(
+import os, signal, sys
+victim = int(sys.argv[1])
+try:
+    os.kill(victim, signal.SIGKILL)
+    print("ESCAPED: signalled", victim)
+except OSError as e:
+    print("kill", e.errno)
+try:
+    os.kill(1, signal.SIGKILL)   # the sandbox's init ignores signals from inside
+    print("init survives")
+except OSError as e:
+    print("kill 1", e.errno)
+try:
+    os.kill(-1, signal.SIGKILL)  # everything we may signal but ourselves and init: nothing
+    print("ESCAPED: kill(-1) found someone")
+except OSError as e:
+    print("kill -1", e.errno)
+)", {std::to_string(victim.pid())}));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("kill -1 3"), std::string::npos) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("kill 3"), std::string::npos) << describe(o);  // ESRCH
+  EXPECT_TRUE(victim.alive());
+}
+
+TEST(Processes, PtraceIsAViolation) {
+  test::HostProcess victim({"/bin/sleep", "60"});
+  Outcome o = run(python(R"(
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, int(sys.argv[1]), 0, 0)  # PTRACE_ATTACH
+print("ESCAPED: ptrace returned", r)
+)", {std::to_string(victim.pid())}));
+  EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << describe(o);
+  EXPECT_EQ(o.syscall.value_or(""), "ptrace");
+  EXPECT_EQ(o.signal, SIGSYS);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_TRUE(victim.alive());
+}
+
+TEST(Processes, ProcessVmReadvIsAViolation) {
+  Outcome o = run(python(R"(
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(310, 1, 0, 0, 0, 0, 0)  # process_vm_readv
+print("ESCAPED: process_vm_readv returned", r)
+)"));
+  EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << describe(o);
+  EXPECT_EQ(o.syscall.value_or(""), "process_vm_readv");
+}
+
+// ---------------------------------------------------------------------------------------
+// Syscalls the policy forbids: each must end the run as a violation naming the syscall.
+
+struct ForbiddenSyscall {
+  const char* name;      // the syscall the verdict must name
+  const char* attempt;   // Python that makes the call
+};
+
+class ForbiddenSyscalls : public ::testing::TestWithParam<ForbiddenSyscall> {};
+
+TEST_P(ForbiddenSyscalls, EndTheRunAndAreNamed) {
+  const auto& p = GetParam();
+  Outcome o = run(python(std::string("import ctypes, os, socket\n"
+                                     "libc = ctypes.CDLL(None, use_errno=True)\n") +
+                         p.attempt + "\nprint('ESCAPED: returned')\n"));
+  EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << describe(o);
+  EXPECT_EQ(o.syscall.value_or(""), p.name) << describe(o);
+  EXPECT_EQ(o.exit_status(), 128 + SIGSYS);
+  EXPECT_TRUE(no_escape(o));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Attacks, ForbiddenSyscalls,
+    ::testing::Values(
+        ForbiddenSyscall{"mount", "libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)"},
+        ForbiddenSyscall{"umount2", "libc.umount2(b'/proc', 2)"},
+        ForbiddenSyscall{"pivot_root", "libc.syscall(155, b'/tmp', b'/tmp')"},
+        ForbiddenSyscall{"chroot", "libc.chroot(b'/tmp')"},
+        ForbiddenSyscall{"fsopen", "libc.syscall(430, b'tmpfs', 0)"},
+        ForbiddenSyscall{"open_tree", "libc.syscall(428, -100, b'/usr', 1)"},
+        ForbiddenSyscall{"unshare", "libc.unshare(0x10000000)  # CLONE_NEWUSER"},
+        ForbiddenSyscall{"unshare", "libc.unshare(0x40000000)  # CLONE_NEWNET"},
+        ForbiddenSyscall{"setns", "libc.setns(os.open('/proc/self/ns/net', os.O_RDONLY), 0)"},
+        ForbiddenSyscall{"clone", "libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)  # NEWUSER"},
+        ForbiddenSyscall{"clone", "libc.syscall(56, 0x20000000 | 17, 0, 0, 0, 0)  # NEWPID"},
+        ForbiddenSyscall{"init_module", "libc.syscall(175, 0, 0, b'')"},
+        ForbiddenSyscall{"finit_module",
+                         "libc.syscall(313, os.open('/usr/bin/true', os.O_RDONLY), b'', 0)"},
+        ForbiddenSyscall{"delete_module", "libc.syscall(176, b'ext4', 0)"},
+        ForbiddenSyscall{"keyctl", "libc.syscall(250, 0, -3, 0, 0, 0)"},
+        ForbiddenSyscall{"add_key", "libc.syscall(248, b'user', b'k', b'v', 1, -3)"},
+        ForbiddenSyscall{"request_key", "libc.syscall(249, b'user', b'k', None, 0)"},
+        ForbiddenSyscall{"bpf", "libc.syscall(321, 0, 0, 0)"},
+        ForbiddenSyscall{"perf_event_open", "libc.syscall(298, 0, 0, -1, -1, 0)"},
+        ForbiddenSyscall{"userfaultfd", "libc.syscall(323, 0)"},
+        ForbiddenSyscall{"kexec_load", "libc.syscall(246, 0, 0, 0, 0)"},
+        ForbiddenSyscall{"reboot", "libc.syscall(169, 0xfee1dead, 672274793, 0x4321fedc, 0)"},
+        ForbiddenSyscall{"swapon", "libc.syscall(167, b'/tmp/x', 0)"},
+        ForbiddenSyscall{"acct", "libc.syscall(163, b'/tmp/x')"},
+        ForbiddenSyscall{"quotactl", "libc.syscall(179, 0, b'/', 0, 0)"},
+        ForbiddenSyscall{"name_to_handle_at", "libc.syscall(303, -100, b'/', 0, 0, 0)"},
+        ForbiddenSyscall{"open_by_handle_at", "libc.syscall(304, 0, 0, 0)"},
+        ForbiddenSyscall{"iopl", "libc.syscall(172, 3)"},
+        ForbiddenSyscall{"ioperm", "libc.syscall(173, 0, 1024, 1)"},
+        ForbiddenSyscall{"syslog", "libc.syscall(103, 3, 0, 0)"},
+        ForbiddenSyscall{"personality", "libc.personality(0x0040000)  # ADDR_NO_RANDOMIZE"},
+        ForbiddenSyscall{"personality", "libc.personality(0x0008)  # PER_LINUX32"},
+        ForbiddenSyscall{"socket", "socket.socket(socket.AF_PACKET, socket.SOCK_RAW)"},
+        ForbiddenSyscall{"socket", "socket.socket(40, socket.SOCK_STREAM)  # AF_VSOCK"},
+        ForbiddenSyscall{"socket", "socket.socket(15, socket.SOCK_RAW, 2)  # AF_KEY"},
+        ForbiddenSyscall{"socket", "socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)  # AUDIT"},
+        ForbiddenSyscall{"socket", "libc.socket(0x100000011, 3, 0)  # AF_PACKET, high bits"},
+        ForbiddenSyscall{"socket", "socket.socket(38, socket.SOCK_SEQPACKET)  # AF_ALG"},
+        ForbiddenSyscall{"kcmp", "libc.syscall(312, 1, 2, 0, 0, 0)"},
+        ForbiddenSyscall{"pidfd_getfd", "libc.syscall(438, 0, 0, 0)"}));
+
+TEST(ForbiddenSyscallsOtherAbi, X32AndI386AreViolations) {
+  for (const char* abi : {"x32", "i386"}) {
+    Outcome o = run(helper("foreign_abi", {abi}));
+    EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << abi << describe(o);
+    EXPECT_EQ(o.syscall.value_or(""), std::string(abi) + ":getpid") << describe(o);
+    EXPECT_TRUE(no_escape(o));
+  }
+}
+
+TEST(ForbiddenSyscallsTerminal, TiocstiIsAViolation) {
+  Outcome o = run(helper("hold_terminal"));
+  EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << describe(o);
+  EXPECT_EQ(o.syscall.value_or(""), "ioctl");
+  EXPECT_TRUE(no_escape(o));
+}
+
+TEST(AllowedSyscalls, OrdinaryProgramsKeepWorking) {
+  // Controls for the policy: threads and subprocesses (clone3 falls back to clone), netlink
+  // route sockets, the personality query, Unix sockets, io_uring failing politely.
+  Outcome o = run(python(R"(
+import ctypes, socket, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print("thread ok")
+print(subprocess.run(["/bin/echo", "subprocess ok"], capture_output=True, text=True).stdout.strip())
+socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+print("netlink route ok")
+print("personality", libc.personality(0xffffffff))
+a, b = socket.socketpair(); a.send(b"x"); print("socketpair", b.recv(1))
+r = libc.syscall(425, 8, ctypes.create_string_buffer(120))   # io_uring_setup
+print("io_uring", r, ctypes.get_errno())
+r = libc.syscall(435, 0, 0)   # clone3
+print("clone3", r, ctypes.get_errno())
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  for (const char* expected : {"thread ok", "subprocess ok", "netlink route ok", "personality 0",
+                               "socketpair b'x'", "io_uring -1 38", "clone3 -1 38"})
+    EXPECT_NE(o.stdout_data.find(expected), std::string::npos) << expected << describe(o);
+}
+
+// ---------------------------------------------------------------------------------------
+// Network
+
+TEST(Network, HostLoopbackListenerIsUnreachable) {
+  test::HostListener listener;
+  Outcome o = run(python(R"(
+import socket, sys
+port = int(sys.argv[1])
+for host in ["127.0.0.1", "::1", "localhost"]:
+    try:
+        socket.create_connection((host, port), timeout=2)
+        print("ESCAPED: connected to", host)
+    except OSError as e:
+        print(host, e.errno)
+)", {std::to_string(listener.port())}));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_FALSE(listener.had_connection());
+}
+
+TEST(Network, HostAbstractUnixSocketIsUnreachable) {
+  test::HostAbstractSocket host_socket;
+  Outcome o = run(python(R"(
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0" + sys.argv[1])
+    print("ESCAPED: connected")
+except OSError as e:
+    print("abstract", e.errno)
+)", {host_socket.name()}));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_FALSE(host_socket.had_connection());
+}
+
+TEST(Network, NoDnsNoRoutesOnlyLoopback) {
+  Outcome o = run(python(R"(
+import socket
+try:
+    print("ESCAPED: resolved", socket.getaddrinfo("example.com", 443))
+except OSError as e:
+    print("dns failed", type(e).__name__)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.sendto(b"\0" * 12, ("8.8.8.8", 53))
+    print("ESCAPED: udp sent")
+except OSError as e:
+    print("udp", e.errno)
+try:
+    socket.create_connection(("1.1.1.1", 443), timeout=2)
+    print("ESCAPED: tcp out")
+except OSError as e:
+    print("tcp", e.errno)
+print(sorted(n for _, n in socket.if_nameindex()))
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("udp 101"), std::string::npos) << describe(o);  // ENETUNREACH
+  EXPECT_NE(o.stdout_data.find("['lo']"), std::string::npos) << describe(o);
+}
+
+TEST(Network, RawSocketsNeedCapabilitiesWeDropped) {
+  Outcome o = run(python(R"(
+import socket
+for proto in [socket.IPPROTO_ICMP, socket.IPPROTO_TCP, 255]:
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_RAW, proto)
+        print("ESCAPED: raw socket", proto)
+    except OSError as e:
+        print("raw", e.errno)
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("raw 1"), std::string::npos) << describe(o);  // EPERM
+}
+
+TEST(Network, LandlockDeniesTcpBindAndConnectInside) {
+  if (landlock_abi() < 4) GTEST_SKIP() << "Landlock ABI " << landlock_abi() << " has no TCP rules";
+  Outcome o = run(python(R"(
+import socket
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", 8080)); print("ESCAPED: bound")
+except OSError as e:
+    print("bind", e.errno)
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("bind 13"), std::string::npos) << describe(o);  // EACCES
+}
+
+TEST(Network, ListenerHandedToTheSupervisorIsReachableInside) {
+  // The egress layer's mechanism: a socket made in the sandbox's namespace, accepted outside.
+  Spec spec = python(R"(
+import socket
+c = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+c.sendall(b"ping"); print(c.recv(4).decode())
+)");
+  spec.network.loopback_listeners = {3128};
+  spec.network.tcp_connect_ports = {3128};
+  auto sb = Sandbox::launch(spec);
+  ASSERT_TRUE(sb.ok()) << sb.error().message;
+  auto listeners = (*sb)->take_listeners();
+  ASSERT_EQ(listeners.size(), 1u);
+  std::thread server([fd = listeners[0].get()] {
+    int c = ::accept(fd, nullptr, nullptr);
+    char buf[4];
+    if (c >= 0 && ::recv(c, buf, 4, MSG_WAITALL) == 4) (void)!::send(c, "pong", 4, 0);
+    if (c >= 0) ::close(c);
+  });
+  Outcome o = (*sb)->wait();
+  server.join();
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "pong\n");
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits
+
+TEST(Limits, ForkBombIsContained) {
+  Spec spec = helper("hostile", {"forkbomb"});
+  spec.limits.wall_time = 2s;
+  spec.limits.pids = 32;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
+  if (o.usage.pids_peak) {
+    EXPECT_LE(*o.usage.pids_peak, 32u) << describe(o);
+  }
+}
+
+TEST(Limits, ProcessCountStopsAtTheLimit) {
+  Spec spec = python(R"(
+import os, time
+children = 0
+try:
+    for _ in range(200):
+        if os.fork() == 0:
+            time.sleep(30); os._exit(0)
+        children += 1
+except OSError as e:
+    print("fork failed", e.errno)
+print("children", children)
+)");
+  spec.limits.pids = 16;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("fork failed 11"), std::string::npos) << describe(o);  // EAGAIN
+  EXPECT_NE(o.stdout_data.find("children 15"), std::string::npos) << describe(o);
+}
+
+TEST(Limits, MemoryBombIsMemoryLimit) {
+  Spec spec = python("blocks = []\nwhile True:\n    blocks.append(bytearray(16 << 20))\n");
+  spec.limits.memory_bytes = 128ULL << 20;
+  Outcome o = run(spec);
+  if (cgroup_support().limits_memory()) {
+    EXPECT_EQ(o.verdict, Verdict::memory_limit) << describe(o);
+    EXPECT_EQ(o.signal, SIGKILL);
+    ASSERT_TRUE(o.usage.memory_peak_bytes);
+    EXPECT_LE(*o.usage.memory_peak_bytes, 128ULL << 20);
+  } else {
+    // rlimit fallback (airlock doctor says so): the allocation fails inside the program.
+    EXPECT_EQ(o.verdict, Verdict::exit_nonzero) << describe(o);
+    EXPECT_NE(o.stderr_data.find("MemoryError"), std::string::npos) << describe(o);
+  }
+}
+
+TEST(Limits, TenGigabyteAllocationIsMemoryLimit) {
+  Outcome o = run(python("x = bytearray(10 * 1024**3)\nprint('ESCAPED: allocated')"));
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_EQ(o.verdict, cgroup_support().limits_memory() ? Verdict::memory_limit : Verdict::exit_nonzero)
+      << describe(o);
+}
+
+TEST(Limits, CpuSpinHitsTheCpuBudget) {
+  Spec spec = helper("hostile", {"spin"});
+  spec.limits.cpu_time = 1s;
+  spec.limits.wall_time = 20s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::cpu_time_limit) << describe(o);
+  EXPECT_GE(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 900u) << describe(o);
+  EXPECT_LT(o.usage.wall_ms, 15000u) << describe(o);
+}
+
+TEST(Limits, CpuBudgetCountsEveryProcess) {
+  // Four spinning processes share one budget: per-process RLIMIT_CPU alone would allow 4x.
+  if (!cgroup_support().measures_cpu()) GTEST_SKIP() << "no cgroup CPU accounting here";
+  Spec spec = python(R"(
+import os
+for _ in range(3):
+    if os.fork() == 0:
+        break
+while True:
+    pass
+)");
+  spec.limits.cpu_time = 2s;
+  spec.limits.wall_time = 30s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::cpu_time_limit) << describe(o);
+  EXPECT_LT(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 3000u) << describe(o);
+}
+
+TEST(Limits, SpinWithoutBudgetIsTimeout) {
+  Spec spec = helper("hostile", {"spin"});
+  spec.limits.wall_time = 1s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
+  EXPECT_EQ(o.exit_status(), 124);
+  EXPECT_GE(o.usage.wall_ms, 1000u);
+}
+
+TEST(Limits, IgnoringSigtermDoesNotOutliveTheTimeout) {
+  Spec spec = helper("hostile", {"sleep-ignore-term"});
+  spec.limits.wall_time = 1s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
+}
+
+TEST(Limits, DoubleForkedDaemonDiesWithTheSandbox) {
+  const std::string marker = "airlock-daemon-marker-" + test::unique();
+  Outcome o = run(helper("hostile", {"daemon", marker}));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(test::host_processes_with(marker), 0) << "a sandboxed daemon outlived its sandbox";
+}
+
+TEST(Limits, FileDescriptorsStopAtNofile) {
+  Spec spec = helper("hostile", {"fds"});
+  spec.limits.open_files = 64;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("opened 61, then errno 24"), std::string::npos) << describe(o);
+}
+
+TEST(Limits, FillingTheDiskStopsAtTheDiskLimit) {
+  Spec spec = helper("hostile", {"fill", "/work/fill"});
+  spec.limits.disk_bytes = 8ULL << 20;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  long long wrote = -1;
+  int err = 0;
+  ASSERT_EQ(std::sscanf(o.stdout_data.c_str(), "wrote %lld bytes, then errno %d", &wrote, &err), 2)
+      << describe(o);
+  EXPECT_LE(wrote, 8LL << 20);
+  EXPECT_TRUE(err == ENOSPC || err == EFBIG) << err;
+}
+
+TEST(Limits, StdoutFloodIsCappedAndCounted) {
+  Spec spec = python("import sys\nsys.stdout.write('x' * (5 << 20))\n");
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::output_limit) << describe(o);
+  EXPECT_EQ(o.stdout_data.size(), 1u << 20);
+  EXPECT_EQ(o.stdout_discarded_bytes, 4u << 20);
+  EXPECT_TRUE(o.stdout_truncated);
+  EXPECT_EQ(o.exit_code, 0);
+}
+
+TEST(Limits, EndlessFloodStopsAtOnceWhenAsked) {
+  Spec spec = helper("hostile", {"flood"});
+  spec.kill_on_output_limit = true;
+  spec.limits.output_bytes = 64 << 10;
+  spec.limits.wall_time = 30s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::output_limit) << describe(o);
+  EXPECT_EQ(o.stdout_data.size(), 64u << 10);
+  EXPECT_LT(o.usage.wall_ms, 20000u);
+}
+
+TEST(Limits, HardRlimitsCannotBeRaised) {
+  Outcome o = run(python(R"(
+import resource
+for name in ["RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_CORE"]:
+    r = getattr(resource, name)
+    soft, hard = resource.getrlimit(r)
+    try:
+        resource.setrlimit(r, (hard + 1, hard + 1))
+        print("ESCAPED: raised", name)
+    except (ValueError, OSError) as e:
+        print(name, "stays", hard)
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o));
+  EXPECT_NE(o.stdout_data.find("RLIMIT_NOFILE stays 256"), std::string::npos) << describe(o);
+}
+
+// ---------------------------------------------------------------------------------------
+// Identity, environment and exact verdicts
+
+TEST(Identity, NoCapabilitiesNoNewPrivsFilterInstalled) {
+  Outcome o = run(python(R"(
+import os
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+for k in ["Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"]:
+    print(k, " ".join(status[k].split()))
+import socket; print("hostname", socket.gethostname())
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  for (const char* line : {"Uid 1000 1000 1000 1000", "Gid 1000 1000 1000 1000",
+                           "CapInh 0000000000000000", "CapPrm 0000000000000000",
+                           "CapEff 0000000000000000", "CapBnd 0000000000000000",
+                           "CapAmb 0000000000000000", "NoNewPrivs 1", "Seccomp 2",
+                           "hostname airlock"})
+    EXPECT_NE(o.stdout_data.find(line), std::string::npos) << line << describe(o);
+  if (::geteuid() == 0) {
+    EXPECT_NE(o.stdout_data.find("Groups \n"), std::string::npos) << describe(o);
+  }
+}
+
+TEST(Identity, EnvironmentIsOnlyWhatWeGive) {
+  ::setenv("AIRLOCK_TEST_SUPERVISOR_SECRET", "must-not-leak", 1);
+  Spec spec = python("import os\nprint(sorted(os.environ.items()))");
+  spec.env["TOOL_SETTING"] = "on";
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data,
+            "[('HOME', '/work'), ('LANG', 'C.UTF-8'), ('PATH', '/usr/local/bin:/usr/bin:/bin'), "
+            "('TOOL_SETTING', 'on')]\n")
+      << describe(o);
+}
+
+TEST(Identity, NoDescriptorOfTheSupervisorReachesTheProgram) {
+  UniqueFd leaked(::open("/etc/hostname", O_RDONLY));  // without O_CLOEXEC on purpose
+  Outcome o = run(python("import os\nprint(sorted(int(f) for f in os.listdir('/proc/self/fd')))"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "[0, 1, 2, 3]\n") << describe(o);  // 3: listdir's own
+}
+
+TEST(Verdicts, ExitCodesAndSignalsAreReportedExactly) {
+  Outcome exit3 = run(python("raise SystemExit(3)"));
+  EXPECT_EQ(exit3.verdict, Verdict::exit_nonzero);
+  EXPECT_EQ(exit3.exit_code, 3);
+  EXPECT_EQ(exit3.exit_status(), 3);
+  Outcome segv = run(python("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"));
+  EXPECT_EQ(segv.verdict, Verdict::signaled) << describe(segv);
+  EXPECT_EQ(segv.signal, SIGSEGV);
+  EXPECT_EQ(segv.exit_status(), 128 + SIGSEGV);
+  Outcome ok = run(python("print('fine')"));
+  EXPECT_EQ(ok.verdict, Verdict::ok);
+  EXPECT_EQ(ok.exit_status(), 0);
+}
+
+TEST(Verdicts, SetupErrorsNameWhatFailed) {
+  Spec missing;
+  missing.argv = {"no-such-command-anywhere"};
+  Outcome o = run(missing);
+  EXPECT_EQ(o.verdict, Verdict::setup_error);
+  EXPECT_EQ(o.exit_status(), 125);
+  EXPECT_NE(o.message.find("no-such-command-anywhere"), std::string::npos) << o.message;
+
+  Spec bad_bind = python("pass");
+  bad_bind.binds.push_back({"/nonexistent/airlock/path", "/data", false});
+  o = run(bad_bind);
+  EXPECT_EQ(o.verdict, Verdict::setup_error);
+  EXPECT_NE(o.message.find("/nonexistent/airlock/path"), std::string::npos) << o.message;
+
+  Spec onto_proc = python("pass");
+  onto_proc.binds.push_back({"/usr", "/proc/sys", false});
+  o = run(onto_proc);
+  EXPECT_EQ(o.verdict, Verdict::setup_error);
+  EXPECT_NE(o.message.find("/proc"), std::string::npos) << o.message;
+}
+
+TEST(Io, StdinIsFedAndWorkdirIsHome) {
+  Spec spec = python("import os, sys\nprint(sys.stdin.read().upper(), os.getcwd(), os.environ['HOME'])");
+  spec.stdin_source.kind = StdinSource::Kind::bytes;
+  spec.stdin_source.bytes = "hello";
+  spec.workdir = "/home/tool";
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "HELLO /home/tool /home/tool\n");
+}
+
+}  // namespace
+}  // namespace airlock::sandbox
+
+namespace airlock::sandbox {
+namespace {
+
+// Each ctest entry says which regime it asked for (tests/sandbox/CMakeLists.txt and
+// tests/run-unprivileged.sh); this fails if a runner silently fell back to another one.
+TEST(Regime, IsTheOneThisRunAskedFor) {
+  const char* uid = std::getenv("AIRLOCK_TEST_EXPECT_UID");
+  const char* cgroup = std::getenv("AIRLOCK_TEST_EXPECT_CGROUP");
+  const auto& cg = cgroup_support();
+  const std::string want_uid = uid ? uid : "", want = cgroup ? cgroup : "";
+  if (want_uid == "unprivileged") {
+    EXPECT_NE(::geteuid(), 0u);
+  }
+  if (want == "none") {
+    EXPECT_EQ(cg.mode, CgroupMode::none) << cg.why_not;
+  } else if (want == "v2") {
+    EXPECT_EQ(cg.mode, CgroupMode::v2) << cg.why_not;
+  } else if (want == "limits") {
+    EXPECT_NE(cg.mode, CgroupMode::none) << cg.why_not;
+    EXPECT_TRUE(cg.limits_memory()) << cg.why_not;
+    EXPECT_TRUE(cg.limits_pids()) << cg.why_not;
+  }
+}
+
+}  // namespace
+}  // namespace airlock::sandbox
