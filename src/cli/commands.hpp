@@ -6,11 +6,21 @@
 
 namespace airlock::cli {
 
+#include <string>
+#include <vector>
+
 struct ExitStatus {
   int code = 0;
 };
 
-void add_run_command(CLI::App& app, ExitStatus& status);
+// What follows the first "--" on the command line, verbatim (`airlock run ... -- CMD ARGS`).
+// main() cuts it off before CLI11 parses the rest, so no option can swallow the separator.
+struct TrailingArgs {
+  bool present = false;
+  std::vector<std::string> args;
+};
+
+void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

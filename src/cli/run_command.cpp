@@ -39,8 +39,7 @@ int fail_usage(const std::string& message) {
   return 125;
 }
 
-int run_command(const RunOptions& o, std::vector<std::string> command) {
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   if (command.empty()) return fail_usage("no command given (airlock run [OPTIONS] -- CMD [ARGS...])");
   sandbox::Spec spec;
   spec.argv = command;
@@ -98,7 +97,7 @@ int run_command(const RunOptions& o, std::vector<std::string> command) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app, ExitStatus& status) {
+void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing) {
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and leave nothing behind");
   cmd->add_option("--timeout", opts->timeout, "Wall-clock limit (default 30s)");
@@ -109,17 +108,25 @@ void add_run_command(CLI::App& app, ExitStatus& status) {
                   "Per-stream output limit; the rest is discarded and counted (default 1M)");
   cmd->add_option("--disk", opts->disk, "Size of the tmpfs behind the work dir and /tmp (default 64M)");
   cmd->add_option("--nofile", opts->nofile, "Open-file limit (default 256)");
-  cmd->add_option("--ro", opts->ro, "Bind PATH[:DEST] read-only (repeatable)");
-  cmd->add_option("--rw", opts->rw, "Bind PATH[:DEST] read-write (repeatable)");
-  cmd->add_option("--env", opts->env, "Set NAME=VALUE in the child's environment (repeatable)");
+  cmd->add_option("--ro", opts->ro, "Bind PATH[:DEST] read-only (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--rw", opts->rw, "Bind PATH[:DEST] read-write (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--env", opts->env, "Set NAME=VALUE in the child's environment (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--stdin", opts->stdin_path, "Feed FILE (or - for our stdin) to the child");
   cmd->add_option("--workdir", opts->workdir, "Work dir inside the sandbox (default /work)");
   cmd->add_flag("--json", opts->json, "Print one Outcome object instead of the child's output");
   cmd->add_flag("--kill-on-output-limit", opts->kill_on_output_limit,
                 "Stop the run as soon as a stream passes its output limit");
   auto command = std::make_shared<std::vector<std::string>>();
-  cmd->add_option("command", *command, "CMD [ARGS...] after --")->expected(-1);
-  cmd->callback([opts, command, &status] { status.code = run_command(*opts, *command); });
+  cmd->add_option("command", *command, "CMD [ARGS...]; put them after -- when they have options")
+      ->expected(-1);
+  cmd->callback([opts, command, &status, &trailing] {
+    std::vector<std::string> argv = *command;
+    argv.insert(argv.end(), trailing.args.begin(), trailing.args.end());
+    status.code = run_command(*opts, argv);
+  });
 }
 
 }  // namespace airlock::cli

@@ -315,9 +315,9 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
     cg.pids_dir_ = *dir;
     if (auto s = set(*dir + "/pids.max", pids); !s) return s.error();
   }
-  // CPU totals come from the init's rusage (which counts every process it reaped); a cpuacct
-  // cgroup is needed only to watch a --cpu-time budget while the run is going.
-  if (!support.v1_cpuacct.empty() && limits.cpu_time) {
+  // CPU usage must come from the cgroup: processes killed when the pid namespace ends are
+  // reaped by the kernel without being added to the init's rusage.
+  if (!support.v1_cpuacct.empty()) {
     auto dir = make(support.v1_cpuacct);
     if (!dir) return dir.error();
     cg.cpu_dir_ = *dir;

@@ -219,7 +219,7 @@ void send_fds(char tag, const int* fds, std::size_t count) {
 
 void open_listeners(const ChildPlan& plan) {
   if (plan.listeners.empty()) return;
-  int fds[64];
+  int fds[64] = {};
   std::size_t n = 0;
   for (auto port : plan.listeners) {
     int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

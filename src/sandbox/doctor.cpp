@@ -77,8 +77,8 @@ std::vector<MechanismCheck> check_mechanisms() {
                     "refuses to run (supervision waits on the pidfd)", true});
   if (pidfd >= 0) ::close(pidfd);
 
-  sys::MountAttr attr{};
-  bool has_setattr = sys::mount_setattr(-1, "", 0, &attr) < 0 && errno != ENOSYS;
+  sys::MountAttr attr{};  // an empty change is a successful no-op where the syscall exists
+  bool has_setattr = sys::mount_setattr(-1, "", 0, &attr) == 0 || errno != ENOSYS;
   checks.push_back({"mount API (open_tree, mount_setattr)", has_setattr,
                     has_setattr ? "available" : "missing (kernel < 5.12)",
                     "refuses to run (binds are cloned and made read-only recursively with it)",

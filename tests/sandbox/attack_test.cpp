@@ -589,6 +589,11 @@ TEST(Limits, SpinWithoutBudgetIsTimeout) {
   EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
   EXPECT_EQ(o.exit_status(), 124);
   EXPECT_GE(o.usage.wall_ms, 1000u);
+  // Processes killed with the pid namespace are reaped by the kernel, not by the init: their
+  // CPU time must still be counted (it comes from the cgroup).
+  if (cgroup_support().measures_cpu()) {
+    EXPECT_GE(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 500u) << describe(o);
+  }
 }
 
 TEST(Limits, IgnoringSigtermDoesNotOutliveTheTimeout) {

