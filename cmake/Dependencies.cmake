@@ -9,3 +9,5 @@ find_package(benchmark REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 # Linked statically: one less shared object for every `airlock run` to load.
 find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)
+find_package(Boost 1.81 REQUIRED)  # Asio and Beast (header-only): the egress proxy
+pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)

@@ -9,8 +9,9 @@ PACKAGES=(
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libboost1.81-dev libidn2-dev
   # runtime: tools run by the sandbox, demo and tests
-  python3 procps
+  python3 procps curl openssl redis-server redis-tools
   # benchmarks: the reference sandbox
   bubblewrap
 )

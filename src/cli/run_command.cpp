@@ -7,6 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "common/units.hpp"
+#include "backend/local.hpp"
+#include "egress/policy.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::cli {
@@ -21,6 +23,7 @@ struct RunOptions {
   std::string disk = "64M";
   unsigned nofile = 256;
   std::vector<std::string> ro, rw, env;
+  std::vector<std::string> allow, forward, resolve;
   std::string stdin_path;
   std::string workdir = "/work";
   bool json = false;
@@ -67,6 +70,21 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
     if (eq == std::string::npos) return fail_usage("--env " + e + ": expected NAME=VALUE");
     spec.env[e.substr(0, eq)] = e.substr(eq + 1);
   }
+  for (const auto& a : o.allow) {
+    auto rule = egress::parse_allow_rule(a);
+    if (!rule) return fail_usage("--allow: " + rule.error().message);
+    spec.network.allow.push_back(*rule);
+  }
+  for (const auto& f : o.forward) {
+    auto forward = egress::parse_forward(f);
+    if (!forward) return fail_usage(forward.error().message);
+    spec.network.forwards.push_back(*forward);
+  }
+  for (const auto& r : o.resolve) {
+    auto pin = egress::parse_resolve(r);
+    if (!pin) return fail_usage(pin.error().message);
+    spec.network.resolve[pin->first] = pin->second;
+  }
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
   int stdin_fd = -1;
@@ -81,7 +99,9 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   }
   spec.output_mode = o.json ? sandbox::OutputMode::collect : sandbox::OutputMode::forward;
 
-  sandbox::Outcome outcome = sandbox::run(spec);
+  backend::LocalRunOptions run_options;
+  run_options.rule_set = "the --allow rules of this airlock run";
+  sandbox::Outcome outcome = backend::run_local(spec, run_options);
   if (stdin_fd >= 0) ::close(stdin_fd);
   if (o.json) {
     std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
@@ -113,6 +133,14 @@ void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trai
   cmd->add_option("--rw", opts->rw, "Bind PATH[:DEST] read-write (repeatable)")
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--env", opts->env, "Set NAME=VALUE in the child's environment (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--allow", opts->allow,
+                  "Allow egress to HOST[:PORT] (name, *.domain, IP or CIDR; port 443 by default, * for any)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--forward", opts->forward,
+                  "Listen on the sandbox's 127.0.0.1:LPORT and relay to HOST:PORT (LPORT=HOST:PORT)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--resolve", opts->resolve, "Pin NAME=IP for the egress proxy's resolver")
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--stdin", opts->stdin_path, "Feed FILE (or - for our stdin) to the child");
   cmd->add_option("--workdir", opts->workdir, "Work dir inside the sandbox (default /work)");

@@ -615,6 +615,12 @@ Outcome Sandbox::wait() {
 }
 
 Outcome run(const Spec& spec) {
+  if (spec.network.has_egress()) {
+    Outcome outcome;
+    outcome.verdict = Verdict::setup_error;
+    outcome.message = "egress rules need the egress proxy: run the spec with backend::run_local()";
+    return outcome;
+  }
   auto sandbox = Sandbox::launch(spec);
   if (!sandbox) {
     Outcome outcome;

@@ -1,0 +1,61 @@
+#include "backend/local.hpp"
+
+#include <set>
+
+#include "egress/proxy.hpp"
+#include "sandbox/sandbox.hpp"
+
+namespace airlock::backend {
+namespace {
+
+sandbox::Outcome setup_failure(const std::string& message) {
+  sandbox::Outcome o;
+  o.verdict = sandbox::Verdict::setup_error;
+  o.message = message;
+  return o;
+}
+
+}  // namespace
+
+sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
+  auto& net = spec.network;
+  if (!net.has_egress()) return sandbox::run(spec);
+
+  auto policy = egress::EgressPolicy::compile(net);
+  if (!policy) return setup_failure(policy.error().message);
+  for (const auto& e : options.forbidden) policy->forbid(e);
+
+  // Listeners inside the sandbox: the proxy's port first, then each forward's.
+  const bool proxy = !net.allow.empty();
+  std::set<std::uint16_t> ports;
+  if (proxy) ports.insert(egress::kProxyPort);
+  for (const auto& f : net.forwards)
+    if (!ports.insert(f.listen_port).second)
+      return setup_failure("--forward " + std::to_string(f.listen_port) + ": port " +
+                           std::to_string(f.listen_port) + " is already taken inside the sandbox" +
+                           (f.listen_port == egress::kProxyPort ? " (by the egress proxy)" : ""));
+  net.loopback_listeners.clear();
+  if (proxy) net.loopback_listeners.push_back(egress::kProxyPort);
+  for (const auto& f : net.forwards) net.loopback_listeners.push_back(f.listen_port);
+  net.tcp_connect_ports = net.loopback_listeners;
+  if (proxy)
+    for (const auto& [name, value] : egress::proxy_environment()) spec.env.emplace(name, value);
+
+  auto launched = sandbox::Sandbox::launch(spec);
+  if (!launched) return setup_failure(launched.error().message);
+  auto& sandbox = *launched;
+  auto listeners = sandbox->take_listeners();
+
+  egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);
+  std::size_t next = 0;
+  if (proxy) egress_proxy.add_proxy_listener(std::move(listeners[next++]));
+  for (const auto& f : net.forwards) egress_proxy.add_forward_listener(std::move(listeners[next++]), f);
+  egress_proxy.start();
+
+  sandbox::Outcome outcome = sandbox->wait();
+  egress_proxy.stop();
+  outcome.egress = egress_proxy.records();
+  return outcome;
+}
+
+}  // namespace airlock::backend

@@ -1,0 +1,23 @@
+// The local backend: a sandbox plus its egress proxy. This is how every layer above runs a
+// Spec: sandbox::run() alone has no network beyond loopback and refuses egress rules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "egress/policy.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::backend {
+
+struct LocalRunOptions {
+  std::string rule_set = "the sandbox's egress rules";  // named in denial messages
+  std::vector<egress::Endpoint> forbidden;  // never reachable (the daemon's own endpoints)
+};
+
+// Runs the spec; with egress rules, the proxy listens inside the sandbox on 127.0.0.1:3128
+// (HTTP and SOCKS5) and on each forward's port, and Outcome::egress records every attempt.
+sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options = {});
+
+}  // namespace airlock::backend
