@@ -1,5 +1,8 @@
 #include "egress/proxy.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -22,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 using boost::system::error_code;
 
 constexpr std::size_t kRelayBuffer = 256 * 1024;
+constexpr int kSplicePipeBytes = 1 << 20;
 
 // SOCKS5 reply codes (RFC 1928).
 enum SocksReply : std::uint8_t {
@@ -522,13 +526,98 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // --- Relay --------------------------------------------------------------------------------
 
+  // Relays both directions until both have ended. splice() moves the bytes socket -> pipe ->
+  // socket inside the kernel; where a pipe cannot be had, a user-space buffer does it.
   void relay() {
     last_activity_ = Clock::now();
+    watch_idle();
+    if (up_.open_pipe() && down_.open_pipe()) {
+      error_code ignored;
+      client_.non_blocking(true, ignored);
+      upstream_.non_blocking(true, ignored);
+      up_.from = &client_, up_.to = &upstream_, up_.upward = true;
+      down_.from = &upstream_, down_.to = &client_, down_.upward = false;
+      splice_pump(up_);
+      splice_pump(down_);
+      return;
+    }
     up_buffer_.resize(kRelayBuffer);
     down_buffer_.resize(kRelayBuffer);
-    watch_idle();
     pump(client_, upstream_, up_buffer_, true);
     pump(upstream_, client_, down_buffer_, false);
+  }
+
+  struct Direction {
+    tcp::socket* from = nullptr;
+    tcp::socket* to = nullptr;
+    bool upward = false;
+    int pipe_read = -1, pipe_write = -1;
+    std::size_t in_pipe = 0;
+    bool eof = false;
+    bool open_pipe() {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+      pipe_read = fds[0];
+      pipe_write = fds[1];
+      ::fcntl(pipe_write, F_SETPIPE_SZ, kSplicePipeBytes);
+      return true;
+    }
+    ~Direction() {
+      if (pipe_read >= 0) ::close(pipe_read);
+      if (pipe_write >= 0) ::close(pipe_write);
+    }
+  };
+
+  void splice_pump(Direction& d) {
+    auto self = shared_from_this();
+    for (;;) {
+      if (finished_) return;
+      if (d.in_pipe > 0) {  // first empty the pipe into the destination
+        ssize_t m = ::splice(d.pipe_read, nullptr, d.to->native_handle(), nullptr, d.in_pipe,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (m > 0) {
+          d.in_pipe -= static_cast<std::size_t>(m);
+          last_activity_ = Clock::now();
+          continue;
+        }
+        if (m < 0 && errno == EINTR) continue;
+        if (m < 0 && errno == EAGAIN)
+          return d.to->async_wait(tcp::socket::wait_write, [this, self, &d](error_code ec) {
+            if (ec) return finish();
+            splice_pump(d);
+          });
+        return finish();
+      }
+      if (d.eof) {  // pass the half-close on; the session ends when both directions have
+        error_code ignored;
+        d.to->shutdown(tcp::socket::shutdown_send, ignored);
+        (d.upward ? up_done_ : down_done_) = true;
+        if (up_done_ && down_done_) finish();
+        return;
+      }
+      ssize_t n = ::splice(d.from->native_handle(), nullptr, d.pipe_write, nullptr, kSplicePipeBytes,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        d.in_pipe = static_cast<std::size_t>(n);
+        last_activity_ = Clock::now();
+        bool within = d.upward ? count_up(d.in_pipe) : count_down(d.in_pipe);
+        if (!within)
+          return finish(std::string("the sandbox's egress byte budget (") + (d.upward ? "up" : "down") +
+                        ") is spent");
+        continue;
+      }
+      if (n == 0) {
+        d.eof = true;
+        continue;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN)
+        return d.from->async_wait(tcp::socket::wait_read, [this, self, &d](error_code ec) {
+          if (ec) return finish();
+          splice_pump(d);
+        });
+      return finish();
+    }
   }
 
   void watch_idle() {
@@ -590,6 +679,7 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::string origin_form_;
+  Direction up_, down_;
   std::vector<char> up_buffer_, down_buffer_;
   bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
   bool over_limit_ = false;

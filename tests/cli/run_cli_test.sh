@@ -68,5 +68,20 @@ check "--nofile" "7" "$v"
 v=$("$AIRLOCK" run --json --cpu-time 500ms -- python3 -c 'while True: pass' | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
 check "--cpu-time" "cpu_time_limit" "$v"
 "$AIRLOCK" doctor >/dev/null; check "doctor says the sandbox can run" 0 $?
+
+# Egress options: a loopback web server, reached only as allowed.
+mkdir -p "$tmp/www"; echo "egress ok" >"$tmp/www/index.html"; chmod -R a+rX "$tmp/www"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+(cd "$tmp/www" && exec python3 -m http.server "$port" --bind 127.0.0.1 >/dev/null 2>&1) &
+server=$!
+for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" >/dev/null 2>&1 && break; sleep 0.1; done
+out=$("$AIRLOCK" run --allow "web.test:$port" --resolve web.test=127.0.0.1 -- curl -sS "http://web.test:$port/index.html")
+check "--allow with --resolve" "egress ok" "$out"
+out=$("$AIRLOCK" run --json --allow "web.test:$port" -- curl -sS "http://127.0.0.1:$port/" | python3 -c 'import json,sys; d=json.load(sys.stdin); e=d["egress"][0]; print(e["allowed"], e["host"])')
+check "an IP not on the list is denied and recorded" "False 127.0.0.1" "$out"
+out=$("$AIRLOCK" run --forward "8080=127.0.0.1:$port" -- curl -sS http://127.0.0.1:8080/index.html)
+check "--forward" "egress ok" "$out"
+"$AIRLOCK" run --allow 'bad name' -- /bin/true 2>/dev/null; check "a bad rule is a setup error" 125 $?
+kill $server 2>/dev/null
 ((fails == 0)) && echo "all cli checks passed" || echo "$fails cli checks failed"
 exit $((fails > 0))
