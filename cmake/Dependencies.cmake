@@ -11,3 +11,5 @@ pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)
 find_package(Boost 1.81 REQUIRED)  # Asio and Beast (header-only): the egress proxy
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
+find_package(OpenSSL 3 REQUIRED)
+find_package(yaml-cpp REQUIRED)

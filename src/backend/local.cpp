@@ -15,11 +15,60 @@ sandbox::Outcome setup_failure(const std::string& message) {
   return o;
 }
 
+// Registers a running sandbox for as long as it runs.
+class Registration {
+ public:
+  Registration(RunningSandboxes* registry, sandbox::Sandbox* s) : registry_(registry), sandbox_(s) {
+    if (registry_) registry_->add(sandbox_);
+  }
+  ~Registration() {
+    if (registry_) registry_->remove(sandbox_);
+  }
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+
+ private:
+  RunningSandboxes* registry_;
+  sandbox::Sandbox* sandbox_;
+};
+
 }  // namespace
+
+void RunningSandboxes::add(sandbox::Sandbox* s) {
+  std::lock_guard lock(mu_);
+  running_.insert(s);
+  if (stopping_) s->kill();
+}
+
+void RunningSandboxes::remove(sandbox::Sandbox* s) {
+  std::lock_guard lock(mu_);
+  running_.erase(s);
+}
+
+std::size_t RunningSandboxes::count() const {
+  std::lock_guard lock(mu_);
+  return running_.size();
+}
+
+void RunningSandboxes::kill_all() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;
+  for (auto* s : running_) s->kill();
+}
+
+bool RunningSandboxes::stopping() const {
+  std::lock_guard lock(mu_);
+  return stopping_;
+}
 
 sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
   auto& net = spec.network;
-  if (!net.has_egress()) return sandbox::run(spec);
+  if (!net.has_egress()) {
+    auto launched = sandbox::Sandbox::launch(spec);
+    if (!launched) return setup_failure(launched.error().message);
+    Registration registration(options.registry, launched->get());
+    return (*launched)->wait();
+  }
 
   auto policy = egress::EgressPolicy::compile(net);
   if (!policy) return setup_failure(policy.error().message);
@@ -44,6 +93,7 @@ sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
   auto launched = sandbox::Sandbox::launch(spec);
   if (!launched) return setup_failure(launched.error().message);
   auto& sandbox = *launched;
+  Registration registration(options.registry, sandbox.get());
   auto listeners = sandbox->take_listeners();
 
   egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);

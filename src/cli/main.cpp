@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   }
   airlock::cli::add_run_command(app, status, trailing);
   airlock::cli::add_doctor_command(app, status);
+  airlock::cli::add_serve_command(app, status);
+  airlock::cli::add_client_commands(app, status);
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

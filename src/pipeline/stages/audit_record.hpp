@@ -1,0 +1,26 @@
+// The last stage, run for every invocation: one record in the tamper-evident audit log,
+// written before the response is sent. If it cannot be written, the invocation fails.
+#pragma once
+
+#include "pipeline/pipeline.hpp"
+
+namespace airlock::audit {
+class AuditLog;
+}
+
+namespace airlock::pipeline {
+
+class AuditStage : public Stage {
+ public:
+  explicit AuditStage(audit::AuditLog& log) : log_(log) {}
+  std::string_view name() const override { return "audit"; }
+  std::optional<InvocationError> run(Invocation& inv) override;
+
+ private:
+  audit::AuditLog& log_;
+};
+
+// The record of an invocation a killed daemon left running (written when the daemon starts).
+Status record_aborted(audit::AuditLog& log, const std::string& id, const std::string& tool);
+
+}  // namespace airlock::pipeline

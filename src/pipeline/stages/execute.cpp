@@ -1,0 +1,121 @@
+#include "pipeline/stages/execute.hpp"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace airlock::pipeline {
+
+extern const char* const kEmbeddedRunner;  // runner_data.cpp, generated from airlock_runner.py
+
+namespace {
+namespace fs = std::filesystem;
+
+constexpr const char* kRunnerInSandbox = "/airlock/airlock_runner.py";
+constexpr const char* kToolDirInSandbox = "/tool";
+
+InvocationError tool_error(std::string kind, std::string message) {
+  return InvocationError{std::move(kind), std::move(message), "error", 200, ""};
+}
+
+}  // namespace
+
+Status install_runner(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::string path = dir + "/airlock_runner.py";
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << kEmbeddedRunner;
+    if (!out) return Error::make("storage", "cannot write the tool runner to " + path);
+  }
+  ::chmod(dir.c_str(), 0755);
+  ::chmod(path.c_str(), 0644);
+  return {};
+}
+
+Result<std::unique_ptr<ExecuteStage>> ExecuteStage::create(const policy::Config& config, ExecuteOptions options) {
+  auto stage = std::make_unique<ExecuteStage>();
+  stage->options_ = std::move(options);
+  for (const auto& tool : config.tools) {
+    if (!tool.output_schema) continue;
+    auto schema = JsonSchema::compile(*tool.output_schema);
+    if (!schema)
+      return Error::make("config", tool.where + ": tool " + tool.name + ".outputSchema: " + schema.error().message);
+    stage->output_schemas_[tool.name] = *schema;
+  }
+  return stage;
+}
+
+sandbox::Spec ExecuteStage::spec_for(const Invocation& inv) const {
+  const auto& tool = *inv.tool;
+  sandbox::Spec spec;
+  spec.limits = inv.limits;
+  spec.network.allow = tool.network.allow;
+  spec.network.forwards = tool.network.forwards;
+  spec.network.resolve = tool.network.resolve;
+  spec.env = tool.env;
+  spec.kill_on_output_limit = true;  // oversize output is an error; no need to run on
+  spec.output_mode = sandbox::OutputMode::collect;
+  for (const auto& p : tool.data_paths) spec.binds.push_back({p, p, false});
+  spec.binds.push_back({options_.runner_dir, "/airlock", false});
+  spec.stdin_source.kind = sandbox::StdinSource::Kind::bytes;
+  switch (tool.runtime.kind) {
+    case policy::ToolRuntime::Kind::python: {
+      fs::path file(tool.runtime.file);
+      spec.binds.push_back({file.parent_path().string(), kToolDirInSandbox, false});
+      spec.argv = {tool.runtime.interpreter, kRunnerInSandbox, "module",
+                   std::string(kToolDirInSandbox) + "/" + file.filename().string()};
+      spec.stdin_source.bytes = inv.arguments.dump();
+      break;
+    }
+    case policy::ToolRuntime::Kind::command:
+      spec.argv = tool.runtime.command;
+      spec.stdin_source.bytes = inv.arguments.dump();
+      break;
+    case policy::ToolRuntime::Kind::python_code: {
+      nlohmann::json args = inv.arguments;
+      nlohmann::json request = {{"code", args.value("code", "")}};
+      args.erase("code");
+      request["arguments"] = args;
+      spec.argv = {tool.runtime.interpreter, kRunnerInSandbox, "code"};
+      spec.stdin_source.bytes = request.dump();
+      break;
+    }
+  }
+  return spec;
+}
+
+std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
+  backend::LocalRunOptions run_options;
+  run_options.rule_set = "the egress rules of tool " + inv.tool_name;
+  run_options.forbidden = options_.forbidden;
+  run_options.registry = options_.registry;
+  inv.spec = spec_for(inv);
+  inv.outcome = backend::run_local(*inv.spec, run_options);
+  const auto& o = *inv.outcome;
+  inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
+
+  if (o.verdict == sandbox::Verdict::setup_error)
+    return InvocationError{"sandbox_setup", o.message, "error", 500, ""};
+  if (o.verdict == sandbox::Verdict::output_limit)
+    return tool_error("output_limit", "the tool's output passed the " +
+                                          std::to_string(inv.limits.output_bytes) + "-byte limit");
+  if (o.verdict != sandbox::Verdict::ok) {
+    std::string kind(sandbox::verdict_name(o.verdict));
+    if (o.verdict == sandbox::Verdict::exit_nonzero || o.verdict == sandbox::Verdict::signaled)
+      kind = "tool_crashed";
+    return tool_error(kind, o.message);
+  }
+  nlohmann::json output = nlohmann::json::parse(o.stdout_data, nullptr, /*allow_exceptions=*/false);
+  if (output.is_discarded() || !output.is_object())
+    return tool_error("invalid_output", "the tool's stdout is not one JSON object");
+  if (auto it = output_schemas_.find(inv.tool_name); it != output_schemas_.end())
+    if (auto problem = it->second->check(output))
+      return tool_error("invalid_output", "output" + problem->first + ": " + problem->second);
+  inv.output = std::move(output);
+  return std::nullopt;
+}
+
+}  // namespace airlock::pipeline

@@ -1,0 +1,112 @@
+// The daemon's configuration: one YAML file in the style of a Kubernetes manifest
+// (apiVersion/kind), validated as a whole at start. Every error names file:line and what
+// was expected there. docs/config.md documents every field with a complete example.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::policy {
+
+inline constexpr const char* kApiVersion = "airlock.dev/v1";
+inline constexpr const char* kKind = "AirlockConfig";
+
+enum class Risk { low, medium, high, critical };
+std::string_view risk_name(Risk r);
+
+struct ServerConfig {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8750;
+  std::uint64_t max_body_bytes = 1 << 20;
+  unsigned max_concurrent_invocations = 8;
+  unsigned queue_length = 64;
+  std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
+};
+
+struct StorageConfig {
+  std::string data_dir = "./airlock-data";
+  std::uint32_t checkpoint_every = 1000;           // audit records
+  std::chrono::milliseconds checkpoint_interval{60'000};
+};
+
+struct Principal {
+  std::string name;
+  std::string api_key_sha256;          // lower-case hex; the key itself is never stored
+  std::vector<std::string> tools;      // names or globs ("fetch-*"); none by default
+};
+
+// How a tool runs. `python`: a file defining run(args) -> dict, run by Airlock's runner;
+// `command`: argv speaking the JSON protocol on stdin/stdout; `python-code`: model-written
+// code in the `code` argument, validated statically before it runs.
+struct ToolRuntime {
+  enum class Kind { python, command, python_code } kind = Kind::python;
+  std::string file;                    // python: host path of the tool's module
+  std::vector<std::string> command;    // command: argv
+  std::string interpreter = "python3"; // python, python-code: inside the sandbox
+};
+
+// Partial limits: a tool's overrides of its tier's limits.
+struct LimitOverrides {
+  std::optional<std::chrono::milliseconds> timeout, cpu_time;
+  std::optional<std::uint64_t> memory, disk, output;
+  std::optional<std::uint32_t> pids, open_files;
+};
+
+struct ValidationConfig {
+  std::vector<std::string> allow_imports;
+  std::vector<std::string> allow_hosts;
+  std::vector<std::string> write_roots;   // default: the work dir and /tmp
+  std::vector<std::string> read_roots;
+  bool allow_dynamic_paths = false;
+};
+
+struct ToolConfig {
+  std::string name;
+  std::string description;
+  Risk risk = Risk::low;
+  ToolRuntime runtime;
+  nlohmann::json input_schema = nlohmann::json::object();
+  std::optional<nlohmann::json> output_schema;
+  LimitOverrides limits;
+  sandbox::NetworkPolicy network;  // allow, forwards, resolve
+  ValidationConfig validation;
+  std::vector<std::string> data_paths;  // host paths bound read-only at the same path
+  std::map<std::string, std::string> env;
+  std::string where;                    // "file:line" of its definition
+};
+
+struct Config {
+  std::string path;
+  ServerConfig server;
+  StorageConfig storage;
+  std::vector<Principal> principals;
+  std::map<Risk, sandbox::Limits> tiers;
+  std::vector<ToolConfig> tools;
+
+  const ToolConfig* find_tool(std::string_view name) const;
+  // The limits a tool runs with: its tier's, with its overrides applied.
+  sandbox::Limits limits_for(const ToolConfig& tool) const;
+};
+
+Result<Config> load_config(const std::string& path);
+// Parses YAML text; `label` stands for the file in messages. Relative paths in the config
+// are resolved against `base_dir`.
+Result<Config> parse_config(const std::string& yaml, const std::string& label,
+                            const std::string& base_dir);
+
+// The safe defaults of each risk tier (docs/config.md).
+std::map<Risk, sandbox::Limits> default_tiers();
+
+// fnmatch-style: '*' any run of characters, '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+}  // namespace airlock::policy

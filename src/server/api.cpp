@@ -1,0 +1,193 @@
+#include "server/api.hpp"
+
+#include "audit/audit_log.hpp"
+#include "audit/log_reader.hpp"
+#include "common/digest.hpp"
+
+namespace airlock::server {
+
+extern const char* const kOpenApiDocument;  // generated from openapi.json
+
+namespace {
+
+// Splits "/v1/tools/x/invoke?y" into {"v1", "tools", "x", "invoke"} (the query is ignored).
+std::vector<std::string> path_segments(const std::string& target) {
+  std::vector<std::string> parts;
+  std::string path = target.substr(0, target.find('?'));
+  std::size_t start = 0;
+  while (start < path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    if (end > start) parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::optional<std::string> bearer(const HttpRequest& r) {
+  auto it = r.headers.find("authorization");
+  if (it == r.headers.end()) return std::nullopt;
+  const std::string& v = it->second;
+  if (v.size() < 7 || !(v.compare(0, 7, "Bearer ") == 0 || v.compare(0, 7, "bearer ") == 0)) return std::nullopt;
+  return v.substr(7);
+}
+
+nlohmann::json tool_summary(const policy::ToolConfig& t) {
+  return {{"name", t.name}, {"description", t.description}, {"risk", policy::risk_name(t.risk)}};
+}
+
+bool may_call(const policy::Principal& p, const std::string& tool) {
+  for (const auto& pattern : p.tools)
+    if (policy::glob_match(pattern, tool)) return true;
+  return false;
+}
+
+}  // namespace
+
+HttpResponse json_response(int status, const nlohmann::json& body) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+HttpResponse error_response(int status, const std::string& kind, const std::string& message) {
+  return json_response(status, {{"error", {{"kind", kind}, {"message", message}}}});
+}
+
+const std::string& openapi_document() {
+  static const std::string doc = kOpenApiDocument;
+  return doc;
+}
+
+const policy::Principal* Api::authenticate(const HttpRequest& r) const {
+  auto key = bearer(r);
+  if (!key) return nullptr;
+  const std::string hash = sha256_hex(*key);
+  const policy::Principal* found = nullptr;
+  for (const auto& p : s_.config->principals)
+    if (constant_time_equal(p.api_key_sha256, hash)) found = &p;
+  return found;
+}
+
+void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {
+  const auto parts = path_segments(r.target);
+  const bool get = r.method == "GET";
+  auto unauthenticated = [&] {
+    auto resp = error_response(401, "unauthenticated", "send Authorization: Bearer <API key>");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return resp;
+  };
+
+  if (parts.size() == 1 && parts[0] == "healthz") {
+    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    bool draining = s_.draining && s_.draining->load();
+    return reply(json_response(draining ? 503 : 200, {{"status", draining ? "draining" : "ok"}}));
+  }
+  if (parts.size() == 1 && parts[0] == "metrics") {
+    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    HttpResponse resp;
+    resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp.body = s_.metrics->exposition();
+    return reply(resp);
+  }
+  if (parts.size() == 1 && parts[0] == "openapi.json") {
+    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    HttpResponse resp;
+    resp.body = openapi_document();
+    return reply(resp);
+  }
+  if (parts.empty() || parts[0] != "v1") return reply(error_response(404, "not_found", "no such endpoint"));
+
+  // POST /v1/tools/{name}/invoke: an invocation (the pipeline authenticates it).
+  if (parts.size() == 4 && parts[1] == "tools" && parts[3] == "invoke") {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    return invoke(r, parts[2], std::move(reply));
+  }
+
+  const policy::Principal* principal = authenticate(r);
+  if (!principal) return reply(unauthenticated());
+  if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+
+  if (parts.size() == 2 && parts[1] == "tools") {
+    auto tools = nlohmann::json::array();
+    for (const auto& t : s_.config->tools)
+      if (may_call(*principal, t.name)) tools.push_back(tool_summary(t));
+    return reply(json_response(200, {{"tools", tools}}));
+  }
+  if (parts.size() == 3 && parts[1] == "tools") {
+    const auto* tool = s_.config->find_tool(parts[2]);
+    if (!tool) return reply(error_response(404, "unknown_tool", "there is no tool named '" + parts[2] + "'"));
+    if (!may_call(*principal, tool->name))
+      return reply(error_response(403, "forbidden", "principal '" + principal->name + "' may not call '" + tool->name + "'"));
+    auto detail = tool_summary(*tool);
+    detail["inputSchema"] = tool->input_schema;
+    detail["outputSchema"] = tool->output_schema ? *tool->output_schema : nlohmann::json();
+    return reply(json_response(200, detail));
+  }
+  if (parts.size() == 3 && parts[1] == "invocations") {
+    auto stored = s_.store->get(parts[2]);
+    if (!stored || stored->value("principal", principal->name) != principal->name)
+      return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
+    stored->erase("principal");
+    return reply(json_response(200, *stored));
+  }
+  if (parts.size() == 3 && parts[1] == "audit" && parts[2] == "checkpoint") {
+    auto cp = s_.audit->checkpoint();
+    if (!cp) return reply(error_response(500, "audit", cp.error().message));
+    return reply(json_response(200, audit::checkpoint_envelope(*cp, s_.audit->public_key())));
+  }
+  if (parts.size() == 4 && parts[1] == "audit" && parts[2] == "proof") {
+    std::uint64_t index = 0;
+    if (parts[3].empty() || parts[3].size() > 19 || parts[3].find_first_not_of("0123456789") != std::string::npos)
+      return reply(error_response(400, "invalid_input", "the index must be a whole number"));
+    index = std::stoull(parts[3]);
+    auto reader = audit::LogReader::open(s_.audit->path());
+    if (!reader) return reply(error_response(500, "audit", reader.error().message));
+    auto proof = audit::prove_record(**reader, index);
+    if (!proof) return reply(error_response(404, "not_found", proof.error().message));
+    return reply(json_response(200, *proof));
+  }
+  return reply(error_response(404, "not_found", "no such endpoint"));
+}
+
+void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
+  if (s_.draining && s_.draining->load()) {
+    auto resp = error_response(503, "draining", "the server is shutting down");
+    resp.headers.emplace_back("Retry-After", "5");
+    return reply(resp);
+  }
+  auto inv = std::make_shared<pipeline::Invocation>();
+  inv->id = s_.new_id();
+  inv->tool_name = tool;
+  inv->bearer_key = bearer(r);
+  inv->raw_body = r.body;
+  const ApiServices services = s_;
+  bool accepted = s_.executor->submit([services, inv, reply] {
+    (void)services.store->begin(inv->id, inv->tool_name);
+    services.pipeline->run(*inv);
+    nlohmann::json response = pipeline::to_response(*inv);
+    nlohmann::json stored = response;
+    stored["principal"] = inv->principal ? inv->principal->name : "";
+    (void)services.store->finish(inv->id, inv->status(), stored);
+    services.metrics->count("airlock_invocations_total", {{"tool", inv->tool_name}, {"status", inv->status()}});
+    if (inv->error && inv->status() == "denied")
+      services.metrics->count("airlock_denials_total", {{"reason", inv->error->kind}});
+    if (!inv->redactions.empty())
+      services.metrics->count("airlock_redactions_total", {}, static_cast<double>(inv->redactions.size()));
+    double total_ms = 0;
+    for (const auto& t : inv->stage_times) total_ms += t.ms;
+    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", inv->tool_name}});
+    HttpResponse resp = json_response(inv->error ? inv->error->http_status : 200, response);
+    if (inv->error && inv->error->http_status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    reply(std::move(resp));
+  });
+  if (!accepted) {
+    s_.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
+    auto resp = error_response(429, "queue_full", "too many invocations are queued; retry later");
+    resp.headers.emplace_back("Retry-After", "1");
+    reply(resp);
+  }
+}
+
+}  // namespace airlock::server

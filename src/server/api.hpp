@@ -1,0 +1,70 @@
+// The HTTP API, without the sockets: a request in, a response out (docs/api.md and
+// src/server/openapi.json). Tests and the fuzz target call it directly.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/pipeline.hpp"
+#include "policy/config.hpp"
+#include "server/executor.hpp"
+#include "server/invocation_store.hpp"
+#include "server/metrics.hpp"
+
+namespace airlock::audit {
+class AuditLog;
+}
+
+namespace airlock::server {
+
+struct HttpRequest {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Everything a request may touch, owned by the daemon.
+struct ApiServices {
+  const policy::Config* config = nullptr;
+  const pipeline::Pipeline* pipeline = nullptr;
+  InvocationExecutor* executor = nullptr;
+  InvocationStore* store = nullptr;
+  audit::AuditLog* audit = nullptr;
+  Metrics* metrics = nullptr;
+  const std::atomic<bool>* draining = nullptr;
+  std::function<std::string()> new_id;
+};
+
+class Api {
+ public:
+  explicit Api(ApiServices services) : s_(std::move(services)) {}
+  // `reply` is called exactly once, perhaps later and from a worker thread.
+  void handle(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
+
+ private:
+  void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
+  const policy::Principal* authenticate(const HttpRequest& request) const;
+
+  ApiServices s_;
+};
+
+HttpResponse json_response(int status, const nlohmann::json& body);
+HttpResponse error_response(int status, const std::string& kind, const std::string& message);
+
+// The OpenAPI 3.1 document the server serves at /openapi.json.
+const std::string& openapi_document();
+
+}  // namespace airlock::server

@@ -1,0 +1,193 @@
+#include "server/http_server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace airlock::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+HttpRequest to_request(const http::request<http::string_body>& req) {
+  HttpRequest r;
+  r.method = std::string(req.method_string());
+  r.target = std::string(req.target());
+  for (const auto& f : req) {
+    std::string name(f.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  r.body = req.body();
+  return r;
+}
+
+http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive, unsigned version) {
+  http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
+  out.set(http::field::server, "airlock");
+  out.set(http::field::content_type, resp.content_type);
+  for (const auto& [k, v] : resp.headers) out.set(k, v);
+  out.keep_alive(keep_alive);
+  out.body() = resp.body;
+  out.prepare_payload();
+  return out;
+}
+
+HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
+  if (ec == http::error::body_limit)
+    return error_response(413, "body_too_large", "the request body is larger than " + std::to_string(max_body) + " bytes");
+  if (ec == http::error::header_limit) return error_response(431, "headers_too_large", "the request head is too large");
+  return error_response(400, "malformed_request", "malformed HTTP request: " + ec.message());
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  const Api& api;
+  HttpServerOptions options;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::vector<std::thread> threads;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+
+  Impl(const Api& a, HttpServerOptions o) : api(a), options(std::move(o)) {}
+  void accept();
+};
+
+// One client connection: read a request, answer it, repeat while keep-alive.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(HttpServer::Impl& server, tcp::socket socket)
+      : server_(server), stream_(std::move(socket)) {}
+
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(server_.options.max_body_bytes);
+    parser_->header_limit(server_.options.max_header_bytes);
+    stream_.expires_after(server_.options.read_timeout);
+    auto self = shared_from_this();
+    http::async_read(stream_, buffer_, *parser_, [this, self](error_code ec, std::size_t) {
+      if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+      if (ec == beast::error::timeout) return write(error_response(408, "request_timeout", "the request took too long"), false, 11);
+      if (ec) return write(parse_failure(ec, server_.options.max_body_bytes), false, 11);
+      auto& req = parser_->get();
+      const bool keep_alive = req.keep_alive();
+      const unsigned version = req.version();
+      auto reply = [self, keep_alive, version](HttpResponse resp) {
+        // From a worker thread: hop back onto the connection's executor.
+        asio::post(self->stream_.get_executor(), [self, resp = std::move(resp), keep_alive, version]() mutable {
+          self->write(std::move(resp), keep_alive, version);
+        });
+      };
+      stream_.expires_never();  // invocations may run long; the client waits
+      server_.api.handle(to_request(req), std::move(reply));
+    });
+  }
+
+ private:
+  void write(HttpResponse resp, bool keep_alive, unsigned version) {
+    auto out = std::make_shared<http::response<http::string_body>>(to_beast(resp, keep_alive, version));
+    stream_.expires_after(server_.options.read_timeout);
+    auto self = shared_from_this();
+    http::async_write(stream_, *out, [this, self, out, keep_alive](error_code ec, std::size_t) {
+      if (ec || !keep_alive) return close();
+      read();
+    });
+  }
+
+  void close() {
+    error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  HttpServer::Impl& server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+};
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept([this](error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    if (!ec) std::make_shared<Connection>(*this, std::move(socket))->read();
+    accept();
+  });
+}
+
+HttpServer::HttpServer(const Api& api, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(api, std::move(options))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start() {
+  error_code ec;
+  auto address = asio::ip::make_address(impl_->options.host, ec);
+  if (ec) return Error::make("config", "server.listen: '" + impl_->options.host + "' is not an IP address");
+  tcp::endpoint endpoint(address, impl_->options.port);
+  impl_->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl_->acceptor.bind(endpoint, ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return Error::make("listen", "cannot listen on " + impl_->options.host + ":" +
+                                     std::to_string(impl_->options.port) + ": " + ec.message());
+  impl_->work.emplace(impl_->io.get_executor());
+  impl_->accept();
+  for (unsigned i = 0; i < impl_->options.io_threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
+  return {};
+}
+
+std::uint16_t HttpServer::port() const {
+  error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+void HttpServer::stop_accepting() {
+  std::promise<void> done;
+  asio::post(impl_->io, [this, &done] {
+    error_code ignored;
+    impl_->acceptor.close(ignored);
+    done.set_value();
+  });
+  if (!impl_->threads.empty()) done.get_future().wait();
+}
+
+void HttpServer::stop() {
+  if (impl_->threads.empty()) return;
+  impl_->work.reset();
+  impl_->io.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
+  http::request_parser<http::string_body> parser;
+  parser.body_limit(max_body_bytes);
+  parser.header_limit(16 * 1024);
+  parser.eager(true);
+  error_code ec;
+  parser.put(asio::buffer(bytes), ec);
+  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  HttpResponse resp;
+  if (ec || !parser.is_done()) {
+    resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
+  } else {
+    std::promise<HttpResponse> answer;
+    api.handle(to_request(parser.get()), [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
+    resp = answer.get_future().get();
+  }
+  std::ostringstream out;
+  out << to_beast(resp, false, 11);
+  return out.str();
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,43 @@
+// The HTTP/1.1 listener (Boost.Beast): parses requests with size and time limits, hands them
+// to the Api, writes its answers. Keep-alive; 413 for bodies over the limit; 408 for slow
+// clients.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.hpp"
+#include "server/api.hpp"
+
+namespace airlock::server {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8750;  // 0: any free port
+  std::uint64_t max_body_bytes = 1 << 20;
+  std::uint32_t max_header_bytes = 16 * 1024;
+  std::chrono::milliseconds read_timeout{30'000};
+  unsigned io_threads = 2;
+};
+
+class HttpServer {
+ public:
+  HttpServer(const Api& api, HttpServerOptions options);
+  ~HttpServer();
+  Status start();             // binds and serves on its own threads
+  std::uint16_t port() const;  // the bound port
+  void stop_accepting();      // new connections are refused; open ones are served
+  void stop();                // closes everything and joins
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs one request through the same parser and Api as the server, without sockets: the raw
+// bytes of an HTTP/1.1 request in, the raw response out (used by the fuzz target and tests).
+std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes);
+
+}  // namespace airlock::server
