@@ -9,6 +9,8 @@ PACKAGES=(
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # audit log: SQLite storage, SHA-256 and Ed25519
+  libsqlite3-dev libssl-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 procps
   # benchmarks: the reference sandbox
