@@ -66,6 +66,7 @@ struct RootTarget {
   std::uint64_t size = 0;
   Hash root{};
   std::string source;  // "the checkpoint at size N", "the trusted checkpoint"
+  bool trusted = false;
 };
 
 class LogVerifier {
@@ -153,10 +154,10 @@ class LogVerifier {
     }
     for (const auto& cp : valid_checkpoints_)
       targets_.push_back({cp.checkpoint.size, cp.checkpoint.root,
-                          "the checkpoint signed at size " + str(cp.checkpoint.size)});
+                          "the checkpoint signed at size " + str(cp.checkpoint.size), false});
     if (options_.trusted) {
       const Checkpoint& trusted = options_.trusted->signed_checkpoint.checkpoint;
-      targets_.push_back({trusted.size, trusted.root, "the trusted checkpoint"});
+      targets_.push_back({trusted.size, trusted.root, "the trusted checkpoint", true});
     }
     std::stable_sort(targets_.begin(), targets_.end(),
                      [](const RootTarget& a, const RootTarget& b) { return a.size < b.size; });
@@ -217,16 +218,26 @@ class LogVerifier {
                       std::uint64_t& last_matched_size) {
     while (next_target < targets_.size() && targets_[next_target].size == frontier.size()) {
       const RootTarget& target = targets_[next_target++];
-      if (frontier.root() != target.root) {
-        record_anomaly_ = true;
-        add(TamperKind::modified, last_matched_size, target.size,
-            "records " + str(last_matched_size) + ".." + str(target.size - 1) +
+      if (frontier.root() == target.root) {
+        last_matched_size = target.size;
+        continue;
+      }
+      record_anomaly_ = true;
+      if (target.trusted) {
+        // The log's own checkpoints may all agree with its records: it was rewritten and
+        // re-signed after the trusted checkpoint was taken, and nothing in it says where.
+        add(TamperKind::modified, std::nullopt, target.size,
+            "records 0.." + str(target.size - 1) + " do not produce the root of " +
+                target.source + ": the log was rewritten (forked) since it was trusted");
+      } else {
+        std::uint64_t from = last_matched_size < target.size ? last_matched_size : 0;
+        add(TamperKind::modified, from, target.size,
+            "records " + str(from) + ".." + str(target.size - 1) +
                 " do not produce the root of " + target.source +
                 " (each record and its stored hashes agree, so they were rewritten together; "
                 "the first bad index is in that range)");
-        return false;
       }
-      last_matched_size = target.size;
+      return false;
     }
     return true;
   }
@@ -294,10 +305,56 @@ class LogVerifier {
     if (!intact_copy)
       return finding(TamperKind::modified, p,
                      "record " + str(p) + " was edited (it now claims index " + str(f) + ")");
+    if (f + 1 == p) return diagnose_adjacent_duplicate(p);
     if (f < p)
       return finding(TamperKind::inserted, p,
                      "position " + str(p) + " holds a second copy of record " + str(f));
     return diagnose_forward_index(p, f);
+  }
+
+  // Positions p-1 and p both hold a record p-1, and both chain from record p-2: a forged
+  // record was inserted with the right index and prev. Which one? The one whose removal gives
+  // back the root of the first signed checkpoint that covers p-1.
+  Result<Tampering> diagnose_adjacent_duplicate(std::uint64_t p) {
+    std::uint64_t inserted = p;
+    std::string how = "positions " + str(p - 1) + " and " + str(p) + " both hold a record " +
+                      str(p - 1) + "; ";
+    const RootTarget* target = nullptr;
+    for (const auto& t : targets_)
+      if (t.size >= p) {
+        target = &t;
+        break;
+      }
+    if (target != nullptr) {
+      for (std::uint64_t candidate : {p, p - 1}) {  // an exact copy: the later one
+        auto root = root_without_row(candidate, target->size);
+        if (!root) return root.error();
+        if (*root && **root == target->root) {
+          inserted = candidate;
+          how += "without position " + str(candidate) + " the log has the root of " +
+                 target->source;
+          break;
+        }
+      }
+    }
+    if (how.back() == ' ') how += "no signed root tells which is genuine";
+    return Tampering{TamperKind::inserted, inserted, std::nullopt,
+                     "position " + str(inserted) + " holds an inserted record (" + how + ")"};
+  }
+
+  // The root over the first `size` rows after skipping the row at `position`; nullopt when
+  // there are not enough rows.
+  Result<std::optional<Hash>> root_without_row(std::uint64_t position, std::uint64_t size) {
+    auto cursor = store_.records_from(0);
+    if (!cursor) return cursor.error();
+    MerkleFrontier frontier;
+    for (std::uint64_t row_position = 0; frontier.size() < size; ++row_position) {
+      auto row = cursor->next();
+      if (!row) return row.error();
+      if (!*row) return std::optional<Hash>();
+      if (row_position != position) frontier.append(leaf_hash(cursor->record()));
+    }
+    return std::optional<Hash>(frontier.root());
   }
 
   // Position p holds record f > p: p was moved later (reordered), f was duplicated here

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/run_audit.hpp"
 #include "common/units.hpp"
 #include "sandbox/sandbox.hpp"
 
@@ -25,6 +26,7 @@ struct RunOptions {
   std::string workdir = "/work";
   bool json = false;
   bool kill_on_output_limit = false;
+  std::string audit;  // --audit PATH
 };
 
 // "PATH[:DEST]"
@@ -70,6 +72,8 @@ int run_command(const RunOptions& o, std::vector<std::string> command) {
   }
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
+  auto auditor = RunAuditor::open(o.audit);  // before running: no unrecorded runs
+  if (!auditor) return fail_usage("--audit " + o.audit + ": " + auditor.error().message);
   int stdin_fd = -1;
   if (o.stdin_path == "-") {
     spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
@@ -84,6 +88,8 @@ int run_command(const RunOptions& o, std::vector<std::string> command) {
 
   sandbox::Outcome outcome = sandbox::run(spec);
   if (stdin_fd >= 0) ::close(stdin_fd);
+  if (auto recorded = auditor->record(spec, outcome); !recorded)
+    return fail_usage("--audit " + o.audit + ": " + recorded.error().message);
   if (o.json) {
     std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace)
@@ -117,6 +123,8 @@ void add_run_command(CLI::App& app, ExitStatus& status) {
   cmd->add_flag("--json", opts->json, "Print one Outcome object instead of the child's output");
   cmd->add_flag("--kill-on-output-limit", opts->kill_on_output_limit,
                 "Stop the run as soon as a stream passes its output limit");
+  cmd->add_option("--audit", opts->audit,
+                  "Append a record of the run to the audit log at PATH (created if needed)");
   auto command = std::make_shared<std::vector<std::string>>();
   cmd->add_option("command", *command, "CMD [ARGS...] after --")->expected(-1);
   cmd->callback([opts, command, &status] { status.code = run_command(*opts, *command); });
