@@ -40,6 +40,13 @@ struct AuditLogOptions {
   std::size_t max_batch = 1024;  // records per transaction at most
 };
 
+// Counters since open, for metrics and the benchmark (records / transactions = mean batch).
+struct AuditLogStats {
+  std::uint64_t records = 0;
+  std::uint64_t transactions = 0;
+  std::uint64_t checkpoints = 0;
+};
+
 struct AppendReceipt {
   std::uint64_t index = 0;
   Hash leaf_hash{};
@@ -74,6 +81,7 @@ class AuditLog {
   // lets the owner check which credential was used without the log ever holding it.
   std::string credential_fingerprint(std::string_view value) const;
 
+  AuditLogStats stats() const;
   const PublicKey& public_key() const;
   const std::string& origin() const;
   const std::string& path() const;
