@@ -212,6 +212,48 @@ TEST(MerkleProofs, DamagedConsistencyProofsAreRejected) {
   }
 }
 
+TEST(MerkleProofs, ProofLengthsAreCheckedExactlyBeforeAnyHashing) {
+  MemoryTree tree(13);
+  auto proof = *inclusion_proof(6, 13, tree.lookup());
+  auto longer = proof;
+  longer.push_back(tree.leaves[0]);
+  auto status = verify_inclusion(6, 13, tree.leaves[6], longer, tree.root(13));
+  ASSERT_FALSE(status);
+  EXPECT_NE(status.error().message.find("exactly " + std::to_string(proof.size())), std::string::npos)
+      << status.error().message;
+  auto consistency = *consistency_proof(5, 13, tree.lookup());
+  consistency.pop_back();
+  auto shorter = verify_consistency(5, 13, consistency, tree.root(5), tree.root(13));
+  ASSERT_FALSE(shorter);
+  EXPECT_NE(shorter.error().message.find("exactly"), std::string::npos) << shorter.error().message;
+}
+
+TEST(MerkleProofs, ProofHashesOfTheWrongSizeAreRejected) {
+  MemoryTree tree(13);
+  auto proof = *consistency_proof(5, 13, tree.lookup());
+  Hash root1 = tree.root(5), root2 = tree.root(13);
+  for (std::size_t size : {31u, 33u, 0u}) {
+    std::vector<std::string> bytes;
+    for (const Hash& h : proof) bytes.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+    bytes[1].resize(size, '\0');
+    std::vector<ByteView> views;
+    for (const auto& b : bytes) views.push_back(as_bytes(b));
+    auto status = verify_consistency(5, 13, views, ByteView(root1), ByteView(root2));
+    ASSERT_FALSE(status);
+    EXPECT_NE(status.error().message.find("not 32"), std::string::npos) << status.error().message;
+    Hash leaf = tree.leaves[2];
+    auto inclusion = *inclusion_proof(2, 13, tree.lookup());
+    std::vector<std::string> ibytes;
+    for (const Hash& h : inclusion) ibytes.emplace_back(reinterpret_cast<const char*>(h.data()), h.size());
+    ibytes[0].resize(size, '\0');
+    std::vector<ByteView> iviews;
+    for (const auto& b : ibytes) iviews.push_back(as_bytes(b));
+    auto inclusion_status = verify_inclusion(2, 13, ByteView(leaf), iviews, ByteView(root2));
+    ASSERT_FALSE(inclusion_status);
+    EXPECT_NE(inclusion_status.error().message.find("not 32"), std::string::npos);
+  }
+}
+
 TEST(MerkleProofs, RefusesMeaninglessQuestions) {
   MemoryTree tree(4);
   EXPECT_FALSE(inclusion_proof(4, 4, tree.lookup()));
