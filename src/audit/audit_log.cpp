@@ -162,7 +162,7 @@ struct AuditLog::State {
   void submit(const RequestPtr& request);
   void run_writer();
   void gather_batch(std::unique_lock<std::mutex>& lock);
-  void process(std::span<const RequestPtr> batch, bool sign_unsigned);
+  Status process(std::span<const RequestPtr> batch, bool sign_unsigned);
   Status write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned);
   Status sync_with_other_writers();
   Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
@@ -211,7 +211,7 @@ void AuditLog::State::run_writer() {
       if (stopping) break;
       if (checkpoint_due()) {
         lock.unlock();
-        process({}, /*sign_unsigned=*/true);
+        (void)process({}, /*sign_unsigned=*/true);
         lock.lock();
         continue;
       }
@@ -230,7 +230,7 @@ void AuditLog::State::run_writer() {
     last_batch_size = batch.size();
     lock.unlock();
     auto commit_started = std::chrono::steady_clock::now();
-    process(batch, /*sign_unsigned=*/false);
+    (void)process(batch, /*sign_unsigned=*/false);
     last_commit_duration = std::chrono::steady_clock::now() - commit_started;
     for (const RequestPtr& request : batch) {
       request->done.store(true);
@@ -240,27 +240,33 @@ void AuditLog::State::run_writer() {
   }
   lock.unlock();
   // The final checkpoint: every committed record leaves covered by a signature.
-  if (!failure && tree.has_unsigned_records()) {
-    close_status = write_transaction({}, /*sign_unsigned=*/true);
-    if (!close_status) store.rollback();
-  }
+  if (!failure && tree.has_unsigned_records()) close_status = process({}, /*sign_unsigned=*/true);
 }
 
-void AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_unsigned) {
-  TreeState before = tree;
-  std::uint64_t checkpoints_before = checkpoints_signed;
-  Status status = failure ? Status(*failure) : write_transaction(batch, sign_unsigned);
-  if (!status) {
-    store.rollback();
-    tree = std::move(before);
-    checkpoints_signed = checkpoints_before;
-    if (!failure) failure = status.error();
+// One transaction for `batch`; on failure its callers get the error. Failing to take the write
+// lock (another process held it past the busy timeout) leaves nothing written, so the log stays
+// usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
+// error may have dropped pages), and only reopening, which reads the disk again, is safe.
+Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_unsigned) {
+  Status status = failure ? Status(*failure) : store.begin_write();
+  if (status) {
+    TreeState before = tree;
+    std::uint64_t checkpoints_before = checkpoints_signed;
+    status = write_transaction(batch, sign_unsigned);
+    if (!status) {
+      store.rollback();
+      tree = std::move(before);
+      checkpoints_signed = checkpoints_before;
+      failure = status.error();
+    }
+  }
+  if (!status)
     for (const RequestPtr& request : batch) request->fail(status.error());
-  }
+  return status;
 }
 
+// Inside the transaction process() began.
 Status AuditLog::State::write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned) {
-  if (auto status = store.begin_write(); !status) return status;
   if (auto status = sync_with_other_writers(); !status) return status;
   for (const RequestPtr& request : batch) {
     if (request->kind == WriteRequest::Kind::append) {

@@ -38,9 +38,10 @@ struct CanonicalMember {
 std::string canonical_object(std::vector<CanonicalMember> members);
 
 // The raw text of a top-level member's value in a compact JSON object (`"index":42` gives
-// "42"), found without parsing the whole record. nullopt when the key is absent or the text
-// is not a well-formed object up to that member. Keys are compared after their escapes
-// would be decoded only for plain ASCII keys without escapes, which is all the audit log asks.
+// "42"), found in one pass without parsing the whole record: the verifier reads "index" and
+// "prev" this way. nullopt when the key is absent or the text is not well-formed up to that
+// member. Keys are compared as written (escapes are not decoded), which is exact for the
+// plain ASCII keys the log looks up.
 std::optional<std::string_view> find_top_level_member(std::string_view object_text,
                                                       std::string_view key);
 
