@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <deque>
 #include <mutex>
@@ -384,7 +385,8 @@ Result<std::pair<detail::LogMeta, SigningKey>> load_or_create_identity(
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditLogOptions options) {
   if (options.max_batch == 0 || options.checkpoint_every_records == 0)
     return Error::make("invalid_argument", "max_batch and checkpoint_every_records must be > 0");
-  auto store = detail::LogStore::open_for_writing(path);
+  auto store = detail::LogStore::open_for_writing(
+      path, static_cast<int>(std::min<std::int64_t>(options.busy_timeout.count(), INT32_MAX)));
   if (!store) return store.error();
   auto identity = load_or_create_identity(*store, path, options);
   if (!identity) return identity.error();

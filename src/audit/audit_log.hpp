@@ -38,6 +38,8 @@ struct AuditLogOptions {
   std::uint64_t checkpoint_every_records = 1000;  // N
   std::chrono::milliseconds checkpoint_interval{10'000};  // T
   std::size_t max_batch = 1024;  // records per transaction at most
+  // How long a transaction waits for another process's write lock before its batch fails.
+  std::chrono::milliseconds busy_timeout{10'000};
 };
 
 // Counters since open, for metrics and the benchmark (records / transactions = mean batch).

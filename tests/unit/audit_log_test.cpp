@@ -243,6 +243,31 @@ TEST(AuditLog, TwoWritersOnOneFileStayInStep) {
   EXPECT_EQ(report.signed_size, 15u);
 }
 
+TEST(AuditLog, AWriteLockHeldElsewhereFailsTheBatchButNotTheLog) {
+  ScratchDir dir;
+  std::string path = dir.file("audit.db");
+  AuditLogOptions options;
+  options.busy_timeout = std::chrono::milliseconds(100);
+  auto log = AuditLog::open(path, options);
+  ASSERT_TRUE(log);
+  ASSERT_TRUE((*log)->append({{"n", 0}}));
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto blocked = (*log)->append({{"n", 1}});
+  ASSERT_FALSE(blocked);  // fail closed: not logged, and the caller knows
+  EXPECT_EQ(blocked.error().code, "audit_storage") << blocked.error().message;
+  ASSERT_EQ(sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  auto after = (*log)->append({{"n", 2}});  // nothing was written: the log carries on
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->index, 1u);
+  ASSERT_TRUE((*log)->close());
+  auto report = verify_path(path);
+  EXPECT_TRUE(report.intact()) << findings_text(report);
+  EXPECT_EQ(report.records, 2u);
+}
+
 TEST(AuditLog, AppendAfterCloseFails) {
   ScratchDir dir;
   auto log = AuditLog::open(dir.file("audit.db"));

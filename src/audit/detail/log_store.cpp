@@ -24,7 +24,7 @@ CREATE TABLE IF NOT EXISTS checkpoints(
   signature BLOB NOT NULL);
 )sql";
 
-// How long a writer waits for another process's write transaction before failing.
+// How long a reader waits for a writer holding an exclusive lock (only WAL recovery does).
 constexpr int kBusyTimeoutMs = 10'000;
 
 Error not_a_log(const std::string& path, const std::string& why) {
@@ -69,11 +69,11 @@ Result<SignedCheckpoint> parse_stored_checkpoint(const StoredCheckpoint& row) {
   return out;
 }
 
-Result<LogStore> LogStore::open_for_writing(const std::string& path) {
+Result<LogStore> LogStore::open_for_writing(const std::string& path, int busy_timeout_ms) {
   if (auto status = create_private_file(path); !status) return status.error();
   auto db = SqliteDatabase::open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   if (!db) return db.error();
-  sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
+  sqlite3_busy_timeout(db->handle(), busy_timeout_ms);
   auto mode = db->query_text("PRAGMA journal_mode=WAL");
   if (!mode) return mode.error();
   if (*mode != "wal") return not_a_log(path, "cannot switch it to WAL mode (got " + *mode + ")");

@@ -67,7 +67,7 @@ class RecordCursor {
 class LogStore {
  public:
   // Creates the file (mode 0600) and the schema when missing; WAL, synchronous=FULL.
-  static Result<LogStore> open_for_writing(const std::string& path);
+  static Result<LogStore> open_for_writing(const std::string& path, int busy_timeout_ms);
   // Read-only; fails when the file is missing or is not an audit log.
   static Result<LogStore> open_for_reading(const std::string& path);
 
