@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "common/result.hpp"
 
 namespace airlock::cli {
 namespace {

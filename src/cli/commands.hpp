@@ -24,5 +24,6 @@ void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trai
 void add_doctor_command(CLI::App& app, ExitStatus& status);
 void add_serve_command(CLI::App& app, ExitStatus& status);
 void add_client_commands(CLI::App& app, ExitStatus& status);
+void add_audit_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

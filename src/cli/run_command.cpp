@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/run_audit.hpp"
 #include "common/units.hpp"
 #include "backend/local.hpp"
 #include "egress/policy.hpp"
@@ -28,6 +29,7 @@ struct RunOptions {
   std::string workdir = "/work";
   bool json = false;
   bool kill_on_output_limit = false;
+  std::string audit;  // --audit PATH
 };
 
 // "PATH[:DEST]"
@@ -87,6 +89,8 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   }
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
+  auto auditor = RunAuditor::open(o.audit);  // before running: no unrecorded runs
+  if (!auditor) return fail_usage("--audit " + o.audit + ": " + auditor.error().message);
   int stdin_fd = -1;
   if (o.stdin_path == "-") {
     spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
@@ -103,6 +107,8 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   run_options.rule_set = "the --allow rules of this airlock run";
   sandbox::Outcome outcome = backend::run_local(spec, run_options);
   if (stdin_fd >= 0) ::close(stdin_fd);
+  if (auto recorded = auditor->record(spec, outcome); !recorded)
+    return fail_usage("--audit " + o.audit + ": " + recorded.error().message);
   if (o.json) {
     std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace)
@@ -147,6 +153,8 @@ void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trai
   cmd->add_flag("--json", opts->json, "Print one Outcome object instead of the child's output");
   cmd->add_flag("--kill-on-output-limit", opts->kill_on_output_limit,
                 "Stop the run as soon as a stream passes its output limit");
+  cmd->add_option("--audit", opts->audit,
+                  "Append a record of the run to the audit log at PATH (created if needed)");
   auto command = std::make_shared<std::vector<std::string>>();
   cmd->add_option("command", *command, "CMD [ARGS...]; put them after -- when they have options")
       ->expected(-1);

@@ -144,7 +144,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     index = std::stoull(parts[3]);
     auto reader = audit::LogReader::open(s_.audit->path());
     if (!reader) return reply(error_response(500, "audit", reader.error().message));
-    auto proof = audit::prove_record(**reader, index);
+    auto proof = audit::prove_record(*reader, index);
     if (!proof) return reply(error_response(404, "not_found", proof.error().message));
     return reply(json_response(200, *proof));
   }

@@ -1,0 +1,453 @@
+#include "audit/audit_log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "audit/canonical_json.hpp"
+#include "audit/detail/log_store.hpp"
+#include "audit/merkle.hpp"
+
+namespace airlock::audit {
+namespace {
+
+constexpr std::string_view kCredentialFingerprintLabel = "airlock-audit credential fingerprint v1";
+constexpr std::array<std::string_view, 3> kReservedMembers = {"index", "prev", "time"};
+
+std::int64_t unix_time_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string random_origin() {
+  std::random_device random;
+  std::array<std::uint8_t, 8> id{};
+  for (auto& byte : id) byte = static_cast<std::uint8_t>(random());
+  return "airlock-audit/" + to_hex(ByteView(id));
+}
+
+Error closed_error() { return Error::make("audit_closed", "the audit log is closed"); }
+
+// The caller's fields as canonical members, checked before they reach the writer thread so
+// a bad record never costs (or fails) anyone else's transaction.
+Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fields) {
+  if (!fields.is_object())
+    return Error::make("invalid_record", "an audit record is a JSON object");
+  std::vector<CanonicalMember> members;
+  members.reserve(fields.size() + kReservedMembers.size());
+  for (const auto& [key, value] : fields.items()) {
+    for (std::string_view reserved : kReservedMembers)
+      if (key == reserved)
+        return Error::make("invalid_record", "\"" + key + "\" is set by the log, not the caller");
+    auto text = canonical_json(value);
+    if (!text) return Error::make("invalid_record", key + ": " + text.error().message);
+    members.push_back({key, std::move(*text)});
+  }
+  return members;
+}
+
+// One caller's request, shared by the caller (who waits on `done`) and the writer thread (who
+// sets it): shared ownership lets the writer notify after the caller may already have gone.
+struct WriteRequest {
+  enum class Kind { append, checkpoint } kind = Kind::append;
+  std::vector<CanonicalMember> members;  // append
+  std::optional<Result<AppendReceipt>> receipt;
+  std::optional<Result<SignedCheckpoint>> checkpoint;
+  std::atomic<bool> done{false};
+
+  void fail(const Error& error) {
+    if (kind == Kind::append) receipt = error;
+    else checkpoint = error;
+  }
+};
+using RequestPtr = std::shared_ptr<WriteRequest>;
+
+// What the writer knows of the tree between transactions; copied before a batch so a failed
+// batch leaves it exactly as it was.
+struct TreeState {
+  MerkleFrontier frontier;
+  Hash last_leaf{};
+  std::optional<SignedCheckpoint> latest_checkpoint;
+  std::int64_t data_version = 0;
+
+  std::uint64_t size() const { return frontier.size(); }
+  bool has_unsigned_records() const {
+    return !latest_checkpoint || latest_checkpoint->checkpoint.size < size();
+  }
+};
+
+// Reads the tree's edge and latest checkpoint from storage and checks that they agree: the
+// checkpoint's signature holds and the stored tree has its root at its size.
+Status load_tree_state(detail::LogStore& store, const PublicKey& key, const std::string& origin,
+                       TreeState& tree) {
+  auto tail = store.tail();
+  if (!tail) return tail.error();
+  auto frontier = store.frontier(tail->size);
+  if (!frontier) return frontier.error();
+  auto latest_row = store.latest_checkpoint();
+  if (!latest_row) return latest_row.error();
+  std::optional<SignedCheckpoint> latest;
+  auto inconsistent = [&](const std::string& why) {
+    return Error::make("log_inconsistent", store.path() + ": " + why +
+                                               "; run `airlock audit verify` (no appends until "
+                                               "it is resolved)");
+  };
+  if (*latest_row) {
+    auto parsed = detail::parse_stored_checkpoint(**latest_row);
+    if (!parsed) return inconsistent(parsed.error().message);
+    if (auto status = verify_checkpoint_signature(*parsed, key); !status)
+      return inconsistent("latest checkpoint: " + status.error().message);
+    const Checkpoint& cp = parsed->checkpoint;
+    if (cp.origin != origin || cp.size != (*latest_row)->size)
+      return inconsistent("latest checkpoint does not belong at size " +
+                          std::to_string((*latest_row)->size) + " of this log");
+    if (cp.size > tail->size)
+      return inconsistent("the log has " + std::to_string(tail->size) +
+                          " records but its latest checkpoint covers " + std::to_string(cp.size));
+    auto root = tree_root(cp.size, store.subtree_lookup());
+    if (!root) return inconsistent(root.error().message);
+    if (*root != cp.root)
+      return inconsistent("the stored tree does not have the latest checkpoint's root at size " +
+                          std::to_string(cp.size));
+    latest = std::move(*parsed);
+  }
+  auto version = store.data_version();
+  if (!version) return version.error();
+  tree = TreeState{std::move(*frontier), tail->last_leaf, std::move(latest), *version};
+  return {};
+}
+
+}  // namespace
+
+struct AuditLog::State {
+  State(std::string p, AuditLogOptions o, detail::LogStore s, SigningKey k, std::string orig)
+      : path(std::move(p)), options(std::move(o)), store(std::move(s)), key(std::move(k)),
+        origin(std::move(orig)), credential_key(key.derive_secret(kCredentialFingerprintLabel)) {}
+
+  const std::string path;
+  const AuditLogOptions options;
+  detail::LogStore store;  // used by the writer thread only once it runs
+  const SigningKey key;
+  const std::string origin;
+  const Hash credential_key;
+
+  // Owned by the writer thread.
+  TreeState tree;
+  std::chrono::steady_clock::time_point last_checkpoint_at = std::chrono::steady_clock::now();
+  std::uint64_t checkpoints_signed = 0;
+  std::size_t last_batch_size = 1;
+  std::chrono::steady_clock::duration last_commit_duration{};
+
+  // Shared between callers and the writer thread.
+  std::mutex mutex;
+  std::condition_variable work_ready;
+  std::deque<RequestPtr> queue;
+  bool stopping = false;
+  bool closed = false;
+  std::optional<Error> failure;  // sticky: set by the first failed transaction
+  AuditLogStats stats;
+  Status close_status;
+  std::thread writer;
+
+  void submit(const RequestPtr& request);
+  void run_writer();
+  void gather_batch(std::unique_lock<std::mutex>& lock);
+  Status process(std::span<const RequestPtr> batch, bool sign_unsigned);
+  Status write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned);
+  Status sync_with_other_writers();
+  Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
+  Status sign_checkpoint_now();
+  bool checkpoint_due() const;
+};
+
+void AuditLog::State::submit(const RequestPtr& request) {
+  {
+    std::lock_guard lock(mutex);
+    if (stopping || failure) {
+      request->fail(failure ? Error::make("audit_unavailable",
+                                          "the audit log stopped after a storage failure (" +
+                                              failure->message + "); reopen it")
+                            : closed_error());
+      return;
+    }
+    queue.push_back(request);
+    // Wake the writer to start a batch, or when the batch it is gathering is complete; the
+    // arrivals in between would only wake it to go back to sleep.
+    if (queue.size() == 1 || queue.size() >= last_batch_size) work_ready.notify_one();
+  }
+  request->done.wait(false);
+}
+
+// Group commit: the callers the last commit answered are about to append again, each a few
+// microseconds apart. Waiting for them, up to half a commit's duration, lets one fsync cover
+// all of them instead of committing the first alone and the rest in the next round. A lone
+// writer (last batch of one) never waits.
+void AuditLog::State::gather_batch(std::unique_lock<std::mutex>& lock) {
+  if (queue.size() >= last_batch_size || stopping) return;
+  auto window = std::min<std::chrono::steady_clock::duration>(last_commit_duration * 2,
+                                                              std::chrono::milliseconds(2));
+  work_ready.wait_for(lock, window, [&] { return queue.size() >= last_batch_size || stopping; });
+}
+
+bool AuditLog::State::checkpoint_due() const {
+  return tree.has_unsigned_records() && tree.size() > 0 &&
+         std::chrono::steady_clock::now() >= last_checkpoint_at + options.checkpoint_interval;
+}
+
+void AuditLog::State::run_writer() {
+  std::unique_lock lock(mutex);
+  while (true) {
+    if (queue.empty()) {
+      if (stopping) break;
+      if (checkpoint_due()) {
+        lock.unlock();
+        (void)process({}, /*sign_unsigned=*/true);
+        lock.lock();
+        continue;
+      }
+      if (tree.has_unsigned_records() && tree.size() > 0)
+        work_ready.wait_until(lock, last_checkpoint_at + options.checkpoint_interval);
+      else
+        work_ready.wait(lock);
+      continue;
+    }
+    gather_batch(lock);
+    std::vector<RequestPtr> batch;
+    while (!queue.empty() && batch.size() < options.max_batch) {
+      batch.push_back(std::move(queue.front()));
+      queue.pop_front();
+    }
+    last_batch_size = batch.size();
+    lock.unlock();
+    auto commit_started = std::chrono::steady_clock::now();
+    (void)process(batch, /*sign_unsigned=*/false);
+    last_commit_duration = std::chrono::steady_clock::now() - commit_started;
+    for (const RequestPtr& request : batch) {
+      request->done.store(true);
+      request->done.notify_one();
+    }
+    lock.lock();
+  }
+  lock.unlock();
+  // The final checkpoint: every committed record leaves covered by a signature.
+  if (!failure && tree.has_unsigned_records()) close_status = process({}, /*sign_unsigned=*/true);
+}
+
+// One transaction for `batch`; on failure its callers get the error. Failing to take the write
+// lock (another process held it past the busy timeout) leaves nothing written, so the log stays
+// usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
+// error may have dropped pages), and only reopening, which reads the disk again, is safe.
+Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_unsigned) {
+  Status status = failure ? Status(*failure) : store.begin_write();
+  if (status) {
+    TreeState before = tree;
+    std::uint64_t checkpoints_before = checkpoints_signed;
+    status = write_transaction(batch, sign_unsigned);
+    if (!status) {
+      store.rollback();
+      tree = std::move(before);
+      checkpoints_signed = checkpoints_before;
+      failure = status.error();
+    }
+  }
+  if (!status)
+    for (const RequestPtr& request : batch) request->fail(status.error());
+  return status;
+}
+
+// Inside the transaction process() began.
+Status AuditLog::State::write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned) {
+  if (auto status = sync_with_other_writers(); !status) return status;
+  for (const RequestPtr& request : batch) {
+    if (request->kind == WriteRequest::Kind::append) {
+      auto receipt = append_record(std::move(request->members));
+      if (!receipt) return receipt.error();
+      request->receipt = std::move(receipt);
+    } else if (tree.has_unsigned_records()) {
+      if (auto status = sign_checkpoint_now(); !status) return status;
+    }
+  }
+  bool enough_records =
+      tree.size() - (tree.latest_checkpoint ? tree.latest_checkpoint->checkpoint.size : 0) >=
+      options.checkpoint_every_records;
+  if ((sign_unsigned || enough_records) && tree.has_unsigned_records())
+    if (auto status = sign_checkpoint_now(); !status) return status;
+  if (auto status = store.commit(); !status) return status;
+  {
+    std::lock_guard lock(mutex);
+    stats.transactions += 1;
+    stats.records += static_cast<std::uint64_t>(
+        std::count_if(batch.begin(), batch.end(),
+                      [](const RequestPtr& r) { return r->kind == WriteRequest::Kind::append; }));
+    stats.checkpoints = checkpoints_signed;
+  }
+  // Only now, committed, do callers that asked for a checkpoint get one.
+  for (const RequestPtr& request : batch)
+    if (request->kind == WriteRequest::Kind::checkpoint)
+      request->checkpoint = *tree.latest_checkpoint;
+  return {};
+}
+
+// Another process may have appended since our last transaction (we hold the write lock now,
+// so what we read is the latest state): then the in-memory edge of the tree is stale.
+Status AuditLog::State::sync_with_other_writers() {
+  auto version = store.data_version();
+  if (!version) return version.error();
+  if (*version == tree.data_version) return {};
+  return load_tree_state(store, key.public_key(), origin, tree);
+}
+
+Result<AppendReceipt> AuditLog::State::append_record(std::vector<CanonicalMember> members) {
+  std::uint64_t index = tree.size();
+  members.push_back({"index", std::to_string(index)});
+  members.push_back({"prev", "\"" + to_hex(tree.last_leaf) + "\""});
+  members.push_back({"time", std::to_string(unix_time_ms())});
+  std::string record = canonical_object(std::move(members));
+  Hash leaf = leaf_hash(as_bytes(record));
+  MerkleFrontier::Completed completed = tree.frontier.append(leaf);
+  if (auto status = store.insert_record(index, record, leaf, completed); !status) return status.error();
+  tree.last_leaf = leaf;
+  return AppendReceipt{index, leaf};
+}
+
+Status AuditLog::State::sign_checkpoint_now() {
+  Checkpoint checkpoint{origin, tree.size(), tree.frontier.root(), unix_time_ms()};
+  auto signed_checkpoint = sign_checkpoint(checkpoint, key);
+  if (!signed_checkpoint) return signed_checkpoint.error();
+  if (auto status = store.insert_checkpoint(checkpoint.size, signed_checkpoint->body,
+                                            ByteView(signed_checkpoint->signature));
+      !status)
+    return status;
+  tree.latest_checkpoint = std::move(*signed_checkpoint);
+  last_checkpoint_at = std::chrono::steady_clock::now();
+  ++checkpoints_signed;
+  return {};
+}
+
+AuditLog::AuditLog(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+AuditLog::~AuditLog() { (void)close(); }
+
+namespace {
+
+// Reads the log's identity, or writes it when the log is new; both under the write lock so
+// two processes creating the same log agree on one key and one origin.
+Result<std::pair<detail::LogMeta, SigningKey>> load_or_create_identity(
+    detail::LogStore& store, const std::string& path, const AuditLogOptions& options) {
+  if (auto status = store.begin_write(); !status) return status.error();
+  auto meta = store.read_meta();
+  if (!meta) {
+    store.rollback();
+    return meta.error();
+  }
+  std::string key_file = AuditLog::key_path(path);
+  if (*meta) {
+    store.rollback();
+    if (!options.origin.empty() && options.origin != (*meta)->origin)
+      return Error::make("invalid_argument", path + " has origin " + (*meta)->origin + ", not " +
+                                                 options.origin);
+    auto key = SigningKey::load(key_file);
+    if (!key) return key.error();
+    if (key->public_key() != (*meta)->public_key)
+      return Error::make("audit_key", key_file + " is not the key of " + path + " (log key " +
+                                          (*meta)->public_key.key_id() + ", file key " +
+                                          key->public_key().key_id() + ")");
+    return std::pair{**meta, std::move(*key)};
+  }
+  auto key = SigningKey::load_or_create(key_file);
+  if (!key) {
+    store.rollback();
+    return key.error();
+  }
+  detail::LogMeta created{options.origin.empty() ? random_origin() : options.origin,
+                          key->public_key()};
+  if (auto status = store.write_meta(created); !status) {
+    store.rollback();
+    return status.error();
+  }
+  if (auto status = store.commit(); !status) return status.error();
+  return std::pair{created, std::move(*key)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditLogOptions options) {
+  if (options.max_batch == 0 || options.checkpoint_every_records == 0)
+    return Error::make("invalid_argument", "max_batch and checkpoint_every_records must be > 0");
+  auto store = detail::LogStore::open_for_writing(
+      path, static_cast<int>(std::min<std::int64_t>(options.busy_timeout.count(), INT32_MAX)));
+  if (!store) return store.error();
+  auto identity = load_or_create_identity(*store, path, options);
+  if (!identity) return identity.error();
+  auto& [meta, key] = *identity;
+  auto state = std::make_unique<State>(path, options, std::move(*store), std::move(key),
+                                       meta.origin);
+  if (auto status = load_tree_state(state->store, state->key.public_key(), state->origin,
+                                    state->tree);
+      !status)
+    return status.error();
+  State* raw = state.get();
+  try {
+    state->writer = std::thread([raw] { raw->run_writer(); });
+  } catch (const std::system_error& e) {
+    return Error::make("audit_unavailable", std::string("cannot start the writer thread: ") +
+                                                e.what());
+  }
+  return std::unique_ptr<AuditLog>(new AuditLog(std::move(state)));
+}
+
+Result<AppendReceipt> AuditLog::append(const nlohmann::json& fields) {
+  auto members = canonical_members(fields);
+  if (!members) return members.error();
+  auto request = std::make_shared<WriteRequest>();
+  request->members = std::move(*members);
+  state_->submit(request);
+  return std::move(*request->receipt);
+}
+
+Result<SignedCheckpoint> AuditLog::checkpoint() {
+  auto request = std::make_shared<WriteRequest>();
+  request->kind = WriteRequest::Kind::checkpoint;
+  state_->submit(request);
+  return std::move(*request->checkpoint);
+}
+
+Status AuditLog::close() {
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->closed) return state_->close_status;
+    state_->stopping = true;
+    state_->closed = true;
+  }
+  state_->work_ready.notify_one();
+  if (state_->writer.joinable()) state_->writer.join();
+  if (state_->failure && state_->close_status)
+    state_->close_status = Error::make("audit_unavailable", state_->failure->message);
+  return state_->close_status;
+}
+
+std::string AuditLog::credential_fingerprint(std::string_view value) const {
+  return to_hex(hmac_sha256(ByteView(state_->credential_key), as_bytes(value)));
+}
+
+AuditLogStats AuditLog::stats() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stats;
+}
+
+const PublicKey& AuditLog::public_key() const { return state_->key.public_key(); }
+const std::string& AuditLog::origin() const { return state_->origin; }
+const std::string& AuditLog::path() const { return state_->path; }
+
+}  // namespace airlock::audit

@@ -1,0 +1,243 @@
+#include "audit/canonical_json.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+namespace airlock::audit {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not valid
+// (overlong forms, surrogates and code points above U+10FFFF are all invalid).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<std::uint8_t>(text[k]); };
+  auto continuation = [&](std::size_t k) { return k < text.size() && (byte(k) & 0xC0) == 0x80; };
+  std::uint8_t lead = byte(i);
+  if (lead < 0x80) return 1;
+  if (lead >= 0xC2 && lead <= 0xDF) return continuation(i + 1) ? 2 : 0;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (!continuation(i + 1) || !continuation(i + 2)) return 0;
+    std::uint8_t second = byte(i + 1);
+    if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
+    if (lead == 0xED && second > 0x9F) return 0;  // UTF-16 surrogate
+    return 3;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (!continuation(i + 1) || !continuation(i + 2) || !continuation(i + 3)) return 0;
+    std::uint8_t second = byte(i + 1);
+    if (lead == 0xF0 && second < 0x90) return 0;  // overlong
+    if (lead == 0xF4 && second > 0x8F) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+Status append_canonical(const nlohmann::json& value, std::string& out) {
+  using Type = nlohmann::json::value_t;
+  switch (value.type()) {
+    case Type::null: out += "null"; return {};
+    case Type::boolean: out += value.get<bool>() ? "true" : "false"; return {};
+    case Type::number_integer: out += std::to_string(value.get<std::int64_t>()); return {};
+    case Type::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return {};
+    case Type::number_float:
+      return Error::make("invalid_record", "canonical JSON has integers only, found " +
+                                               value.dump());
+    case Type::string:
+      if (!append_canonical_string(value.get_ref<const std::string&>(), out))
+        return Error::make("invalid_record", "a string is not valid UTF-8");
+      return {};
+    case Type::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& element : value) {
+        if (!first) out += ',';
+        first = false;
+        if (auto status = append_canonical(element, out); !status) return status;
+      }
+      out += ']';
+      return {};
+    }
+    case Type::object: {
+      // nlohmann::json keeps members in a std::map<std::string, ...>: std::string compares
+      // as unsigned bytes, which is exactly the canonical key order.
+      out += '{';
+      bool first = true;
+      for (const auto& [key, member] : value.items()) {
+        if (!first) out += ',';
+        first = false;
+        if (!append_canonical_string(key, out))
+          return Error::make("invalid_record", "an object key is not valid UTF-8");
+        out += ':';
+        if (auto status = append_canonical(member, out); !status) return status;
+      }
+      out += '}';
+      return {};
+    }
+    case Type::binary:
+    case Type::discarded:
+      break;
+  }
+  return Error::make("invalid_record", "canonical JSON has no form for binary values");
+}
+
+}  // namespace
+
+bool append_canonical_string(std::string_view text, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  for (std::size_t i = 0; i < text.size();) {
+    auto c = static_cast<std::uint8_t>(text[i]);
+    if (c >= 0x80) {
+      std::size_t length = utf8_sequence_length(text, i);
+      if (length == 0) return false;
+      out.append(text.substr(i, length));
+      i += length;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0x0f];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+  return true;
+}
+
+std::string to_valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(text.substr(i, length));
+      i += length;
+    }
+  }
+  return out;
+}
+
+Result<std::string> canonical_json(const nlohmann::json& value) {
+  std::string out;
+  if (auto status = append_canonical(value, out); !status) return status.error();
+  return out;
+}
+
+std::string canonical_object(std::vector<CanonicalMember> members) {
+  std::sort(members.begin(), members.end(),
+            [](const CanonicalMember& a, const CanonicalMember& b) { return a.key < b.key; });
+  std::string out = "{";
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i > 0) out += ',';
+    append_canonical_string(members[i].key, out);
+    out += ':';
+    out += members[i].value;
+  }
+  out += '}';
+  return out;
+}
+
+namespace {
+
+// A cursor over untrusted compact JSON text: every step checks bounds, and a malformed input
+// ends the scan (returns false) instead of reading past the end.
+class CompactJsonScanner {
+ public:
+  explicit CompactJsonScanner(std::string_view text) : text_(text) {}
+
+  bool at(char c) const { return pos_ < text_.size() && text_[pos_] == c; }
+  bool consume(char c) {
+    if (!at(c)) return false;
+    ++pos_;
+    return true;
+  }
+  std::size_t position() const { return pos_; }
+
+  // Skips a string literal; `raw` receives its text between the quotes, undecoded.
+  bool skip_string(std::string_view& raw) {
+    if (!consume('"')) return false;
+    std::size_t start = pos_;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == '"') {
+        raw = text_.substr(start, pos_ - start);
+        ++pos_;
+        return true;
+      }
+      pos_ += (c == '\\') ? 2 : 1;
+    }
+    return false;
+  }
+
+  // Skips one value of any kind, nested containers included.
+  bool skip_value() {
+    if (pos_ >= text_.size()) return false;
+    char c = text_[pos_];
+    if (c == '"') {
+      std::string_view ignored;
+      return skip_string(ignored);
+    }
+    if (c == '{' || c == '[') return skip_container();
+    std::size_t start = pos_;
+    while (pos_ < text_.size() && text_[pos_] != ',' && text_[pos_] != '}' && text_[pos_] != ']')
+      ++pos_;
+    return pos_ > start;
+  }
+
+ private:
+  bool skip_container() {
+    int depth = 0;
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (c == '"') {
+        std::string_view ignored;
+        if (!skip_string(ignored)) return false;
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') --depth;
+      ++pos_;
+      if (depth == 0) return true;
+    }
+    return false;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::optional<std::string_view> find_top_level_member(std::string_view object_text,
+                                                      std::string_view key) {
+  CompactJsonScanner scan(object_text);
+  if (!scan.consume('{')) return std::nullopt;
+  if (scan.at('}')) return std::nullopt;
+  while (true) {
+    std::string_view member_key;
+    if (!scan.skip_string(member_key) || !scan.consume(':')) return std::nullopt;
+    std::size_t value_start = scan.position();
+    if (!scan.skip_value()) return std::nullopt;
+    if (member_key == key) return object_text.substr(value_start, scan.position() - value_start);
+    if (scan.consume(',')) continue;
+    return std::nullopt;  // '}' (key absent) or malformed
+  }
+}
+
+}  // namespace airlock::audit

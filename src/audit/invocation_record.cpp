@@ -1,0 +1,99 @@
+#include "audit/invocation_record.hpp"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "audit/canonical_json.hpp"
+#include "audit/hash.hpp"
+
+namespace airlock::audit {
+namespace {
+
+nlohmann::json text(std::string_view value) { return to_valid_utf8(value); }
+
+nlohmann::json to_json(const ContentDigest& digest) {
+  nlohmann::json j{{"sha256", digest.sha256},
+                   {"bytes", digest.bytes},
+                   {"discarded_bytes", digest.discarded_bytes}};
+  if (digest.redacted) j["redacted"] = text(*digest.redacted);
+  return j;
+}
+
+nlohmann::json optional_digest(const std::optional<ContentDigest>& digest) {
+  return digest ? to_json(*digest) : nlohmann::json();
+}
+
+nlohmann::json to_json(const EgressDecision& d) {
+  return {{"host", text(d.host)},     {"port", d.port},           {"address", text(d.address)},
+          {"allowed", d.allowed},     {"rule", text(d.rule)},     {"bytes_up", d.bytes_up},
+          {"bytes_down", d.bytes_down}, {"ms", d.ms}};
+}
+
+nlohmann::json to_json(const ValidatorFinding& f) {
+  return {{"rule", text(f.rule)},
+          {"severity", text(f.severity)},
+          {"message", text(f.message)},
+          {"line", f.line ? nlohmann::json(*f.line) : nlohmann::json()}};
+}
+
+template <typename T>
+nlohmann::json array_of(const std::vector<T>& items) {
+  auto out = nlohmann::json::array();
+  for (const auto& item : items) out.push_back(to_json(item));
+  return out;
+}
+
+nlohmann::json counters(const std::map<std::string, std::uint64_t>& values) {
+  auto out = nlohmann::json::object();
+  for (const auto& [name, value] : values) out[to_valid_utf8(name)] = value;
+  return out;
+}
+
+}  // namespace
+
+ContentDigest ContentDigest::of(std::string_view content) {
+  return {to_hex(audit::sha256(content)), content.size(), 0, std::nullopt};
+}
+
+nlohmann::json to_fields(const InvocationRecord& r) {
+  auto command = nlohmann::json::array();
+  for (const auto& arg : r.command) command.push_back(text(arg));
+  auto credentials = nlohmann::json::array();
+  for (const auto& c : r.credentials)
+    credentials.push_back({{"name", text(c.name)}, {"hmac_sha256", text(c.fingerprint)}});
+  return {{"schema", kInvocationSchema},
+          {"invocation_id", text(r.invocation_id)},
+          {"principal", text(r.principal)},
+          {"tool", text(r.tool)},
+          {"command", std::move(command)},
+          {"limits", counters(r.limits)},
+          {"verdict", text(r.verdict)},
+          {"exit", {{"code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json()},
+                    {"signal", r.signal ? text(*r.signal) : nlohmann::json()}}},
+          {"message", text(r.message)},
+          {"usage", counters(r.usage)},
+          {"egress", array_of(r.egress)},
+          {"input", optional_digest(r.input)},
+          {"output", optional_digest(r.output)},
+          {"stderr", optional_digest(r.error_output)},
+          {"findings", array_of(r.findings)},
+          {"credentials", std::move(credentials)}};
+}
+
+std::string new_invocation_id() {
+  std::array<std::uint8_t, 16> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    std::random_device random;  // still unpredictable enough for an identifier
+    for (auto& b : bytes) b = static_cast<std::uint8_t>(random());
+  }
+  bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0f) | 0x40);  // version 4
+  bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  std::string hex = to_hex(ByteView(bytes));
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+}  // namespace airlock::audit
