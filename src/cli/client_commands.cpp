@@ -57,6 +57,8 @@ Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string
     beast::error_code ignored;
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
     return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  } catch (const boost::system::system_error& e) {
+    return Error::make("connection", "cannot reach " + o.server + ": " + e.code().message());
   } catch (const std::exception& e) {
     return Error::make("connection", "cannot reach " + o.server + ": " + e.what());
   }

@@ -101,9 +101,13 @@ Result<std::uint64_t> parse_size(std::string_view text) {
     std::string_view name;
     long double bytes;
   };
-  static constexpr std::array<Unit, 13> kUnits{{{"", 1},
+  static constexpr std::array<Unit, 17> kUnits{{{"", 1},
                                                 {"b", 1},
                                                 {"k", 1024.0L},
+                                                {"ki", 1024.0L},
+                                                {"mi", 1048576.0L},
+                                                {"gi", 1073741824.0L},
+                                                {"ti", 1099511627776.0L},
                                                 {"kib", 1024.0L},
                                                 {"kb", 1e3L},
                                                 {"m", 1048576.0L},
@@ -123,7 +127,7 @@ Result<std::uint64_t> parse_size(std::string_view text) {
     }
   }
   return Error::make("invalid_argument", "size '" + original + "': unknown unit '" +
-                                             std::string(unit) + "' (use K, M, G, T or KB, MB, GB)");
+                                             std::string(unit) + "' (use K, M, G, T, Ki, Mi, Gi or KB, MB, GB)");
 }
 
 std::string format_duration(std::chrono::nanoseconds d) {

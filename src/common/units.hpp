@@ -14,7 +14,8 @@ namespace airlock {
 // Accepts one or more <number><unit> groups, units ns us ms s m h; a bare number is seconds.
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text);
 
-// Accepts <number>[unit], units B K KB KiB M MB MiB G GB GiB T (K=1024, KB=1000, KiB=1024).
+// Accepts <number>[unit], units B K Ki KB KiB M Mi MB MiB G Gi GB GiB T Ti (K=Ki=KiB=1024,
+// KB=1000; Ki/Mi/Gi as in Kubernetes manifests).
 // A bare number is bytes. Overflow and negative values are errors.
 Result<std::uint64_t> parse_size(std::string_view text);
 

@@ -26,6 +26,8 @@ TEST(ParseSize, AcceptsBinaryAndDecimalUnits) {
   EXPECT_EQ(*parse_size("1GB"), 1000000000ULL);
   EXPECT_EQ(*parse_size("4096"), 4096ULL);
   EXPECT_EQ(*parse_size("10k"), 10240ULL);
+  EXPECT_EQ(*parse_size("256Mi"), 256ULL << 20);
+  EXPECT_EQ(*parse_size("2Gi"), 2ULL << 30);
 }
 
 TEST(ParseSize, RejectsGarbageAndOverflow) {
