@@ -187,7 +187,6 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
     } catch (const std::exception&) {
       fail(n["listen"], "server.listen: bad port in '" + listen + "'");
     }
-    if (s.listen_port == 0) fail(n["listen"], "server.listen: port must be 1-65535");
   }
   if (n["maxBodyBytes"]) s.max_body_bytes = r.size(n["maxBodyBytes"], "server.maxBodyBytes");
   if (n["maxConcurrentInvocations"])

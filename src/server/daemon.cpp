@@ -51,6 +51,7 @@ struct Daemon::State {
   std::atomic<bool> draining{false};
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> http;
+  std::shared_ptr<std::vector<egress::Endpoint>> forbidden;  // our API: never an egress target
   Recovery recovery;
   bool shut_down = false;
 };
@@ -104,10 +105,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   pipeline::ExecuteOptions exec_options;
   exec_options.runner_dir = runtime;
   exec_options.registry = &st->registry;
-  if (auto ip = egress::parse_ip_strict(cfg.server.listen_host))
-    exec_options.forbidden.push_back({*ip, cfg.server.listen_port});
-  if (auto any = egress::parse_ip_strict("127.0.0.1"); any && cfg.server.listen_host == "0.0.0.0")
-    exec_options.forbidden.push_back({*any, cfg.server.listen_port});
+  st->forbidden = exec_options.forbidden;
   auto execute = pipeline::ExecuteStage::create(cfg, exec_options);
   if (!execute) return execute.error();
   st->pipeline.add(std::move(*execute));
@@ -146,7 +144,17 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   return std::unique_ptr<Daemon>(new Daemon(std::move(st)));
 }
 
-Status Daemon::start() { return state_->http->start(); }
+Status Daemon::start() {
+  if (auto s = state_->http->start(); !s) return s;
+  // Tools may never reach the daemon's own API through the egress proxy.
+  const auto& host = state_->config.server.listen_host;
+  const std::uint16_t port = state_->http->port();
+  for (const char* loopback : {"127.0.0.1", "::1"})
+    if (host == "0.0.0.0" || host == "::" || host == loopback)
+      state_->forbidden->push_back({*egress::parse_ip_strict(loopback), port});
+  if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
+  return {};
+}
 std::uint16_t Daemon::port() const { return state_->http->port(); }
 const Api& Daemon::api() const { return *state_->api; }
 const Daemon::Recovery& Daemon::recovery() const { return state_->recovery; }

@@ -90,7 +90,7 @@ sandbox::Spec ExecuteStage::spec_for(const Invocation& inv) const {
 std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
   backend::LocalRunOptions run_options;
   run_options.rule_set = "the egress rules of tool " + inv.tool_name;
-  run_options.forbidden = options_.forbidden;
+  run_options.forbidden = *options_.forbidden;
   run_options.registry = options_.registry;
   inv.spec = spec_for(inv);
   inv.outcome = backend::run_local(*inv.spec, run_options);
@@ -106,6 +106,8 @@ std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
     std::string kind(sandbox::verdict_name(o.verdict));
     if (o.verdict == sandbox::Verdict::exit_nonzero || o.verdict == sandbox::Verdict::signaled)
       kind = "tool_crashed";
+    if (o.verdict == sandbox::Verdict::signaled && options_.registry && options_.registry->stopping())
+      return tool_error("stopped", "the daemon stopped this invocation while shutting down (" + o.message + ")");
     return tool_error(kind, o.message);
   }
   nlohmann::json output = nlohmann::json::parse(o.stdout_data, nullptr, /*allow_exceptions=*/false);

@@ -12,7 +12,8 @@ namespace airlock::pipeline {
 
 struct ExecuteOptions {
   std::string runner_dir;  // holds airlock_runner.py (bound read-only at /airlock)
-  std::vector<egress::Endpoint> forbidden;  // the daemon's own endpoints
+  // The daemon's own endpoints, filled in once it has bound them (before it serves).
+  std::shared_ptr<std::vector<egress::Endpoint>> forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   backend::RunningSandboxes* registry = nullptr;
   std::size_t max_log_bytes = 64 * 1024;
 };

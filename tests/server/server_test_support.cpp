@@ -1,0 +1,155 @@
+#include "server_test_support.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "audit/log_reader.hpp"
+#include "common/digest.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+
+std::string config_yaml(const std::string& server_yaml, const std::string& extra_tools) {
+  return std::string(R"(apiVersion: airlock.dev/v1
+kind: AirlockConfig
+)") + (server_yaml.empty() ? "server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}\n"
+                           : server_yaml + "\n") +
+         R"(storage: {dataDir: data, checkpointEvery: 100}
+principals:
+  - name: agent
+    apiKeySha256: )" + sha256_hex(kKey) + R"(
+    tools: ["*"]
+  - name: other
+    apiKeySha256: )" + sha256_hex(kOtherKey) + R"(
+    tools: ["echo"]
+tiers:
+  low: {timeout: 10s, memory: 128Mi, pids: 16, output: 64Ki}
+tools:
+  - name: echo
+    description: Returns its arguments.
+    runtime: {type: python, file: tools/echo.py}
+    inputSchema: {type: object, properties: {n: {type: integer, maximum: 10}}, additionalProperties: true}
+  - name: crash
+    runtime: {type: python, file: tools/crash.py}
+  - name: not-json
+    runtime: {type: command, command: [/bin/echo, "this is not JSON"]}
+  - name: big-output
+    runtime: {type: python, file: tools/big_output.py}
+  - name: slow
+    runtime: {type: python, file: tools/slow.py}
+    limits: {timeout: 30s}
+  - name: spin
+    runtime: {type: python, file: tools/spin.py}
+    limits: {timeout: 1s}
+  - name: fork-bomb
+    runtime: {type: python, file: tools/fork_bomb.py}
+    limits: {timeout: 2s}
+  - name: memory-bomb
+    runtime: {type: python, file: tools/memory_bomb.py}
+  - name: promises-answer
+    runtime: {type: python, file: tools/echo.py}
+    outputSchema: {type: object, required: [answer]}
+  - name: dangerous
+    risk: high
+    runtime: {type: python, file: tools/echo.py}
+  - name: launch-codes
+    risk: critical
+    runtime: {type: python, file: tools/echo.py}
+)" + extra_tools;
+}
+
+}  // namespace
+
+Reply http(std::uint16_t port, const std::string& method, const std::string& target, const std::string& body,
+           const std::string& key) {
+  Reply reply;
+  try {
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(method), target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    if (!key.empty()) req.set(bhttp::field::authorization, "Bearer " + key);
+    if (!body.empty() || method == "POST") {
+      req.set(bhttp::field::content_type, "application/json");
+      req.body() = body;
+      req.prepare_payload();
+    }
+    bhttp::write(stream, req);
+    beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(64 * 1024 * 1024);
+    bhttp::read(stream, buffer, parser);
+    reply.status = static_cast<int>(parser.get().result_int());
+    for (const auto& f : parser.get()) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      reply.headers[name] = std::string(f.value());
+    }
+    reply.body = parser.get().body();
+  } catch (const std::exception&) {
+    reply.status = 0;
+  }
+  return reply;
+}
+
+Reply invoke(std::uint16_t port, const std::string& tool, const nlohmann::json& arguments, const std::string& key) {
+  return http(port, "POST", "/v1/tools/" + tool + "/invoke", nlohmann::json{{"arguments", arguments}}.dump(), key);
+}
+
+Workspace::Workspace(const std::string& server_yaml, const std::string& extra_tools) {
+  std::string tmpl = (fs::temp_directory_path() / "airlock-server-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
+  dir_ = tmpl;
+  ::chmod(dir_.c_str(), 0755);
+  fs::copy(AIRLOCK_TEST_TOOLS_DIR, dir_ + "/tools", fs::copy_options::recursive);
+  ::chmod((dir_ + "/tools").c_str(), 0755);
+  for (const auto& e : fs::directory_iterator(dir_ + "/tools")) ::chmod(e.path().c_str(), 0644);
+  std::ofstream(config_path()) << config_yaml(server_yaml, extra_tools);
+}
+
+Workspace::~Workspace() {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+policy::Config Workspace::config() const {
+  auto c = policy::load_config(config_path());
+  if (!c) throw std::runtime_error(c.error().message);
+  return *c;
+}
+
+RunningDaemon::RunningDaemon(const Workspace& ws) {
+  DaemonOptions options;
+  auto d = Daemon::create(ws.config(), options);
+  if (!d) throw std::runtime_error(d.error().message);
+  daemon = std::move(*d);
+  if (auto s = daemon->start(); !s) throw std::runtime_error(s.error().message);
+  port = daemon->port();
+}
+
+RunningDaemon::~RunningDaemon() {
+  if (daemon) daemon->shutdown();
+}
+
+std::uint64_t audit_records(const std::string& audit_path) {
+  auto reader = audit::LogReader::open(audit_path);
+  if (!reader) throw std::runtime_error(reader.error().message);
+  auto size = reader->size();
+  if (!size) throw std::runtime_error(size.error().message);
+  return *size;
+}
+
+}  // namespace airlock::server::test

@@ -1,0 +1,56 @@
+// Helpers for the daemon's tests: a temp directory with tools and a config, a daemon on an
+// ephemeral port, and a small HTTP client.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/daemon.hpp"
+
+namespace airlock::server::test {
+
+inline constexpr const char* kKey = "test-key-agent";
+inline constexpr const char* kOtherKey = "test-key-other";
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  nlohmann::json json() const { return nlohmann::json::parse(body, nullptr, false); }
+};
+
+// One request; status 0 when the connection failed.
+Reply http(std::uint16_t port, const std::string& method, const std::string& target,
+           const std::string& body = "", const std::string& key = kKey);
+Reply invoke(std::uint16_t port, const std::string& tool, const nlohmann::json& arguments,
+             const std::string& key = kKey);
+
+// A directory with the test tools (tests/server/tools) and an airlock.yaml.
+class Workspace {
+ public:
+  // `extra_yaml` is appended to the tools list; `server_yaml` replaces the server block.
+  explicit Workspace(const std::string& server_yaml = "", const std::string& extra_tools = "");
+  ~Workspace();
+  const std::string& dir() const { return dir_; }
+  std::string config_path() const { return dir_ + "/airlock.yaml"; }
+  std::string audit_path() const { return dir_ + "/data/audit.db"; }
+  policy::Config config() const;
+
+ private:
+  std::string dir_;
+};
+
+// A daemon in this process, listening on an ephemeral port.
+struct RunningDaemon {
+  std::unique_ptr<Daemon> daemon;
+  std::uint16_t port = 0;
+  explicit RunningDaemon(const Workspace& ws);
+  ~RunningDaemon();
+};
+
+std::uint64_t audit_records(const std::string& audit_path);
+
+}  // namespace airlock::server::test

@@ -1,0 +1,2 @@
+def run(args):
+    return {"blob": "x" * 200_000}

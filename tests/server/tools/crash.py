@@ -1,0 +1,2 @@
+def run(args):
+    raise RuntimeError("the tool broke")

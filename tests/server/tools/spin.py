@@ -1,0 +1,3 @@
+def run(args):
+    while True:
+        pass
