@@ -413,7 +413,14 @@ int remove_stale_cgroups() {
       pid_t owner = static_cast<pid_t>(std::atoi(rest.c_str()));
       if (owner <= 0 || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
       std::string dir = base + "/" + name;
-      if (s.mode == CgroupMode::v2) (void)write_file(dir + "/cgroup.kill", "1");
+      // Normally empty (its sandboxes died with their supervisor); if not, end what is left.
+      if (s.mode == CgroupMode::v2) {
+        (void)write_file(dir + "/cgroup.kill", "1");
+      } else {
+        std::istringstream procs(read_file(dir + "/cgroup.procs"));
+        pid_t pid = 0;
+        while (procs >> pid) ::kill(pid, SIGKILL);
+      }
       for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (::access(dir.c_str(), F_OK) != 0) ++removed;

@@ -336,7 +336,6 @@ void child_main(const ChildPlan& plan) {
 
   // Wait until the supervisor has written our id maps.
   wait_for_supervisor();
-  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
   clone_sources(plan);
 
   // Become the sandbox user now, keeping capabilities in our user namespace for the setup
@@ -348,6 +347,9 @@ void child_main(const ChildPlan& plan) {
   if (plan.root_mode) check(sys::raw_setgroups_empty() == 0, "setgroups (clear)");
   check(sys::raw_setresgid(plan.gid, plan.gid, plan.gid) == 0, "setresgid");
   check(sys::raw_setresuid(plan.uid, plan.uid, plan.uid) == 0, "setresuid");
+  // After the credential change, which clears it. If the supervisor died before this, the
+  // next wait_for_supervisor() sees its end of the go pipe closed and we exit.
+  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
 
   build_root(plan);
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");

@@ -610,6 +610,35 @@ TEST(Limits, DoubleForkedDaemonDiesWithTheSandbox) {
   EXPECT_EQ(test::host_processes_with(marker), 0) << "a sandboxed daemon outlived its sandbox";
 }
 
+TEST(Limits, SandboxDiesWithItsSupervisor) {
+  // A supervisor killed with SIGKILL cannot clean up: the kernel must end its sandboxes.
+  const std::string marker = "airlock-orphan-marker-" + test::unique();
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t supervisor = ::fork();
+  if (supervisor == 0) {
+    Spec spec = helper("hostile", {"daemon", marker});  // leaves `sleep 3600 MARKER` behind
+    spec.argv = {"/bin/sh", "-c", "/helpers/hostile daemon " + marker + "; echo up; sleep 3600"};
+    spec.output_mode = OutputMode::caller;
+    auto sb = Sandbox::launch(spec);
+    if (!sb.ok()) ::_exit(1);
+    UniqueFd out = (*sb)->take_stdout();
+    test::read_line(out.get());
+    (void)!::write(ready[1], "x", 1);
+    (*sb)->wait();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the sandbox did not start";
+  ::close(ready[0]);
+  EXPECT_GT(test::host_processes_with(marker), 0);
+  ::kill(supervisor, SIGKILL);
+  ::waitpid(supervisor, nullptr, 0);
+  for (int i = 0; i < 250 && test::host_processes_with(marker) > 0; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(test::host_processes_with(marker), 0) << "a sandbox outlived its supervisor";
+}
+
 TEST(Limits, FileDescriptorsStopAtNofile) {
   Spec spec = helper("hostile", {"fds"});
   spec.limits.open_files = 64;

@@ -1,0 +1,142 @@
+// The OpenAPI document stays true: every operation it documents is served, every answer the
+// server gives (for every status it documents) validates against the documented schema, and
+// nothing is served that it does not document.
+#include <gtest/gtest.h>
+
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "server/api.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+class OpenApi {
+ public:
+  OpenApi() : doc_(nlohmann::json::parse(openapi_document())) {}
+  const nlohmann::json& doc() const { return doc_; }
+
+  // The schema documented for path/method/status (content application/json), or null.
+  nlohmann::json response_schema(const std::string& path, const std::string& method, int status) const {
+    const auto& op = doc_["paths"][path][method];
+    nlohmann::json resp = op["responses"][std::to_string(status)];
+    if (resp.contains("$ref")) resp = resolve(resp["$ref"].get<std::string>());
+    if (!resp.contains("content") || !resp["content"].contains("application/json")) return nullptr;
+    return resp["content"]["application/json"]["schema"];
+  }
+
+  bool documents(const std::string& path, const std::string& method, int status) const {
+    return doc_["paths"].contains(path) && doc_["paths"][path].contains(method) &&
+           doc_["paths"][path][method]["responses"].contains(std::to_string(status));
+  }
+
+  // Validates `body` against `schema`, with $refs resolved inside the document.
+  std::string check(const nlohmann::json& schema, const nlohmann::json& body) const {
+    nlohmann::json root = doc_;  // refs are "#/components/..." into the document
+    root["$ref"] = "#/x-under-test";
+    root["x-under-test"] = schema;
+    valijson::Schema compiled;
+    valijson::SchemaParser parser;
+    valijson::adapters::NlohmannJsonAdapter schema_adapter(root);
+    parser.populateSchema(schema_adapter, compiled);
+    valijson::Validator validator;
+    valijson::ValidationResults results;
+    valijson::adapters::NlohmannJsonAdapter target(body);
+    if (validator.validate(compiled, target, &results)) return "";
+    std::string why;
+    valijson::ValidationResults::Error e;
+    while (results.popError(e)) {
+      std::string where;
+      for (const auto& c : e.context) where += c;
+      why += where + ": " + e.description + "\n";
+    }
+    return why;
+  }
+
+ private:
+  nlohmann::json resolve(const std::string& ref) const {
+    return doc_.at(nlohmann::json::json_pointer(ref.substr(1)));
+  }
+  nlohmann::json doc_;
+};
+
+struct Call {
+  std::string documented_path;
+  std::string method;
+  std::string target;
+  std::string body;
+  std::string key;
+};
+
+TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
+  OpenApi api;
+  Workspace ws("server: {listen: 127.0.0.1:0, maxBodyBytes: 4Ki}");
+  RunningDaemon d(ws);
+  auto first = invoke(d.port, "echo", {{"n", 1}}).json();
+  const std::string id = first["id"];
+  const std::string invoke_path = "/v1/tools/{name}/invoke";
+  const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
+  const std::vector<Call> calls = {
+      {invoke_path, "post", "/v1/tools/echo/invoke", ok_body, kKey},                  // 200 ok
+      {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kKey},                 // 200 error
+      {invoke_path, "post", "/v1/tools/echo/invoke", "{bad json", kKey},              // 400
+      {invoke_path, "post", "/v1/tools/echo/invoke", ok_body, ""},                    // 401
+      {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kOtherKey},            // 403
+      {invoke_path, "post", "/v1/tools/nope/invoke", ok_body, kKey},                  // 404
+      {invoke_path, "post", "/v1/tools/echo/invoke", std::string(8000, 'x'), kKey},   // 413
+      {invoke_path, "post", "/v1/tools/dangerous/invoke", ok_body, kKey},             // 403 tier
+      {"/v1/tools", "get", "/v1/tools", "", kKey},
+      {"/v1/tools", "get", "/v1/tools", "", ""},
+      {"/v1/tools/{name}", "get", "/v1/tools/echo", "", kKey},
+      {"/v1/tools/{name}", "get", "/v1/tools/crash", "", kOtherKey},
+      {"/v1/tools/{name}", "get", "/v1/tools/nope", "", kKey},
+      {"/v1/invocations/{id}", "get", "/v1/invocations/" + id, "", kKey},
+      {"/v1/invocations/{id}", "get", "/v1/invocations/nope", "", kKey},
+      {"/v1/audit/checkpoint", "get", "/v1/audit/checkpoint", "", kKey},
+      {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/0", "", kKey},
+      {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/x", "", kKey},
+      {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/999", "", kKey},
+      {"/healthz", "get", "/healthz", "", ""},
+      {"/metrics", "get", "/metrics", "", ""},
+      {"/openapi.json", "get", "/openapi.json", "", ""},
+  };
+  std::set<std::pair<std::string, std::string>> exercised;
+  for (const auto& c : calls) {
+    std::string method = c.method == "post" ? "POST" : "GET";
+    auto reply = http(d.port, method, c.target, c.body, c.key);
+    SCOPED_TRACE(c.method + " " + c.target + " -> " + std::to_string(reply.status) + " " + reply.body.substr(0, 300));
+    ASSERT_TRUE(api.documents(c.documented_path, c.method, reply.status)) << "undocumented status";
+    auto schema = api.response_schema(c.documented_path, c.method, reply.status);
+    if (!schema.is_null()) {
+      auto body = reply.json();
+      ASSERT_FALSE(body.is_discarded()) << "not JSON";
+      EXPECT_EQ(api.check(schema, body), "");
+    }
+    exercised.insert({c.documented_path, c.method});
+  }
+  // Every documented operation was exercised (a new endpoint needs a line above).
+  for (const auto& [path, item] : api.doc()["paths"].items())
+    for (const auto& [method, op] : item.items())
+      EXPECT_TRUE(exercised.count({path, method})) << method << " " << path << " is documented but not tested";
+}
+
+TEST(OpenApiDocument, TheCheckerItselfRejectsAWrongShape) {
+  // A test that cannot fail is a defect: the checker must see a broken response.
+  OpenApi api;
+  auto schema = api.response_schema("/v1/tools/{name}/invoke", "post", 200);
+  EXPECT_NE(api.check(schema, {{"id", "x"}, {"status", "fine"}}), "");
+  EXPECT_NE(api.check(schema, nlohmann::json::array()), "");
+}
+
+TEST(OpenApiDocument, UndocumentedPathsAreNotServed) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  for (const char* target : {"/v1", "/v1/secret", "/v2/tools", "/v1/tools/echo/invoke/again", "/admin"})
+    EXPECT_EQ(http(d.port, "GET", target).status, 404) << target;
+}
+
+}  // namespace
+}  // namespace airlock::server::test
