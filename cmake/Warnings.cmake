@@ -2,10 +2,18 @@
 set(AIRLOCK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
     -Wunused -Woverloaded-virtual -Wdouble-promotion -Wformat=2
     -Wimplicit-fallthrough -Wmisleading-indentation)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # libseccomp's SCMP_A0() macros are C99 compound literals.
+  list(APPEND AIRLOCK_WARNINGS -Wno-c99-extensions)
+endif()
 if(AIRLOCK_WERROR)
   list(APPEND AIRLOCK_WARNINGS -Werror)
 endif()
 
+if(AIRLOCK_FUZZ)
+  # Coverage feedback from every library, not only the fuzz targets' own files.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 if(AIRLOCK_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)

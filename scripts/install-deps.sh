@@ -4,8 +4,8 @@
 set -euo pipefail
 
 PACKAGES=(
-  # toolchain
-  g++ cmake ninja-build make pkg-config git
+  # toolchain (Clang only for the libFuzzer targets)
+  g++ cmake ninja-build make pkg-config git clang-14 libclang-rt-14-dev
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
