@@ -7,3 +7,8 @@ find_package(spdlog REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# DLP: Vectorscan (the portable Hyperscan), RE2, OpenSSL (HMAC), yaml-cpp (policy files).
+pkg_check_modules(HS REQUIRED IMPORTED_TARGET libhs)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+find_package(OpenSSL REQUIRED)
+find_package(yaml-cpp REQUIRED)

@@ -9,6 +9,7 @@ PACKAGES=(
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libvectorscan-dev libre2-dev libssl-dev libyaml-cpp-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 procps
   # benchmarks: the reference sandbox
