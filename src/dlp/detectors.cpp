@@ -11,7 +11,9 @@ namespace {
 
 constexpr std::string_view kPhoneContext =
     "phone|tel|telephone|mobile|cell|call|fax|desk|office|contact|sms|whatsapp|dial|reach|ring|"
-    "landline|message";
+    "landline|message|answer";
+// "416 60 039 office", "555-0142 (mobile)".
+constexpr std::size_t kPhoneContextAfter = 16;
 constexpr std::string_view kIpContext = "ip|address|addr|client|host|remote|server|from|peer";
 
 // One date, in the forms people write a birth date in.
@@ -36,16 +38,18 @@ constexpr std::array kDetectors = std::to_array<DetectorSpec>({
      .preceding = not_url_userinfo, .example = "Contact: jane.doe@example.org"},
     {.id = "phone_international", .category = Category::pii, .label = "PHONE",
      .confidence = 0.65, .context = kPhoneContext, .context_boost = 0.25,
-     .engine = Engine::numeric, .validate = validate_phone_digits,
+     .context_after = kPhoneContextAfter, .engine = Engine::numeric, .validate = validate_phone_digits,
      .shape = match_phone_international, .example = "+44 20 7946 0958"},
     // NANP: +1 (NPA) NXX-XXXX with area-code and exchange rules; ten bare digits need context.
     {.id = "phone_nanp", .category = Category::pii, .label = "PHONE", .confidence = 0.6,
-     .context = kPhoneContext, .context_boost = 0.3, .engine = Engine::numeric,
+     .context = kPhoneContext, .context_boost = 0.3, .context_after = kPhoneContextAfter,
+     .engine = Engine::numeric,
      .validate = validate_phone_nanp, .shape = match_phone_nanp,
      .example = "call (415) 734-2219"},
     // Other national formats ("0490 75 40 81", "(08) 8747 6301"): only with a context word.
     {.id = "phone_national", .category = Category::pii, .label = "PHONE", .confidence = 0.3,
-     .context = kPhoneContext, .context_boost = 0.35, .engine = Engine::numeric,
+     .context = kPhoneContext, .context_boost = 0.35, .context_after = kPhoneContextAfter,
+     .engine = Engine::numeric,
      .validate = validate_phone_digits, .shape = match_phone_national,
      .example = "Phone: 0490 75 40 81"},
     {.id = "credit_card", .category = Category::pii, .label = "CREDIT_CARD",

@@ -55,6 +55,9 @@ struct DetectorSpec {
   double confidence = 0.5;        // base confidence of a validated match
   std::string_view context = {};  // context words, '|'-separated, lower case
   double context_boost = 0;       // added when a context word precedes the match
+  // Run engines only: bytes after the match, on the same line, where a context word also counts
+  // ("416 60 039 office"). At most kRunLookahead - 3.
+  std::size_t context_after = 0;
   Engine engine = Engine::vectorscan;
   // Engine::vectorscan: the regex, in the syntax both Vectorscan and RE2 read. If it has a
   // capturing group, the group is the finding (the value after "password="); other groups

@@ -145,7 +145,31 @@ Status DetectorSet::compile_vectorscan() {
   auto database = compile_database(patterns_, HS_MODE_BLOCK);
   if (!database) return database.error();
   block_database_ = std::move(*database);
-  return scratch_->grow_for(block_database_.get());
+  if (auto status = scratch_->grow_for(block_database_.get()); !status) return status;
+  return self_check();
+}
+
+// Fail closed if the Vectorscan build misses matches (its AVX-512 code did, see vectorscan.hpp):
+// every anchored detector must report its own example, set in a sentence long enough to take
+// the library's long-buffer code paths.
+Status DetectorSet::self_check() const {
+  const std::string padding =
+      "The quick brown fox jumps over the lazy dog while the build server compiles again: ";
+  for (const PatternSpec& pattern : patterns_) {
+    const CompiledDetector& d = detectors_[pattern.id];
+    const std::string text = padding + std::string(d.spec->example) + " " + padding;
+    std::vector<Hit> hits;
+    find_hits(text, hits);
+    bool found = std::any_of(hits.begin(), hits.end(), [&](const Hit& h) {
+      return h.detector == pattern.id && h.end > padding.size() &&
+             h.end <= padding.size() + d.spec->example.size();
+    });
+    if (!found)
+      return Error::make("dlp_self_check", "Vectorscan did not find the example of detector " +
+                                               std::string(d.id) + " (" + scan_dispatch() +
+                                               "); refusing to scan with it");
+  }
+  return Status::success();
 }
 
 int DetectorSet::on_hit(unsigned id, unsigned long long, unsigned long long to, unsigned,
@@ -164,8 +188,8 @@ void scan_for_hits(const hs_database_t* database, ScratchPool& scratch, std::str
   for (std::size_t offset = 0; offset < data.size(); offset += kSlice) {
     std::size_t first = hits.size();
     std::size_t length = std::min(kSlice, data.size() - offset);
-    hs_scan(database, data.data() + offset, static_cast<unsigned>(length), 0, lease.get(),
-            DetectorSet::on_hit, &hits);
+    scan(database, data.data() + offset, static_cast<unsigned>(length), lease.get(),
+         DetectorSet::on_hit, &hits);
     for (std::size_t i = first; i < hits.size(); ++i) hits[i].end += offset;
   }
 }
@@ -187,18 +211,22 @@ Result<DetectorSet::StreamHandle> DetectorSet::open_stream() const {
   });
   if (!stream_status_) return stream_status_.error();
   hs_stream_t* stream = nullptr;
-  if (hs_open_stream(stream_database_.get(), 0, &stream) != HS_SUCCESS)
+  if (detail::open_stream(stream_database_.get(), &stream) != HS_SUCCESS)
     return Error::make("dlp_stream", "Vectorscan could not open a stream");
   return StreamHandle{Stream(stream), stream_scratch_.get()};
 }
 
 double DetectorSet::context_boost(const CompiledDetector& detector, const Window& window,
-                                  std::size_t match_start) const {
+                                  std::size_t match_start, std::size_t match_end) const {
   if (detector.context_words.empty() || !detector.spec || detector.spec->context_boost == 0) return 0;
   std::size_t local = match_start - window.base;
   std::size_t from = local > context_window_ ? local - context_window_ : 0;
   std::string_view before = window.bytes.substr(from, local - from);
-  return contains_context_word(before, detector.context_words) ? detector.spec->context_boost : 0;
+  if (contains_context_word(before, detector.context_words)) return detector.spec->context_boost;
+  if (detector.spec->context_after == 0) return 0;
+  std::string_view after = window.bytes.substr(match_end - window.base, detector.spec->context_after);
+  after = after.substr(0, after.find('\n'));
+  return contains_context_word(after, detector.context_words) ? detector.spec->context_boost : 0;
 }
 
 bool DetectorSet::confirm_value(const CompiledDetector& d, const Window& window,
@@ -212,13 +240,13 @@ bool DetectorSet::confirm_value(const CompiledDetector& d, const Window& window,
   if (base + (has_context ? d.spec->context_boost : 0) < d.reportable) return false;
   double boost = -1;  // not computed yet
   if (base < d.reportable) {
-    boost = context_boost(d, window, match_start);
+    boost = context_boost(d, window, match_start, value_end);
     if (base + boost < d.reportable) return false;
   }
   std::string_view value = window.bytes.substr(value_start - window.base, value_end - value_start);
   Assessment assessment{base, false};
   if (d.spec->validate && !d.spec->validate(value, d.settings, assessment)) return false;
-  if (boost < 0) boost = context_boost(d, window, match_start);
+  if (boost < 0) boost = context_boost(d, window, match_start, value_end);
   out.start = value_start;
   out.end = value_end;
   out.confidence = std::clamp(assessment.confidence + boost, 0.0, 1.0);

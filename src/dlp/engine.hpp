@@ -110,6 +110,7 @@ class DetectorSet {
  private:
   DetectorSet() = default;
   Status compile_vectorscan();
+  Status self_check() const;
   void add_candidate(std::uint32_t index, const Window& window, std::size_t match_start,
                      std::size_t value_start, std::size_t value_end, double confidence_delta,
                      std::vector<Candidate>& out) const;
@@ -117,7 +118,7 @@ class DetectorSet {
                      std::size_t match_start, std::size_t value_start, std::size_t value_end,
                      double confidence_delta, Candidate& out) const;
   double context_boost(const CompiledDetector& detector, const Window& window,
-                       std::size_t match_start) const;
+                       std::size_t match_start, std::size_t match_end) const;
 
   std::vector<CompiledDetector> detectors_;
   std::uint32_t literal_base_ = 0;

@@ -53,9 +53,9 @@ inline constexpr std::size_t kMinHexRun = 7;      // "fe80::1"
 inline constexpr std::size_t kMaxNumericRun = 256;
 inline constexpr std::size_t kMaxHexRun = 256;
 inline constexpr std::size_t kMaxBase64Run = 4096;
-// Whether a byte belongs to a run depends on up to this many bytes after it, and matchers read
-// as far past a run's end.
-inline constexpr std::size_t kRunLookahead = 3;
+// Whether a byte belongs to a run depends on up to 3 bytes after it; matchers and context words
+// read up to this many bytes past a run's end.
+inline constexpr std::size_t kRunLookahead = 24;
 inline constexpr std::size_t kIbanLookahead = 34 + 8;  // 34 characters, spaces between groups
 
 // Lexes each family from its cursor to the end of data and advances the cursors. When more

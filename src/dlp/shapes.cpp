@@ -1,6 +1,7 @@
 #include "dlp/shapes.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "dlp/validators.hpp"
 
@@ -66,6 +67,30 @@ bool starts_with_date(const RunView& run) {
   if (a <= 2 && b <= 2 && c == 4) {
     int year = value_of(run, 2);
     return year >= 1900 && year <= 2100 && value_of(run, 0) <= 31 && value_of(run, 1) <= 31;
+  }
+  return false;
+}
+
+// "17031 2202 Rissik St": a house number, not a phone number.
+bool followed_by_street_type(const RunView& run) {
+  static constexpr std::array<std::string_view, 16> kStreetTypes{
+      "st", "street", "rd", "road", "ave", "avenue", "blvd", "boulevard", "rue", "lane",
+      "ln", "dr", "drive", "way", "apt", "suite"};
+  std::size_t i = run.end;
+  while (run.byte_at(i) == ' ') ++i;
+  // The word after the number, then possibly one more (a street name before its type).
+  for (int word = 0; word < 2; ++word) {
+    std::size_t start = i;
+    char lower[12];
+    std::size_t length = 0;
+    while (is_alpha(run.byte_at(i)) && length < sizeof lower) {
+      char c = run.byte_at(i++);
+      lower[length++] = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    if (i == start) return false;
+    std::string_view w(lower, length);
+    if (std::find(kStreetTypes.begin(), kStreetTypes.end(), w) != kStreetTypes.end()) return true;
+    while (run.byte_at(i) == ' ') ++i;
   }
   return false;
 }
@@ -254,7 +279,7 @@ void match_phone_national(const RunView& run, std::vector<ShapeMatch>& out) {
   }
   // Decimals (3.14159265) and dotted quads (versions, invalid addresses) are not phones.
   if (all_dots && (main_groups == 2 || main_groups == 4)) return;
-  if (starts_with_date(run)) return;
+  if (starts_with_date(run) || followed_by_street_type(run)) return;
   double delta = main_groups >= 3 && digits >= 9 ? 0.1 : 0.0;
   out.push_back({start, run.end, delta});
 }

@@ -54,15 +54,15 @@ void StreamScanner::State::scan_chunk(std::string_view chunk) {
   window.append(chunk);
   if (detector_stream.stream) {
     auto lease = detector_stream.scratch->acquire();
-    hs_scan_stream(detector_stream.stream.get(), chunk.data(), static_cast<unsigned>(chunk.size()),
-                   0, lease.get(), detail::DetectorSet::on_hit, &pending_hits);
+    detail::scan_stream(detector_stream.stream.get(), chunk.data(), static_cast<unsigned>(chunk.size()),
+                        lease.get(), detail::DetectorSet::on_hit, &pending_hits);
   }
   if (literal_stream) {
     const auto& compiled = literals->compiled();
     std::vector<Hit> hits;
     auto lease = compiled.scratch->acquire();
-    hs_scan_stream(literal_stream.get(), chunk.data(), static_cast<unsigned>(chunk.size()), 0,
-                   lease.get(), detail::DetectorSet::on_hit, &hits);
+    detail::scan_stream(literal_stream.get(), chunk.data(), static_cast<unsigned>(chunk.size()),
+                        lease.get(), detail::DetectorSet::on_hit, &hits);
     for (const Hit& hit : hits) pending.push_back(detail::literal_candidate(detectors(), compiled, hit));
   }
 }
@@ -70,12 +70,12 @@ void StreamScanner::State::scan_chunk(std::string_view chunk) {
 void StreamScanner::State::close_streams() {
   if (detector_stream.stream) {
     auto lease = detector_stream.scratch->acquire();
-    hs_close_stream(detector_stream.stream.release(), lease.get(), detail::DetectorSet::on_hit,
-                    &pending_hits);
+    detail::close_stream(detector_stream.stream.release(), lease.get(), detail::DetectorSet::on_hit,
+                         &pending_hits);
   }
   if (literal_stream) {
     auto lease = literals->compiled().scratch->acquire();
-    hs_close_stream(literal_stream.release(), lease.get(), nullptr, nullptr);
+    detail::close_stream(literal_stream.release(), lease.get(), nullptr, nullptr);
   }
 }
 
@@ -194,7 +194,7 @@ Result<StreamScanner> Scanner::open_stream(const LiteralSet* literals) const {
   if (literals && literals->compiled().stream_database) {
     state->literals = *literals;
     hs_stream_t* stream = nullptr;
-    if (hs_open_stream(literals->compiled().stream_database.get(), 0, &stream) != HS_SUCCESS)
+    if (detail::open_stream(literals->compiled().stream_database.get(), &stream) != HS_SUCCESS)
       return Error::make("dlp_stream", "Vectorscan could not open a literal stream");
     state->literal_stream.reset(stream);
   }

@@ -105,7 +105,7 @@ bool has_card_network_prefix(std::string_view d) {
          in_range(d, 2, 65, 65)                                     // Discover
          || in_range(d, 3, 300, 305) || in_range(d, 2, 36, 36) ||
          in_range(d, 2, 38, 39)                                     // Diners Club
-         || in_range(d, 4, 3528, 3589) || in_range(d, 4, 1800, 1800) ||
+         || in_range(d, 2, 35, 35) || in_range(d, 4, 1800, 1800) ||
          in_range(d, 4, 2131, 2131)                                 // JCB
          || in_range(d, 2, 62, 62)                                  // UnionPay
          || in_range(d, 4, 2200, 2204)                              // Mir

@@ -13,6 +13,21 @@
 
 namespace airlock::dlp::detail {
 
+// Scanning entry points. Debian 12's Vectorscan 5.4.9 is a "fat" library that picks code for the
+// CPU at load time, and its AVX-512 code misses matches (a 26-byte email in an 80-byte sentence,
+// for one; upstream issues VectorCamp/vectorscan#304, #378). On CPUs with AVX-512 these wrappers
+// call the library's AVX2 entry points instead, which it exports, and compile_database() builds
+// databases for AVX2; elsewhere the usual entry points and the host platform.
+hs_error_t scan(const hs_database_t* db, const char* data, unsigned length, hs_scratch_t* scratch,
+                match_event_handler on_match, void* context);
+hs_error_t open_stream(const hs_database_t* db, hs_stream_t** stream);
+hs_error_t scan_stream(hs_stream_t* stream, const char* data, unsigned length, hs_scratch_t* scratch,
+                       match_event_handler on_match, void* context);
+hs_error_t close_stream(hs_stream_t* stream, hs_scratch_t* scratch, match_event_handler on_match,
+                        void* context);
+// "avx2 entry points (AVX-512 workaround)" or "default entry points".
+const char* scan_dispatch();
+
 struct DatabaseDeleter {
   void operator()(hs_database_t* db) const { hs_free_database(db); }
 };
@@ -20,7 +35,7 @@ struct ScratchDeleter {
   void operator()(hs_scratch_t* scratch) const { hs_free_scratch(scratch); }
 };
 struct StreamCloser {
-  void operator()(hs_stream_t* stream) const { hs_close_stream(stream, nullptr, nullptr, nullptr); }
+  void operator()(hs_stream_t* stream) const { close_stream(stream, nullptr, nullptr, nullptr); }
 };
 using Database = std::unique_ptr<hs_database_t, DatabaseDeleter>;
 using Scratch = std::unique_ptr<hs_scratch_t, ScratchDeleter>;
