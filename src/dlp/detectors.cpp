@@ -77,13 +77,13 @@ constexpr std::array kDetectors = std::to_array<DetectorSpec>({
      .example = "ether 3c:22:fb:7a:91:0e"},
     // The next three exist only next to their context words, so the words are in the pattern.
     {.id = "us_passport", .category = Category::pii, .label = "US_PASSPORT", .confidence = 0.75,
-     .pattern = "(?i:passport)(?i:[ \\t]?(?:no|number|num|nr)\\.?)?[ \\t]{0,3}[:=#]?[ \\t]{0,3}"
+     .pattern = "(?i:passport)(?i:[ \\t]?(?:no|number|num|nr)\\.?)?[ \\t]{0,3}[:=#]{0,2}[ \\t]{0,3}"
                 "[\"']?([A-Za-z]?[0-9]{8,9})",
      .left = Boundary::alnum, .right = Boundary::alnum, .example = "Passport No: 518242591"},
     {.id = "us_drivers_license", .category = Category::pii, .label = "US_DRIVERS_LICENSE",
      .confidence = 0.7,
      .pattern = "(?:(?i:driver'?s?[ \\t]?licen[cs]e|driving[ \\t]licen[cs]e)|DL)"
-                "(?i:[ \\t]?(?:no|number|num|nr|#)\\.?)?[ \\t]{0,3}[:=#]?[ \\t]{0,3}[\"']?"
+                "(?i:[ \\t]?(?:no|number|num|nr|#)\\.?)?[ \\t]{0,3}[:=#]{0,2}[ \\t]{0,3}[\"']?"
                 "([A-Za-z]{0,2}[0-9]{5,13})",
      .left = Boundary::alnum, .right = Boundary::alnum, .example = "Driver's License: D1234567"},
     {.id = "date_of_birth", .category = Category::pii, .label = "DATE_OF_BIRTH",

@@ -359,13 +359,12 @@ bool validate_ipv6(std::string_view value, const ValidatorSettings&, Assessment&
   return true;
 }
 
-bool validate_mac_address(std::string_view value, const ValidatorSettings&, Assessment& out) {
+bool validate_mac_address(std::string_view value, const ValidatorSettings&, Assessment&) {
   std::string hex;
   for (char c : value)
     if (c != ':' && c != '-' && c != '.') hex.push_back(to_lower(c));
   if (hex.size() != 12) return false;
-  if (all_same(hex)) out.confidence = 0.3;  // 00:00:... and ff:ff:... are not devices
-  return true;
+  return !all_same(hex);  // 00:00:... and ff:ff:... are not devices
 }
 
 bool validate_phone_nanp(std::string_view value, const ValidatorSettings&, Assessment& out) {
