@@ -12,5 +12,6 @@ struct ExitStatus {
 
 void add_run_command(CLI::App& app, ExitStatus& status);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
+void add_scan_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   airlock::cli::ExitStatus status;
   airlock::cli::add_run_command(app, status);
   airlock::cli::add_doctor_command(app, status);
+  airlock::cli::add_scan_command(app, status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
