@@ -11,11 +11,12 @@ constexpr std::size_t kPrecedingBytes = 128;  // what a PrecedingCheck sees
 constexpr std::array<std::string_view, kLiteralEncodings> kLiteralIds{
     "literal", "literal_base64", "literal_base64url", "literal_hex", "literal_url"};
 
-std::vector<std::string> split_words(std::string_view words) {
-  std::vector<std::string> out;
+ContextWords split_words(std::string_view words) {
+  ContextWords out;
   while (!words.empty()) {
     auto bar = words.find('|');
-    out.emplace_back(words.substr(0, bar));
+    out.words.emplace_back(words.substr(0, bar));
+    out.first_letters |= std::uint32_t{1} << (out.words.back()[0] - 'a');
     if (bar == std::string_view::npos) break;
     words.remove_prefix(bar + 1);
   }
@@ -42,20 +43,44 @@ bool word_at(std::string_view text, std::size_t at, std::string_view word) {
   return !more && (s == "s" || s == "es" || s == "ing" || s == "ed");
 }
 
-bool contains_context_word(std::string_view text, const std::vector<std::string>& words) {
+bool contains_context_word(std::string_view text, const ContextWords& words) {
+  bool previous_alpha = false;
   for (std::size_t at = 0; at < text.size(); ++at) {
-    if (!is_alpha(text[at]) || (at > 0 && is_alpha(text[at - 1]))) continue;
-    char first = to_lower(text[at]);
-    for (const auto& word : words)
+    const bool alpha = is_alpha(text[at]);
+    const bool word_start = alpha && !previous_alpha;
+    previous_alpha = alpha;
+    if (!word_start) continue;
+    const char first = to_lower(text[at]);
+    if (!(words.first_letters & (std::uint32_t{1} << (first - 'a')))) continue;
+    for (const auto& word : words.words)
       if (word[0] == first && word_at(text, at, word)) return true;
   }
   return false;
 }
 
-// Hex runs are mostly hashes, UUIDs and dates: an IPv6 address has colons, a MAC address is
-// 17 characters ("3c-22-fb-7a-91-0e") or 14 ("3c22.fb7a.910e").
-bool could_be_address(std::string_view run) {
-  return run.size() == 17 || run.size() == 14 || run.find(':') != std::string_view::npos;
+// Digits stuck to a letter with no separator inside ("ae0755281f" in a hash): no numeric
+// detector can start or end there.
+bool glued_single_number(std::string_view data, const Span& run) {
+  auto alnum = [](char c) { return is_alpha(c) || (c >= '0' && c <= '9'); };
+  bool glued = (run.start > 0 && alnum(data[run.start - 1])) || (run.end < data.size() && alnum(data[run.end]));
+  if (!glued) return false;
+  for (std::size_t i = run.start; i < run.end; ++i)
+    if (data[i] < '0' || data[i] > '9') return false;
+  return true;
+}
+
+// Every numeric shape needs a clean edge: a group stuck to a letter ("2024-05-28T...") can only
+// be left out. If what remains is under seven digits in fewer than four groups (an IPv4 address
+// is the shortest shape), no detector can match.
+bool too_little_left(std::string_view data, const Span& run, const std::vector<DigitGroup>& groups) {
+  auto alnum = [](char c) { return is_alpha(c) || (c >= '0' && c <= '9'); };
+  std::size_t first = 0, last = groups.size();
+  if (run.start > 0 && alnum(data[run.start - 1])) ++first;
+  if (run.end < data.size() && alnum(data[run.end])) --last;
+  if (last <= first) return true;
+  std::size_t digits = 0;
+  for (std::size_t i = first; i < last; ++i) digits += groups[i].size();
+  return digits < 7 && last - first < 4;
 }
 
 const ValidatorSettings& settings_or(const DetectorOverride* o, const DetectorSpec& spec,
@@ -218,7 +243,7 @@ Result<DetectorSet::StreamHandle> DetectorSet::open_stream() const {
 
 double DetectorSet::context_boost(const CompiledDetector& detector, const Window& window,
                                   std::size_t match_start, std::size_t match_end) const {
-  if (detector.context_words.empty() || !detector.spec || detector.spec->context_boost == 0) return 0;
+  if (detector.context_words.words.empty() || !detector.spec || detector.spec->context_boost == 0) return 0;
   std::size_t local = match_start - window.base;
   std::size_t from = local > context_window_ ? local - context_window_ : 0;
   std::string_view before = window.bytes.substr(from, local - from);
@@ -236,7 +261,7 @@ bool DetectorSet::confirm_value(const CompiledDetector& d, const Window& window,
   // Validators never raise confidence, so a candidate that cannot reach the lowest confidence
   // its detector reports at is dropped before the costlier checks.
   const double base = d.spec->confidence + confidence_delta;
-  const bool has_context = !d.context_words.empty() && d.spec->context_boost > 0;
+  const bool has_context = !d.context_words.words.empty() && d.spec->context_boost > 0;
   if (base + (has_context ? d.spec->context_boost : 0) < d.reportable) return false;
   double boost = -1;  // not computed yet
   if (base < d.reportable) {
@@ -323,12 +348,12 @@ void DetectorSet::match_runs(const Window& window, const LexedRuns& runs,
     }
   };
   for (const Span& run : runs.numeric) {
+    if (glued_single_number(window.bytes, run)) continue;
     split_digit_groups(window.bytes, run.start, run.end, groups);
+    if (too_little_left(window.bytes, run, groups)) continue;
     run_detectors(Engine::numeric, RunView{window.bytes, run.start, run.end, groups});
   }
-  for (const Span& run : runs.hex)
-    if (could_be_address(window.bytes.substr(run.start, run.end - run.start)))
-      run_detectors(Engine::hex, RunView{window.bytes, run.start, run.end, {}});
+  for (const Span& run : runs.hex) run_detectors(Engine::hex, RunView{window.bytes, run.start, run.end, {}});
   for (const Span& run : runs.base64)
     run_detectors(Engine::base64, RunView{window.bytes, run.start, run.end, {}});
   for (std::size_t start : runs.iban_starts) {

@@ -30,6 +30,12 @@ namespace airlock::dlp::detail {
 enum class LiteralEncoding : std::uint8_t { raw, base64, base64url, hex, url };
 inline constexpr std::size_t kLiteralEncodings = 5;
 
+// Context words, lower case; first_letters has bit (c - 'a') for each word's first letter.
+struct ContextWords {
+  std::vector<std::string> words;
+  std::uint32_t first_letters = 0;
+};
+
 struct CompiledDetector {
   std::string_view id;
   Category category = Category::secret;
@@ -40,7 +46,7 @@ struct CompiledDetector {
   bool enabled = true;
   const DetectorSpec* spec = nullptr;  // null for the literal detectors
   ValidatorSettings settings;
-  std::vector<std::string> context_words;
+  ContextWords context_words;
   std::unique_ptr<re2::RE2> exact;  // Engine::vectorscan: the pattern anchored at the match end
   unsigned max_width = 0;           // Engine::vectorscan: the longest match
   bool has_value_group = false;

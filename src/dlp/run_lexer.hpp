@@ -64,7 +64,11 @@ inline constexpr std::size_t kIbanLookahead = 34 + 8;  // 34 characters, spaces 
 void lex_runs(std::string_view data, LexCursor& cursor, bool at_end, const RunFamilies& families,
               LexedRuns& out);
 
-// The same, one byte at a time: the reference the tests hold the SIMD path to.
+// The baseline build (SSE2 on x86-64) that lex_runs() uses on CPUs without AVX2.
+void lex_runs_baseline(std::string_view data, LexCursor& cursor, bool at_end,
+                       const RunFamilies& families, LexedRuns& out);
+
+// The same, one byte at a time: the reference the tests hold the SIMD builds to.
 void lex_runs_reference(std::string_view data, LexCursor& cursor, bool at_end,
                         const RunFamilies& families, LexedRuns& out);
 

@@ -285,20 +285,25 @@ void match_phone_national(const RunView& run, std::vector<ShapeMatch>& out) {
 }
 
 void match_ipv6(const RunView& run, std::vector<ShapeMatch>& out) {
-  // A hex run may hold dashes (MAC, UUID); an address is a dash-free piece with two colons.
-  std::string_view text = run.text();
-  std::size_t piece_start = 0;
-  while (piece_start <= text.size()) {
-    std::size_t piece_end = text.find('-', piece_start);
-    if (piece_end == std::string_view::npos) piece_end = text.size();
-    std::string_view piece = text.substr(piece_start, piece_end - piece_start);
-    if (std::count(piece.begin(), piece.end(), ':') >= 2) {
-      std::size_t start = run.start + piece_start, end = run.start + piece_end;
-      bool left_ok = piece_start > 0 || !is_alnum(run.byte_before(start));
-      bool right_ok = piece_end < text.size() || !is_alnum(run.byte_at(end));
-      if (left_ok && right_ok) out.push_back({start, end});
+  // A hex run may hold dashes (MAC, UUID); an address is a dash-free piece with "::" or seven
+  // colons. Times ("02:16:07.507") are hex runs with colons too: one pass, no searching.
+  std::size_t piece_start = run.start, colons = 0;
+  bool double_colon = false;
+  for (std::size_t i = run.start; i <= run.end; ++i) {
+    char c = i < run.end ? run.data[i] : '-';
+    if (c == ':') {
+      double_colon |= i > run.start && run.data[i - 1] == ':';
+      ++colons;
+      continue;
     }
-    piece_start = piece_end + 1;
+    if (c != '-') continue;
+    bool left_ok = piece_start > run.start || !is_alnum(run.byte_before(piece_start));
+    bool right_ok = i < run.end || !is_alnum(run.byte_at(i));
+    if ((double_colon ? colons >= 2 : colons >= 7) && left_ok && right_ok)
+      out.push_back({piece_start, i});
+    piece_start = i + 1;
+    colons = 0;
+    double_colon = false;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace airlock::dlp::detail {
@@ -157,33 +158,45 @@ bool luhn_valid(std::string_view digits) {
   return sum % 10 == 0;
 }
 
+namespace {
+
+// ISO 13616 IBAN registry: country code and total length.
+struct IbanCountry {
+  std::string_view country;
+  int length;
+};
+constexpr std::array<IbanCountry, 88> kIbanCountries{{
+    {"AD", 24}, {"AE", 23}, {"AL", 28}, {"AT", 20}, {"AZ", 28}, {"BA", 20}, {"BE", 16},
+    {"BG", 22}, {"BH", 22}, {"BI", 27}, {"BR", 29}, {"BY", 28}, {"CH", 21}, {"CR", 22},
+    {"CY", 28}, {"CZ", 24}, {"DE", 22}, {"DJ", 27}, {"DK", 18}, {"DO", 28}, {"EE", 20},
+    {"EG", 29}, {"ES", 24}, {"FI", 18}, {"FK", 18}, {"FO", 18}, {"FR", 27}, {"GB", 22},
+    {"GE", 22}, {"GI", 23}, {"GL", 18}, {"GR", 27}, {"GT", 28}, {"HR", 21}, {"HU", 28},
+    {"IE", 22}, {"IL", 23}, {"IQ", 23}, {"IS", 26}, {"IT", 27}, {"JO", 30}, {"KW", 30},
+    {"KZ", 20}, {"LB", 28}, {"LC", 32}, {"LI", 21}, {"LT", 20}, {"LU", 20}, {"LV", 21},
+    {"LY", 25}, {"MC", 27}, {"MD", 24}, {"ME", 22}, {"MK", 19}, {"MN", 20}, {"MR", 27},
+    {"MT", 31}, {"MU", 30}, {"NI", 28}, {"NL", 18}, {"NO", 15}, {"OM", 23}, {"PK", 24},
+    {"PL", 28}, {"PS", 29}, {"PT", 25}, {"QA", 29}, {"RO", 24}, {"RS", 22}, {"RU", 33},
+    {"SA", 24}, {"SC", 31}, {"SD", 18}, {"SE", 24}, {"SI", 19}, {"SK", 24}, {"SM", 27},
+    {"SO", 23}, {"ST", 25}, {"SV", 28}, {"TL", 23}, {"TN", 24}, {"TR", 26}, {"UA", 29},
+    {"VA", 22}, {"VG", 24}, {"XK", 20}, {"YE", 30},
+}};
+
+// The registry as a 26 x 26 table (looked up for every "two letters, two digits" in the data).
+constexpr std::array<std::uint8_t, 26 * 26> make_iban_length_table() {
+  std::array<std::uint8_t, 26 * 26> table{};
+  for (const auto& c : kIbanCountries)
+    table[static_cast<std::size_t>((c.country[0] - 'A') * 26 + (c.country[1] - 'A'))] =
+        static_cast<std::uint8_t>(c.length);
+  return table;
+}
+constexpr auto kIbanLength = make_iban_length_table();
+
+}  // namespace
+
 int iban_length_for_country(std::string_view cc) {
-  // ISO 13616 IBAN registry: country code and total length.
-  struct Entry {
-    std::string_view country;
-    int length;
-  };
-  static constexpr std::array<Entry, 88> kLengths{{
-      {"AD", 24}, {"AE", 23}, {"AL", 28}, {"AT", 20}, {"AZ", 28}, {"BA", 20}, {"BE", 16},
-      {"BG", 22}, {"BH", 22}, {"BI", 27}, {"BR", 29}, {"BY", 28}, {"CH", 21}, {"CR", 22},
-      {"CY", 28}, {"CZ", 24}, {"DE", 22}, {"DJ", 27}, {"DK", 18}, {"DO", 28}, {"EE", 20},
-      {"EG", 29}, {"ES", 24}, {"FI", 18}, {"FK", 18}, {"FO", 18}, {"FR", 27}, {"GB", 22},
-      {"GE", 22}, {"GI", 23}, {"GL", 18}, {"GR", 27}, {"GT", 28}, {"HR", 21}, {"HU", 28},
-      {"IE", 22}, {"IL", 23}, {"IQ", 23}, {"IS", 26}, {"IT", 27}, {"JO", 30}, {"KW", 30},
-      {"KZ", 20}, {"LB", 28}, {"LC", 32}, {"LI", 21}, {"LT", 20}, {"LU", 20}, {"LV", 21},
-      {"LY", 25}, {"MC", 27}, {"MD", 24}, {"ME", 22}, {"MK", 19}, {"MN", 20}, {"MR", 27},
-      {"MT", 31}, {"MU", 30}, {"NI", 28}, {"NL", 18}, {"NO", 15}, {"OM", 23}, {"PK", 24},
-      {"PL", 28}, {"PS", 29}, {"PT", 25}, {"QA", 29}, {"RO", 24}, {"RS", 22}, {"RU", 33},
-      {"SA", 24}, {"SC", 31}, {"SD", 18}, {"SE", 24}, {"SI", 19}, {"SK", 24}, {"SM", 27},
-      {"SO", 23}, {"ST", 25}, {"SV", 28}, {"TL", 23}, {"TN", 24}, {"TR", 26}, {"UA", 29},
-      {"VA", 22}, {"VG", 24}, {"XK", 20}, {"YE", 30},
-  }};
-  if (cc.size() != 2) return 0;
-  char upper[2] = {static_cast<char>(is_lower(cc[0]) ? cc[0] - 32 : cc[0]),
-                   static_cast<char>(is_lower(cc[1]) ? cc[1] - 32 : cc[1])};
-  for (const auto& entry : kLengths)
-    if (entry.country[0] == upper[0] && entry.country[1] == upper[1]) return entry.length;
-  return 0;
+  if (cc.size() != 2 || !is_alpha(cc[0]) || !is_alpha(cc[1])) return 0;
+  int first = (cc[0] | 0x20) - 'a', second = (cc[1] | 0x20) - 'a';
+  return kIbanLength[static_cast<std::size_t>(first * 26 + second)];
 }
 
 bool iban_checksum_valid(std::string_view iban) {
