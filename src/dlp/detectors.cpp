@@ -295,25 +295,27 @@ bool not_url_userinfo(std::string_view preceding) {
 Extension extend_pem_block(std::string_view data, std::size_t start, std::size_t& end,
                            bool at_end) {
   (void)start;
+  // A key body has no "-----": the next one is this block's END line, or the start of something
+  // else (then the END line is missing). Looking no further keeps a flood of headers linear.
   const std::size_t limit = std::min(data.size(), end + kMaxPemBlock);
   std::string_view ahead = data.substr(end, limit - end);
-  auto footer = ahead.find("-----END ");
-  if (footer != std::string_view::npos) {
-    auto close = ahead.find("-----", footer + 9);
-    if (close != std::string_view::npos && close - footer < 64) {
+  const bool more_may_come = !at_end && limit == data.size();
+  auto dashes = ahead.find("-----");
+  if (dashes == std::string_view::npos && more_may_come) return Extension::need_more_data;
+  if (dashes != std::string_view::npos && ahead.substr(dashes, 9) == "-----END ") {
+    auto close = ahead.find("-----", dashes + 9);
+    if (close != std::string_view::npos && close - dashes < 64) {
       end += close + 5;
       return Extension::done;
     }
-    if (!at_end && limit == data.size() && ahead.size() - footer < 64)
-      return Extension::need_more_data;
+    if (more_may_come && ahead.size() - dashes < 64) return Extension::need_more_data;
+  } else if (dashes != std::string_view::npos && more_may_come && ahead.size() - dashes < 9) {
+    return Extension::need_more_data;  // "-----" at the end: END may follow
   }
-  if (!at_end && limit == data.size() && ahead.size() < kMaxPemBlock)
-    return Extension::need_more_data;
   // No END line: the key body is the base64 that follows; take all of it.
   std::size_t i = 0;
-  while (i < ahead.size() && is_pem_body_byte(static_cast<unsigned char>(ahead[i])) &&
-         ahead.substr(i, 5) != "-----")
-    ++i;
+  std::size_t body_end = dashes == std::string_view::npos ? ahead.size() : dashes;
+  while (i < body_end && is_pem_body_byte(static_cast<unsigned char>(ahead[i]))) ++i;
   end += i;
   return Extension::done;
 }

@@ -20,6 +20,12 @@ using detail::Candidate;
 using detail::Confirmation;
 using detail::Hit;
 
+// Past this much held-back text, a chain of overlapping candidates is cut (see settle()). Above
+// the longest single match (a 16 KiB PEM block), so only chains reach it.
+constexpr std::size_t kMaxHeldBytes = 32 * 1024;
+
+bool by_start(const Candidate& a, const Candidate& b) { return a.start < b.start; }
+
 struct StreamScanner::State {
   std::shared_ptr<const Scanner::Compiled> scanner;
   std::optional<LiteralSet> literals;
@@ -31,6 +37,7 @@ struct StreamScanner::State {
   std::size_t emitted = 0;          // stream offset up to which text has been returned
   std::vector<Hit> pending_hits;    // Vectorscan hits waiting for more bytes
   std::vector<Candidate> pending;   // confirmed candidates after the last cut
+  std::size_t sorted = 0;           // pending[0, sorted) is in start order
   detail::LexCursor cursor;         // stream offsets
   bool blocked = false;
   bool finished = false;
@@ -47,6 +54,7 @@ struct StreamScanner::State {
   void match_new_runs(const detail::Window& window_view, bool at_end);
   std::size_t frontier(bool at_end) const;
   std::size_t cut_before_crossing(std::size_t frontier);
+  void keep_after(std::size_t text_end);
   void trim(std::size_t keep_from);
 };
 
@@ -124,12 +132,29 @@ std::size_t StreamScanner::State::frontier(bool at_end) const {
 }
 
 std::size_t StreamScanner::State::cut_before_crossing(std::size_t cut) {
-  // Moves back over candidates that cross the cut; each move can only expose earlier ones.
-  std::sort(pending.begin(), pending.end(),
-            [](const Candidate& a, const Candidate& b) { return a.start > b.start; });
-  for (const Candidate& c : pending)
-    if (c.start < cut && c.end > cut) cut = c.start;
+  // New candidates arrive mostly in order: sort them and merge them in.
+  std::sort(pending.begin() + static_cast<std::ptrdiff_t>(sorted), pending.end(), by_start);
+  std::inplace_merge(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(sorted),
+                     pending.end(), by_start);
+  sorted = pending.size();
+  // Move back over candidates that cross the cut, latest start first: each move can only
+  // expose candidates that start earlier.
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it)
+    if (it->start < cut && it->end > cut) cut = it->start;
   return std::max(cut, emitted);
+}
+
+// The text up to `text_end` is being returned: candidates still pending keep only their part
+// after it (cut short, so that nothing they cover leaves unredacted).
+void StreamScanner::State::keep_after(std::size_t text_end) {
+  std::vector<Candidate> kept;
+  for (Candidate c : pending) {
+    if (c.end <= text_end) continue;
+    c.start = std::max(c.start, text_end);  // keeps the start order
+    kept.push_back(c);
+  }
+  pending = std::move(kept);
+  sorted = pending.size();
 }
 
 void StreamScanner::State::trim(std::size_t keep_from) {
@@ -144,24 +169,35 @@ StreamOutput StreamScanner::State::settle(bool at_end) {
   match_new_runs(window_view, at_end);
 
   const std::size_t reach = frontier(at_end);
-  const std::size_t cut = cut_before_crossing(reach);
-  auto settled_end = std::partition(pending.begin(), pending.end(),
-                                    [&](const Candidate& c) { return c.end <= cut; });
+  std::size_t cut = cut_before_crossing(reach);
+  // Candidates that overlap one another in an endless chain ("a@b.cda@b.cda@b.cd...") would hold
+  // everything back: past kMaxHeldBytes the cut is forced to the frontier and the candidates
+  // crossing it are settled whole (the only case where a stream may differ from a one-shot scan).
+  const bool forced = !at_end && cut < reach && total() - emitted > kMaxHeldBytes;
+  if (forced) cut = reach;
+  // In start order, what settles is a prefix: nothing that starts before the cut crosses it
+  // (unless the cut was forced, and then it settles anyway).
+  auto settled_end = std::partition_point(pending.begin(), pending.end(),
+                                          [&](const Candidate& c) { return c.start < cut; });
   std::vector<Candidate> settled(pending.begin(), settled_end);
   pending.erase(pending.begin(), settled_end);
+  sorted = pending.size();
 
   StreamOutput out;
   out.findings = detail::settle(detectors(), scanner->policy, std::move(settled));
+  std::size_t text_end = cut;
+  for (const Finding& f : out.findings) text_end = std::max(text_end, f.end);
+  if (text_end > cut) keep_after(text_end);
   blocked = blocked || std::any_of(out.findings.begin(), out.findings.end(),
                                    [](const Finding& f) { return f.action == Action::block; });
   if (!blocked)
-    detail::append_with_actions(std::string_view(window).substr(emitted - base, cut - emitted),
+    detail::append_with_actions(std::string_view(window).substr(emitted - base, text_end - emitted),
                                 emitted, out.findings, scanner->policy.hash_key, out.text);
   out.blocked = blocked;
-  emitted = cut;
+  emitted = text_end;
 
   const std::size_t lookbehind = detectors().lookbehind();
-  trim(std::min(cut, reach > lookbehind ? reach - lookbehind : 0));
+  trim(std::min(emitted, reach > lookbehind ? reach - lookbehind : 0));
   return out;
 }
 

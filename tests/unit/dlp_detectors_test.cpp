@@ -1,7 +1,10 @@
 // Each detector on values it must find and on look-alikes it must leave alone.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "dlp/detectors.hpp"
 #include "dlp/scanner.hpp"
@@ -72,6 +75,31 @@ TEST(DlpDetectorTable, IsLargeUniqueAndComplete) {
   }
   EXPECT_GE(pii, 10);
   EXPECT_GE(secret, 20);
+}
+
+TEST(DlpDetectorTable, ContextWordsAreLowerCaseWords) {
+  for (const auto& spec : detail::detector_table()) {
+    std::string_view words = spec.context;
+    for (std::size_t at = 0; at < words.size(); ++at) {
+      bool word_start = at == 0 || words[at - 1] == '|';
+      char c = words[at];
+      if (word_start) {
+        EXPECT_TRUE(c >= 'a' && c <= 'z') << spec.id << ": " << words;
+      }
+      EXPECT_FALSE(c >= 'A' && c <= 'Z') << spec.id << ": " << words;
+    }
+  }
+}
+
+TEST(DlpDetectorTable, DocsListEveryDetector) {
+  const std::string path = AIRLOCK_SOURCE_DIR "/docs/dlp.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& spec : detail::detector_table())
+    EXPECT_NE(text.str().find("| `" + std::string(spec.id) + "` |"), std::string::npos)
+        << spec.id << " is not in the detector tables of docs/dlp.md";
 }
 
 TEST(DlpDetectorTable, EveryDetectorFindsItsDocumentedExample) {

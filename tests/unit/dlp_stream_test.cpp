@@ -126,3 +126,26 @@ TEST(DlpStream, APrivateKeyBlocksTheRestOfTheStream) {
   EXPECT_EQ(text.find("PRIVATE KEY"), std::string::npos) << "no byte of the key may leave";
   EXPECT_EQ(text.find("after"), std::string::npos);
 }
+
+TEST(DlpStream, AdversarialRepetitionDoesNotGrowTheBuffer) {
+  // Overlapping candidates hold output back until the overlap ends. A stream built to chain
+  // them ("a@b.cda@b.cda@b.cd...": every address overlaps the next) is cut at 32 KiB, and no
+  // part of a finding leaves unredacted.
+  auto scanner = *Scanner::create(Policy::defaults());
+  for (std::string_view piece : {"password=Zx9", "a@b.cd", "4111 ", "1.2.3.", "ghp_", "::ff:"}) {
+    auto stream = scanner.open_stream().value();
+    std::size_t most_buffered = 0;
+    for (int i = 0; i < 50000; ++i) {
+      (void)stream.write(piece);
+      most_buffered = std::max(most_buffered, stream.buffered_bytes());
+    }
+    (void)stream.finish();
+    EXPECT_LT(most_buffered, 40u * 1024) << piece;
+  }
+  // The chain's text comes out redacted all the same.
+  auto stream = scanner.open_stream().value();
+  std::string out;
+  for (int i = 0; i < 20000; ++i) out += stream.write("a@b.cd").text;
+  out += stream.finish().text;
+  EXPECT_EQ(out.find("@b.cd"), std::string::npos) << out.substr(0, 200);
+}
