@@ -24,33 +24,41 @@ ContextWords split_words(std::string_view words) {
 }
 
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char to_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// Lower-case letter of a byte, or 0 if it is not a letter.
+constexpr std::array<char, 256> make_letter_table() {
+  std::array<char, 256> table{};
+  for (int c = 'a'; c <= 'z'; ++c) table[static_cast<std::size_t>(c)] = static_cast<char>(c);
+  for (int c = 'A'; c <= 'Z'; ++c) table[static_cast<std::size_t>(c)] = static_cast<char>(c - 'A' + 'a');
+  return table;
+}
+constexpr auto kLetter = make_letter_table();
+char letter_of(char c) { return kLetter[static_cast<unsigned char>(c)]; }
 
 // A context word counts as a word: not inside another word; plural and -ing forms allowed.
 // `text` is compared case-insensitively (the words are lower case).
 bool word_at(std::string_view text, std::size_t at, std::string_view word) {
   if (text.size() - at < word.size()) return false;
-  for (std::size_t i = 0; i < word.size(); ++i)
-    if (to_lower(text[at + i]) != word[i]) return false;
+  for (std::size_t i = 1; i < word.size(); ++i) {
+    char c = text[at + i];
+    if (word[i] != (letter_of(c) ? letter_of(c) : c)) return false;
+  }
   std::size_t tail = at + word.size();
   std::size_t letters = 0;
-  while (tail + letters < text.size() && letters < 4 && is_alpha(text[tail + letters])) ++letters;
+  while (tail + letters < text.size() && letters < 4 && letter_of(text[tail + letters])) ++letters;
   if (letters == 0) return true;
   char suffix[4];
-  for (std::size_t i = 0; i < letters; ++i) suffix[i] = to_lower(text[tail + i]);
+  for (std::size_t i = 0; i < letters; ++i) suffix[i] = letter_of(text[tail + i]);
   std::string_view s(suffix, letters);
-  bool more = tail + letters < text.size() && is_alpha(text[tail + letters]);
+  bool more = tail + letters < text.size() && letter_of(text[tail + letters]);
   return !more && (s == "s" || s == "es" || s == "ing" || s == "ed");
 }
 
+// Scans backwards: the word that gives context is usually right before the match.
 bool contains_context_word(std::string_view text, const ContextWords& words) {
-  bool previous_alpha = false;
-  for (std::size_t at = 0; at < text.size(); ++at) {
-    const bool alpha = is_alpha(text[at]);
-    const bool word_start = alpha && !previous_alpha;
-    previous_alpha = alpha;
-    if (!word_start) continue;
-    const char first = to_lower(text[at]);
+  for (std::size_t at = text.size(); at-- > 0;) {
+    const char first = letter_of(text[at]);
+    if (!first || (at > 0 && letter_of(text[at - 1]))) continue;  // not the start of a word
     if (!(words.first_letters & (std::uint32_t{1} << (first - 'a')))) continue;
     for (const auto& word : words.words)
       if (word[0] == first && word_at(text, at, word)) return true;
