@@ -98,61 +98,71 @@ const ValidatorSettings& settings_or(const DetectorOverride* o, const DetectorSp
   return storage;
 }
 
+// A table detector with the policy's overrides applied.
+CompiledDetector compile_detector(const DetectorSpec& spec, const Policy& policy) {
+  auto found = policy.detectors.find(spec.id);
+  const DetectorOverride* o = found == policy.detectors.end() ? nullptr : &found->second;
+  CompiledDetector d;
+  d.id = spec.id;
+  d.category = spec.category;
+  d.label = spec.label;
+  d.spec = &spec;
+  d.enabled = o && o->enabled ? *o->enabled : spec.enabled;
+  d.action = o && o->action ? *o->action : spec.action;
+  d.threshold = o && o->min_confidence ? *o->min_confidence : policy.threshold(d.action);
+  // A block finding below its threshold may still be redacted.
+  d.reportable = d.action == Action::block ? std::min(d.threshold, policy.threshold(Action::redact))
+                                           : d.threshold;
+  settings_or(o, spec, d.settings);
+  d.context_words = split_words(spec.context);
+  return d;
+}
+
+CompiledDetector compile_literal_detector(std::string_view id, const Policy& policy) {
+  CompiledDetector d;
+  d.id = id;
+  d.category = Category::secret;
+  d.label = "CREDENTIAL";
+  d.action = policy.literal_action;
+  d.threshold = policy.threshold(d.action);
+  d.reportable = std::min(d.threshold, policy.threshold(Action::redact));
+  return d;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DetectorSet>> DetectorSet::build(const Policy& policy) {
   std::unique_ptr<DetectorSet> set(new DetectorSet());
   set->context_window_ = policy.context_window;
-  for (const DetectorSpec& spec : detector_table()) {
-    auto found = policy.detectors.find(spec.id);
-    const DetectorOverride* o = found == policy.detectors.end() ? nullptr : &found->second;
-    CompiledDetector d;
-    d.id = spec.id;
-    d.category = spec.category;
-    d.label = spec.label;
-    d.spec = &spec;
-    d.enabled = o && o->enabled ? *o->enabled : spec.enabled;
-    d.action = o && o->action ? *o->action : spec.action;
-    d.threshold = o && o->min_confidence ? *o->min_confidence : policy.threshold(d.action);
-    d.reportable = d.action == Action::block ? std::min(d.threshold, policy.threshold(Action::redact))
-                                             : d.threshold;
-    settings_or(o, spec, d.settings);
-    d.context_words = split_words(spec.context);
-    set->detectors_.push_back(std::move(d));
-  }
+  for (const DetectorSpec& spec : detector_table()) set->detectors_.push_back(compile_detector(spec, policy));
   set->literal_base_ = static_cast<std::uint32_t>(set->detectors_.size());
-  for (auto id : kLiteralIds) {
-    CompiledDetector d;
-    d.id = id;
-    d.category = Category::secret;
-    d.label = "CREDENTIAL";
-    d.action = policy.literal_action;
-    d.threshold = policy.threshold(d.action);
-    d.reportable = std::min(d.threshold, policy.threshold(Action::redact));
-    set->detectors_.push_back(std::move(d));
-  }
+  for (auto id : kLiteralIds) set->detectors_.push_back(compile_literal_detector(id, policy));
   if (auto status = set->compile_vectorscan(); !status) return status.error();
-
-  for (std::uint32_t index = 0; index < set->literal_base_; ++index) {
-    const CompiledDetector& d = set->detectors_[index];
-    if (!d.enabled) continue;
-    set->by_engine_[static_cast<std::size_t>(d.spec->engine)].push_back(index);
-    switch (d.spec->engine) {
-      case Engine::vectorscan: break;
-      case Engine::numeric: set->families_.numeric = true; break;
-      case Engine::hex: set->families_.hex = true; break;
-      case Engine::iban: set->families_.iban = true; break;
-      case Engine::base64:
-        if (!set->families_.base64 || d.settings.min_length < set->families_.base64_min_length)
-          set->families_.base64_min_length = std::max<std::size_t>(d.settings.min_length, 8);
-        set->families_.base64 = true;
-        break;
-    }
-  }
+  set->index_run_engines();
   // Context words, the preceding-bytes checks (128), boundary bytes, the lexer's look-behind
   // and "base64," before a run.
   set->lookbehind_ = std::max<std::size_t>(set->context_window_, kPrecedingBytes) + 8;
   return set;
+}
+
+// Which run families the lexer must find, and which detectors look at each engine's runs.
+void DetectorSet::index_run_engines() {
+  for (std::uint32_t index = 0; index < literal_base_; ++index) {
+    const CompiledDetector& d = detectors_[index];
+    if (!d.enabled) continue;
+    by_engine_[static_cast<std::size_t>(d.spec->engine)].push_back(index);
+    switch (d.spec->engine) {
+      case Engine::vectorscan: break;
+      case Engine::numeric: families_.numeric = true; break;
+      case Engine::hex: families_.hex = true; break;
+      case Engine::iban: families_.iban = true; break;
+      case Engine::base64:
+        if (!families_.base64 || d.settings.min_length < families_.base64_min_length)
+          families_.base64_min_length = std::max<std::size_t>(d.settings.min_length, 8);
+        families_.base64 = true;
+        break;
+    }
+  }
 }
 
 Status DetectorSet::compile_vectorscan() {

@@ -117,6 +117,7 @@ class DetectorSet {
   DetectorSet() = default;
   Status compile_vectorscan();
   Status self_check() const;
+  void index_run_engines();
   void add_candidate(std::uint32_t index, const Window& window, std::size_t match_start,
                      std::size_t value_start, std::size_t value_end, double confidence_delta,
                      std::vector<Candidate>& out) const;

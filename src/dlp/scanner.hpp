@@ -59,7 +59,7 @@ class LiteralSet {
   // Values shorter than 4 bytes are rejected: they would match everywhere.
   static Result<LiteralSet> compile(const std::vector<std::string>& values);
 
-  struct Compiled;
+  struct Compiled;  // the scanner's own (dlp/literals.hpp)
   const Compiled& compiled() const { return *compiled_; }
 
  private:

@@ -20,11 +20,15 @@ using detail::Candidate;
 using detail::Confirmation;
 using detail::Hit;
 
+namespace {
+
 // Past this much held-back text, a chain of overlapping candidates is cut (see settle()). Above
 // the longest single match (a 16 KiB PEM block), so only chains reach it.
 constexpr std::size_t kMaxHeldBytes = 32 * 1024;
 
 bool by_start(const Candidate& a, const Candidate& b) { return a.start < b.start; }
+
+}  // namespace
 
 struct StreamScanner::State {
   std::shared_ptr<const Scanner::Compiled> scanner;
@@ -144,16 +148,17 @@ std::size_t StreamScanner::State::cut_before_crossing(std::size_t cut) {
   return std::max(cut, emitted);
 }
 
-// The text up to `text_end` is being returned: candidates still pending keep only their part
-// after it (cut short, so that nothing they cover leaves unredacted).
+// After a forced cut the text up to `text_end` has been returned: candidates keep only their
+// part after it (cut short, so that nothing they cover leaves unredacted).
 void StreamScanner::State::keep_after(std::size_t text_end) {
   std::vector<Candidate> kept;
   for (Candidate c : pending) {
     if (c.end <= text_end) continue;
-    c.start = std::max(c.start, text_end);  // keeps the start order
+    c.start = std::max(c.start, text_end);
     kept.push_back(c);
   }
   pending = std::move(kept);
+  std::sort(pending.begin(), pending.end(), by_start);
   sorted = pending.size();
 }
 
@@ -167,6 +172,10 @@ StreamOutput StreamScanner::State::settle(bool at_end) {
   const detail::Window window_view{window, base, at_end};
   confirm_pending_hits(window_view);
   match_new_runs(window_view, at_end);
+  // Only after a forced cut can a new candidate start in text already returned.
+  if (std::any_of(pending.begin() + static_cast<std::ptrdiff_t>(sorted), pending.end(),
+                  [&](const Candidate& c) { return c.start < emitted; }))
+    keep_after(emitted);
 
   const std::size_t reach = frontier(at_end);
   std::size_t cut = cut_before_crossing(reach);
