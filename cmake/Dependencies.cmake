@@ -14,4 +14,7 @@ find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)
 find_package(Boost 1.81 REQUIRED)  # Asio and Beast (header-only): the egress proxy
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
 find_package(OpenSSL 3 REQUIRED)
+# DLP: Vectorscan (the portable Hyperscan), RE2, yaml-cpp (policy files).
+pkg_check_modules(HS REQUIRED IMPORTED_TARGET libhs)
+pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 find_package(yaml-cpp REQUIRED)

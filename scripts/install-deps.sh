@@ -12,6 +12,8 @@ PACKAGES=(
   libboost1.81-dev libidn2-dev libyaml-cpp-dev libvalijson-dev
   # audit log: SQLite storage, SHA-256 and Ed25519
   libsqlite3-dev libssl-dev
+  # DLP: Vectorscan and RE2
+  libvectorscan-dev libre2-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 procps curl openssl redis-server redis-tools
   # benchmarks: the reference sandbox

@@ -1,0 +1,152 @@
+// airlock scan [--json] [--redact] [--policy FILE] [--literal VALUE]... [FILE|-]
+//
+// Finds PII and secrets in a file (or stdin) and prints what it found: detector, category, byte
+// span, confidence, action; never the value itself. --redact prints the input with the policy's
+// actions applied instead. Exit status:
+//   0  nothing found (or only findings the policy allows)
+//   1  findings to redact, mask or hash
+//   2  error (usage, unreadable input, invalid policy)
+//   3  blocked: a finding's action is block; no redacted text is printed
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "dlp/scanner.hpp"
+
+namespace airlock::cli {
+namespace {
+
+constexpr int kNothingFound = 0;
+constexpr int kFindings = 1;
+constexpr int kError = 2;
+constexpr int kBlocked = 3;
+
+struct ScanOptions {
+  bool json = false;
+  bool redact = false;
+  std::string policy_path;
+  std::vector<std::string> literals;
+  std::vector<std::string> literal_envs;
+  std::string input = "-";
+};
+
+int fail(const std::string& message) {
+  std::cerr << "airlock scan: " << message << "\n";
+  return kError;
+}
+
+bool read_input(const std::string& path, std::string& out) {
+  if (path == "-") {
+    out.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return !std::cin.bad();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+// ordered_json keeps the documented field order.
+nlohmann::ordered_json finding_json(const dlp::Finding& f) {
+  return {{"detector", f.detector},
+          {"category", dlp::to_string(f.category)},
+          {"start", f.start},
+          {"end", f.end},
+          {"confidence", f.confidence},
+          {"action", dlp::to_string(f.action)},
+          {"example", f.example}};
+}
+
+void print_findings_text(const dlp::ScanResult& result, std::ostream& out) {
+  for (const auto& f : result.findings) {
+    char confidence[16];
+    std::snprintf(confidence, sizeof confidence, "%.2f", f.confidence);
+    out << f.detector << " (" << dlp::to_string(f.category) << ") bytes " << f.start << "-" << f.end
+        << " confidence " << confidence << " action " << dlp::to_string(f.action)
+        << (f.example ? " [documentation example]" : "") << "\n";
+  }
+}
+
+int exit_status(const dlp::ScanResult& result) {
+  if (result.blocked) return kBlocked;
+  for (const auto& f : result.findings)
+    if (f.action != dlp::Action::allow) return kFindings;
+  return kNothingFound;
+}
+
+int scan_command(const ScanOptions& o) {
+  dlp::Policy policy = dlp::Policy::defaults();
+  if (!o.policy_path.empty()) {
+    auto loaded = dlp::load_policy_file(o.policy_path);
+    if (!loaded) return fail(loaded.error().message);
+    policy = std::move(*loaded);
+  }
+  auto scanner = dlp::Scanner::create(policy);
+  if (!scanner) return fail(scanner.error().message);
+
+  std::vector<std::string> values = o.literals;
+  for (const auto& name : o.literal_envs) {
+    const char* value = std::getenv(name.c_str());
+    if (!value) return fail("--literal-env " + name + ": not set");
+    values.emplace_back(value);
+  }
+  std::optional<dlp::LiteralSet> literals;
+  if (!values.empty()) {
+    auto compiled = dlp::LiteralSet::compile(values);
+    if (!compiled) return fail("--literal: " + compiled.error().message);
+    literals = std::move(*compiled);
+  }
+
+  std::string input;
+  if (!read_input(o.input, input)) return fail(o.input + ": cannot read");
+  const dlp::ScanResult result =
+      scanner->scan(input, {literals ? &*literals : nullptr, dlp::JsonMode::automatic});
+
+  if (o.json) {
+    nlohmann::ordered_json out{{"findings", nlohmann::ordered_json::array()},
+                               {"blocked", result.blocked}};
+    for (const auto& f : result.findings) out["findings"].push_back(finding_json(f));
+    if (o.redact && !result.blocked) out["redacted"] = scanner->redact(input, result);
+    // Invalid UTF-8 in the redacted text becomes U+FFFD; offsets refer to the input bytes.
+    std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+  } else if (o.redact) {
+    print_findings_text(result, std::cerr);
+    if (result.blocked)
+      std::cerr << "airlock scan: blocked: the input holds findings the policy blocks\n";
+    else
+      std::cout << scanner->redact(input, result);
+  } else {
+    print_findings_text(result, std::cout);
+  }
+  std::cout.flush();
+  return exit_status(result);
+}
+
+}  // namespace
+
+void add_scan_command(CLI::App& app, ExitStatus& status) {
+  auto opts = std::make_shared<ScanOptions>();
+  auto* cmd = app.add_subcommand("scan", "Find PII and secrets; report them or redact them");
+  cmd->add_flag("--json", opts->json,
+                "Print {\"findings\": [...], \"blocked\": ..., \"redacted\": ...} with byte offsets");
+  cmd->add_flag("--redact", opts->redact,
+                "Print the input with the policy's actions applied (findings go to stderr)");
+  cmd->add_option("--policy", opts->policy_path, "DLP policy file, YAML or JSON (docs/dlp.md)");
+  // One value per flag: "--literal A --literal B FILE" (a bare vector option would take FILE).
+  cmd->add_option("--literal", opts->literals,
+                  "A secret value to find in its usual encodings (repeatable; visible in ps: "
+                  "prefer --literal-env)")
+      ->allow_extra_args(false);
+  cmd->add_option("--literal-env", opts->literal_envs,
+                  "Name of an environment variable holding a secret value (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("input", opts->input, "File to scan, or - for stdin (default)");
+  cmd->footer("Exit status: 0 nothing found, 1 findings, 2 error, 3 blocked.");
+  cmd->callback([opts, &status] { status.code = scan_command(*opts); });
+}
+
+}  // namespace airlock::cli

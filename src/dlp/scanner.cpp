@@ -1,0 +1,91 @@
+#include "dlp/scanner.hpp"
+
+#include <algorithm>
+
+#include "dlp/findings.hpp"
+#include "dlp/json_strings.hpp"
+#include "dlp/redaction.hpp"
+#include "dlp/scanner_internal.hpp"
+
+namespace airlock::dlp {
+namespace {
+
+using detail::Candidate;
+using detail::Confirmation;
+using detail::DetectorSet;
+using detail::Hit;
+
+// Every candidate in a whole buffer: Vectorscan hits confirmed, runs matched, literals found.
+std::vector<Candidate> find_candidates(const DetectorSet& detectors, std::string_view data,
+                                       const LiteralSet* literals) {
+  const detail::Window window{data, 0, true};
+  std::vector<Candidate> candidates;
+  std::vector<Hit> hits;
+  detectors.find_hits(data, hits);
+  for (const Hit& hit : hits) {
+    Candidate candidate;
+    if (detectors.confirm(window, hit, candidate) == Confirmation::candidate)
+      candidates.push_back(candidate);
+  }
+  detail::LexedRuns runs;
+  detail::LexCursor cursor;
+  detail::lex_runs(data, cursor, true, detectors.run_families(), runs);
+  detectors.match_runs(window, runs, candidates);
+  if (literals) {
+    hits.clear();
+    literals->compiled().find_hits(data, hits);
+    for (const Hit& hit : hits)
+      candidates.push_back(detail::literal_candidate(detectors, literals->compiled(), hit));
+  }
+  return candidates;
+}
+
+bool uses_hash(const Policy& policy) {
+  if (policy.literal_action == Action::hash) return true;
+  for (const auto& [id, o] : policy.detectors)
+    if (o.action == Action::hash && o.enabled.value_or(true)) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<Scanner> Scanner::create(const Policy& policy) {
+  if (uses_hash(policy) && policy.hash_key.empty())
+    return Error::make("invalid_policy", "the hash action needs a key (spec.hashKey or spec.hashKeyEnv)");
+  auto detectors = DetectorSet::build(policy);
+  if (!detectors) return detectors.error();
+  auto compiled = std::make_shared<Compiled>();
+  compiled->policy = policy;
+  compiled->detectors = std::move(*detectors);
+  return Scanner(std::move(compiled));
+}
+
+const Policy& Scanner::policy() const { return compiled_->policy; }
+
+ScanResult Scanner::scan(std::string_view data, const ScanOptions& options) const {
+  const DetectorSet& detectors = *compiled_->detectors;
+  std::vector<Candidate> candidates = find_candidates(detectors, data, options.literals);
+  if (options.json == JsonMode::automatic && detail::looks_like_json(data)) {
+    detail::DecodedStrings decoded = detail::decode_escaped_strings(data);
+    for (Candidate c : find_candidates(detectors, decoded.text, options.literals)) {
+      detail::Span original = decoded.original(c.start, c.end);
+      c.start = original.start;
+      c.end = original.end;
+      candidates.push_back(c);
+    }
+  }
+  ScanResult result;
+  result.findings = detail::settle(detectors, compiled_->policy, std::move(candidates));
+  result.blocked = std::any_of(result.findings.begin(), result.findings.end(),
+                               [](const Finding& f) { return f.action == Action::block; });
+  return result;
+}
+
+std::string Scanner::redact(std::string_view data, const ScanResult& result) const {
+  std::string out;
+  out.reserve(data.size());
+  detail::append_with_actions(data, 0, result.findings, compiled_->policy.hash_key, out);
+  return out;
+}
+
+}  // namespace airlock::dlp
