@@ -8,7 +8,7 @@ PACKAGES=(
   g++ cmake ninja-build make pkg-config git
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 procps
   # benchmarks: the reference sandbox

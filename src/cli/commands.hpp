@@ -22,5 +22,6 @@ struct TrailingArgs {
 
 void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
+void add_validate_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

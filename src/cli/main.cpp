@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   }
   airlock::cli::add_run_command(app, status, trailing);
   airlock::cli::add_doctor_command(app, status);
+  airlock::cli::add_validate_command(app, status);
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
