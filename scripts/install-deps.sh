@@ -10,7 +10,7 @@ PACKAGES=(
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   # runtime: tools run by the sandbox, demo and tests
-  python3 procps
+  python3 python3-yaml procps
   # benchmarks: the reference sandbox
   bubblewrap
 )

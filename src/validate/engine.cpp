@@ -41,6 +41,8 @@ class Walker {
 };
 
 Finding parse_failure(const Json& reply) {
+  if (!reply.is_object())
+    return {"parse-failed", "the parse worker's reply is not an object", 0, 0, Severity::error};
   std::string error = reply.value("error", "internal");
   std::string message = reply.value("message", "");
   int line = reply.value("line", 0);
@@ -52,13 +54,15 @@ Finding parse_failure(const Json& reply) {
     return {"syntax-too-deep", "the code is nested too deeply to check (" + message + ")", line,
             col, Severity::error};
   if (error == "decode_error")
-    return {"source-coding-cookie", "the interpreter cannot decode the source: " + message, line,
+    return {"source-not-utf8", "the interpreter cannot decode the source: " + message, line,
             col, Severity::error};
   return {"parse-failed", "the parse worker failed: " + message, line, col, Severity::error};
 }
 
 int python_minor(const Json& reply) {
-  const auto& version = reply["python"];
+  auto it = reply.find("python");
+  if (it == reply.end()) return -1;
+  const auto& version = *it;
   if (!version.is_array() || version.size() < 2 || version[0] != 3) return -1;
   return version[1].get<int>();
 }
@@ -70,14 +74,15 @@ std::vector<Finding> analyze(const Json& reply, const Policy& policy, const Expo
   int minor = python_minor(reply);
   if (minor < 0)
     return {{"parse-failed", "the parse worker's interpreter is not Python 3", 0, 0, Severity::error}};
-  Node module(reply.contains("tree") ? &reply["tree"] : nullptr);
+  auto tree = reply.find("tree");
+  Node module(tree != reply.end() ? &*tree : nullptr);
   if (!module.is("Module"))
     return {{"parse-failed", "the parse worker returned no module", 0, 0, Severity::error}};
 
   ProgramFacts facts = gather_facts(module, policy);
   Analysis analysis(policy, exports, facts);
-  if (reply.contains("identifiers") && reply["identifiers"].is_array()) {
-    for (const auto& id : reply["identifiers"]) {
+  if (auto ids = reply.find("identifiers"); ids != reply.end() && ids->is_array()) {
+    for (const auto& id : *ids) {
       analysis.report_at(id.value("line", 0), id.value("col", 0) + 1, "source-nfkc-identifier",
                          "identifier \"" + id.value("written", "") +
                              "\" is read by Python as \"" + id.value("normalized", "") +
@@ -93,7 +98,7 @@ std::set<std::string> modules_to_introspect(const Json& reply, const Policy& pol
   for (const auto& entry : policy.allowed_imports)
     if (entry.find('*') == std::string::npos) modules.insert(entry);
   if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("tree")) return modules;
-  Node module(&reply["tree"]);
+  Node module(&*reply.find("tree"));
   ProgramFacts facts = gather_facts(module, policy);
   for (const auto& m : facts.imported_modules)
     if (import_allowed(policy, m)) modules.insert(m);

@@ -194,9 +194,10 @@ IoResult read_line(int fd, std::string& buffer, Clock::time_point deadline) {
 
 }  // namespace
 
-Result<Json> ParseWorker::exchange_locked(std::string_view source) {
+Result<Json> ParseWorker::exchange_locked(std::string_view source,
+                                          std::chrono::milliseconds timeout) {
   Process& p = *process_;
-  auto deadline = Clock::now() + config_.request_timeout;
+  auto deadline = Clock::now() + timeout;
   std::string header = std::to_string(source.size()) + "\n";
   IoResult r = write_all(p.to_worker.get(), header, deadline);
   if (r == IoResult::ok) r = write_all(p.to_worker.get(), source, deadline);
@@ -217,7 +218,7 @@ Result<Json> ParseWorker::exchange_locked(std::string_view source) {
     process_->kill();
     stop_locked();
     return Error::make("parse_timeout", "the parser did not answer within " +
-                                            std::to_string(config_.request_timeout.count()) +
+                                            std::to_string(timeout.count()) +
                                             " ms; the worker was killed and will be restarted");
   }
   if (r == IoResult::closed) {
@@ -239,6 +240,10 @@ Result<Json> ParseWorker::exchange_locked(std::string_view source) {
 }
 
 Result<Json> ParseWorker::parse(std::string_view source) {
+  return parse(source, config_.request_timeout);
+}
+
+Result<Json> ParseWorker::parse(std::string_view source, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mutex_);
   ++requests_;
   // A worker that ended (crash, lifetime) or is near the end of its wall clock is replaced
@@ -251,7 +256,7 @@ Result<Json> ParseWorker::parse(std::string_view source) {
     Status started = start_locked();
     if (!started.ok()) return started.error();
   }
-  return exchange_locked(source);
+  return exchange_locked(source, timeout);
 }
 
 }  // namespace airlock::validate

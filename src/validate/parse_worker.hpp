@@ -43,6 +43,7 @@ class ParseWorker {
   // The worker's reply for `source`. Errors: "parse_timeout" (the worker was killed and will
   // be restarted), "parse_failed" (it could not start, crashed or sent something malformed).
   Result<Json> parse(std::string_view source);
+  Result<Json> parse(std::string_view source, std::chrono::milliseconds timeout);
   // Starts the process now rather than on the first request.
   Status start();
 
@@ -53,7 +54,7 @@ class ParseWorker {
   struct Process;
   Status start_locked();
   void stop_locked();
-  Result<Json> exchange_locked(std::string_view source);
+  Result<Json> exchange_locked(std::string_view source, std::chrono::milliseconds timeout);
 
   ParseWorkerConfig config_;
   mutable std::mutex mutex_;

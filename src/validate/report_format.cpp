@@ -6,6 +6,15 @@
 
 namespace airlock::validate {
 
+std::string_view verdict_name(Verdict verdict) {
+  return verdict == Verdict::accept ? "accept" : "reject";
+}
+
+std::string_view severity_name(Severity severity) {
+  return severity == Severity::error ? "error" : "warning";
+}
+
+
 std::string to_text(const Report& report, const std::string& file) {
   std::string out;
   for (const auto& f : report.findings) {

@@ -19,14 +19,6 @@
 
 namespace airlock::validate {
 
-std::string_view verdict_name(Verdict verdict) {
-  return verdict == Verdict::accept ? "accept" : "reject";
-}
-
-std::string_view severity_name(Severity severity) {
-  return severity == Severity::error ? "error" : "warning";
-}
-
 std::string default_parser_script() {
   if (const char* env = std::getenv("AIRLOCK_VALIDATE_PARSER"); env && *env) return env;
   struct stat st {};

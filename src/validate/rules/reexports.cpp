@@ -28,6 +28,8 @@ void check_member(const Node& at, const std::string& module, std::string_view at
   if (import_allowed(policy, dotted)) return;
   if (attr->kind == ExportedAttribute::Kind::module) {
     std::string target = canonical_module_name(attr->origin);
+    // The package's own submodule by that name (os.path, json.decoder) is part of it.
+    if (target == dotted) return;
     if (!import_allowed(policy, attr->origin) && !import_allowed(policy, target))
       analysis.report(at, "reexport-module",
                       std::string(how) + " is the module " + attr->origin +
