@@ -48,7 +48,7 @@ class FactGatherer {
  public:
   FactGatherer(ProgramFacts& facts, const Policy& policy) : facts_(facts), policy_(policy) {}
 
-  void walk(const Node& node, bool module_level) {
+  void walk(const Node& node) {
     std::string_view type = node.type_name();
     if (type == "Name") {
       auto ctx = node.text("ctx");
@@ -70,15 +70,12 @@ class FactGatherer {
       for (const auto& alias : node.children("names")) import_module(alias);
     } else if (type == "ImportFrom") {
       for (const auto& alias : node.children("names")) import_from(node, alias);
-    } else if (type == "Assign" && module_level) {
+    } else if (type == "Assign") {
       auto targets = node.children("targets");
       if (targets.size() == 1 && targets[0].is("Name"))
         candidate_constants_.emplace_back(std::string(targets[0].text("id")), node.child("value"));
     }
-    bool inner_module_level =
-        module_level && type != "FunctionDef" && type != "AsyncFunctionDef" &&
-        type != "ClassDef" && type != "Lambda";
-    node.for_each_child([&](const Node& child) { walk(child, inner_module_level); });
+    node.for_each_child([&](const Node& child) { walk(child); });
   }
 
   void finish() {
@@ -86,7 +83,7 @@ class FactGatherer {
       auto count = facts_.binding_counts.find(name);
       if (count != facts_.binding_counts.end() && count->second == 1 &&
           facts_.import_bindings.count(name) == 0)
-        facts_.constants.emplace(name, value);
+        facts_.single_assignments.emplace(name, value);
     }
   }
 
@@ -140,9 +137,15 @@ class FactGatherer {
 ProgramFacts gather_facts(const Node& module, const Policy& policy) {
   ProgramFacts facts;
   FactGatherer gatherer(facts, policy);
-  gatherer.walk(module, true);
+  gatherer.walk(module);
   gatherer.finish();
   return facts;
+}
+
+Node single_value(const ProgramFacts& facts, const Node& expression) {
+  if (!expression.is("Name")) return expression;
+  auto it = facts.single_assignments.find(expression.text("id"));
+  return it == facts.single_assignments.end() ? expression : it->second;
 }
 
 Analysis::Analysis(const Policy& policy, const ExportTable& exports, const ProgramFacts& facts)
@@ -310,8 +313,8 @@ std::optional<std::string> Analysis::literal_string(const Node& e) const {
     return out;
   }
   if (e.is("Name")) {
-    auto it = facts_.constants.find(e.text("id"));
-    if (it != facts_.constants.end()) return literal_string(it->second);
+    auto it = facts_.single_assignments.find(e.text("id"));
+    if (it != facts_.single_assignments.end()) return literal_string(it->second);
   }
   return std::nullopt;
 }
@@ -328,8 +331,8 @@ std::optional<std::string> Analysis::literal_path(const Node& e) const {
   if (!e) return std::nullopt;
   if (auto text = literal_string(e)) return text;
   if (e.is("Name")) {
-    auto it = facts_.constants.find(e.text("id"));
-    if (it != facts_.constants.end()) return literal_path(it->second);
+    auto it = facts_.single_assignments.find(e.text("id"));
+    if (it != facts_.single_assignments.end()) return literal_path(it->second);
     return std::nullopt;
   }
   if (e.is("BinOp") && e.child("op").is("Div")) {
@@ -362,6 +365,11 @@ std::optional<std::string> Analysis::literal_path(const Node& e) const {
 std::string Analysis::literal_prefix(const Node& e) const {
   if (!e) return {};
   if (auto whole = literal_string(e)) return *whole;
+  if (e.is("Name")) {
+    auto it = facts_.single_assignments.find(e.text("id"));
+    if (it != facts_.single_assignments.end()) return literal_prefix(it->second);
+    return {};
+  }
   if (e.is("JoinedStr")) {
     std::string out;
     for (const auto& part : e.children("values")) {

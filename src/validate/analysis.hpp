@@ -35,8 +35,9 @@ struct ProgramFacts {
   std::map<std::string, std::vector<Resolved>, std::less<>> import_bindings;
   // How often each name is bound anywhere (assignments, defs, parameters, imports, ...).
   std::map<std::string, int, std::less<>> binding_counts;
-  // Names bound exactly once, by `NAME = <literal>`: the literal's node.
-  std::map<std::string, Node, std::less<>> constants;
+  // Names bound exactly once in the whole program, by a plain `NAME = value` (any scope):
+  // wherever such a name is read, it holds that value (or is unbound).
+  std::map<std::string, Node, std::less<>> single_assignments;
   // Names defined with def (any scope): decorators may name them.
   std::set<std::string, std::less<>> function_names;
   // Every module named by an import statement (the full dotted names).
@@ -44,6 +45,9 @@ struct ProgramFacts {
 };
 
 ProgramFacts gather_facts(const Node& module, const Policy& policy);
+
+// The value a name certainly holds (bound once by NAME = value), or the node itself.
+Node single_value(const ProgramFacts& facts, const Node& expression);
 
 class Analysis {
  public:

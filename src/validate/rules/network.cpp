@@ -150,8 +150,10 @@ class DestinationCheck {
 
   void url(const Node& node) {
     if (!node) return;
-    // urlopen(Request("https://..."))
-    if (node.is("Call") && callee_matches(node, analysis_, "urllib.request.Request")) return;
+    // urlopen(Request("https://...")), also through a name bound once to the Request: the
+    // Request call is checked itself.
+    Node value = single_value(analysis_.facts(), node);
+    if (value.is("Call") && callee_matches(value, analysis_, "urllib.request.Request")) return;
     auto whole = analysis_.literal_string(node);
     std::string text = whole ? *whole : analysis_.literal_prefix(node);
     if (text.find("://") == std::string::npos) {
