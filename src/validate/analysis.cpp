@@ -51,7 +51,7 @@ class FactGatherer {
   void walk(const Node& node) {
     std::string_view type = node.type_name();
     if (type == "Name") {
-      auto ctx = node.text("ctx");
+      auto ctx = node.ctx();
       if (ctx == "Store" || ctx == "Del") bind(node.text("id"));
     } else if (type == "FunctionDef" || type == "AsyncFunctionDef") {
       bind(node.text("name"));
@@ -220,7 +220,15 @@ std::vector<Resolved> Analysis::resolve_attribute(const Node& base,
   return out;
 }
 
-std::vector<Resolved> Analysis::resolve(const Node& expression) const {
+const std::vector<Resolved>& Analysis::resolve(const Node& expression) const {
+  static const std::vector<Resolved> kNothing;
+  if (!expression.valid()) return kNothing;
+  auto it = resolved_.find(expression.json());
+  if (it != resolved_.end()) return it->second;
+  return resolved_.emplace(expression.json(), resolve_uncached(expression)).first->second;
+}
+
+std::vector<Resolved> Analysis::resolve_uncached(const Node& expression) const {
   if (expression.is("Name")) {
     std::string_view id = expression.text("id");
     auto it = facts_.import_bindings.find(id);

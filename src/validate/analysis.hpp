@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "validate/module_exports.hpp"
@@ -65,7 +66,7 @@ class Analysis {
 
   // What a Name/Attribute (or `getattr(X, "lit")`) expression refers to; empty when it is
   // not reached from an import or a builtin. A name bound by several imports gives several.
-  std::vector<Resolved> resolve(const Node& expression) const;
+  const std::vector<Resolved>& resolve(const Node& expression) const;
   // The module's attribute as the exports describe it, or null.
   const ExportedAttribute* exported(std::string_view module, std::string_view attribute) const;
   bool program_imports(std::string_view module_or_package) const;
@@ -89,6 +90,7 @@ class Analysis {
   static bool has_starred_arguments(const Node& call);
 
  private:
+  std::vector<Resolved> resolve_uncached(const Node& expression) const;
   std::vector<Resolved> resolve_attribute(const Node& base, std::string_view attribute) const;
   std::vector<Resolved> resolve_member(const Resolved& base, std::string_view attribute) const;
 
@@ -97,6 +99,7 @@ class Analysis {
   const ProgramFacts& facts_;
   std::vector<Finding> findings_;
   std::vector<Node> ancestors_;
+  mutable std::unordered_map<const Json*, std::vector<Resolved>> resolved_;  // per node
 };
 
 // Matching of qualified names against rule tables:

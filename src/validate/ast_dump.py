@@ -15,10 +15,11 @@ followed by n bytes of JSON. Replies:
    "message": "...", "line": L, "col": C}
 
 NODE is {"_type": "Call", "lineno": 1, "col_offset": 0, <field>: NODE | [NODE...] | value}.
-Fields that are None or empty lists are left out. `ctx` is given as its class name. Constant
-values are {"kind": "str"|"bytes"|"int"|"float"|"complex"|"bool"|"None"|"Ellipsis",
-"value": ...}: str as the text (lone surrogates replaced, and "lossy": true), bytes decoded as
-latin-1, every other kind as its repr.
+Fields that are None or empty lists are left out. `ctx` is given as its class name, and left
+out when it is Load. A Constant's "value" is always a string: str as the text (lone
+surrogates replaced, and "lossy": true), bytes decoded as latin-1, every other kind as its
+repr; "vkind" names the kind ("bytes", "int", "float", "complex", "bool", "None",
+"Ellipsis") and is left out for str.
 
 "identifiers" lists identifiers whose NFKC normal form differs from how they are written (the
 parser normalises them, so the tree alone cannot show the trick).
@@ -36,21 +37,26 @@ class TooDeep(Exception):
     pass
 
 
-def _constant(value):
+def _constant(out, value):
     if isinstance(value, str):
         try:
             value.encode("utf-8")
-            return {"kind": "str", "value": value}
+            out["value"] = value
         except UnicodeEncodeError:
-            text = value.encode("utf-8", "replace").decode("utf-8")
-            return {"kind": "str", "value": text, "lossy": True}
-    if isinstance(value, bytes):
-        return {"kind": "bytes", "value": value.decode("latin-1")}
-    if value is None:
-        return {"kind": "None", "value": "None"}
-    if value is Ellipsis:
-        return {"kind": "Ellipsis", "value": "..."}
-    return {"kind": type(value).__name__, "value": repr(value)}
+            out["value"] = value.encode("utf-8", "replace").decode("utf-8")
+            out["lossy"] = True
+    elif isinstance(value, bytes):
+        out["value"] = value.decode("latin-1")
+        out["vkind"] = "bytes"
+    elif value is None:
+        out["value"] = "None"
+        out["vkind"] = "None"
+    elif value is Ellipsis:
+        out["value"] = "..."
+        out["vkind"] = "Ellipsis"
+    else:
+        out["value"] = repr(value)
+        out["vkind"] = type(value).__name__
 
 
 def _node(node, depth):
@@ -70,7 +76,9 @@ def _node(node, depth):
         if value is None:
             continue
         if name == "ctx":
-            out["ctx"] = type(value).__name__
+            ctx_name = type(value).__name__
+            if ctx_name != "Load":
+                out["ctx"] = ctx_name
         elif isinstance(value, ast.AST):
             out[name] = _node(value, depth + 1)
         elif isinstance(value, list):
@@ -78,16 +86,20 @@ def _node(node, depth):
                 out[name] = [_node(v, depth + 1) if isinstance(v, ast.AST) else _plain(v)
                              for v in value]
         elif name == "value" and cls is ast.Constant:
-            out["value"] = _constant(value)
+            _constant(out, value)
         else:
             out[name] = _plain(value)
     return out
 
 
 def _plain(value):
-    if value is None or isinstance(value, (str, bool, int)):
-        if isinstance(value, str):
-            return _constant(value)["value"]
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")
+    if value is None or isinstance(value, (bool, int)):
         return value
     return repr(value)
 

@@ -1,6 +1,7 @@
 #include "validate/syntax_tree.hpp"
 
 #include <array>
+#include <unordered_map>
 
 namespace airlock::validate {
 
@@ -54,6 +55,11 @@ std::string_view Node::text(std::string_view field) const {
   return it->get_ref<const std::string&>();
 }
 
+std::string_view Node::ctx() const {
+  std::string_view value = text("ctx");
+  return value.empty() ? std::string_view("Load") : value;
+}
+
 std::vector<std::string_view> Node::texts(std::string_view field) const {
   std::vector<std::string_view> out;
   if (!json_) return out;
@@ -66,18 +72,16 @@ std::vector<std::string_view> Node::texts(std::string_view field) const {
 
 std::string_view Node::constant_kind() const {
   if (!is("Constant")) return {};
-  auto it = json_->find("value");
-  if (it == json_->end() || !it->is_object() || !it->contains("kind")) return {};
-  const auto& kind = (*it)["kind"];
-  return kind.is_string() ? std::string_view(kind.get_ref<const std::string&>()) : std::string_view();
+  auto it = json_->find("vkind");
+  if (it == json_->end()) return "str";
+  return it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
 }
 
 std::string_view Node::constant_text() const {
   if (!is("Constant")) return {};
   auto it = json_->find("value");
-  if (it == json_->end() || !it->is_object() || !it->contains("value")) return {};
-  const auto& value = (*it)["value"];
-  return value.is_string() ? std::string_view(value.get_ref<const std::string&>()) : std::string_view();
+  if (it == json_->end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
 }
 
 namespace {
@@ -134,9 +138,13 @@ constexpr std::array kKnownTypes = {
 }  // namespace
 
 bool is_known_node_type(std::string_view type, int minor) {
-  for (const auto& known : kKnownTypes)
-    if (known.name == type) return minor >= known.since_minor;
-  return false;
+  static const std::unordered_map<std::string_view, int> kSince = [] {
+    std::unordered_map<std::string_view, int> since;
+    for (const auto& known : kKnownTypes) since.emplace(known.name, known.since_minor);
+    return since;
+  }();
+  auto it = kSince.find(type);
+  return it != kSince.end() && minor >= it->second;
 }
 
 int newest_known_python_minor() { return 13; }

@@ -28,9 +28,12 @@ class Node {
   Node child(std::string_view field) const;             // a single node field, or invalid
   std::vector<Node> children(std::string_view field) const;  // a list field (missing = empty)
   std::string_view text(std::string_view field) const;  // an identifier/string field, or ""
+  // Name/Attribute/Subscript/...: "Load", "Store" or "Del" (the worker leaves Load out).
+  std::string_view ctx() const;
   std::vector<std::string_view> texts(std::string_view field) const;  // a list of strings
 
-  // Constant nodes: the value's kind ("str", "bytes", "int", ...) and text.
+  // Constant nodes: the value's kind ("str", "bytes", "int", ...; the worker leaves "str"
+  // out) and text.
   std::string_view constant_kind() const;
   std::string_view constant_text() const;
   bool is_string_constant() const { return is("Constant") && constant_kind() == "str"; }

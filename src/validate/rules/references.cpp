@@ -11,7 +11,7 @@ const NamePattern* find_pattern(const std::vector<NamePattern>& table, std::stri
 
 namespace {
 bool is_reference(const Node& node) {
-  if (node.is("Name")) return node.text("ctx") == "Load";
+  if (node.is("Name")) return node.ctx() == "Load";
   return node.is("Attribute");
 }
 }  // namespace

@@ -127,7 +127,7 @@ void check_attribute(const Node& node, Analysis& analysis) {
   if (!super_ok)
     check_attribute_name(node, attr, private_ok, analysis, "." + std::string(attr));
 
-  auto ctx = node.text("ctx");
+  auto ctx = node.ctx();
   if (ctx == "Store" || ctx == "Del") {
     for (const auto& base : analysis.resolve(value)) {
       if (base.kind == Resolved::Kind::object) continue;
@@ -142,7 +142,7 @@ void check_attribute(const Node& node, Analysis& analysis) {
 
 // A module may be named only to reach one of its attributes.
 void check_module_value(const Node& node, Analysis& analysis) {
-  if (node.is("Name") && node.text("ctx") == "Store") return;
+  if (node.is("Name") && node.ctx() == "Store") return;
   Node parent = analysis.parent();
   if (parent.is("Attribute") && parent.child("value") == node) return;
   for (const auto& r : analysis.resolve(node)) {
@@ -270,7 +270,7 @@ void check_reflection(const Node& node, Analysis& analysis) {
   std::string_view type = node.type_name();
   if (type == "Name") {
     check_name(node, analysis);
-    if (node.text("ctx") == "Load") check_reference_as_value(node, analysis);
+    if (node.ctx() == "Load") check_reference_as_value(node, analysis);
     check_module_value(node, analysis);
     report_reference(node, analysis, "reflection-frame", frame_functions());
   } else if (type == "Attribute") {
