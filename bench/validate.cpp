@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sandbox/sandbox.hpp"
+#include "validate/engine.hpp"
 #include "validate/parse_worker.hpp"
 #include "validate/validate.hpp"
 
@@ -121,8 +122,34 @@ void BM_ColdSandboxedDump(benchmark::State& state) {
   state.counters["lines"] = static_cast<double>(state.range(0));
 }
 
+// The parts of a warm check, measured apart: the worker's reply parsed into JSON, and the
+// rules over it (both in this process; the worker's own time is the rest).
+std::string worker_reply(const std::string& source) {
+  airlock::validate::ParseWorkerConfig config;
+  config.script = airlock::validate::default_parser_script();
+  airlock::validate::ParseWorker worker(config);
+  auto reply = worker.parse(source);
+  if (!reply.ok()) std::abort();
+  return reply->dump();
+}
+
+void BM_ReplyJsonParse(benchmark::State& state) {
+  std::string text = worker_reply(tool_source(static_cast<int>(state.range(0))));
+  measure(state, [&] { benchmark::DoNotOptimize(airlock::validate::Json::parse(text)); });
+  state.counters["reply_kb"] = static_cast<double>(text.size()) / 1024;
+}
+
+void BM_RulesOnly(benchmark::State& state) {
+  auto reply = airlock::validate::Json::parse(worker_reply(tool_source(static_cast<int>(state.range(0)))));
+  Policy policy;
+  airlock::validate::ExportTable exports;
+  measure(state, [&] { benchmark::DoNotOptimize(airlock::validate::analyze(reply, policy, exports)); });
+}
+
 }  // namespace
 
+BENCHMARK(BM_ReplyJsonParse)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RulesOnly)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WarmWorker)->Arg(300)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WarmWorker)->Arg(5000)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ColdPythonAstParse)->Arg(300)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
