@@ -223,9 +223,9 @@ std::vector<Resolved> Analysis::resolve_attribute(const Node& base,
 const std::vector<Resolved>& Analysis::resolve(const Node& expression) const {
   static const std::vector<Resolved> kNothing;
   if (!expression.valid()) return kNothing;
-  auto it = resolved_.find(expression.json());
+  auto it = resolved_.find(expression.data());
   if (it != resolved_.end()) return it->second;
-  return resolved_.emplace(expression.json(), resolve_uncached(expression)).first->second;
+  return resolved_.emplace(expression.data(), resolve_uncached(expression)).first->second;
 }
 
 std::vector<Resolved> Analysis::resolve_uncached(const Node& expression) const {

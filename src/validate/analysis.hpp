@@ -99,7 +99,7 @@ class Analysis {
   const ProgramFacts& facts_;
   std::vector<Finding> findings_;
   std::vector<Node> ancestors_;
-  mutable std::unordered_map<const Json*, std::vector<Resolved>> resolved_;  // per node
+  mutable std::unordered_map<const NodeData*, std::vector<Resolved>> resolved_;  // per node
 };
 
 // Matching of qualified names against rule tables:

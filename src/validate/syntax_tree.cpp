@@ -5,54 +5,84 @@
 
 namespace airlock::validate {
 
-bool Node::is_node(const Json& json) {
-  return json.is_object() && json.contains("_type") && json["_type"].is_string();
+bool SyntaxTree::is_node(const Json& json) {
+  if (!json.is_object()) return false;
+  auto it = json.find("_type");
+  return it != json.end() && it->is_string();
 }
 
-std::string_view Node::type_name() const {
-  if (!json_) return {};
-  return (*json_)["_type"].get_ref<const std::string&>();
+SyntaxTree::SyntaxTree(const Json& root) { root_ = is_node(root) ? add(root) : nullptr; }
+
+const NodeData* SyntaxTree::add(const Json& json) {
+  NodeData& data = nodes_.emplace_back();
+  for (const auto& [key, value] : json.items()) {
+    if (key == "_type") {
+      data.type = value.get_ref<const std::string&>();
+      continue;
+    }
+    if (key == "lineno") {
+      if (value.is_number_integer()) data.line = value.get<int>();
+      continue;
+    }
+    if (key == "col_offset") {
+      if (value.is_number_integer()) data.col = value.get<int>() + 1;
+      continue;
+    }
+    FieldData field;
+    field.name = key;
+    field.value = &value;
+    if (value.is_string()) {
+      field.text = value.get_ref<const std::string&>();
+    } else if (is_node(value)) {
+      field.node = add(value);
+    } else if (value.is_array()) {
+      for (const auto& item : value) {
+        if (is_node(item)) field.nodes.push_back(add(item));
+        else if (item.is_string()) field.texts.push_back(item.get_ref<const std::string&>());
+      }
+    }
+    data.fields.push_back(std::move(field));
+  }
+  return &data;
 }
 
-namespace {
-int int_field(const Json* json, const char* name) {
-  if (!json) return 0;
-  auto it = json->find(name);
-  if (it == json->end() || !it->is_number_integer()) return 0;
-  return it->get<int>();
-}
-}  // namespace
-
-int Node::line() const { return int_field(json_, "lineno"); }
-
-int Node::col() const {
-  if (!json_ || !json_->contains("col_offset")) return 0;
-  return int_field(json_, "col_offset") + 1;
-}
+std::string_view Node::type_name() const { return data_ ? data_->type : std::string_view(); }
+int Node::line() const { return data_ ? data_->line : 0; }
+int Node::col() const { return data_ ? data_->col : 0; }
 
 Node Node::child(std::string_view field) const {
-  if (!json_) return {};
-  auto it = json_->find(field);
-  if (it == json_->end()) return {};
-  return Node(&*it);
+  if (!data_) return {};
+  const FieldData* f = data_->field(field);
+  return f ? Node(f->node) : Node();
 }
 
 std::vector<Node> Node::children(std::string_view field) const {
   std::vector<Node> out;
-  if (!json_) return out;
-  auto it = json_->find(field);
-  if (it == json_->end() || !it->is_array()) return out;
-  out.reserve(it->size());
-  for (const auto& item : *it)
-    if (is_node(item)) out.emplace_back(&item);
+  if (!data_) return out;
+  const FieldData* f = data_->field(field);
+  if (!f) return out;
+  out.reserve(f->nodes.size());
+  for (const NodeData* item : f->nodes) out.emplace_back(item);
   return out;
 }
 
 std::string_view Node::text(std::string_view field) const {
-  if (!json_) return {};
-  auto it = json_->find(field);
-  if (it == json_->end() || !it->is_string()) return {};
-  return it->get_ref<const std::string&>();
+  if (!data_) return {};
+  const FieldData* f = data_->field(field);
+  return f ? f->text : std::string_view();
+}
+
+std::vector<std::string_view> Node::texts(std::string_view field) const {
+  if (!data_) return {};
+  const FieldData* f = data_->field(field);
+  return f ? f->texts : std::vector<std::string_view>();
+}
+
+long Node::integer(std::string_view field, long missing) const {
+  if (!data_) return missing;
+  const FieldData* f = data_->field(field);
+  if (!f || !f->value || !f->value->is_number_integer()) return missing;
+  return f->value->get<long>();
 }
 
 std::string_view Node::ctx() const {
@@ -60,28 +90,15 @@ std::string_view Node::ctx() const {
   return value.empty() ? std::string_view("Load") : value;
 }
 
-std::vector<std::string_view> Node::texts(std::string_view field) const {
-  std::vector<std::string_view> out;
-  if (!json_) return out;
-  auto it = json_->find(field);
-  if (it == json_->end() || !it->is_array()) return out;
-  for (const auto& item : *it)
-    if (item.is_string()) out.push_back(item.get_ref<const std::string&>());
-  return out;
-}
-
 std::string_view Node::constant_kind() const {
   if (!is("Constant")) return {};
-  auto it = json_->find("vkind");
-  if (it == json_->end()) return "str";
-  return it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view();
+  const FieldData* f = data_->field("vkind");
+  return f ? f->text : std::string_view("str");
 }
 
 std::string_view Node::constant_text() const {
   if (!is("Constant")) return {};
-  auto it = json_->find("value");
-  if (it == json_->end() || !it->is_string()) return {};
-  return it->get_ref<const std::string&>();
+  return text("value");
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // {"_type": "Call", "lineno": 3, "col_offset": 4, "func": {...}, "args": [...]}.
 #pragma once
 
+#include <deque>
 #include <string_view>
 #include <vector>
 
@@ -11,14 +12,15 @@ namespace airlock::validate {
 
 using Json = nlohmann::json;
 
+struct NodeData;
+
+// One node of a SyntaxTree. Cheap to copy; valid while its tree lives.
 class Node {
  public:
   Node() = default;
-  explicit Node(const Json* json) : json_(json && is_node(*json) ? json : nullptr) {}
+  explicit Node(const NodeData* data) : data_(data) {}
 
-  static bool is_node(const Json& json);
-
-  bool valid() const { return json_ != nullptr; }
+  bool valid() const { return data_ != nullptr; }
   explicit operator bool() const { return valid(); }
   bool is(std::string_view type) const { return valid() && type_name() == type; }
   std::string_view type_name() const;
@@ -28,9 +30,10 @@ class Node {
   Node child(std::string_view field) const;             // a single node field, or invalid
   std::vector<Node> children(std::string_view field) const;  // a list field (missing = empty)
   std::string_view text(std::string_view field) const;  // an identifier/string field, or ""
+  std::vector<std::string_view> texts(std::string_view field) const;  // a list of strings
+  long integer(std::string_view field, long missing = 0) const;  // an integer field
   // Name/Attribute/Subscript/...: "Load", "Store" or "Del" (the worker leaves Load out).
   std::string_view ctx() const;
-  std::vector<std::string_view> texts(std::string_view field) const;  // a list of strings
 
   // Constant nodes: the value's kind ("str", "bytes", "int", ...; the worker leaves "str"
   // out) and text.
@@ -40,23 +43,58 @@ class Node {
 
   // Every node directly below this one, in field order.
   template <typename F>
-  void for_each_child(F&& visit) const {
-    if (!json_) return;
-    for (const auto& [key, value] : json_->items()) {
-      if (value.is_object()) {
-        if (is_node(value)) visit(Node(&value));
-      } else if (value.is_array()) {
-        for (const auto& item : value)
-          if (item.is_object() && is_node(item)) visit(Node(&item));
-      }
-    }
-  }
+  void for_each_child(F&& visit) const;
 
-  const Json* json() const { return json_; }
-  bool operator==(const Node& other) const { return json_ == other.json_; }
+  const NodeData* data() const { return data_; }
+  bool operator==(const Node& other) const { return data_ == other.data_; }
 
  private:
-  const Json* json_ = nullptr;
+  const NodeData* data_ = nullptr;
+};
+
+struct FieldData {
+  std::string_view name;
+  const NodeData* node = nullptr;        // a single node
+  std::vector<const NodeData*> nodes;    // a list of nodes
+  std::string_view text;                 // a string
+  std::vector<std::string_view> texts;   // a list of strings
+  const Json* value = nullptr;           // the value as the worker sent it
+};
+
+struct NodeData {
+  std::string_view type;
+  int line = 0;
+  int col = 0;
+  std::vector<FieldData> fields;
+  const FieldData* field(std::string_view name) const {
+    for (const auto& f : fields)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+};
+
+template <typename F>
+void Node::for_each_child(F&& visit) const {
+  if (!data_) return;
+  for (const auto& field : data_->fields) {
+    if (field.node) visit(Node(field.node));
+    for (const NodeData* item : field.nodes) visit(Node(item));
+  }
+}
+
+// The worker's JSON tree, indexed once for the rules (the JSON must outlive it).
+class SyntaxTree {
+ public:
+  explicit SyntaxTree(const Json& root);
+  SyntaxTree(const SyntaxTree&) = delete;
+  SyntaxTree& operator=(const SyntaxTree&) = delete;
+  Node root() const { return Node(root_); }
+  static bool is_node(const Json& json);
+
+ private:
+  const NodeData* add(const Json& json);
+  std::deque<NodeData> nodes_;
+  const NodeData* root_ = nullptr;
 };
 
 // Whether `type` is an ast node class of Python 3.`minor` (the engine's list; anything else

@@ -32,8 +32,7 @@ void check_import(const Node& node, Analysis& analysis) {
 void check_import_from(const Node& node, Analysis& analysis) {
   const Policy& policy = analysis.policy();
   std::string module(node.text("module"));
-  const Json* level = node.json() ? &(*node.json())["level"] : nullptr;
-  if (level && level->is_number_integer() && level->get<int>() > 0) {
+  if (node.integer("level") > 0) {
     analysis.report(node, "import-relative",
                     "relative import: a tool is a single file and may import only allowed "
                     "modules by absolute name");
