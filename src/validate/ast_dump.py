@@ -10,16 +10,19 @@ Runs inside an Airlock sandbox (no network, small limits). Modes:
 Framing (serve): a request is "<n>\\n" followed by n bytes of source; a reply is "<n>\\n"
 followed by n bytes of JSON. Replies:
 
-  {"ok": true, "python": [3, 11], "tree": NODE, "identifiers": [...]}
+  {"ok": true, "python": [3, 11], "types": [...], "fields": [[...], ...], "tree": NODE,
+   "identifiers": [...]}
   {"ok": false, "error": "syntax_error"|"too_deep"|"decode_error"|"internal",
    "message": "...", "line": L, "col": C}
 
-NODE is {"_type": "Call", "lineno": 1, "col_offset": 0, <field>: NODE | [NODE...] | value}.
-Fields that are None or empty lists are left out. `ctx` is given as its class name, and left
-out when it is Load. A Constant's "value" is always a string: str as the text (lone
-surrogates replaced, and "lossy": true), bytes decoded as latin-1, every other kind as its
-repr; "vkind" names the kind ("bytes", "int", "float", "complex", "bool", "None",
-"Ellipsis") and is left out for str.
+NODE is an array: [type index, lineno, col_offset, value of field 1, value of field 2, ...]
+where types[index] is the node's class name ("Call") and fields[index] its field names in
+order (`_fields`); lineno and col_offset are null for nodes without a position. A field value
+is a NODE, a list (of NODEs or strings), a string, a number, true/false or null (None). `ctx`
+is given as its class name, and null when it is Load. A Constant's value is a string when it
+is a str (lone surrogates replaced), otherwise {"vkind": "bytes"|"int"|"float"|"complex"|
+"bool"|"None"|"Ellipsis", "value": text} (bytes decoded as latin-1, the rest as repr). Arrays
+keep the reply small and quick to build and to read: a 300-line tool is ~90 KB.
 
 "identifiers" lists identifiers whose NFKC normal form differs from how they are written (the
 parser normalises them, so the tree alone cannot show the trick).
@@ -30,78 +33,68 @@ import sys
 import unicodedata
 
 MAX_DEPTH = 400
-_fields_of = {}
 
 
 class TooDeep(Exception):
     pass
 
 
-def _constant(out, value):
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            out["value"] = value
-        except UnicodeEncodeError:
-            out["value"] = value.encode("utf-8", "replace").decode("utf-8")
-            out["lossy"] = True
-    elif isinstance(value, bytes):
-        out["value"] = value.decode("latin-1")
-        out["vkind"] = "bytes"
-    elif value is None:
-        out["value"] = "None"
-        out["vkind"] = "None"
-    elif value is Ellipsis:
-        out["value"] = "..."
-        out["vkind"] = "Ellipsis"
-    else:
-        out["value"] = repr(value)
-        out["vkind"] = type(value).__name__
+_type_index = {}  # class -> index into _types / _fields (grows, never reordered)
+_types = []
+_fields = []
 
 
-def _node(node, depth):
-    if depth > MAX_DEPTH:
-        raise TooDeep()
-    cls = type(node)
-    fields = _fields_of.get(cls)
-    if fields is None:
-        fields = _fields_of[cls] = cls._fields
-    out = {"_type": cls.__name__}
-    lineno = getattr(node, "lineno", None)
-    if lineno is not None:
-        out["lineno"] = lineno
-        out["col_offset"] = node.col_offset
-    for name in fields:
-        value = getattr(node, name, None)
-        if value is None:
-            continue
-        if name == "ctx":
-            ctx_name = type(value).__name__
-            if ctx_name != "Load":
-                out["ctx"] = ctx_name
-        elif isinstance(value, ast.AST):
-            out[name] = _node(value, depth + 1)
-        elif isinstance(value, list):
-            if value:
-                out[name] = [_node(v, depth + 1) if isinstance(v, ast.AST) else _plain(v)
-                             for v in value]
-        elif name == "value" and cls is ast.Constant:
-            _constant(out, value)
-        else:
-            out[name] = _plain(value)
-    return out
-
-
-def _plain(value):
+def _constant(value):
     if isinstance(value, str):
         try:
             value.encode("utf-8")
             return value
         except UnicodeEncodeError:
             return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, bytes):
+        return {"vkind": "bytes", "value": value.decode("latin-1")}
+    if value is None:
+        return {"vkind": "None", "value": "None"}
+    if value is Ellipsis:
+        return {"vkind": "Ellipsis", "value": "..."}
+    return {"vkind": type(value).__name__, "value": repr(value)}
+
+
+def _plain(value):
+    if isinstance(value, str):
+        return _constant(value)
     if value is None or isinstance(value, (bool, int)):
         return value
     return repr(value)
+
+
+def _node(node, depth):
+    if depth > MAX_DEPTH:
+        raise TooDeep()
+    cls = type(node)
+    index = _type_index.get(cls)
+    if index is None:
+        index = _type_index[cls] = len(_types)
+        _types.append(cls.__name__)
+        _fields.append(list(cls._fields))
+    lineno = getattr(node, "lineno", None)
+    out = [index, lineno, node.col_offset if lineno is not None else None]
+    depth += 1
+    for name in cls._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            if name == "ctx":
+                ctx_name = type(value).__name__
+                out.append(None if ctx_name == "Load" else ctx_name)
+            else:
+                out.append(_node(value, depth))
+        elif isinstance(value, list):
+            out.append([_node(v, depth) if isinstance(v, ast.AST) else _plain(v) for v in value])
+        elif cls is ast.Constant and name == "value":
+            out.append(_constant(value))
+        else:
+            out.append(_plain(value))
+    return out
 
 
 def _changed_identifiers(source_bytes):
@@ -139,8 +132,8 @@ def parse(source_bytes):
     except (TooDeep, RecursionError):
         return {"ok": False, "error": "too_deep",
                 "message": "syntax tree nested deeper than %d" % MAX_DEPTH, "line": 0, "col": 0}
-    return {"ok": True, "python": list(sys.version_info[:2]), "tree": dumped,
-            "identifiers": _changed_identifiers(source_bytes)}
+    return {"ok": True, "python": list(sys.version_info[:2]), "types": _types,
+            "fields": _fields, "tree": dumped, "identifiers": _changed_identifiers(source_bytes)}
 
 
 def _reply(stream, obj):

@@ -74,10 +74,7 @@ std::vector<Finding> analyze(const Json& reply, const Policy& policy, const Expo
   int minor = python_minor(reply);
   if (minor < 0)
     return {{"parse-failed", "the parse worker's interpreter is not Python 3", 0, 0, Severity::error}};
-  auto tree_json = reply.find("tree");
-  if (tree_json == reply.end())
-    return {{"parse-failed", "the parse worker returned no module", 0, 0, Severity::error}};
-  SyntaxTree tree(*tree_json);
+  SyntaxTree tree(reply);
   Node module = tree.root();
   if (!module.is("Module"))
     return {{"parse-failed", "the parse worker returned no module", 0, 0, Severity::error}};
@@ -101,7 +98,7 @@ std::set<std::string> modules_to_introspect(const Json& reply, const Policy& pol
   for (const auto& entry : policy.allowed_imports)
     if (entry.find('*') == std::string::npos) modules.insert(entry);
   if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("tree")) return modules;
-  SyntaxTree tree(*reply.find("tree"));
+  SyntaxTree tree(reply);
   Node module = tree.root();
   ProgramFacts facts = gather_facts(module, policy);
   for (const auto& m : facts.imported_modules)

@@ -11,7 +11,86 @@ bool SyntaxTree::is_node(const Json& json) {
   return it != json.end() && it->is_string();
 }
 
-SyntaxTree::SyntaxTree(const Json& root) { root_ = is_node(root) ? add(root) : nullptr; }
+SyntaxTree::SyntaxTree(const Json& reply_or_root) {
+  if (is_node(reply_or_root)) {
+    root_ = add(reply_or_root);
+    return;
+  }
+  // A worker reply: {"types": [...], "fields": [[...]], "tree": [...]}.
+  if (!reply_or_root.is_object()) return;
+  auto types = reply_or_root.find("types");
+  auto fields = reply_or_root.find("fields");
+  auto tree = reply_or_root.find("tree");
+  if (tree == reply_or_root.end()) return;
+  if (is_node(*tree)) {
+    root_ = add(*tree);
+    return;
+  }
+  if (types == reply_or_root.end() || fields == reply_or_root.end() || !types->is_array() ||
+      !fields->is_array() || types->size() != fields->size())
+    return;
+  // (string_views into the reply: no temporaries)
+  auto view = [](const Json& j) {
+    return j.is_string() ? std::string_view(j.get_ref<const std::string&>()) : std::string_view();
+  };
+  for (const auto& t : *types) types_.push_back(view(t));
+  for (const auto& f : *fields) {
+    auto& names = fields_.emplace_back();
+    if (f.is_array())
+      for (const auto& n : f) names.push_back(view(n));
+  }
+  if (is_compact_node(*tree)) root_ = add_compact(*tree);
+}
+
+bool SyntaxTree::is_compact_node(const Json& json) {
+  return json.is_array() && json.size() >= 3 && json[0].is_number_unsigned();
+}
+
+void SyntaxTree::set_value(FieldData& field, const Json& value) {
+  field.value = &value;
+  if (value.is_string()) {
+    field.text = value.get_ref<const std::string&>();
+  } else if (is_compact_node(value)) {
+    field.node = add_compact(value);
+  } else if (value.is_array()) {
+    for (const auto& item : value) {
+      if (is_compact_node(item)) field.nodes.push_back(add_compact(item));
+      else if (item.is_string()) field.texts.push_back(item.get_ref<const std::string&>());
+    }
+  } else if (value.is_object()) {
+    // A Constant's non-str value: {"vkind": ..., "value": ...}.
+    auto text = value.find("value");
+    if (text != value.end() && text->is_string()) field.text = text->get_ref<const std::string&>();
+  }
+}
+
+const NodeData* SyntaxTree::add_compact(const Json& json) {
+  auto index = json[0].get<std::size_t>();
+  NodeData& data = nodes_.emplace_back();
+  data.type = index < types_.size() ? types_[index] : std::string_view("<unknown type index>");
+  if (json[1].is_number_integer()) data.line = json[1].get<int>();
+  if (json[2].is_number_integer()) data.col = json[2].get<int>() + 1;
+  static const std::vector<std::string_view> kNoNames;
+  const auto& names = index < fields_.size() ? fields_[index] : kNoNames;
+  for (std::size_t i = 3; i < json.size(); ++i) {
+    const Json& value = json[i];
+    if (value.is_null()) continue;
+    FieldData field;
+    field.name = i - 3 < names.size() ? names[i - 3] : std::string_view("<extra>");
+    set_value(field, value);
+    if (value.is_object() && field.name == "value") {
+      auto kind = value.find("vkind");
+      FieldData vkind;
+      vkind.name = "vkind";
+      if (kind != value.end() && kind->is_string()) vkind.text = kind->get_ref<const std::string&>();
+      data.fields.push_back(std::move(field));
+      data.fields.push_back(std::move(vkind));
+      continue;
+    }
+    data.fields.push_back(std::move(field));
+  }
+  return &data;
+}
 
 const NodeData* SyntaxTree::add(const Json& json) {
   NodeData& data = nodes_.emplace_back();

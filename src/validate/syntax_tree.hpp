@@ -82,10 +82,13 @@ void Node::for_each_child(F&& visit) const {
   }
 }
 
-// The worker's JSON tree, indexed once for the rules (the JSON must outlive it).
+// The worker's JSON tree, indexed once for the rules (the JSON must outlive it). Two forms:
+// the worker's compact one (arrays: [type index, lineno, col_offset, field values...] with
+// the reply's "types" and "fields" tables) and objects ({"_type": ..., "lineno": ..., field:
+// value}) for trees written by hand.
 class SyntaxTree {
  public:
-  explicit SyntaxTree(const Json& root);
+  explicit SyntaxTree(const Json& reply_or_root);
   SyntaxTree(const SyntaxTree&) = delete;
   SyntaxTree& operator=(const SyntaxTree&) = delete;
   Node root() const { return Node(root_); }
@@ -93,7 +96,12 @@ class SyntaxTree {
 
  private:
   const NodeData* add(const Json& json);
+  const NodeData* add_compact(const Json& json);
+  static bool is_compact_node(const Json& json);
+  void set_value(FieldData& field, const Json& value);
   std::deque<NodeData> nodes_;
+  std::vector<std::string_view> types_;
+  std::vector<std::vector<std::string_view>> fields_;
   const NodeData* root_ = nullptr;
 };
 
