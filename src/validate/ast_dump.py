@@ -39,7 +39,8 @@ class TooDeep(Exception):
     pass
 
 
-_type_index = {}  # class -> index into _types / _fields (grows, never reordered)
+_AST = ast.AST
+_type_index = {}  # class -> (index into _types/_fields, _fields, is Constant); only grows
 _types = []
 _fields = []
 
@@ -60,40 +61,36 @@ def _constant(value):
     return {"vkind": type(value).__name__, "value": repr(value)}
 
 
-def _plain(value):
-    if isinstance(value, str):
-        return _constant(value)
-    if value is None or isinstance(value, (bool, int)):
-        return value
-    return repr(value)
-
-
 def _node(node, depth):
+    """One node and everything below it, as the compact array form (see the module doc)."""
     if depth > MAX_DEPTH:
         raise TooDeep()
-    cls = type(node)
-    index = _type_index.get(cls)
-    if index is None:
-        index = _type_index[cls] = len(_types)
+    cls = node.__class__
+    entry = _type_index.get(cls)
+    if entry is None:
+        entry = _type_index[cls] = (len(_types), cls._fields, cls is ast.Constant)
         _types.append(cls.__name__)
         _fields.append(list(cls._fields))
-    lineno = getattr(node, "lineno", None)
-    out = [index, lineno, node.col_offset if lineno is not None else None]
+    index, fields, is_constant = entry
+    attributes = node.__dict__
+    lineno = attributes.get("lineno")
+    out = [index, lineno, attributes.get("col_offset") if lineno is not None else None]
     depth += 1
-    for name in cls._fields:
-        value = getattr(node, name, None)
-        if isinstance(value, ast.AST):
+    for name in fields:
+        value = attributes.get(name)
+        if value.__class__ is list:
+            out.append([_node(v, depth) if isinstance(v, _AST) else v for v in value])
+        elif isinstance(value, _AST):
             if name == "ctx":
-                ctx_name = type(value).__name__
+                ctx_name = value.__class__.__name__
                 out.append(None if ctx_name == "Load" else ctx_name)
             else:
                 out.append(_node(value, depth))
-        elif isinstance(value, list):
-            out.append([_node(v, depth) if isinstance(v, ast.AST) else _plain(v) for v in value])
-        elif cls is ast.Constant and name == "value":
+        elif is_constant and name == "value":
             out.append(_constant(value))
         else:
-            out.append(_plain(value))
+            # identifiers, ints (conversion, level, simple), True/False/None: JSON as they are
+            out.append(value)
     return out
 
 
