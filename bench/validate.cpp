@@ -146,8 +146,52 @@ void BM_RulesOnly(benchmark::State& state) {
   measure(state, [&] { benchmark::DoNotOptimize(airlock::validate::analyze(reply, policy, exports)); });
 }
 
+// The worker's round trip alone (request, parse, reply), for a one-line and a 300-line source.
+void BM_WorkerRoundTrip(benchmark::State& state) {
+  std::string source = state.range(0) <= 1 ? std::string("x = 1\n") : tool_source(static_cast<int>(state.range(0)));
+  airlock::validate::ParseWorkerConfig config;
+  config.script = airlock::validate::default_parser_script();
+  airlock::validate::ParseWorker worker(config);
+  if (!worker.parse(source).ok()) std::abort();
+  measure(state, [&] {
+    if (!worker.parse(source).ok()) std::abort();
+  });
+}
+
+// The floor under any design that uses the interpreter's own ast module: ast.parse alone,
+// repeated inside one running python3 (no process start, no JSON, no rules).
+void BM_AstParseFloor(benchmark::State& state) {
+  std::string source = tool_source(static_cast<int>(state.range(0)));
+  std::string path = "/tmp/airlock-bench-validate-" + std::to_string(getpid()) + ".py";
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) std::abort();
+  fwrite(source.data(), 1, source.size(), f);
+  fclose(f);
+  std::string script =
+      "import ast, sys, time\n"
+      "b = open(sys.argv[1], 'rb').read()\n"
+      "ts = []\n"
+      "for _ in range(200):\n"
+      "    t = time.perf_counter(); ast.parse(b); ts.append((time.perf_counter() - t) * 1e3)\n"
+      "ts.sort(); print(ts[100], ts[198])\n";
+  std::string command = "/usr/bin/python3 -c \"" + script + "\" " + path;
+  double p50 = 0, p99 = 0;
+  for (auto _ : state) {
+    FILE* p = popen(command.c_str(), "r");
+    if (!p || fscanf(p, "%lf %lf", &p50, &p99) != 2) std::abort();
+    pclose(p);
+    state.SetIterationTime(p50 / 1000);
+  }
+  unlink(path.c_str());
+  state.counters["p50_ms"] = p50;
+  state.counters["p99_ms"] = p99;
+}
+
 }  // namespace
 
+BENCHMARK(BM_AstParseFloor)->Arg(300)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WorkerRoundTrip)->Arg(1)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WorkerRoundTrip)->Arg(300)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReplyJsonParse)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RulesOnly)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_WarmWorker)->Arg(300)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
