@@ -260,6 +260,8 @@ const Case kFormatCases[] = {
     {"NestedFieldInSpec", "'{:{0.__class__}}'.format(1)\n", "reflection-format"},
     {"TemplateFromVariable", "t = input()\nt.format(1)\n", "reflection-format"},
     {"TemplateFromConstant", "T = '{0.__class__}'\nT.format(1)\n", "reflection-format"},
+    {"FormatterGetField", "import string\nstring.Formatter().get_field('0.__class__', (1,), {})\n",
+     "reflection-format"},
     {"TemplateConcatenated", "('{0.' + '__class__}').format(1)\n", "reflection-format"},
 };
 

@@ -65,6 +65,20 @@ void check_format_strings(const Node& node, Analysis& analysis) {
   auto func = node.child("func");
   if (!func.is("Attribute")) return;
   auto method = func.text("attr");
+  // Formatter().get_field("0.__class__", args, kwargs) looks the field up directly.
+  if (method == "get_field") {
+    auto receiver = func.child("value");
+    bool formatter = receiver.is("Call") && callee_matches(receiver, analysis, "string.Formatter");
+    for (const auto& r : analysis.resolve(receiver))
+      if (name_matches("string.Formatter", r.name)) formatter = true;
+    if (!formatter && !analysis.program_imports("string")) return;
+    auto field = analysis.literal_string(Analysis::argument(node, 0, "field_name"));
+    if (!field || field->find_first_of(".[") != std::string::npos)
+      analysis.report(node, "reflection-format",
+                      ".get_field(...) with a field that is not a literal plain name: it reads "
+                      "attributes and items");
+    return;
+  }
   if (method != "format" && method != "format_map" && method != "vformat") return;
   auto receiver = func.child("value");
   // "literal".format(...)
