@@ -15,7 +15,7 @@ PACKAGES=(
   # DLP: Vectorscan and RE2
   libvectorscan-dev libre2-dev
   # runtime: tools run by the sandbox, demo and tests
-  python3 procps curl openssl redis-server redis-tools
+  python3 python3-yaml procps curl openssl redis-server redis-tools
   # benchmarks: the reference sandbox
   bubblewrap
 )

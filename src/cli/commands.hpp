@@ -26,5 +26,6 @@ void add_serve_command(CLI::App& app, ExitStatus& status);
 void add_client_commands(CLI::App& app, ExitStatus& status);
 void add_audit_command(CLI::App& app, ExitStatus& status);
 void add_scan_command(CLI::App& app, ExitStatus& status);
+void add_validate_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   airlock::cli::add_client_commands(app, status);
   airlock::cli::add_audit_command(app, status);
   airlock::cli::add_scan_command(app, status);
+  airlock::cli::add_validate_command(app, status);
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

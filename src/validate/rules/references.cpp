@@ -1,0 +1,81 @@
+// Helpers the rule families share: matching what a node refers to against a table.
+#include "validate/rules/rules.hpp"
+
+namespace airlock::validate::rules {
+
+const NamePattern* find_pattern(const std::vector<NamePattern>& table, std::string_view name) {
+  for (const auto& row : table)
+    if (name_matches(row.pattern, name)) return &row;
+  return nullptr;
+}
+
+namespace {
+bool is_reference(const Node& node) {
+  if (node.is("Name")) return node.ctx() == "Load";
+  return node.is("Attribute");
+}
+}  // namespace
+
+bool report_reference(const Node& node, Analysis& analysis, std::string_view rule,
+                      const std::vector<NamePattern>& table) {
+  if (!is_reference(node)) return false;
+  for (const auto& r : analysis.resolve(node)) {
+    const NamePattern* row = find_pattern(table, r.name);
+    if (!row) row = find_pattern(table, r.spelled);
+    if (!row) continue;
+    std::string what = r.spelled == r.name ? r.name : r.spelled + " (" + r.name + ")";
+    analysis.report(node, rule, what + ": " + std::string(row->reason));
+    return true;
+  }
+  return false;
+}
+
+bool callee_matches(const Node& call, const Analysis& analysis, std::string_view pattern) {
+  if (!call.is("Call")) return false;
+  for (const auto& r : analysis.resolve(call.child("func")))
+    if (name_matches(pattern, r.name) || name_matches(pattern, r.spelled)) return true;
+  return false;
+}
+
+}  // namespace airlock::validate::rules
+
+namespace airlock::validate::rules {
+
+bool report_imports(const Node& node, Analysis& analysis, std::string_view rule,
+                    const std::vector<NamePattern>& table) {
+  bool reported = false;
+  if (node.is("Import")) {
+    for (const auto& alias : node.children("names")) {
+      std::string module = canonical_module_name(alias.text("name"));
+      if (const auto* row = find_pattern(table, module)) {
+        analysis.report(alias, rule, "import " + module + ": " + std::string(row->reason));
+        reported = true;
+      }
+    }
+  } else if (node.is("ImportFrom")) {
+    std::string module = canonical_module_name(node.text("module"));
+    for (const auto& alias : node.children("names")) {
+      std::string qualified = module + "." + std::string(alias.text("name"));
+      const auto* row = find_pattern(table, module);
+      if (!row) row = find_pattern(table, qualified);
+      if (!row) {
+        // What the name is when the module re-exports it (`from m import system`).
+        if (const auto* attr = analysis.exported(module, alias.text("name"))) {
+          std::string canonical = attr->kind == ExportedAttribute::Kind::module
+                                      ? canonical_module_name(attr->origin)
+                                      : canonical_callable_name(*attr);
+          row = find_pattern(table, canonical);
+        }
+      }
+      if (row) {
+        analysis.report(alias, rule, "from " + module + " import " +
+                                         std::string(alias.text("name")) + ": " +
+                                         std::string(row->reason));
+        reported = true;
+      }
+    }
+  }
+  return reported;
+}
+
+}  // namespace airlock::validate::rules
