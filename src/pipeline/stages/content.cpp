@@ -1,0 +1,103 @@
+#include "pipeline/stages/content.hpp"
+
+#include <set>
+
+namespace airlock::pipeline {
+namespace {
+
+validate::Policy policy_for(const policy::ToolConfig& tool) {
+  validate::Policy p;
+  for (const auto& m : tool.validation.allow_imports) p.allowed_imports.insert(m);
+  if (!tool.validation.write_roots.empty()) p.write_roots = tool.validation.write_roots;
+  if (!tool.validation.read_roots.empty()) p.read_roots = tool.validation.read_roots;
+  p.allow_dynamic_paths = tool.validation.allow_dynamic_paths;
+  const std::string& interp = tool.runtime.interpreter;
+  p.interpreter = interp.find('/') == std::string::npos ? "/usr/bin/" + interp : interp;
+  return p;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const policy::Config& config) {
+  auto stage = std::make_unique<ValidateCodeStage>();
+  for (const auto& tool : config.tools) {
+    if (tool.runtime.kind != policy::ToolRuntime::Kind::python_code) continue;
+    validate::Policy p = policy_for(tool);
+    // The hosts the code may name: its validation list and its egress rules (same matching).
+    std::vector<std::string> hosts = tool.validation.allow_hosts;
+    for (const auto& rule : tool.network.allow) hosts.push_back(rule.host);
+    auto allow = validate::HostAllowlist::parse(hosts);
+    if (!allow) return Error::make("config", tool.where + ": tool " + tool.name + ": " + allow.error().message);
+    p.allowed_hosts = std::move(*allow);
+    if (auto warmed = stage->validator_.prepare(p); !warmed)
+      return Error::make("setup", "tool " + tool.name + ": the code validator could not start: " +
+                                      warmed.error().message);
+    stage->policies_[tool.name] = std::move(p);
+  }
+  return stage;
+}
+
+std::optional<InvocationError> ValidateCodeStage::run(Invocation& inv) {
+  auto policy = policies_.find(inv.tool_name);
+  if (policy == policies_.end()) return std::nullopt;  // not a python-code tool
+  if (!inv.arguments.contains("code") || !inv.arguments["code"].is_string())
+    return InvocationError{"invalid_input", "python-code tools take the code as a string in \"code\"",
+                           "denied", 400, "/arguments/code"};
+  validate::Report report = validator_.check(inv.arguments["code"].get<std::string>(), policy->second);
+  for (const auto& f : report.findings)
+    inv.validator_findings.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line},
+                                      {"col", f.col}, {"severity", validate::severity_name(f.severity)}});
+  if (report.verdict == validate::Verdict::accept) return std::nullopt;
+  const auto& first = report.findings.front();
+  std::string message = "the code was rejected: " + first.rule + " at line " + std::to_string(first.line) + ": " +
+                        first.message;
+  if (report.findings.size() > 1) message += " (and " + std::to_string(report.findings.size() - 1) + " more)";
+  return InvocationError{"code_rejected", message, "denied", 422, ""};
+}
+
+Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& config) {
+  dlp::Policy p = dlp::Policy::defaults();
+  if (!config.dlp_policy.empty()) {
+    auto loaded = dlp::load_policy_file(config.dlp_policy);
+    if (!loaded) return loaded.error();
+    p = std::move(*loaded);
+  }
+  auto scanner = dlp::Scanner::create(p);
+  if (!scanner) return scanner.error();
+  return std::make_shared<const dlp::Scanner>(std::move(*scanner));
+}
+
+std::optional<InvocationError> ScanStage::run(Invocation& inv) {
+  const bool input = direction_ == Direction::input;
+  nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
+  if (!value) return std::nullopt;
+  const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  dlp::ScanResult result = scanner_->scan(text);
+  if (result.findings.empty()) return std::nullopt;
+  std::set<std::string> detectors;
+  for (const auto& f : result.findings) detectors.insert(std::string(f.detector));
+  std::string found;
+  for (const auto& d : detectors) found += (found.empty() ? "" : ", ") + d;
+  if (result.blocked) {
+    // The content itself never appears: only which detectors fired.
+    if (!input) inv.output.reset();
+    return InvocationError{"dlp_blocked",
+                           std::string("the ") + (input ? "arguments contain" : "result contains") +
+                               " data the DLP policy blocks (" + found + ")",
+                           "denied", 422, ""};
+  }
+  std::string redacted = scanner_->redact(text, result);
+  nlohmann::json replaced = nlohmann::json::parse(redacted, nullptr, /*allow_exceptions=*/false);
+  if (replaced.is_discarded())  // redaction must leave valid JSON; if not, withhold (fail closed)
+    return InvocationError{"dlp_blocked", "redacting the " + std::string(input ? "arguments" : "result") +
+                                              " did not leave valid JSON (" + found + "), so it is withheld",
+                           "denied", 422, ""};
+  for (const auto& f : result.findings)
+    if (f.action != dlp::Action::allow)
+      inv.redactions.push_back({std::string(f.detector), input ? "input" : "output"});
+  *value = std::move(replaced);
+  (input ? inv.redacted_input : inv.redacted_output) = redacted;
+  return std::nullopt;
+}
+
+}  // namespace airlock::pipeline
