@@ -1,6 +1,6 @@
 // Policy files, in the style of Kubernetes manifests (docs/dlp.md has the format):
 //
-//   apiVersion: airlock/v1
+//   apiVersion: airlock.dev/v1
 //   kind: DlpPolicy
 //   spec:
 //     thresholds: {redact: 0.5, block: 0.8}
@@ -98,8 +98,8 @@ class PolicyReader {
   Policy read(const YAML::Node& root) const {
     expect_map(root, "document");
     only_keys(root, "document", {"apiVersion", "kind", "metadata", "spec"});
-    if (!root["apiVersion"] || string_at(root["apiVersion"], "apiVersion") != "airlock/v1")
-      fail(root["apiVersion"] ? root["apiVersion"] : root, "apiVersion: expected airlock/v1");
+    if (!root["apiVersion"] || string_at(root["apiVersion"], "apiVersion") != "airlock.dev/v1")
+      fail(root["apiVersion"] ? root["apiVersion"] : root, "apiVersion: expected airlock.dev/v1");
     if (!root["kind"] || string_at(root["kind"], "kind") != "DlpPolicy")
       fail(root["kind"] ? root["kind"] : root, "kind: expected DlpPolicy");
     Policy policy;

@@ -83,7 +83,7 @@ run --json --redact "$WORK/binary.txt"
 check "invalid UTF-8: found and printed as JSON" "1 email" "$RC $(json_field "$OUT" 'd["findings"][0]["detector"]')"
 
 cat > "$WORK/allow.yaml" <<'YAML'
-apiVersion: airlock/v1
+apiVersion: airlock.dev/v1
 kind: DlpPolicy
 spec:
   detectors:
@@ -94,7 +94,7 @@ run --policy "$WORK/allow.yaml" "$WORK/pii.txt"
 check "policy: allowed findings exit 0" 0 "$RC"
 check "policy: allowed finding still listed" 1 "$(printf '%s\n' "$OUT" | grep -c 'action allow')"
 
-printf 'apiVersion: airlock/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    emial: {action: hash}\n' > "$WORK/bad.yaml"
+printf 'apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    emial: {action: hash}\n' > "$WORK/bad.yaml"
 run --policy "$WORK/bad.yaml" "$WORK/pii.txt"
 check "bad policy exits 2" 2 "$RC"
 check "bad policy names file and line" "airlock scan: $WORK/bad.yaml:5: spec.detectors.emial: unknown detector (docs/dlp.md lists them)" "$ERR"

@@ -67,6 +67,11 @@ tools:
   - name: launch-codes
     risk: critical
     runtime: {type: python, file: tools/echo.py}
+  - name: leaky
+    runtime: {type: python, file: tools/leaky.py}
+  - name: run-python
+    runtime: {type: python-code}
+    validation: {allowImports: [statistics]}
 )" + extra_tools;
 }
 

@@ -51,7 +51,7 @@ TEST(DlpActions, MaskKeepsTheLastFour) {
 
 TEST(DlpActions, HashIsKeyedAndJoinable) {
   const char* yaml = R"(
-apiVersion: airlock/v1
+apiVersion: airlock.dev/v1
 kind: DlpPolicy
 spec:
   hashKey: k1
@@ -268,7 +268,7 @@ TEST(DlpLiterals, EncodingsListCoversTheForms) {
 TEST(DlpPolicy, ParsesTheDocumentedFormat) {
   setenv("AIRLOCK_TEST_DLP_KEY", "secret-key", 1);
   auto policy = parse_policy(R"(
-apiVersion: airlock/v1
+apiVersion: airlock.dev/v1
 kind: DlpPolicy
 metadata: {name: strict}
 spec:
@@ -299,7 +299,7 @@ spec:
 
 TEST(DlpPolicy, JsonPoliciesWorkToo) {
   auto policy = parse_policy(
-      R"({"apiVersion": "airlock/v1", "kind": "DlpPolicy", "spec": {"detectors": {"email": {"action": "allow"}}}})",
+      R"({"apiVersion": "airlock.dev/v1", "kind": "DlpPolicy", "spec": {"detectors": {"email": {"action": "allow"}}}})",
       "p.json");
   ASSERT_TRUE(policy.ok()) << policy.error().message;
   EXPECT_EQ(policy->detectors.at("email").action, Action::allow);
@@ -310,16 +310,16 @@ TEST(DlpPolicy, ErrorsNameTheFileTheLineAndWhatWasExpected) {
     auto policy = parse_policy(text, "p.yaml");
     return policy.ok() ? std::string("(no error)") : policy.error().message;
   };
-  EXPECT_EQ(error_of("apiVersion: airlock/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    emial: {action: hash}\n"),
+  EXPECT_EQ(error_of("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    emial: {action: hash}\n"),
             "p.yaml:5: spec.detectors.emial: unknown detector (docs/dlp.md lists them)");
-  EXPECT_EQ(error_of("apiVersion: airlock/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    email: {action: shred}\n"),
+  EXPECT_EQ(error_of("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  detectors:\n    email: {action: shred}\n"),
             "p.yaml:5: spec.detectors.email.action: expected one of allow, redact, mask, hash, block");
-  EXPECT_EQ(error_of("apiVersion: airlock/v1\nkind: DlpPolicy\nspec:\n  thresholds: {block: 2}\n"),
+  EXPECT_EQ(error_of("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  thresholds: {block: 2}\n"),
             "p.yaml:4: spec.thresholds.block: expected a number between 0 and 1");
-  EXPECT_EQ(error_of("apiVersion: airlock/v1\nkind: DlpPolicy\nspec:\n  colour: red\n"),
+  EXPECT_EQ(error_of("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  colour: red\n"),
             "p.yaml:4: spec.colour: unknown field (expected one of: thresholds, contextWindow, "
             "hashKey, hashKeyEnv, literals, detectors)");
-  EXPECT_EQ(error_of("apiVersion: v2\nkind: DlpPolicy\n"), "p.yaml:1: apiVersion: expected airlock/v1");
+  EXPECT_EQ(error_of("apiVersion: v2\nkind: DlpPolicy\n"), "p.yaml:1: apiVersion: expected airlock.dev/v1");
   EXPECT_NE(error_of("spec: [unclosed").find("p.yaml:1"), std::string::npos);
   EXPECT_NE(load_policy_file("/nonexistent/policy.yaml").error().message.find("/nonexistent/policy.yaml"),
             std::string::npos);
