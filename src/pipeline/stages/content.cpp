@@ -69,6 +69,13 @@ Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& c
 
 std::optional<InvocationError> ScanStage::run(Invocation& inv) {
   const bool input = direction_ == Direction::input;
+  // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
+  if (!input && !inv.tool_log.empty()) {
+    dlp::ScanOptions bytes_only;
+    bytes_only.json = dlp::JsonMode::off;
+    auto log = scanner_->scan(inv.tool_log, bytes_only);
+    if (!log.findings.empty()) inv.tool_log = scanner_->redact(inv.tool_log, log);
+  }
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
   if (!value) return std::nullopt;
   const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
