@@ -180,6 +180,14 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
     for (const auto& t : inv->stage_times) total_ms += t.ms;
     services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", inv->tool_name}});
     HttpResponse resp = json_response(inv->error ? inv->error->http_status : 200, response);
+    // Where the time went, in the standard Server-Timing header (milliseconds per stage).
+    std::string timing;
+    for (const auto& t : inv->stage_times) {
+      char dur[32];
+      std::snprintf(dur, sizeof dur, "%.3f", t.ms);
+      timing += (timing.empty() ? "" : ", ") + t.stage + ";dur=" + dur;
+    }
+    if (!timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
     if (inv->error && inv->error->http_status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     reply(std::move(resp));
   });

@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -53,6 +54,11 @@ HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
 struct HttpServer::Impl {
   const Api& api;
   HttpServerOptions options;
+  // Requests handed to the Api whose answer is not written yet: stop() waits for them, so an
+  // invocation that finishes while the daemon drains still reaches its client.
+  std::mutex mu;
+  std::condition_variable idle;
+  std::size_t in_flight = 0;
   asio::io_context io;
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
@@ -88,6 +94,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
         });
       };
       stream_.expires_never();  // invocations may run long; the client waits
+      {
+        std::lock_guard lock(server_.mu);
+        ++server_.in_flight;
+      }
+      answered_ = false;
       server_.api.handle(to_request(req), std::move(reply));
     });
   }
@@ -98,9 +109,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
     stream_.expires_after(server_.options.read_timeout);
     auto self = shared_from_this();
     http::async_write(stream_, *out, [this, self, out, keep_alive](error_code ec, std::size_t) {
+      done_answering();
       if (ec || !keep_alive) return close();
       read();
     });
+  }
+
+  // Marks this connection's request answered (once), waking a stop() that waits for it.
+  void done_answering() {
+    if (answered_) return;
+    answered_ = true;
+    std::lock_guard lock(server_.mu);
+    if (--server_.in_flight == 0) server_.idle.notify_all();
   }
 
   void close() {
@@ -113,6 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  bool answered_ = true;  // no request of ours is with the Api
 };
 
 void HttpServer::Impl::accept() {
@@ -163,6 +184,12 @@ void HttpServer::stop_accepting() {
 
 void HttpServer::stop() {
   if (impl_->threads.empty()) return;
+  {
+    // Answers already handed back by the Api are written first (bounded: a client that does
+    // not read must not hold the shutdown).
+    std::unique_lock lock(impl_->mu);
+    impl_->idle.wait_for(lock, std::chrono::seconds(5), [this] { return impl_->in_flight == 0; });
+  }
   impl_->work.reset();
   impl_->io.stop();
   for (auto& t : impl_->threads) t.join();

@@ -65,7 +65,7 @@ sandbox::Spec ExecuteStage::spec_for(const Invocation& inv) const {
     case policy::ToolRuntime::Kind::python: {
       fs::path file(tool.runtime.file);
       spec.binds.push_back({file.parent_path().string(), kToolDirInSandbox, false});
-      spec.argv = {tool.runtime.interpreter, kRunnerInSandbox, "module",
+      spec.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module",
                    std::string(kToolDirInSandbox) + "/" + file.filename().string()};
       spec.stdin_source.bytes = inv.arguments.dump();
       break;
@@ -79,7 +79,7 @@ sandbox::Spec ExecuteStage::spec_for(const Invocation& inv) const {
       nlohmann::json request = {{"code", args.value("code", "")}};
       args.erase("code");
       request["arguments"] = args;
-      spec.argv = {tool.runtime.interpreter, kRunnerInSandbox, "code"};
+      spec.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code"};
       spec.stdin_source.bytes = request.dump();
       break;
     }

@@ -1,0 +1,264 @@
+// bench/load: the daemon under load, beside `airlock run` in a loop (what the daemon adds).
+//   Daemon:      `airlock serve` (a child process) with a trivial Python tool; 100 concurrent
+//                clients on keep-alive connections call it for AIRLOCK_LOAD_SECONDS (60):
+//                invocations/s, end-to-end p50/p99, p50/p99 per pipeline stage (from the
+//                Server-Timing header), the daemon's RSS at start and end, errors.
+//   AirlockRun:  the same tool module run by `airlock run` (the runner, stdin JSON) from as many
+//                loops as there are CPUs, for the same time.
+#include <arpa/inet.h>
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/digest.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Clock = std::chrono::steady_clock;
+
+int seconds() {
+  const char* s = std::getenv("AIRLOCK_LOAD_SECONDS");
+  return s ? std::max(1, std::atoi(s)) : 60;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+double rss_mib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+// A directory with the tool and a config.
+struct Setup {
+  std::string dir;
+  Setup() {
+    dir = (fs::temp_directory_path() / ("airlock-load-" + std::to_string(::getpid()))).string();
+    fs::create_directories(dir + "/tools");
+    ::chmod(dir.c_str(), 0755);
+    ::chmod((dir + "/tools").c_str(), 0755);
+    std::ofstream(dir + "/tools/trivial.py") << "def run(args):\n    return {\"n\": args.get(\"n\", 0) + 1}\n";
+    ::chmod((dir + "/tools/trivial.py").c_str(), 0644);
+    std::ofstream(dir + "/airlock.yaml")
+        << "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
+           "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
+           "storage: {dataDir: data}\n"
+           "principals:\n  - name: bench\n    apiKeySha256: " << airlock::sha256_hex("bench-key") << "\n"
+           "    tools: [trivial]\n"
+           "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
+           "    inputSchema: {type: object, properties: {n: {type: integer}}}\n";
+  }
+  ~Setup() { fs::remove_all(dir); }
+};
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+pid_t spawn(const std::vector<std::string>& argv, bool quiet) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid;
+  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) std::abort();
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+struct Sample {
+  double total_ms;
+  std::map<std::string, double> stages;
+  bool ok;
+};
+
+std::map<std::string, double> parse_server_timing(std::string_view header) {
+  std::map<std::string, double> out;
+  std::size_t pos = 0;
+  while (pos < header.size()) {
+    auto end = header.find(',', pos);
+    if (end == std::string_view::npos) end = header.size();
+    auto item = header.substr(pos, end - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    auto semi = item.find(";dur=");
+    if (semi != std::string_view::npos)
+      out[std::string(item.substr(0, semi))] = std::stod(std::string(item.substr(semi + 5)));
+    pos = end + 1;
+  }
+  return out;
+}
+
+void BM_Daemon(benchmark::State& state) {
+  Setup setup;
+  const std::uint16_t port = free_port();
+  pid_t daemon = spawn({AIRLOCK_BINARY, "serve", "--config", setup.dir + "/airlock.yaml", "--listen",
+                        "127.0.0.1:" + std::to_string(port)},
+                       true);
+  // Wait for /healthz.
+  for (int i = 0; i < 500; ++i) {
+    try {
+      asio::io_context io;
+      beast::tcp_stream s(io);
+      s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+      break;
+    } catch (...) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  const double rss_start = rss_mib(daemon);
+  std::mutex mu;
+  std::vector<Sample> samples;
+  std::atomic<long> errors{0};
+  for (auto _ : state) {
+    const auto deadline = Clock::now() + std::chrono::seconds(seconds());
+    const auto start = Clock::now();
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 100; ++c)
+      clients.emplace_back([&, c] {
+        asio::io_context io;
+        beast::tcp_stream stream(io);
+        stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+        std::vector<Sample> mine;
+        beast::flat_buffer buffer;
+        for (int i = 0; Clock::now() < deadline; ++i) {
+          http::request<http::string_body> req{http::verb::post, "/v1/tools/trivial/invoke", 11};
+          req.set(http::field::host, "127.0.0.1");
+          req.set(http::field::authorization, "Bearer bench-key");
+          req.set(http::field::content_type, "application/json");
+          req.keep_alive(true);
+          req.body() = "{\"arguments\": {\"n\": " + std::to_string(c * 100000 + i) + "}}";
+          req.prepare_payload();
+          auto t0 = Clock::now();
+          beast::error_code ec;
+          http::write(stream, req, ec);
+          http::response<http::string_body> res;
+          if (!ec) http::read(stream, buffer, res, ec);
+          double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+          bool ok = !ec && res.result_int() == 200 && res.body().find("\"status\":\"ok\"") != std::string::npos;
+          if (!ok) ++errors;
+          if (ec) break;
+          mine.push_back({ms, parse_server_timing(res["Server-Timing"]), ok});
+        }
+        std::lock_guard lock(mu);
+        samples.insert(samples.end(), mine.begin(), mine.end());
+      });
+    for (auto& t : clients) t.join();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  const double rss_end = rss_mib(daemon);
+  ::kill(daemon, SIGTERM);
+  ::waitpid(daemon, nullptr, 0);
+
+  std::vector<double> total;
+  std::map<std::string, std::vector<double>> stages;
+  for (const auto& s : samples) {
+    total.push_back(s.total_ms);
+    for (const auto& [k, v] : s.stages) stages[k].push_back(v);
+  }
+  state.counters["invocations_per_s"] =
+      benchmark::Counter(static_cast<double>(samples.size()), benchmark::Counter::kIsRate);
+  state.counters["errors"] = static_cast<double>(errors.load());
+  state.counters["p50_ms"] = percentile(total, 0.50);
+  state.counters["p99_ms"] = percentile(total, 0.99);
+  state.counters["rss_start_mib"] = rss_start;
+  state.counters["rss_end_mib"] = rss_end;
+  for (const auto& [stage, v] : stages) {
+    std::printf("  stage %-14s p50 %8.3f ms   p99 %8.3f ms\n", stage.c_str(), percentile(v, 0.5), percentile(v, 0.99));
+  }
+}
+
+void BM_AirlockRun(benchmark::State& state) {
+  Setup setup;
+  // The runner the daemon uses, from a throwaway data dir of a daemon start.
+  const std::string runner_dir = setup.dir + "/runner";
+  fs::create_directories(runner_dir);
+  ::chmod(runner_dir.c_str(), 0755);
+  fs::copy(AIRLOCK_RUNNER_SOURCE, runner_dir + "/airlock_runner.py");
+  ::chmod((runner_dir + "/airlock_runner.py").c_str(), 0644);
+  std::ofstream(setup.dir + "/in.json") << "{\"n\": 1}";
+  ::chmod((setup.dir + "/in.json").c_str(), 0644);
+  const unsigned loops = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<long> runs{0}, errors{0};
+  std::mutex mu;
+  std::vector<double> ms;
+  for (auto _ : state) {
+    const auto deadline = Clock::now() + std::chrono::seconds(std::max(10, seconds() / 3));
+    const auto start = Clock::now();
+    std::vector<std::thread> workers;
+    for (unsigned w = 0; w < loops; ++w)
+      workers.emplace_back([&] {
+        std::vector<double> mine;
+        while (Clock::now() < deadline) {
+          auto t0 = Clock::now();
+          pid_t pid = spawn({AIRLOCK_BINARY, "run", "--ro", runner_dir + ":/airlock", "--ro",
+                             setup.dir + "/tools:/tool", "--stdin", setup.dir + "/in.json", "--", "python3", "-I", "-S",
+                             "/airlock/airlock_runner.py", "module", "/tool/trivial.py"},
+                            true);
+          int status = 0;
+          ::waitpid(pid, &status, 0);
+          mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          ++runs;
+          if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++errors;
+        }
+        std::lock_guard lock(mu);
+        ms.insert(ms.end(), mine.begin(), mine.end());
+      });
+    for (auto& t : workers) t.join();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  state.counters["invocations_per_s"] = benchmark::Counter(static_cast<double>(runs.load()), benchmark::Counter::kIsRate);
+  state.counters["errors"] = static_cast<double>(errors.load());
+  state.counters["p50_ms"] = percentile(ms, 0.50);
+  state.counters["p99_ms"] = percentile(ms, 0.99);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Daemon)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_MAIN();
