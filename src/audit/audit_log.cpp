@@ -57,21 +57,20 @@ Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fie
   return members;
 }
 
-// One caller's request, shared by the caller (who waits on `done`) and the writer thread (who
-// sets it): shared ownership lets the writer notify after the caller may already have gone.
+// One caller's request; it lives on the caller's stack while the caller waits for its ticket
+// to be answered.
 struct WriteRequest {
   enum class Kind { append, checkpoint } kind = Kind::append;
   std::vector<CanonicalMember> members;  // append
   std::optional<Result<AppendReceipt>> receipt;
   std::optional<Result<SignedCheckpoint>> checkpoint;
-  std::atomic<bool> done{false};
+  std::uint64_t ticket = 0;  // position in the queue, from 1
 
   void fail(const Error& error) {
     if (kind == Kind::append) receipt = error;
     else checkpoint = error;
   }
 };
-using RequestPtr = std::shared_ptr<WriteRequest>;
 
 // What the writer knows of the tree between transactions; copied before a batch so a failed
 // batch leaves it exactly as it was.
@@ -152,7 +151,11 @@ struct AuditLog::State {
   // Shared between callers and the writer thread.
   std::mutex mutex;
   std::condition_variable work_ready;
-  std::deque<RequestPtr> queue;
+  std::deque<WriteRequest*> queue;
+  std::uint64_t next_ticket = 1;
+  // Every request with a ticket up to this one has its answer. One atomic for all callers:
+  // answering a whole batch is one store and one wake-all, not a wake per caller.
+  std::atomic<std::uint64_t> answered_through{0};
   bool stopping = false;
   bool closed = false;
   std::optional<Error> failure;  // sticky: set by the first failed transaction
@@ -160,33 +163,36 @@ struct AuditLog::State {
   Status close_status;
   std::thread writer;
 
-  void submit(const RequestPtr& request);
+  void submit(WriteRequest& request);
   void run_writer();
   void gather_batch(std::unique_lock<std::mutex>& lock);
-  Status process(std::span<const RequestPtr> batch, bool sign_unsigned);
-  Status write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned);
+  Status process(std::span<WriteRequest* const> batch, bool sign_unsigned);
+  Status write_transaction(std::span<WriteRequest* const> batch, bool sign_unsigned);
   Status sync_with_other_writers();
   Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
   Status sign_checkpoint_now();
   bool checkpoint_due() const;
 };
 
-void AuditLog::State::submit(const RequestPtr& request) {
+void AuditLog::State::submit(WriteRequest& request) {
   {
     std::lock_guard lock(mutex);
     if (stopping || failure) {
-      request->fail(failure ? Error::make("audit_unavailable",
-                                          "the audit log stopped after a storage failure (" +
-                                              failure->message + "); reopen it")
-                            : closed_error());
+      request.fail(failure ? Error::make("audit_unavailable",
+                                         "the audit log stopped after a storage failure (" +
+                                             failure->message + "); reopen it")
+                           : closed_error());
       return;
     }
-    queue.push_back(request);
+    request.ticket = next_ticket++;
+    queue.push_back(&request);
     // Wake the writer to start a batch, or when the batch it is gathering is complete; the
     // arrivals in between would only wake it to go back to sleep.
     if (queue.size() == 1 || queue.size() >= last_batch_size) work_ready.notify_one();
   }
-  request->done.wait(false);
+  for (std::uint64_t answered = answered_through.load(std::memory_order_acquire);
+       answered < request.ticket; answered = answered_through.load(std::memory_order_acquire))
+    answered_through.wait(answered, std::memory_order_acquire);
 }
 
 // Group commit: the callers the last commit answered are about to append again, each a few
@@ -223,9 +229,9 @@ void AuditLog::State::run_writer() {
       continue;
     }
     gather_batch(lock);
-    std::vector<RequestPtr> batch;
+    std::vector<WriteRequest*> batch;
     while (!queue.empty() && batch.size() < options.max_batch) {
-      batch.push_back(std::move(queue.front()));
+      batch.push_back(queue.front());
       queue.pop_front();
     }
     last_batch_size = batch.size();
@@ -233,10 +239,9 @@ void AuditLog::State::run_writer() {
     auto commit_started = std::chrono::steady_clock::now();
     (void)process(batch, /*sign_unsigned=*/false);
     last_commit_duration = std::chrono::steady_clock::now() - commit_started;
-    for (const RequestPtr& request : batch) {
-      request->done.store(true);
-      request->done.notify_one();
-    }
+    // The batch's callers may return (and their requests vanish) as soon as this is stored.
+    answered_through.store(batch.back()->ticket, std::memory_order_release);
+    answered_through.notify_all();
     lock.lock();
   }
   lock.unlock();
@@ -248,7 +253,7 @@ void AuditLog::State::run_writer() {
 // lock (another process held it past the busy timeout) leaves nothing written, so the log stays
 // usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
 // error may have dropped pages), and only reopening, which reads the disk again, is safe.
-Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_unsigned) {
+Status AuditLog::State::process(std::span<WriteRequest* const> batch, bool sign_unsigned) {
   Status status = failure ? Status(*failure) : store.begin_write();
   if (status) {
     TreeState before = tree;
@@ -262,14 +267,14 @@ Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_uns
     }
   }
   if (!status)
-    for (const RequestPtr& request : batch) request->fail(status.error());
+    for (WriteRequest* request : batch) request->fail(status.error());
   return status;
 }
 
 // Inside the transaction process() began.
-Status AuditLog::State::write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned) {
+Status AuditLog::State::write_transaction(std::span<WriteRequest* const> batch, bool sign_unsigned) {
   if (auto status = sync_with_other_writers(); !status) return status;
-  for (const RequestPtr& request : batch) {
+  for (WriteRequest* request : batch) {
     if (request->kind == WriteRequest::Kind::append) {
       auto receipt = append_record(std::move(request->members));
       if (!receipt) return receipt.error();
@@ -289,11 +294,11 @@ Status AuditLog::State::write_transaction(std::span<const RequestPtr> batch, boo
     stats.transactions += 1;
     stats.records += static_cast<std::uint64_t>(
         std::count_if(batch.begin(), batch.end(),
-                      [](const RequestPtr& r) { return r->kind == WriteRequest::Kind::append; }));
+                      [](const WriteRequest* r) { return r->kind == WriteRequest::Kind::append; }));
     stats.checkpoints = checkpoints_signed;
   }
   // Only now, committed, do callers that asked for a checkpoint get one.
-  for (const RequestPtr& request : batch)
+  for (WriteRequest* request : batch)
     if (request->kind == WriteRequest::Kind::checkpoint)
       request->checkpoint = *tree.latest_checkpoint;
   return {};
@@ -311,7 +316,7 @@ Status AuditLog::State::sync_with_other_writers() {
 Result<AppendReceipt> AuditLog::State::append_record(std::vector<CanonicalMember> members) {
   std::uint64_t index = tree.size();
   members.push_back({"index", std::to_string(index)});
-  members.push_back({"prev", "\"" + to_hex(tree.last_leaf) + "\""});
+  members.push_back({"prev", quoted_hex(tree.last_leaf)});
   members.push_back({"time", std::to_string(unix_time_ms())});
   std::string record = canonical_object(std::move(members));
   Hash leaf = leaf_hash(as_bytes(record));
@@ -410,17 +415,17 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditL
 Result<AppendReceipt> AuditLog::append(const nlohmann::json& fields) {
   auto members = canonical_members(fields);
   if (!members) return members.error();
-  auto request = std::make_shared<WriteRequest>();
-  request->members = std::move(*members);
+  WriteRequest request;
+  request.members = std::move(*members);
   state_->submit(request);
-  return std::move(*request->receipt);
+  return std::move(*request.receipt);
 }
 
 Result<SignedCheckpoint> AuditLog::checkpoint() {
-  auto request = std::make_shared<WriteRequest>();
-  request->kind = WriteRequest::Kind::checkpoint;
+  WriteRequest request;
+  request.kind = WriteRequest::Kind::checkpoint;
   state_->submit(request);
-  return std::move(*request->checkpoint);
+  return std::move(*request.checkpoint);
 }
 
 Status AuditLog::close() {
