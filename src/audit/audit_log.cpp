@@ -158,7 +158,7 @@ struct AuditLog::State {
   std::atomic<std::uint64_t> answered_through{0};
   bool stopping = false;
   bool closed = false;
-  std::optional<Error> failure;  // sticky: set by the first failed transaction
+  std::optional<Error> failure;  // sticky: set (by the writer) at the first failed transaction
   AuditLogStats stats;
   Status close_status;
   std::thread writer;
@@ -196,9 +196,10 @@ void AuditLog::State::submit(WriteRequest& request) {
 }
 
 // Group commit: the callers the last commit answered are about to append again, each a few
-// microseconds apart. Waiting for them, up to half a commit's duration, lets one fsync cover
-// all of them instead of committing the first alone and the rest in the next round. A lone
-// writer (last batch of one) never waits.
+// microseconds apart (longer when they outnumber the cores). Waiting for as many as the last
+// batch held, up to twice the last commit's duration, lets one fsync cover all of them instead
+// of committing the first alone and the rest in the next round. A lone writer (last batch of
+// one) never waits.
 void AuditLog::State::gather_batch(std::unique_lock<std::mutex>& lock) {
   if (queue.size() >= last_batch_size || stopping) return;
   auto window = std::min<std::chrono::steady_clock::duration>(last_commit_duration * 2,
@@ -263,6 +264,7 @@ Status AuditLog::State::process(std::span<WriteRequest* const> batch, bool sign_
       store.rollback();
       tree = std::move(before);
       checkpoints_signed = checkpoints_before;
+      std::lock_guard lock(mutex);  // callers read it in submit()
       failure = status.error();
     }
   }
