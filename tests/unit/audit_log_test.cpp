@@ -191,6 +191,11 @@ TEST(AuditLog, EightWritersAtOnceYieldOneConsistentLog) {
         }
       });
     for (auto& t : writers) t.join();
+    // Group commit: the writers shared transactions (one fsync each) instead of taking turns.
+    AuditLogStats stats = (*log)->stats();
+    EXPECT_EQ(stats.records, static_cast<std::uint64_t>(kWriters * kPerWriter));
+    EXPECT_GE(stats.records, 2 * stats.transactions)
+        << stats.records << " records in " << stats.transactions << " transactions";
   }
   std::set<std::uint64_t> indexes;
   auto reader = LogReader::open(path);
