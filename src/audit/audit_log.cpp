@@ -72,6 +72,13 @@ struct WriteRequest {
   }
 };
 
+// The requests one transaction writes, and until when late arrivals may still join it.
+struct Batch {
+  std::vector<WriteRequest*> requests;
+  std::size_t target = 0;  // how many to wait for: as many as the last batch held
+  std::chrono::steady_clock::time_point deadline{};
+};
+
 // What the writer knows of the tree between transactions; copied before a batch so a failed
 // batch leaves it exactly as it was.
 struct TreeState {
@@ -146,7 +153,7 @@ struct AuditLog::State {
   std::chrono::steady_clock::time_point last_checkpoint_at = std::chrono::steady_clock::now();
   std::uint64_t checkpoints_signed = 0;
   std::size_t last_batch_size = 1;
-  std::chrono::steady_clock::duration last_commit_duration{};
+  std::chrono::steady_clock::duration last_fsync_duration{};  // of the last COMMIT
 
   // Shared between callers and the writer thread.
   std::mutex mutex;
@@ -165,9 +172,11 @@ struct AuditLog::State {
 
   void submit(WriteRequest& request);
   void run_writer();
-  void gather_batch(std::unique_lock<std::mutex>& lock);
-  Status process(std::span<WriteRequest* const> batch, bool sign_unsigned);
-  Status write_transaction(std::span<WriteRequest* const> batch, bool sign_unsigned);
+  void take_queued(Batch& batch);
+  bool take_late_arrivals(Batch& batch);
+  Status process(Batch& batch, bool sign_unsigned);
+  Status write_transaction(Batch& batch, bool sign_unsigned);
+  Status write_request(WriteRequest& request);
   Status sync_with_other_writers();
   Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
   Status sign_checkpoint_now();
@@ -195,21 +204,32 @@ void AuditLog::State::submit(WriteRequest& request) {
     answered_through.wait(answered, std::memory_order_acquire);
 }
 
-// Group commit: the callers the last commit answered are about to append again, each a few
-// microseconds apart (longer when they outnumber the cores). Waiting for as many as the last
-// batch held, up to twice the last commit's duration, lets one fsync cover all of them instead
-// of committing the first alone and the rest in the next round. A lone writer (last batch of
-// one) never waits.
-void AuditLog::State::gather_batch(std::unique_lock<std::mutex>& lock) {
-  if (queue.size() >= last_batch_size || stopping) return;
-  auto window = std::min<std::chrono::steady_clock::duration>(last_commit_duration * 2,
-                                                              std::chrono::milliseconds(2));
-  work_ready.wait_for(lock, window, [&] { return queue.size() >= last_batch_size || stopping; });
-}
-
 bool AuditLog::State::checkpoint_due() const {
   return tree.has_unsigned_records() && tree.size() > 0 &&
          std::chrono::steady_clock::now() >= last_checkpoint_at + options.checkpoint_interval;
+}
+
+void AuditLog::State::take_queued(Batch& batch) {
+  while (!queue.empty() && batch.requests.size() < options.max_batch) {
+    batch.requests.push_back(queue.front());
+    queue.pop_front();
+  }
+}
+
+// Group commit. The callers the last commit answered are about to append again, each a few
+// microseconds apart (longer when they outnumber the cores). The writer starts the transaction
+// with whoever is queued and, while it writes their records, lets the others join: it waits
+// for as many callers as the last batch held, for up to twice the last fsync, so that one fsync
+// covers all of them instead of the first alone and the rest in the next round. A lone writer
+// (last batch of one) never waits.
+bool AuditLog::State::take_late_arrivals(Batch& batch) {
+  std::unique_lock lock(mutex);
+  if (batch.requests.size() >= batch.target || batch.requests.size() >= options.max_batch)
+    return false;
+  work_ready.wait_until(lock, batch.deadline, [&] { return !queue.empty() || stopping; });
+  if (queue.empty()) return false;
+  take_queued(batch);
+  return true;
 }
 
 void AuditLog::State::run_writer() {
@@ -219,7 +239,8 @@ void AuditLog::State::run_writer() {
       if (stopping) break;
       if (checkpoint_due()) {
         lock.unlock();
-        (void)process({}, /*sign_unsigned=*/true);
+        Batch timed;
+        (void)process(timed, /*sign_unsigned=*/true);
         lock.lock();
         continue;
       }
@@ -229,32 +250,33 @@ void AuditLog::State::run_writer() {
         work_ready.wait(lock);
       continue;
     }
-    gather_batch(lock);
-    std::vector<WriteRequest*> batch;
-    while (!queue.empty() && batch.size() < options.max_batch) {
-      batch.push_back(queue.front());
-      queue.pop_front();
-    }
-    last_batch_size = batch.size();
+    Batch batch;
+    batch.target = last_batch_size;
+    batch.deadline = std::chrono::steady_clock::now() +
+                     std::min<std::chrono::steady_clock::duration>(last_fsync_duration * 2,
+                                                                   std::chrono::milliseconds(2));
+    take_queued(batch);
     lock.unlock();
-    auto commit_started = std::chrono::steady_clock::now();
     (void)process(batch, /*sign_unsigned=*/false);
-    last_commit_duration = std::chrono::steady_clock::now() - commit_started;
-    // The batch's callers may return (and their requests vanish) as soon as this is stored.
-    answered_through.store(batch.back()->ticket, std::memory_order_release);
-    answered_through.notify_all();
     lock.lock();
+    last_batch_size = batch.requests.size();
+    // The batch's callers may return (and their requests vanish) as soon as this is stored.
+    answered_through.store(batch.requests.back()->ticket, std::memory_order_release);
+    answered_through.notify_all();
   }
   lock.unlock();
   // The final checkpoint: every committed record leaves covered by a signature.
-  if (!failure && tree.has_unsigned_records()) close_status = process({}, /*sign_unsigned=*/true);
+  if (!failure && tree.has_unsigned_records()) {
+    Batch final_checkpoint;
+    close_status = process(final_checkpoint, /*sign_unsigned=*/true);
+  }
 }
 
 // One transaction for `batch`; on failure its callers get the error. Failing to take the write
 // lock (another process held it past the busy timeout) leaves nothing written, so the log stays
 // usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
 // error may have dropped pages), and only reopening, which reads the disk again, is safe.
-Status AuditLog::State::process(std::span<WriteRequest* const> batch, bool sign_unsigned) {
+Status AuditLog::State::process(Batch& batch, bool sign_unsigned) {
   Status status = failure ? Status(*failure) : store.begin_write();
   if (status) {
     TreeState before = tree;
@@ -269,38 +291,47 @@ Status AuditLog::State::process(std::span<WriteRequest* const> batch, bool sign_
     }
   }
   if (!status)
-    for (WriteRequest* request : batch) request->fail(status.error());
+    for (WriteRequest* request : batch.requests) request->fail(status.error());
   return status;
 }
 
-// Inside the transaction process() began.
-Status AuditLog::State::write_transaction(std::span<WriteRequest* const> batch, bool sign_unsigned) {
-  if (auto status = sync_with_other_writers(); !status) return status;
-  for (WriteRequest* request : batch) {
-    if (request->kind == WriteRequest::Kind::append) {
-      auto receipt = append_record(std::move(request->members));
-      if (!receipt) return receipt.error();
-      request->receipt = std::move(receipt);
-    } else if (tree.has_unsigned_records()) {
-      if (auto status = sign_checkpoint_now(); !status) return status;
-    }
+Status AuditLog::State::write_request(WriteRequest& request) {
+  if (request.kind == WriteRequest::Kind::append) {
+    auto receipt = append_record(std::move(request.members));
+    if (!receipt) return receipt.error();
+    request.receipt = std::move(receipt);
+  } else if (tree.has_unsigned_records()) {
+    return sign_checkpoint_now();
   }
+  return {};
+}
+
+// Inside the transaction process() began.
+Status AuditLog::State::write_transaction(Batch& batch, bool sign_unsigned) {
+  if (auto status = sync_with_other_writers(); !status) return status;
+  std::size_t written = 0;
+  do {
+    for (; written < batch.requests.size(); ++written)
+      if (auto status = write_request(*batch.requests[written]); !status) return status;
+  } while (take_late_arrivals(batch));
   bool enough_records =
       tree.size() - (tree.latest_checkpoint ? tree.latest_checkpoint->checkpoint.size : 0) >=
       options.checkpoint_every_records;
   if ((sign_unsigned || enough_records) && tree.has_unsigned_records())
     if (auto status = sign_checkpoint_now(); !status) return status;
+  auto fsync_started = std::chrono::steady_clock::now();
   if (auto status = store.commit(); !status) return status;
+  last_fsync_duration = std::chrono::steady_clock::now() - fsync_started;
   {
     std::lock_guard lock(mutex);
     stats.transactions += 1;
     stats.records += static_cast<std::uint64_t>(
-        std::count_if(batch.begin(), batch.end(),
+        std::count_if(batch.requests.begin(), batch.requests.end(),
                       [](const WriteRequest* r) { return r->kind == WriteRequest::Kind::append; }));
     stats.checkpoints = checkpoints_signed;
   }
   // Only now, committed, do callers that asked for a checkpoint get one.
-  for (WriteRequest* request : batch)
+  for (WriteRequest* request : batch.requests)
     if (request->kind == WriteRequest::Kind::checkpoint)
       request->checkpoint = *tree.latest_checkpoint;
   return {};
