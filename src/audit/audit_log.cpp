@@ -4,8 +4,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,6 +50,9 @@ Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fie
     for (std::string_view reserved : kReservedMembers)
       if (key == reserved)
         return Error::make("invalid_record", "\"" + key + "\" is set by the log, not the caller");
+    std::string quoted_key;
+    if (!append_canonical_string(key, quoted_key))
+      return Error::make("invalid_record", "a member name is not valid UTF-8");
     auto text = canonical_json(value);
     if (!text) return Error::make("invalid_record", key + ": " + text.error().message);
     members.push_back({key, std::move(*text)});

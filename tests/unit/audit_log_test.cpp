@@ -106,7 +106,8 @@ TEST(AuditLog, RejectsRecordsWithoutACanonicalFormAndWritesNothing) {
   ASSERT_TRUE(log);
   for (const json& bad : {json::array({1}), json("text"), json{{"index", 5}}, json{{"prev", "x"}},
                           json{{"time", 1}}, json{{"ratio", 0.5}},
-                          json{{"out", std::string("\xff\xfe")}}}) {
+                          json{{"out", std::string("\xff\xfe")}},
+                          json{{std::string("k\xc0"), 1}}}) {
     auto receipt = (*log)->append(bad);
     ASSERT_FALSE(receipt) << bad.dump();
     EXPECT_EQ(receipt.error().code, "invalid_record");
