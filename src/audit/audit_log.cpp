@@ -4,8 +4,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <memory>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -50,6 +50,9 @@ Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fie
     for (std::string_view reserved : kReservedMembers)
       if (key == reserved)
         return Error::make("invalid_record", "\"" + key + "\" is set by the log, not the caller");
+    std::string quoted_key;
+    if (!append_canonical_string(key, quoted_key))
+      return Error::make("invalid_record", "a member name is not valid UTF-8");
     auto text = canonical_json(value);
     if (!text) return Error::make("invalid_record", key + ": " + text.error().message);
     members.push_back({key, std::move(*text)});
@@ -57,21 +60,27 @@ Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fie
   return members;
 }
 
-// One caller's request, shared by the caller (who waits on `done`) and the writer thread (who
-// sets it): shared ownership lets the writer notify after the caller may already have gone.
+// One caller's request; it lives on the caller's stack while the caller waits for its ticket
+// to be answered.
 struct WriteRequest {
   enum class Kind { append, checkpoint } kind = Kind::append;
   std::vector<CanonicalMember> members;  // append
   std::optional<Result<AppendReceipt>> receipt;
   std::optional<Result<SignedCheckpoint>> checkpoint;
-  std::atomic<bool> done{false};
+  std::uint64_t ticket = 0;  // position in the queue, from 1
 
   void fail(const Error& error) {
     if (kind == Kind::append) receipt = error;
     else checkpoint = error;
   }
 };
-using RequestPtr = std::shared_ptr<WriteRequest>;
+
+// The requests one transaction writes, and until when late arrivals may still join it.
+struct Batch {
+  std::vector<WriteRequest*> requests;
+  std::size_t target = 0;  // how many to wait for: as many as the last batch held
+  std::chrono::steady_clock::time_point deadline{};
+};
 
 // What the writer knows of the tree between transactions; copied before a batch so a failed
 // batch leaves it exactly as it was.
@@ -147,62 +156,83 @@ struct AuditLog::State {
   std::chrono::steady_clock::time_point last_checkpoint_at = std::chrono::steady_clock::now();
   std::uint64_t checkpoints_signed = 0;
   std::size_t last_batch_size = 1;
-  std::chrono::steady_clock::duration last_commit_duration{};
+  std::chrono::steady_clock::duration last_fsync_duration{};  // of the last COMMIT
 
   // Shared between callers and the writer thread.
   std::mutex mutex;
   std::condition_variable work_ready;
-  std::deque<RequestPtr> queue;
+  std::deque<WriteRequest*> queue;
+  std::uint64_t next_ticket = 1;
+  // Every request with a ticket up to this one has its answer. One atomic for all callers:
+  // answering a whole batch is one store and one wake-all, not a wake per caller.
+  std::atomic<std::uint64_t> answered_through{0};
   bool stopping = false;
   bool closed = false;
-  std::optional<Error> failure;  // sticky: set by the first failed transaction
+  std::optional<Error> failure;  // sticky: set (by the writer) at the first failed transaction
   AuditLogStats stats;
   Status close_status;
   std::thread writer;
 
-  void submit(const RequestPtr& request);
+  void submit(WriteRequest& request);
   void run_writer();
-  void gather_batch(std::unique_lock<std::mutex>& lock);
-  Status process(std::span<const RequestPtr> batch, bool sign_unsigned);
-  Status write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned);
+  void take_queued(Batch& batch);
+  bool take_late_arrivals(Batch& batch);
+  Status process(Batch& batch, bool sign_unsigned);
+  Status write_transaction(Batch& batch, bool sign_unsigned);
+  Status write_request(WriteRequest& request);
   Status sync_with_other_writers();
   Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
   Status sign_checkpoint_now();
   bool checkpoint_due() const;
 };
 
-void AuditLog::State::submit(const RequestPtr& request) {
+void AuditLog::State::submit(WriteRequest& request) {
   {
     std::lock_guard lock(mutex);
     if (stopping || failure) {
-      request->fail(failure ? Error::make("audit_unavailable",
-                                          "the audit log stopped after a storage failure (" +
-                                              failure->message + "); reopen it")
-                            : closed_error());
+      request.fail(failure ? Error::make("audit_unavailable",
+                                         "the audit log stopped after a storage failure (" +
+                                             failure->message + "); reopen it")
+                           : closed_error());
       return;
     }
-    queue.push_back(request);
+    request.ticket = next_ticket++;
+    queue.push_back(&request);
     // Wake the writer to start a batch, or when the batch it is gathering is complete; the
     // arrivals in between would only wake it to go back to sleep.
     if (queue.size() == 1 || queue.size() >= last_batch_size) work_ready.notify_one();
   }
-  request->done.wait(false);
-}
-
-// Group commit: the callers the last commit answered are about to append again, each a few
-// microseconds apart. Waiting for them, up to half a commit's duration, lets one fsync cover
-// all of them instead of committing the first alone and the rest in the next round. A lone
-// writer (last batch of one) never waits.
-void AuditLog::State::gather_batch(std::unique_lock<std::mutex>& lock) {
-  if (queue.size() >= last_batch_size || stopping) return;
-  auto window = std::min<std::chrono::steady_clock::duration>(last_commit_duration * 2,
-                                                              std::chrono::milliseconds(2));
-  work_ready.wait_for(lock, window, [&] { return queue.size() >= last_batch_size || stopping; });
+  for (std::uint64_t answered = answered_through.load(std::memory_order_acquire);
+       answered < request.ticket; answered = answered_through.load(std::memory_order_acquire))
+    answered_through.wait(answered, std::memory_order_acquire);
 }
 
 bool AuditLog::State::checkpoint_due() const {
   return tree.has_unsigned_records() && tree.size() > 0 &&
          std::chrono::steady_clock::now() >= last_checkpoint_at + options.checkpoint_interval;
+}
+
+void AuditLog::State::take_queued(Batch& batch) {
+  while (!queue.empty() && batch.requests.size() < options.max_batch) {
+    batch.requests.push_back(queue.front());
+    queue.pop_front();
+  }
+}
+
+// Group commit. The callers the last commit answered are about to append again, each a few
+// microseconds apart (longer when they outnumber the cores). The writer starts the transaction
+// with whoever is queued and, while it writes their records, lets the others join: it waits
+// for as many callers as the last batch held, for up to twice the last fsync, so that one fsync
+// covers all of them instead of the first alone and the rest in the next round. A lone writer
+// (last batch of one) never waits.
+bool AuditLog::State::take_late_arrivals(Batch& batch) {
+  std::unique_lock lock(mutex);
+  if (batch.requests.size() >= batch.target || batch.requests.size() >= options.max_batch)
+    return false;
+  work_ready.wait_until(lock, batch.deadline, [&] { return !queue.empty() || stopping; });
+  if (queue.empty()) return false;
+  take_queued(batch);
+  return true;
 }
 
 void AuditLog::State::run_writer() {
@@ -212,7 +242,8 @@ void AuditLog::State::run_writer() {
       if (stopping) break;
       if (checkpoint_due()) {
         lock.unlock();
-        (void)process({}, /*sign_unsigned=*/true);
+        Batch timed;
+        (void)process(timed, /*sign_unsigned=*/true);
         lock.lock();
         continue;
       }
@@ -222,33 +253,33 @@ void AuditLog::State::run_writer() {
         work_ready.wait(lock);
       continue;
     }
-    gather_batch(lock);
-    std::vector<RequestPtr> batch;
-    while (!queue.empty() && batch.size() < options.max_batch) {
-      batch.push_back(std::move(queue.front()));
-      queue.pop_front();
-    }
-    last_batch_size = batch.size();
+    Batch batch;
+    batch.target = last_batch_size;
+    batch.deadline = std::chrono::steady_clock::now() +
+                     std::min<std::chrono::steady_clock::duration>(last_fsync_duration * 2,
+                                                                   std::chrono::milliseconds(2));
+    take_queued(batch);
     lock.unlock();
-    auto commit_started = std::chrono::steady_clock::now();
     (void)process(batch, /*sign_unsigned=*/false);
-    last_commit_duration = std::chrono::steady_clock::now() - commit_started;
-    for (const RequestPtr& request : batch) {
-      request->done.store(true);
-      request->done.notify_one();
-    }
     lock.lock();
+    last_batch_size = batch.requests.size();
+    // The batch's callers may return (and their requests vanish) as soon as this is stored.
+    answered_through.store(batch.requests.back()->ticket, std::memory_order_release);
+    answered_through.notify_all();
   }
   lock.unlock();
   // The final checkpoint: every committed record leaves covered by a signature.
-  if (!failure && tree.has_unsigned_records()) close_status = process({}, /*sign_unsigned=*/true);
+  if (!failure && tree.has_unsigned_records()) {
+    Batch final_checkpoint;
+    close_status = process(final_checkpoint, /*sign_unsigned=*/true);
+  }
 }
 
 // One transaction for `batch`; on failure its callers get the error. Failing to take the write
 // lock (another process held it past the busy timeout) leaves nothing written, so the log stays
 // usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
 // error may have dropped pages), and only reopening, which reads the disk again, is safe.
-Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_unsigned) {
+Status AuditLog::State::process(Batch& batch, bool sign_unsigned) {
   Status status = failure ? Status(*failure) : store.begin_write();
   if (status) {
     TreeState before = tree;
@@ -258,42 +289,52 @@ Status AuditLog::State::process(std::span<const RequestPtr> batch, bool sign_uns
       store.rollback();
       tree = std::move(before);
       checkpoints_signed = checkpoints_before;
+      std::lock_guard lock(mutex);  // callers read it in submit()
       failure = status.error();
     }
   }
   if (!status)
-    for (const RequestPtr& request : batch) request->fail(status.error());
+    for (WriteRequest* request : batch.requests) request->fail(status.error());
   return status;
 }
 
-// Inside the transaction process() began.
-Status AuditLog::State::write_transaction(std::span<const RequestPtr> batch, bool sign_unsigned) {
-  if (auto status = sync_with_other_writers(); !status) return status;
-  for (const RequestPtr& request : batch) {
-    if (request->kind == WriteRequest::Kind::append) {
-      auto receipt = append_record(std::move(request->members));
-      if (!receipt) return receipt.error();
-      request->receipt = std::move(receipt);
-    } else if (tree.has_unsigned_records()) {
-      if (auto status = sign_checkpoint_now(); !status) return status;
-    }
+Status AuditLog::State::write_request(WriteRequest& request) {
+  if (request.kind == WriteRequest::Kind::append) {
+    auto receipt = append_record(std::move(request.members));
+    if (!receipt) return receipt.error();
+    request.receipt = std::move(receipt);
+  } else if (tree.has_unsigned_records()) {
+    return sign_checkpoint_now();
   }
+  return {};
+}
+
+// Inside the transaction process() began.
+Status AuditLog::State::write_transaction(Batch& batch, bool sign_unsigned) {
+  if (auto status = sync_with_other_writers(); !status) return status;
+  std::size_t written = 0;
+  do {
+    for (; written < batch.requests.size(); ++written)
+      if (auto status = write_request(*batch.requests[written]); !status) return status;
+  } while (take_late_arrivals(batch));
   bool enough_records =
       tree.size() - (tree.latest_checkpoint ? tree.latest_checkpoint->checkpoint.size : 0) >=
       options.checkpoint_every_records;
   if ((sign_unsigned || enough_records) && tree.has_unsigned_records())
     if (auto status = sign_checkpoint_now(); !status) return status;
+  auto fsync_started = std::chrono::steady_clock::now();
   if (auto status = store.commit(); !status) return status;
+  last_fsync_duration = std::chrono::steady_clock::now() - fsync_started;
   {
     std::lock_guard lock(mutex);
     stats.transactions += 1;
     stats.records += static_cast<std::uint64_t>(
-        std::count_if(batch.begin(), batch.end(),
-                      [](const RequestPtr& r) { return r->kind == WriteRequest::Kind::append; }));
+        std::count_if(batch.requests.begin(), batch.requests.end(),
+                      [](const WriteRequest* r) { return r->kind == WriteRequest::Kind::append; }));
     stats.checkpoints = checkpoints_signed;
   }
   // Only now, committed, do callers that asked for a checkpoint get one.
-  for (const RequestPtr& request : batch)
+  for (WriteRequest* request : batch.requests)
     if (request->kind == WriteRequest::Kind::checkpoint)
       request->checkpoint = *tree.latest_checkpoint;
   return {};
@@ -311,7 +352,7 @@ Status AuditLog::State::sync_with_other_writers() {
 Result<AppendReceipt> AuditLog::State::append_record(std::vector<CanonicalMember> members) {
   std::uint64_t index = tree.size();
   members.push_back({"index", std::to_string(index)});
-  members.push_back({"prev", "\"" + to_hex(tree.last_leaf) + "\""});
+  members.push_back({"prev", quoted_hex(tree.last_leaf)});
   members.push_back({"time", std::to_string(unix_time_ms())});
   std::string record = canonical_object(std::move(members));
   Hash leaf = leaf_hash(as_bytes(record));
@@ -410,17 +451,17 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditL
 Result<AppendReceipt> AuditLog::append(const nlohmann::json& fields) {
   auto members = canonical_members(fields);
   if (!members) return members.error();
-  auto request = std::make_shared<WriteRequest>();
-  request->members = std::move(*members);
+  WriteRequest request;
+  request.members = std::move(*members);
   state_->submit(request);
-  return std::move(*request->receipt);
+  return std::move(*request.receipt);
 }
 
 Result<SignedCheckpoint> AuditLog::checkpoint() {
-  auto request = std::make_shared<WriteRequest>();
-  request->kind = WriteRequest::Kind::checkpoint;
+  WriteRequest request;
+  request.kind = WriteRequest::Kind::checkpoint;
   state_->submit(request);
-  return std::move(*request->checkpoint);
+  return std::move(*request.checkpoint);
 }
 
 Status AuditLog::close() {

@@ -23,7 +23,7 @@ std::string checkpoint_body(const Checkpoint& checkpoint) {
   std::string origin;
   append_canonical_string(checkpoint.origin, origin);
   return canonical_object({{"origin", std::move(origin)},
-                           {"root", "\"" + to_hex(checkpoint.root) + "\""},
+                           {"root", quoted_hex(checkpoint.root)},
                            {"size", std::to_string(checkpoint.size)},
                            {"time", std::to_string(checkpoint.time_ms)}});
 }

@@ -86,6 +86,15 @@ std::optional<std::string> from_hex(std::string_view hex) {
   return out;
 }
 
+std::string quoted_hex(const Hash& hash) {
+  std::string out;
+  out.reserve(2 * kHashSize + 2);
+  out += '"';
+  out += to_hex(hash);
+  out += '"';
+  return out;
+}
+
 std::optional<Hash> hash_from_hex(std::string_view hex) {
   auto bytes = from_hex(hex);
   if (!bytes || bytes->size() != kHashSize) return std::nullopt;

@@ -34,5 +34,7 @@ inline std::string to_hex(const Hash& hash) { return to_hex(ByteView(hash)); }
 // Accepts upper or lower case; nullopt on odd length or a non-hex digit.
 std::optional<std::string> from_hex(std::string_view hex);
 std::optional<Hash> hash_from_hex(std::string_view hex);
+// The hash as a canonical JSON string literal: the hex between double quotes.
+std::string quoted_hex(const Hash& hash);
 
 }  // namespace airlock::audit

@@ -185,7 +185,7 @@ class LogVerifier {
       row.leaf = leaf_hash(cursor->record());
       row.index_member = parse_index_member(record);
       row.prev_matches =
-          find_top_level_member(record, "prev") == "\"" + to_hex(previous_leaf) + "\"";
+          find_top_level_member(record, "prev") == quoted_hex(previous_leaf);
       row.stored_leaf_matches = equal_bytes(cursor->leaf_hash(), ByteView(row.leaf));
       MerkleFrontier::Completed completed = frontier.append(row.leaf);
       row.stored_subtrees_match =

@@ -30,10 +30,15 @@ std::string slurp(const std::string& path) {
   return buffer.str();
 }
 
+// Single-quoted for sh (GCC 12 at -O3 warns falsely on `"x" + string + "x"`, so append).
 std::string quote(const std::string& arg) {
   std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
 }
 
 class AuditCli : public ::testing::Test {
@@ -42,9 +47,16 @@ class AuditCli : public ::testing::Test {
 
   CommandResult run(const std::string& program, const std::vector<std::string>& args) {
     std::string command = quote(program);
-    for (const auto& a : args) command += " " + quote(a);
+    for (const auto& a : args) {
+      command += ' ';
+      command += quote(a);
+    }
     std::string out = dir_.file("stdout"), err = dir_.file("stderr");
-    int status = std::system((command + " > " + quote(out) + " 2> " + quote(err)).c_str());
+    command += " > ";
+    command += quote(out);
+    command += " 2> ";
+    command += quote(err);
+    int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   }
 
