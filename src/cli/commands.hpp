@@ -3,11 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-namespace airlock::cli {
-
 #include <string>
 #include <vector>
+
+namespace airlock::cli {
 
 struct ExitStatus {
   int code = 0;
