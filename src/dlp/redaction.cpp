@@ -1,8 +1,7 @@
 #include "dlp/redaction.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
+#include "common/digest.hpp"
 #include "dlp/detectors.hpp"
 
 namespace airlock::dlp::detail {
@@ -39,19 +38,6 @@ std::string_view label_of(std::string_view detector_id) {
   return "CREDENTIAL";  // the literal detectors
 }
 
-std::string hmac_sha256_hex(std::string_view key, std::string_view value) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(value.data()), value.size(), digest, &length);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < length; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xF]);
-  }
-  return out;
-}
 
 void append_replacement(const Finding& finding, std::string_view value, std::string_view hash_key,
                         std::string& out) {

@@ -18,8 +18,6 @@ namespace airlock::dlp::detail {
 
 std::string_view label_of(std::string_view detector_id);
 
-std::string hmac_sha256_hex(std::string_view key, std::string_view value);
-
 void append_replacement(const Finding& finding, std::string_view value, std::string_view hash_key,
                         std::string& out);
 

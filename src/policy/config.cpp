@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/digest.hpp"
 #include "common/units.hpp"
 #include "egress/policy.hpp"
 
@@ -431,6 +432,14 @@ const ToolConfig* Config::find_tool(std::string_view name) const {
   for (const auto& t : tools)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+const Principal* Config::find_principal_by_key(std::string_view api_key) const {
+  const std::string hash = sha256_hex(api_key);
+  const Principal* found = nullptr;
+  for (const auto& p : principals)  // no early exit
+    if (constant_time_equal(p.api_key_sha256, hash)) found = &p;
+  return found;
 }
 
 sandbox::Limits Config::limits_for(const ToolConfig& tool) const {

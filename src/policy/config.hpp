@@ -94,6 +94,9 @@ struct Config {
   std::string dlp_policy;  // a DLP policy file (docs/dlp.md); empty: the built-in defaults
 
   const ToolConfig* find_tool(std::string_view name) const;
+  // The principal whose key this is (its SHA-256 compared in constant time with every
+  // principal's), or nullptr.
+  const Principal* find_principal_by_key(std::string_view api_key) const;
   // The limits a tool runs with: its tier's, with its overrides applied.
   sandbox::Limits limits_for(const ToolConfig& tool) const;
 };

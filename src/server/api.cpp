@@ -2,7 +2,6 @@
 
 #include "audit/audit_log.hpp"
 #include "audit/log_reader.hpp"
-#include "common/digest.hpp"
 
 namespace airlock::server {
 
@@ -62,12 +61,7 @@ const std::string& openapi_document() {
 
 const policy::Principal* Api::authenticate(const HttpRequest& r) const {
   auto key = bearer(r);
-  if (!key) return nullptr;
-  const std::string hash = sha256_hex(*key);
-  const policy::Principal* found = nullptr;
-  for (const auto& p : s_.config->principals)
-    if (constant_time_equal(p.api_key_sha256, hash)) found = &p;
-  return found;
+  return key ? s_.config->find_principal_by_key(*key) : nullptr;
 }
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {

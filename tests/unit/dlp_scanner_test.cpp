@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "common/digest.hpp"
 #include "dlp/literals.hpp"
 #include "dlp/redaction.hpp"
 #include "dlp/scanner.hpp"
@@ -67,9 +68,9 @@ spec:
   EXPECT_EQ(token.size(), std::string("[HASH:EMAIL:0123456789abcdef]").size());
   EXPECT_NE(b.find(token), std::string::npos) << "equal values give equal tokens";
   EXPECT_EQ(c.find(token), std::string::npos);
-  EXPECT_EQ(token, "[HASH:EMAIL:" + detail::hmac_sha256_hex("k1", "jane.doe@example.org").substr(0, 16) + "]");
+  EXPECT_EQ(token, "[HASH:EMAIL:" + airlock::hmac_sha256_hex("k1", "jane.doe@example.org").substr(0, 16) + "]");
   // RFC 4231 test case 2: HMAC-SHA256("Jefe", "what do ya want for nothing?").
-  EXPECT_EQ(detail::hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+  EXPECT_EQ(airlock::hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
   auto other_key = make_scanner(policy_from(std::string(yaml).replace(std::string(yaml).find("k1"), 2, "k2")));
   EXPECT_NE(redacted(other_key, "from jane.doe@example.org"), a);

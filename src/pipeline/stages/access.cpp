@@ -1,17 +1,11 @@
 #include "pipeline/stages/access.hpp"
 
-#include "common/digest.hpp"
-
 namespace airlock::pipeline {
 
 std::optional<InvocationError> AuthenticateStage::run(Invocation& inv) {
   if (!inv.bearer_key || inv.bearer_key->empty())
     return InvocationError{"unauthenticated", "no API key: send Authorization: Bearer <key>", "denied", 401, ""};
-  const std::string hash = sha256_hex(*inv.bearer_key);
-  // Compare against every principal, without an early exit on the first bytes.
-  const policy::Principal* found = nullptr;
-  for (const auto& p : config_.principals)
-    if (constant_time_equal(p.api_key_sha256, hash)) found = &p;
+  const policy::Principal* found = config_.find_principal_by_key(*inv.bearer_key);
   if (!found) return InvocationError{"unauthenticated", "the API key is not valid", "denied", 401, ""};
   inv.principal = found;
   return std::nullopt;
