@@ -178,12 +178,16 @@ bool HostAbstractSocket::had_connection() const {
 HostSnapshot snapshot_host() {
   HostSnapshot snap;
   const auto& cg = cgroup_support();
+  const std::string own_prefix = "airlock-" + std::to_string(::getpid()) + "-";
+  const std::string own_supervisor = "airlock-supervisor-" + std::to_string(::getpid());
   for (const std::string& base : {cg.v2_base, cg.v1_memory, cg.v1_pids, cg.v1_cpuacct}) {
     if (base.empty()) continue;
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(base, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (it->is_directory() && it->path().filename().string().rfind("airlock-", 0) == 0)
+      // Only this process's cgroups: other tests (and other airlocks) run beside this one.
+      const std::string name = it->path().filename().string();
+      if (it->is_directory() && (name.rfind(own_prefix, 0) == 0 || name == own_supervisor))
         snap.cgroups.insert(it->path().string());
     }
   }
