@@ -9,7 +9,7 @@ PACKAGES=(
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost1.81-dev libidn2-dev libyaml-cpp-dev libvalijson-dev
+  libboost1.81-dev libidn2-dev libunistring-dev libyaml-cpp-dev libvalijson-dev
   # audit log: SQLite storage, SHA-256 and Ed25519
   libsqlite3-dev libssl-dev
   # DLP: Vectorscan and RE2

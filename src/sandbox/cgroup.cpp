@@ -325,15 +325,16 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
   return cg;
 }
 
-Status SandboxCgroup::add_process(pid_t pid) const {
-  if (mode_ != CgroupMode::v1) return {};
+Result<std::vector<UniqueFd>> SandboxCgroup::open_join_fds() const {
+  std::vector<UniqueFd> fds;
+  if (mode_ != CgroupMode::v1) return fds;
   for (const auto& dir : dirs_) {
-    int err = 0;
-    if (!write_file(dir + "/cgroup.procs", std::to_string(pid), &err))
-      return Error::make("setup_error", "cgroup: moving the sandbox into " + dir + ": " +
-                                            strerror(err));
+    const std::string tasks = dir + "/tasks";
+    UniqueFd fd(::open(tasks.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return Error::make("setup_error", "cgroup: open " + tasks + ": " + strerror(errno));
+    fds.push_back(std::move(fd));
   }
-  return {};
+  return fds;
 }
 
 std::optional<std::uint64_t> SandboxCgroup::cpu_usage_ns() const {

@@ -66,7 +66,11 @@ class SandboxCgroup {
   bool active() const { return !dirs_.empty(); }
   CgroupMode mode() const { return mode_; }
   int clone_into_fd() const { return v2_dir_fd_.get(); }  // -1 unless v2
-  Status add_process(pid_t pid) const;                      // v1 placement
+  // v1 placement: the `tasks` file of each hierarchy, opened for writing. The sandbox's first
+  // process writes "0" into each to move itself. A write of another pid takes the kernel's
+  // threadgroup lock, whose RCU grace period costs 5-16 ms when no other move happened just
+  // before (every `airlock run`); a thread moving itself skips it (~0.2 ms).
+  Result<std::vector<UniqueFd>> open_join_fds() const;
   std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
   CgroupStats read_stats() const;
   void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace

@@ -9,6 +9,7 @@
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -327,9 +328,32 @@ void wait_for_supervisor() {
   if (n != 1) sys::raw_exit(125);  // the supervisor went away
 }
 
+// After PR_SET_PDEATHSIG: if the supervisor died before it was set, its end of the go pipe
+// (which it holds open while the sandbox lives) is closed by now.
+void check_supervisor_alive() {
+  pollfd pfd{kChildGoFd, POLLIN, 0};
+  int rc;
+  do rc = ::poll(&pfd, 1, 0);
+  while (rc < 0 && errno == EINTR);
+  if (rc != 0) sys::raw_exit(125);  // POLLHUP: the supervisor went away
+}
+
+// v1: move ourselves into the sandbox's cgroups before anything is allocated or created.
+void join_cgroups(const ChildPlan& plan) {
+  for (int fd : plan.cgroup_join_fds) {
+    if (fd < 0) continue;
+    if (::write(fd, "0", 1) != 1) {
+      g_error_fd = plan.error_fd;
+      fail("joining the sandbox's cgroup (write 0 to tasks)", nullptr, errno);
+    }
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 void child_main(const ChildPlan& plan) {
+  join_cgroups(plan);
   arrange_descriptors(plan);
   reset_signals();
   ::umask(0);
@@ -347,18 +371,16 @@ void child_main(const ChildPlan& plan) {
   if (plan.root_mode) check(sys::raw_setgroups_empty() == 0, "setgroups (clear)");
   check(sys::raw_setresgid(plan.gid, plan.gid, plan.gid) == 0, "setresgid");
   check(sys::raw_setresuid(plan.uid, plan.uid, plan.uid) == 0, "setresuid");
-  // After the credential change, which clears it. If the supervisor died before this, the
-  // next wait_for_supervisor() sees its end of the go pipe closed and we exit.
+  // After the credential change, which clears it; then make sure the supervisor did not die
+  // before it was set.
   check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
+  check_supervisor_alive();
 
   build_root(plan);
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
   check(::setdomainname("", 0) == 0, "setdomainname");
   bring_up_loopback();
   open_listeners(plan);
-  // The supervisor creates v1 cgroups while we built the root; nothing of the program runs
-  // before it has placed us in them.
-  wait_for_supervisor();
   ::close(kChildGoFd);
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");

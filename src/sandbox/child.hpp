@@ -20,7 +20,7 @@ inline constexpr int kChildErrorFd = 3;    // setup failures go here; CLOEXEC, E
 inline constexpr int kChildControlFd = 4;  // SCM_RIGHTS to the supervisor (listeners, seccomp)
 inline constexpr int kChildStatusFd = 5;   // init reports the program's wait status here
 inline constexpr int kChildGoFd = 6;  // the supervisor writes a byte when the id maps are
-                                      // written, and one when the cgroups are in place
+                                      // written; closed: it went away
 inline constexpr int kChildFirstStrayFd = 7;
 
 // A tree of the host's mounts cloned with open_tree() before anything is hidden.
@@ -60,8 +60,11 @@ struct ExitReport {  // written by the sandbox's init: how the program ended
 struct ChildPlan {
   // Descriptors as the supervisor holds them (moved to the numbers above in the child).
   int stdin_fd, stdout_fd, stderr_fd, error_fd, control_fd, status_fd, go_fd;
+  // v1 cgroups: each hierarchy's `tasks` file, written "0" by the child before anything else.
+  static constexpr int kMaxCgroupJoinFds = 3;
+  int cgroup_join_fds[kMaxCgroupJoinFds] = {-1, -1, -1};
 
-  bool unshare_cgroup_ns = false;  // v1: placed after clone, so its namespace comes after
+  bool unshare_cgroup_ns = false;  // v1: joined after clone, so its namespace comes after
   bool root_mode = false;          // supervisor is root: clear supplementary groups
   unsigned uid = 0, gid = 0;       // inside the sandbox
   int last_cap = 40;

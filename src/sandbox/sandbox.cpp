@@ -122,6 +122,7 @@ struct Sandbox::State {
   pid_t pid = -1;
   UniqueFd pidfd;
   UniqueFd stdin_w, stdout_r, stderr_r, status_r, control, notify, kill_event;
+  UniqueFd go_w;  // held open while the sandbox lives: the child sees it close if we die
   std::vector<UniqueFd> listeners;
   Clock::time_point started;
   bool reaped = false;
@@ -187,14 +188,15 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   auto st = std::make_unique<State>();
   st->spec = spec;
 
-  // v2: the cgroup must exist before clone3 (CLONE_INTO_CGROUP). v1: it is created while the
-  // child builds its root, and the child waits for it before anything of the program runs.
-  const bool cgroup_before_clone = cgroup_support().mode == CgroupMode::v2;
-  if (cgroup_before_clone) {
+  // The cgroups exist before clone3: v2 starts the child in its cgroup (CLONE_INTO_CGROUP),
+  // on v1 the child moves itself into each hierarchy first thing (see open_join_fds).
+  {
     auto cgroup = SandboxCgroup::create(spec.limits);
     if (!cgroup) return cgroup.error();
     st->cgroup = std::move(*cgroup);
   }
+  auto join_fds = st->cgroup.open_join_fds();
+  if (!join_fds) return join_fds.error();
 
   auto plan = make_child_plan(spec, cgroup_support());
   if (!plan) return plan.error();
@@ -219,6 +221,9 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   cp.control_fd = control_child.get();
   cp.status_fd = status->write.get();
   cp.go_fd = go->read.get();
+  if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
+    return setup_error("more cgroup hierarchies than the child can join");
+  for (std::size_t i = 0; i < join_fds->size(); ++i) cp.cgroup_join_fds[i] = (*join_fds)[i].get();
 
   int pidfd = -1;
   sys::CloneArgs args{};
@@ -249,6 +254,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   status->write.reset();
   go->read.reset();
   control_child.reset();
+  join_fds->clear();
   auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
   State& s = *sandbox->state_;
 
@@ -263,16 +269,9 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
     return setup_errno("writing gid_map", errno);
 
   char one = 1;
-  if (::write(go->write.get(), &one, 1) != 1) return setup_errno("releasing the sandbox", errno);
-  if (!cgroup_before_clone) {
-    auto cgroup = SandboxCgroup::create(spec.limits);
-    if (!cgroup) return cgroup.error();
-    s.cgroup = std::move(*cgroup);
-    if (auto placed = s.cgroup.add_process(s.pid); !placed) return placed.error();
-  }
   s.started = Clock::now();
   if (::write(go->write.get(), &one, 1) != 1) return setup_errno("releasing the sandbox", errno);
-  go->write.reset();
+  s.go_w = std::move(go->write);
 
   // Wait for execve (EOF on the error pipe) or a report of what failed.
   const auto deadline = s.started + s.spec.limits.wall_time;
