@@ -9,6 +9,7 @@
 #include <cstring>
 #include <future>
 
+#include "common/no_sigpipe.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::validate {
@@ -146,7 +147,7 @@ int remaining_ms(Clock::time_point deadline) {
 
 IoResult write_all(int fd, std::string_view data, Clock::time_point deadline) {
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
+    ssize_t n = write_without_sigpipe(fd, data.data(), data.size());
     if (n > 0) {
       data.remove_prefix(static_cast<std::size_t>(n));
       continue;

@@ -560,7 +560,8 @@ TEST(Limits, CpuSpinHitsTheCpuBudget) {
   spec.limits.wall_time = 20s;
   Outcome o = run(spec);
   EXPECT_EQ(o.verdict, Verdict::cpu_time_limit) << describe(o);
-  EXPECT_GE(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 900u) << describe(o);
+  // At least half the budget (how the verdict reads a SIGXCPU; see cpu_slack_ns).
+  EXPECT_GE(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 500u) << describe(o);
   EXPECT_LT(o.usage.wall_ms, 15000u) << describe(o);
 }
 
@@ -590,9 +591,10 @@ TEST(Limits, SpinWithoutBudgetIsTimeout) {
   EXPECT_EQ(o.exit_status(), 124);
   EXPECT_GE(o.usage.wall_ms, 1000u);
   // Processes killed with the pid namespace are reaped by the kernel, not by the init: their
-  // CPU time must still be counted (it comes from the cgroup).
+  // CPU time must still be counted (it comes from the cgroup). How much it got of the second
+  // depends on how busy the host is, so only "counted at all" is asserted.
   if (cgroup_support().measures_cpu()) {
-    EXPECT_GE(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 500u) << describe(o);
+    EXPECT_GT(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 0u) << describe(o);
   }
 }
 
@@ -783,6 +785,19 @@ TEST(Io, StdinIsFedAndWorkdirIsHome) {
   Outcome o = run(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "HELLO /home/tool /home/tool\n");
+}
+
+TEST(Io, ProgramThatNeverReadsItsStdinCannotKillTheSupervisor) {
+  // 4 MiB of input for a program that exits at once: the supervisor's writes hit a pipe with
+  // no reader. This test binary does not ignore SIGPIPE, so a plain write() would kill it.
+  Spec spec;
+  spec.argv = {"/bin/true"};
+  spec.stdin_source.kind = StdinSource::Kind::bytes;
+  spec.stdin_source.bytes.assign(4u << 20, 'x');
+  for (int i = 0; i < 20; ++i) {
+    Outcome o = run(spec);
+    ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
+  }
 }
 
 }  // namespace

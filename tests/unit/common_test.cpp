@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
+
+#include "common/no_sigpipe.hpp"
 #include "common/units.hpp"
 
 using namespace airlock;
@@ -40,4 +45,23 @@ TEST(FormatUnits, RoundTrips) {
   EXPECT_EQ(format_size(1000), "1000");
   EXPECT_EQ(format_duration(30s), "30s");
   EXPECT_EQ(format_duration(1500ms), "1500ms");
+}
+
+TEST(WriteWithoutSigpipe, AClosedPipeIsEpipeNotADeadProcess) {
+  // SIGPIPE keeps its default action (terminate) in this test binary.
+  ASSERT_EQ(::signal(SIGPIPE, SIG_DFL), SIG_DFL);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  errno = 0;
+  EXPECT_EQ(write_without_sigpipe(fds[1], "x", 1), -1);
+  EXPECT_EQ(errno, EPIPE);
+  sigset_t pending;
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "the SIGPIPE was left pending";
+  sigset_t mask;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  EXPECT_FALSE(sigismember(&mask, SIGPIPE)) << "SIGPIPE was left blocked";
+  ::close(fds[1]);
 }

@@ -1,0 +1,14 @@
+// write() to a pipe whose reader may be gone, without SIGPIPE. A library must neither kill its
+// host process nor depend on it ignoring SIGPIPE: a sandboxed program that exits without
+// reading its stdin would otherwise take the daemon (or a test binary) down with it.
+#pragma once
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace airlock {
+
+// Like ::write, but a write to a pipe without readers only fails with EPIPE.
+ssize_t write_without_sigpipe(int fd, const void* data, std::size_t size);
+
+}  // namespace airlock
