@@ -9,6 +9,7 @@ find_package(benchmark REQUIRED)
 find_package(OpenSSL 3 REQUIRED)   # SHA-256, HMAC, Ed25519
 find_package(SQLite3 REQUIRED)     # the audit log and the daemon's state
 find_package(yaml-cpp REQUIRED)    # configuration and policy files
+find_package(prometheus-cpp CONFIG REQUIRED)  # the daemon's /metrics (core only)
 
 # Sandbox: libseccomp, linked statically (one less shared object for every `airlock run`).
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)

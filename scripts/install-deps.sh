@@ -12,6 +12,8 @@ PACKAGES=(
   libboost1.81-dev libidn2-dev libunistring-dev libyaml-cpp-dev libvalijson-dev
   # audit log: SQLite storage, SHA-256 and Ed25519
   libsqlite3-dev libssl-dev
+  # daemon: /metrics
+  prometheus-cpp-dev
   # DLP: Vectorscan and RE2
   libvectorscan-dev libre2-dev
   # runtime: tools run by the sandbox, demo and tests

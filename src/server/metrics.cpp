@@ -1,103 +1,95 @@
 #include "server/metrics.hpp"
 
-#include <cmath>
-#include <sstream>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <mutex>
+#include <utility>
 
 namespace airlock::server {
-namespace {
 
-std::string escape_label(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+namespace prom = prometheus;
+
+// prometheus-cpp's families are thread-safe; the maps from our names to them are guarded here.
+struct Metrics::Registry {
+  prom::Registry registry;
+  mutable std::mutex mu;
+  std::map<std::string, prom::Family<prom::Counter>*> counters;
+  struct HistogramFamily {
+    prom::Family<prom::Histogram>* family;
+    prom::Histogram::BucketBoundaries buckets;
+  };
+  std::map<std::string, HistogramFamily> histograms;
+  struct ScrapedGauge {
+    prom::Gauge* gauge;
+    std::function<double()> read;
+  };
+  std::vector<ScrapedGauge> gauges;
+
+  prom::Family<prom::Counter>& counter(const std::string& name, const std::string& help) {
+    auto it = counters.find(name);
+    if (it == counters.end())
+      it = counters.emplace(name, &prom::BuildCounter().Name(name).Help(help).Register(registry)).first;
+    return *it->second;
   }
-  return out;
-}
-
-std::string format_labels(const Metrics::Labels& labels, const std::string& extra = {}) {
-  if (labels.empty() && extra.empty()) return "";
-  std::string out = "{";
-  bool first = true;
-  for (const auto& [k, v] : labels) {
-    out += (first ? "" : ",") + k + "=\"" + escape_label(v) + "\"";
-    first = false;
+  HistogramFamily& histogram(const std::string& name, const std::string& help,
+                             prom::Histogram::BucketBoundaries buckets) {
+    auto it = histograms.find(name);
+    if (it == histograms.end()) {
+      auto& family = prom::BuildHistogram().Name(name).Help(help).Register(registry);
+      it = histograms.emplace(name, HistogramFamily{&family, std::move(buckets)}).first;
+    }
+    return it->second;
   }
-  if (!extra.empty()) out += (first ? "" : ",") + extra;
-  return out + "}";
-}
+};
 
-std::string number(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
-}
-
-}  // namespace
+Metrics::Metrics() : registry_(std::make_unique<Registry>()) {}
+Metrics::~Metrics() = default;
 
 void Metrics::describe_counter(const std::string& name, const std::string& help) {
-  std::lock_guard lock(mu_);
-  families_[name].help = help;
-  families_[name].type = "counter";
+  std::lock_guard lock(registry_->mu);
+  registry_->counter(name, help);
 }
 
 void Metrics::describe_histogram(const std::string& name, const std::string& help, std::vector<double> buckets) {
-  std::lock_guard lock(mu_);
-  auto& f = families_[name];
-  f.help = help;
-  f.type = "histogram";
-  f.buckets = std::move(buckets);
+  std::lock_guard lock(registry_->mu);
+  registry_->histogram(name, help, std::move(buckets));
 }
 
 void Metrics::describe_gauge(const std::string& name, const std::string& help, std::function<double()> read) {
-  std::lock_guard lock(mu_);
-  auto& f = families_[name];
-  f.help = help;
-  f.type = "gauge";
-  f.gauge = std::move(read);
+  std::lock_guard lock(registry_->mu);
+  auto& family = prom::BuildGauge().Name(name).Help(help).Register(registry_->registry);
+  registry_->gauges.push_back({&family.Add({}), std::move(read)});
 }
 
 void Metrics::count(const std::string& name, const Labels& labels, double by) {
-  std::lock_guard lock(mu_);
-  families_[name].counters[labels] += by;
+  prom::Family<prom::Counter>* family;
+  {
+    std::lock_guard lock(registry_->mu);
+    family = &registry_->counter(name, name);
+  }
+  family->Add(labels).Increment(by);
 }
 
 void Metrics::observe(const std::string& name, double value, const Labels& labels) {
-  std::lock_guard lock(mu_);
-  auto& f = families_[name];
-  auto& h = f.histograms[labels];
-  if (h.bucket_counts.empty()) h.bucket_counts.assign(f.buckets.size(), 0);
-  for (std::size_t i = 0; i < f.buckets.size(); ++i)
-    if (value <= f.buckets[i]) h.bucket_counts[i] += 1;
-  h.sum += value;
-  h.count += 1;
+  Registry::HistogramFamily* entry;
+  {
+    std::lock_guard lock(registry_->mu);
+    entry = &registry_->histogram(name, name, {});
+  }
+  entry->family->Add(labels, entry->buckets).Observe(value);
 }
 
 std::string Metrics::exposition() const {
-  std::lock_guard lock(mu_);
-  std::string out;
-  for (const auto& [name, f] : families_) {
-    out += "# HELP " + name + " " + f.help + "\n# TYPE " + name + " " + f.type + "\n";
-    if (f.type == "gauge") {
-      out += name + " " + number(f.gauge ? f.gauge() : 0) + "\n";
-    } else if (f.type == "counter") {
-      for (const auto& [labels, v] : f.counters) out += name + format_labels(labels) + " " + number(v) + "\n";
-    } else {
-      for (const auto& [labels, h] : f.histograms) {
-        for (std::size_t i = 0; i < f.buckets.size(); ++i)
-          out += name + "_bucket" + format_labels(labels, "le=\"" + number(f.buckets[i]) + "\"") + " " +
-                 number(h.bucket_counts[i]) + "\n";
-        out += name + "_bucket" + format_labels(labels, "le=\"+Inf\"") + " " + number(h.count) + "\n";
-        out += name + "_sum" + format_labels(labels) + " " + number(h.sum) + "\n";
-        out += name + "_count" + format_labels(labels) + " " + number(h.count) + "\n";
-      }
-    }
+  {
+    std::lock_guard lock(registry_->mu);
+    for (const auto& g : registry_->gauges) g.gauge->Set(g.read ? g.read() : 0);
   }
-  return out;
+  return prom::TextSerializer().Serialize(registry_->registry.Collect());
 }
 
 }  // namespace airlock::server

@@ -1,11 +1,10 @@
-// The daemon's metrics in the Prometheus text exposition format (version 0.0.4).
-// prometheus-cpp is not packaged for Debian 12, so this is a small registry of its own:
-// labelled counters, gauges read at scrape time, and histograms.
+// The daemon's metrics, kept in a prometheus-cpp registry and served in the Prometheus text
+// exposition format: labelled counters, gauges read at scrape time, and histograms.
 #pragma once
 
 #include <functional>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,9 +14,15 @@ class Metrics {
  public:
   using Labels = std::map<std::string, std::string>;
 
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
   void count(const std::string& name, const Labels& labels = {}, double by = 1);
   void observe(const std::string& name, double value, const Labels& labels = {});
   // Declares a metric (its help text and type) before use; gauges read `read` per scrape.
+  // count() or observe() of a name never declared declares it with the name as its help.
   void describe_counter(const std::string& name, const std::string& help);
   void describe_histogram(const std::string& name, const std::string& help, std::vector<double> buckets);
   void describe_gauge(const std::string& name, const std::string& help, std::function<double()> read);
@@ -25,20 +30,8 @@ class Metrics {
   std::string exposition() const;
 
  private:
-  struct Histogram {
-    std::vector<double> bucket_counts;  // cumulative at scrape time
-    double sum = 0;
-    double count = 0;
-  };
-  struct Family {
-    std::string help, type;
-    std::vector<double> buckets;
-    std::function<double()> gauge;
-    std::map<Labels, double> counters;
-    std::map<Labels, Histogram> histograms;
-  };
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  struct Registry;
+  std::unique_ptr<Registry> registry_;
 };
 
 }  // namespace airlock::server
