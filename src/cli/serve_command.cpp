@@ -1,6 +1,15 @@
-// airlock serve --config FILE: the daemon.
+// airlock serve --config FILE: the daemon. It is its own program, `airlock-serve`, installed
+// next to `airlock`: the daemon links prometheus-cpp (a shared C++ library) and every
+// `airlock run` would otherwise pay to load it (docs/performance.md). `airlock serve` checks
+// its options and becomes that program (execv: same pid, same signals).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
 #include "cli/commands.hpp"
-#include "server/daemon.hpp"
 
 namespace airlock::cli {
 
@@ -10,7 +19,19 @@ void add_serve_command(CLI::App& app, ExitStatus& status) {
   auto* cmd = app.add_subcommand("serve", "Run the daemon: the tool registry, the pipeline and the HTTP API");
   cmd->add_option("--config", *config, "The configuration file (YAML, see docs/config.md)")->required();
   cmd->add_option("--listen", *listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
-  cmd->callback([config, listen, &status] { status.code = server::serve(*config, *listen); });
+  cmd->callback([config, listen, &status] {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string daemon = (ec ? std::filesystem::path(".") : self.parent_path()) / "airlock-serve";
+    std::vector<std::string> args = {daemon, "--config", *config};
+    if (!listen->empty()) args.insert(args.end(), {"--listen", *listen});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(daemon.c_str(), argv.data());
+    std::cerr << "airlock serve: cannot start the daemon " << daemon << ": " << std::strerror(errno) << "\n";
+    status.code = 1;
+  });
 }
 
 }  // namespace airlock::cli

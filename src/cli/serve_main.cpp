@@ -1,0 +1,19 @@
+// airlock-serve: the daemon's own program (`airlock serve` runs it; see serve_command.cpp).
+#include <CLI/CLI.hpp>
+
+#include "server/daemon.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};
+  app.set_version_flag("--version", "airlock-serve 0.1.0");
+  std::string config, listen;
+  app.add_option("--config", config, "The configuration file (YAML, see docs/config.md)")->required();
+  app.add_option("--listen", listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return airlock::server::serve(config, listen);
+}
