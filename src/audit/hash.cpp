@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "common/hex.hpp"
+
 namespace airlock::audit {
 namespace {
 
@@ -56,30 +58,13 @@ Hash hmac_sha256(ByteView key, ByteView message) {
   return out;
 }
 
-std::string to_hex(ByteView bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0x0f];
-  }
-  return out;
-}
-
-namespace {
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-}  // namespace
+std::string to_hex(ByteView bytes) { return hex_encode(bytes.data(), bytes.size()); }
 
 std::optional<std::string> from_hex(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
   std::string out(hex.size() / 2, '\0');
   for (std::size_t i = 0; i < out.size(); ++i) {
-    int high = hex_value(hex[2 * i]), low = hex_value(hex[2 * i + 1]);
+    int high = hex_digit_value(hex[2 * i]), low = hex_digit_value(hex[2 * i + 1]);
     if (high < 0 || low < 0) return std::nullopt;
     out[i] = static_cast<char>((high << 4) | low);
   }

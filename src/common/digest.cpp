@@ -4,26 +4,15 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "common/hex.hpp"
+
 namespace airlock {
-namespace {
-
-std::string hex(const unsigned char* data, std::size_t size) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(size * 2, '0');
-  for (std::size_t i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[data[i] >> 4];
-    out[2 * i + 1] = kDigits[data[i] & 0xf];
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string sha256_hex(std::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  return hex(digest, len);
+  return hex_encode(digest, len);
 }
 
 std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
@@ -31,7 +20,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &len);
-  return hex(digest, len);
+  return hex_encode(digest, len);
 }
 
 bool constant_time_equal(std::string_view a, std::string_view b) {

@@ -1,21 +1,16 @@
 #include "dlp/json_strings.hpp"
 
+#include "common/hex.hpp"
+
 namespace airlock::dlp::detail {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Four hex digits at data[at], or -1.
 long read_hex4(std::string_view data, std::size_t at) {
   if (at + 4 > data.size()) return -1;
   long value = 0;
   for (std::size_t i = 0; i < 4; ++i) {
-    int digit = hex_value(data[at + i]);
+    int digit = hex_digit_value(data[at + i]);
     if (digit < 0) return -1;
     value = value * 16 + digit;
   }

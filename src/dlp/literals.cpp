@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/hex.hpp"
+
 namespace airlock::dlp {
 namespace detail {
 namespace {
@@ -42,16 +44,6 @@ std::string base64_core(std::string_view value, int shift, bool url_safe) {
   std::size_t drop_back = shifted.size() % 3 == 0 ? 0 : 1;  // mixes with the next byte
   if (encoded.size() <= drop_front + drop_back) return {};
   return encoded.substr(drop_front, encoded.size() - drop_front - drop_back);
-}
-
-std::string hex(std::string_view bytes, bool upper) {
-  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(digits[c >> 4]);
-    out.push_back(digits[c & 0xF]);
-  }
-  return out;
 }
 
 std::string percent_encode(std::string_view bytes, bool upper) {
@@ -95,8 +87,8 @@ std::vector<EncodedLiteral> literal_encodings(std::string_view value) {
   add(std::string(value), LiteralEncoding::raw);
   for (int shift = 0; shift < 3; ++shift) add(base64_core(value, shift, false), LiteralEncoding::base64);
   for (int shift = 0; shift < 3; ++shift) add(base64_core(value, shift, true), LiteralEncoding::base64url);
-  add(hex(value, false), LiteralEncoding::hex);
-  add(hex(value, true), LiteralEncoding::hex);
+  add(hex_encode(value, false), LiteralEncoding::hex);
+  add(hex_encode(value, true), LiteralEncoding::hex);
   add(percent_encode(value, true), LiteralEncoding::url);
   add(percent_encode(value, false), LiteralEncoding::url);
   return out;
