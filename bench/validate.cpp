@@ -1,6 +1,7 @@
 // bench/validate: how long static validation takes.
 //   warm worker, 300-line tool       validate::Validator::check through the warm, sandboxed
-//   warm worker, 5,000-line file     parse worker (what the daemon pays per call)
+//   warm worker, 5,000-line file     parse worker (what the daemon pays per call); second
+//                                    argument: 1 the worker's C tree walk, 0 its Python walk
 //   cold python3 -c "import ast; ast.parse(...)"   a fresh interpreter per parse, no sandbox,
 //                                                  no rules: the cost the warm worker avoids
 //   cold sandboxed ast_dump.py       a fresh sandbox + interpreter per parse (one-shot worker)
@@ -70,9 +71,21 @@ void measure(benchmark::State& state, F once) {
   report(state, ms);
 }
 
+airlock::validate::ParseWorkerConfig worker_config(bool native) {
+  airlock::validate::ParseWorkerConfig config;
+  config.script = airlock::validate::default_parser_script();
+  if (native) {
+    config.native_walker = airlock::validate::default_native_walker();
+    if (config.native_walker.empty()) std::abort();  // built without python3-dev
+  }
+  return config;
+}
+
 void BM_WarmWorker(benchmark::State& state) {
   std::string source = tool_source(static_cast<int>(state.range(0)));
-  Validator validator;
+  airlock::validate::ValidatorOptions options;
+  if (state.range(1) == 0) options.native_walker = "none";
+  Validator validator(options);
   Policy policy;
   if (!validator.prepare(policy).ok()) std::abort();
   if (validator.check(source, policy).verdict != Verdict::accept) std::abort();  // warm-up
@@ -122,36 +135,51 @@ void BM_ColdSandboxedDump(benchmark::State& state) {
   state.counters["lines"] = static_cast<double>(state.range(0));
 }
 
-// The parts of a warm check, measured apart: the worker's reply parsed into JSON, and the
-// rules over it (both in this process; the worker's own time is the rest).
-std::string worker_reply(const std::string& source) {
-  airlock::validate::ParseWorkerConfig config;
-  config.script = airlock::validate::default_parser_script();
-  airlock::validate::ParseWorker worker(config);
+// The parts of a warm check, measured apart: the worker's reply read into the tree index, and
+// the rules over it (both in this process; the worker's own time is the rest).
+airlock::validate::ParsedSource worker_reply(const std::string& source, bool native) {
+  airlock::validate::ParseWorker worker(worker_config(native));
   auto reply = worker.parse(source);
   if (!reply.ok()) std::abort();
-  return reply->dump();
+  return std::move(*reply);
 }
 
-void BM_ReplyJsonParse(benchmark::State& state) {
-  std::string text = worker_reply(tool_source(static_cast<int>(state.range(0))));
-  measure(state, [&] { benchmark::DoNotOptimize(airlock::validate::Json::parse(text)); });
-  state.counters["reply_kb"] = static_cast<double>(text.size()) / 1024;
+// Binary (C walk): the tree decoded into the index. JSON (Python walk): the reply parsed
+// into nlohmann::json and indexed.
+void BM_ReplyDecode(benchmark::State& state) {
+  bool native = state.range(1) != 0;
+  auto parsed = worker_reply(tool_source(static_cast<int>(state.range(0))), native);
+  std::string text = parsed.reply.dump();
+  measure(state, [&] {
+    if (native) {
+      std::string error;
+      auto tree = airlock::validate::SyntaxTree::from_binary(parsed.tree_bytes, error);
+      if (!tree) std::abort();
+      benchmark::DoNotOptimize(tree->root());
+    } else {
+      auto json = airlock::validate::Json::parse(text);
+      airlock::validate::SyntaxTree tree(json);
+      benchmark::DoNotOptimize(tree.root());
+    }
+  });
+  state.counters["reply_kb"] = static_cast<double>(native ? parsed.tree_bytes.size() : text.size()) / 1024;
 }
 
+// The index, the program facts and every rule, from the binary tree.
 void BM_RulesOnly(benchmark::State& state) {
-  auto reply = airlock::validate::Json::parse(worker_reply(tool_source(static_cast<int>(state.range(0)))));
+  auto parsed = worker_reply(tool_source(static_cast<int>(state.range(0))), true);
   Policy policy;
   airlock::validate::ExportTable exports;
-  measure(state, [&] { benchmark::DoNotOptimize(airlock::validate::analyze(reply, policy, exports)); });
+  measure(state, [&] {
+    airlock::validate::Program program(parsed, policy);
+    benchmark::DoNotOptimize(program.analyze(exports));
+  });
 }
 
 // The worker's round trip alone (request, parse, reply), for a one-line and a 300-line source.
 void BM_WorkerRoundTrip(benchmark::State& state) {
   std::string source = state.range(0) <= 1 ? std::string("x = 1\n") : tool_source(static_cast<int>(state.range(0)));
-  airlock::validate::ParseWorkerConfig config;
-  config.script = airlock::validate::default_parser_script();
-  airlock::validate::ParseWorker worker(config);
+  airlock::validate::ParseWorker worker(worker_config(state.range(1) != 0));
   if (!worker.parse(source).ok()) std::abort();
   measure(state, [&] {
     if (!worker.parse(source).ok()) std::abort();
@@ -159,7 +187,8 @@ void BM_WorkerRoundTrip(benchmark::State& state) {
 }
 
 // The floor under any design that uses the interpreter's own ast module: ast.parse alone,
-// repeated inside one running python3 (no process start, no JSON, no rules).
+// repeated inside one running python3 (no process start, no JSON, no rules); with the cyclic
+// garbage collector on (argument 1) and off (0, as in the worker).
 void BM_AstParseFloor(benchmark::State& state) {
   std::string source = tool_source(static_cast<int>(state.range(0)));
   std::string path = "/tmp/airlock-bench-validate-" + std::to_string(getpid()) + ".py";
@@ -168,13 +197,14 @@ void BM_AstParseFloor(benchmark::State& state) {
   fwrite(source.data(), 1, source.size(), f);
   fclose(f);
   std::string script =
-      "import ast, sys, time\n"
+      "import ast, gc, sys, time\n"
+      "gc.enable() if int(sys.argv[2]) else gc.disable()\n"
       "b = open(sys.argv[1], 'rb').read()\n"
       "ts = []\n"
       "for _ in range(200):\n"
       "    t = time.perf_counter(); ast.parse(b); ts.append((time.perf_counter() - t) * 1e3)\n"
       "ts.sort(); print(ts[100], ts[198])\n";
-  std::string command = "/usr/bin/python3 -c \"" + script + "\" " + path;
+  std::string command = "/usr/bin/python3 -c \"" + script + "\" " + path + " " + std::to_string(state.range(1));
   double p50 = 0, p99 = 0;
   for (auto _ : state) {
     FILE* p = popen(command.c_str(), "r");
@@ -189,13 +219,12 @@ void BM_AstParseFloor(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_AstParseFloor)->Arg(300)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_WorkerRoundTrip)->Arg(1)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_WorkerRoundTrip)->Arg(300)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ReplyJsonParse)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AstParseFloor)->Args({300, 1})->Args({300, 0})->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WorkerRoundTrip)->Args({1, 1})->Args({300, 1})->Args({300, 0})->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReplyDecode)->Args({300, 1})->Args({300, 0})->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RulesOnly)->Arg(300)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_WarmWorker)->Arg(300)->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_WarmWorker)->Arg(5000)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WarmWorker)->Args({300, 1})->Args({300, 0})->Iterations(300)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_WarmWorker)->Args({5000, 1})->Args({5000, 0})->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ColdPythonAstParse)->Arg(300)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ColdPythonAstParse)->Arg(5000)->Iterations(50)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ColdSandboxedDump)->Arg(300)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -16,6 +16,8 @@ PACKAGES=(
   prometheus-cpp-dev
   # DLP: Vectorscan and RE2
   libvectorscan-dev libre2-dev
+  # validate: the parse worker's C tree walk is a module for Debian's python3
+  python3-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 python3-yaml procps curl openssl redis-server redis-tools
   # benchmarks: the reference sandbox

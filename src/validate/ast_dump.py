@@ -26,9 +26,17 @@ keep the reply small and quick to build and to read: a 300-line tool is ~90 KB.
 
 "identifiers" lists identifiers whose NFKC normal form differs from how they are written (the
 parser normalises them, so the tree alone cannot show the trick).
+
+Binary replies (serve, when the C walk `_airlock_ast` was built for this interpreter and sits
+next to this script): "ALTB", a 4-byte little-endian length, the reply object above without
+"tree", "types" and "fields", then the tree in the binary form that _airlock_ast.dump() makes
+(src/validate/native/ast_walker.c documents it). The walk in C takes 0.25 ms where the Python
+walk and JSON take 3.3 ms for a 300-line tool. Failures are always JSON.
 """
 import ast
 import json
+import os
+import struct
 import sys
 import unicodedata
 
@@ -113,7 +121,23 @@ def _changed_identifiers(source_bytes):
     return found
 
 
-def parse(source_bytes):
+def _native_walk():
+    """The C walk, if it was built for this interpreter (its ABI tag is in the file name, so
+    the import fails for any other) and bound next to this script; else None."""
+    if os.environ.get("AIRLOCK_VALIDATE_PYTHON_WALK"):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    try:
+        import _airlock_ast
+        return _airlock_ast.dump
+    except ImportError:
+        return None
+    finally:
+        sys.path.remove(here)
+
+
+def parse(source_bytes, native_dump=None):
     try:
         tree = ast.parse(source_bytes, "<tool>", "exec")
     except SyntaxError as e:
@@ -125,17 +149,25 @@ def parse(source_bytes):
         return {"ok": False, "error": "too_deep", "message": type(e).__name__, "line": 0,
                 "col": 0}
     try:
-        dumped = _node(tree, 0)
+        dumped = native_dump(tree, MAX_DEPTH) if native_dump else _node(tree, 0)
     except (TooDeep, RecursionError):
         return {"ok": False, "error": "too_deep",
                 "message": "syntax tree nested deeper than %d" % MAX_DEPTH, "line": 0, "col": 0}
-    return {"ok": True, "python": list(sys.version_info[:2]), "types": _types,
-            "fields": _fields, "tree": dumped, "identifiers": _changed_identifiers(source_bytes)}
+    reply = {"ok": True, "python": list(sys.version_info[:2]),
+             "identifiers": _changed_identifiers(source_bytes)}
+    if native_dump:
+        return reply, dumped
+    reply.update({"types": _types, "fields": _fields, "tree": dumped})
+    return reply
 
 
-def _reply(stream, obj):
+def _reply(stream, result):
     try:
-        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if isinstance(result, tuple):  # (reply object, binary tree)
+            head = json.dumps(result[0], ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = b"ALTB" + struct.pack("<I", len(head)) + head + result[1]
+        else:
+            data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except Exception as e:  # noqa: BLE001 - any failure is reported, never a hang
         data = json.dumps({"ok": False, "error": "internal", "message": repr(e),
                            "line": 0, "col": 0}).encode("utf-8")
@@ -146,7 +178,17 @@ def _reply(stream, obj):
 
 def serve():
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    native_dump = _native_walk()
+    # Syntax trees hold no reference cycles, so reference counting frees each one; the cyclic
+    # collector only added 1.5 ms to every 300-line parse (it scans as ast.parse allocates).
+    # It still runs every 64 requests, for any cycle an error path may leave.
+    import gc
+    gc.disable()
+    served = 0
     while True:
+        served += 1
+        if served % 64 == 0:
+            gc.collect()
         header = stdin.readline()
         if not header:
             return
@@ -155,7 +197,7 @@ def serve():
         if len(source) != size:
             return
         try:
-            result = parse(source)
+            result = parse(source, native_dump)
         except Exception as e:  # noqa: BLE001
             result = {"ok": False, "error": "internal", "message": repr(e), "line": 0, "col": 0}
         _reply(stdout, result)

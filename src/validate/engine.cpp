@@ -63,47 +63,86 @@ int python_minor(const Json& reply) {
   auto it = reply.find("python");
   if (it == reply.end()) return -1;
   const auto& version = *it;
-  if (!version.is_array() || version.size() < 2 || version[0] != 3) return -1;
+  if (!version.is_array() || version.size() < 2 || version[0] != 3 ||
+      !version[1].is_number_integer())
+    return -1;
   return version[1].get<int>();
 }
 
 }  // namespace
 
-std::vector<Finding> analyze(const Json& reply, const Policy& policy, const ExportTable& exports) {
-  if (!reply.is_object() || !reply.value("ok", false)) return {parse_failure(reply)};
-  int minor = python_minor(reply);
-  if (minor < 0)
-    return {{"parse-failed", "the parse worker's interpreter is not Python 3", 0, 0, Severity::error}};
-  SyntaxTree tree(reply);
-  Node module = tree.root();
-  if (!module.is("Module"))
-    return {{"parse-failed", "the parse worker returned no module", 0, 0, Severity::error}};
+struct Program::Parsed {
+  Parsed(std::unique_ptr<SyntaxTree> t, const Policy& policy, int python_minor)
+      : tree(std::move(t)), facts(gather_facts(tree->root(), policy)), minor(python_minor) {}
+  std::unique_ptr<SyntaxTree> tree;
+  ProgramFacts facts;
+  int minor;
+};
 
-  ProgramFacts facts = gather_facts(module, policy);
-  Analysis analysis(policy, exports, facts);
-  if (auto ids = reply.find("identifiers"); ids != reply.end() && ids->is_array()) {
+Program::Program(const Json& reply, std::string_view tree_bytes, const Policy& policy)
+    : reply_(reply), policy_(policy) {
+  if (!reply.is_object() || !reply.value("ok", false)) {
+    failure_ = parse_failure(reply);
+    return;
+  }
+  int minor = python_minor(reply);
+  if (minor < 0) {
+    failure_ = Finding{"parse-failed", "the parse worker's interpreter is not Python 3", 0, 0,
+                       Severity::error};
+    return;
+  }
+  std::unique_ptr<SyntaxTree> tree;
+  if (!tree_bytes.empty()) {
+    std::string error;
+    tree = SyntaxTree::from_binary(tree_bytes, error);
+    if (!tree) {
+      failure_ = Finding{"parse-failed", "the parse worker's tree: " + error, 0, 0, Severity::error};
+      return;
+    }
+  } else {
+    tree = std::make_unique<SyntaxTree>(reply);
+  }
+  if (!tree->root().is("Module")) {
+    failure_ = Finding{"parse-failed", "the parse worker returned no module", 0, 0, Severity::error};
+    return;
+  }
+  parsed_ = std::make_unique<Parsed>(std::move(tree), policy, minor);
+}
+
+Program::~Program() = default;
+
+std::set<std::string> Program::modules_to_introspect() const {
+  std::set<std::string> modules;
+  for (const auto& entry : policy_.allowed_imports)
+    if (entry.find('*') == std::string::npos) modules.insert(entry);
+  if (!parsed_) return modules;
+  for (const auto& m : parsed_->facts.imported_modules)
+    if (import_allowed(policy_, m)) modules.insert(m);
+  return modules;
+}
+
+std::vector<Finding> Program::analyze(const ExportTable& exports) const {
+  if (!parsed_) return {*failure_};
+  Analysis analysis(policy_, exports, parsed_->facts);
+  if (auto ids = reply_.find("identifiers"); ids != reply_.end() && ids->is_array()) {
     for (const auto& id : *ids) {
+      if (!id.is_object()) continue;
       analysis.report_at(id.value("line", 0), id.value("col", 0) + 1, "source-nfkc-identifier",
                          "identifier \"" + id.value("written", "") +
                              "\" is read by Python as \"" + id.value("normalized", "") +
                              "\" (NFKC); write it as such");
     }
   }
-  Walker(analysis, minor).walk(module);
+  Walker(analysis, parsed_->minor).walk(parsed_->tree->root());
   return analysis.take_findings();
 }
 
+std::vector<Finding> analyze(const Json& reply, const Policy& policy, const ExportTable& exports) {
+  return Program(reply, {}, policy).analyze(exports);
+}
+
 std::set<std::string> modules_to_introspect(const Json& reply, const Policy& policy) {
-  std::set<std::string> modules;
-  for (const auto& entry : policy.allowed_imports)
-    if (entry.find('*') == std::string::npos) modules.insert(entry);
-  if (!reply.is_object() || !reply.value("ok", false) || !reply.contains("tree")) return modules;
-  SyntaxTree tree(reply);
-  Node module = tree.root();
-  ProgramFacts facts = gather_facts(module, policy);
-  for (const auto& m : facts.imported_modules)
-    if (import_allowed(policy, m)) modules.insert(m);
-  return modules;
+  return Program(reply, {}, policy).modules_to_introspect();
 }
 
 Report make_report(std::vector<Finding> findings) {

@@ -23,6 +23,13 @@ sandbox::Spec parser_sandbox_spec(const ParseWorkerConfig& config,
   spec.argv = {config.interpreter, "-I", "-B", kParserScriptInSandbox};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.binds.push_back({config.script, kParserScriptInSandbox, false});
+  if (!config.native_walker.empty()) {
+    // Beside the script, under its own name: the ABI tag in it is what lets only the
+    // interpreter it was built for import it.
+    std::string_view name = config.native_walker;
+    name.remove_prefix(name.rfind('/') + 1);
+    spec.binds.push_back({config.native_walker, std::string(kParserDirInSandbox) + "/" + std::string(name), false});
+  }
   spec.limits.memory_bytes = config.memory_bytes;
   spec.limits.wall_time = config.lifetime;
   spec.limits.pids = 4;
@@ -195,7 +202,34 @@ IoResult read_line(int fd, std::string& buffer, Clock::time_point deadline) {
 
 }  // namespace
 
-Result<Json> ParseWorker::exchange_locked(std::string_view source,
+namespace {
+
+// A reply payload: JSON, or "ALTB", a 4-byte little-endian length, that much JSON and the
+// binary tree (ast_dump.py).
+Result<ParsedSource> decode_reply(std::string payload) {
+  ParsedSource parsed;
+  std::string_view json = payload;
+  if (payload.rfind("ALTB", 0) == 0) {
+    if (payload.size() < 8)
+      return Error::make("parse_failed", "the parse worker sent a truncated binary reply");
+    std::uint32_t size = 0;
+    for (int i = 3; i >= 0; --i) size = size << 8 | static_cast<unsigned char>(payload[4 + i]);
+    if (size > payload.size() - 8)
+      return Error::make("parse_failed", "the parse worker sent a truncated binary reply");
+    json = std::string_view(payload).substr(8, size);
+    parsed.tree_bytes = payload.substr(8 + size);
+    if (parsed.tree_bytes.empty())
+      return Error::make("parse_failed", "the parse worker sent a binary reply without a tree");
+  }
+  parsed.reply = Json::parse(json, nullptr, false);
+  if (parsed.reply.is_discarded())
+    return Error::make("parse_failed", "the parse worker sent JSON that does not parse");
+  return parsed;
+}
+
+}  // namespace
+
+Result<ParsedSource> ParseWorker::exchange_locked(std::string_view source,
                                           std::chrono::milliseconds timeout) {
   Process& p = *process_;
   auto deadline = Clock::now() + timeout;
@@ -232,19 +266,16 @@ Result<Json> ParseWorker::exchange_locked(std::string_view source,
   }
   std::string payload = p.buffered.substr(0, size);
   p.buffered.erase(0, size);
-  Json reply = Json::parse(payload, nullptr, false);
-  if (reply.is_discarded()) {
-    stop_locked();
-    return Error::make("parse_failed", "the parse worker sent JSON that does not parse");
-  }
-  return reply;
+  auto parsed = decode_reply(std::move(payload));
+  if (!parsed) stop_locked();  // out of step or compromised: start afresh
+  return parsed;
 }
 
-Result<Json> ParseWorker::parse(std::string_view source) {
+Result<ParsedSource> ParseWorker::parse(std::string_view source) {
   return parse(source, config_.request_timeout);
 }
 
-Result<Json> ParseWorker::parse(std::string_view source, std::chrono::milliseconds timeout) {
+Result<ParsedSource> ParseWorker::parse(std::string_view source, std::chrono::milliseconds timeout) {
   std::lock_guard lock(mutex_);
   ++requests_;
   // A worker that ended (crash, lifetime) or is near the end of its wall clock is replaced

@@ -13,19 +13,23 @@
 #include "common/result.hpp"
 #include "common/unique_fd.hpp"
 #include "sandbox/spec.hpp"
-#include "validate/syntax_tree.hpp"
+#include "validate/engine.hpp"
 
 namespace airlock::validate {
 
 struct ParseWorkerConfig {
   std::string interpreter = "/usr/bin/python3";  // path inside the sandbox
   std::string script;                            // host path of ast_dump.py
+  // Host path of the C tree walk (_airlock_ast.cpython-*.so), bound next to the script; the
+  // worker uses it when it was built for the interpreter, else walks in Python. "" for none.
+  std::string native_walker;
   std::chrono::milliseconds request_timeout{2'000};
   std::chrono::milliseconds lifetime{600'000};  // the sandbox's wall clock
   std::uint64_t memory_bytes = 256ULL << 20;
 };
 
 // Where the script appears inside every validator sandbox.
+inline constexpr const char* kParserDirInSandbox = "/opt/airlock";
 inline constexpr const char* kParserScriptInSandbox = "/opt/airlock/ast_dump.py";
 
 // The sandbox spec that runs `interpreter script args...` with the script bound read-only,
@@ -42,8 +46,8 @@ class ParseWorker {
 
   // The worker's reply for `source`. Errors: "parse_timeout" (the worker was killed and will
   // be restarted), "parse_failed" (it could not start, crashed or sent something malformed).
-  Result<Json> parse(std::string_view source);
-  Result<Json> parse(std::string_view source, std::chrono::milliseconds timeout);
+  Result<ParsedSource> parse(std::string_view source);
+  Result<ParsedSource> parse(std::string_view source, std::chrono::milliseconds timeout);
   // Starts the process now rather than on the first request.
   Status start();
 
@@ -54,7 +58,7 @@ class ParseWorker {
   struct Process;
   Status start_locked();
   void stop_locked();
-  Result<Json> exchange_locked(std::string_view source, std::chrono::milliseconds timeout);
+  Result<ParsedSource> exchange_locked(std::string_view source, std::chrono::milliseconds timeout);
 
   ParseWorkerConfig config_;
   mutable std::mutex mutex_;

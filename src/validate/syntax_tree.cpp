@@ -47,8 +47,10 @@ bool SyntaxTree::is_compact_node(const Json& json) {
 }
 
 void SyntaxTree::set_value(FieldData& field, const Json& value) {
-  field.value = &value;
-  if (value.is_string()) {
+  if (value.is_number_integer()) {
+    field.has_integer = true;
+    field.integer = value.get<long>();
+  } else if (value.is_string()) {
     field.text = value.get_ref<const std::string&>();
   } else if (is_compact_node(value)) {
     field.node = add_compact(value);
@@ -109,8 +111,10 @@ const NodeData* SyntaxTree::add(const Json& json) {
     }
     FieldData field;
     field.name = key;
-    field.value = &value;
-    if (value.is_string()) {
+    if (value.is_number_integer()) {
+      field.has_integer = true;
+      field.integer = value.get<long>();
+    } else if (value.is_string()) {
       field.text = value.get_ref<const std::string&>();
     } else if (is_node(value)) {
       field.node = add(value);
@@ -160,8 +164,7 @@ std::vector<std::string_view> Node::texts(std::string_view field) const {
 long Node::integer(std::string_view field, long missing) const {
   if (!data_) return missing;
   const FieldData* f = data_->field(field);
-  if (!f || !f->value || !f->value->is_number_integer()) return missing;
-  return f->value->get<long>();
+  return f && f->has_integer ? f->integer : missing;
 }
 
 std::string_view Node::ctx() const {

@@ -1,8 +1,11 @@
-// A read-only view of one node of the syntax tree the parse worker emits (ast_dump.py):
-// {"_type": "Call", "lineno": 3, "col_offset": 4, "func": {...}, "args": [...]}.
+// A read-only view of one node of the syntax tree the parse worker emits (ast_dump.py): in
+// the worker's binary form (native/ast_walker.c), its compact JSON form, or as objects
+// written by hand ({"_type": "Call", "lineno": 3, "col_offset": 4, "func": {...}, ...}).
 #pragma once
 
 #include <deque>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -58,7 +61,8 @@ struct FieldData {
   std::vector<const NodeData*> nodes;    // a list of nodes
   std::string_view text;                 // a string
   std::vector<std::string_view> texts;   // a list of strings
-  const Json* value = nullptr;           // the value as the worker sent it
+  bool has_integer = false;              // an integer (conversion, level, ...)
+  long integer = 0;
 };
 
 struct NodeData {
@@ -82,19 +86,26 @@ void Node::for_each_child(F&& visit) const {
   }
 }
 
-// The worker's JSON tree, indexed once for the rules (the JSON must outlive it). Two forms:
-// the worker's compact one (arrays: [type index, lineno, col_offset, field values...] with
-// the reply's "types" and "fields" tables) and objects ({"_type": ..., "lineno": ..., field:
-// value}) for trees written by hand.
+// The worker's tree, indexed once for the rules. The JSON or bytes it was made from must
+// outlive it (names and strings are views into them). JSON comes in two forms: the worker's
+// compact one (arrays: [type index, lineno, col_offset, field values...] with the reply's
+// "types" and "fields" tables) and objects ({"_type": ..., "lineno": ..., field: value}) for
+// trees written by hand.
 class SyntaxTree {
  public:
   explicit SyntaxTree(const Json& reply_or_root);
   SyntaxTree(const SyntaxTree&) = delete;
   SyntaxTree& operator=(const SyntaxTree&) = delete;
+  // The binary form (ast_walker.c documents it). Bytes that do not decode to exactly one
+  // well-formed tree give null and say why in `error`: a compromised worker gets nothing
+  // through but a rejection.
+  static std::unique_ptr<SyntaxTree> from_binary(std::string_view bytes, std::string& error);
   Node root() const { return Node(root_); }
   static bool is_node(const Json& json);
 
  private:
+  SyntaxTree() = default;
+  friend class BinaryTreeReader;
   const NodeData* add(const Json& json);
   const NodeData* add_compact(const Json& json);
   static bool is_compact_node(const Json& json);

@@ -42,6 +42,9 @@ struct ValidatorOptions {
   std::chrono::milliseconds worker_lifetime{600'000};  // the sandbox's wall clock
   std::uint64_t worker_memory_bytes = 256ULL << 20;
   std::string parser_script;  // host path of ast_dump.py; empty: the installed/source copy
+  // The C tree walk for the worker (native/ast_walker.c): empty for the installed or built
+  // copy, "none" to walk in Python.
+  std::string native_walker;
 };
 
 // Owns the warm parse workers (one per interpreter) and the cache of module exports.
@@ -77,5 +80,7 @@ Report check(std::string_view source, const Policy& policy);
 // The parser script the build ships (AIRLOCK_VALIDATE_PARSER_SCRIPT), or an override from the
 // environment variable AIRLOCK_VALIDATE_PARSER.
 std::string default_parser_script();
+// The C tree walk the build made, installed or in the build tree; "" when there is none.
+std::string default_native_walker();
 
 }  // namespace airlock::validate

@@ -16,6 +16,14 @@
 #ifndef AIRLOCK_VALIDATE_INSTALLED_PARSER_SCRIPT
 #define AIRLOCK_VALIDATE_INSTALLED_PARSER_SCRIPT ""
 #endif
+// Builds without Python's headers (and sanitizer builds: the module cannot be loaded into an
+// interpreter without the sanitizer runtime) have no C walk.
+#ifndef AIRLOCK_VALIDATE_NATIVE_WALKER
+#define AIRLOCK_VALIDATE_NATIVE_WALKER ""
+#endif
+#ifndef AIRLOCK_VALIDATE_INSTALLED_NATIVE_WALKER
+#define AIRLOCK_VALIDATE_INSTALLED_NATIVE_WALKER ""
+#endif
 
 namespace airlock::validate {
 
@@ -25,6 +33,13 @@ std::string default_parser_script() {
   std::string installed = AIRLOCK_VALIDATE_INSTALLED_PARSER_SCRIPT;
   if (!installed.empty() && ::stat(installed.c_str(), &st) == 0) return installed;
   return AIRLOCK_VALIDATE_PARSER_SCRIPT;
+}
+
+std::string default_native_walker() {
+  struct stat st {};
+  for (std::string path : {AIRLOCK_VALIDATE_INSTALLED_NATIVE_WALKER, AIRLOCK_VALIDATE_NATIVE_WALKER})
+    if (!path.empty() && ::stat(path.c_str(), &st) == 0) return path;
+  return "";
 }
 
 namespace {
@@ -52,12 +67,15 @@ class Validator::Impl {
  public:
   explicit Impl(ValidatorOptions options) : options_(std::move(options)) {
     if (options_.parser_script.empty()) options_.parser_script = default_parser_script();
+    if (options_.native_walker.empty()) options_.native_walker = default_native_walker();
+    else if (options_.native_walker == "none") options_.native_walker.clear();
   }
 
   ParseWorkerConfig config_for(const Policy& policy) const {
     ParseWorkerConfig config;
     config.interpreter = policy.interpreter;
     config.script = options_.parser_script;
+    config.native_walker = options_.native_walker;
     config.request_timeout = options_.parse_timeout;
     config.lifetime = options_.worker_lifetime;
     config.memory_bytes = options_.worker_memory_bytes;
@@ -94,22 +112,23 @@ class Validator::Impl {
     std::vector<Finding> findings = check_source_bytes(source, policy);
     for (const auto& f : findings)
       if (f.rule == "source-too-large") return make_report(std::move(findings));
-    auto reply = worker_for(policy).parse(source);
-    if (!reply) {
-      std::string rule = reply.error().code == "parse_timeout" ? "parse-timeout" : "parse-failed";
-      findings.push_back({rule, reply.error().message, 0, 0, Severity::error});
+    auto parsed = worker_for(policy).parse(source);
+    if (!parsed) {
+      std::string rule = parsed.error().code == "parse_timeout" ? "parse-timeout" : "parse-failed";
+      findings.push_back({rule, parsed.error().message, 0, 0, Severity::error});
       return make_report(std::move(findings));
     }
+    Program program(*parsed, policy);
     std::shared_ptr<const ExportTable> exports = std::make_shared<const ExportTable>();
-    if (reply->value("ok", false)) {
-      auto table = exports_for(policy, modules_to_introspect(*reply, policy));
+    if (parsed->reply.is_object() && parsed->reply.value("ok", false)) {
+      auto table = exports_for(policy, program.modules_to_introspect());
       if (!table) {
         findings.push_back({"parse-failed", table.error().message, 0, 0, Severity::error});
         return make_report(std::move(findings));
       }
       exports = *table;
     }
-    for (auto& f : analyze(*reply, policy, *exports)) findings.push_back(std::move(f));
+    for (auto& f : program.analyze(*exports)) findings.push_back(std::move(f));
     use_character_columns(findings, source);
     return make_report(std::move(findings));
   }

@@ -29,6 +29,122 @@ bool has_rule(const std::vector<Finding>& findings, const std::string& rule) {
   return false;
 }
 
+// The indexed rule table answers as the linear scan with name_matches() it replaced: the first
+// matching row, for every kind of pattern.
+TEST(NamePatternTable, FindsTheFirstRowAScanWouldFind) {
+  const rules::NamePatternTable table = {
+      {"os.system", "1"}, {"os.*", "2"},        {"subprocess", "3"}, {"pickle.load*", "4"},
+      {"os.sys", "5"},    {"a.b.*", "6"},       {"x*", "7"},         {"a.b", "8"},
+      {"os", "9"},        {"os.path.join", "10"},
+  };
+  const char* names[] = {"os", "os.system", "os.systemx", "os.path.join", "os.sys.modules",
+                         "subprocess.run", "subprocessx", "subprocess", "pickle.loads",
+                         "pickle.dump", "pickle.load", "a.b", "a.bc", "a.b.c.d", "a", "x", "xy",
+                         "", ".", "a..b", "b.os", "osx.system"};
+  int found = 0;
+  for (std::string_view name : names) {
+    const rules::NamePattern* scanned = nullptr;
+    for (const auto& row : table.rows())
+      if (name_matches(row.pattern, name)) {
+        scanned = &row;
+        break;
+      }
+    EXPECT_EQ(table.find(name), scanned) << name;
+    found += scanned != nullptr;
+  }
+  EXPECT_GE(found, 12);  // the names exercise matches, not only misses
+}
+
+// The parse worker's binary tree (native/ast_walker.c) as bytes made here.
+std::string varint(std::uint64_t v) {
+  std::string out;
+  do {
+    unsigned char b = v & 0x7f;
+    v >>= 7;
+    out += static_cast<char>(v ? b | 0x80 : b);
+  } while (v);
+  return out;
+}
+std::string str(std::string_view s) { return varint(s.size()) + std::string(s); }
+const std::string kNoneTag(1, '\0');  // ("\x00" would be an empty C string)
+
+// Module(body=[Expr(value=Call(func=Name(id='eval'), args=[Constant('1')], keywords=[]))])
+std::string eval_call_tree() {
+  std::string types = varint(5) + str("Module") + varint(2) + str("body") + str("type_ignores") +
+                      str("Expr") + varint(1) + str("value") + str("Call") + varint(3) +
+                      str("func") + str("args") + str("keywords") + str("Name") + varint(2) +
+                      str("id") + str("ctx") + str("Constant") + varint(2) + str("value") +
+                      str("kind");
+  std::string name = "\x01" + varint(3) + varint(2) + varint(1) + "\x03" + str("eval") + kNoneTag;
+  std::string constant = "\x01" + varint(4) + varint(2) + varint(6) + "\x03" + str("1") + kNoneTag;
+  std::string call = "\x01" + varint(2) + varint(2) + varint(1) + name + "\x02" + varint(1) +
+                     constant + "\x02" + varint(0);
+  std::string expr = "\x01" + varint(1) + varint(2) + varint(1) + call;
+  std::string module = "\x01" + varint(0) + varint(0) + varint(0) + "\x02" + varint(1) + expr +
+                       "\x02" + varint(0);
+  return "ALT1" + types + module;
+}
+
+TEST(BinaryTree, ADecodedTreeIsCheckedLikeAnyOther) {
+  std::string bytes = eval_call_tree();
+  std::string error;
+  auto tree = SyntaxTree::from_binary(bytes, error);
+  ASSERT_TRUE(tree) << error;
+  Node call = tree->root().children("body")[0].child("value");
+  ASSERT_TRUE(call.is("Call"));
+  EXPECT_EQ(call.line(), 1);
+  EXPECT_EQ(call.col(), 1);
+  EXPECT_EQ(call.child("func").text("id"), "eval");
+  EXPECT_EQ(call.children("args")[0].constant_text(), "1");
+  Json reply = {{"ok", true}, {"python", {3, 11}}, {"identifiers", Json::array()}};
+  Program program(reply, bytes, Policy());
+  EXPECT_TRUE(has_rule(program.analyze({}), "dynamic-code"));
+}
+
+TEST(BinaryTree, EveryTruncationIsAnErrorNotACrash) {
+  std::string bytes = eval_call_tree();
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    std::string error;
+    EXPECT_FALSE(SyntaxTree::from_binary(std::string_view(bytes).substr(0, n), error)) << n;
+    EXPECT_NE(error.find("malformed binary tree"), std::string::npos) << n;
+  }
+}
+
+TEST(BinaryTree, MalformedTreesAreRejectedWithTheReason) {
+  auto reason = [](const std::string& bytes) {
+    std::string error;
+    auto tree = SyntaxTree::from_binary(bytes, error);
+    return tree ? std::string("decoded") : error;
+  };
+  std::string good = eval_call_tree();
+  EXPECT_NE(reason("ALT2" + good.substr(4)).find("magic"), std::string::npos);
+  EXPECT_NE(reason(good + kNoneTag).find("bytes after the tree"), std::string::npos);
+  // a node whose type index is past the table
+  EXPECT_NE(reason("ALT1" + varint(0) + "\x01" + varint(0) + varint(0) + varint(0)).find("type index"),
+            std::string::npos);
+  // a count far larger than the bytes left (no huge allocation first)
+  EXPECT_NE(reason("ALT1" + varint(1) + str("Module") + varint(1) + str("body") + "\x01" +
+                   varint(0) + varint(0) + varint(0) + "\x02" + varint(1ULL << 60))
+                .find("count"),
+            std::string::npos);
+  // lists nested beyond any tree the worker sends
+  std::string deep = "ALT1" + varint(0);
+  for (int i = 0; i < 2000; ++i) deep += "\x02" + varint(1);
+  EXPECT_NE(reason(deep).find("nested deeper"), std::string::npos);
+  // a Constant's kind/text pair anywhere else; an unknown tag; a top level that is no node
+  EXPECT_NE(reason("ALT1" + varint(0) + "\x07" + str("int") + str("1")).find("constant"),
+            std::string::npos);
+  EXPECT_NE(reason("ALT1" + varint(0) + "\x09").find("unknown value tag"), std::string::npos);
+  EXPECT_NE(reason("ALT1" + varint(0) + "\x03" + str("x")).find("not a node"), std::string::npos);
+  // the engine turns a bad tree into a rejection
+  Json reply = {{"ok", true}, {"python", {3, 11}}};
+  std::string bad = good.substr(0, good.size() - 1);
+  auto findings = Program(reply, bad, Policy()).analyze({});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].rule, "parse-failed");
+  EXPECT_EQ(make_report(findings).verdict, Verdict::reject);
+}
+
 TEST(Engine, UnknownNodeTypeIsRejected) {
   Json body = Json::array({{{"_type", "TemplateStr"}, {"lineno", 1}, {"col_offset", 0}}});
   auto findings = analyze(reply_with(body), Policy(), {});

@@ -118,7 +118,7 @@ TEST(ParseWorker, TimeoutKillsTheWorkerAndTheNextRequestRestartsIt) {
   EXPECT_EQ(slow.error().code, "parse_timeout");
   auto next = worker.parse("x = 1\n");
   ASSERT_TRUE(next.ok()) << next.error().message;
-  EXPECT_TRUE((*next)["ok"].get<bool>());
+  EXPECT_TRUE(next->reply["ok"].get<bool>());
   EXPECT_EQ(worker.starts(), 2u);
 }
 
@@ -147,6 +147,17 @@ TEST(ParseWorker, RunsInASandboxWithTheScriptReadOnly) {
   EXPECT_TRUE(spec.network.tcp_connect_ports.empty());
   EXPECT_LE(spec.limits.memory_bytes, 256ULL << 20);
   EXPECT_EQ(spec.argv[0], "/usr/bin/python3");
+
+  // The C tree walk, when there is one, is bound read-only beside the script under its own
+  // name (its ABI tag is what keeps other interpreters from importing it).
+  ParseWorkerConfig config = worker_config();
+  config.native_walker = default_native_walker();
+  ASSERT_FALSE(config.native_walker.empty());
+  auto native = parser_sandbox_spec(config, {"serve"});
+  ASSERT_EQ(native.binds.size(), 2u);
+  EXPECT_FALSE(native.binds[1].writable);
+  EXPECT_EQ(native.binds[1].dest, std::string(kParserDirInSandbox) + "/" +
+                                      std::filesystem::path(config.native_walker).filename().string());
 }
 
 TEST(Validator, ConcurrentCallersGetTheirOwnAnswers) {

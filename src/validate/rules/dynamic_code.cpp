@@ -5,8 +5,8 @@
 namespace airlock::validate::rules {
 namespace {
 
-const std::vector<NamePattern>& dynamic_code_names() {
-  static const std::vector<NamePattern> kTable = {
+const NamePatternTable& dynamic_code_names() {
+  static const NamePatternTable kTable = {
       {"builtins.eval", "evaluates a string as code"},
       {"builtins.exec", "executes a string as code"},
       {"builtins.compile", "compiles a string to code"},

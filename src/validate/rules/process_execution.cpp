@@ -4,8 +4,8 @@
 namespace airlock::validate::rules {
 namespace {
 
-const std::vector<NamePattern>& process_names() {
-  static const std::vector<NamePattern> kTable = {
+const NamePatternTable& process_names() {
+  static const NamePatternTable kTable = {
       {"os.system", "runs a shell command"},
       {"os.popen", "runs a shell command"},
       {"os.exec*", "replaces the process with another program"},

@@ -3,10 +3,34 @@
 
 namespace airlock::validate::rules {
 
-const NamePattern* find_pattern(const std::vector<NamePattern>& table, std::string_view name) {
-  for (const auto& row : table)
-    if (name_matches(row.pattern, name)) return &row;
-  return nullptr;
+NamePatternTable::NamePatternTable(std::initializer_list<NamePattern> rows) : rows_(rows) {
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    std::string_view pattern = rows_[i].pattern;
+    if (pattern.size() >= 2 && pattern.substr(pattern.size() - 2) == ".*")
+      by_base_.emplace(pattern.substr(0, pattern.size() - 2), i);  // keeps the first row
+    else if (!pattern.empty() && pattern.back() == '*')
+      prefixes_.emplace_back(pattern.substr(0, pattern.size() - 1), i);
+    else
+      by_base_.emplace(pattern, i);
+  }
+}
+
+const NamePattern* NamePatternTable::find(std::string_view name) const {
+  std::size_t best = rows_.size();
+  for (std::string_view prefix = name;;) {
+    auto it = by_base_.find(prefix);
+    if (it != by_base_.end() && it->second < best) best = it->second;
+    auto dot = prefix.rfind('.');
+    if (dot == std::string_view::npos) break;
+    prefix = prefix.substr(0, dot);
+  }
+  for (const auto& [prefix, row] : prefixes_)
+    if (row < best && name.substr(0, prefix.size()) == prefix) best = row;
+  return best < rows_.size() ? &rows_[best] : nullptr;
+}
+
+const NamePattern* find_pattern(const NamePatternTable& table, std::string_view name) {
+  return table.find(name);
 }
 
 namespace {
@@ -17,7 +41,7 @@ bool is_reference(const Node& node) {
 }  // namespace
 
 bool report_reference(const Node& node, Analysis& analysis, std::string_view rule,
-                      const std::vector<NamePattern>& table) {
+                      const NamePatternTable& table) {
   if (!is_reference(node)) return false;
   for (const auto& r : analysis.resolve(node)) {
     const NamePattern* row = find_pattern(table, r.name);
@@ -42,7 +66,7 @@ bool callee_matches(const Node& call, const Analysis& analysis, std::string_view
 namespace airlock::validate::rules {
 
 bool report_imports(const Node& node, Analysis& analysis, std::string_view rule,
-                    const std::vector<NamePattern>& table) {
+                    const NamePatternTable& table) {
   bool reported = false;
   if (node.is("Import")) {
     for (const auto& alias : node.children("names")) {

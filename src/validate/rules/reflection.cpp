@@ -55,8 +55,8 @@ bool is_frame_attribute(std::string_view name) {
   return kNames.count(name) > 0;
 }
 
-const std::vector<NamePattern>& frame_functions() {
-  static const std::vector<NamePattern> kTable = {
+const NamePatternTable& frame_functions() {
+  static const NamePatternTable kTable = {
       {"sys._getframe", "returns a stack frame"},
       {"sys._current_frames", "returns every thread's stack frame"},
       {"sys.settrace", "runs a function on every frame"},

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string_view>
+#include <initializer_list>
+#include <unordered_map>
 #include <vector>
 
 #include "validate/analysis.hpp"
@@ -26,13 +28,28 @@ struct NamePattern {
   std::string_view reason;
 };
 
+// A rule table, indexed: find() gives what a scan with name_matches() would, the first
+// matching row, by looking up each dotted prefix of the name ("a.b.c", "a.b", "a") instead of
+// comparing every row (the scan was a fifth of the rules' time).
+class NamePatternTable {
+ public:
+  NamePatternTable(std::initializer_list<NamePattern> rows);
+  const NamePattern* find(std::string_view name) const;
+  const std::vector<NamePattern>& rows() const { return rows_; }
+
+ private:
+  std::vector<NamePattern> rows_;
+  std::unordered_map<std::string_view, std::size_t> by_base_;  // "a.b" and "a.b.*" -> row
+  std::vector<std::pair<std::string_view, std::size_t>> prefixes_;  // "a.b*" -> row
+};
+
 // For Name/Attribute nodes that are read (or any import alias), the first row of `table`
 // that matches what the node refers to (canonical or as spelled); reports it under `rule`.
 // Returns whether it reported.
 bool report_reference(const Node& node, Analysis& analysis, std::string_view rule,
-                      const std::vector<NamePattern>& table);
+                      const NamePatternTable& table);
 // The first row matching `name`, or null.
-const NamePattern* find_pattern(const std::vector<NamePattern>& table, std::string_view name);
+const NamePattern* find_pattern(const NamePatternTable& table, std::string_view name);
 
 // Whether the call's callee refers to a name matching `pattern` (canonical or spelled).
 bool callee_matches(const Node& call, const Analysis& analysis, std::string_view pattern);
@@ -51,5 +68,5 @@ namespace airlock::validate::rules {
 // For Import/ImportFrom nodes: reports every imported module (or `from M import n` as M.n)
 // that matches `table`, at the alias. Returns whether it reported.
 bool report_imports(const Node& node, Analysis& analysis, std::string_view rule,
-                    const std::vector<NamePattern>& table);
+                    const NamePatternTable& table);
 }  // namespace airlock::validate::rules

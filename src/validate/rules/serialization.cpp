@@ -5,8 +5,8 @@
 namespace airlock::validate::rules {
 namespace {
 
-const std::vector<NamePattern>& deserializer_names() {
-  static const std::vector<NamePattern> kTable = {
+const NamePatternTable& deserializer_names() {
+  static const NamePatternTable kTable = {
       {"pickle.*", "unpickling runs arbitrary code (__reduce__)"},
       {"cPickle.*", "unpickling runs arbitrary code (__reduce__)"},
       {"dill.*", "dill unpickling runs arbitrary code"},
@@ -29,8 +29,8 @@ const std::vector<NamePattern>& deserializer_names() {
   return kTable;
 }
 
-const std::vector<NamePattern>& native_code_names() {
-  static const std::vector<NamePattern> kTable = {
+const NamePatternTable& native_code_names() {
+  static const NamePatternTable kTable = {
       {"ctypes.*", "calls machine code and reads/writes raw memory"},
       {"cffi.*", "calls machine code and reads/writes raw memory"},
       {"mmap.*", "maps memory and files directly"},
