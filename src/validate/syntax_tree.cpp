@@ -129,9 +129,6 @@ const NodeData* SyntaxTree::add(const Json& json) {
   return &data;
 }
 
-std::string_view Node::type_name() const { return data_ ? data_->type : std::string_view(); }
-int Node::line() const { return data_ ? data_->line : 0; }
-int Node::col() const { return data_ ? data_->col : 0; }
 
 Node Node::child(std::string_view field) const {
   if (!data_) return {};

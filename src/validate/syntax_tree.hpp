@@ -25,7 +25,13 @@ class Node {
 
   bool valid() const { return data_ != nullptr; }
   explicit operator bool() const { return valid(); }
-  bool is(std::string_view type) const { return valid() && type_name() == type; }
+  bool is(std::string_view type) const {
+    // (the rules ask this of every node many times: the first letter settles most asks
+    // without a memcmp call)
+    if (!valid()) return false;
+    std::string_view mine = type_name();
+    return mine.size() == type.size() && (type.empty() || mine[0] == type[0]) && mine == type;
+  }
   std::string_view type_name() const;
   int line() const;    // 1-based, 0 when the node has no position
   int col() const;     // 1-based byte column, 0 when the node has no position
@@ -76,6 +82,10 @@ struct NodeData {
     return nullptr;
   }
 };
+
+inline std::string_view Node::type_name() const { return data_ ? data_->type : std::string_view(); }
+inline int Node::line() const { return data_ ? data_->line : 0; }
+inline int Node::col() const { return data_ ? data_->col : 0; }
 
 template <typename F>
 void Node::for_each_child(F&& visit) const {
