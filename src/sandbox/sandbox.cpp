@@ -88,11 +88,10 @@ void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NON
 
 // --tty, when the input ends: the terminal's end-of-file character, as a user would type it
 // (twice after a partial line: the first only ends the line). Nothing in non-canonical mode.
-void send_terminal_eof(int master, bool partial_line) {
+std::string terminal_eof(int master, bool partial_line) {
   termios mode{};
-  if (::tcgetattr(master, &mode) != 0 || !(mode.c_lflag & ICANON)) return;
-  const char eof[2] = {static_cast<char>(mode.c_cc[VEOF]), static_cast<char>(mode.c_cc[VEOF])};
-  (void)write_without_sigpipe(master, eof, partial_line ? 2 : 1);
+  if (::tcgetattr(master, &mode) != 0 || !(mode.c_lflag & ICANON)) return "";
+  return std::string(partial_line ? 2 : 1, static_cast<char>(mode.c_cc[VEOF]));
 }
 
 // Collected or forwarded output of one stream, with its cap.
@@ -400,8 +399,16 @@ Outcome Sandbox::wait() {
   std::size_t stdin_offset = 0;
   bool stdin_source_open = false;
   bool partial_line = false;  // --tty: the input so far does not end with a newline
+  bool eof_queued = false;    // --tty: the end-of-file characters are the last input
+  // Called once everything is written and the source is done. With a terminal, the input
+  // ends with its end-of-file characters, written like any input (the pty may be full).
   auto end_stdin = [&] {
-    if (s.tty_master && s.stdin_w) send_terminal_eof(s.stdin_w.get(), partial_line);
+    if (s.tty_master && s.stdin_w && !eof_queued) {
+      eof_queued = true;
+      stdin_buffer = terminal_eof(s.stdin_w.get(), partial_line);
+      stdin_offset = 0;
+      if (!stdin_buffer.empty()) return;
+    }
     s.stdin_w.reset();
   };
   if (!caller_mode && s.stdin_w) {
@@ -410,8 +417,8 @@ Outcome Sandbox::wait() {
     } else if (spec.stdin_source.kind == StdinSource::Kind::fd) {
       stdin_source_open = true;
     }
+    set_nonblocking(s.stdin_w.get());
     if (stdin_buffer.empty() && !stdin_source_open) end_stdin();
-    else set_nonblocking(s.stdin_w.get());
   }
 
   UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
