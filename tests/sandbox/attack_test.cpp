@@ -952,6 +952,15 @@ TEST(Terminal, InputIsTypedIntoTheTerminalAndEnds) {
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_NE(o.stdout_data.find("'no newline'\r\n"), std::string::npos) << describe(o);
 
+  // More input than the pty holds at once: the end-of-file still arrives after the last line.
+  Spec many = with_tty(python("import sys\nprint('lines', len(sys.stdin.readlines()))"));
+  many.stdin_source.kind = StdinSource::Kind::bytes;
+  for (int i = 0; i < 20000; ++i) many.stdin_source.bytes += std::to_string(i) + "\n";
+  many.limits.wall_time = 20s;
+  o = run(many);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("lines 20000\r\n"), std::string::npos) << describe(o);
+
   // No input at all: end-of-file at once, as with a pipe.
   Spec none = with_tty(python("import sys\nprint(repr(sys.stdin.read()))"));
   none.limits.wall_time = 20s;
