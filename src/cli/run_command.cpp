@@ -1,12 +1,20 @@
 // airlock run [OPTIONS] -- CMD [ARGS...]
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/run_audit.hpp"
+#include "common/unique_fd.hpp"
 #include "common/units.hpp"
 #include "backend/local.hpp"
 #include "egress/policy.hpp"
@@ -29,8 +37,106 @@ struct RunOptions {
   std::string workdir = "/work";
   bool json = false;
   bool kill_on_output_limit = false;
+  bool tty = false;
   std::string audit;  // --audit PATH
 };
+
+// --tty: the caller's terminal (stdin) in raw mode for the run, so every key reaches the
+// sandbox's pty, whose own line discipline echoes, edits and turns ^C into SIGINT there.
+// Restored when the run ends, on every return path, and on the signals that end airlock.
+termios g_saved_mode{};
+volatile std::sig_atomic_t g_raw_fd = -1;
+
+void restore_and_reraise(int sig) {
+  if (g_raw_fd >= 0) (void)::tcsetattr(g_raw_fd, TCSADRAIN, &g_saved_mode);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+class RawTerminal {
+ public:
+  explicit RawTerminal(int fd) {
+    if (!::isatty(fd) || ::tcgetattr(fd, &g_saved_mode) != 0) return;
+    termios raw = g_saved_mode;
+    ::cfmakeraw(&raw);
+    g_raw_fd = fd;
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) {
+      struct sigaction action {};
+      action.sa_handler = restore_and_reraise;
+      ::sigemptyset(&action.sa_mask);
+      ::sigaction(kSignals[i], &action, &previous_[i]);
+    }
+    if (::tcsetattr(fd, TCSANOW, &raw) != 0) restore();
+  }
+  ~RawTerminal() { restore(); }
+  RawTerminal(const RawTerminal&) = delete;
+  RawTerminal& operator=(const RawTerminal&) = delete;
+
+ private:
+  void restore() {
+    if (g_raw_fd < 0) return;
+    (void)::tcsetattr(g_raw_fd, TCSADRAIN, &g_saved_mode);
+    g_raw_fd = -1;
+    for (std::size_t i = 0; i < std::size(kSignals); ++i)
+      ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+
+  static constexpr int kSignals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+  struct sigaction previous_[std::size(kSignals)] {};
+};
+
+// SIGWINCH, as a byte on a pipe the supervisor polls (Terminal::resize_event_fd), while the
+// run lasts.
+volatile std::sig_atomic_t g_resize_pipe = -1;
+
+void note_resize(int) {
+  int saved = errno;
+  if (g_resize_pipe >= 0) (void)!::write(g_resize_pipe, "w", 1);
+  errno = saved;
+}
+
+class ResizeEvents {
+ public:
+  ResizeEvents() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    read_.reset(fds[0]);
+    write_.reset(fds[1]);
+    g_resize_pipe = write_.get();
+    struct sigaction action {};
+    action.sa_handler = note_resize;
+    action.sa_flags = SA_RESTART;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(SIGWINCH, &action, &previous_);
+  }
+  ~ResizeEvents() {
+    if (!write_) return;
+    ::sigaction(SIGWINCH, &previous_, nullptr);
+    g_resize_pipe = -1;
+  }
+  ResizeEvents(const ResizeEvents&) = delete;
+  ResizeEvents& operator=(const ResizeEvents&) = delete;
+  int fd() const { return read_ ? read_.get() : -1; }
+
+ private:
+  UniqueFd read_, write_;
+  struct sigaction previous_ {};
+};
+
+// The window size of the caller's terminal (stdin, else stdout), or the default 80x24.
+sandbox::Terminal caller_terminal() {
+  sandbox::Terminal terminal;
+  for (int fd : {0, 1}) {
+    winsize size{};
+    if (::isatty(fd) && ::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 && size.ws_col > 0) {
+      terminal.rows = size.ws_row;
+      terminal.columns = size.ws_col;
+      terminal.size_source_fd = fd;
+      break;
+    }
+  }
+  return terminal;
+}
 
 // "PATH[:DEST]"
 sandbox::Bind parse_bind(const std::string& text, bool writable) {
@@ -46,6 +152,12 @@ int fail_usage(const std::string& message) {
 
 int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   if (command.empty()) return fail_usage("no command given (airlock run [OPTIONS] -- CMD [ARGS...])");
+  if (o.tty && o.json)
+    return fail_usage("--tty cannot be combined with --json: the terminal is relayed live, "
+                      "not collected into an Outcome");
+  if (o.tty && !o.stdin_path.empty())
+    return fail_usage("--tty cannot be combined with --stdin: with a terminal, airlock's own "
+                      "stdin is the sandbox's keyboard");
   sandbox::Spec spec;
   spec.argv = command;
   auto timeout = parse_duration(o.timeout);
@@ -102,10 +214,22 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
     spec.stdin_source.fd = stdin_fd;
   }
   spec.output_mode = o.json ? sandbox::OutputMode::collect : sandbox::OutputMode::forward;
+  if (o.tty) {
+    spec.tty = caller_terminal();
+    spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
+    spec.stdin_source.fd = 0;
+  }
 
   backend::LocalRunOptions run_options;
   run_options.rule_set = "the --allow rules of this airlock run";
-  sandbox::Outcome outcome = backend::run_local(spec, run_options);
+  sandbox::Outcome outcome;
+  {
+    std::optional<ResizeEvents> resizes;
+    std::optional<RawTerminal> raw;
+    if (o.tty && spec.tty->size_source_fd >= 0) spec.tty->resize_event_fd = resizes.emplace().fd();
+    if (o.tty) raw.emplace(0);
+    outcome = backend::run_local(spec, run_options);
+  }
   if (stdin_fd >= 0) ::close(stdin_fd);
   if (auto recorded = auditor->record(spec, outcome); !recorded)
     return fail_usage("--audit " + o.audit + ": " + recorded.error().message);
@@ -151,6 +275,9 @@ void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trai
   cmd->add_option("--stdin", opts->stdin_path, "Feed FILE (or - for our stdin) to the child");
   cmd->add_option("--workdir", opts->workdir, "Work dir inside the sandbox (default /work)");
   cmd->add_flag("--json", opts->json, "Print one Outcome object instead of the child's output");
+  cmd->add_flag("--tty", opts->tty,
+                "Give the command a terminal (a pty of the sandbox's own; not with --json or "
+                "--stdin): our stdin is its keyboard, in raw mode while it runs");
   cmd->add_flag("--kill-on-output-limit", opts->kill_on_output_limit,
                 "Stop the run as soon as a stream passes its output limit");
   cmd->add_option("--audit", opts->audit,

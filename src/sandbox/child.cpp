@@ -30,6 +30,9 @@
 #define SECBIT_NO_SETUID_FIXUP (1 << 2)
 #define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
 #endif
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
@@ -151,6 +154,12 @@ void run_mount_step(const ChildPlan& plan, const MountStep& step) {
       check(::mount(step.text.c_str(), path, nullptr, MS_BIND | MS_REC, nullptr) == 0, "bind",
             path);
       return;
+    case MountStep::Kind::mount_devpts:
+      // Not nodev: the instance's own pty nodes must open. A new instance holds only the
+      // ptys made through its own ptmx.
+      check(::mount("devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, step.text.c_str()) == 0,
+            "mount devpts (new instance)", path);
+      return;
   }
 }
 
@@ -239,6 +248,27 @@ void open_listeners(const ChildPlan& plan) {
   for (std::size_t i = 0; i < n; ++i) ::close(fds[i]);
 }
 
+// --tty: a pty pair from the sandbox's own devpts instance. The master goes to the supervisor;
+// the slave becomes 0-2 (opened O_NOCTTY: the init must not take it as its terminal; the
+// program does, in start_program). Opened before Landlock, so its ioctls are not restricted.
+void open_terminal(const ChildPlan& plan) {
+  if (!plan.tty) return;
+  int master = ::open(plan.tty_ptmx.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  check(master >= 0, "open", plan.tty_ptmx.c_str());
+  int unlock = 0;
+  check(::ioctl(master, TIOCSPTLCK, &unlock) == 0, "unlocking the pty (TIOCSPTLCK)");
+  winsize size{};
+  size.ws_row = plan.tty_rows;
+  size.ws_col = plan.tty_columns;
+  check(::ioctl(master, TIOCSWINSZ, &size) == 0, "setting the window size (TIOCSWINSZ)");
+  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  check(slave >= 0, "opening the pty slave (TIOCGPTPEER)");
+  send_fds('T', &master, 1);
+  ::close(master);
+  for (int fd = 0; fd <= 2; ++fd) check(::dup2(slave, fd) == fd, "pty slave onto stdio");
+  ::close(slave);
+}
+
 void drop_privileges(const ChildPlan& plan) {
   // Capabilities from here on come only from what we keep: none.
   for (int cap = 0; cap <= plan.last_cap; ++cap)
@@ -286,6 +316,12 @@ void install_seccomp(const ChildPlan& plan) {
 int start_program(void* arg) {
   const auto& plan = *static_cast<const ChildPlan*>(arg);
   ::close(kChildStatusFd);
+  if (plan.tty) {
+    // A session of its own, with the pty as its controlling terminal and its process group
+    // in the foreground, as a login shell has.
+    check(::setsid() >= 0, "setsid (program)");
+    check(::ioctl(0, TIOCSCTTY, 0) == 0, "making the pty the controlling terminal (TIOCSCTTY)");
+  }
   exec_program(plan);
 }
 
@@ -381,6 +417,7 @@ void child_main(const ChildPlan& plan) {
   check(::setdomainname("", 0) == 0, "setdomainname");
   bring_up_loopback();
   open_listeners(plan);
+  open_terminal(plan);
   ::close(kChildGoFd);
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");

@@ -37,6 +37,7 @@ struct MountStep {
     attach_tree,     // sources[source] onto path (created on our tmpfs if missing)
     mount_proc,      // path
     bind_local,      // text (a path inside the new root) onto path
+    mount_devpts,    // a new devpts instance on path, with the options in text
   };
   Kind kind;
   std::string path;  // relative to the new root, no leading '/'
@@ -77,6 +78,11 @@ struct ChildPlan {
   std::string hostname;
 
   std::vector<std::uint16_t> listeners;
+  // --tty: open a pty pair in the new devpts instance, hand the master to the supervisor,
+  // make the slave 0-2; the program makes it its controlling terminal.
+  bool tty = false;
+  unsigned short tty_rows = 24, tty_columns = 80;
+  std::string tty_ptmx;  // inside, after pivot_root
   struct Limit {
     int resource;
     rlimit value;

@@ -21,6 +21,7 @@ namespace {
 
 constexpr unsigned kNobody = 65534;
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr int kMaxPtys = 16;  // --tty: ptys the sandbox's devpts instance may hold
 
 std::string relative(const std::string& absolute) { return absolute.substr(1); }
 
@@ -242,6 +243,25 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     layout.attach(host, "dev/" + std::string(node), sys::kMountAttrNosuid | sys::kMountAttrNoexec,
                   false);
     ll.paths.push_back({host, kReadFile | kWriteFile | kIoctlDev, false});
+  }
+  if (spec.tty) {
+    // --tty: a new devpts instance (never the host's /dev/pts) and the host's /dev/tty node,
+    // which opens the opener's own controlling terminal: inside, the sandbox's pty.
+    layout.make_dirs("dev/pts");
+    layout.step(MountStep::Kind::mount_devpts, "dev/pts",
+                "newinstance,ptmxmode=0666,mode=0620,gid=" + std::to_string(kSandboxGid) +
+                    ",max=" + std::to_string(kMaxPtys));
+    layout.step(MountStep::Kind::make_symlink, "dev/ptmx", "pts/ptmx");
+    ll.paths.push_back({"/dev/pts", kReadFile | kWriteFile | kIoctlDev | kReadDir, true});
+    struct stat st {};
+    if (::stat("/dev/tty", &st) == 0 && S_ISCHR(st.st_mode)) {
+      layout.attach("/dev/tty", "dev/tty", sys::kMountAttrNosuid | sys::kMountAttrNoexec, false);
+      ll.paths.push_back({"/dev/tty", kReadFile | kWriteFile | kIoctlDev, false});
+    }
+    plan.tty = true;
+    plan.tty_rows = spec.tty->rows;
+    plan.tty_columns = spec.tty->columns;
+    plan.tty_ptmx = "/dev/pts/ptmx";
   }
   layout.step(MountStep::Kind::make_symlink, "dev/fd", "/proc/self/fd");
   layout.step(MountStep::Kind::make_symlink, "dev/stdin", "/proc/self/fd/0");

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,14 @@ unsigned usable_cpus() {
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
+// --tty, when the input ends: the terminal's end-of-file character, as a user would type it
+// (twice after a partial line: the first only ends the line). Nothing in non-canonical mode.
+std::string terminal_eof(int master, bool partial_line) {
+  termios mode{};
+  if (::tcgetattr(master, &mode) != 0 || !(mode.c_lflag & ICANON)) return "";
+  return std::string(partial_line ? 2 : 1, static_cast<char>(mode.c_cc[VEOF]));
+}
+
 // Collected or forwarded output of one stream, with its cap.
 struct StreamSink {
   int source = -1;  // the read end, owned by State
@@ -125,6 +134,7 @@ struct Sandbox::State {
   UniqueFd pidfd;
   UniqueFd stdin_w, stdout_r, stderr_r, status_r, control, notify, kill_event;
   UniqueFd go_w;  // held open while the sandbox lives: the child sees it close if we die
+  UniqueFd tty_master;  // --tty: read as stdout; stdin_w is a second descriptor for it
   std::vector<UniqueFd> listeners;
   Clock::time_point started;
   bool reaped = false;
@@ -182,6 +192,12 @@ Status validate_spec(const Spec& spec) {
   if (spec.hostname.empty() || spec.hostname.size() > 64) return bad("hostname must be 1-64 bytes");
   if (spec.stdin_source.kind == StdinSource::Kind::fd && spec.stdin_source.fd < 0)
     return bad("stdin fd is invalid");
+  if (spec.tty) {
+    if (spec.output_mode == OutputMode::caller)
+      return bad("a terminal cannot be combined with caller-owned stdio");
+    if (spec.tty->rows == 0 || spec.tty->columns == 0)
+      return bad("the terminal's window size must be at least 1x1");
+  }
   return {};
 }
 
@@ -326,6 +342,8 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
       for (int fd : fds) s.listeners.emplace_back(fd);
     else if (tag == 'S' && !fds.empty())
       s.notify.reset(fds.front());
+    else if (tag == 'T' && fds.size() == 1 && s.spec.tty)
+      s.tty_master.reset(fds.front());
     else
       for (int fd : fds) ::close(fd);
   }
@@ -333,6 +351,16 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   if (s.listeners.size() != s.spec.network.loopback_listeners.size() &&
       !s.spec.network.loopback_listeners.empty())
     return setup_error("the sandbox did not hand over its listening sockets");
+  if (s.spec.tty) {
+    // The program's stdio is the pty slave: the pipes' other ends are gone. The master is
+    // both its stdin (a second descriptor, so ending the input does not hang the pty up) and
+    // its stdout.
+    if (!s.tty_master) return setup_error("the sandbox did not hand over its terminal");
+    s.stdout_r.reset();
+    s.stderr_r.reset();
+    s.stdin_w.reset(::fcntl(s.tty_master.get(), F_DUPFD_CLOEXEC, 0));
+    if (!s.stdin_w) return setup_errno("duplicating the pty master", errno);
+  }
   return sandbox;
 }
 
@@ -345,6 +373,9 @@ Outcome Sandbox::wait() {
   bool caller_mode = spec.output_mode == OutputMode::caller;
   if (!caller_mode && s.stdout_r) {
     out.source = s.stdout_r.get();
+    out.open = true;
+  } else if (s.tty_master) {
+    out.source = s.tty_master.get();  // everything the program writes to its terminal
     out.open = true;
   }
   if (s.stderr_r) {
@@ -367,14 +398,27 @@ Outcome Sandbox::wait() {
   std::string stdin_buffer;
   std::size_t stdin_offset = 0;
   bool stdin_source_open = false;
+  bool partial_line = false;  // --tty: the input so far does not end with a newline
+  bool eof_queued = false;    // --tty: the end-of-file characters are the last input
+  // Called once everything is written and the source is done. With a terminal, the input
+  // ends with its end-of-file characters, written like any input (the pty may be full).
+  auto end_stdin = [&] {
+    if (s.tty_master && s.stdin_w && !eof_queued) {
+      eof_queued = true;
+      stdin_buffer = terminal_eof(s.stdin_w.get(), partial_line);
+      stdin_offset = 0;
+      if (!stdin_buffer.empty()) return;
+    }
+    s.stdin_w.reset();
+  };
   if (!caller_mode && s.stdin_w) {
     if (spec.stdin_source.kind == StdinSource::Kind::bytes) {
       stdin_buffer = spec.stdin_source.bytes;
     } else if (spec.stdin_source.kind == StdinSource::Kind::fd) {
       stdin_source_open = true;
     }
-    if (stdin_buffer.empty() && !stdin_source_open) s.stdin_w.reset();
-    else set_nonblocking(s.stdin_w.get());
+    set_nonblocking(s.stdin_w.get());
+    if (stdin_buffer.empty() && !stdin_source_open) end_stdin();
   }
 
   UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -423,8 +467,10 @@ Outcome Sandbox::wait() {
 
   siginfo_t info{};
   rusage usage{};
+  bool follow_window =
+      s.tty_master && spec.tty->resize_event_fd >= 0 && spec.tty->size_source_fd >= 0;
   while (!init_exited || out.open || err.open) {
-    std::array<pollfd, 8> pfds{};
+    std::array<pollfd, 10> pfds{};
     std::size_t n = 0;
     auto add = [&](int fd, short events) {
       pfds[n++] = pollfd{fd, events, 0};
@@ -437,6 +483,8 @@ Outcome Sandbox::wait() {
     std::size_t i_out = out.open ? add(out.source, POLLIN) : SIZE_MAX;
     std::size_t i_err = err.open ? add(err.source, POLLIN) : SIZE_MAX;
     std::size_t i_in = SIZE_MAX, i_src = SIZE_MAX;
+    std::size_t i_resize =
+        (follow_window && !init_exited) ? add(spec.tty->resize_event_fd, POLLIN) : SIZE_MAX;
     if (s.stdin_w && !init_exited) {
       if (stdin_offset < stdin_buffer.size())
         i_in = add(s.stdin_w.get(), POLLOUT);
@@ -460,11 +508,14 @@ Outcome Sandbox::wait() {
     if (ready(i_in)) {
       ssize_t w = write_without_sigpipe(s.stdin_w.get(), stdin_buffer.data() + stdin_offset,
                                         stdin_buffer.size() - stdin_offset);
-      if (w > 0) stdin_offset += static_cast<std::size_t>(w);
+      if (w > 0) {
+        stdin_offset += static_cast<std::size_t>(w);
+        partial_line = stdin_buffer[stdin_offset - 1] != '\n';
+      }
       if (w < 0 && errno != EAGAIN && errno != EINTR) {
         s.stdin_w.reset();  // the program closed its stdin
       } else if (stdin_offset == stdin_buffer.size() && !stdin_source_open) {
-        s.stdin_w.reset();
+        end_stdin();
       }
     }
     if (ready(i_src)) {
@@ -475,8 +526,17 @@ Outcome Sandbox::wait() {
         stdin_offset = 0;
       } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
         stdin_source_open = false;
-        s.stdin_w.reset();
+        end_stdin();
       }
+    }
+    if (ready(i_resize)) {
+      std::array<char, 64> events;
+      ssize_t r = ::read(spec.tty->resize_event_fd, events.data(), events.size());
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) follow_window = false;
+      winsize size{};
+      if (::ioctl(spec.tty->size_source_fd, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 &&
+          size.ws_col > 0)
+        (void)::ioctl(s.tty_master.get(), TIOCSWINSZ, &size);
     }
     if (ready(i_notify)) {
       if (pfds[i_notify].revents & POLLIN) {
@@ -536,6 +596,8 @@ Outcome Sandbox::wait() {
   CgroupStats stats = s.cgroup.read_stats();
   s.listeners.clear();
   s.notify.reset();
+  s.stdin_w.reset();
+  s.tty_master.reset();
   (void)s.cgroup.remove();
 
   // Usage: cgroup counters where we have them, the init's rusage (which includes every

@@ -87,6 +87,20 @@ enum class OutputMode {
   caller,   // stdin and stdout are pipes owned by the caller (Sandbox::take_stdio); stderr collected
 };
 
+// `--tty`: the program's stdin, stdout and stderr are the slave of a pseudo-terminal made in a
+// new devpts instance of the sandbox's own (the host's /dev/pts is never visible). The
+// supervisor holds the master: it feeds stdin_source into it and reads everything the program
+// writes to the terminal as stdout (counted against the output limit); stderr stays empty.
+struct Terminal {
+  std::uint16_t rows = 24;  // the initial window size (TIOCSWINSZ)
+  std::uint16_t columns = 80;
+  // Optional, to follow the caller's window: whenever resize_event_fd is readable (e.g. the
+  // read end of a SIGWINCH self-pipe) the supervisor drains it and copies the window size of
+  // size_source_fd onto the pty, and the program gets SIGWINCH. Neither is owned.
+  int resize_event_fd = -1;
+  int size_source_fd = -1;
+};
+
 struct Spec {
   std::vector<std::string> argv;             // argv[0] without '/' is looked up in PATH inside
   std::map<std::string, std::string> env;    // added to PATH, HOME, LANG
@@ -100,6 +114,7 @@ struct Spec {
   Limits limits;
   NetworkPolicy network;
   std::string hostname = "airlock";
+  std::optional<Terminal> tty;               // --tty; not with OutputMode::caller
 };
 
 // The uid and gid the sandboxed program runs as, inside its user namespace.

@@ -83,5 +83,29 @@ out=$("$AIRLOCK" run --forward "8080=127.0.0.1:$port" -- curl -sS http://127.0.0
 check "--forward" "egress ok" "$out"
 "$AIRLOCK" run --allow 'bad name' -- /bin/true 2>/dev/null; check "a bad rule is a setup error" 125 $?
 kill $server 2>/dev/null
+# --tty: a pty of the sandbox's own; refused where a terminal makes no sense.
+err=$("$AIRLOCK" run --tty --json -- /bin/true 2>&1); rc=$?
+check "--tty --json is refused" 125 $rc
+contains "--tty --json says why" "--tty cannot be combined with --json" "$err"
+err=$("$AIRLOCK" run --tty --stdin - -- /bin/true 2>&1 </dev/null); rc=$?
+check "--tty --stdin is refused" 125 $rc
+contains "--tty --stdin says why" "--tty cannot be combined with --stdin" "$err"
+out=$("$AIRLOCK" run --tty -- tty </dev/null | od -An -c | tr -s ' ')
+check "--tty: tty names the new instance's pty" " / d e v / p t s / 0 \r \n" "$out"
+out=$("$AIRLOCK" run -- tty </dev/null); check "no terminal without --tty" "not a tty" "$out"
+out=$(echo hello | "$AIRLOCK" run --tty -- python3 -c 'print(input().upper())' | tr -d '\r' | tr '\n' ' ')
+check "--tty: piped input is typed and echoed" "hello HELLO " "$out"
+out=$("$AIRLOCK" run --tty --output-limit 10 -- /bin/echo 0123456789abcdef 2>"$tmp/err" </dev/null)
+check "--tty: output limit" "0123456789" "$out"
+contains "--tty: output limit is reported" "output_limit" "$(cat "$tmp/err")"
+# From a real terminal (a pty of the test's): window size, raw mode, resize, restore.
+here=$(cd "$(dirname "$0")" && pwd)
+while read -r line; do
+  [[ $line == ok* ]] && echo "$line" || { echo "$line"; fails=$((fails + 1)); }
+done < <(python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
+while read -r line; do
+  [[ $line == ok* ]] && echo "$line (unprivileged)" || { echo "$line (unprivileged)"; fails=$((fails + 1)); }
+done < <("$here/../run-unprivileged.sh" --no-cgroup /usr/bin/python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
+
 ((fails == 0)) && echo "all cli checks passed" || echo "$fails cli checks failed"
 exit $((fails > 0))

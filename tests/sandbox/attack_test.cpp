@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -798,6 +800,200 @@ TEST(Io, ProgramThatNeverReadsItsStdinCannotKillTheSupervisor) {
     Outcome o = run(spec);
     ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Terminals (Spec::tty): a pty of the sandbox's own devpts instance, nothing of the host's
+
+Spec with_tty(Spec spec, std::uint16_t rows = 24, std::uint16_t columns = 80) {
+  spec.tty = Terminal{};
+  spec.tty->rows = rows;
+  spec.tty->columns = columns;
+  return spec;
+}
+
+TEST(Terminal, ProgramGetsATerminalOfItsOwnWithTheSpecsSize) {
+  Outcome o = run(with_tty(python(R"(
+import fcntl, os, struct, termios
+print("isatty", os.isatty(0), os.isatty(1), os.isatty(2))
+print("ttyname", os.ttyname(0), os.ttyname(1), os.ttyname(2))
+rows, cols, _, _ = struct.unpack("HHHH", fcntl.ioctl(1, termios.TIOCGWINSZ, b"\0" * 8))
+print("winsize", rows, cols)
+print("session leader", os.getsid(0) == os.getpid(), "foreground", os.tcgetpgrp(0) == os.getpgrp())
+print("pts", sorted(os.listdir("/dev/pts")), os.readlink("/dev/ptmx"))
+with open("/dev/tty", "w") as tty: tty.write("through /dev/tty\n")
+print("fds", sorted(int(f) for f in os.listdir("/proc/self/fd")))
+import sys; print("to stderr", file=sys.stderr)
+)"), 33, 101));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  for (const char* line :
+       {"isatty True True True\r\n", "ttyname /dev/pts/0 /dev/pts/0 /dev/pts/0\r\n",
+        "winsize 33 101\r\n", "session leader True foreground True\r\n",
+        "pts ['0', 'ptmx'] pts/ptmx\r\n", "through /dev/tty\r\n", "fds [0, 1, 2, 3]\r\n",
+        "to stderr\r\n"})
+    EXPECT_NE(o.stdout_data.find(line), std::string::npos) << line << describe(o);
+  EXPECT_EQ(o.stderr_data, "");  // the terminal carries both streams
+}
+
+TEST(Terminal, TtyPrintsThePtyOfTheNewInstance) {
+  Spec spec;
+  spec.argv = {"tty"};
+  Outcome o = run(with_tty(spec));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "/dev/pts/0\r\n") << describe(o);
+}
+
+TEST(Terminal, HostPtysAreNotVisible) {
+  // Host ptys of ours, at least one numbered above 0 (the sandbox's own pty is 0 in its
+  // instance): none may be listed, opened or share the sandbox's devpts.
+  struct stat host_devpts {};
+  ASSERT_EQ(::stat("/dev/pts", &host_devpts), 0) << strerror(errno);
+  std::vector<UniqueFd> host_ptys;
+  std::vector<std::string> args = {std::to_string(host_devpts.st_dev)};
+  int highest = -1;
+  while (highest < 1) {
+    UniqueFd master(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    ASSERT_TRUE(master) << strerror(errno);
+    ASSERT_EQ(::unlockpt(master.get()), 0);
+    int number = -1;
+    ASSERT_EQ(::ioctl(master.get(), TIOCGPTN, &number), 0);
+    std::string path = "/dev/pts/" + std::to_string(number);
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;  // control: it is there on the host
+    highest = std::max(highest, number);
+    args.push_back(std::to_string(number));
+    host_ptys.push_back(std::move(master));
+  }
+  Outcome o = run(with_tty(python(R"(
+import os, sys
+host_dev = int(sys.argv[1])
+print("entries", sorted(os.listdir("/dev/pts")))
+print("same devpts as the host", os.stat("/dev/pts").st_dev == host_dev)
+print("stdin on our devpts", os.fstat(0).st_dev == os.stat("/dev/pts").st_dev)
+for n in sys.argv[2:]:
+    if n == "0":
+        continue  # the sandbox's own pty has that number in its instance
+    try:
+        os.close(os.open("/dev/pts/" + n, os.O_RDWR | os.O_NOCTTY))
+        print("ESCAPED: opened host pty", n)
+    except OSError as e:
+        print("host pty", n, "errno", e.errno)
+)", args)));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_TRUE(no_escape(o)) << describe(o);
+  EXPECT_NE(o.stdout_data.find("entries ['0', 'ptmx']\r\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.stdout_data.find("same devpts as the host False\r\n"), std::string::npos)
+      << describe(o);
+  EXPECT_NE(o.stdout_data.find("stdin on our devpts True\r\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.stdout_data.find("host pty " + std::to_string(highest) + " errno 2\r\n"),
+            std::string::npos)
+      << describe(o);
+}
+
+TEST(Terminal, TerminalIoctlsWorkOnReopenedAndNewPtys) {
+  // Under Landlock (ABI >= 5 handles device ioctls): the pty reopened by name, /dev/tty and a
+  // second pty from /dev/ptmx must all take terminal ioctls.
+  Outcome o = run(with_tty(python(R"(
+import fcntl, os, termios
+fd = os.open(os.ttyname(0), os.O_RDWR | os.O_NOCTTY)
+print("reopened", termios.tcgetattr(fd)[3] & termios.ICANON != 0, len(fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8)))
+tty = os.open("/dev/tty", os.O_RDWR)
+print("dev tty", termios.tcgetattr(tty)[3] & termios.ECHO != 0)
+m, s = os.openpty()
+print("new pty", os.ttyname(s))
+termios.tcsetattr(s, termios.TCSANOW, termios.tcgetattr(s))
+os.write(s, b"ping\n"); print("master got", os.read(m, 100))
+)")));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  for (const char* line : {"reopened True 8\r\n", "dev tty True\r\n", "new pty /dev/pts/1\r\n",
+                           "master got b'ping\\r\\n'\r\n"})
+    EXPECT_NE(o.stdout_data.find(line), std::string::npos) << line << describe(o);
+}
+
+TEST(Terminal, TiocstiOnItsOwnTerminalIsAViolation) {
+  for (const char* request : {"TIOCSTI", "TIOCLINUX"}) {
+    Outcome o = run(with_tty(python(R"(
+import fcntl, os, sys, termios
+print("stdin is a tty", os.isatty(0), flush=True)
+fcntl.ioctl(0, getattr(termios, sys.argv[1], 0x541C), b"x" * 8)
+print("ESCAPED:", sys.argv[1], "returned")
+)", {request})));
+    EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << request << describe(o);
+    EXPECT_EQ(o.syscall.value_or(""), "ioctl") << describe(o);
+    EXPECT_NE(o.stdout_data.find("stdin is a tty True"), std::string::npos) << describe(o);
+    EXPECT_TRUE(no_escape(o)) << describe(o);
+  }
+}
+
+TEST(Terminal, OutputThroughTheTerminalIsCappedAndCounted) {
+  Spec spec = with_tty(python("import sys\nsys.stdout.write('x' * 300000)\nsys.stdout.flush()\n"));
+  spec.limits.output_bytes = 64 << 10;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::output_limit) << describe(o);
+  EXPECT_EQ(o.stdout_data, std::string(64 << 10, 'x'));
+  EXPECT_TRUE(o.stdout_truncated);
+  EXPECT_EQ(o.stdout_discarded_bytes, 300000u - (64u << 10));
+  EXPECT_EQ(o.exit_code, 0);
+}
+
+TEST(Terminal, InputIsTypedIntoTheTerminalAndEnds) {
+  Spec line = with_tty(python("print(input().upper())"));
+  line.stdin_source.kind = StdinSource::Kind::bytes;
+  line.stdin_source.bytes = "hello\n";
+  Outcome o = run(line);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "hello\r\nHELLO\r\n") << describe(o);  // the echo, then the answer
+
+  // Input without a final newline and a reader that waits for end-of-file: it must end.
+  Spec partial = with_tty(python("import sys\nprint(repr(sys.stdin.read()))"));
+  partial.stdin_source.kind = StdinSource::Kind::bytes;
+  partial.stdin_source.bytes = "no newline";
+  partial.limits.wall_time = 20s;
+  o = run(partial);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("'no newline'\r\n"), std::string::npos) << describe(o);
+
+  // More input than the pty holds at once: the end-of-file still arrives after the last line.
+  Spec many = with_tty(python("import sys\nprint('lines', len(sys.stdin.readlines()))"));
+  many.stdin_source.kind = StdinSource::Kind::bytes;
+  for (int i = 0; i < 20000; ++i) many.stdin_source.bytes += std::to_string(i) + "\n";
+  many.limits.wall_time = 20s;
+  o = run(many);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("lines 20000\r\n"), std::string::npos) << describe(o);
+
+  // No input at all: end-of-file at once, as with a pipe.
+  Spec none = with_tty(python("import sys\nprint(repr(sys.stdin.read()))"));
+  none.limits.wall_time = 20s;
+  o = run(none);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, "''\r\n") << describe(o);
+}
+
+TEST(Terminal, WithoutTtyThereIsNoTerminalAtAll) {
+  Outcome o = run(python(R"(
+import os
+print("isatty", os.isatty(0), os.isatty(1), os.isatty(2))
+print("exist", [os.path.lexists(p) for p in ["/dev/pts", "/dev/ptmx", "/dev/tty", "/dev/console"]])
+print("dev", sorted(os.listdir("/dev")))
+)"));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_NE(o.stdout_data.find("isatty False False False\n"), std::string::npos) << describe(o);
+  EXPECT_NE(o.stdout_data.find("exist [False, False, False, False]\n"), std::string::npos)
+      << describe(o);
+  EXPECT_NE(o.stdout_data.find("dev ['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', "
+                               "'stdout', 'urandom', 'zero']\n"),
+            std::string::npos)
+      << describe(o);
+}
+
+TEST(Terminal, SpecsThatCannotHaveATerminalAreRefused) {
+  Spec caller = with_tty(python("pass"));
+  caller.output_mode = OutputMode::caller;
+  EXPECT_FALSE(validate_spec(caller));
+  Spec empty = with_tty(python("pass"), 0, 80);
+  Outcome o = run(empty);
+  EXPECT_EQ(o.verdict, Verdict::setup_error) << describe(o);
+  EXPECT_NE(o.message.find("window size"), std::string::npos) << o.message;
 }
 
 }  // namespace

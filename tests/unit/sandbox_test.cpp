@@ -55,6 +55,13 @@ TEST(ValidateSpec, RejectsWhatCannotRun) {
   rejects([](Spec& s) { s.limits.pids = 0; }, "zero pids");
   rejects([](Spec& s) { s.limits.open_files = 2; }, "too few fds");
   rejects([](Spec& s) { s.network.loopback_listeners = {0}; }, "port 0");
+  rejects([](Spec& s) { s.tty = Terminal{0, 80}; }, "a terminal with no rows");
+  rejects(
+      [](Spec& s) {
+        s.tty = Terminal{};
+        s.output_mode = OutputMode::caller;
+      },
+      "a terminal with caller-owned stdio");
 }
 
 TEST(SeccompPolicy, EmbeddedProgramIsTheTableCompiledNow) {
@@ -174,6 +181,39 @@ TEST(ChildPlan, ReservedDestinationsAreRefused) {
     s.binds.push_back({"/usr", dest, false});
     EXPECT_FALSE(make_child_plan(s, detect_cgroup_support("none")).ok()) << dest;
   }
+}
+
+TEST(ChildPlan, OnlyATerminalGetsANewDevptsInstance) {
+  auto devpts_steps = [](const ChildPlan& plan) {
+    std::vector<std::string> found;
+    for (const auto& step : plan.steps)
+      if (step.kind == MountStep::Kind::mount_devpts ||
+          (step.path.rfind("dev/pt", 0) == 0 || step.path == "dev/tty"))
+        found.push_back(step.path + " " + step.text);
+    return found;
+  };
+  auto plan = make_child_plan(valid_spec(), detect_cgroup_support("none"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->tty);
+  EXPECT_TRUE(devpts_steps(*plan).empty());
+  for (const auto& source : plan->sources) EXPECT_NE(source.host_path, "/dev/tty");
+  for (const auto& source : plan->sources) EXPECT_NE(source.host_path, "/dev/pts");
+
+  Spec s = valid_spec();
+  s.tty = Terminal{30, 100};
+  plan = make_child_plan(s, detect_cgroup_support("none"));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->tty);
+  EXPECT_EQ(plan->tty_rows, 30);
+  EXPECT_EQ(plan->tty_columns, 100);
+  EXPECT_EQ(plan->tty_ptmx, "/dev/pts/ptmx");
+  auto steps = devpts_steps(*plan);
+  EXPECT_NE(std::find(steps.begin(), steps.end(),
+                      "dev/pts newinstance,ptmxmode=0666,mode=0620,gid=1000,max=16"),
+            steps.end());
+  EXPECT_NE(std::find(steps.begin(), steps.end(), "dev/ptmx pts/ptmx"), steps.end());
+  // Never the host's ptys: no host tree under /dev/pts is cloned.
+  for (const auto& source : plan->sources) EXPECT_NE(source.host_path.rfind("/dev/pts", 0), 0u);
 }
 
 TEST(Cgroups, ForcedNoneUsesNoCgroup) {
