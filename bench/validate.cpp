@@ -230,3 +230,4 @@ BENCHMARK(BM_ColdPythonAstParse)->Arg(5000)->Iterations(50)->UseManualTime()->Un
 BENCHMARK(BM_ColdSandboxedDump)->Arg(300)->Iterations(100)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
+

@@ -37,6 +37,12 @@ sandbox::Spec parser_sandbox_spec(const ParseWorkerConfig& config,
   spec.limits.open_files = 64;
   spec.limits.output_bytes = 64ULL << 20;
   spec.hostname = "airlock-validate";
+  // The parser's own memory (the PEG parser's arena, token buffers) comes from glibc's malloc,
+  // which returns the top of the heap to the kernel after every parse; the next parse then
+  // page-faults it back: ~300 faults and 0.6-0.8 ms of a 300-line parse. Keeping up to 32 MiB
+  // freed makes the worker's parse as fast as its own floor. (-I ignores PYTHON* variables, not
+  // this one.)
+  spec.env["GLIBC_TUNABLES"] = "glibc.malloc.trim_threshold=33554432";
   return spec;
 }
 
