@@ -23,9 +23,12 @@ sandbox::Spec parser_sandbox_spec(const ParseWorkerConfig& config,
   spec.argv = {config.interpreter, "-I", "-B", kParserScriptInSandbox};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.binds.push_back({config.script, kParserScriptInSandbox, false});
-  if (!config.native_walker.empty()) {
+  struct stat walker {};
+  if (!config.native_walker.empty() && ::access(config.native_walker.c_str(), R_OK) == 0 &&
+      ::stat(config.native_walker.c_str(), &walker) == 0 && (walker.st_mode & S_IROTH) != 0) {
     // Beside the script, under its own name: the ABI tag in it is what lets only the
-    // interpreter it was built for import it.
+    // interpreter it was built for import it. (One this user cannot read, or that the sandbox
+    // user could not, is left out: the worker then walks in Python.)
     std::string_view name = config.native_walker;
     name.remove_prefix(name.rfind('/') + 1);
     spec.binds.push_back({config.native_walker, std::string(kParserDirInSandbox) + "/" + std::string(name), false});
