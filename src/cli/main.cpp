@@ -1,36 +1,52 @@
-// airlock: run AI-agent tool calls in sandboxes.
+// airlock: run AI-agent tool calls in sandboxes. This program holds `run` and `doctor`; the
+// other commands live in airlock-tools and airlock-serve, which it executes (cli_main.hpp says
+// why).
 #include <string_view>
 
-#include "cli/commands.hpp"
+#include "cli/cli_main.hpp"
+
+namespace {
+
+// The commands airlock-tools carries, with the summary `airlock --help` shows for them.
+struct ToolsCommand {
+  const char* name;
+  const char* summary;
+};
+constexpr ToolsCommand kToolsCommands[] = {
+    {"validate", "Check generated Python statically before it runs"},
+    {"scan", "Find PII and secrets; report them or redact them"},
+    {"audit", "Inspect, verify and prove the tamper-evident audit log"},
+    {"call", "Invoke a tool on the daemon and print the response"},
+    {"tools", "Tools on the daemon"},
+};
+
+bool is_tools_command(std::string_view name) {
+  for (const auto& c : kToolsCommands)
+    if (name == c.name) return true;
+  return false;
+}
+
+// `airlock run --audit PATH ...`: the audit log is airlock-tools' (SQLite, OpenSSL).
+bool is_run_with_audit(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "run") return false;
+  for (int i = 2; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--audit" || arg.rfind("--audit=", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"airlock: run AI-agent tool calls in sandboxes"};
-  app.set_version_flag("--version", "airlock 0.1.0");
-  app.require_subcommand(1);
-  airlock::cli::ExitStatus status;
-  airlock::cli::TrailingArgs trailing;
-  int parsed_argc = argc;
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--") {
-      trailing.present = true;
-      trailing.args.assign(argv + i + 1, argv + argc);
-      parsed_argc = i;
-      break;
-    }
-  }
-  airlock::cli::add_run_command(app, status, trailing);
-  airlock::cli::add_doctor_command(app, status);
-  airlock::cli::add_serve_command(app, status);
-  airlock::cli::add_client_commands(app, status);
-  airlock::cli::add_audit_command(app, status);
-  airlock::cli::add_scan_command(app, status);
-  airlock::cli::add_validate_command(app, status);
-  try {
-    app.parse(parsed_argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // Usage errors exit 2, like other Unix tools (run's 125 is for sandbox setup failures).
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
-  return status.code;
+  if ((argc >= 2 && is_tools_command(argv[1])) || is_run_with_audit(argc, argv))
+    return airlock::cli::exec_sibling("airlock-tools", argv);
+  return airlock::cli::run_cli(argc, argv, [](CLI::App& app, airlock::cli::ExitStatus& status,
+                                              const airlock::cli::TrailingArgs& trailing) {
+    airlock::cli::add_run_command(app, status, trailing);
+    airlock::cli::add_doctor_command(app, status);
+    airlock::cli::add_serve_command(app, status);
+    for (const auto& c : kToolsCommands) app.add_subcommand(c.name, c.summary);  // never parsed here
+  });
 }

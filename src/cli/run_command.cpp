@@ -13,7 +13,9 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#ifdef AIRLOCK_CLI_WITH_AUDIT
 #include "cli/run_audit.hpp"
+#endif
 #include "common/unique_fd.hpp"
 #include "common/units.hpp"
 #include "backend/local.hpp"
@@ -201,8 +203,13 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   }
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
+#ifdef AIRLOCK_CLI_WITH_AUDIT
   auto auditor = RunAuditor::open(o.audit);  // before running: no unrecorded runs
   if (!auditor) return fail_usage("--audit " + o.audit + ": " + auditor.error().message);
+#else
+  // `airlock` hands every run with --audit to airlock-tools before parsing (main.cpp).
+  if (!o.audit.empty()) return fail_usage("--audit: this program has no audit log; use airlock-tools");
+#endif
   int stdin_fd = -1;
   if (o.stdin_path == "-") {
     spec.stdin_source.kind = sandbox::StdinSource::Kind::fd;
@@ -231,8 +238,10 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
     outcome = backend::run_local(spec, run_options);
   }
   if (stdin_fd >= 0) ::close(stdin_fd);
+#ifdef AIRLOCK_CLI_WITH_AUDIT
   if (auto recorded = auditor->record(spec, outcome); !recorded)
     return fail_usage("--audit " + o.audit + ": " + recorded.error().message);
+#endif
   if (o.json) {
     std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace)

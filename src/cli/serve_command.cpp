@@ -2,14 +2,7 @@
 // next to `airlock`: the daemon links prometheus-cpp (a shared C++ library) and every
 // `airlock run` would otherwise pay to load it (docs/performance.md). `airlock serve` checks
 // its options and becomes that program (execv: same pid, same signals).
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <iostream>
-
-#include "cli/commands.hpp"
+#include "cli/cli_main.hpp"
 
 namespace airlock::cli {
 
@@ -20,17 +13,12 @@ void add_serve_command(CLI::App& app, ExitStatus& status) {
   cmd->add_option("--config", *config, "The configuration file (YAML, see docs/config.md)")->required();
   cmd->add_option("--listen", *listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
   cmd->callback([config, listen, &status] {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::string daemon = (ec ? std::filesystem::path(".") : self.parent_path()) / "airlock-serve";
-    std::vector<std::string> args = {daemon, "--config", *config};
+    std::vector<std::string> args = {"airlock-serve", "--config", *config};
     if (!listen->empty()) args.insert(args.end(), {"--listen", *listen});
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(daemon.c_str(), argv.data());
-    std::cerr << "airlock serve: cannot start the daemon " << daemon << ": " << std::strerror(errno) << "\n";
-    status.code = 1;
+    status.code = exec_sibling("airlock-serve", argv.data()) == 0 ? 0 : 1;
   });
 }
 

@@ -107,5 +107,22 @@ while read -r line; do
   [[ $line == ok* ]] && echo "$line (unprivileged)" || { echo "$line (unprivileged)"; fails=$((fails + 1)); }
 done < <("$here/../run-unprivileged.sh" --no-cgroup /usr/bin/python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
 
+# `airlock` holds run and doctor; it executes airlock-tools for the other commands and for
+# run --audit (in either spelling), passing argv on.
+help=$("$AIRLOCK" --help)
+for command in run doctor serve validate scan audit call tools; do
+  contains "--help lists $command" "$command" "$help"
+done
+contains "a forwarded command's usage names airlock" "airlock validate" "$("$AIRLOCK" validate --help)"
+out=$(echo 'eval("1")' | "$AIRLOCK" validate - 2>&1); rc=$?
+check "validate runs (through airlock-tools)" 1 $rc
+"$AIRLOCK" run --audit="$tmp/a.db" -- /bin/true; check "run --audit=PATH" 0 $?
+contains "run --audit=PATH recorded the run" "1 records" "$("$AIRLOCK" audit verify "$tmp/a.db" 2>&1)"
+mkdir "$tmp/alone"; cp "$AIRLOCK" "$tmp/alone/airlock"
+err=$("$tmp/alone/airlock" scan --help 2>&1); rc=$?
+check "without airlock-tools beside it: 125" 125 $rc
+contains "without airlock-tools beside it: says so" "airlock-tools" "$err"
+out=$("$tmp/alone/airlock" run -- /bin/echo alone); check "run needs no airlock-tools" "alone" "$out"
+
 ((fails == 0)) && echo "all cli checks passed" || echo "$fails cli checks failed"
 exit $((fails > 0))
