@@ -10,18 +10,14 @@
 #include <thread>
 
 #include "escapes.hpp"
+#include "read_file.hpp"
 #include "validate/parse_worker.hpp"
 #include "validate/validate.hpp"
 
 namespace airlock::validate {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using test::read_file;
 
 std::string describe(const Report& report) {
   std::string out;
