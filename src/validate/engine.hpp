@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "validate/analysis.hpp"
 #include "validate/module_exports.hpp"
 #include "validate/policy.hpp"
 #include "validate/syntax_tree.hpp"
