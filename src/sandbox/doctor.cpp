@@ -140,6 +140,19 @@ std::vector<MechanismCheck> check_mechanisms() {
   Outcome outcome = run(spec);
   checks.push_back({"trial sandbox (/bin/true)", outcome.verdict == Verdict::ok, outcome.message,
                     "nothing can run; the line above that failed says why", true});
+
+  // --tty: a sandbox with a pty from a devpts instance of its own, running `test -t 0`.
+  Spec tty_spec = spec;
+  tty_spec.argv = {"/bin/sh", "-c", "test -t 0 && test -t 1"};
+  tty_spec.tty = Terminal{};
+  tty_spec.output_mode = OutputMode::collect;
+  Outcome tty = run(tty_spec);
+  checks.push_back({"terminal (devpts new instance, for --tty)", tty.verdict == Verdict::ok,
+                    tty.verdict == Verdict::ok ? "a pty of the sandbox's own devpts instance works"
+                                               : tty.message,
+                    "--tty refuses to run (a setup error naming the step); runs without it are "
+                    "unaffected",
+                    false});
   return checks;
 }
 

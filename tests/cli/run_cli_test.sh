@@ -67,7 +67,8 @@ except OSError: print(len(files))' | python3 -c 'import json,sys; print(json.loa
 check "--nofile" "7" "$v"
 v=$("$AIRLOCK" run --json --cpu-time 500ms -- python3 -c 'while True: pass' | python3 -c 'import json,sys; print(json.load(sys.stdin)["verdict"])')
 check "--cpu-time" "cpu_time_limit" "$v"
-"$AIRLOCK" doctor >/dev/null; check "doctor says the sandbox can run" 0 $?
+doctor=$("$AIRLOCK" doctor); check "doctor says the sandbox can run" 0 $?
+contains "doctor tries a terminal" "ok    terminal (devpts new instance, for --tty)" "$doctor"
 
 # Egress options: a loopback web server, reached only as allowed.
 mkdir -p "$tmp/www"; echo "egress ok" >"$tmp/www/index.html"; chmod -R a+rX "$tmp/www"
