@@ -192,7 +192,7 @@ int key_command(const std::string& path, bool json) {
 }  // namespace
 
 void add_audit_command(CLI::App& app, ExitStatus& status) {
-  auto* audit = app.add_subcommand("audit", "Inspect, verify and prove the tamper-evident audit log");
+  auto* audit = app.add_subcommand(kAuditCommand.name, kAuditCommand.summary);
   audit->require_subcommand(1);
 
   struct Options {

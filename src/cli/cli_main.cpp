@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <iostream>
 #include <string_view>
-#include <vector>
 
 namespace airlock::cli {
 
@@ -41,11 +40,8 @@ int exec_sibling(const char* program, char** argv) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::string path = (ec ? std::filesystem::path(".") : self.parent_path()) / program;
-  // argv[0] stays as the user typed it, so usage lines say "airlock validate ...".
-  std::vector<char*> args(argv, argv + 1);
-  for (char** a = argv + 1; *a; ++a) args.push_back(*a);
-  args.push_back(nullptr);
-  ::execv(path.c_str(), args.data());
+  // argv as it is, argv[0] included, so usage lines say "airlock validate ...".
+  ::execv(path.c_str(), argv);
   std::cerr << "airlock: cannot start " << path << ": " << std::strerror(errno) << "\n";
   return 125;
 }

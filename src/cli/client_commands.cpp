@@ -80,7 +80,7 @@ void add_client_commands(CLI::App& app, ExitStatus& status) {
   auto call_opts = std::make_shared<ClientOptions>();
   auto tool = std::make_shared<std::string>();
   auto input = std::make_shared<std::string>("{}");
-  auto* call = app.add_subcommand("call", "Invoke a tool on the daemon and print the response");
+  auto* call = app.add_subcommand(kCallCommand.name, kCallCommand.summary);
   call->add_option("tool", *tool, "The tool's name")->required();
   call->add_option("--input", *input, "The arguments, a JSON object (default {})");
   add_client_options(call, *call_opts);
@@ -106,7 +106,7 @@ void add_client_commands(CLI::App& app, ExitStatus& status) {
   });
 
   auto list_opts = std::make_shared<ClientOptions>();
-  auto* tools = app.add_subcommand("tools", "Tools on the daemon");
+  auto* tools = app.add_subcommand(kToolsListCommand.name, kToolsListCommand.summary);
   auto* list = tools->add_subcommand("list", "The tools this key may invoke");
   tools->require_subcommand(1);
   add_client_options(list, *list_opts);

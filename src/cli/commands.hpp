@@ -19,6 +19,20 @@ struct TrailingArgs {
   std::vector<std::string> args;
 };
 
+// The commands airlock-tools carries, with their one-line summaries: both programs' --help
+// show them (`airlock` lists them and executes airlock-tools for them, main.cpp).
+struct ToolsCommand {
+  const char* name;
+  const char* summary;
+};
+inline constexpr ToolsCommand kValidateCommand{"validate", "Check generated Python statically before it runs"};
+inline constexpr ToolsCommand kScanCommand{"scan", "Find PII and secrets; report them or redact them"};
+inline constexpr ToolsCommand kAuditCommand{"audit", "Inspect, verify and prove the tamper-evident audit log"};
+inline constexpr ToolsCommand kCallCommand{"call", "Invoke a tool on the daemon and print the response"};
+inline constexpr ToolsCommand kToolsListCommand{"tools", "Tools on the daemon"};
+inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand, kAuditCommand,
+                                                  kCallCommand, kToolsListCommand};
+
 void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
 void add_serve_command(CLI::App& app, ExitStatus& status);

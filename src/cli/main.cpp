@@ -7,21 +7,8 @@
 
 namespace {
 
-// The commands airlock-tools carries, with the summary `airlock --help` shows for them.
-struct ToolsCommand {
-  const char* name;
-  const char* summary;
-};
-constexpr ToolsCommand kToolsCommands[] = {
-    {"validate", "Check generated Python statically before it runs"},
-    {"scan", "Find PII and secrets; report them or redact them"},
-    {"audit", "Inspect, verify and prove the tamper-evident audit log"},
-    {"call", "Invoke a tool on the daemon and print the response"},
-    {"tools", "Tools on the daemon"},
-};
-
 bool is_tools_command(std::string_view name) {
-  for (const auto& c : kToolsCommands)
+  for (const auto& c : airlock::cli::kToolsCommands)
     if (name == c.name) return true;
   return false;
 }
@@ -47,6 +34,7 @@ int main(int argc, char** argv) {
     airlock::cli::add_run_command(app, status, trailing);
     airlock::cli::add_doctor_command(app, status);
     airlock::cli::add_serve_command(app, status);
-    for (const auto& c : kToolsCommands) app.add_subcommand(c.name, c.summary);  // never parsed here
+    for (const auto& c : airlock::cli::kToolsCommands)
+      app.add_subcommand(c.name, c.summary);  // listed only: main() executes airlock-tools for them
   });
 }

@@ -130,7 +130,7 @@ int scan_command(const ScanOptions& o) {
 
 void add_scan_command(CLI::App& app, ExitStatus& status) {
   auto opts = std::make_shared<ScanOptions>();
-  auto* cmd = app.add_subcommand("scan", "Find PII and secrets; report them or redact them");
+  auto* cmd = app.add_subcommand(kScanCommand.name, kScanCommand.summary);
   cmd->add_flag("--json", opts->json,
                 "Print {\"findings\": [...], \"blocked\": ..., \"redacted\": ...} with byte offsets");
   cmd->add_flag("--redact", opts->redact,

@@ -18,7 +18,8 @@ void add_serve_command(CLI::App& app, ExitStatus& status) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    status.code = exec_sibling("airlock-serve", argv.data()) == 0 ? 0 : 1;
+    exec_sibling("airlock-serve", argv.data());
+    status.code = 1;  // reached only when the daemon could not be started
   });
 }
 

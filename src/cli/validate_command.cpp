@@ -82,7 +82,7 @@ int validate_command(const ValidateOptions& o) {
 
 void add_validate_command(CLI::App& app, ExitStatus& status) {
   auto opts = std::make_shared<ValidateOptions>();
-  auto* cmd = app.add_subcommand("validate", "Check generated Python statically before it runs");
+  auto* cmd = app.add_subcommand(kValidateCommand.name, kValidateCommand.summary);
   cmd->add_option("--policy", opts->policy_file, "Validation policy (YAML or JSON; docs/validate.md)");
   cmd->add_option("--allow-import", opts->allow_imports, "Also allow importing MOD (repeatable)")
       ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
