@@ -303,7 +303,11 @@ void install_seccomp(const ChildPlan& plan) {
 }
 
 [[noreturn]] void exec_program(const ChildPlan& plan) {
-  reset_signals();
+  // Dispositions were reset in child_main and init sets none, so every signal is at its
+  // default here already; only the mask is ours to clear.
+  sigset_t none;
+  sigemptyset(&none);
+  (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::umask(022);
   int best = ENOENT;
   for (const auto& path : plan.exec_candidates) {
@@ -374,22 +378,41 @@ void check_supervisor_alive() {
   if (rc != 0) sys::raw_exit(125);  // POLLHUP: the supervisor went away
 }
 
-// v1: move ourselves into the sandbox's cgroups before anything is allocated or created.
+// v1: receive the `tasks` files of the sandbox's cgroups and move ourselves into each. Done
+// after the root is built, so the supervisor's mkdirs and limit writes run alongside our
+// mounts instead of before clone3; done before the program exists, so everything it does is
+// counted and limited. What the setup itself allocated (the namespaces, the few generated
+// files on the root tmpfs) stays charged to the supervisor's cgroup.
 void join_cgroups(const ChildPlan& plan) {
-  for (int fd : plan.cgroup_join_fds) {
-    if (fd < 0) continue;
-    if (::write(fd, "0", 1) != 1) {
-      g_error_fd = plan.error_fd;
-      fail("joining the sandbox's cgroup (write 0 to tasks)", nullptr, errno);
+  if (!plan.join_cgroups_from_control) return;
+  char tag = 0;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * ChildPlan::kMaxCgroupJoinFds)] = {};
+  iovec iov{&tag, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(kChildControlFd, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) sys::raw_exit(125);  // the supervisor went away
+  check(n == 1 && tag == 'C' && !(msg.msg_flags & MSG_CTRUNC), "receiving the cgroups to join");
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      check(::write(fd, "0", 1) == 1, "joining the sandbox's cgroup (write 0 to tasks)");
+      ::close(fd);
     }
-    ::close(fd);
   }
 }
 
 }  // namespace
 
 void child_main(const ChildPlan& plan) {
-  join_cgroups(plan);
   arrange_descriptors(plan);
   reset_signals();
   ::umask(0);
@@ -419,6 +442,7 @@ void child_main(const ChildPlan& plan) {
   open_listeners(plan);
   open_terminal(plan);
   ::close(kChildGoFd);
+  join_cgroups(plan);
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");
   drop_privileges(plan);

@@ -61,9 +61,11 @@ struct ExitReport {  // written by the sandbox's init: how the program ended
 struct ChildPlan {
   // Descriptors as the supervisor holds them (moved to the numbers above in the child).
   int stdin_fd, stdout_fd, stderr_fd, error_fd, control_fd, status_fd, go_fd;
-  // v1 cgroups: each hierarchy's `tasks` file, written "0" by the child before anything else.
+  // v1 cgroups: the supervisor creates them while the child builds its root, and sends each
+  // hierarchy's `tasks` file (opened for writing) in a 'C' record on the control socket. The
+  // child writes "0" into each before it drops its privileges and starts the program.
   static constexpr int kMaxCgroupJoinFds = 3;
-  int cgroup_join_fds[kMaxCgroupJoinFds] = {-1, -1, -1};
+  bool join_cgroups_from_control = false;
 
   bool unshare_cgroup_ns = false;  // v1: joined after clone, so its namespace comes after
   bool root_mode = false;          // supervisor is root: clear supplementary groups

@@ -84,6 +84,31 @@ unsigned usable_cpus() {
   return std::max(1, CPU_COUNT(&set));
 }
 
+// Sends descriptors in one SEQPACKET record tagged with `tag`.
+bool send_fds(int socket, char tag, const std::vector<UniqueFd>& fds) {
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  iovec iov{&tag, 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (!fds.empty()) {
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      int fd = fds[i].get();
+      std::memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
+    }
+  }
+  ssize_t n;
+  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 // --tty, when the input ends: the terminal's end-of-file character, as a user would type it
@@ -206,15 +231,15 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   auto st = std::make_unique<State>();
   st->spec = spec;
 
-  // The cgroups exist before clone3: v2 starts the child in its cgroup (CLONE_INTO_CGROUP),
-  // on v1 the child moves itself into each hierarchy first thing (see open_join_fds).
-  {
+  // v2: the cgroup exists before clone3, which starts the child in it (CLONE_INTO_CGROUP).
+  // v1: we create the cgroups once the child is released, while it builds its root, and it
+  // moves itself into them before it starts the program (see join_cgroups in child.cpp).
+  const bool cgroups_after_clone = cgroup_support().mode == CgroupMode::v1;
+  if (!cgroups_after_clone) {
     auto cgroup = SandboxCgroup::create(spec.limits);
     if (!cgroup) return cgroup.error();
     st->cgroup = std::move(*cgroup);
   }
-  auto join_fds = st->cgroup.open_join_fds();
-  if (!join_fds) return join_fds.error();
 
   auto plan = make_child_plan(spec, cgroup_support());
   if (!plan) return plan.error();
@@ -239,9 +264,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   cp.control_fd = control_child.get();
   cp.status_fd = status->write.get();
   cp.go_fd = go->read.get();
-  if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
-    return setup_error("more cgroup hierarchies than the child can join");
-  for (std::size_t i = 0; i < join_fds->size(); ++i) cp.cgroup_join_fds[i] = (*join_fds)[i].get();
+  cp.join_cgroups_from_control = cgroups_after_clone;
 
   int pidfd = -1;
   sys::CloneArgs args{};
@@ -272,7 +295,6 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   status->write.reset();
   go->read.reset();
   control_child.reset();
-  join_fds->clear();
   auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
   State& s = *sandbox->state_;
 
@@ -291,6 +313,18 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   if (write_without_sigpipe(go->write.get(), &one, 1) != 1)
     return setup_errno("releasing the sandbox", errno);
   s.go_w = std::move(go->write);
+
+  if (cgroups_after_clone) {
+    auto cgroup = SandboxCgroup::create(spec.limits);
+    if (!cgroup) return cgroup.error();  // ~Sandbox kills the child
+    s.cgroup = std::move(*cgroup);
+    auto join_fds = s.cgroup.open_join_fds();
+    if (!join_fds) return join_fds.error();
+    if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
+      return setup_error("more cgroup hierarchies than the child can join");
+    if (!send_fds(s.control.get(), 'C', *join_fds))
+      return setup_errno("sending the sandbox its cgroups", errno);
+  }
 
   // Wait for execve (EOF on the error pipe) or a report of what failed.
   const auto deadline = s.started + s.spec.limits.wall_time;

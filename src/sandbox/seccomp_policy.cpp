@@ -216,6 +216,7 @@ Result<SeccompProgram> compile_seccomp_program() {
   // The filter is installed by the sandbox itself after no_new_privs; libseccomp must not
   // try to set it again or synchronise threads.
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   for (const auto& rule : kPolicy) {
     if (int rc = add_rule(ctx, rule); rc < 0)
       return Error::make("seccomp", "rule for " + std::string(rule.syscall) + ": " + strerror(-rc));
