@@ -55,16 +55,23 @@ std::set<std::string> airlock_cgroups(pid_t owner) {
   return out;
 }
 
+// A port the daemon can listen on twice (before and after its restart). It comes from below
+// the kernel's ephemeral range, so no other test's port-0 bind or outgoing connection can take
+// it between our probe and the daemon's bind.
 std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    auto port = static_cast<std::uint16_t>(20000 + (::getpid() * 7 + attempt) % 10000);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free port in 20000-29999";
+  return 0;
 }
 
 // `airlock serve` as a separate process.
