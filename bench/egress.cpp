@@ -5,18 +5,29 @@
 //   CurlDownload/host, CurlDownload/sandbox   the same 1 GiB fetched by curl on the host
 //                                        directly and inside `backend::run_local` through
 //                                        the proxy (the whole path a tool sees)
+//   ShapedDownload/direct, ShapedDownload/proxy   (root only) the 1 GiB over an upstream link
+//                                        shaped to 10 Gbit/s, the deployed topology: server
+//                                        and the proxy's upstream side in one network
+//                                        namespace whose lo is shaped (tbf), the client and
+//                                        the proxy's listener in another, unshaped (as in a
+//                                        sandbox). Direct: the client in the shaped one.
 // The proxy's listener is created on the host's loopback for the library-level rows (the
 // proxy does not care which namespace its listener is in).
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <queue>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,21 +112,85 @@ class BlobServer {
   std::thread thread_;
 };
 
-// A proxy allowing 127.0.0.1:*, listening on the host's loopback.
+// A proxy allowing 127.0.0.1:*, listening on the host's loopback (or on `listener`).
 struct Proxy {
   std::uint16_t port = 0;
   std::unique_ptr<airlock::egress::EgressProxy> proxy;
-  Proxy() {
+  Proxy() : Proxy(-1, 0) {}
+  Proxy(int listener, std::uint16_t listener_port) {
     airlock::sandbox::NetworkPolicy net;
     net.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
     net.limits.max_bytes_down = 1ULL << 40;
     net.limits.max_connections = 10000;
     proxy = std::make_unique<airlock::egress::EgressProxy>(
         *airlock::egress::EgressPolicy::compile(net), "bench");
-    proxy->add_proxy_listener(airlock::UniqueFd(listen_loopback(&port)));
+    if (listener < 0) listener = listen_loopback(&port);
+    else port = listener_port;
+    proxy->add_proxy_listener(airlock::UniqueFd(listener));
     proxy->start();
   }
   ~Proxy() { proxy->stop(); }
+};
+
+// A thread in a network namespace of its own (lo up, optionally shaped), running the jobs
+// given to it. Threads it starts stay in that namespace, and sockets stay in the namespace
+// they were made in, so whatever a job creates lives there. Root only.
+class NetnsThread {
+ public:
+  explicit NetnsThread(const std::string& shape) {
+    thread_ = std::thread([this, shape] {
+      bool ok = ::unshare(CLONE_NEWNET) == 0 && std::system("ip link set lo up") == 0 &&
+                (shape.empty() || std::system(("tc qdisc add dev lo root " + shape).c_str()) == 0);
+      {
+        std::lock_guard lock(mutex_);
+        ready_ = true;
+        ok_ = ok;
+      }
+      changed_.notify_all();
+      for (;;) {
+        std::function<void()> job;
+        {
+          std::unique_lock lock(mutex_);
+          changed_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+          if (jobs_.empty()) return;
+          job = std::move(jobs_.front());
+          jobs_.pop();
+        }
+        job();
+        {
+          std::lock_guard lock(mutex_);
+          ++done_;
+        }
+        changed_.notify_all();
+      }
+    });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return ready_; });
+  }
+  ~NetnsThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  bool ok() const { return ok_; }
+  void run(std::function<void()> job) {  // runs `job` there and waits for it
+    std::unique_lock lock(mutex_);
+    jobs_.push(std::move(job));
+    auto ticket = done_ + jobs_.size();
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return done_ >= ticket; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::queue<std::function<void()>> jobs_;
+  std::size_t done_ = 0;
+  bool ready_ = false, ok_ = false, stopping_ = false;
+  std::thread thread_;
 };
 
 // Connects through the proxy with CONNECT; returns the tunnel once the 200 has been read.
@@ -149,6 +224,39 @@ void BM_Download(benchmark::State& state, bool through_proxy) {
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes));
+}
+
+void BM_ShapedDownload(benchmark::State& state, bool through_proxy) {
+  if (::geteuid() != 0) return state.SkipWithError("needs root (network namespaces and tc)");
+  NetnsThread upstream("tbf rate 10gbit burst 8mb latency 50ms");  // the link to the server
+  NetnsThread sandbox("");                                          // where the tool runs
+  if (!upstream.ok() || !sandbox.ok()) return state.SkipWithError("could not set up the namespaces");
+  std::unique_ptr<BlobServer> server;
+  std::unique_ptr<Proxy> proxy;
+  upstream.run([&] { server = std::make_unique<BlobServer>(kDownloadBytes, false); });
+  if (through_proxy) {
+    std::uint16_t port = 0;
+    int listener = -1;
+    sandbox.run([&] { listener = listen_loopback(&port); });
+    upstream.run([&] { proxy = std::make_unique<Proxy>(listener, port); });  // connects from there
+  }
+  NetnsThread& client = through_proxy ? sandbox : upstream;
+  for (auto _ : state) {
+    double seconds = 0;
+    client.run([&] {
+      auto start = std::chrono::steady_clock::now();
+      int fd = through_proxy ? tunnel(proxy->port, server->port()) : connect_loopback(server->port());
+      if (drain(fd) != kDownloadBytes) std::abort();
+      ::close(fd);
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    });
+    state.SetIterationTime(seconds);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes));
+  upstream.run([&] {
+    proxy.reset();
+    server.reset();
+  });
 }
 
 void BM_Connect(benchmark::State& state, bool through_proxy) {
@@ -195,6 +303,8 @@ void BM_CurlDownload(benchmark::State& state, bool sandboxed) {
 
 BENCHMARK_CAPTURE(BM_Download, direct, false)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Download, proxy, true)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ShapedDownload, direct, false)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ShapedDownload, proxy, true)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Connect, direct, false)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Connect, proxy, true)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CurlDownload, host, false)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
