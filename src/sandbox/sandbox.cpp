@@ -314,6 +314,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
     return setup_errno("releasing the sandbox", errno);
   s.go_w = std::move(go->write);
 
+  int handoff_errno = 0;  // the child died before it took its cgroups: its report says why
   if (cgroups_after_clone) {
     auto cgroup = SandboxCgroup::create(spec.limits);
     if (!cgroup) return cgroup.error();  // ~Sandbox kills the child
@@ -322,8 +323,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
     if (!join_fds) return join_fds.error();
     if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
       return setup_error("more cgroup hierarchies than the child can join");
-    if (!send_fds(s.control.get(), 'C', *join_fds))
-      return setup_errno("sending the sandbox its cgroups", errno);
+    if (!send_fds(s.control.get(), 'C', *join_fds)) handoff_errno = errno;
   }
 
   // Wait for execve (EOF on the error pipe) or a report of what failed.
@@ -351,6 +351,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
       return setup_error("command not found in the sandbox: " + step.substr(7));
     return setup_errno("sandbox setup failed at " + step, report.err);
   }
+  if (handoff_errno != 0) return setup_errno("sending the sandbox its cgroups", handoff_errno);
 
   // Descriptors the child sent before exec: listening sockets, then the seccomp listener.
   for (;;) {
