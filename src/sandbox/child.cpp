@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/syscalls.hpp"
 
 #ifndef SECBIT_NOROOT
@@ -207,24 +208,9 @@ void bring_up_loopback() {
   ::close(s);
 }
 
-// Sends descriptors to the supervisor in one SEQPACKET record tagged with `tag`.
-void send_fds(char tag, const int* fds, std::size_t count) {
-  constexpr std::size_t kMax = 64;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMax)] = {};
-  iovec iov{&tag, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (count > 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * count);
-    std::memcpy(CMSG_DATA(cm), fds, sizeof(int) * count);
-  }
-  check(::sendmsg(kChildControlFd, &msg, MSG_NOSIGNAL) == 1, "sending descriptors to supervisor");
+// Sends descriptors to the supervisor in one record tagged with `tag`.
+void send_to_supervisor(char tag, const int* fds, std::size_t count) {
+  check(send_fds(kChildControlFd, tag, fds, count), "sending descriptors to supervisor");
 }
 
 void open_listeners(const ChildPlan& plan) {
@@ -244,7 +230,7 @@ void open_listeners(const ChildPlan& plan) {
     check(::listen(s, 128) == 0, "listen");
     fds[n++] = s;
   }
-  send_fds('L', fds, n);
+  send_to_supervisor('L', fds, n);
   for (std::size_t i = 0; i < n; ++i) ::close(fds[i]);
 }
 
@@ -263,7 +249,7 @@ void open_terminal(const ChildPlan& plan) {
   check(::ioctl(master, TIOCSWINSZ, &size) == 0, "setting the window size (TIOCSWINSZ)");
   int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
   check(slave >= 0, "opening the pty slave (TIOCGPTPEER)");
-  send_fds('T', &master, 1);
+  send_to_supervisor('T', &master, 1);
   ::close(master);
   for (int fd = 0; fd <= 2; ++fd) check(::dup2(slave, fd) == fd, "pty slave onto stdio");
   ::close(slave);
@@ -294,11 +280,11 @@ void install_seccomp(const ChildPlan& plan) {
     sock_fprog kill_prog{static_cast<unsigned short>(plan.seccomp_kill.size()),
                          const_cast<sock_filter*>(plan.seccomp_kill.data())};
     check(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &kill_prog) == 0, "seccomp");
-    send_fds('S', nullptr, 0);
+    send_to_supervisor('S', nullptr, 0);
     return;
   }
   check(listener >= 0, "seccomp");
-  send_fds('S', &listener, 1);
+  send_to_supervisor('S', &listener, 1);
   ::close(listener);
 }
 
@@ -385,28 +371,13 @@ void check_supervisor_alive() {
 // files on the root tmpfs) stays charged to the supervisor's cgroup.
 void join_cgroups(const ChildPlan& plan) {
   if (!plan.join_cgroups_from_control) return;
-  char tag = 0;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * ChildPlan::kMaxCgroupJoinFds)] = {};
-  iovec iov{&tag, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do n = ::recvmsg(kChildControlFd, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  ReceivedFds record;
+  ssize_t n = receive_fds(kChildControlFd, record, 0);
   if (n == 0) sys::raw_exit(125);  // the supervisor went away
-  check(n == 1 && tag == 'C' && !(msg.msg_flags & MSG_CTRUNC), "receiving the cgroups to join");
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
-    std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-      check(::write(fd, "0", 1) == 1, "joining the sandbox's cgroup (write 0 to tasks)");
-      ::close(fd);
-    }
+  check(n == 1 && record.tag == 'C' && !record.truncated, "receiving the cgroups to join");
+  for (std::size_t i = 0; i < record.count; ++i) {
+    check(::write(record.fds[i], "0", 1) == 1, "joining the sandbox's cgroup (write 0 to tasks)");
+    ::close(record.fds[i]);
   }
 }
 

@@ -27,6 +27,7 @@
 #include "common/units.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/child.hpp"
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/seccomp_policy.hpp"
 #include "sandbox/syscalls.hpp"
@@ -82,31 +83,6 @@ unsigned usable_cpus() {
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
   return std::max(1, CPU_COUNT(&set));
-}
-
-// Sends descriptors in one SEQPACKET record tagged with `tag`.
-bool send_fds(int socket, char tag, const std::vector<UniqueFd>& fds) {
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
-  iovec iov{&tag, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (!fds.empty()) {
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    for (std::size_t i = 0; i < fds.size(); ++i) {
-      int fd = fds[i].get();
-      std::memcpy(CMSG_DATA(cm) + i * sizeof(int), &fd, sizeof fd);
-    }
-  }
-  ssize_t n;
-  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  return n == 1;
 }
 
 void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -323,7 +299,9 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
     if (!join_fds) return join_fds.error();
     if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
       return setup_error("more cgroup hierarchies than the child can join");
-    if (!send_fds(s.control.get(), 'C', *join_fds)) handoff_errno = errno;
+    int fds[ChildPlan::kMaxCgroupJoinFds];
+    for (std::size_t i = 0; i < join_fds->size(); ++i) fds[i] = (*join_fds)[i].get();
+    if (!send_fds(s.control.get(), 'C', fds, join_fds->size())) handoff_errno = errno;
   }
 
   // Wait for execve (EOF on the error pipe) or a report of what failed.
@@ -354,33 +332,16 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   if (handoff_errno != 0) return setup_errno("sending the sandbox its cgroups", handoff_errno);
 
   // Descriptors the child sent before exec: listening sockets, then the seccomp listener.
-  for (;;) {
-    char tag = 0;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];
-    iovec iov{&tag, 1};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    ssize_t n = ::recvmsg(s.control.get(), &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n <= 0) break;
-    std::vector<int> fds;
-    for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-        for (std::size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++i) {
-          int fd;
-          std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-          fds.push_back(fd);
-        }
-    if (tag == 'L')
-      for (int fd : fds) s.listeners.emplace_back(fd);
-    else if (tag == 'S' && !fds.empty())
-      s.notify.reset(fds.front());
-    else if (tag == 'T' && fds.size() == 1 && s.spec.tty)
-      s.tty_master.reset(fds.front());
-    else
-      for (int fd : fds) ::close(fd);
+  for (ReceivedFds record; receive_fds(s.control.get(), record, MSG_DONTWAIT) > 0;) {
+    for (std::size_t i = 0; i < record.count; ++i) {
+      UniqueFd fd(record.fds[i]);
+      if (record.tag == 'L')
+        s.listeners.push_back(std::move(fd));
+      else if (record.tag == 'S' && i == 0)
+        s.notify = std::move(fd);
+      else if (record.tag == 'T' && record.count == 1 && s.spec.tty)
+        s.tty_master = std::move(fd);
+    }
   }
   s.control.reset();
   if (s.listeners.size() != s.spec.network.loopback_listeners.size() &&

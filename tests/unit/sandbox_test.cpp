@@ -1,6 +1,10 @@
 // Unit tests for the sandbox library: the pieces that need no namespaces.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/audit.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -8,6 +12,7 @@
 #include <set>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/landlock.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/plan.hpp"
@@ -236,6 +241,75 @@ TEST(SeccompPolicy, DocsListEveryRule) {
   for (const auto& rule : syscall_policy())
     EXPECT_NE(doc.find("| `" + std::string(rule.syscall) + "` |"), std::string::npos)
         << rule.syscall << " is in the policy but not in docs/sandbox.md";
+}
+
+}  // namespace
+}  // namespace airlock::sandbox
+
+namespace airlock::sandbox {
+namespace {
+
+struct SeqpacketPair {
+  int a = -1, b = -1;
+  SeqpacketPair() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    a = sv[0];
+    b = sv[1];
+  }
+  ~SeqpacketPair() {
+    if (a >= 0) ::close(a);
+    if (b >= 0) ::close(b);
+  }
+};
+
+ino_t inode_of(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+TEST(FdPassing, ARecordCarriesItsTagAndDescriptors) {
+  SeqpacketPair sp;
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  ASSERT_TRUE(send_fds(sp.a, 'C', pipe_fds, 2));
+  ASSERT_TRUE(send_fds(sp.a, 'S', nullptr, 0));
+
+  ReceivedFds record;
+  ASSERT_EQ(receive_fds(sp.b, record, 0), 1);
+  EXPECT_EQ(record.tag, 'C');
+  ASSERT_EQ(record.count, 2u);
+  EXPECT_FALSE(record.truncated);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_NE(record.fds[i], pipe_fds[i]);  // new descriptors for the same open files
+    EXPECT_EQ(inode_of(record.fds[i]), inode_of(pipe_fds[i]));
+    EXPECT_EQ(::fcntl(record.fds[i], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    ::close(record.fds[i]);
+    ::close(pipe_fds[i]);
+  }
+  ASSERT_EQ(receive_fds(sp.b, record, 0), 1);  // records stay apart
+  EXPECT_EQ(record.tag, 'S');
+  EXPECT_EQ(record.count, 0u);
+
+  EXPECT_EQ(receive_fds(sp.b, record, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  ::close(sp.a);
+  sp.a = -1;
+  EXPECT_EQ(receive_fds(sp.b, record, 0), 0);  // the peer went away
+}
+
+TEST(FdPassing, RefusesMoreThanARecordHolds) {
+  SeqpacketPair sp;
+  int fds[kMaxPassedFds + 1];
+  for (auto& fd : fds) fd = sp.a;
+  errno = 0;
+  EXPECT_FALSE(send_fds(sp.a, 'L', fds, kMaxPassedFds + 1));
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_TRUE(send_fds(sp.a, 'L', fds, kMaxPassedFds));
+  ReceivedFds record;
+  ASSERT_EQ(receive_fds(sp.b, record, 0), 1);
+  EXPECT_EQ(record.count, kMaxPassedFds);
+  for (std::size_t i = 0; i < record.count; ++i) ::close(record.fds[i]);
 }
 
 }  // namespace
