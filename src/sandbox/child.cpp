@@ -234,8 +234,8 @@ void open_listeners(const ChildPlan& plan) {
   for (std::size_t i = 0; i < n; ++i) ::close(fds[i]);
 }
 
-// --tty: a pty pair from the sandbox's own devpts instance. The master goes to the supervisor;
-// the slave becomes 0-2 (opened O_NOCTTY: the init must not take it as its terminal; the
+// --tty: a pty pair from the sandbox's own devpts instance. The master (and a second slave
+// descriptor) go to the supervisor; the slave becomes 0-2 (opened O_NOCTTY: the init must not take it as its terminal; the
 // program does, in start_program). Opened before Landlock, so its ioctls are not restricted.
 void open_terminal(const ChildPlan& plan) {
   if (!plan.tty) return;
@@ -249,7 +249,10 @@ void open_terminal(const ChildPlan& plan) {
   check(::ioctl(master, TIOCSWINSZ, &size) == 0, "setting the window size (TIOCSWINSZ)");
   int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
   check(slave >= 0, "opening the pty slave (TIOCGPTPEER)");
-  send_to_supervisor('T', &master, 1);
+  // The supervisor also keeps a slave open: a program that closes its terminal and reopens
+  // /dev/tty later is still read from (with no slave open the master only says EIO).
+  const int pair[2] = {master, slave};
+  send_to_supervisor('T', pair, 2);
   ::close(master);
   for (int fd = 0; fd <= 2; ++fd) check(::dup2(slave, fd) == fd, "pty slave onto stdio");
   ::close(slave);

@@ -136,6 +136,7 @@ struct Sandbox::State {
   UniqueFd stdin_w, stdout_r, stderr_r, status_r, control, notify, kill_event;
   UniqueFd go_w;  // held open while the sandbox lives: the child sees it close if we die
   UniqueFd tty_master;  // --tty: read as stdout; stdin_w is a second descriptor for it
+  UniqueFd tty_slave;   // --tty: held so the master is readable whenever the program reopens it
   std::vector<UniqueFd> listeners;
   Clock::time_point started;
   bool reaped = false;
@@ -339,8 +340,8 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
         s.listeners.push_back(std::move(fd));
       else if (record.tag == 'S' && i == 0)
         s.notify = std::move(fd);
-      else if (record.tag == 'T' && record.count == 1 && s.spec.tty)
-        s.tty_master = std::move(fd);
+      else if (record.tag == 'T' && record.count == 2 && s.spec.tty)
+        (i == 0 ? s.tty_master : s.tty_slave) = std::move(fd);
     }
   }
   s.control.reset();
@@ -351,7 +352,8 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
     // The program's stdio is the pty slave: the pipes' other ends are gone. The master is
     // both its stdin (a second descriptor, so ending the input does not hang the pty up) and
     // its stdout.
-    if (!s.tty_master) return setup_error("the sandbox did not hand over its terminal");
+    if (!s.tty_master || !s.tty_slave)
+      return setup_error("the sandbox did not hand over its terminal");
     s.stdout_r.reset();
     s.stderr_r.reset();
     s.stdin_w.reset(::fcntl(s.tty_master.get(), F_DUPFD_CLOEXEC, 0));
@@ -576,6 +578,12 @@ Outcome Sandbox::wait() {
       if (r == 0) {
         init_exited = true;
         s.reaped = true;
+        // Every process is gone. With our slave open the master never reports an end, so
+        // take what the program wrote (the read flushes the pty's pending input) and stop.
+        if (s.tty_master && out.open) {
+          (void)out.drain();
+          out.open = false;
+        }
         outcome.usage.wall_ms = static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s.started).count());
       }
@@ -594,6 +602,7 @@ Outcome Sandbox::wait() {
   s.notify.reset();
   s.stdin_w.reset();
   s.tty_master.reset();
+  s.tty_slave.reset();
   (void)s.cgroup.remove();
 
   // Usage: cgroup counters where we have them, the init's rusage (which includes every

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -933,6 +934,27 @@ TEST(Terminal, OutputThroughTheTerminalIsCappedAndCounted) {
   EXPECT_TRUE(o.stdout_truncated);
   EXPECT_EQ(o.stdout_discarded_bytes, 300000u - (64u << 10));
   EXPECT_EQ(o.exit_code, 0);
+}
+
+TEST(Terminal, OutputAfterTheTerminalIsClosedAndReopenedIsRead) {
+  // With every descriptor of its terminal closed, then /dev/tty reopened: what it writes
+  // must still come out, and a write larger than the pty holds must not block it for good.
+  Spec spec = with_tty(python(R"(
+import os, time
+print("before", flush=True)
+for fd in (0, 1, 2):
+    os.close(fd)
+time.sleep(0.3)
+with open("/dev/tty", "w") as tty:
+    tty.write("x" * 200000)
+    tty.write("\ndone\n")
+)"));
+  spec.limits.wall_time = 15s;
+  Outcome o = run(spec);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data.rfind("before\r\n", 0), 0u) << describe(o);
+  EXPECT_EQ(std::count(o.stdout_data.begin(), o.stdout_data.end(), 'x'), 200000) << describe(o);
+  EXPECT_NE(o.stdout_data.find("\r\ndone\r\n"), std::string::npos) << describe(o);
 }
 
 TEST(Terminal, InputIsTypedIntoTheTerminalAndEnds) {
