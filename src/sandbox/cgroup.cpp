@@ -272,8 +272,13 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
                      std::to_string(g_sequence.fetch_add(1));
   auto make = [&](const std::string& base) -> Result<std::string> {
     std::string dir = base + "/" + name;
-    if (::mkdir(dir.c_str(), 0755) != 0)
-      return Error::make("setup_error", "cgroup: mkdir " + dir + ": " + strerror(errno));
+    // A directory of ours that we did not make this time was left by an earlier process
+    // with our pid that was killed before it could clean up (pids are reused): remove it
+    // if it is empty. rmdir cannot remove a cgroup that still has processes.
+    bool made = ::mkdir(dir.c_str(), 0755) == 0;
+    if (!made && errno == EEXIST && ::rmdir(dir.c_str()) == 0)
+      made = ::mkdir(dir.c_str(), 0755) == 0;
+    if (!made) return Error::make("setup_error", "cgroup: mkdir " + dir + ": " + strerror(errno));
     cg.dirs_.push_back(dir);
     return dir;
   };

@@ -108,6 +108,47 @@ while read -r line; do
   [[ $line == ok* ]] && echo "$line (unprivileged)" || { echo "$line (unprivileged)"; fails=$((fails + 1)); }
 done < <("$here/../run-unprivileged.sh" --no-cgroup /usr/bin/python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
 
+# ^C, a kill or a hang-up stops the sandbox and removes it, then airlock dies of the signal;
+# with --audit the stopped run is still recorded.
+our_cgroups() {  # every cgroup directory a process with pid $1 would have made
+  find /sys/fs/cgroup -maxdepth 6 -type d -name "airlock-$1-*" 2>/dev/null | sort | tr '\n' ' '
+}
+# (A script's background jobs start with SIGINT and SIGQUIT ignored; a user's ^C is not.)
+default_signals=(python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGQUIT): signal.signal(s, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])')
+for sig in INT TERM HUP; do
+  "${default_signals[@]}" "$AIRLOCK" run -- /bin/sleep 31.25 2>"$tmp/sig.err" & pid=$!
+  for _ in $(seq 200); do pgrep -f "^/bin/sleep 31.25$" >/dev/null && break; sleep 0.02; done
+  kill -$sig $pid; wait $pid; rc=$?
+  check "SIG$sig: airlock dies of it" $((128 + $(kill -l $sig))) $rc
+  contains "SIG$sig: says so" "SIG$sig: stopped the sandbox" "$(cat "$tmp/sig.err")"
+  check "SIG$sig: no cgroup left" "" "$(our_cgroups $pid)"
+  check "SIG$sig: no process left" "" "$(pgrep -f '^/bin/sleep 31.25$')"
+done
+"${default_signals[@]}" "$AIRLOCK" run --audit "$tmp/stopped.db" -- /bin/sleep 31.5 2>/dev/null & pid=$!
+for _ in $(seq 200); do pgrep -f "^/bin/sleep 31.5$" >/dev/null && break; sleep 0.02; done
+kill -INT $pid; wait $pid
+contains "SIGINT with --audit: the stopped run is recorded" "1 records" "$("$AIRLOCK" audit verify "$tmp/stopped.db" 2>&1)"
+check "SIGINT with --audit: no cgroup left" "" "$(our_cgroups $pid)"
+# A signal airlock was started with ignored (nohup) stays ignored.
+(trap '' HUP; exec "$AIRLOCK" run -- /bin/sleep 31.75 2>/dev/null) & pid=$!
+for _ in $(seq 200); do pgrep -f "^/bin/sleep 31.75$" >/dev/null && break; sleep 0.02; done
+kill -HUP $pid; sleep 0.3
+check "an ignored SIGHUP stays ignored" "running" "$(kill -0 $pid 2>/dev/null && echo running)"
+kill -TERM $pid; wait $pid
+check "then SIGTERM stops it" 143 $?
+check "then no cgroup is left" "" "$(our_cgroups $pid)"
+# A cgroup of an earlier airlock that had our pid and was SIGKILLed (pids are reused) does
+# not stop the run, and is gone afterwards.
+pids_base=/sys/fs/cgroup/pids$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup)
+if [[ -w $pids_base ]]; then
+  out=$(sh -c 'mkdir "$1/airlock-$$-0" && echo $$ && exec "$2" run -- /bin/echo ran' sh "$pids_base" "$AIRLOCK")
+  stale_pid=${out%%$'\n'*}
+  check "a stale cgroup with our name is replaced" "ran" "${out#*$'\n'}"
+  check "a stale cgroup with our name is removed" "" "$(our_cgroups "$stale_pid")"
+fi
+
 # `airlock` holds run and doctor; it executes airlock-tools for the other commands and for
 # run --audit (in either spelling), passing argv on.
 help=$("$AIRLOCK" --help)
