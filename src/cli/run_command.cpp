@@ -1,21 +1,17 @@
 // airlock run [OPTIONS] -- CMD [ARGS...]
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "cli/commands.hpp"
 #ifdef AIRLOCK_CLI_WITH_AUDIT
@@ -103,51 +99,38 @@ bool ignored(int sig) {
 // SIGINT, SIGTERM, SIGHUP and SIGQUIT while a run lasts (^C at a shell, a kill, a closed
 // terminal): stop the sandbox, let the run end as any other (reaped, cgroups removed, the
 // audit record written), then die of the same signal. Dying at once would leave the
-// sandbox's cgroups behind. The signals are blocked in every thread (threads and the
-// sandbox's child start later and inherit the mask; the child clears it) and read from a
-// signalfd by a thread of ours.
+// sandbox's cgroups behind. The signals are blocked (threads and the sandbox's child start
+// later and inherit the mask; the child clears it) and go to a signalfd, which the
+// supervision loop polls as Spec::stop_fd.
 class StopOnSignals {
  public:
-  explicit StopOnSignals(backend::RunningSandboxes& sandboxes) {
+  StopOnSignals() {
     sigemptyset(&signals_);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
       if (!ignored(sig)) sigaddset(&signals_, sig);  // nohup, a shell's background job
     if (::pthread_sigmask(SIG_BLOCK, &signals_, &previous_mask_) != 0) return;
     blocked_ = true;
-    signal_fd_.reset(::signalfd(-1, &signals_, SFD_CLOEXEC));
-    stop_.reset(::eventfd(0, EFD_CLOEXEC));
-    if (!signal_fd_ || !stop_) {
-      restore_mask();  // the signals then act as before
-      return;
-    }
-    watcher_ = std::thread([this, &sandboxes] {
-      for (;;) {
-        pollfd fds[2] = {{signal_fd_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-        if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
-        if (fds[1].revents != 0) return;
-        signalfd_siginfo info{};
-        if (fds[0].revents != 0 &&
-            ::read(signal_fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-          int none = 0;
-          caught_.compare_exchange_strong(none, static_cast<int>(info.ssi_signo));
-          sandboxes.kill_all();
-        }
-      }
-    });
+    fd_.reset(::signalfd(-1, &signals_, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd_) restore_mask();  // the signals then act as before
   }
-  ~StopOnSignals() {
-    stop_watching();
-    restore_mask();
-  }
+  ~StopOnSignals() { restore_mask(); }
   StopOnSignals(const StopOnSignals&) = delete;
   StopOnSignals& operator=(const StopOnSignals&) = delete;
 
-  int caught() const { return caught_.load(); }
+  int fd() const { return fd_ ? fd_.get() : -1; }
 
-  // After the run: ends the watcher; if a signal stopped the run, dies of it.
+  // The first signal that arrived, if any (after the run).
+  int caught() {
+    signalfd_siginfo info{};
+    if (caught_ == 0 && fd_ &&
+        ::read(fd_.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+      caught_ = static_cast<int>(info.ssi_signo);
+    return caught_;
+  }
+
+  // After the run: if a signal stopped it, die of that signal.
   void die_if_signalled() {
-    stop_watching();
-    int sig = caught_.load();
+    int sig = caught();
     if (sig == 0) return;
     ::signal(sig, SIG_DFL);
     restore_mask();
@@ -159,12 +142,6 @@ class StopOnSignals {
   }
 
  private:
-  void stop_watching() {
-    if (!watcher_.joinable()) return;
-    std::uint64_t one = 1;
-    (void)!::write(stop_.get(), &one, sizeof one);
-    watcher_.join();
-  }
   void restore_mask() {
     if (blocked_) ::pthread_sigmask(SIG_SETMASK, &previous_mask_, nullptr);
     blocked_ = false;
@@ -172,9 +149,8 @@ class StopOnSignals {
 
   sigset_t signals_{}, previous_mask_{};
   bool blocked_ = false;
-  UniqueFd signal_fd_, stop_;
-  std::atomic<int> caught_{0};
-  std::thread watcher_;
+  UniqueFd fd_;
+  int caught_ = 0;
 };
 
 // SIGWINCH, as a byte on a pipe the supervisor polls (Terminal::resize_event_fd), while the
@@ -294,8 +270,8 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
   // Before the audit log opens: its writer thread must start with the signals blocked.
-  backend::RunningSandboxes running;
-  StopOnSignals stop_on_signals(running);
+  StopOnSignals stop_on_signals;
+  spec.stop_fd = stop_on_signals.fd();
 #ifdef AIRLOCK_CLI_WITH_AUDIT
   auto auditor = RunAuditor::open(o.audit);  // before running: no unrecorded runs
   if (!auditor) return fail_usage("--audit " + o.audit + ": " + auditor.error().message);
@@ -322,7 +298,6 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
 
   backend::LocalRunOptions run_options;
   run_options.rule_set = "the --allow rules of this airlock run";
-  run_options.registry = &running;
   sandbox::Outcome outcome;
   {
     std::optional<ResizeEvents> resizes;

@@ -115,6 +115,10 @@ struct Spec {
   NetworkPolicy network;
   std::string hostname = "airlock";
   std::optional<Terminal> tty;               // --tty; not with OutputMode::caller
+  // Optional: once this descriptor is readable the run is stopped, as by Sandbox::kill(). It
+  // is polled, never read or closed (airlock run passes a signalfd and reads the signal
+  // afterwards).
+  int stop_fd = -1;
 };
 
 // The uid and gid the sandboxed program runs as, inside its user namespace.

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -757,6 +758,26 @@ TEST(Verdicts, ExitCodesAndSignalsAreReportedExactly) {
   Outcome ok = run(python("print('fine')"));
   EXPECT_EQ(ok.verdict, Verdict::ok);
   EXPECT_EQ(ok.exit_status(), 0);
+}
+
+TEST(Verdicts, AReadableStopFdEndsTheRunAndIsLeftForTheCaller) {
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(stop);
+  Spec spec;
+  spec.argv = {"/bin/sleep", "30"};
+  spec.stop_fd = stop.get();
+  std::thread poke([&] {
+    std::this_thread::sleep_for(300ms);
+    std::uint64_t one = 1;
+    (void)!::write(stop.get(), &one, sizeof one);
+  });
+  Outcome o = run(spec);
+  poke.join();
+  EXPECT_EQ(o.verdict, Verdict::signaled) << describe(o);
+  EXPECT_NE(o.message.find("stopped by its supervisor"), std::string::npos) << describe(o);
+  std::uint64_t value = 0;  // polled, never read: the caller still finds what was written
+  EXPECT_EQ(::read(stop.get(), &value, sizeof value), static_cast<ssize_t>(sizeof value));
+  EXPECT_EQ(value, 1u);
 }
 
 TEST(Verdicts, SetupErrorsNameWhatFailed) {
