@@ -230,7 +230,8 @@ void BM_ShapedDownload(benchmark::State& state, bool through_proxy) {
   if (::geteuid() != 0) return state.SkipWithError("needs root (network namespaces and tc)");
   NetnsThread upstream("tbf rate 10gbit burst 8mb latency 50ms");  // the link to the server
   NetnsThread sandbox("");                                          // where the tool runs
-  if (!upstream.ok() || !sandbox.ok()) return state.SkipWithError("could not set up the namespaces");
+  if (!upstream.ok() || !sandbox.ok())
+    return state.SkipWithError("could not set up the namespaces");
   std::unique_ptr<BlobServer> server;
   std::unique_ptr<Proxy> proxy;
   upstream.run([&] { server = std::make_unique<BlobServer>(kDownloadBytes, false); });
@@ -245,7 +246,8 @@ void BM_ShapedDownload(benchmark::State& state, bool through_proxy) {
     double seconds = 0;
     client.run([&] {
       auto start = std::chrono::steady_clock::now();
-      int fd = through_proxy ? tunnel(proxy->port, server->port()) : connect_loopback(server->port());
+      int fd = through_proxy ? tunnel(proxy->port, server->port())
+                             : connect_loopback(server->port());
       if (drain(fd) != kDownloadBytes) std::abort();
       ::close(fd);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -316,7 +316,8 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
                                                  nlohmann::json::error_handler_t::replace)
               << std::endl;
   } else if (int sig = stop_on_signals.caught(); sig != 0) {
-    std::cerr << "airlock: SIG" << sigabbrev_np(sig) << ": stopped the sandbox; nothing of it is left\n";
+    std::cerr << "airlock: SIG" << sigabbrev_np(sig)
+              << ": stopped the sandbox; nothing of it is left\n";
   } else if (outcome.verdict != sandbox::Verdict::ok &&
              outcome.verdict != sandbox::Verdict::exit_nonzero) {
     std::cerr << "airlock: " << sandbox::verdict_name(outcome.verdict) << ": " << outcome.message

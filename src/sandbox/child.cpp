@@ -235,8 +235,9 @@ void open_listeners(const ChildPlan& plan) {
 }
 
 // --tty: a pty pair from the sandbox's own devpts instance. The master (and a second slave
-// descriptor) go to the supervisor; the slave becomes 0-2 (opened O_NOCTTY: the init must not take it as its terminal; the
-// program does, in start_program). Opened before Landlock, so its ioctls are not restricted.
+// descriptor) go to the supervisor; the slave becomes 0-2 (opened O_NOCTTY: the init must
+// not take it as its terminal; the program does, in start_program). Opened before Landlock,
+// so its ioctls are not restricted.
 void open_terminal(const ChildPlan& plan) {
   if (!plan.tty) return;
   int master = ::open(plan.tty_ptmx.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);

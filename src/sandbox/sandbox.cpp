@@ -477,8 +477,8 @@ Outcome Sandbox::wait() {
     std::size_t i_pid = init_exited ? SIZE_MAX : add(s.pidfd.get(), POLLIN);
     std::size_t i_timer = init_exited ? SIZE_MAX : add(timer.get(), POLLIN);
     std::size_t i_kill = init_exited ? SIZE_MAX : add(s.kill_event.get(), POLLIN);
-    std::size_t i_stop =
-        (spec.stop_fd >= 0 && !killed_by_caller && !init_exited) ? add(spec.stop_fd, POLLIN) : SIZE_MAX;
+    bool watch_stop = spec.stop_fd >= 0 && !killed_by_caller && !init_exited;
+    std::size_t i_stop = watch_stop ? add(spec.stop_fd, POLLIN) : SIZE_MAX;
     std::size_t i_notify = (s.notify && !init_exited) ? add(s.notify.get(), POLLIN) : SIZE_MAX;
     std::size_t i_out = out.open ? add(out.source, POLLIN) : SIZE_MAX;
     std::size_t i_err = err.open ? add(err.source, POLLIN) : SIZE_MAX;
