@@ -46,7 +46,9 @@ struct RunOptions {
 
 // --tty: the caller's terminal (stdin) in raw mode for the run, so every key reaches the
 // sandbox's pty, whose own line discipline echoes, edits and turns ^C into SIGINT there.
-// Restored when the run ends, on every return path, and on the signals that end airlock.
+// Restored when the run ends, on every return path. SIGINT, SIGTERM, SIGHUP and SIGQUIT end the
+// run through StopOnSignals (below), so it is restored before airlock dies of them; the
+// handlers here only act where that could not be set up.
 termios g_saved_mode{};
 volatile std::sig_atomic_t g_raw_fd = -1;
 

@@ -645,24 +645,12 @@ TEST(Limits, SandboxDiesWithItsSupervisor) {
   EXPECT_EQ(test::host_processes_with(marker), 0) << "a sandbox outlived its supervisor";
   // Nothing was left to remove its cgroups: the next supervisor collects them (the daemon
   // does at start), and they must then be gone.
-  const auto& support = cgroup_support();
-  const std::string prefix = "airlock-" + std::to_string(supervisor) + "-";
-  auto left = [&] {
-    std::vector<std::string> found;
-    for (const auto& base :
-         {support.v2_base, support.v1_memory, support.v1_pids, support.v1_cpuacct}) {
-      std::error_code ec;
-      if (base.empty()) continue;
-      for (const auto& e : std::filesystem::directory_iterator(base, ec))
-        if (e.path().filename().string().rfind(prefix, 0) == 0) found.push_back(e.path());
-    }
-    return found;
-  };
-  if (support.mode != CgroupMode::none) {
-    EXPECT_FALSE(left().empty()) << "control: none was made";
+  if (cgroup_support().mode != CgroupMode::none) {
+    EXPECT_FALSE(test::cgroups_made_by(supervisor).empty()) << "control: none was made";
   }
   remove_stale_cgroups();
-  for (const auto& dir : left()) ADD_FAILURE() << dir << " was left after remove_stale_cgroups()";
+  for (const auto& dir : test::cgroups_made_by(supervisor))
+    ADD_FAILURE() << dir << " was left after remove_stale_cgroups()";
 }
 
 TEST(Limits, FileDescriptorsStopAtNofile) {

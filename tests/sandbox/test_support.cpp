@@ -175,6 +175,20 @@ bool HostAbstractSocket::had_connection() const {
   return c >= 0;
 }
 
+std::set<std::string> cgroups_made_by(pid_t owner) {
+  const std::string prefix = "airlock-" + std::to_string(owner) + "-";
+  std::set<std::string> found;
+  const auto& cg = cgroup_support();
+  for (const std::string& base : {cg.v2_base, cg.v1_memory, cg.v1_pids, cg.v1_cpuacct}) {
+    if (base.empty()) continue;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(base, ec))
+      if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0)
+        found.insert(e.path().string());
+  }
+  return found;
+}
+
 HostSnapshot snapshot_host() {
   HostSnapshot snap;
   const auto& cg = cgroup_support();

@@ -90,4 +90,8 @@ struct HostSnapshot {
 };
 HostSnapshot snapshot_host();
 
+// The sandbox cgroups ("airlock-<owner>-<n>") a supervisor with pid `owner` made, in every
+// hierarchy this process uses.
+std::set<std::string> cgroups_made_by(pid_t owner);
+
 }  // namespace airlock::sandbox::test
