@@ -1,18 +1,29 @@
 // bench/egress: the egress proxy against a direct connection, in the same run.
-//   Download/direct, Download/proxy      1 GiB from a loopback server (MB/s)
+//   Download/direct                      1 GiB from a loopback server, client on the host
+//   Download/proxy                       (root only) the same through the proxy (HTTP
+//                                        CONNECT), in the deployed topology: the client and
+//                                        the proxy's listener in a network namespace of their
+//                                        own whose lo is set up as a sandbox's is
+//                                        (sandbox::bring_up_loopback), the proxy and the
+//                                        server on the host
+//   Download/proxy_host_lo               the same with the listener on the host's loopback
+//                                        (both hops on the host's lo, as the host set it up)
+//   PythonDownload/host, PythonDownload/sandbox   one Python client reading 1 MiB at a time,
+//                                        on the host directly and inside a real sandbox
+//                                        (`backend::run_local`) through the proxy; it times
+//                                        itself from its connect to the last byte
 //   Connect/direct, Connect/proxy        connection set-up until the first byte arrives
 //                                        (proxy: TCP connect + CONNECT + 200 + first byte)
 //   CurlDownload/host, CurlDownload/sandbox   the same 1 GiB fetched by curl on the host
 //                                        directly and inside `backend::run_local` through
-//                                        the proxy (the whole path a tool sees)
+//                                        the proxy (the whole path a tool sees, start-up
+//                                        included)
 //   ShapedDownload/direct, ShapedDownload/proxy   (root only) the 1 GiB over an upstream link
-//                                        shaped to 10 Gbit/s, the deployed topology: server
-//                                        and the proxy's upstream side in one network
-//                                        namespace whose lo is shaped (tbf), the client and
-//                                        the proxy's listener in another, unshaped (as in a
-//                                        sandbox). Direct: the client in the shaped one.
-// The proxy's listener is created on the host's loopback for the library-level rows (the
-// proxy does not care which namespace its listener is in).
+//                                        shaped to 10 Gbit/s: server and the proxy's upstream
+//                                        side in one network namespace whose lo is shaped
+//                                        (tbf), the client and the proxy's listener in
+//                                        another, set up as a sandbox's. Direct: the client
+//                                        in the shaped one.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
@@ -35,6 +46,8 @@
 #include "backend/local.hpp"
 #include "egress/policy.hpp"
 #include "egress/proxy.hpp"
+#include "sandbox/loopback.hpp"
+#include "sandbox/sandbox.hpp"
 
 namespace {
 
@@ -132,15 +145,18 @@ struct Proxy {
   ~Proxy() { proxy->stop(); }
 };
 
-// A thread in a network namespace of its own (lo up, optionally shaped), running the jobs
-// given to it. Threads it starts stay in that namespace, and sockets stay in the namespace
-// they were made in, so whatever a job creates lives there. Root only.
+// A thread in a network namespace of its own, running the jobs given to it. Threads it starts
+// stay in that namespace, and sockets stay in the namespace they were made in, so whatever a
+// job creates lives there. Root only. `shape` empty: lo is set up as in a sandbox; otherwise
+// lo is brought up as the kernel has it and shaped with `tc qdisc add dev lo root SHAPE`.
 class NetnsThread {
  public:
   explicit NetnsThread(const std::string& shape) {
     thread_ = std::thread([this, shape] {
-      bool ok = ::unshare(CLONE_NEWNET) == 0 && std::system("ip link set lo up") == 0 &&
-                (shape.empty() || std::system(("tc qdisc add dev lo root " + shape).c_str()) == 0);
+      bool ok = ::unshare(CLONE_NEWNET) == 0 &&
+                (shape.empty() ? airlock::sandbox::bring_up_loopback().err == 0
+                               : std::system("ip link set lo up") == 0 &&
+                                     std::system(("tc qdisc add dev lo root " + shape).c_str()) == 0);
       {
         std::lock_guard lock(mutex_);
         ready_ = true;
@@ -213,15 +229,89 @@ std::uint64_t drain(int fd) {
   return total;
 }
 
-void BM_Download(benchmark::State& state, bool through_proxy) {
+enum class Path { direct, proxy, proxy_host_lo };
+
+void BM_Download(benchmark::State& state, Path path) {
   BlobServer server(kDownloadBytes, false);
-  Proxy proxy;
+  std::unique_ptr<Proxy> proxy;
+  std::unique_ptr<NetnsThread> sandbox;  // Path::proxy: where the client and listener live
+  if (path == Path::proxy) {
+    if (::geteuid() != 0) return state.SkipWithError("needs root (a network namespace)");
+    sandbox = std::make_unique<NetnsThread>("");
+    if (!sandbox->ok()) return state.SkipWithError("could not set up the namespace");
+    std::uint16_t port = 0;
+    int listener = -1;
+    sandbox->run([&] { listener = listen_loopback(&port); });
+    proxy = std::make_unique<Proxy>(listener, port);
+  } else if (path == Path::proxy_host_lo) {
+    proxy = std::make_unique<Proxy>();
+  }
   for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    int fd = through_proxy ? tunnel(proxy.port, server.port()) : connect_loopback(server.port());
-    if (drain(fd) != kDownloadBytes) std::abort();
-    ::close(fd);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    double seconds = 0;
+    auto download = [&] {
+      auto start = std::chrono::steady_clock::now();
+      int fd = proxy ? tunnel(proxy->port, server.port()) : connect_loopback(server.port());
+      if (drain(fd) != kDownloadBytes) std::abort();
+      ::close(fd);
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    if (sandbox) sandbox->run(download);
+    else download();
+    state.SetIterationTime(seconds);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes));
+}
+
+// The client of PythonDownload: connects (through the proxy with CONNECT when given one),
+// reads into a 1 MiB buffer until EOF, and prints the bytes and the seconds it took.
+constexpr const char* kPythonClient = R"(
+import socket, sys, time
+target, proxy = int(sys.argv[1]), int(sys.argv[2])
+start = time.monotonic()
+s = socket.create_connection(("127.0.0.1", proxy or target))
+if proxy:
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % target)
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 200"), head
+buf = memoryview(bytearray(1 << 20))
+total = 0
+while True:
+    n = s.recv_into(buf)
+    if not n:
+        break
+    total += n
+print(total, time.monotonic() - start)
+)";
+
+void BM_PythonDownload(benchmark::State& state, bool sandboxed) {
+  BlobServer server(kDownloadBytes, false);
+  for (auto _ : state) {
+    airlock::sandbox::Spec spec;
+    spec.argv = {"/usr/bin/python3", "-c", kPythonClient, std::to_string(server.port()),
+                 sandboxed ? std::to_string(airlock::egress::kProxyPort) : "0"};
+    std::string out;
+    if (sandboxed) {
+      spec.network.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
+      spec.network.limits.max_bytes_down = 1ULL << 40;
+      spec.limits.wall_time = std::chrono::seconds(120);
+      auto outcome = airlock::backend::run_local(spec);
+      if (outcome.verdict != airlock::sandbox::Verdict::ok) std::abort();
+      out = outcome.stdout_data;
+    } else {
+      std::string cmd = "/usr/bin/python3 -c '" + std::string(kPythonClient) + "' " +
+                        spec.argv[3] + " 0";
+      FILE* p = ::popen(cmd.c_str(), "r");
+      char line[256] = {};
+      if (!p || !std::fgets(line, sizeof line, p) || ::pclose(p) != 0) std::abort();
+      out = line;
+    }
+    std::uint64_t bytes = 0;
+    double seconds = 0;
+    if (std::sscanf(out.c_str(), "%lu %lf", &bytes, &seconds) != 2 || bytes != kDownloadBytes)
+      std::abort();
+    state.SetIterationTime(seconds);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes));
 }
@@ -261,19 +351,36 @@ void BM_ShapedDownload(benchmark::State& state, bool through_proxy) {
   });
 }
 
-void BM_Connect(benchmark::State& state, bool through_proxy) {
+void BM_Connect(benchmark::State& state, Path path) {
   BlobServer server(1, false);
-  Proxy proxy;
+  std::unique_ptr<Proxy> proxy;
+  std::unique_ptr<NetnsThread> sandbox;
+  if (path == Path::proxy) {
+    if (::geteuid() != 0) return state.SkipWithError("needs root (a network namespace)");
+    sandbox = std::make_unique<NetnsThread>("");
+    if (!sandbox->ok()) return state.SkipWithError("could not set up the namespace");
+    std::uint16_t port = 0;
+    int listener = -1;
+    sandbox->run([&] { listener = listen_loopback(&port); });
+    proxy = std::make_unique<Proxy>(listener, port);
+  } else if (path == Path::proxy_host_lo) {
+    proxy = std::make_unique<Proxy>();
+  }
   std::vector<double> us;
   for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    int fd = through_proxy ? tunnel(proxy.port, server.port()) : connect_loopback(server.port());
-    char c;
-    if (::recv(fd, &c, 1, 0) != 1) std::abort();
-    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    ::close(fd);
-    state.SetIterationTime(took.count());
-    us.push_back(took.count() * 1e6);
+    double seconds = 0;
+    auto once = [&] {
+      auto start = std::chrono::steady_clock::now();
+      int fd = proxy ? tunnel(proxy->port, server.port()) : connect_loopback(server.port());
+      char c;
+      if (::recv(fd, &c, 1, 0) != 1) std::abort();
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ::close(fd);
+    };
+    if (sandbox) sandbox->run(once);
+    else once();
+    state.SetIterationTime(seconds);
+    us.push_back(seconds * 1e6);
   }
   std::sort(us.begin(), us.end());
   state.counters["p50_us"] = us[us.size() / 2];
@@ -303,12 +410,16 @@ void BM_CurlDownload(benchmark::State& state, bool sandboxed) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(BM_Download, direct, false)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Download, proxy, true)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Download, direct, Path::direct)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Download, proxy, Path::proxy)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Download, proxy_host_lo, Path::proxy_host_lo)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PythonDownload, host, false)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PythonDownload, sandbox, true)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ShapedDownload, direct, false)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ShapedDownload, proxy, true)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Connect, direct, false)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Connect, proxy, true)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Connect, direct, Path::direct)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Connect, proxy, Path::proxy)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Connect, proxy_host_lo, Path::proxy_host_lo)->Iterations(2000)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_CurlDownload, host, false)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CurlDownload, sandbox, true)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 

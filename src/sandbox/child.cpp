@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,6 +22,7 @@
 #include <cstring>
 
 #include "sandbox/fd_passing.hpp"
+#include "sandbox/loopback.hpp"
 #include "sandbox/syscalls.hpp"
 
 #ifndef SECBIT_NOROOT
@@ -195,17 +195,6 @@ void build_root(const ChildPlan& plan) {
   sys::MountAttr ro{sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev, 0, 0, 0};
   check(sys::mount_setattr(AT_FDCWD, "/", 0, &ro) == 0, "make root read-only");
   check(::chdir(plan.workdir.c_str()) == 0, "chdir", plan.workdir.c_str());
-}
-
-void bring_up_loopback() {
-  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  check(s >= 0, "socket for loopback");
-  ifreq ifr{};
-  std::memcpy(ifr.ifr_name, "lo", 3);
-  check(::ioctl(s, SIOCGIFFLAGS, &ifr) == 0, "SIOCGIFFLAGS lo");
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-  check(::ioctl(s, SIOCSIFFLAGS, &ifr) == 0, "SIOCSIFFLAGS lo");
-  ::close(s);
 }
 
 // Sends descriptors to the supervisor in one record tagged with `tag`.
@@ -413,7 +402,7 @@ void child_main(const ChildPlan& plan) {
   build_root(plan);
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
   check(::setdomainname("", 0) == 0, "setdomainname");
-  bring_up_loopback();
+  if (LoopbackResult lo = bring_up_loopback(); lo.err != 0) fail(lo.step, nullptr, lo.err);
   open_listeners(plan);
   open_terminal(plan);
   ::close(kChildGoFd);

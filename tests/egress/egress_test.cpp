@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <random>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "backend/local.hpp"
+#include "common/digest.hpp"
 #include "egress/address.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/sandbox.hpp"
@@ -549,6 +552,40 @@ bool any_record_says(const Outcome& o, const std::string& words) {
   for (const auto& r : o.egress)
     if (r.rule.find(words) != std::string::npos) return true;
   return false;
+}
+
+TEST(EgressAllowed, BulkTransferArrivesIntactBothWays) {
+  // 16 MiB up, then 48 MiB down through one tunnel: every byte arrives, in order, once.
+  std::string download(48 << 20, '\0');
+  std::mt19937_64 random(42);
+  for (std::size_t i = 0; i + 8 <= download.size(); i += 8) {
+    std::uint64_t v = random();
+    std::memcpy(&download[i], &v, 8);
+  }
+  const std::string download_digest = sha256_hex(download);
+  std::string upload_digest;
+  LoopbackServer blob([&](int fd) {
+    std::string received;
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) received.append(buf, static_cast<std::size_t>(n));
+    upload_digest = sha256_hex(received);
+    send_all(fd, download);
+  });
+  Spec spec = python(std::string(kTunnelClient) + R"(
+import hashlib, os
+s, f, status = tunnel(sys.argv[1])
+upload = os.urandom(16 << 20)
+s.sendall(upload); s.shutdown(socket.SHUT_WR)
+print(hashlib.sha256(upload).hexdigest(), hashlib.sha256(f.read()).hexdigest())
+)", {std::to_string(blob.port())});
+  allow(spec, "127.0.0.1:*");
+  Outcome o = backend::run_local(spec);
+  ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data, upload_digest + " " + download_digest + "\n") << describe(o);
+  ASSERT_EQ(o.egress.size(), 1u) << describe(o);
+  EXPECT_EQ(o.egress[0].bytes_down, download.size());
+  EXPECT_GE(o.egress[0].bytes_up, 16u << 20);
 }
 
 TEST(EgressLimits, ByteBudgetCutsTheDownload) {

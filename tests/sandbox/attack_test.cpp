@@ -30,6 +30,7 @@
 
 #include "sandbox/cgroup.hpp"
 #include "sandbox/landlock.hpp"
+#include "sandbox/loopback.hpp"
 #include "sandbox/sandbox.hpp"
 #include "test_support.hpp"
 
@@ -445,6 +446,36 @@ print(sorted(n for _, n in socket.if_nameindex()))
   EXPECT_TRUE(no_escape(o));
   EXPECT_NE(o.stdout_data.find("udp 101"), std::string::npos) << describe(o);  // ENETUNREACH
   EXPECT_NE(o.stdout_data.find("['lo']"), std::string::npos) << describe(o);
+}
+
+TEST(Network, LoopbackIsUpWithLargeSegments) {
+  // sandbox/loopback.hpp: the sandbox's own lo takes segments as large as the kernel allows
+  // (BIG TCP), which is what lets the egress relay keep up with a direct download.
+  Outcome o = run(python(R"(
+import socket, struct
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+s.send(struct.pack("=IHHII", 32, 18, 1, 1, 0) + struct.pack("=BBHiII", 0, 0, 0, 1, 0, 0))
+data = s.recv(65536)
+flags = struct.unpack_from("=I", data, 24)[0]
+attrs, off = {}, 32
+while off + 4 <= len(data):
+    length, kind = struct.unpack_from("=HH", data, off)
+    if length < 4:
+        break
+    attrs[kind] = data[off + 4:off + length]
+    off += (length + 3) & ~3
+u32 = lambda kind: struct.unpack("=I", attrs[kind])[0] if kind in attrs else 0
+print("up" if flags & 1 else "down", u32(59), u32(41), u32(63) or u32(41))
+)"));
+  ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
+  unsigned tso_max = 0, gso = 0, gso_ipv4 = 0;
+  char state[8] = {};
+  ASSERT_EQ(std::sscanf(o.stdout_data.c_str(), "%7s %u %u %u", state, &tso_max, &gso, &gso_ipv4), 4)
+      << describe(o);
+  EXPECT_STREQ(state, "up");
+  if (tso_max < kLoopbackSegmentBytes) GTEST_SKIP() << "this kernel's lo takes " << tso_max;
+  EXPECT_EQ(gso, kLoopbackSegmentBytes) << describe(o);
+  EXPECT_EQ(gso_ipv4, kLoopbackSegmentBytes) << describe(o);
 }
 
 TEST(Network, RawSocketsNeedCapabilitiesWeDropped) {
