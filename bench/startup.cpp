@@ -2,6 +2,8 @@
 //   airlock run -- CMD         (the CLI: a new process per run, as a user would)
 //   sandbox::run in-process    (what the daemon pays per call)
 //   bwrap --unshare-all        (Debian's bubblewrap, the same binds)
+//   sandbox_floor CMD          (the same kernel steps as airlock run and nothing else:
+//                              bench/sandbox_floor.cpp; the floor for these layers)
 //   plain fork+exec            (no sandbox at all)
 // for CMD = /bin/true and python3 -c pass. Each benchmark runs kRuns times and reports the
 // p50 and p99 of the per-run wall time (counters p50_ms / p99_ms).
@@ -105,6 +107,11 @@ void BM_AirlockCli(benchmark::State& state, const Argv& cmd) {
   Argv argv = airlock_cli(cmd);
   measure(state, [&] { spawn_and_wait(argv); });
 }
+void BM_Floor(benchmark::State& state, const Argv& cmd) {
+  Argv argv = {AIRLOCK_FLOOR_BINARY};
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  measure(state, [&] { spawn_and_wait(argv); });
+}
 void BM_SandboxLibrary(benchmark::State& state, const Argv& cmd) {
   airlock::sandbox::Spec spec;
   spec.argv = cmd;
@@ -120,9 +127,11 @@ BENCHMARK_CAPTURE(BM_ForkExec, true, kTrue)->Iterations(kRuns)->UseManualTime()-
 BENCHMARK_CAPTURE(BM_Bwrap, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AirlockCli, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SandboxLibrary, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Floor, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ForkExec, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Bwrap, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AirlockCli, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SandboxLibrary, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Floor, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -339,6 +339,57 @@ int start_program(void* arg) {
   }
 }
 
+// The network namespace is the costliest to create (0.4-0.5 ms: the kernel registers the
+// loopback device and the namespace's sysctl tables), so a helper makes it on the other CPU
+// while we wait for the id maps and build the root, and we join it before anything uses the
+// network. The helper shares our memory and descriptor table (CLONE_VM | CLONE_FILES), runs
+// on the program's stack (unused until then) and exits at once.
+struct NetnsHelper {
+  pid_t pid = -1;
+  int fd = -1;   // the new namespace, in our descriptor table
+  int err = 0;   // the helper's errno
+  const char* step = nullptr;
+};
+
+int make_network_namespace(void* arg) {
+  auto* helper = static_cast<NetnsHelper*>(arg);
+  long r = sys::errno_free_syscall(SYS_unshare, CLONE_NEWNET);
+  if (r < 0) {
+    helper->err = static_cast<int>(-r);
+    helper->step = "unshare (new network namespace)";
+    return 1;
+  }
+  r = sys::errno_free_syscall(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/ns/net"),
+                              O_RDONLY | O_CLOEXEC);
+  if (r < 0) {
+    helper->err = static_cast<int>(-r);
+    helper->step = "open /proc/self/ns/net (the new network namespace)";
+    return 1;
+  }
+  helper->fd = static_cast<int>(r);
+  return 0;
+}
+
+void start_netns_helper(const ChildPlan& plan, NetnsHelper& helper) {
+  char* stack_top = const_cast<char*>(plan.program_stack.data()) + plan.program_stack.size();
+  helper.pid = ::clone(make_network_namespace, stack_top, CLONE_VM | CLONE_FILES | SIGCHLD, &helper);
+  check(helper.pid > 0, "starting the network namespace helper");
+}
+
+// Waits for the helper and moves into its namespace; we never go on in the host's.
+void join_network_namespace(NetnsHelper& helper) {
+  int status = 0;
+  pid_t r;
+  do r = ::waitpid(helper.pid, &status, __WALL);
+  while (r < 0 && errno == EINTR);
+  check(r == helper.pid, "waiting for the network namespace helper");
+  if (helper.err != 0) fail(helper.step, nullptr, helper.err);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || helper.fd < 0)
+    fail("the network namespace helper died", nullptr, ECHILD);
+  check(::setns(helper.fd, CLONE_NEWNET) == 0, "setns (the new network namespace)");
+  ::close(helper.fd);
+}
+
 void wait_for_supervisor() {
   char go = 0;
   ssize_t n;
@@ -380,6 +431,8 @@ void child_main(const ChildPlan& plan) {
   arrange_descriptors(plan);
   reset_signals();
   ::umask(0);
+  NetnsHelper netns;
+  start_netns_helper(plan, netns);
 
   // Wait until the supervisor has written our id maps.
   wait_for_supervisor();
@@ -400,6 +453,7 @@ void child_main(const ChildPlan& plan) {
   check_supervisor_alive();
 
   build_root(plan);
+  join_network_namespace(netns);
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
   check(::setdomainname("", 0) == 0, "setdomainname");
   if (LoopbackResult lo = bring_up_loopback(); lo.err != 0) fail(lo.step, nullptr, lo.err);

@@ -245,8 +245,10 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
 
   int pidfd = -1;
   sys::CloneArgs args{};
+  // The network namespace comes from the child (child.cpp, join_network_namespace), made
+  // while the rest is set up.
   args.flags = sys::kClonePidfd | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-               CLONE_NEWUTS | CLONE_NEWNET;
+               CLONE_NEWUTS;
   if (st->cgroup.clone_into_fd() >= 0) {
     args.flags |= sys::kCloneIntoCgroup | CLONE_NEWCGROUP;
     args.cgroup = static_cast<std::uint64_t>(st->cgroup.clone_into_fd());
@@ -254,7 +256,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exit_signal = 0;  // no SIGCHLD: only our pidfd waits for this child (__WALL)
   long pid = sys::clone3(&args);
-  if (pid < 0) return setup_errno("clone3 (new user, pid, mount, ipc, uts, net namespaces)", errno);
+  if (pid < 0) return setup_errno("clone3 (new user, pid, mount, ipc, uts namespaces)", errno);
   if (pid == 0) child_main(cp);
 
   st->pid = static_cast<pid_t>(pid);

@@ -84,6 +84,21 @@ inline int raw_setresgid(gid_t r, gid_t e, gid_t s) {
   return static_cast<int>(::syscall(SYS_setresgid, r, e, s));
 }
 inline int raw_setgroups_empty() { return static_cast<int>(::syscall(SYS_setgroups, 0, nullptr)); }
+// A syscall that returns -errno on failure and leaves errno alone, for a helper that shares
+// our memory (CLONE_VM, and with it our errno) and runs alongside us.
+inline long errno_free_syscall(long nr, long a1 = 0, long a2 = 0, long a3 = 0) {
+#if defined(__x86_64__)
+  long ret;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(nr), "D"(a1), "S"(a2), "d"(a3)
+               : "rcx", "r11", "memory");
+  return ret;
+#else
+  long ret = ::syscall(nr, a1, a2, a3);
+  return ret < 0 ? -errno : ret;
+#endif
+}
 [[noreturn]] inline void raw_exit(int code) {
   for (;;) ::syscall(SYS_exit_group, code);
 }

@@ -223,7 +223,8 @@ pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 print(pids, os.getpid())
 )"));
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
-  EXPECT_EQ(o.stdout_data, "[1, 2] 2\n") << describe(o);  // the init and the program
+  // The init and the program (pid 2 was the network namespace helper, gone by now).
+  EXPECT_EQ(o.stdout_data, "[1, 3] 3\n") << describe(o);
 }
 
 TEST(Processes, CannotSignalAnythingOutside) {
