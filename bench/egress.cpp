@@ -153,10 +153,11 @@ class NetnsThread {
  public:
   explicit NetnsThread(const std::string& shape) {
     thread_ = std::thread([this, shape] {
+      const std::string tc = "tc qdisc add dev lo root " + shape;
       bool ok = ::unshare(CLONE_NEWNET) == 0 &&
                 (shape.empty() ? airlock::sandbox::bring_up_loopback().err == 0
                                : std::system("ip link set lo up") == 0 &&
-                                     std::system(("tc qdisc add dev lo root " + shape).c_str()) == 0);
+                                     std::system(tc.c_str()) == 0);
       {
         std::lock_guard lock(mutex_);
         ready_ = true;

@@ -73,20 +73,20 @@ int start_program(void*) {
 
 void build_root() {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr)) die("private");
-  const char* sources[] = {"/usr",      "/etc/ld.so.cache", "/etc/alternatives",
-                           "/etc/ssl/certs", "/dev/null",   "/dev/zero",
-                           "/dev/full", "/dev/random",      "/dev/urandom"};
-  const char* targets[] = {"usr",      "etc/ld.so.cache", "etc/alternatives",
-                           "etc/ssl/certs", "dev/null",   "dev/zero",
-                           "dev/full", "dev/random",      "dev/urandom"};
+  const char* sources[] = {"/usr",           "/etc/ld.so.cache", "/etc/alternatives",
+                           "/etc/ssl/certs", "/dev/null",        "/dev/zero",
+                           "/dev/full",      "/dev/random",      "/dev/urandom"};
+  const char* targets[] = {"usr",           "etc/ld.so.cache", "etc/alternatives",
+                           "etc/ssl/certs", "dev/null",        "dev/zero",
+                           "dev/full",      "dev/random",      "dev/urandom"};
   const bool is_dir[] = {true, false, true, true, false, false, false, false, false};
   int trees[9];
   for (int i = 0; i < 9; ++i) {
     trees[i] = sys::open_tree(AT_FDCWD, sources[i],
                               sys::kOpenTreeClone | sys::kOpenTreeCloexec | sys::kAtRecursive);
     if (trees[i] < 0) die("open_tree");
-    sys::MountAttr attr{sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev, 0,
-                        0, 0};
+    sys::MountAttr attr{sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev, 0, 0,
+                        0};
     if (sys::mount_setattr(trees[i], "", AT_EMPTY_PATH | sys::kAtRecursive, &attr)) die("setattr");
   }
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=67108864,mode=0755"))
@@ -106,8 +106,10 @@ void build_root() {
   }
   (void)symlink("/proc/self/fd", "dev/fd");
   for (int i = 0; i < 9; ++i) {
-    if (is_dir[i]) mkdir(targets[i], 0755);
-    else close(open(targets[i], O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    if (is_dir[i])
+      mkdir(targets[i], 0755);
+    else
+      close(open(targets[i], O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
     if (sys::move_mount(trees[i], "", AT_FDCWD, targets[i], sys::kMoveMountFEmptyPath))
       die("move_mount");
     close(trees[i]);
@@ -261,8 +263,8 @@ int main(int argc, char** argv) {
     die("pipes");
   int pidfd = -1;
   sys::CloneArgs args{};
-  args.flags = sys::kClonePidfd | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
-               CLONE_NEWUTS;
+  args.flags =
+      sys::kClonePidfd | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   long pid = sys::clone3(&args);
   if (pid < 0) die("clone3");

@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -78,7 +80,15 @@ struct Mount {
   std::string super_options;
 };
 
-std::vector<Mount> cgroup_mounts() {
+bool has_option(const std::string& options, const std::string& name) {
+  std::istringstream in(options);
+  std::string opt;
+  while (std::getline(in, opt, ','))
+    if (opt == name) return true;
+  return false;
+}
+
+std::vector<Mount> cgroup_mounts_from_mountinfo() {
   std::vector<Mount> mounts;
   std::istringstream in(read_file("/proc/self/mountinfo"));
   std::string line;
@@ -96,12 +106,63 @@ std::vector<Mount> cgroup_mounts() {
   return mounts;
 }
 
-bool has_option(const std::string& options, const std::string& name) {
-  std::istringstream in(options);
-  std::string opt;
-  while (std::getline(in, opt, ','))
-    if (opt == name) return true;
-  return false;
+// /proc/self/cgroup as (controllers, path) pairs; the unified hierarchy has empty controllers.
+using SelfCgroups = std::vector<std::pair<std::string, std::string>>;
+
+SelfCgroups read_self_cgroups() {
+  SelfCgroups self;
+  std::istringstream in(read_file("/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(in, line)) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    if (line.substr(0, a) == "0" && b == a + 1)
+      self.emplace_back("", line.substr(b + 1));
+    else
+      self.emplace_back(line.substr(a + 1, b - a - 1), line.substr(b + 1));
+  }
+  return self;
+}
+
+bool on_filesystem(const std::string& dir, long magic) {
+  struct statfs fs {};
+  return ::statfs(dir.c_str(), &fs) == 0 && fs.f_type == magic;
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// The hierarchies where they usually are, without reading /proc/self/mountinfo: that costs
+// 35 us here and grows with the host's mount table (thousands of lines on a busy Kubernetes
+// node). A guess is taken only when it provably shows the root of its hierarchy and we are in
+// the initial cgroup namespace, so that /proc/self/cgroup's paths start at that root: v1
+// /sys/fs/cgroup/<controllers> with the root-only release_agent; v2 /sys/fs/cgroup/unified or
+// /sys/fs/cgroup without cgroup.freeze, which every cgroup but the root has. Otherwise empty,
+// and the caller reads mountinfo.
+std::optional<std::vector<Mount>> cgroup_mounts_where_usual(const SelfCgroups& self) {
+  constexpr const char* kInitialCgroupNamespace = "cgroup:[4026531835]";  // PROC_CGROUP_INIT_INO
+  char ns[64] = {};
+  if (::readlink("/proc/self/ns/cgroup", ns, sizeof ns - 1) <= 0 ||
+      std::strcmp(ns, kInitialCgroupNamespace) != 0)
+    return std::nullopt;
+  std::vector<Mount> mounts;
+  for (const auto& [controllers, path] : self) {
+    if (controllers.empty()) {
+      const char* found = nullptr;
+      for (const char* dir : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"})
+        if (!found && on_filesystem(dir, CGROUP2_SUPER_MAGIC)) found = dir;
+      if (!found || exists(std::string(found) + "/cgroup.freeze")) return std::nullopt;
+      mounts.push_back({"/", found, "cgroup2", ""});
+      continue;
+    }
+    if (!has_option(controllers, "memory") && !has_option(controllers, "pids") &&
+        !has_option(controllers, "cpuacct"))
+      continue;  // not one we use
+    std::string dir = "/sys/fs/cgroup/" + controllers;
+    if (!on_filesystem(dir, CGROUP_SUPER_MAGIC) || !exists(dir + "/release_agent"))
+      return std::nullopt;
+    mounts.push_back({"/", dir, "cgroup", controllers});
+  }
+  return mounts;
 }
 
 // Maps a path from /proc/self/cgroup onto a mount of that hierarchy.
@@ -138,7 +199,7 @@ bool list_has(const std::string& text, const std::string& word) {
 // (except at the root). If only this process lives in our cgroup, it moves into a leaf
 // "airlock-supervisor-<pid>" so the controllers can be enabled below it (the systemd
 // Delegate=yes pattern).
-bool prepare_v2_delegation(CgroupSupport& s) {
+bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) {
   std::string controllers = read_file(s.v2_base + "/cgroup.controllers");
   bool want_memory = list_has(controllers, "memory");
   bool want_pids = list_has(controllers, "pids");
@@ -152,7 +213,7 @@ bool prepare_v2_delegation(CgroupSupport& s) {
   if (want_memory && !enabled("memory")) enable += " +memory";
   if (want_pids && !enabled("pids")) enable += " +pids";
   if (!enable.empty()) {
-    bool is_root = (s.v2_base == cgroup_mounts().front().mountpoint);
+    bool is_root = (s.v2_base == hierarchy_root);
     if (!is_root) {
       std::istringstream procs(read_file(s.v2_base + "/cgroup.procs"));
       pid_t pid = 0, self = ::getpid();
@@ -183,28 +244,22 @@ std::atomic<unsigned> g_sequence{0};
 
 }  // namespace
 
-CgroupSupport detect_cgroup_support(const std::string& forced_mode) {
+CgroupSupport detect_cgroup_support(const std::string& forced_mode, CgroupMountLookup lookup) {
   CgroupSupport s;
   if (forced_mode == "none") {
     s.why_not = "AIRLOCK_CGROUP=none";
     return s;
   }
-  auto mounts = cgroup_mounts();
-  std::vector<std::pair<std::string, std::string>> self;
+  const SelfCgroups all = read_self_cgroups();
+  SelfCgroups self;  // the v1 hierarchies
   std::string v2_path;
-  {
-    std::istringstream in(read_file("/proc/self/cgroup"));
-    std::string line;
-    while (std::getline(in, line)) {
-      auto a = line.find(':'), b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-      if (line.substr(0, a) == "0" && controllers.empty())
-        v2_path = path;
-      else
-        self.emplace_back(controllers, path);
-    }
+  for (const auto& [controllers, path] : all) {
+    if (controllers.empty()) v2_path = path;
+    else self.emplace_back(controllers, path);
   }
+  auto usual = lookup == CgroupMountLookup::usual_places_first ? cgroup_mounts_where_usual(all)
+                                                               : std::nullopt;
+  std::vector<Mount> mounts = usual ? std::move(*usual) : cgroup_mounts_from_mountinfo();
   const Mount* unified = nullptr;
   for (const auto& m : mounts)
     if (m.fstype == "cgroup2") unified = &m;
@@ -217,7 +272,7 @@ CgroupSupport detect_cgroup_support(const std::string& forced_mode) {
     if (dir_writable(base) && (has_limits || forced_mode == "v2")) {
       s.mode = CgroupMode::v2;
       s.v2_base = base;
-      prepare_v2_delegation(s);
+      prepare_v2_delegation(s, unified->mountpoint);
       return s;
     }
   }

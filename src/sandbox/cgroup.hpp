@@ -40,8 +40,14 @@ struct CgroupSupport {
 };
 
 const CgroupSupport& cgroup_support();
+// Where detection learns where the hierarchies are mounted: the usual places when they
+// provably are the hierarchies' roots (cheap), else /proc/self/mountinfo; or mountinfo always.
+enum class CgroupMountLookup { usual_places_first, mountinfo };
+
 // Detection without the cache (doctor prints both the forced and the detected mode).
-CgroupSupport detect_cgroup_support(const std::string& forced_mode);
+CgroupSupport detect_cgroup_support(
+    const std::string& forced_mode,
+    CgroupMountLookup lookup = CgroupMountLookup::usual_places_first);
 
 struct CgroupStats {
   std::uint64_t oom_kills = 0;

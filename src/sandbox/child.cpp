@@ -313,7 +313,7 @@ int start_program(void* arg) {
 [[noreturn]] void run_init(const ChildPlan& plan) {
   // vfork semantics: the program borrows our memory (no page tables copied) until it execs,
   // and we wait until then.
-  char* stack_top = const_cast<char*>(plan.program_stack.data()) + plan.program_stack.size();
+  char* stack_top = plan.program_stack.get() + ChildPlan::kProgramStackBytes;
   int tool = ::clone(start_program, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
                      const_cast<ChildPlan*>(&plan));
   if (tool < 0) fail("start program", nullptr, errno);
@@ -371,8 +371,9 @@ int make_network_namespace(void* arg) {
 }
 
 void start_netns_helper(const ChildPlan& plan, NetnsHelper& helper) {
-  char* stack_top = const_cast<char*>(plan.program_stack.data()) + plan.program_stack.size();
-  helper.pid = ::clone(make_network_namespace, stack_top, CLONE_VM | CLONE_FILES | SIGCHLD, &helper);
+  char* stack_top = plan.program_stack.get() + ChildPlan::kProgramStackBytes;
+  helper.pid =
+      ::clone(make_network_namespace, stack_top, CLONE_VM | CLONE_FILES | SIGCHLD, &helper);
   check(helper.pid > 0, "starting the network namespace helper");
 }
 

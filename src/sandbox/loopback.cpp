@@ -25,8 +25,8 @@ struct LinkRequest {
 };
 
 void add_attribute(LinkRequest& req, unsigned short type, const void* data, unsigned short size) {
-  auto* attr = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) +
-                                         NLMSG_ALIGN(req.header.nlmsg_len));
+  auto* attr =
+      reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.header.nlmsg_len));
   attr->rta_type = type;
   attr->rta_len = static_cast<unsigned short>(RTA_LENGTH(size));
   std::memcpy(RTA_DATA(attr), data, size);

@@ -12,9 +12,9 @@ namespace airlock::sandbox {
 inline constexpr unsigned kLoopbackSegmentBytes = 524280;
 
 struct LoopbackResult {
-  int err = 0;                   // 0, or the errno of the failing step
-  const char* step = nullptr;    // the failing step, for the setup error
-  bool big_segments = false;     // the kernel took the larger segment size
+  int err = 0;                 // 0, or the errno of the failing step
+  const char* step = nullptr;  // the failing step, for the setup error
+  bool big_segments = false;   // the kernel took the larger segment size
 };
 
 // Brings `lo` up in the calling thread's network namespace, with large segments where the

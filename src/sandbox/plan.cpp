@@ -372,7 +372,7 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     }
   }
   plan.source_fds.assign(plan.sources.size(), -1);
-  plan.program_stack.assign(64 * 1024, 0);
+  plan.program_stack = std::make_unique_for_overwrite<char[]>(ChildPlan::kProgramStackBytes);
   return plan;
 }
 

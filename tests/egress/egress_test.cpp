@@ -568,7 +568,8 @@ TEST(EgressAllowed, BulkTransferArrivesIntactBothWays) {
     std::string received;
     char buf[65536];
     ssize_t n;
-    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) received.append(buf, static_cast<std::size_t>(n));
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      received.append(buf, static_cast<std::size_t>(n));
     upload_digest = sha256_hex(received);
     send_all(fd, download);
   });

@@ -221,6 +221,23 @@ TEST(ChildPlan, OnlyATerminalGetsANewDevptsInstance) {
   for (const auto& source : plan->sources) EXPECT_NE(source.host_path.rfind("/dev/pts", 0), 0u);
 }
 
+TEST(Cgroups, TheUsualPlacesAgreeWithMountinfo) {
+  // Detection looks at /sys/fs/cgroup/... before it reads /proc/self/mountinfo; on any host
+  // both must find the same cgroups.
+  for (const char* mode : {"auto", "v1", "v2"}) {
+    auto usual = detect_cgroup_support(mode, CgroupMountLookup::usual_places_first);
+    auto mountinfo = detect_cgroup_support(mode, CgroupMountLookup::mountinfo);
+    EXPECT_EQ(usual.mode, mountinfo.mode) << mode;
+    EXPECT_EQ(usual.v2_base, mountinfo.v2_base) << mode;
+    EXPECT_EQ(usual.v2_memory, mountinfo.v2_memory) << mode;
+    EXPECT_EQ(usual.v2_pids, mountinfo.v2_pids) << mode;
+    EXPECT_EQ(usual.v1_memory, mountinfo.v1_memory) << mode;
+    EXPECT_EQ(usual.v1_pids, mountinfo.v1_pids) << mode;
+    EXPECT_EQ(usual.v1_cpuacct, mountinfo.v1_cpuacct) << mode;
+    EXPECT_EQ(usual.v1_memsw, mountinfo.v1_memsw) << mode;
+  }
+}
+
 TEST(Cgroups, ForcedNoneUsesNoCgroup) {
   auto s = detect_cgroup_support("none");
   EXPECT_EQ(s.mode, CgroupMode::none);
