@@ -6,7 +6,10 @@
 // Airlock's own code costs, and the gap between it and plain fork+exec is the floor that no
 // implementation of these layers gets under.
 //
-//   sandbox_floor CMD [ARGS...]
+//   sandbox_floor [--without LAYER[,LAYER...]] CMD [ARGS...]
+//
+// --without leaves layers out to measure what each costs: cgroups, network (the namespace
+// and lo), mounts (the new root), landlock, seccomp. Without them it is no sandbox.
 //
 // Layers: user, pid, mount, ipc, uts, network (made by a helper on the other CPU) and cgroup
 // namespaces; id maps; a read-only tmpfs root with the same binds as airlock's default
@@ -55,6 +58,7 @@ int g_cgroup_count = 0;
 alignas(16) char g_helper_stack[64 * 1024];
 alignas(16) char g_program_stack[64 * 1024];
 int g_netns_fd = -1;
+bool g_network = true, g_mounts = true, g_landlock = true, g_seccomp = true, g_cgroups_on = true;
 
 int make_netns(void*) {
   if (sys::errno_free_syscall(SYS_unshare, CLONE_NEWNET) < 0) return 1;
@@ -147,28 +151,35 @@ void landlock() {
 }
 
 int child(void*) {
-  pid_t helper = clone(make_netns, g_helper_stack + sizeof g_helper_stack,
-                       CLONE_VM | CLONE_FILES | SIGCHLD, nullptr);
-  if (helper < 0) die("helper");
+  pid_t helper = -1;
+  if (g_network) {
+    helper = clone(make_netns, g_helper_stack + sizeof g_helper_stack,
+                   CLONE_VM | CLONE_FILES | SIGCHLD, nullptr);
+    if (helper < 0) die("helper");
+  }
   char go;
   if (read(g_go[0], &go, 1) != 1) _exit(125);
   if (prctl(PR_SET_SECUREBITS, 0xf, 0, 0, 0)) die("securebits");
   if (geteuid() == 0 && sys::raw_setgroups_empty()) die("setgroups");
   if (sys::raw_setresgid(1000, 1000, 1000) || sys::raw_setresuid(1000, 1000, 1000)) die("ids");
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  build_root();
+  if (g_mounts) build_root();
   int status;
-  if (waitpid(helper, &status, __WALL) != helper || g_netns_fd < 0) die("netns helper");
-  if (setns(g_netns_fd, CLONE_NEWNET)) die("setns");
-  close(g_netns_fd);
+  if (g_network) {
+    if (waitpid(helper, &status, __WALL) != helper || g_netns_fd < 0) die("netns helper");
+    if (setns(g_netns_fd, CLONE_NEWNET)) die("setns");
+    close(g_netns_fd);
+  }
   sethostname("airlock", 7);
-  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ifreq ifr{};
-  std::strcpy(ifr.ifr_name, "lo");
-  ioctl(s, SIOCGIFFLAGS, &ifr);
-  ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
-  if (ioctl(s, SIOCSIFFLAGS, &ifr)) die("lo up");
-  close(s);
+  if (g_network) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ifreq ifr{};
+    std::strcpy(ifr.ifr_name, "lo");
+    ioctl(s, SIOCGIFFLAGS, &ifr);
+    ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP);
+    if (ioctl(s, SIOCSIFFLAGS, &ifr)) die("lo up");
+    close(s);
+  }
   if (g_cgroup_count > 0) {  // the tasks files, sent by the supervisor once it made them
     char tag;
     iovec io{&tag, 1};
@@ -203,14 +214,16 @@ int child(void*) {
     if (resource == RLIMIT_CORE) limit = {0, 0};
     setrlimit(static_cast<__rlimit_resource>(resource), &limit);
   }
-  landlock();
-  const auto& program = airlock::sandbox::seccomp_program().instructions;
-  sock_fprog prog{static_cast<unsigned short>(program.size()),
-                  const_cast<sock_filter*>(program.data())};
-  int listener = static_cast<int>(
-      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
-  if (listener < 0) die("seccomp");
-  close(listener);
+  if (g_landlock) landlock();
+  if (g_seccomp) {
+    const auto& program = airlock::sandbox::seccomp_program().instructions;
+    sock_fprog prog{static_cast<unsigned short>(program.size()),
+                    const_cast<sock_filter*>(program.data())};
+    int listener = static_cast<int>(
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
+    if (listener < 0) die("seccomp");
+    close(listener);
+  }
   pid_t program_pid = clone(start_program, g_program_stack + sizeof g_program_stack,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, nullptr);
   int code = 125;
@@ -221,6 +234,7 @@ int child(void*) {
 
 // v1 only (this benchmark's machine): this process's memory, pids and cpuacct cgroups.
 void find_cgroups() {
+  if (!g_cgroups_on) return;
   FILE* in = std::fopen("/proc/self/cgroup", "r");
   char line[1024];
   const char* controllers[] = {"memory", "pids", "cpuacct"};
@@ -253,11 +267,24 @@ void write_file(const std::string& dir, const char* name, const char* value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: sandbox_floor CMD [ARGS...]\n");
+  int first = 1;
+  if (argc > 2 && std::strcmp(argv[1], "--without") == 0) {
+    std::string layers = std::string(",") + argv[2] + ",";
+    auto without = [&](const char* layer) {
+      return layers.find(std::string(",") + layer + ",") != std::string::npos;
+    };
+    g_cgroups_on = !without("cgroups");
+    g_network = !without("network");
+    g_mounts = !without("mounts");
+    g_landlock = !without("landlock");
+    g_seccomp = !without("seccomp");
+    first = 3;
+  }
+  if (argc <= first) {
+    std::fprintf(stderr, "usage: sandbox_floor [--without LAYER[,LAYER...]] CMD [ARGS...]\n");
     return 2;
   }
-  g_argv = argv + 1;
+  g_argv = argv + first;
   find_cgroups();
   if (pipe2(g_go, O_CLOEXEC) || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, g_control))
     die("pipes");

@@ -3,7 +3,8 @@
 //   sandbox::run in-process    (what the daemon pays per call)
 //   bwrap --unshare-all        (Debian's bubblewrap, the same binds)
 //   sandbox_floor CMD          (the same kernel steps as airlock run and nothing else:
-//                              bench/sandbox_floor.cpp; the floor for these layers)
+//                              bench/sandbox_floor.cpp; the floor for these layers), and
+//                              for /bin/true without each layer in turn (what it costs)
 //   plain fork+exec            (no sandbox at all)
 // for CMD = /bin/true and python3 -c pass. Each benchmark runs kRuns times and reports the
 // p50 and p99 of the per-run wall time (counters p50_ms / p99_ms).
@@ -112,6 +113,11 @@ void BM_Floor(benchmark::State& state, const Argv& cmd) {
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   measure(state, [&] { spawn_and_wait(argv); });
 }
+// The floor without one layer: what that layer costs (docs/performance.md).
+void BM_FloorWithout(benchmark::State& state, const char* layer) {
+  Argv argv = {AIRLOCK_FLOOR_BINARY, "--without", layer, "/bin/true"};
+  measure(state, [&] { spawn_and_wait(argv); });
+}
 void BM_SandboxLibrary(benchmark::State& state, const Argv& cmd) {
   airlock::sandbox::Spec spec;
   spec.argv = cmd;
@@ -128,6 +134,12 @@ BENCHMARK_CAPTURE(BM_Bwrap, true, kTrue)->Iterations(kRuns)->UseManualTime()->Un
 BENCHMARK_CAPTURE(BM_AirlockCli, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SandboxLibrary, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Floor, true, kTrue)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, cgroups, "cgroups")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, network, "network")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, mounts, "mounts")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, landlock, "landlock")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, seccomp, "seccomp")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FloorWithout, all_five, "cgroups,network,mounts,landlock,seccomp")->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ForkExec, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Bwrap, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_AirlockCli, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
