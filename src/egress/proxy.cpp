@@ -6,7 +6,9 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>

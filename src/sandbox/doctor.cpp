@@ -143,11 +143,11 @@ std::vector<MechanismCheck> check_mechanisms() {
     if (result.err != 0) return result.err;
     return result.big_segments ? 0 : kSmallSegments;
   });
+  const std::string big = std::to_string((kLoopbackSegmentBytes + 1023) / 1024) + " KiB";
   checks.push_back({"loopback segments (for egress throughput)", lo == 0,
-                    lo == 0 ? "the sandbox's lo takes " +
-                                  std::to_string((kLoopbackSegmentBytes + 1023) / 1024) + " KiB segments"
-                    : lo == kSmallSegments ? "this kernel keeps lo at 64 KiB segments (BIG TCP for "
-                                             "IPv4 needs Linux 6.3)"
+                    lo == 0                ? "the sandbox's lo takes " + big + " segments"
+                    : lo == kSmallSegments ? "this kernel keeps lo at 64 KiB segments (BIG TCP "
+                                             "for IPv4 needs Linux 6.3)"
                                            : errno_text(lo),
                     "egress is relayed at about half the throughput of a direct connection; "
                     "nothing else changes",
