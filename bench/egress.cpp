@@ -232,32 +232,55 @@ std::uint64_t drain(int fd) {
 
 enum class Path { direct, proxy, proxy_host_lo };
 
+// Where a benchmark's client runs and what it connects to, for a Path: direct (no proxy), the
+// proxy with its listener and the client in a namespace set up as a sandbox's (root only), or
+// the proxy listening on the host's loopback.
+struct Topology {
+  std::unique_ptr<Proxy> proxy;           // none: direct
+  std::unique_ptr<NetnsThread> sandbox;   // Path::proxy: where the client and listener live
+  std::string skip;                       // why this Path cannot run here
+
+  explicit Topology(Path path) {
+    if (path == Path::proxy) {
+      if (::geteuid() != 0) {
+        skip = "needs root (a network namespace)";
+        return;
+      }
+      sandbox = std::make_unique<NetnsThread>("");
+      if (!sandbox->ok()) {
+        skip = "could not set up the namespace";
+        return;
+      }
+      std::uint16_t port = 0;
+      int listener = -1;
+      sandbox->run([&] { listener = listen_loopback(&port); });
+      proxy = std::make_unique<Proxy>(listener, port);
+    } else if (path == Path::proxy_host_lo) {
+      proxy = std::make_unique<Proxy>();
+    }
+  }
+  int connect(std::uint16_t target) const {
+    return proxy ? tunnel(proxy->port, target) : connect_loopback(target);
+  }
+  void run(const std::function<void()>& client) {  // where the client belongs
+    if (sandbox) sandbox->run(client);
+    else client();
+  }
+};
+
 void BM_Download(benchmark::State& state, Path path) {
   BlobServer server(kDownloadBytes, false);
-  std::unique_ptr<Proxy> proxy;
-  std::unique_ptr<NetnsThread> sandbox;  // Path::proxy: where the client and listener live
-  if (path == Path::proxy) {
-    if (::geteuid() != 0) return state.SkipWithError("needs root (a network namespace)");
-    sandbox = std::make_unique<NetnsThread>("");
-    if (!sandbox->ok()) return state.SkipWithError("could not set up the namespace");
-    std::uint16_t port = 0;
-    int listener = -1;
-    sandbox->run([&] { listener = listen_loopback(&port); });
-    proxy = std::make_unique<Proxy>(listener, port);
-  } else if (path == Path::proxy_host_lo) {
-    proxy = std::make_unique<Proxy>();
-  }
+  Topology topology(path);
+  if (!topology.skip.empty()) return state.SkipWithError(topology.skip.c_str());
   for (auto _ : state) {
     double seconds = 0;
-    auto download = [&] {
+    topology.run([&] {
       auto start = std::chrono::steady_clock::now();
-      int fd = proxy ? tunnel(proxy->port, server.port()) : connect_loopback(server.port());
+      int fd = topology.connect(server.port());
       if (drain(fd) != kDownloadBytes) std::abort();
       ::close(fd);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    if (sandbox) sandbox->run(download);
-    else download();
+    });
     state.SetIterationTime(seconds);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kDownloadBytes));
@@ -354,32 +377,19 @@ void BM_ShapedDownload(benchmark::State& state, bool through_proxy) {
 
 void BM_Connect(benchmark::State& state, Path path) {
   BlobServer server(1, false);
-  std::unique_ptr<Proxy> proxy;
-  std::unique_ptr<NetnsThread> sandbox;
-  if (path == Path::proxy) {
-    if (::geteuid() != 0) return state.SkipWithError("needs root (a network namespace)");
-    sandbox = std::make_unique<NetnsThread>("");
-    if (!sandbox->ok()) return state.SkipWithError("could not set up the namespace");
-    std::uint16_t port = 0;
-    int listener = -1;
-    sandbox->run([&] { listener = listen_loopback(&port); });
-    proxy = std::make_unique<Proxy>(listener, port);
-  } else if (path == Path::proxy_host_lo) {
-    proxy = std::make_unique<Proxy>();
-  }
+  Topology topology(path);
+  if (!topology.skip.empty()) return state.SkipWithError(topology.skip.c_str());
   std::vector<double> us;
   for (auto _ : state) {
     double seconds = 0;
-    auto once = [&] {
+    topology.run([&] {
       auto start = std::chrono::steady_clock::now();
-      int fd = proxy ? tunnel(proxy->port, server.port()) : connect_loopback(server.port());
+      int fd = topology.connect(server.port());
       char c;
       if (::recv(fd, &c, 1, 0) != 1) std::abort();
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ::close(fd);
-    };
-    if (sandbox) sandbox->run(once);
-    else once();
+    });
     state.SetIterationTime(seconds);
     us.push_back(seconds * 1e6);
   }

@@ -39,6 +39,7 @@
 #include <cstring>
 #include <string>
 
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/seccomp_policy.hpp"
 #include "sandbox/syscalls.hpp"
 
@@ -181,20 +182,11 @@ int child(void*) {
     close(s);
   }
   if (g_cgroup_count > 0) {  // the tasks files, sent by the supervisor once it made them
-    char tag;
-    iovec io{&tag, 1};
-    alignas(cmsghdr) char space[CMSG_SPACE(3 * sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &io;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space;
-    msg.msg_controllen = sizeof space;
-    if (recvmsg(g_control[1], &msg, 0) != 1) die("recvmsg");
-    int fds[3];
-    std::memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int) * g_cgroup_count);
-    for (int i = 0; i < g_cgroup_count; ++i) {
-      if (write(fds[i], "0", 1) != 1) die("join cgroup");
-      close(fds[i]);
+    airlock::sandbox::ReceivedFds tasks;
+    if (airlock::sandbox::receive_fds(g_control[1], tasks, 0) != 1) die("receive cgroups");
+    for (std::size_t i = 0; i < tasks.count; ++i) {
+      if (write(tasks.fds[i], "0", 1) != 1) die("join cgroup");
+      close(tasks.fds[i]);
     }
     if (unshare(CLONE_NEWCGROUP)) die("cgroup namespace");
   }
@@ -323,20 +315,7 @@ int main(int argc, char** argv) {
     }
     write_file(g_cgroups[0], "memory.limit_in_bytes", "536870912");
     write_file(g_cgroups[1], "pids.max", "65");
-    char tag = 'C';
-    iovec io{&tag, 1};
-    alignas(cmsghdr) char space[CMSG_SPACE(3 * sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &io;
-    msg.msg_iovlen = 1;
-    msg.msg_control = space;
-    msg.msg_controllen = sizeof space;
-    cmsghdr* header = CMSG_FIRSTHDR(&msg);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof tasks);
-    std::memcpy(CMSG_DATA(header), tasks, sizeof tasks);
-    if (sendmsg(g_control[0], &msg, 0) != 1) die("sendmsg");
+    if (!airlock::sandbox::send_fds(g_control[0], 'C', tasks, 3)) die("send cgroups");
     for (int t : tasks) close(t);
   }
   pollfd exited{pidfd, POLLIN, 0};
