@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -24,13 +25,14 @@ struct LinkRequest {
   char attributes[64];
 };
 
+// Appends one attribute. memcpy, not casts: the bytes of a netlink message are only as
+// aligned as NLMSG_ALIGN makes them.
 void add_attribute(LinkRequest& req, unsigned short type, const void* data, unsigned short size) {
-  auto* attr =
-      reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.header.nlmsg_len));
-  attr->rta_type = type;
-  attr->rta_len = static_cast<unsigned short>(RTA_LENGTH(size));
-  std::memcpy(RTA_DATA(attr), data, size);
-  req.header.nlmsg_len = NLMSG_ALIGN(req.header.nlmsg_len) + RTA_ALIGN(attr->rta_len);
+  char* at = reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.header.nlmsg_len);
+  const rtattr attr{static_cast<unsigned short>(RTA_LENGTH(size)), type};
+  std::memcpy(at, &attr, sizeof attr);
+  std::memcpy(at + RTA_LENGTH(0), data, size);
+  req.header.nlmsg_len = NLMSG_ALIGN(req.header.nlmsg_len) + RTA_ALIGN(attr.rta_len);
 }
 
 // One RTM_NEWLINK for "lo": up, and the segment sizes if `big`. Returns 0 or an errno.
@@ -53,16 +55,23 @@ int set_loopback(int sock, bool big, unsigned sequence) {
   do sent = ::send(sock, &req, req.header.nlmsg_len, 0);
   while (sent < 0 && errno == EINTR);
   if (sent != static_cast<ssize_t>(req.header.nlmsg_len)) return sent < 0 ? errno : EIO;
-  alignas(nlmsghdr) char answer[1024];
+  char answer[1024];
   for (;;) {
     ssize_t n = ::recv(sock, answer, sizeof answer, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return errno;
-    for (auto* h = reinterpret_cast<nlmsghdr*>(answer); NLMSG_OK(h, static_cast<unsigned>(n));
-         h = NLMSG_NEXT(h, n)) {
-      if (h->nlmsg_seq != sequence || h->nlmsg_type != NLMSG_ERROR) continue;
-      if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EIO;
-      return -static_cast<const nlmsgerr*>(NLMSG_DATA(h))->error;
+    const auto size = static_cast<std::size_t>(n);
+    for (std::size_t offset = 0; offset + sizeof(nlmsghdr) <= size;) {
+      nlmsghdr header;
+      std::memcpy(&header, answer + offset, sizeof header);
+      if (header.nlmsg_len < sizeof header || offset + header.nlmsg_len > size) return EIO;
+      if (header.nlmsg_seq == sequence && header.nlmsg_type == NLMSG_ERROR) {
+        if (header.nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EIO;
+        nlmsgerr error;
+        std::memcpy(&error, answer + offset + NLMSG_HDRLEN, sizeof error);
+        return -error.error;
+      }
+      offset += NLMSG_ALIGN(header.nlmsg_len);
     }
   }
 }
