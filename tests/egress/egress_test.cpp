@@ -10,13 +10,13 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
-#include <random>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
