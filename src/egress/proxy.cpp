@@ -541,6 +541,8 @@ class Session : public std::enable_shared_from_this<Session> {
     upstream_.non_blocking(true, ignored);
     up_.from = &client_, up_.to = &upstream_, up_.upward = true;
     down_.from = &upstream_, down_.to = &client_, down_.upward = false;
+    for (Direction* d : {&up_, &down_})
+      d->buffer = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
     pump(up_);
     pump(down_);
   }
@@ -549,8 +551,8 @@ class Session : public std::enable_shared_from_this<Session> {
     tcp::socket* from = nullptr;
     tcp::socket* to = nullptr;
     bool upward = false;
-    // Allocated when the first bytes arrive and not zeroed, so a direction that carries
-    // little (a request, a TLS handshake) commits only the pages it touches.
+    // Allocated when the relay starts and not zeroed, so a direction that carries little (a
+    // request, a TLS handshake) commits only the pages its bytes touch.
     std::unique_ptr<char[]> buffer;
     std::size_t offset = 0, pending = 0;  // bytes read and not yet written
     bool eof = false;
@@ -586,7 +588,6 @@ class Session : public std::enable_shared_from_this<Session> {
         if (up_done_ && down_done_) finish();
         return;
       }
-      if (!d.buffer) d.buffer = std::make_unique_for_overwrite<char[]>(kRelayBuffer);
       ssize_t n = ::recv(d.from->native_handle(), d.buffer.get(), kRelayBuffer, 0);
       if (n > 0) {
         d.offset = 0;

@@ -313,8 +313,7 @@ int start_program(void* arg) {
 [[noreturn]] void run_init(const ChildPlan& plan) {
   // vfork semantics: the program borrows our memory (no page tables copied) until it execs,
   // and we wait until then.
-  char* stack_top = plan.program_stack.get() + ChildPlan::kProgramStackBytes;
-  int tool = ::clone(start_program, stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD,
+  int tool = ::clone(start_program, plan.program_stack_top(), CLONE_VM | CLONE_VFORK | SIGCHLD,
                      const_cast<ChildPlan*>(&plan));
   if (tool < 0) fail("start program", nullptr, errno);
   ::close(kChildErrorFd);  // the program's copy closes on execve: EOF tells "exec'd"
@@ -371,9 +370,8 @@ int make_network_namespace(void* arg) {
 }
 
 void start_netns_helper(const ChildPlan& plan, NetnsHelper& helper) {
-  char* stack_top = plan.program_stack.get() + ChildPlan::kProgramStackBytes;
-  helper.pid =
-      ::clone(make_network_namespace, stack_top, CLONE_VM | CLONE_FILES | SIGCHLD, &helper);
+  helper.pid = ::clone(make_network_namespace, plan.program_stack_top(),
+                       CLONE_VM | CLONE_FILES | SIGCHLD, &helper);
   check(helper.pid > 0, "starting the network namespace helper");
 }
 

@@ -99,6 +99,7 @@ struct ChildPlan {
   // zeroed: the supervisor never touches it, so it costs the child only the pages it uses.
   static constexpr std::size_t kProgramStackBytes = 64 * 1024;
   std::unique_ptr<char[]> program_stack;
+  char* program_stack_top() const { return program_stack.get() + kProgramStackBytes; }
   std::vector<std::string> exec_candidates;  // argv[0] resolved against PATH
   std::vector<char*> argv;                    // NULL-terminated, pointing into owned strings
   std::vector<char*> envp;
