@@ -31,20 +31,12 @@
 #include "sandbox/plan.hpp"
 #include "sandbox/seccomp_policy.hpp"
 #include "sandbox/syscalls.hpp"
+#include "sandbox/verdict.hpp"
 
 namespace airlock::sandbox {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// How far below the budget a SIGXCPU death may measure and still count as the budget.
-// Without cgroup CPU accounting the budget is RLIMIT_CPU, which the kernel checks against the
-// scheduler's runtime, while the usage we report comes from rusage; on a busy host the two
-// disagree by up to 15% (853 ms measured for a 1 s limit with 6 test binaries on 2 cores).
-// SIGXCPU has no other sender but the program itself, so half the budget is the bar.
-std::uint64_t cpu_slack_ns(std::chrono::milliseconds budget) {
-  return static_cast<std::uint64_t>(budget.count()) * 500'000;
-}
 
 Error setup_error(const std::string& what) { return Error::make("setup_error", what); }
 Error setup_errno(const std::string& what, int err) {
@@ -364,338 +356,420 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   return sandbox;
 }
 
-Outcome Sandbox::wait() {
-  State& s = *state_;
-  const Spec& spec = s.spec;
-  Outcome outcome;
+namespace {
 
-  StreamSink out, err;
-  bool caller_mode = spec.output_mode == OutputMode::caller;
-  if (!caller_mode && s.stdout_r) {
-    out.source = s.stdout_r.get();
-    out.open = true;
-  } else if (s.tty_master) {
-    out.source = s.tty_master.get();  // everything the program writes to its terminal
-    out.open = true;
+// stdin: bytes or a host fd, pumped through the pipe (the pty master with --tty); nothing
+// means EOF at once.
+class StdinPump {
+ public:
+  StdinPump(UniqueFd& pipe, bool tty, int source_fd)
+      : pipe_(pipe), tty_(tty), source_fd_(source_fd) {}
+
+  void start(const StdinSource& source) {
+    if (source.kind == StdinSource::Kind::bytes) {
+      buffer_ = source.bytes;
+    } else if (source.kind == StdinSource::Kind::fd) {
+      source_open_ = true;
+    }
+    set_nonblocking(pipe_.get());
+    if (buffer_.empty() && !source_open_) end();
   }
-  if (s.stderr_r) {
-    err.source = s.stderr_r.get();
-    err.open = true;
-  }
-  for (auto* sink : {&out, &err}) {
-    sink->limit = spec.limits.output_bytes;
-    if (sink->open) set_nonblocking(sink->source);
-  }
-  if (spec.output_mode == OutputMode::forward) {
-    out.forward_fd = spec.forward_stdout_fd;
-    err.forward_fd = spec.forward_stderr_fd;
-  } else {
-    out.collected = &outcome.stdout_data;
-    err.collected = &outcome.stderr_data;
+  bool wants_to_write() const { return pipe_ && offset_ < buffer_.size(); }
+  bool wants_to_read() const { return pipe_ && offset_ >= buffer_.size() && source_open_; }
+
+  void on_writable() {
+    ssize_t w = write_without_sigpipe(pipe_.get(), buffer_.data() + offset_,
+                                      buffer_.size() - offset_);
+    if (w > 0) {
+      offset_ += static_cast<std::size_t>(w);
+      partial_line_ = buffer_[offset_ - 1] != '\n';
+    }
+    if (w < 0 && errno != EAGAIN && errno != EINTR) {
+      pipe_.reset();  // the program closed its stdin
+    } else if (offset_ == buffer_.size() && !source_open_) {
+      end();
+    }
   }
 
-  // stdin: bytes or a host fd, pumped through the pipe; nothing means EOF at once.
-  std::string stdin_buffer;
-  std::size_t stdin_offset = 0;
-  bool stdin_source_open = false;
-  bool partial_line = false;  // --tty: the input so far does not end with a newline
-  bool eof_queued = false;    // --tty: the end-of-file characters are the last input
+  void on_source_readable() {
+    std::array<char, 65536> buf;
+    ssize_t r = ::read(source_fd_, buf.data(), buf.size());
+    if (r > 0) {
+      buffer_.assign(buf.data(), static_cast<std::size_t>(r));
+      offset_ = 0;
+    } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+      source_open_ = false;
+      end();
+    }
+  }
+
+ private:
   // Called once everything is written and the source is done. With a terminal, the input
   // ends with its end-of-file characters, written like any input (the pty may be full).
-  auto end_stdin = [&] {
-    if (s.tty_master && s.stdin_w && !eof_queued) {
-      eof_queued = true;
-      stdin_buffer = terminal_eof(s.stdin_w.get(), partial_line);
-      stdin_offset = 0;
-      if (!stdin_buffer.empty()) return;
+  void end() {
+    if (tty_ && pipe_ && !eof_queued_) {
+      eof_queued_ = true;
+      buffer_ = terminal_eof(pipe_.get(), partial_line_);
+      offset_ = 0;
+      if (!buffer_.empty()) return;
     }
-    s.stdin_w.reset();
-  };
-  if (!caller_mode && s.stdin_w) {
-    if (spec.stdin_source.kind == StdinSource::Kind::bytes) {
-      stdin_buffer = spec.stdin_source.bytes;
-    } else if (spec.stdin_source.kind == StdinSource::Kind::fd) {
-      stdin_source_open = true;
-    }
-    set_nonblocking(s.stdin_w.get());
-    if (stdin_buffer.empty() && !stdin_source_open) end_stdin();
+    pipe_.reset();
   }
 
-  UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  const auto wall_deadline = s.started + spec.limits.wall_time;
-  const bool cpu_budgeted = spec.limits.cpu_time && s.cgroup.cpu_usage_ns().has_value();
-  const std::uint64_t cpu_budget_ns =
-      spec.limits.cpu_time ? static_cast<std::uint64_t>(spec.limits.cpu_time->count()) * 1'000'000
-                           : 0;
-  const unsigned cpus = usable_cpus();
-  auto next_cpu_check = s.started;
-  auto arm_timer = [&] {
-    auto when = wall_deadline;
-    if (cpu_budgeted) when = std::min(when, next_cpu_check);
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
-    itimerspec its{};
-    its.it_value.tv_sec = ns / 1'000'000'000;
-    its.it_value.tv_nsec = ns % 1'000'000'000;
-    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
-    ::timerfd_settime(timer.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+  UniqueFd& pipe_;  // State::stdin_w
+  const bool tty_;
+  const int source_fd_;
+  std::string buffer_;
+  std::size_t offset_ = 0;
+  bool source_open_ = false;
+  bool partial_line_ = false;  // --tty: the input so far does not end with a newline
+  bool eof_queued_ = false;    // --tty: the end-of-file characters are the last input
+};
+
+// One poll round: the descriptors watched, and where each event source landed.
+struct PollSet {
+  static constexpr std::size_t kNone = SIZE_MAX;
+  std::array<pollfd, 10> fds{};
+  std::size_t n = 0;
+
+  std::size_t add_if(bool watch, int fd, short events) {
+    if (!watch) return kNone;
+    fds[n] = pollfd{fd, events, 0};
+    return n++;
+  }
+  bool ready(std::size_t i) const { return i != kNone && fds[i].revents != 0; }
+};
+
+struct Slots {
+  std::size_t pid, timer, kill, stop, notify, out, err, in, src, resize;
+};
+
+// How the program ended, as its init saw it (absent if init itself was killed).
+std::optional<ExitReport> read_exit_report(int status_fd) {
+  ExitReport r{};
+  set_nonblocking(status_fd);
+  if (::read(status_fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) return r;
+  return std::nullopt;
+}
+
+// Usage: cgroup counters where we have them, the init's rusage (which includes every
+// process it reaped) otherwise.
+void fill_usage(Usage& u, const CgroupStats& stats, const rusage& usage) {
+  auto ms = [](const timeval& tv) {
+    return static_cast<std::uint64_t>(tv.tv_sec) * 1000 +
+           static_cast<std::uint64_t>(tv.tv_usec) / 1000;
   };
-  // The earliest moment the budget could be spent: the rest of it on every usable CPU.
-  auto schedule_cpu_check = [&](std::uint64_t used_ns) {
-    std::uint64_t left = cpu_budget_ns > used_ns ? cpu_budget_ns - used_ns : 0;
-    auto wait = std::chrono::nanoseconds(std::max<std::uint64_t>(left / cpus, 1'000'000));
-    next_cpu_check = Clock::now() + wait;
-  };
-  if (cpu_budgeted) schedule_cpu_check(0);
+  u.cpu_user_ms = stats.cpu_user_ns ? *stats.cpu_user_ns / 1'000'000 : ms(usage.ru_utime);
+  u.cpu_sys_ms = stats.cpu_sys_ns ? *stats.cpu_sys_ns / 1'000'000 : ms(usage.ru_stime);
+  u.memory_peak_bytes = stats.memory_peak_bytes
+                            ? *stats.memory_peak_bytes
+                            : static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+  u.pids_peak = stats.pids_peak;
+}
+
+// Sandbox::wait, as one handler per event source around a poll loop; the verdict is judge()'s.
+class Supervisor {
+ public:
+  Supervisor(Sandbox::State& s, Outcome& outcome);
+  void supervise();
+  void finish();
+
+ private:
+  void open_output_sinks();
+  void start_timer();
+  void query_notification_size();
+  Slots watch(PollSet& ps) const;
+  void dispatch(const PollSet& ps, const Slots& at);
+  void kill_all();
+  void arm_timer();
+  void schedule_cpu_check(std::uint64_t used_ns);
+  void enforce_output_limit();
+  void on_resize();
+  void on_seccomp_notification(short revents);
+  void on_stop();
+  void on_kill_event();
+  void on_timer();
+  void on_init_exit();
+  void release_sandbox();
+  void record_exit(const std::optional<ExitReport>& report);
+
+  Sandbox::State& s_;
+  const Spec& spec_;
+  Outcome& outcome_;
+  RunFacts facts_;
+  StreamSink out_, err_;
+  StdinPump stdin_;
+  UniqueFd timer_;
+  Clock::time_point wall_deadline_, next_cpu_check_;
+  bool cpu_budgeted_ = false;
+  std::uint64_t cpu_budget_ns_ = 0;
+  unsigned cpus_ = 1;
+  std::uint32_t notif_size_ = 0;
+  bool init_exited_ = false;
+  bool follow_window_ = false;
+  siginfo_t info_{};
+  rusage usage_{};
+};
+
+Supervisor::Supervisor(Sandbox::State& s, Outcome& outcome)
+    : s_(s),
+      spec_(s.spec),
+      outcome_(outcome),
+      stdin_(s.stdin_w, static_cast<bool>(s.tty_master), s.spec.stdin_source.fd) {
+  facts_.command = spec_.argv.front();
+  open_output_sinks();
+  if (spec_.output_mode != OutputMode::caller && s_.stdin_w) stdin_.start(spec_.stdin_source);
+  start_timer();
+  query_notification_size();
+  follow_window_ =
+      s_.tty_master && spec_.tty->resize_event_fd >= 0 && spec_.tty->size_source_fd >= 0;
+}
+
+void Supervisor::open_output_sinks() {
+  if (spec_.output_mode != OutputMode::caller && s_.stdout_r) {
+    out_.source = s_.stdout_r.get();
+    out_.open = true;
+  } else if (s_.tty_master) {
+    out_.source = s_.tty_master.get();  // everything the program writes to its terminal
+    out_.open = true;
+  }
+  if (s_.stderr_r) {
+    err_.source = s_.stderr_r.get();
+    err_.open = true;
+  }
+  for (auto* sink : {&out_, &err_}) {
+    sink->limit = spec_.limits.output_bytes;
+    if (sink->open) set_nonblocking(sink->source);
+  }
+  if (spec_.output_mode == OutputMode::forward) {
+    out_.forward_fd = spec_.forward_stdout_fd;
+    err_.forward_fd = spec_.forward_stderr_fd;
+  } else {
+    out_.collected = &outcome_.stdout_data;
+    err_.collected = &outcome_.stderr_data;
+  }
+}
+
+// One timer for the wall-clock deadline and, with cgroup CPU accounting, the CPU checks.
+void Supervisor::start_timer() {
+  const auto& lim = spec_.limits;
+  timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  wall_deadline_ = s_.started + lim.wall_time;
+  cpu_budgeted_ = lim.cpu_time && s_.cgroup.cpu_usage_ns().has_value();
+  cpu_budget_ns_ = lim.cpu_time ? static_cast<std::uint64_t>(lim.cpu_time->count()) * 1'000'000
+                                : 0;
+  cpus_ = usable_cpus();
+  next_cpu_check_ = s_.started;
+  if (cpu_budgeted_) schedule_cpu_check(0);
   arm_timer();
+}
 
-  bool timed_out = false, cpu_exceeded = false, killed_by_caller = false, output_killed = false;
-  std::optional<std::string> violation;
-  bool init_exited = false;
-  auto kill_all = [&] {
-    sys::pidfd_send_signal(s.pidfd.get(), SIGKILL);
-    s.cgroup.kill_all();
-  };
-  std::uint32_t notif_size = 0, resp_size = 0;
-  if (s.notify) {
-    seccomp_notif_sizes sizes{};
-    if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0) {
-      notif_size = std::max<std::uint32_t>(sizes.seccomp_notif, sizeof(seccomp_notif));
-      resp_size = sizes.seccomp_notif_resp;
-    }
-  }
-  (void)resp_size;
+void Supervisor::query_notification_size() {
+  if (!s_.notify) return;
+  seccomp_notif_sizes sizes{};
+  if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0)
+    notif_size_ = std::max<std::uint32_t>(sizes.seccomp_notif, sizeof(seccomp_notif));
+}
 
-  siginfo_t info{};
-  rusage usage{};
-  bool follow_window =
-      s.tty_master && spec.tty->resize_event_fd >= 0 && spec.tty->size_source_fd >= 0;
-  while (!init_exited || out.open || err.open) {
-    std::array<pollfd, 10> pfds{};
-    std::size_t n = 0;
-    auto add = [&](int fd, short events) {
-      pfds[n++] = pollfd{fd, events, 0};
-      return n - 1;
-    };
-    std::size_t i_pid = init_exited ? SIZE_MAX : add(s.pidfd.get(), POLLIN);
-    std::size_t i_timer = init_exited ? SIZE_MAX : add(timer.get(), POLLIN);
-    std::size_t i_kill = init_exited ? SIZE_MAX : add(s.kill_event.get(), POLLIN);
-    bool watch_stop = spec.stop_fd >= 0 && !killed_by_caller && !init_exited;
-    std::size_t i_stop = watch_stop ? add(spec.stop_fd, POLLIN) : SIZE_MAX;
-    std::size_t i_notify = (s.notify && !init_exited) ? add(s.notify.get(), POLLIN) : SIZE_MAX;
-    std::size_t i_out = out.open ? add(out.source, POLLIN) : SIZE_MAX;
-    std::size_t i_err = err.open ? add(err.source, POLLIN) : SIZE_MAX;
-    std::size_t i_in = SIZE_MAX, i_src = SIZE_MAX;
-    std::size_t i_resize =
-        (follow_window && !init_exited) ? add(spec.tty->resize_event_fd, POLLIN) : SIZE_MAX;
-    if (s.stdin_w && !init_exited) {
-      if (stdin_offset < stdin_buffer.size())
-        i_in = add(s.stdin_w.get(), POLLOUT);
-      else if (stdin_source_open)
-        i_src = add(spec.stdin_source.fd, POLLIN);
-    }
-    int rc = ::poll(pfds.data(), n, -1);
-    if (rc < 0) {
+void Supervisor::arm_timer() {
+  auto when = wall_deadline_;
+  if (cpu_budgeted_) when = std::min(when, next_cpu_check_);
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
+  itimerspec its{};
+  its.it_value.tv_sec = ns / 1'000'000'000;
+  its.it_value.tv_nsec = ns % 1'000'000'000;
+  if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
+  ::timerfd_settime(timer_.get(), TFD_TIMER_ABSTIME, &its, nullptr);
+}
+
+// The earliest moment the budget could be spent: the rest of it on every usable CPU.
+void Supervisor::schedule_cpu_check(std::uint64_t used_ns) {
+  std::uint64_t left = cpu_budget_ns_ > used_ns ? cpu_budget_ns_ - used_ns : 0;
+  auto wait = std::chrono::nanoseconds(std::max<std::uint64_t>(left / cpus_, 1'000'000));
+  next_cpu_check_ = Clock::now() + wait;
+}
+
+void Supervisor::kill_all() {
+  sys::pidfd_send_signal(s_.pidfd.get(), SIGKILL);
+  s_.cgroup.kill_all();
+}
+
+// Until init exits, every source; after, only the output still to drain.
+Slots Supervisor::watch(PollSet& ps) const {
+  const bool live = !init_exited_;
+  Slots at{};
+  at.pid = ps.add_if(live, s_.pidfd.get(), POLLIN);
+  at.timer = ps.add_if(live, timer_.get(), POLLIN);
+  at.kill = ps.add_if(live, s_.kill_event.get(), POLLIN);
+  at.stop = ps.add_if(live && spec_.stop_fd >= 0 && !facts_.killed_by_caller, spec_.stop_fd,
+                      POLLIN);
+  at.notify = ps.add_if(live && s_.notify, s_.notify.get(), POLLIN);
+  at.out = ps.add_if(out_.open, out_.source, POLLIN);
+  at.err = ps.add_if(err_.open, err_.source, POLLIN);
+  at.resize = ps.add_if(live && follow_window_, follow_window_ ? spec_.tty->resize_event_fd : -1,
+                        POLLIN);
+  at.in = ps.add_if(live && stdin_.wants_to_write(), s_.stdin_w.get(), POLLOUT);
+  at.src = ps.add_if(live && stdin_.wants_to_read(), spec_.stdin_source.fd, POLLIN);
+  return at;
+}
+
+void Supervisor::supervise() {
+  while (!init_exited_ || out_.open || err_.open) {
+    PollSet ps;
+    const Slots at = watch(ps);
+    if (::poll(ps.fds.data(), ps.n, -1) < 0) {
       if (errno == EINTR) continue;
       kill_all();  // cannot supervise any more: fail closed
       break;
     }
-    auto ready = [&](std::size_t i) { return i != SIZE_MAX && pfds[i].revents != 0; };
+    dispatch(ps, at);
+  }
+}
 
-    if (ready(i_out) && !out.drain()) out.open = false;
-    if (ready(i_err) && !err.drain()) err.open = false;
-    if (spec.kill_on_output_limit && !output_killed && (out.discarded || err.discarded)) {
-      output_killed = true;
+// In this order: output before the limits it may hit, the exit last.
+void Supervisor::dispatch(const PollSet& ps, const Slots& at) {
+  if (ps.ready(at.out) && !out_.drain()) out_.open = false;
+  if (ps.ready(at.err) && !err_.drain()) err_.open = false;
+  enforce_output_limit();
+  if (ps.ready(at.in)) stdin_.on_writable();
+  if (ps.ready(at.src)) stdin_.on_source_readable();
+  if (ps.ready(at.resize)) on_resize();
+  if (ps.ready(at.notify)) on_seccomp_notification(ps.fds[at.notify].revents);
+  if (ps.ready(at.stop)) on_stop();
+  if (ps.ready(at.kill)) on_kill_event();
+  if (ps.ready(at.timer)) on_timer();
+  if (ps.ready(at.pid)) on_init_exit();
+}
+
+void Supervisor::enforce_output_limit() {
+  if (spec_.kill_on_output_limit && !facts_.output_killed && (out_.discarded || err_.discarded)) {
+    facts_.output_killed = true;
+    kill_all();
+  }
+}
+
+// --tty: the host terminal changed size; so does the sandbox's.
+void Supervisor::on_resize() {
+  std::array<char, 64> events;
+  ssize_t r = ::read(spec_.tty->resize_event_fd, events.data(), events.size());
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) follow_window_ = false;
+  winsize size{};
+  if (::ioctl(spec_.tty->size_source_fd, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 &&
+      size.ws_col > 0)
+    (void)::ioctl(s_.tty_master.get(), TIOCSWINSZ, &size);
+}
+
+// A forbidden syscall: the first one names the violation, and the run ends.
+void Supervisor::on_seccomp_notification(short revents) {
+  if (!(revents & POLLIN)) {
+    s_.notify.reset();  // every process under the filter is gone
+    return;
+  }
+  std::vector<char> buf(notif_size_ ? notif_size_ : sizeof(seccomp_notif), 0);
+  auto* notif = reinterpret_cast<seccomp_notif*>(buf.data());
+  if (::ioctl(s_.notify.get(), SECCOMP_IOCTL_NOTIF_RECV, notif) == 0 && !facts_.violation) {
+    facts_.violation = syscall_name(notif->data.arch, notif->data.nr);
+    kill_all();
+  }
+}
+
+void Supervisor::on_stop() {
+  facts_.killed_by_caller = true;
+  kill_all();
+}
+
+void Supervisor::on_kill_event() {
+  std::uint64_t v;
+  (void)!::read(s_.kill_event.get(), &v, sizeof v);
+  facts_.killed_by_caller = true;
+  kill_all();
+}
+
+void Supervisor::on_timer() {
+  std::uint64_t expirations;
+  (void)!::read(timer_.get(), &expirations, sizeof expirations);
+  auto now = Clock::now();
+  if (now >= wall_deadline_ && !facts_.timed_out) {
+    facts_.timed_out = true;
+    kill_all();
+  } else if (cpu_budgeted_ && now >= next_cpu_check_ && !facts_.cpu_exceeded) {
+    std::uint64_t used = s_.cgroup.cpu_usage_ns().value_or(0);
+    if (used >= cpu_budget_ns_) {
+      facts_.cpu_exceeded = true;
       kill_all();
-    }
-    if (ready(i_in)) {
-      ssize_t w = write_without_sigpipe(s.stdin_w.get(), stdin_buffer.data() + stdin_offset,
-                                        stdin_buffer.size() - stdin_offset);
-      if (w > 0) {
-        stdin_offset += static_cast<std::size_t>(w);
-        partial_line = stdin_buffer[stdin_offset - 1] != '\n';
-      }
-      if (w < 0 && errno != EAGAIN && errno != EINTR) {
-        s.stdin_w.reset();  // the program closed its stdin
-      } else if (stdin_offset == stdin_buffer.size() && !stdin_source_open) {
-        end_stdin();
-      }
-    }
-    if (ready(i_src)) {
-      std::array<char, 65536> buf;
-      ssize_t r = ::read(spec.stdin_source.fd, buf.data(), buf.size());
-      if (r > 0) {
-        stdin_buffer.assign(buf.data(), static_cast<std::size_t>(r));
-        stdin_offset = 0;
-      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-        stdin_source_open = false;
-        end_stdin();
-      }
-    }
-    if (ready(i_resize)) {
-      std::array<char, 64> events;
-      ssize_t r = ::read(spec.tty->resize_event_fd, events.data(), events.size());
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) follow_window = false;
-      winsize size{};
-      if (::ioctl(spec.tty->size_source_fd, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 &&
-          size.ws_col > 0)
-        (void)::ioctl(s.tty_master.get(), TIOCSWINSZ, &size);
-    }
-    if (ready(i_notify)) {
-      if (pfds[i_notify].revents & POLLIN) {
-        std::vector<char> buf(notif_size ? notif_size : sizeof(seccomp_notif), 0);
-        auto* notif = reinterpret_cast<seccomp_notif*>(buf.data());
-        if (::ioctl(s.notify.get(), SECCOMP_IOCTL_NOTIF_RECV, notif) == 0 && !violation) {
-          violation = syscall_name(notif->data.arch, notif->data.nr);
-          kill_all();
-        }
-      } else {
-        s.notify.reset();  // every process under the filter is gone
-      }
-    }
-    if (ready(i_stop)) {
-      killed_by_caller = true;
-      kill_all();
-    }
-    if (ready(i_kill)) {
-      std::uint64_t v;
-      (void)!::read(s.kill_event.get(), &v, sizeof v);
-      killed_by_caller = true;
-      kill_all();
-    }
-    if (ready(i_timer)) {
-      std::uint64_t expirations;
-      (void)!::read(timer.get(), &expirations, sizeof expirations);
-      auto now = Clock::now();
-      if (now >= wall_deadline && !timed_out) {
-        timed_out = true;
-        kill_all();
-      } else if (cpu_budgeted && now >= next_cpu_check && !cpu_exceeded) {
-        std::uint64_t used = s.cgroup.cpu_usage_ns().value_or(0);
-        if (used >= cpu_budget_ns) {
-          cpu_exceeded = true;
-          kill_all();
-        } else {
-          schedule_cpu_check(used);
-        }
-      }
-      if (!timed_out) arm_timer();
-    }
-    if (ready(i_pid)) {
-      // The sandbox's init has exited: the kernel has ended every other process in it.
-      long r = ::syscall(SYS_waitid, P_PIDFD, s.pidfd.get(), &info, WEXITED | __WALL, &usage);
-      if (r == 0) {
-        init_exited = true;
-        s.reaped = true;
-        // Every process is gone. With our slave open the master never reports an end, so
-        // take what the program wrote (the read flushes the pty's pending input) and stop.
-        if (s.tty_master && out.open) {
-          (void)out.drain();
-          out.open = false;
-        }
-        outcome.usage.wall_ms = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s.started).count());
-      }
+    } else {
+      schedule_cpu_check(used);
     }
   }
+  if (!facts_.timed_out) arm_timer();
+}
 
-  // How the program ended, as its init saw it (absent if init itself was killed).
-  std::optional<ExitReport> report;
-  {
-    ExitReport r{};
-    set_nonblocking(s.status_r.get());
-    if (::read(s.status_r.get(), &r, sizeof r) == static_cast<ssize_t>(sizeof r)) report = r;
+// The sandbox's init has exited: the kernel has ended every other process in it.
+void Supervisor::on_init_exit() {
+  if (::syscall(SYS_waitid, P_PIDFD, s_.pidfd.get(), &info_, WEXITED | __WALL, &usage_) != 0)
+    return;
+  init_exited_ = true;
+  s_.reaped = true;
+  // Every process is gone. With our slave open the master never reports an end, so
+  // take what the program wrote (the read flushes the pty's pending input) and stop.
+  if (s_.tty_master && out_.open) {
+    (void)out_.drain();
+    out_.open = false;
   }
-  CgroupStats stats = s.cgroup.read_stats();
-  s.listeners.clear();
-  s.notify.reset();
-  s.stdin_w.reset();
-  s.tty_master.reset();
-  s.tty_slave.reset();
-  (void)s.cgroup.remove();
+  outcome_.usage.wall_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - s_.started).count());
+}
 
-  // Usage: cgroup counters where we have them, the init's rusage (which includes every
-  // process it reaped) otherwise.
-  auto ms = [](const timeval& tv) {
-    return static_cast<std::uint64_t>(tv.tv_sec) * 1000 + static_cast<std::uint64_t>(tv.tv_usec) / 1000;
-  };
-  outcome.usage.cpu_user_ms = stats.cpu_user_ns ? *stats.cpu_user_ns / 1'000'000 : ms(usage.ru_utime);
-  outcome.usage.cpu_sys_ms = stats.cpu_sys_ns ? *stats.cpu_sys_ns / 1'000'000 : ms(usage.ru_stime);
-  outcome.usage.memory_peak_bytes =
-      stats.memory_peak_bytes ? *stats.memory_peak_bytes
-                              : static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
-  outcome.usage.pids_peak = stats.pids_peak;
+void Supervisor::release_sandbox() {
+  s_.listeners.clear();
+  s_.notify.reset();
+  s_.stdin_w.reset();
+  s_.tty_master.reset();
+  s_.tty_slave.reset();
+  (void)s_.cgroup.remove();
+}
 
-  outcome.stdout_truncated = out.discarded > 0;
-  outcome.stderr_truncated = err.discarded > 0;
-  outcome.stdout_discarded_bytes = out.discarded;
-  outcome.stderr_discarded_bytes = err.discarded;
+void Supervisor::record_exit(const std::optional<ExitReport>& report) {
   if (report) {
-    if (report->exited) outcome.exit_code = report->code;
-    else outcome.signal = report->code;
-  } else if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
-    outcome.signal = info.si_status;
+    if (report->exited) facts_.exit_code = report->code;
+    else facts_.signal = report->code;
+  } else if (info_.si_code == CLD_KILLED || info_.si_code == CLD_DUMPED) {
+    facts_.signal = info_.si_status;
   }
+}
 
-  const auto& lim = spec.limits;
-  const std::uint64_t cpu_used_ns =
-      (outcome.usage.cpu_user_ms + outcome.usage.cpu_sys_ms) * 1'000'000;
-  const bool cpu_signal = outcome.signal && (*outcome.signal == SIGXCPU || *outcome.signal == SIGKILL);
-  const std::string cmd = spec.argv.front();
-  if (timed_out) {
-    outcome.verdict = Verdict::timeout;
-    outcome.exit_code.reset();
-    outcome.signal = SIGKILL;
-    outcome.message = cmd + " ran past the " + format_duration(lim.wall_time) +
-                      " wall-clock limit and was killed";
-  } else if (violation) {
-    outcome.verdict = Verdict::seccomp_violation;
-    outcome.syscall = *violation;
-    outcome.exit_code.reset();
-    outcome.signal = SIGSYS;
-    outcome.message = cmd + " called " + *violation +
-                      ", which the sandbox's syscall policy forbids, and was killed";
-  } else if (stats.oom_kills > 0) {
-    outcome.verdict = Verdict::memory_limit;
-    outcome.message = cmd + " reached the " + format_size(lim.memory_bytes) +
-                      " memory limit and the kernel's OOM killer ended " +
-                      (stats.oom_kills == 1 ? std::string("a process")
-                                            : std::to_string(stats.oom_kills) + " processes");
-  } else if (cpu_exceeded || (lim.cpu_time && cpu_signal &&
-                              cpu_used_ns + cpu_slack_ns(*lim.cpu_time) >=
-                                  static_cast<std::uint64_t>(lim.cpu_time->count()) * 1'000'000)) {
-    outcome.verdict = Verdict::cpu_time_limit;
-    if (cpu_exceeded) {
-      outcome.exit_code.reset();
-      outcome.signal = SIGKILL;
-    }
-    outcome.message = cmd + " used up its " + format_duration(*lim.cpu_time) +
-                      " CPU-time budget and was killed";
-  } else if (outcome.stdout_truncated || outcome.stderr_truncated) {
-    outcome.verdict = Verdict::output_limit;
-    std::string which = outcome.stdout_truncated && outcome.stderr_truncated ? "stdout and stderr"
-                        : outcome.stdout_truncated                            ? "stdout"
-                                                                              : "stderr";
-    outcome.message = cmd + " wrote more than the " + format_size(lim.output_bytes) +
-                      " output limit on " + which + "; the rest was discarded" +
-                      (output_killed ? " and the run was stopped" : "");
-  } else if (killed_by_caller) {
-    outcome.verdict = Verdict::signaled;
-    outcome.exit_code.reset();
-    outcome.signal = SIGKILL;
-    outcome.message = cmd + " was stopped by its supervisor";
-  } else if (outcome.signal) {
-    outcome.verdict = Verdict::signaled;
-    outcome.message = cmd + " was killed by " + signal_name(*outcome.signal);
-  } else if (outcome.exit_code && *outcome.exit_code != 0) {
-    outcome.verdict = Verdict::exit_nonzero;
-    outcome.message = cmd + " exited with status " + std::to_string(*outcome.exit_code);
-  } else if (outcome.exit_code) {
-    outcome.verdict = Verdict::ok;
-    outcome.message = cmd + " exited with status 0";
-  } else {
-    outcome.verdict = Verdict::signaled;
-    outcome.message = cmd + "'s sandbox ended without reporting how the program exited";
-  }
+// After the loop: what the sandbox left behind, the usage, and the verdict on the facts.
+void Supervisor::finish() {
+  const std::optional<ExitReport> report = read_exit_report(s_.status_r.get());
+  const CgroupStats stats = s_.cgroup.read_stats();
+  release_sandbox();
+  fill_usage(outcome_.usage, stats, usage_);
+
+  outcome_.stdout_truncated = out_.discarded > 0;
+  outcome_.stderr_truncated = err_.discarded > 0;
+  outcome_.stdout_discarded_bytes = out_.discarded;
+  outcome_.stderr_discarded_bytes = err_.discarded;
+  record_exit(report);
+  facts_.oom_kills = stats.oom_kills;
+  facts_.cpu_used_ns = (outcome_.usage.cpu_user_ms + outcome_.usage.cpu_sys_ms) * 1'000'000;
+  facts_.stdout_truncated = outcome_.stdout_truncated;
+  facts_.stderr_truncated = outcome_.stderr_truncated;
+
+  Judgement j = judge(facts_, spec_.limits);
+  outcome_.verdict = j.verdict;
+  outcome_.message = std::move(j.message);
+  outcome_.exit_code = j.exit_code;
+  outcome_.signal = j.signal;
+  if (j.syscall) outcome_.syscall = std::move(j.syscall);
+}
+
+}  // namespace
+
+Outcome Sandbox::wait() {
+  Outcome outcome;
+  Supervisor supervisor(*state_, outcome);
+  supervisor.supervise();
+  supervisor.finish();
   return outcome;
 }
 
