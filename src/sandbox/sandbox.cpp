@@ -195,138 +195,150 @@ Status validate_spec(const Spec& spec) {
   return {};
 }
 
-Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
-  if (auto s = validate_spec(spec); !s) return s.error();
-  auto st = std::make_unique<State>();
-  st->spec = spec;
+namespace {
 
-  // v2: the cgroup exists before clone3, which starts the child in it (CLONE_INTO_CGROUP).
-  // v1: we create the cgroups once the child is released, while it builds its root, and it
-  // moves itself into them before it starts the program (see join_cgroups in child.cpp).
-  const bool cgroups_after_clone = cgroup_support().mode == CgroupMode::v1;
-  if (!cgroups_after_clone) {
-    auto cgroup = SandboxCgroup::create(spec.limits);
-    if (!cgroup) return cgroup.error();
-    st->cgroup = std::move(*cgroup);
+// The descriptors between the supervisor and the child, both ends, until clone3 splits them.
+struct Channels {
+  Pipe in, out, err, errp, status, go;
+  UniqueFd control_parent, control_child;
+};
+
+Status make_channels(Channels& c) {
+  for (Pipe* p : {&c.in, &c.out, &c.err, &c.errp, &c.status, &c.go}) {
+    auto pipe = make_pipe();
+    if (!pipe) return pipe.error();
+    *p = std::move(*pipe);
   }
-
-  auto plan = make_child_plan(spec, cgroup_support());
-  if (!plan) return plan.error();
-  st->plan = std::move(*plan);
-
-  auto in = make_pipe(), out = make_pipe(), err = make_pipe(), errp = make_pipe(),
-       status = make_pipe(), go = make_pipe();
-  for (auto* p : {&in, &out, &err, &errp, &status, &go})
-    if (!*p) return p->error();
   int sp[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
     return setup_errno("socketpair", errno);
-  UniqueFd control_parent(sp[0]), control_child(sp[1]);
-  st->kill_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!st->kill_event) return setup_errno("eventfd", errno);
+  c.control_parent.reset(sp[0]);
+  c.control_child.reset(sp[1]);
+  return {};
+}
 
-  ChildPlan& cp = st->plan;
-  cp.stdin_fd = in->read.get();
-  cp.stdout_fd = out->write.get();
-  cp.stderr_fd = err->write.get();
-  cp.error_fd = errp->write.get();
-  cp.control_fd = control_child.get();
-  cp.status_fd = status->write.get();
-  cp.go_fd = go->read.get();
+void give_child_its_ends(ChildPlan& cp, const Channels& c, bool cgroups_after_clone) {
+  cp.stdin_fd = c.in.read.get();
+  cp.stdout_fd = c.out.write.get();
+  cp.stderr_fd = c.err.write.get();
+  cp.error_fd = c.errp.write.get();
+  cp.control_fd = c.control_child.get();
+  cp.status_fd = c.status.write.get();
+  cp.go_fd = c.go.read.get();
   cp.join_cgroups_from_control = cgroups_after_clone;
+}
 
+// clone3 into new namespaces (and on v2 straight into the cgroup); the child runs its plan.
+Status clone_child(Sandbox::State& st) {
   int pidfd = -1;
   sys::CloneArgs args{};
   // The network namespace comes from the child (child.cpp, join_network_namespace), made
   // while the rest is set up.
   args.flags = sys::kClonePidfd | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
                CLONE_NEWUTS;
-  if (st->cgroup.clone_into_fd() >= 0) {
+  if (st.cgroup.clone_into_fd() >= 0) {
     args.flags |= sys::kCloneIntoCgroup | CLONE_NEWCGROUP;
-    args.cgroup = static_cast<std::uint64_t>(st->cgroup.clone_into_fd());
+    args.cgroup = static_cast<std::uint64_t>(st.cgroup.clone_into_fd());
   }
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exit_signal = 0;  // no SIGCHLD: only our pidfd waits for this child (__WALL)
   long pid = sys::clone3(&args);
   if (pid < 0) return setup_errno("clone3 (new user, pid, mount, ipc, uts namespaces)", errno);
-  if (pid == 0) child_main(cp);
+  if (pid == 0) child_main(st.plan);
+  st.pid = static_cast<pid_t>(pid);
+  st.pidfd.reset(pidfd);
+  return {};
+}
 
-  st->pid = static_cast<pid_t>(pid);
-  st->pidfd.reset(pidfd);
-  st->stdin_w = std::move(in->write);
-  st->stdout_r = std::move(out->read);
-  st->stderr_r = std::move(err->read);
-  st->status_r = std::move(status->read);
-  st->control = std::move(control_parent);
-  // Close our copies of the child's ends now, so EOFs mean what they should.
-  in->read.reset();
-  out->write.reset();
-  err->write.reset();
-  errp->write.reset();
-  status->write.reset();
-  go->read.reset();
-  control_child.reset();
-  auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
-  State& s = *sandbox->state_;
+// Keeps our ends; closes our copies of the child's now, so EOFs mean what they should.
+void keep_supervisor_ends(Sandbox::State& st, Channels& c) {
+  st.stdin_w = std::move(c.in.write);
+  st.stdout_r = std::move(c.out.read);
+  st.stderr_r = std::move(c.err.read);
+  st.status_r = std::move(c.status.read);
+  st.control = std::move(c.control_parent);
+  c.in.read.reset();
+  c.out.write.reset();
+  c.err.write.reset();
+  c.errp.write.reset();
+  c.status.write.reset();
+  c.go.read.reset();
+  c.control_child.reset();
+}
 
+Status write_id_maps(pid_t pid) {
   const HostIds ids = host_ids();
-  if (!ids.root_mode && !write_proc_file(s.pid, "setgroups", "deny"))
+  if (!ids.root_mode && !write_proc_file(pid, "setgroups", "deny"))
     return setup_errno("writing setgroups deny", errno);
-  if (!write_proc_file(s.pid, "uid_map",
+  if (!write_proc_file(pid, "uid_map",
                        std::to_string(kSandboxUid) + " " + std::to_string(ids.uid) + " 1\n"))
     return setup_errno("writing uid_map", errno);
-  if (!write_proc_file(s.pid, "gid_map",
+  if (!write_proc_file(pid, "gid_map",
                        std::to_string(kSandboxGid) + " " + std::to_string(ids.gid) + " 1\n"))
     return setup_errno("writing gid_map", errno);
+  return {};
+}
 
+// The child waits on the go pipe until its id maps exist; the run's clock starts here.
+Status release_child(Sandbox::State& s, UniqueFd& go_w) {
   char one = 1;
   s.started = Clock::now();
-  if (write_without_sigpipe(go->write.get(), &one, 1) != 1)
+  if (write_without_sigpipe(go_w.get(), &one, 1) != 1)
     return setup_errno("releasing the sandbox", errno);
-  s.go_w = std::move(go->write);
+  s.go_w = std::move(go_w);
+  return {};
+}
 
-  int handoff_errno = 0;  // the child died before it took its cgroups: its report says why
-  if (cgroups_after_clone) {
-    auto cgroup = SandboxCgroup::create(spec.limits);
-    if (!cgroup) return cgroup.error();  // ~Sandbox kills the child
-    s.cgroup = std::move(*cgroup);
-    auto join_fds = s.cgroup.open_join_fds();
-    if (!join_fds) return join_fds.error();
-    if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
-      return setup_error("more cgroup hierarchies than the child can join");
-    int fds[ChildPlan::kMaxCgroupJoinFds];
-    for (std::size_t i = 0; i < join_fds->size(); ++i) fds[i] = (*join_fds)[i].get();
-    if (!send_fds(s.control.get(), 'C', fds, join_fds->size())) handoff_errno = errno;
-  }
+// v1: the cgroups, made while the child builds its root, and sent to it to join. Returns the
+// errno of a failed send (0 if none): the child may have died first, and its report says why.
+Result<int> hand_over_cgroups(Sandbox::State& s) {
+  auto cgroup = SandboxCgroup::create(s.spec.limits);
+  if (!cgroup) return cgroup.error();  // ~Sandbox kills the child
+  s.cgroup = std::move(*cgroup);
+  auto join_fds = s.cgroup.open_join_fds();
+  if (!join_fds) return join_fds.error();
+  if (join_fds->size() > static_cast<std::size_t>(ChildPlan::kMaxCgroupJoinFds))
+    return setup_error("more cgroup hierarchies than the child can join");
+  int fds[ChildPlan::kMaxCgroupJoinFds];
+  for (std::size_t i = 0; i < join_fds->size(); ++i) fds[i] = (*join_fds)[i].get();
+  if (!send_fds(s.control.get(), 'C', fds, join_fds->size())) return errno;
+  return 0;
+}
 
-  // Wait for execve (EOF on the error pipe) or a report of what failed.
-  const auto deadline = s.started + s.spec.limits.wall_time;
-  ChildError report{};
+// Reads the child's error pipe until execve closes it (EOF) or a whole report has arrived.
+Result<bool> read_setup_report(int error_fd, Clock::time_point deadline, ChildError& report) {
   std::size_t got = 0;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return setup_error("the sandbox did not finish setting up in time");
-    pollfd pfd{errp->read.get(), POLLIN, 0};
+    pollfd pfd{error_fd, POLLIN, 0};
     int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
     if (rc <= 0) continue;
-    ssize_t n = ::read(errp->read.get(), reinterpret_cast<char*>(&report) + got,
-                       sizeof report - got);
+    ssize_t n = ::read(error_fd, reinterpret_cast<char*>(&report) + got, sizeof report - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
     if (got == sizeof report) break;
   }
-  if (got == sizeof report) {
-    report.step[sizeof report.step - 1] = '\0';
-    std::string step = report.step;
-    if (step.rfind("execve ", 0) == 0 && report.err == ENOENT)
-      return setup_error("command not found in the sandbox: " + step.substr(7));
-    return setup_errno("sandbox setup failed at " + step, report.err);
-  }
-  if (handoff_errno != 0) return setup_errno("sending the sandbox its cgroups", handoff_errno);
+  return got == sizeof report;
+}
 
-  // Descriptors the child sent before exec: listening sockets, then the seccomp listener.
+// Waits for execve, or returns the step the child reported failing.
+Status await_exec(const Sandbox::State& s, int error_fd) {
+  ChildError report{};
+  auto failed = read_setup_report(error_fd, s.started + s.spec.limits.wall_time, report);
+  if (!failed) return failed.error();
+  if (!*failed) return {};
+  report.step[sizeof report.step - 1] = '\0';
+  std::string step = report.step;
+  if (step.rfind("execve ", 0) == 0 && report.err == ENOENT)
+    return setup_error("command not found in the sandbox: " + step.substr(7));
+  return setup_errno("sandbox setup failed at " + step, report.err);
+}
+
+// Descriptors the child sent before exec: listening sockets, then the seccomp listener.
+Status receive_descriptors(Sandbox::State& s) {
   for (ReceivedFds record; receive_fds(s.control.get(), record, MSG_DONTWAIT) > 0;) {
     for (std::size_t i = 0; i < record.count; ++i) {
       UniqueFd fd(record.fds[i]);
@@ -342,16 +354,66 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   if (s.listeners.size() != s.spec.network.loopback_listeners.size() &&
       !s.spec.network.loopback_listeners.empty())
     return setup_error("the sandbox did not hand over its listening sockets");
+  return {};
+}
+
+// --tty: the program's stdio is the pty slave: the pipes' other ends are gone. The master is
+// both its stdin (a second descriptor, so ending the input does not hang the pty up) and
+// its stdout.
+Status adopt_terminal(Sandbox::State& s) {
+  if (!s.tty_master || !s.tty_slave)
+    return setup_error("the sandbox did not hand over its terminal");
+  s.stdout_r.reset();
+  s.stderr_r.reset();
+  s.stdin_w.reset(::fcntl(s.tty_master.get(), F_DUPFD_CLOEXEC, 0));
+  if (!s.stdin_w) return setup_errno("duplicating the pty master", errno);
+  return {};
+}
+
+}  // namespace
+
+// The steps in order; each failure is a setup_error naming its step.
+Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
+  if (auto r = validate_spec(spec); !r) return r.error();
+  auto st = std::make_unique<State>();
+  st->spec = spec;
+
+  // v2: the cgroup exists before clone3, which starts the child in it (CLONE_INTO_CGROUP).
+  // v1: we create the cgroups once the child is released, while it builds its root, and it
+  // moves itself into them before it starts the program (see join_cgroups in child.cpp).
+  const bool cgroups_after_clone = cgroup_support().mode == CgroupMode::v1;
+  if (!cgroups_after_clone) {
+    auto cgroup = SandboxCgroup::create(spec.limits);
+    if (!cgroup) return cgroup.error();
+    st->cgroup = std::move(*cgroup);
+  }
+  auto plan = make_child_plan(spec, cgroup_support());
+  if (!plan) return plan.error();
+  st->plan = std::move(*plan);
+
+  Channels ch;
+  if (auto r = make_channels(ch); !r) return r.error();
+  st->kill_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!st->kill_event) return setup_errno("eventfd", errno);
+  give_child_its_ends(st->plan, ch, cgroups_after_clone);
+  if (auto r = clone_child(*st); !r) return r.error();
+  keep_supervisor_ends(*st, ch);
+  auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
+  State& s = *sandbox->state_;  // from here on, an error return kills the child (~Sandbox)
+
+  if (auto r = write_id_maps(s.pid); !r) return r.error();
+  if (auto r = release_child(s, ch.go.write); !r) return r.error();
+  int handoff_errno = 0;
+  if (cgroups_after_clone) {
+    auto sent = hand_over_cgroups(s);
+    if (!sent) return sent.error();
+    handoff_errno = *sent;
+  }
+  if (auto r = await_exec(s, ch.errp.read.get()); !r) return r.error();
+  if (handoff_errno != 0) return setup_errno("sending the sandbox its cgroups", handoff_errno);
+  if (auto r = receive_descriptors(s); !r) return r.error();
   if (s.spec.tty) {
-    // The program's stdio is the pty slave: the pipes' other ends are gone. The master is
-    // both its stdin (a second descriptor, so ending the input does not hang the pty up) and
-    // its stdout.
-    if (!s.tty_master || !s.tty_slave)
-      return setup_error("the sandbox did not hand over its terminal");
-    s.stdout_r.reset();
-    s.stderr_r.reset();
-    s.stdin_w.reset(::fcntl(s.tty_master.get(), F_DUPFD_CLOEXEC, 0));
-    if (!s.stdin_w) return setup_errno("duplicating the pty master", errno);
+    if (auto r = adopt_terminal(s); !r) return r.error();
   }
   return sandbox;
 }
