@@ -121,17 +121,14 @@ Result<std::string> normalize_absolute(const std::string& path) {
   return out.empty() ? std::string("/") : out;
 }
 
-Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups) {
-  ChildPlan plan{};
-  const HostIds ids = host_ids();
-  plan.root_mode = ids.root_mode;
-  plan.uid = kSandboxUid;
-  plan.gid = kSandboxGid;
-  plan.last_cap = read_last_cap();
-  plan.hostname = spec.hostname;
-  plan.listeners = spec.network.loopback_listeners;
-  plan.unshare_cgroup_ns = cgroups.mode != CgroupMode::v2;
+namespace {
 
+using namespace landlock;
+constexpr std::uint64_t kSystemAttr =
+    sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev;
+
+// The tmpfs root: where it is staged, its size (--disk), and the work dir.
+Status plan_root(ChildPlan& plan, const Spec& spec) {
   for (const char* candidate : {"/tmp", "/mnt", "/var/tmp", "/run"}) {
     struct stat st {};
     if (::stat(candidate, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -145,28 +142,22 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   plan.root_options = "size=" + std::to_string(disk) +
                       ",nr_inodes=" + std::to_string(std::max<std::uint64_t>(1024, disk / 4096)) +
                       ",mode=0755";
-
   auto workdir = normalize_absolute(spec.workdir);
   if (!workdir) return workdir.error();
   plan.workdir = *workdir;
-  const std::string work_rel = relative(plan.workdir);
+  return {};
+}
 
-  LayoutBuilder layout(plan);
-  LandlockPlan& ll = plan.landlock;
-  using namespace landlock;
-  const std::uint64_t ro_attr = sys::kMountAttrRdonly | sys::kMountAttrNosuid | sys::kMountAttrNodev;
-  ll.paths.push_back({"/", kReadDir, true});
-
-  // Read-only system directories, and the merged-/usr links as the host has them.
-  std::vector<std::string> system_mounts;  // inside paths of system binds (for nesting checks)
-  {
-    struct stat st {};
-    if (::stat("/usr", &st) != 0 || !S_ISDIR(st.st_mode))
-      return Error::make("setup_error", "the host has no /usr to run programs from");
-    layout.attach("/usr", "usr", ro_attr, true);
-    system_mounts.push_back("/usr");
-    ll.paths.push_back({"/usr", kReadOnly, true});
-  }
+// Read-only system directories, and the merged-/usr links as the host has them. Records the
+// inside paths of the binds in system_mounts (for the nesting checks of user binds).
+Status plan_system_dirs(LayoutBuilder& layout, LandlockPlan& ll,
+                        std::vector<std::string>& system_mounts) {
+  struct stat usr {};
+  if (::stat("/usr", &usr) != 0 || !S_ISDIR(usr.st_mode))
+    return Error::make("setup_error", "the host has no /usr to run programs from");
+  layout.attach("/usr", "usr", kSystemAttr, true);
+  system_mounts.push_back("/usr");
+  ll.paths.push_back({"/usr", kReadOnly, true});
   for (const char* name : {"bin", "sbin", "lib", "lib64", "lib32", "libx32"}) {
     std::string host = std::string("/") + name;
     struct stat st {};
@@ -176,14 +167,17 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
       ssize_t n = ::readlink(host.c_str(), target.data(), target.size() - 1);
       if (n > 0) layout.step(MountStep::Kind::make_symlink, name, std::string(target.data(), n));
     } else if (S_ISDIR(st.st_mode)) {
-      layout.attach(host, name, ro_attr, true);
+      layout.attach(host, name, kSystemAttr, true);
       system_mounts.push_back(host);
       ll.paths.push_back({host, kReadOnly, true});
     }
   }
+  return {};
+}
 
-  // /etc: generated identity files plus the few host files programs need.
-  const std::string home = plan.workdir;
+// /etc: generated identity files plus the few host files programs need.
+void plan_etc(LayoutBuilder& layout, LandlockPlan& ll, std::vector<std::string>& system_mounts,
+              const Spec& spec, const std::string& home) {
   layout.make_dirs("etc");
   layout.step(MountStep::Kind::write_file, "etc/passwd", passwd_text(home), 0644);
   layout.step(MountStep::Kind::write_file, "etc/group", group_text(), 0644);
@@ -195,17 +189,18 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
                             SystemEntry{"/etc/ssl/certs", false}}) {
     struct stat st {};
     if (::stat(entry.path, &st) != 0) continue;
-    layout.attach(entry.path, relative(entry.path), ro_attr, !entry.is_file);
+    layout.attach(entry.path, relative(entry.path), kSystemAttr, !entry.is_file);
     system_mounts.push_back(entry.path);
   }
-  {
-    std::array<char, 4096> target{};
-    ssize_t n = ::readlink("/etc/localtime", target.data(), target.size() - 1);
-    if (n > 0) layout.step(MountStep::Kind::make_symlink, "etc/localtime", std::string(target.data(), n));
-  }
+  std::array<char, 4096> target{};
+  ssize_t n = ::readlink("/etc/localtime", target.data(), target.size() - 1);
+  if (n > 0)
+    layout.step(MountStep::Kind::make_symlink, "etc/localtime", std::string(target.data(), n));
   ll.paths.push_back({"/etc", kReadOnly, true});
+}
 
-  // User binds, shallowest first so a nested bind lands inside its parent.
+// User binds, normalised and shallowest first so a nested bind lands inside its parent.
+Result<std::vector<Bind>> ordered_binds(const Spec& spec) {
   std::vector<Bind> binds;
   for (const auto& b : spec.binds) {
     auto src = normalize_absolute(b.source);
@@ -217,26 +212,56 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   std::stable_sort(binds.begin(), binds.end(), [](const Bind& a, const Bind& b) {
     return path_depth(a.dest) < path_depth(b.dest);
   });
+  return binds;
+}
+
+// The root is one tmpfs of --disk bytes. It is made read-only at the end; the work dir,
+// /tmp and /dev/shm are bind mounts of its own directories, which stay writable (unless a
+// user bind takes their place).
+void plan_writable_dirs(LayoutBuilder& layout, LandlockPlan& ll, const std::vector<Bind>& binds,
+                        const std::string& workdir) {
   bool bind_on_tmp = false, bind_on_workdir = false;
   for (const auto& b : binds) {
     bind_on_tmp |= (b.dest == "/tmp");
-    bind_on_workdir |= (b.dest == plan.workdir);
+    bind_on_workdir |= (b.dest == workdir);
   }
-
-  // The root is one tmpfs of --disk bytes. It is made read-only at the end; the work dir,
-  // /tmp and /dev/shm are bind mounts of its own directories, which stay writable.
   if (!bind_on_tmp) {
     layout.make_dirs("tmp", 01777);
     layout.step(MountStep::Kind::bind_local, "tmp", "tmp");
     ll.paths.push_back({"/tmp", kReadWrite, true});
   }
   if (!bind_on_workdir) {
+    const std::string work_rel = relative(workdir);
     layout.make_dirs(work_rel);
     layout.step(MountStep::Kind::bind_local, work_rel, work_rel);
-    ll.paths.push_back({plan.workdir, kReadWrite, true});
+    ll.paths.push_back({workdir, kReadWrite, true});
   }
+}
 
-  // Minimal /dev: host device nodes bound onto files of the read-only root.
+// --tty: a new devpts instance (never the host's /dev/pts) and the host's /dev/tty node,
+// which opens the opener's own controlling terminal: inside, the sandbox's pty.
+void plan_terminal(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
+                   const Terminal& tty) {
+  layout.make_dirs("dev/pts");
+  layout.step(MountStep::Kind::mount_devpts, "dev/pts",
+              "newinstance,ptmxmode=0666,mode=0620,gid=" + std::to_string(kSandboxGid) +
+                  ",max=" + std::to_string(kMaxPtys));
+  layout.step(MountStep::Kind::make_symlink, "dev/ptmx", "pts/ptmx");
+  ll.paths.push_back({"/dev/pts", kReadFile | kWriteFile | kIoctlDev | kReadDir, true});
+  struct stat st {};
+  if (::stat("/dev/tty", &st) == 0 && S_ISCHR(st.st_mode)) {
+    layout.attach("/dev/tty", "dev/tty", sys::kMountAttrNosuid | sys::kMountAttrNoexec, false);
+    ll.paths.push_back({"/dev/tty", kReadFile | kWriteFile | kIoctlDev, false});
+  }
+  plan.tty = true;
+  plan.tty_rows = tty.rows;
+  plan.tty_columns = tty.columns;
+  plan.tty_ptmx = "/dev/pts/ptmx";
+}
+
+// Minimal /dev: host device nodes bound onto files of the read-only root; then /proc.
+void plan_dev_and_proc(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
+                       const Spec& spec) {
   layout.make_dirs("dev");
   for (const char* node : {"null", "zero", "full", "random", "urandom"}) {
     std::string host = std::string("/dev/") + node;
@@ -244,25 +269,7 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
                   false);
     ll.paths.push_back({host, kReadFile | kWriteFile | kIoctlDev, false});
   }
-  if (spec.tty) {
-    // --tty: a new devpts instance (never the host's /dev/pts) and the host's /dev/tty node,
-    // which opens the opener's own controlling terminal: inside, the sandbox's pty.
-    layout.make_dirs("dev/pts");
-    layout.step(MountStep::Kind::mount_devpts, "dev/pts",
-                "newinstance,ptmxmode=0666,mode=0620,gid=" + std::to_string(kSandboxGid) +
-                    ",max=" + std::to_string(kMaxPtys));
-    layout.step(MountStep::Kind::make_symlink, "dev/ptmx", "pts/ptmx");
-    ll.paths.push_back({"/dev/pts", kReadFile | kWriteFile | kIoctlDev | kReadDir, true});
-    struct stat st {};
-    if (::stat("/dev/tty", &st) == 0 && S_ISCHR(st.st_mode)) {
-      layout.attach("/dev/tty", "dev/tty", sys::kMountAttrNosuid | sys::kMountAttrNoexec, false);
-      ll.paths.push_back({"/dev/tty", kReadFile | kWriteFile | kIoctlDev, false});
-    }
-    plan.tty = true;
-    plan.tty_rows = spec.tty->rows;
-    plan.tty_columns = spec.tty->columns;
-    plan.tty_ptmx = "/dev/pts/ptmx";
-  }
+  if (spec.tty) plan_terminal(layout, ll, plan, *spec.tty);
   layout.step(MountStep::Kind::make_symlink, "dev/fd", "/proc/self/fd");
   layout.step(MountStep::Kind::make_symlink, "dev/stdin", "/proc/self/fd/0");
   layout.step(MountStep::Kind::make_symlink, "dev/stdout", "/proc/self/fd/1");
@@ -275,34 +282,44 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   layout.make_dirs("proc");
   layout.step(MountStep::Kind::mount_proc, "proc");
   ll.paths.push_back({"/proc", kReadFile | kReadDir, true});
+}
 
-  // User binds. A mount point inside another bind must already exist there: we never create
-  // directories in a host tree.
+Error bad_bind(const std::string& message) { return Error::make("invalid_argument", message); }
+
+// The host path a mount point inside a system bind or an earlier user bind would be at ("" if
+// it is on our own tmpfs).
+std::string host_path_under(const Bind& b, const std::vector<std::string>& system_mounts,
+                            const std::vector<std::pair<std::string, std::string>>& placed) {
+  std::string host_under;
+  for (const auto& sys_dest : system_mounts)
+    if (is_within(b.dest, sys_dest)) host_under = b.dest;  // same path on the host
+  for (const auto& [dest, source] : placed)
+    if (is_within(b.dest, dest) && b.dest != dest) host_under = source + b.dest.substr(dest.size());
+  return host_under;
+}
+
+// User binds. A mount point inside another bind must already exist there: we never create
+// directories in a host tree.
+Status plan_user_binds(LayoutBuilder& layout, LandlockPlan& ll, const std::vector<Bind>& binds,
+                       const std::vector<std::string>& system_mounts) {
   std::vector<std::pair<std::string, std::string>> placed;  // dest -> host source
   for (const auto& b : binds) {
     for (const char* reserved : {"/proc", "/dev"})
       if (is_within(b.dest, reserved))
-        return Error::make("invalid_argument", "cannot bind onto " + b.dest + ": " + reserved +
-                                                   " is reserved for the sandbox");
-    if (b.dest == "/")
-      return Error::make("invalid_argument", "cannot bind onto / (the sandbox's root)");
+        return bad_bind("cannot bind onto " + b.dest + ": " + reserved +
+                        " is reserved for the sandbox");
+    if (b.dest == "/") return bad_bind("cannot bind onto / (the sandbox's root)");
     struct stat st {};
     if (::stat(b.source.c_str(), &st) != 0)
-      return Error::make("invalid_argument",
-                         "bind source " + b.source + ": " + std::string(strerror(errno)));
+      return bad_bind("bind source " + b.source + ": " + std::string(strerror(errno)));
     bool is_dir = S_ISDIR(st.st_mode);
-    std::string host_under;
-    for (const auto& sys_dest : system_mounts)
-      if (is_within(b.dest, sys_dest)) host_under = b.dest;  // same path on the host
-    for (const auto& [dest, source] : placed)
-      if (is_within(b.dest, dest) && b.dest != dest) host_under = source + b.dest.substr(dest.size());
+    std::string host_under = host_path_under(b, system_mounts, placed);
     if (!host_under.empty()) {
       struct stat mp {};
       if (::stat(host_under.c_str(), &mp) != 0 || S_ISDIR(mp.st_mode) != is_dir)
-        return Error::make("invalid_argument",
-                           "cannot bind onto " + b.dest + ": it lies inside another bind and " +
-                               host_under + " is not an existing " +
-                               (is_dir ? "directory" : "file") + " there");
+        return bad_bind("cannot bind onto " + b.dest + ": it lies inside another bind and " +
+                        host_under + " is not an existing " + (is_dir ? "directory" : "file") +
+                        " there");
     }
     std::uint64_t attr = sys::kMountAttrNosuid | sys::kMountAttrNodev;
     if (!b.writable) attr |= sys::kMountAttrRdonly;
@@ -310,13 +327,26 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
     placed.emplace_back(b.dest, b.source);
     ll.paths.push_back({b.dest, b.writable ? kReadWrite : kReadOnly, is_dir});
   }
+  return {};
+}
 
-  // Landlock: TCP connect only to the ports the egress layer asked for; no TCP bind.
-  ll.connect_ports = spec.network.tcp_connect_ports;
-  finish_landlock_plan(ll, landlock_abi());
+// The mount layout and the Landlock rules that follow it, in the order the child mounts.
+Status plan_mounts(ChildPlan& plan, const Spec& spec) {
+  LayoutBuilder layout(plan);
+  LandlockPlan& ll = plan.landlock;
+  ll.paths.push_back({"/", kReadDir, true});
+  std::vector<std::string> system_mounts;  // inside paths of system binds (for nesting checks)
+  if (auto r = plan_system_dirs(layout, ll, system_mounts); !r) return r;
+  plan_etc(layout, ll, system_mounts, spec, plan.workdir);
+  auto binds = ordered_binds(spec);
+  if (!binds) return binds.error();
+  plan_writable_dirs(layout, ll, *binds, plan.workdir);
+  plan_dev_and_proc(layout, ll, plan, spec);
+  return plan_user_binds(layout, ll, *binds, system_mounts);
+}
 
-  // rlimits: a second layer under the cgroup, and the only one where no cgroup can be had.
-  const auto& lim = spec.limits;
+// rlimits: a second layer under the cgroup, and the only one where no cgroup can be had.
+Status plan_rlimits(ChildPlan& plan, const Limits& lim, const CgroupSupport& cgroups) {
   auto limit = [&](int resource, rlim_t value) {
     plan.rlimits.push_back({resource, rlimit{value, value}});
   };
@@ -338,18 +368,39 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
                              std::to_string(l.resource) + " is above airlock's own hard limit " +
                              std::to_string(current.rlim_max));
   }
+  return {};
+}
 
-  // seccomp: the shared program, and a copy whose violations kill (no listener available).
+// seccomp: the shared program, and a copy whose violations kill (no listener available).
+void plan_seccomp(ChildPlan& plan) {
   const auto& program = seccomp_program();
   plan.seccomp_notify = &program.instructions;
   plan.seccomp_kill = program.instructions;
   for (auto& insn : plan.seccomp_kill)
     if (insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF)
       insn.k = SECCOMP_RET_KILL_PROCESS;
+}
 
-  // Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives.
+// Where execve looks for argv[0]: itself if it has a '/', else each absolute PATH entry.
+void plan_exec_candidates(ChildPlan& plan, const std::string& cmd, const std::string& path) {
+  if (cmd.find('/') != std::string::npos) {
+    plan.exec_candidates.push_back(cmd);
+    return;
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/') plan.exec_candidates.push_back(dir + "/" + cmd);
+    start = end + 1;
+  }
+}
+
+// Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives; then argv.
+void plan_exec(ChildPlan& plan, const Spec& spec) {
   std::map<std::string, std::string> env = {
-      {"PATH", kDefaultPath}, {"HOME", home}, {"LANG", "C.UTF-8"}};
+      {"PATH", kDefaultPath}, {"HOME", plan.workdir}, {"LANG", "C.UTF-8"}};
   for (const auto& [k, v] : spec.env) env[k] = v;
   for (const auto& [k, v] : env) plan.envp_storage.push_back(k + "=" + v);
   for (auto& s : plan.envp_storage) plan.envp.push_back(s.data());
@@ -357,20 +408,32 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   plan.argv_storage = spec.argv;
   for (auto& s : plan.argv_storage) plan.argv.push_back(s.data());
   plan.argv.push_back(nullptr);
-  const std::string& cmd = spec.argv.front();
-  if (cmd.find('/') != std::string::npos) {
-    plan.exec_candidates.push_back(cmd);
-  } else {
-    const std::string& path = env["PATH"];
-    std::size_t start = 0;
-    while (start <= path.size()) {
-      std::size_t end = path.find(':', start);
-      if (end == std::string::npos) end = path.size();
-      std::string dir = path.substr(start, end - start);
-      if (!dir.empty() && dir[0] == '/') plan.exec_candidates.push_back(dir + "/" + cmd);
-      start = end + 1;
-    }
-  }
+  plan_exec_candidates(plan, spec.argv.front(), env["PATH"]);
+}
+
+}  // namespace
+
+// By concern, in the order the child needs them: identity, root, mounts (with Landlock),
+// rlimits, seccomp, exec.
+Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups) {
+  ChildPlan plan{};
+  const HostIds ids = host_ids();
+  plan.root_mode = ids.root_mode;
+  plan.uid = kSandboxUid;
+  plan.gid = kSandboxGid;
+  plan.last_cap = read_last_cap();
+  plan.hostname = spec.hostname;
+  plan.listeners = spec.network.loopback_listeners;
+  plan.unshare_cgroup_ns = cgroups.mode != CgroupMode::v2;
+
+  if (auto r = plan_root(plan, spec); !r) return r.error();
+  if (auto r = plan_mounts(plan, spec); !r) return r.error();
+  // Landlock: TCP connect only to the ports the egress layer asked for; no TCP bind.
+  plan.landlock.connect_ports = spec.network.tcp_connect_ports;
+  finish_landlock_plan(plan.landlock, landlock_abi());
+  if (auto r = plan_rlimits(plan, spec.limits, cgroups); !r) return r.error();
+  plan_seccomp(plan);
+  plan_exec(plan, spec);
   plan.source_fds.assign(plan.sources.size(), -1);
   plan.program_stack = std::make_unique_for_overwrite<char[]>(ChildPlan::kProgramStackBytes);
   return plan;
