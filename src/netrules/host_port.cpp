@@ -20,7 +20,8 @@ Result<HostPort> split_host_port(std::string_view text) {
   }
   auto first = text.find(':'), last = text.rfind(':');
   // None, or more than one: a name or a bare IPv6 literal, without a port.
-  if (first == std::string_view::npos || first != last) return HostPort{std::string(text), std::nullopt, false};
+  if (first == std::string_view::npos || first != last)
+    return HostPort{std::string(text), std::nullopt, false};
   return HostPort{std::string(text.substr(0, last)), std::string(text.substr(last + 1)), false};
 }
 
