@@ -1,4 +1,4 @@
-// IP addresses as the egress layer sees them: parsed from any spelling a client might use,
+// IP addresses as egress and the validator see them: parsed from any spelling a client uses,
 // compared by value, classified (loopback, private, ...) for the SSRF guard.
 #pragma once
 
