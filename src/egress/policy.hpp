@@ -14,22 +14,18 @@
 #include <vector>
 
 #include "common/result.hpp"
-#include "egress/address.hpp"
+#include "netrules/address.hpp"
+#include "netrules/rules.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::egress {
 
-struct CompiledRule {
-  enum class Kind { name, wildcard, ip, cidr } kind;
-  std::string name;  // normalized; for wildcards the suffix without "*."
-  Cidr network;      // ip (full-length prefix) and cidr
-  std::optional<std::uint16_t> port;  // nullopt: any
-  std::string text;  // as written, for records and messages
+// The address types are netrules' (shared with the validator); egress names them unqualified.
+using netrules::IpAddress;
+using netrules::parse_ip_strict;
 
-  bool matches_port(std::uint16_t p) const { return !port || *port == p; }
-};
-
-// "HOST[:PORT]" as given to --allow: PORT defaults to 443, "*" is any port; IPv6 in brackets.
+// "HOST[:PORT]" as given to --allow (syntax in netrules/rules.hpp): PORT defaults to 443, "*"
+// is any port; IPv6 in brackets.
 Result<sandbox::EgressRule> parse_allow_rule(const std::string& text);
 // "LPORT=HOST:PORT" as given to --forward.
 Result<sandbox::PortForward> parse_forward(const std::string& text);
@@ -75,10 +71,10 @@ class EgressPolicy {
 
  private:
   Decision decide_with(std::string_view host, std::uint16_t port,
-                       const std::vector<CompiledRule>& rules) const;
+                       const std::vector<netrules::HostRule>& rules) const;
 
-  std::vector<CompiledRule> rules_;
-  std::vector<CompiledRule> forward_rules_;
+  std::vector<netrules::HostRule> rules_;
+  std::vector<netrules::HostRule> forward_rules_;
   std::map<std::string, IpAddress> pinned_;
   std::vector<Endpoint> forbidden_;
   sandbox::EgressLimits limits_;

@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "egress/address.hpp"
+#include "netrules/host_port.hpp"
 
 namespace airlock::egress {
 namespace {
@@ -68,38 +68,18 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // "host:port" / "[v6]:port" / "host" (default port) from a request target or Host header.
+// The host keeps its brackets: it is recorded as the client wrote it.
 std::optional<std::pair<std::string, std::uint16_t>> parse_authority(std::string_view text,
                                                                      std::uint16_t default_port) {
-  std::string host;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    auto close = text.find(']');
-    if (close == std::string_view::npos) return std::nullopt;
-    host = std::string(text.substr(0, close + 1));
-    if (close + 1 < text.size()) {
-      if (text[close + 1] != ':') return std::nullopt;
-      port_text = text.substr(close + 2);
-    }
-  } else {
-    auto colon = text.rfind(':');
-    if (colon != std::string_view::npos && text.find(':') == colon) {
-      host = std::string(text.substr(0, colon));
-      port_text = text.substr(colon + 1);
-    } else {
-      host = std::string(text);
-    }
-  }
-  if (host.empty() || host.find_first_of("@/\\ ") != std::string::npos) return std::nullopt;
+  auto split = netrules::split_host_port(text);
+  if (!split) return std::nullopt;
+  std::string host = split->bracketed ? "[" + split->host + "]" : split->host;
+  if (split->host.empty() || host.find_first_of("@/\\ ") != std::string::npos) return std::nullopt;
   std::uint16_t port = default_port;
-  if (!port_text.empty()) {
-    unsigned v = 0;
-    for (char c : port_text) {
-      if (c < '0' || c > '9') return std::nullopt;
-      v = v * 10 + static_cast<unsigned>(c - '0');
-      if (v > 65535) return std::nullopt;
-    }
-    if (v == 0) return std::nullopt;
-    port = static_cast<std::uint16_t>(v);
+  if (split->port && !split->port->empty()) {  // "host:" is the default port (RFC 3986)
+    auto p = netrules::parse_port(*split->port);
+    if (!p) return std::nullopt;
+    port = *p;
   } else if (default_port == 0) {
     return std::nullopt;
   }

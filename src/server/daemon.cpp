@@ -8,7 +8,7 @@
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
-#include "egress/address.hpp"
+#include "egress/policy.hpp"
 #include "pipeline/stages/access.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/check_input.hpp"

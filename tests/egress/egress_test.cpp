@@ -23,7 +23,6 @@
 
 #include "backend/local.hpp"
 #include "common/digest.hpp"
-#include "egress/address.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/sandbox.hpp"
 

@@ -30,6 +30,34 @@ TEST(ValidateCode, RejectedCodeNeverRuns) {
   EXPECT_EQ(missing.json()["error"]["pointer"], "/arguments/code");
 }
 
+// An IDN network rule: egress takes it (as punycode), so the validator must too, or the daemon
+// does not start. The code may name the host in either spelling, on the rule's port only.
+TEST(ValidateCode, AToolWithAnIdnNetworkRuleStarts) {
+  Workspace ws("", R"(  - name: run-idn
+    runtime: {type: python-code}
+    network: {allow: ["bücher.example:443"]}
+    validation: {allowImports: [urllib.request]}
+)");
+  auto created = Daemon::create(ws.config(), DaemonOptions{});
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  auto& daemon = **created;
+  ASSERT_TRUE(daemon.start().ok());
+  struct Stop {
+    Daemon& d;
+    ~Stop() { d.shutdown(); }
+  } stop{daemon};
+  auto code = [](const std::string& url) {
+    return "import urllib.request\ndef run(a):\n    if a.get('fetch'):\n"
+           "        urllib.request.urlopen('" + url + "')\n    return {'ok': True}";
+  };
+  for (const char* url : {"https://bücher.example/x", "https://xn--bcher-kva.example/x"}) {
+    auto r = invoke(daemon.port(), "run-idn", {{"code", code(url)}});
+    EXPECT_EQ(r.status, 200) << url << r.body;
+  }
+  auto other_port = invoke(daemon.port(), "run-idn", {{"code", code("https://bücher.example:8443/")}});
+  EXPECT_EQ(other_port.status, 422) << other_port.body;
+}
+
 TEST(Dlp, OutputsAndInputsAreRedactedAndTheRedactionsListed) {
   Workspace ws;
   RunningDaemon d(ws);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "netrules/rules.hpp"
 #include "validate/engine.hpp"
 #include "validate/host_allowlist.hpp"
 #include "validate/policy.hpp"
@@ -228,6 +229,39 @@ TEST(HostAllowlist, NameEntriesNeverMatchAddressesAndViceVersa) {
   auto addresses = HostAllowlist::parse({"127.0.0.1"});
   ASSERT_TRUE(addresses.ok());
   EXPECT_FALSE(addresses->allows("localhost"));
+}
+
+TEST(HostAllowlist, IdnEntriesAreAcceptedAndMatchBothSpellings) {
+  auto list = HostAllowlist::parse({"bücher.example"});
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  EXPECT_TRUE(list->allows("bücher.example"));
+  EXPECT_TRUE(list->allows("xn--bcher-kva.example"));
+  EXPECT_FALSE(list->allows("bucher.example"));
+}
+
+TEST(HostAllowlist, UnderscoreNamesAreRejectedAsEgressRejectsThem) {
+  auto list = HostAllowlist::parse({"my_host.example.com"});
+  ASSERT_FALSE(list.ok());
+  // The egress layer's message for the same rule (it prefixes "rule '...': ").
+  auto egress = netrules::compile_host_rule("my_host.example.com", 443);
+  ASSERT_FALSE(egress.ok());
+  EXPECT_EQ(list.error().message, "host entry \"my_host.example.com\": " + egress.error().message);
+}
+
+TEST(HostAllowlist, PortsWhereTheEntryOrTheCodeNamesOne) {
+  auto list = HostAllowlist::parse({"api.example.com:443", "any.example.com", "[2001:db8::1]:8080"});
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  EXPECT_TRUE(list->allows("api.example.com", 443));
+  EXPECT_FALSE(list->allows("api.example.com", 8443));
+  EXPECT_TRUE(list->allows("api.example.com"));  // the code does not say
+  EXPECT_TRUE(list->allows("any.example.com", 8443));
+  EXPECT_TRUE(list->allows("2001:db8::1", 8080));
+  EXPECT_FALSE(list->allows("2001:db8::1", 80));
+  HostAllowlist added;
+  ASSERT_TRUE(added.add("2001:db8::/32", 443).ok());
+  EXPECT_EQ(added.entries(), std::vector<std::string>{"[2001:db8::/32]:443"});
+  EXPECT_TRUE(HostAllowlist::parse(added.entries()).ok());
+  EXPECT_FALSE(added.add("my_host.example.com", 443).ok());
 }
 
 TEST(HostAllowlist, RejectsMalformedEntries) {

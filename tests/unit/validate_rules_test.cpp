@@ -355,6 +355,19 @@ const Case kNetworkCases[] = {
      "network-dynamic-destination", "urllib.request"},
     {"DynamicHostInFstring", "import urllib.request\nh = input()\nurllib.request.urlopen(f'https://{h}/x')\n",
      "network-dynamic-destination", "urllib.request"},
+    // Ports, where the code names one, as egress matches them.
+    {"SocketConnectOtherPort",
+     "import socket\ns = socket.socket()\ns.connect(('api.example.com', 8443))\n",
+     "network-host-not-allowed", "socket", "api.example.com:443"},
+    {"UrlOtherPort", "import urllib.request\nurllib.request.urlopen('https://api.example.com:8443/')\n",
+     "network-host-not-allowed", "urllib.request", "api.example.com:443"},
+    {"UrlSchemePort", "import urllib.request\nurllib.request.urlopen('http://api.example.com/')\n",
+     "network-host-not-allowed", "urllib.request", "api.example.com:443"},
+    {"HttpClientPortArgument", "import http.client\nhttp.client.HTTPSConnection('api.example.com', 8443)\n",
+     "network-host-not-allowed", "http.client", "api.example.com:443"},
+    // Not a host name (egress refuses it too), so no rule matches it.
+    {"UnderscoreHost", "import urllib.request\nurllib.request.urlopen('https://my_host.example.com/')\n",
+     "network-host-not-allowed", "urllib.request", "*.example.com"},
 };
 
 // ---- classes and decorators ----
@@ -455,6 +468,16 @@ const Case kLookAlikes[] = {
      "", "urllib.request", "api.example.com"},
     {"AllowedCidr", "import urllib.request\nurllib.request.urlopen('http://10.1.2.3/x')\n",
      "", "urllib.request", "10.0.0.0/8"},
+    // An IDN rule (egress converts it to punycode) matches both spellings in code.
+    {"IdnHostUnicode", "import urllib.request\nurllib.request.urlopen('https://bücher.example/x')\n",
+     "", "urllib.request", "bücher.example"},
+    {"IdnHostPunycode", "import urllib.request\nurllib.request.urlopen('https://xn--bcher-kva.example/x')\n",
+     "", "urllib.request", "bücher.example"},
+    {"SocketConnectRulePort",
+     "import socket\ns = socket.socket()\ns.connect(('api.example.com', 443))\n",
+     "", "socket", "api.example.com:443"},
+    {"UrlRulePort", "import urllib.request\nurllib.request.urlopen('https://api.example.com/')\n",
+     "", "urllib.request", "api.example.com:443"},
     {"NamedtupleApi", "from collections import namedtuple\nP = namedtuple('P', 'x y')\nd = P(1, 2)._asdict()\n", ""},
     {"AllowedDecorators",
      "import functools\nimport dataclasses\n@dataclasses.dataclass(frozen=True)\nclass P:\n    x: int\n"

@@ -16,6 +16,16 @@ validate::Policy policy_for(const policy::ToolConfig& tool) {
   return p;
 }
 
+// The hosts the code may name: its validation list (any port) and its egress rules (with
+// their ports), matched as egress matches them.
+Result<validate::HostAllowlist> allowed_hosts_for(const policy::ToolConfig& tool) {
+  auto allow = validate::HostAllowlist::parse(tool.validation.allow_hosts);
+  if (!allow) return allow.error();
+  for (const auto& rule : tool.network.allow)
+    if (auto added = allow->add(rule.host, rule.port); !added) return added.error();
+  return allow;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const policy::Config& config) {
@@ -23,10 +33,7 @@ Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const polic
   for (const auto& tool : config.tools) {
     if (tool.runtime.kind != policy::ToolRuntime::Kind::python_code) continue;
     validate::Policy p = policy_for(tool);
-    // The hosts the code may name: its validation list and its egress rules (same matching).
-    std::vector<std::string> hosts = tool.validation.allow_hosts;
-    for (const auto& rule : tool.network.allow) hosts.push_back(rule.host);
-    auto allow = validate::HostAllowlist::parse(hosts);
+    auto allow = allowed_hosts_for(tool);
     if (!allow) return Error::make("config", tool.where + ": tool " + tool.name + ": " + allow.error().message);
     p.allowed_hosts = std::move(*allow);
     if (auto warmed = stage->validator_.prepare(p); !warmed)

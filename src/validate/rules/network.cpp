@@ -1,10 +1,11 @@
 // Network destinations named in the code, checked against the policy's allowed hosts with the
-// egress layer's matching:
-//   network-host-not-allowed     a literal host that the allowlist does not match
+// egress layer's matching (netrules), ports included where the code names one:
+//   network-host-not-allowed     a literal host (and port) that the allowlist does not match
 //   network-url-invalid          a literal URL that is not plain http(s)://host[:port]/...
 //   network-dynamic-destination  a destination that is not a literal (warn or reject, policy)
 #include <cctype>
 
+#include "netrules/host_port.hpp"
 #include "validate/rules/rules.hpp"
 
 namespace airlock::validate::rules {
@@ -17,6 +18,9 @@ struct DestinationFunction {
   DestinationKind kind;
   std::size_t position;
   std::string_view keyword;
+  // The port argument of a host function (none: its port is not checked).
+  std::optional<std::size_t> port_position = std::nullopt;
+  std::string_view port_keyword = "";
 };
 
 const std::vector<DestinationFunction>& destination_functions() {
@@ -24,8 +28,8 @@ const std::vector<DestinationFunction>& destination_functions() {
       {"urllib.request.urlopen", DestinationKind::url, 0, "url"},
       {"urllib.request.Request", DestinationKind::url, 0, "url"},
       {"urllib.request.urlretrieve", DestinationKind::url, 0, "url"},
-      {"http.client.HTTPConnection", DestinationKind::host, 0, "host"},
-      {"http.client.HTTPSConnection", DestinationKind::host, 0, "host"},
+      {"http.client.HTTPConnection", DestinationKind::host, 0, "host", 1, "port"},
+      {"http.client.HTTPSConnection", DestinationKind::host, 0, "host", 1, "port"},
       {"requests.get", DestinationKind::url, 0, "url"},
       {"requests.post", DestinationKind::url, 0, "url"},
       {"requests.put", DestinationKind::url, 0, "url"},
@@ -46,19 +50,19 @@ const std::vector<DestinationFunction>& destination_functions() {
       {"httpx.request", DestinationKind::url, 1, "url"},
       {"aiohttp.request", DestinationKind::url, 1, "url"},
       {"socket.create_connection", DestinationKind::address_tuple, 0, "address"},
-      {"socket.getaddrinfo", DestinationKind::host, 0, "host"},
+      {"socket.getaddrinfo", DestinationKind::host, 0, "host", 1, "port"},
       {"socket.gethostbyname", DestinationKind::host, 0, "hostname"},
       {"socket.gethostbyname_ex", DestinationKind::host, 0, "hostname"},
-      {"smtplib.SMTP", DestinationKind::host, 0, "host"},
-      {"smtplib.SMTP_SSL", DestinationKind::host, 0, "host"},
-      {"smtplib.LMTP", DestinationKind::host, 0, "host"},
+      {"smtplib.SMTP", DestinationKind::host, 0, "host", 1, "port"},
+      {"smtplib.SMTP_SSL", DestinationKind::host, 0, "host", 1, "port"},
+      {"smtplib.LMTP", DestinationKind::host, 0, "host", 1, "port"},
       {"ftplib.FTP", DestinationKind::host, 0, "host"},
       {"ftplib.FTP_TLS", DestinationKind::host, 0, "host"},
-      {"telnetlib.Telnet", DestinationKind::host, 0, "host"},
-      {"poplib.POP3", DestinationKind::host, 0, "host"},
-      {"poplib.POP3_SSL", DestinationKind::host, 0, "host"},
-      {"imaplib.IMAP4", DestinationKind::host, 0, "host"},
-      {"imaplib.IMAP4_SSL", DestinationKind::host, 0, "host"},
+      {"telnetlib.Telnet", DestinationKind::host, 0, "host", 1, "port"},
+      {"poplib.POP3", DestinationKind::host, 0, "host", 1, "port"},
+      {"poplib.POP3_SSL", DestinationKind::host, 0, "host", 1, "port"},
+      {"imaplib.IMAP4", DestinationKind::host, 0, "host", 1, "port"},
+      {"imaplib.IMAP4_SSL", DestinationKind::host, 0, "host", 1, "port"},
       {"xmlrpc.client.ServerProxy", DestinationKind::url, 0, "uri"},
   };
   return kTable;
@@ -74,13 +78,26 @@ const std::vector<std::string_view>& client_constructors() {
 struct ParsedUrl {
   bool ok = false;
   std::string host;
+  std::optional<std::uint16_t> port;  // as written, else the scheme's
   std::string problem;
 };
 
+// Controls, spaces and backslashes, where URL parsers disagree. Non-ASCII is not among them:
+// an IDN host is compared in punycode, as egress compares it.
 bool has_unsafe_characters(std::string_view text) {
   for (unsigned char c : text)
-    if (c <= 0x20 || c == 0x7f || c == '\\' || c >= 0x80) return true;
+    if (c <= 0x20 || c == 0x7f || c == '\\') return true;
   return false;
+}
+
+// A port argument: an int literal (or a name bound once to one), or a string of digits.
+std::optional<std::uint16_t> literal_port(const Node& node, const Analysis& analysis) {
+  if (!node) return std::nullopt;
+  Node value = single_value(analysis.facts(), node);
+  if (value.is("Constant") && value.constant_kind() == "int")
+    return netrules::parse_port(value.constant_text());
+  if (auto text = analysis.literal_string(node)) return netrules::parse_port(*text);
+  return std::nullopt;
 }
 
 // scheme://host[:port][/...]; http and https only, no userinfo.
@@ -105,41 +122,38 @@ ParsedUrl parse_url(std::string_view url, bool complete) {
   }
   auto authority = rest.substr(0, authority_end);
   if (has_unsafe_characters(authority)) {
-    out.problem = "spaces, backslashes or non-ASCII characters in the host";
+    out.problem = "spaces, backslashes or control characters in the host";
     return out;
   }
   if (authority.find('@') != std::string_view::npos) {
     out.problem = "credentials (user@) in the URL";
     return out;
   }
-  std::string_view host = authority;
-  if (!host.empty() && host.front() == '[') {
-    auto close = host.find(']');
-    if (close == std::string_view::npos) {
-      out.problem = "unterminated [IPv6] host";
+  auto split = netrules::split_host_port(authority);
+  if (!split) {
+    out.problem = authority.find(']') == std::string_view::npos ? "unterminated [IPv6] host"
+                                                                : "text after the [IPv6] host";
+    return out;
+  }
+  const std::string& host = split->host;
+  out.port = scheme == "https" ? 443 : 80;
+  if (split->port && !split->port->empty()) {  // "host:" is the default port
+    if (split->port->find_first_not_of("0123456789") != std::string::npos) {
+      out.problem = "a port that is not a number";
       return out;
     }
-    auto after = host.substr(close + 1);
-    host = host.substr(1, close - 1);
-    if (!after.empty() && after.front() != ':') {
-      out.problem = "text after the [IPv6] host";
+    out.port = netrules::parse_port(*split->port);
+    if (!out.port) {
+      out.problem = "a port outside 1-65535";
       return out;
     }
-  } else if (auto colon = host.find(':'); colon != std::string_view::npos) {
-    auto port = host.substr(colon + 1);
-    for (char c : port)
-      if (!std::isdigit(static_cast<unsigned char>(c))) {
-        out.problem = "a port that is not a number";
-        return out;
-      }
-    host = host.substr(0, colon);
   }
   if (host.empty()) {
     out.problem = "no host";
     return out;
   }
   out.ok = true;
-  out.host = std::string(host);
+  out.host = host;
   return out;
 }
 
@@ -166,25 +180,32 @@ class DestinationCheck {
       else analysis_.report(call_, "network-url-invalid", how_ + ": URL with " + parsed.problem);
       return;
     }
-    host_name(parsed.host);
+    host_name(parsed.host, parsed.port);
   }
 
-  void host(const Node& node) {
+  // `port`: the port argument beside the host, if the function has one.
+  void host(const Node& node, const Node& port = {}) {
     if (!node) return;
     auto text = analysis_.literal_string(node);
     if (!text) {
       dynamic();
       return;
     }
-    std::string_view h = *text;
-    // "host:port" is accepted by http.client.
-    if (auto colon = h.rfind(':'); colon != std::string_view::npos && h.find(':') == colon)
-      h = h.substr(0, colon);
-    if (has_unsafe_characters(h) || h.find('@') != std::string_view::npos) {
-      analysis_.report(call_, "network-url-invalid", how_ + ": host \"" + *text + "\" is not a plain host name");
+    // "host:port" is accepted by http.client (and smtplib).
+    auto split = netrules::split_host_port(*text);
+    std::optional<std::uint16_t> written_port;
+    bool port_ok = true;
+    if (split && split->port && !split->port->empty()) {
+      written_port = netrules::parse_port(*split->port);
+      port_ok = written_port.has_value();
+    }
+    if (!split || !port_ok || has_unsafe_characters(split->host) ||
+        split->host.find('@') != std::string::npos) {
+      analysis_.report(call_, "network-url-invalid",
+                       how_ + ": host \"" + *text + "\" is not a plain host name");
       return;
     }
-    host_name(std::string(h));
+    host_name(split->host, written_port ? written_port : literal_port(port, analysis_));
   }
 
   void address_tuple(const Node& node) {
@@ -193,14 +214,20 @@ class DestinationCheck {
       dynamic();
       return;
     }
-    host(node.children("elts").front());
+    auto elements = node.children("elts");
+    host(elements.front(), elements.size() > 1 ? elements[1] : Node());
   }
 
  private:
-  void host_name(const std::string& host) {
-    if (analysis_.policy().allowed_hosts.allows(host)) return;
+  // `port`: the one the code connects to, when it says (nullopt: the host alone decides).
+  void host_name(const std::string& host, std::optional<std::uint16_t> port) {
+    const HostAllowlist& allowed = analysis_.policy().allowed_hosts;
+    if (allowed.allows(host, port)) return;
+    std::string what = port && allowed.allows(host)
+                           ? "port " + std::to_string(*port) + " of host " + host
+                           : "host " + host;
     analysis_.report(call_, "network-host-not-allowed",
-                     how_ + ": host " + host + " is not in the policy's allowed hosts");
+                     how_ + ": " + what + " is not in the policy's allowed hosts");
   }
 
   void dynamic() {
@@ -238,7 +265,11 @@ void check_known_functions(const Node& call, Analysis& analysis) {
       if (!destination) return;
       switch (fn.kind) {
         case DestinationKind::url: check.url(destination); break;
-        case DestinationKind::host: check.host(destination); break;
+        case DestinationKind::host:
+          check.host(destination, fn.port_position
+                                      ? Analysis::argument(call, *fn.port_position, fn.port_keyword)
+                                      : Node());
+          break;
         case DestinationKind::address_tuple: check.address_tuple(destination); break;
       }
       return;

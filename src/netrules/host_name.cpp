@@ -1,10 +1,10 @@
-#include "egress/host_name.hpp"
+#include "netrules/host_name.hpp"
 
 #include <idn2.h>
 
 #include <cctype>
 
-namespace airlock::egress {
+namespace airlock::netrules {
 
 Result<std::string> normalize_host_name(std::string_view input) {
   std::string name(input);
@@ -38,4 +38,4 @@ Result<std::string> normalize_host_name(std::string_view input) {
   return out;
 }
 
-}  // namespace airlock::egress
+}  // namespace airlock::netrules

@@ -1,4 +1,4 @@
-// IP addresses as the egress layer sees them: parsed from any spelling a client might use,
+// IP addresses as egress and the validator see them: parsed from any spelling a client uses,
 // compared by value, classified (loopback, private, ...) for the SSRF guard.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace airlock::egress {
+namespace airlock::netrules {
 
 struct IpAddress {
   bool v6 = false;
@@ -38,4 +38,4 @@ struct Cidr {
 // unicast address. IPv6 forms that embed an IPv4 address (NAT64, 6to4) are judged by it.
 std::optional<std::string> special_purpose(const IpAddress& a);
 
-}  // namespace airlock::egress
+}  // namespace airlock::netrules

@@ -7,8 +7,8 @@
 
 #include "common/result.hpp"
 
-namespace airlock::egress {
+namespace airlock::netrules {
 
 Result<std::string> normalize_host_name(std::string_view name);
 
-}  // namespace airlock::egress
+}  // namespace airlock::netrules

@@ -1,10 +1,10 @@
-#include "egress/address.hpp"
+#include "netrules/address.hpp"
 
 #include <arpa/inet.h>
 
 #include <cstring>
 
-namespace airlock::egress {
+namespace airlock::netrules {
 namespace {
 
 IpAddress v4(std::uint32_t host_order) {
@@ -138,4 +138,4 @@ std::optional<std::string> special_purpose(const IpAddress& a) {
   return std::nullopt;
 }
 
-}  // namespace airlock::egress
+}  // namespace airlock::netrules
