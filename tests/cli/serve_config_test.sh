@@ -39,6 +39,7 @@ kind: AirlockConfig
 storage: {dataDir: data}
 EOF
 for listen in 127.0.0.1:99999 localhost:8750 127.0.0.1:x 127.0.0.1; do
+  rm -rf "$tmp/data"
   err=$(cd "$tmp" && timeout 20 "$AIRLOCK" serve --config good.yaml --listen "$listen" 2>&1); rc=$?
   check "--listen $listen exits 2" 2 $rc
   check "--listen $listen says why" yes "$(has "$err" "airlock serve: --listen: ")"
