@@ -90,7 +90,11 @@ class DocumentScan final : public YAML::EventHandler {
     Frame& map = stack_.back();
     if (!text) {
       map.key = "?";
-      throw Stop{mark, path() + ": a key must be plain text, not a mapping or a list"};
+      // Once: an unclosed '[' can make yaml-cpp see one in each level below.
+      if (!complex_key_seen_)
+        refuse(mark, path() + ": a key must be plain text, not a mapping or a list");
+      complex_key_seen_ = true;
+      return;
     }
     map.key = *text;
     auto [first, inserted] = map.keys.emplace(*text, mark);
@@ -124,6 +128,7 @@ class DocumentScan final : public YAML::EventHandler {
   std::vector<ConfigIssue>& issues_;
   std::vector<Frame> stack_;
   bool refused_ = false;
+  bool complex_key_seen_ = false;
 };
 
 }  // namespace
