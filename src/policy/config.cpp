@@ -73,13 +73,17 @@ std::string format_issues(const std::string& label, std::vector<ConfigIssue> iss
     return std::pair(a.mark.line, a.mark.column) < std::pair(b.mark.line, b.mark.column);
   });
   std::string out;
-  for (const auto& i : issues) {
+  for (std::size_t n = 0; n < issues.size() && n < kMaxConfigErrorsShown; ++n) {
+    const auto& i = issues[n];
     if (!out.empty()) out += "\n";
     out += label;
     if (!i.mark.is_null())
       out += ":" + std::to_string(i.mark.line + 1) + ":" + std::to_string(i.mark.column + 1);
     out += ": " + i.message;
   }
+  if (issues.size() > kMaxConfigErrorsShown)
+    out += "\n" + label + ": and " + std::to_string(issues.size() - kMaxConfigErrorsShown) +
+           " more errors";
   return out;
 }
 

@@ -23,6 +23,8 @@ inline constexpr const char* kKind = "AirlockConfig";
 // Limits on the file itself (docs/config.md): its size, and how deep mappings and lists nest.
 inline constexpr std::size_t kMaxConfigBytes = 1 << 20;
 inline constexpr int kMaxConfigNesting = 64;
+// Errors listed at most (in file order); a count of the others follows.
+inline constexpr std::size_t kMaxConfigErrorsShown = 100;
 
 enum class Risk { low, medium, high, critical };
 std::string_view risk_name(Risk r);

@@ -241,6 +241,17 @@ tools:
   EXPECT_EQ(lines[2].rfind("test.yaml:12:23: tool b.limits.timeout:", 0), 0u) << lines[2];
 }
 
+TEST(ConfigAllErrors, AFloodOfErrorsIsCutShort) {
+  std::string yaml = "apiVersion: airlock.dev/v1\nkind: AirlockConfig\ntools:\n";
+  for (int i = 0; i < 1000; ++i) yaml += "  - []\n";
+  auto c = parse(yaml);
+  ASSERT_FALSE(c.ok());
+  auto lines = lines_of(c.error().message);
+  ASSERT_EQ(lines.size(), kMaxConfigErrorsShown + 1);
+  EXPECT_EQ(lines[0], "test.yaml:4:5: tools[0]: expected a mapping");
+  EXPECT_EQ(lines.back(), "test.yaml: and 900 more errors");
+}
+
 TEST(ConfigListen, PortOutOfRangeIsAnErrorWithItsLine) {
   // Before: 99999 was cast to 34463 and loaded.
   auto c = parse(with("principals:", "server: {listen: 127.0.0.1:99999}\nprincipals:"));
