@@ -1,6 +1,7 @@
 // The daemon's configuration: one YAML file in the style of a Kubernetes manifest
-// (apiVersion/kind), validated as a whole at start. Every error names file:line and what
-// was expected there. docs/config.md documents every field with a complete example.
+// (apiVersion/kind), validated as a whole at start. Every error in the file is reported, each
+// naming file:line:column and what was expected there. docs/config.md documents every field
+// with a complete example.
 #pragma once
 
 #include <chrono>
@@ -19,6 +20,11 @@ namespace airlock::policy {
 
 inline constexpr const char* kApiVersion = "airlock.dev/v1";
 inline constexpr const char* kKind = "AirlockConfig";
+// Limits on the file itself (docs/config.md): its size, and how deep mappings and lists nest.
+inline constexpr std::size_t kMaxConfigBytes = 1 << 20;
+inline constexpr int kMaxConfigNesting = 64;
+// Errors listed at most (in file order); a count of the others follows.
+inline constexpr std::size_t kMaxConfigErrorsShown = 100;
 
 enum class Risk { low, medium, high, critical };
 std::string_view risk_name(Risk r);
@@ -101,11 +107,22 @@ struct Config {
   sandbox::Limits limits_for(const ToolConfig& tool) const;
 };
 
+// On failure the Error's message lists every mistake, one "file:line:column: what" per line,
+// in file order.
 Result<Config> load_config(const std::string& path);
 // Parses YAML text; `label` stands for the file in messages. Relative paths in the config
 // are resolved against `base_dir`.
 Result<Config> parse_config(const std::string& yaml, const std::string& label,
                             const std::string& base_dir);
+
+// Where the daemon listens: "IPv4:PORT" or "[IPv6]:PORT". The host must be an IP literal
+// (the daemon binds it as given and resolves no names); the port 0 to 65535 (0: any free
+// port). Used for server.listen and for `airlock serve --listen`.
+struct ListenAddress {
+  std::string host;  // without brackets
+  std::uint16_t port = 0;
+};
+Result<ListenAddress> parse_listen(std::string_view text);
 
 // The safe defaults of each risk tier (docs/config.md).
 std::map<Risk, sandbox::Limits> default_tiers();

@@ -20,7 +20,9 @@ namespace airlock::sandbox {
 namespace {
 
 constexpr unsigned kNobody = 65534;
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+// Besides /usr: bound read-only where they are directories, made the same symlinks where the
+// host has symlinks (merged /usr).
+constexpr const char* kSystemRootDirs[] = {"bin", "sbin", "lib", "lib64", "lib32", "libx32"};
 constexpr int kMaxPtys = 16;  // --tty: ptys the sandbox's devpts instance may hold
 
 std::string relative(const std::string& absolute) { return absolute.substr(1); }
@@ -121,6 +123,31 @@ Result<std::string> normalize_absolute(const std::string& path) {
   return out.empty() ? std::string("/") : out;
 }
 
+std::vector<std::string> system_read_only_roots() {
+  std::vector<std::string> roots = {"/usr"};
+  for (const char* name : kSystemRootDirs) {
+    std::string host = std::string("/") + name;
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) == 0 && (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
+      roots.push_back(host);
+  }
+  return roots;
+}
+
+std::vector<std::string> exec_candidates(const std::string& program, const std::string& path) {
+  if (program.find('/') != std::string::npos) return {program};
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (!dir.empty() && dir[0] == '/') out.push_back(dir + "/" + program);
+    start = end + 1;
+  }
+  return out;
+}
+
 namespace {
 
 using namespace landlock;
@@ -158,7 +185,7 @@ Status plan_system_dirs(LayoutBuilder& layout, LandlockPlan& ll,
   layout.attach("/usr", "usr", kSystemAttr, true);
   system_mounts.push_back("/usr");
   ll.paths.push_back({"/usr", kReadOnly, true});
-  for (const char* name : {"bin", "sbin", "lib", "lib64", "lib32", "libx32"}) {
+  for (const char* name : kSystemRootDirs) {
     std::string host = std::string("/") + name;
     struct stat st {};
     if (::lstat(host.c_str(), &st) != 0) continue;
@@ -381,22 +408,6 @@ void plan_seccomp(ChildPlan& plan) {
       insn.k = SECCOMP_RET_KILL_PROCESS;
 }
 
-// Where execve looks for argv[0]: itself if it has a '/', else each absolute PATH entry.
-void plan_exec_candidates(ChildPlan& plan, const std::string& cmd, const std::string& path) {
-  if (cmd.find('/') != std::string::npos) {
-    plan.exec_candidates.push_back(cmd);
-    return;
-  }
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (!dir.empty() && dir[0] == '/') plan.exec_candidates.push_back(dir + "/" + cmd);
-    start = end + 1;
-  }
-}
-
 // Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives; then argv.
 void plan_exec(ChildPlan& plan, const Spec& spec) {
   std::map<std::string, std::string> env = {
@@ -408,7 +419,7 @@ void plan_exec(ChildPlan& plan, const Spec& spec) {
   plan.argv_storage = spec.argv;
   for (auto& s : plan.argv_storage) plan.argv.push_back(s.data());
   plan.argv.push_back(nullptr);
-  plan_exec_candidates(plan, spec.argv.front(), env["PATH"]);
+  plan.exec_candidates = exec_candidates(spec.argv.front(), env["PATH"]);
 }
 
 }  // namespace

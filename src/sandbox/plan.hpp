@@ -22,6 +22,17 @@ HostIds host_ids();
 // NUL bytes.
 Result<std::string> normalize_absolute(const std::string& path);
 
+// The PATH a sandboxed program gets unless its spec's env sets one.
+inline constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+
+// The host paths every sandbox shows read-only at the same place: /usr, and those of /bin,
+// /sbin, /lib* the host has (directories bound, symlinks made the same). Binds come on top.
+std::vector<std::string> system_read_only_roots();
+
+// Where execve will look for argv[0]: the program itself if it has a '/', else each absolute
+// directory of `path` in order.
+std::vector<std::string> exec_candidates(const std::string& program, const std::string& path);
+
 Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups);
 
 }  // namespace airlock::sandbox

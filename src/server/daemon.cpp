@@ -197,13 +197,13 @@ int serve(const std::string& config_path, const std::string& listen_override) {
     return 2;
   }
   if (!listen_override.empty()) {
-    auto colon = listen_override.rfind(':');
-    if (colon == std::string::npos) {
-      std::cerr << "airlock serve: --listen: expected HOST:PORT\n";
+    auto listen = policy::parse_listen(listen_override);
+    if (!listen) {
+      std::cerr << "airlock serve: --listen: " << listen.error().message << "\n";
       return 2;
     }
-    config->server.listen_host = listen_override.substr(0, colon);
-    config->server.listen_port = static_cast<std::uint16_t>(std::stoul(listen_override.substr(colon + 1)));
+    config->server.listen_host = listen->host;
+    config->server.listen_port = listen->port;
   }
   auto daemon = Daemon::create(std::move(*config));
   if (!daemon) {

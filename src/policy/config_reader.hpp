@@ -1,0 +1,110 @@
+// The configuration reader's tools, shared by the readers of each section (config_*.cpp):
+// typed field readers that name file:line on error, and the list the errors go to. Private to
+// src/policy.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "policy/config.hpp"
+#include "policy/yaml_checks.hpp"
+
+namespace airlock::policy::detail {
+
+// Thrown inside the reader only: Reader::guard records it and reading goes on with the next
+// field, item or tool.
+struct ConfigError {
+  YAML::Mark mark;
+  std::string message;
+};
+
+[[noreturn]] inline void fail(const YAML::Node& at, const std::string& message) {
+  throw ConfigError{at.Mark(), message};
+}
+
+class Reader {
+ public:
+  Reader(std::string base_dir, std::vector<ConfigIssue>& issues)
+      : base_dir_(std::move(base_dir)), issues_(issues) {}
+
+  // Records a mistake and goes on. Others' lists of errors (a schema's) come in here too.
+  void error(const YAML::Mark& at, std::string message) {
+    issues_.push_back({at, std::move(message)});
+  }
+  void error(const YAML::Node& at, std::string message) { error(at.Mark(), std::move(message)); }
+  std::size_t error_count() const { return issues_.size(); }
+
+  // Runs `read`; what it throws is recorded. Returns whether it read without error.
+  template <typename F>
+  bool guard(F&& read) {
+    try {
+      read();
+      return true;
+    } catch (const ConfigError& e) {
+      error(e.mark, e.message);
+    } catch (const YAML::Exception& e) {
+      error(e.mark, e.msg);
+    }
+    return false;
+  }
+
+  // Reads n[key] with `read(node)` if it is there, guarded. True if absent or read cleanly.
+  template <typename F>
+  bool field(const YAML::Node& n, const char* key, F&& read) {
+    const YAML::Node v = n[key];
+    return !v || guard([&] { read(v); });
+  }
+
+  // Reads each item of the list `n` with `read(item)`, each guarded.
+  template <typename F>
+  void items(const YAML::Node& n, const std::string& what, F&& read) {
+    if (!n.IsSequence()) fail(n, what + ": expected a list");
+    for (const auto& item : n) guard([&] { read(item); });
+  }
+
+  void expect_map(const YAML::Node& n, const std::string& what);
+
+  // Rejects keys the schema does not know (a typo must not silently mean "default").
+  void only_keys(const YAML::Node& n, const std::string& what, std::set<std::string> known);
+  std::string string(const YAML::Node& n, const std::string& what);
+  std::vector<std::string> strings(const YAML::Node& n, const std::string& what);
+  std::uint64_t unsigned_int(const YAML::Node& n, const std::string& what, std::uint64_t max);
+  bool boolean(const YAML::Node& n, const std::string& what);
+  std::chrono::milliseconds duration(const YAML::Node& n, const std::string& what);
+  std::uint64_t size(const YAML::Node& n, const std::string& what);
+  // Relative paths are relative to the config file's directory.
+  std::string path(const YAML::Node& n, const std::string& what);
+
+  // YAML to JSON for schemas; numbers stay numbers, strings strings. The document has no
+  // aliases and bounded depth (scan_document), so this expands nothing.
+  nlohmann::json json(const YAML::Node& n);
+  LimitOverrides overrides(const YAML::Node& n, const std::string& what);
+  Risk risk(const YAML::Node& n, const std::string& what);
+
+ private:
+  static nlohmann::json json_scalar(const YAML::Node& n);
+
+  std::string base_dir_;
+  std::vector<ConfigIssue>& issues_;
+};
+
+// The readers of each section. Each records its errors in `r` and reads on where it can.
+void read_server(Reader& r, const YAML::Node& n, ServerConfig& s);
+void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s);
+void read_dlp(Reader& r, const YAML::Node& n, std::string& policy);
+void read_principals(Reader& r, const YAML::Node& n, std::vector<Principal>& out);
+void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
+void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
+                std::vector<ToolConfig>& out);
+
+// A tier's limits with a tool's (or the config's) overrides applied.
+sandbox::Limits with_overrides(sandbox::Limits l, const LimitOverrides& o);
+
+}  // namespace airlock::policy::detail

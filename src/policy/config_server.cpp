@@ -1,0 +1,99 @@
+// The server, storage and dlp sections, and the HOST:PORT of server.listen.
+#include <filesystem>
+#include <optional>
+
+#include "egress/address.hpp"
+#include "policy/config_reader.hpp"
+
+namespace airlock::policy {
+namespace {
+
+std::optional<std::uint16_t> port_number(std::string_view s) {
+  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  unsigned long v = std::stoul(std::string(s));
+  if (v > 65535) return std::nullopt;
+  return static_cast<std::uint16_t>(v);
+}
+
+}  // namespace
+
+Result<ListenAddress> parse_listen(std::string_view text) {
+  std::string_view host, port;
+  if (text.starts_with('[')) {
+    auto close = text.find(']');
+    if (close == std::string_view::npos || text.substr(close + 1, 1) != ":")
+      return Error::make("config", "expected [IPv6]:PORT, got '" + std::string(text) + "'");
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos)
+      return Error::make("config", "expected HOST:PORT, got '" + std::string(text) + "'");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos)
+      return Error::make("config", "an IPv6 address goes in brackets ([::1]:8750), got '" +
+                                       std::string(text) + "'");
+  }
+  if (!egress::parse_ip_strict(host))
+    return Error::make("config", "'" + std::string(host) +
+                                     "' is not an IP address (names are not resolved; for this "
+                                     "machine only, use 127.0.0.1 or [::1])");
+  auto number = port_number(port);
+  if (!number)
+    return Error::make("config",
+                       "port '" + std::string(port) + "' is not a number from 0 to 65535");
+  return ListenAddress{std::string(host), *number};
+}
+
+namespace detail {
+
+namespace fs = std::filesystem;
+
+void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
+  r.only_keys(
+      n, "server",
+      {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout"});
+  r.field(n, "listen", [&](const YAML::Node& v) {
+    auto listen = parse_listen(r.string(v, "server.listen"));
+    if (!listen) fail(v, "server.listen: " + listen.error().message);
+    s.listen_host = listen->host;
+    s.listen_port = listen->port;
+  });
+  r.field(n, "maxBodyBytes",
+          [&](const YAML::Node& v) { s.max_body_bytes = r.size(v, "server.maxBodyBytes"); });
+  r.field(n, "maxConcurrentInvocations", [&](const YAML::Node& v) {
+    const std::string what = "server.maxConcurrentInvocations";
+    s.max_concurrent_invocations = static_cast<unsigned>(r.unsigned_int(v, what, 4096));
+    if (s.max_concurrent_invocations == 0) fail(v, what + ": must be at least 1");
+  });
+  r.field(n, "queueLength", [&](const YAML::Node& v) {
+    s.queue_length = static_cast<unsigned>(r.unsigned_int(v, "server.queueLength", 1 << 20));
+  });
+  r.field(n, "drainTimeout",
+          [&](const YAML::Node& v) { s.drain_timeout = r.duration(v, "server.drainTimeout"); });
+}
+
+void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
+  r.only_keys(n, "storage", {"dataDir", "checkpointEvery", "checkpointInterval"});
+  r.field(n, "dataDir", [&](const YAML::Node& v) { s.data_dir = r.path(v, "storage.dataDir"); });
+  r.field(n, "checkpointEvery", [&](const YAML::Node& v) {
+    s.checkpoint_every =
+        static_cast<std::uint32_t>(r.unsigned_int(v, "storage.checkpointEvery", 1 << 30));
+  });
+  r.field(n, "checkpointInterval", [&](const YAML::Node& v) {
+    s.checkpoint_interval = r.duration(v, "storage.checkpointInterval");
+  });
+}
+
+void read_dlp(Reader& r, const YAML::Node& n, std::string& policy) {
+  r.only_keys(n, "dlp", {"policy"});
+  r.field(n, "policy", [&](const YAML::Node& v) {
+    policy = r.path(v, "dlp.policy");
+    if (!fs::is_regular_file(policy)) fail(v, "dlp.policy: " + policy + " is not a file");
+  });
+}
+
+}  // namespace detail
+}  // namespace airlock::policy
