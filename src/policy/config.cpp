@@ -10,6 +10,7 @@
 #include "common/digest.hpp"
 #include "common/units.hpp"
 #include "egress/policy.hpp"
+#include "policy/names.hpp"
 
 namespace airlock::policy {
 namespace {
@@ -230,8 +231,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) fail(n, what + ": missing name");
   t.name = r.string(n["name"], what + ".name");
-  if (t.name.empty() || t.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") != std::string::npos)
-    fail(n["name"], what + ".name: use lower-case letters, digits, '-', '_' and '.'");
+  if (!valid_tool_name(t.name)) fail(n["name"], what + ".name: " + kToolNameRule);
   what = "tool " + t.name;
   if (n["description"]) t.description = r.string(n["description"], what + ".description");
   if (n["risk"]) t.risk = r.risk(n["risk"], what + ".risk");
