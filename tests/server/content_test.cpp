@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "audit/log_reader.hpp"
+#include "pipeline/invocation.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -28,6 +30,59 @@ TEST(ValidateCode, RejectedCodeNeverRuns) {
   auto missing = invoke(d.port, "run-python", {{"source", "print(1)"}});
   EXPECT_EQ(missing.status, 400);
   EXPECT_EQ(missing.json()["error"]["pointer"], "/arguments/code");
+}
+
+// The last audit record, parsed.
+nlohmann::json last_audit_record(const Workspace& ws) {
+  auto reader = audit::LogReader::open(ws.audit_path());
+  if (!reader) return nullptr;
+  auto size = reader->size();
+  if (!size || *size == 0) return nullptr;
+  auto record = reader->record(*size - 1);
+  return record ? nlohmann::json::parse(*record, nullptr, false) : nlohmann::json();
+}
+
+TEST(ValidateCode, ARejectionListsEveryFindingWithItsLineInTheAnswerAndTheAuditRecord) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "run-python", {{"code", "import os\nx = 1\nexec('1')\neval('2')\n"}});
+  ASSERT_EQ(r.status, 422) << r.body;
+  auto error = r.json()["error"];
+  EXPECT_EQ(error["kind"], "code_rejected");
+  ASSERT_TRUE(error["findings"].is_array()) << r.body;
+  ASSERT_EQ(error["findings"].size(), 3u) << r.body;
+  EXPECT_EQ(error["findings_total"], 3);
+  const int lines[] = {1, 3, 4};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& f = error["findings"][i];
+    EXPECT_EQ(f["line"], lines[i]) << f;
+    EXPECT_GE(f["col"].get<int>(), 1) << f;
+    EXPECT_FALSE(f["rule"].get<std::string>().empty()) << f;
+    EXPECT_FALSE(f["message"].get<std::string>().empty()) << f;
+  }
+  EXPECT_EQ(error["findings"][0]["rule"], "import-not-allowed");
+  EXPECT_EQ(error["message"].get<std::string>().find("and 2 more"), std::string::npos);
+
+  auto record = last_audit_record(ws);
+  ASSERT_TRUE(record.is_object()) << record;
+  ASSERT_EQ(record["findings"].size(), 3u) << record;
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(record["findings"][i]["line"], lines[i]) << record;
+}
+
+TEST(ValidateCode, AHostileBlobGetsABoundedAnswer) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  // One finding whose message would name a 20 000-character module, then 299 more.
+  std::string code = "import " + std::string(20'000, 'm') + "\n";
+  for (int i = 0; i < 299; ++i) code += "exec('1')\n";
+  auto r = invoke(d.port, "run-python", {{"code", code}});
+  ASSERT_EQ(r.status, 422) << r.body.substr(0, 300);
+  auto error = r.json()["error"];
+  ASSERT_EQ(error["findings"].size(), pipeline::kMaxReportedFindings);
+  EXPECT_EQ(error["findings_total"], 300);
+  EXPECT_LT(error["findings"][0]["message"].get<std::string>().size(), 1000u);
+  EXPECT_LT(r.body.size(), 40'000u);
+  EXPECT_EQ(last_audit_record(ws)["findings"].size(), pipeline::kMaxReportedFindings);
 }
 
 TEST(Dlp, OutputsAndInputsAreRedactedAndTheRedactionsListed) {

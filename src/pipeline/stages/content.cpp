@@ -16,6 +16,35 @@ validate::Policy policy_for(const policy::ToolConfig& tool) {
   return p;
 }
 
+// A finding's message names what the code contains (an import, a path), so hostile code
+// could make it long: each is cut at a character boundary.
+constexpr std::size_t kMaxFindingMessageBytes = 300;
+
+std::string bounded_message(const std::string& message) {
+  if (message.size() <= kMaxFindingMessageBytes) return message;
+  std::size_t end = kMaxFindingMessageBytes;
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return message.substr(0, end) + "...";
+}
+
+// The first error names the refusal; every finding is in error.findings.
+std::string rejection_message(const validate::Report& report) {
+  const validate::Finding* first = &report.findings.front();
+  for (const auto& f : report.findings)
+    if (f.severity == validate::Severity::error) {
+      first = &f;
+      break;
+    }
+  std::string message = "the code was rejected: " + first->rule + " at line " +
+                        std::to_string(first->line) + ": " + bounded_message(first->message);
+  const std::size_t n = report.findings.size();
+  if (n > 1) message += " (" + std::to_string(n) + " findings";
+  if (n > kMaxReportedFindings)
+    message += ", the first " + std::to_string(kMaxReportedFindings) + " listed";
+  if (n > 1) message += ")";
+  return message;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const policy::Config& config) {
@@ -44,15 +73,17 @@ std::optional<InvocationError> ValidateCodeStage::run(Invocation& inv) {
     return InvocationError{"invalid_input", "python-code tools take the code as a string in \"code\"",
                            "denied", 400, "/arguments/code"};
   validate::Report report = validator_.check(inv.arguments["code"].get<std::string>(), policy->second);
-  for (const auto& f : report.findings)
-    inv.validator_findings.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line},
-                                      {"col", f.col}, {"severity", validate::severity_name(f.severity)}});
+  inv.validator_findings_total = report.findings.size();
+  for (const auto& f : report.findings) {
+    if (inv.validator_findings.size() == kMaxReportedFindings) break;
+    inv.validator_findings.push_back({{"rule", f.rule},
+                                      {"message", bounded_message(f.message)},
+                                      {"line", f.line},
+                                      {"col", f.col},
+                                      {"severity", validate::severity_name(f.severity)}});
+  }
   if (report.verdict == validate::Verdict::accept) return std::nullopt;
-  const auto& first = report.findings.front();
-  std::string message = "the code was rejected: " + first.rule + " at line " + std::to_string(first.line) + ": " +
-                        first.message;
-  if (report.findings.size() > 1) message += " (and " + std::to_string(report.findings.size() - 1) + " more)";
-  return InvocationError{"code_rejected", message, "denied", 422, ""};
+  return InvocationError{"code_rejected", rejection_message(report), "denied", 422, ""};
 }
 
 Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& config) {
