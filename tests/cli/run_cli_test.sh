@@ -109,6 +109,16 @@ while read -r line; do
   [[ $line == ok* ]] && echo "$line (unprivileged)" || { echo "$line (unprivileged)"; fails=$((fails + 1)); }
 done < <("$here/../run-unprivileged.sh" --no-cgroup /usr/bin/python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
 
+# The sandbox's pid 1 is a fork of airlock: /proc/1/cmdline shows nothing of airlock's host
+# command line (here a distinctive host directory), as root and as an unprivileged user.
+mkdir -p "$tmp/host-secret-dir-4711"; chmod 755 "$tmp/host-secret-dir-4711"
+for as in root unprivileged; do
+  run_as=(); [[ $as == unprivileged ]] && run_as=("$here/../run-unprivileged.sh" --no-cgroup)
+  out=$("${run_as[@]}" "$AIRLOCK" run --ro "$tmp/host-secret-dir-4711:/in" -- /bin/cat /proc/1/cmdline |
+        tr '\0' ' ' | tr -s ' ')
+  check "/proc/1/cmdline hides the host command line ($as)" "airlock-init " "$out"
+done
+
 # ^C, a kill or a hang-up stops the sandbox and removes it, then airlock dies of the signal;
 # with --audit the stopped run is still recorded.
 our_cgroups() {  # every cgroup directory a process with pid $1 would have made

@@ -21,9 +21,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -225,6 +227,37 @@ print(pids, os.getpid())
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   // The init and the program (pid 2 was the network namespace helper, gone by now).
   EXPECT_EQ(o.stdout_data, "[1, 3] 3\n") << describe(o);
+}
+
+// The sandbox's pid 1 is a fork of this process (no exec): its /proc/1/cmdline would show
+// this program's host path and arguments, and its environment area the host's environment.
+TEST(Processes, InitShowsNothingOfTheHostCommandLine) {
+  std::string host_cmdline;
+  {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    host_cmdline.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(host_cmdline.empty());
+  const std::string host_path = host_cmdline.substr(0, host_cmdline.find('\0'));
+  ASSERT_NE(host_path.find("sandbox_attack_test"), std::string::npos) << host_path;
+  Spec spec = python(R"(
+import sys
+for path in ("/proc/1/cmdline", "/proc/1/environ"):
+    try:
+        with open(path, "rb") as f:
+            sys.stdout.buffer.write(path.encode() + b":" + f.read() + b"\n")
+    except OSError as e:
+        print(path + ": unreadable", e.errno)
+)");
+  Outcome o = run(spec);
+  ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data.find(host_path), std::string::npos) << describe(o);
+  EXPECT_EQ(o.stdout_data.find("sandbox_attack_test"), std::string::npos) << describe(o);
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strlen(*e) >= 8) {
+      EXPECT_EQ(o.stdout_data.find(*e), std::string::npos) << *e;
+    }
+  EXPECT_EQ(o.stdout_data.rfind("/proc/1/cmdline:airlock-init", 0), 0u) << describe(o);
 }
 
 TEST(Processes, CannotSignalAnythingOutside) {
