@@ -624,6 +624,7 @@ Outcome Sandbox::wait() {
       stats.memory_peak_bytes ? *stats.memory_peak_bytes
                               : static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
   outcome.usage.pids_peak = stats.pids_peak;
+  if (stats.pids_refused) outcome.usage.pids_limit_hit = *stats.pids_refused > 0;
 
   outcome.stdout_truncated = out.discarded > 0;
   outcome.stderr_truncated = err.discarded > 0;
@@ -696,6 +697,10 @@ Outcome Sandbox::wait() {
     outcome.verdict = Verdict::signaled;
     outcome.message = cmd + "'s sandbox ended without reporting how the program exited";
   }
+  if (stats.pids_refused && *stats.pids_refused > 0)
+    outcome.message += "; it hit the " + std::to_string(lim.pids) + "-process limit (" +
+                       std::to_string(*stats.pids_refused) + " fork or clone call" +
+                       (*stats.pids_refused == 1 ? " was" : "s were") + " refused)";
   return outcome;
 }
 

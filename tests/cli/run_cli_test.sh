@@ -26,7 +26,7 @@ check "--json exit status" 3 $?
 keys=$(python3 -c 'import json,sys; print(" ".join(sorted(json.loads(sys.argv[1]))))' "$json")
 check "--json has the documented fields" "egress exit_code message signal stderr stderr_discarded_bytes stderr_truncated stdout stdout_discarded_bytes stdout_truncated syscall usage verdict" "$keys"
 fields=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["verdict"], d["exit_code"], repr(d["stdout"]), repr(d["stderr"]), sorted(d["usage"]))' "$json")
-check "--json values" "exit_nonzero 3 'out\n' 'err\n' ['cpu_sys_ms', 'cpu_user_ms', 'memory_peak_bytes', 'pids_peak', 'wall_ms']" "$fields"
+check "--json values" "exit_nonzero 3 'out\n' 'err\n' ['cpu_sys_ms', 'cpu_user_ms', 'memory_peak_bytes', 'pids_limit_hit', 'pids_peak', 'wall_ms']" "$fields"
 
 echo "from a file" >"$tmp/in.txt"; chmod 644 "$tmp/in.txt"
 out=$("$AIRLOCK" run --stdin "$tmp/in.txt" -- /bin/cat); check "--stdin FILE" "from a file" "$out"

@@ -577,6 +577,11 @@ TEST(Limits, ForkBombIsContained) {
   EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
   if (o.usage.pids_peak) {
     EXPECT_LE(*o.usage.pids_peak, 32u) << describe(o);
+    // The verdict is the timeout; the flag and the message tell of the limit.
+    EXPECT_EQ(o.usage.pids_limit_hit, true) << describe(o);
+    EXPECT_NE(o.message.find("hit the 32-process limit"), std::string::npos) << describe(o);
+  } else {
+    EXPECT_FALSE(o.usage.pids_limit_hit.has_value()) << "no pids cgroup, nothing to tell";
   }
 }
 
@@ -595,9 +600,20 @@ print("children", children)
 )");
   spec.limits.pids = 16;
   Outcome o = run(spec);
+  // It coped with EAGAIN and exited 0: the verdict stays ok, the usage and message say that
+  // the limit was hit (docs/sandbox.md).
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_NE(o.stdout_data.find("fork failed 11"), std::string::npos) << describe(o);  // EAGAIN
   EXPECT_NE(o.stdout_data.find("children 15"), std::string::npos) << describe(o);
+  if (o.usage.pids_peak) {
+    EXPECT_EQ(o.usage.pids_limit_hit, true) << describe(o);
+    EXPECT_NE(o.message.find("exited with status 0; it hit the 16-process limit ("),
+              std::string::npos)
+        << describe(o);
+    Outcome calm = run(python("print(1)"));
+    EXPECT_EQ(calm.usage.pids_limit_hit, false) << describe(calm);
+    EXPECT_EQ(calm.message.find("limit"), std::string::npos) << describe(calm);
+  }
 }
 
 TEST(Limits, MemoryBombIsMemoryLimit) {
