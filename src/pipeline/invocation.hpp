@@ -61,6 +61,9 @@ struct Invocation {
   std::string output_sha256;
   std::optional<std::string> redacted_output;
   std::string tool_log;                // the tool's stderr, capped
+  // Airlock's own lines about the run (each egress denial), kept apart from what the tool
+  // wrote: DLP scans the tool's log, never these, and they follow it in the stored log.
+  std::vector<std::string> notes;
   std::vector<std::string> credentials_hmac;  // HMAC-SHA256 of each injected credential
 
   std::optional<InvocationError> error;
@@ -83,5 +86,8 @@ struct Invocation {
 // {"id","tool","status","output","error":{"kind","message","pointer"?,"findings"?},"verdict","usage","redactions",
 //  "egress","audit":{"index","leaf_hash"}}
 nlohmann::json to_response(const Invocation& inv);
+
+// The log kept with the invocation: the tool's stderr as DLP left it, then Airlock's notes.
+std::string log_with_notes(const Invocation& inv);
 
 }  // namespace airlock::pipeline

@@ -40,6 +40,13 @@ void Pipeline::run(Invocation& inv) const {
   }
 }
 
+std::string log_with_notes(const Invocation& inv) {
+  std::string log = inv.tool_log;
+  if (!log.empty() && log.back() != '\n' && !inv.notes.empty()) log += '\n';
+  for (const auto& note : inv.notes) log += note + "\n";
+  return log;
+}
+
 nlohmann::json to_response(const Invocation& inv) {
   nlohmann::json j;
   j["id"] = inv.id;

@@ -104,6 +104,28 @@ TEST(Dlp, OutputsAndInputsAreRedactedAndTheRedactionsListed) {
   EXPECT_TRUE(redactions.count({"aws_access_key_id", "output"}));
 }
 
+TEST(Dlp, AirlocksOwnNotesAreNotRedactedButTheToolsLogIs) {
+  Workspace ws("", R"(  - name: egress-denied
+    runtime: {type: python, file: tools/egress_denied.py}
+    network: {allow: ["allowed.example:80"]}
+)");
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "egress-denied", nlohmann::json::object());
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = r.json();
+  ASSERT_EQ(j["status"], "ok") << r.body;
+  ASSERT_FALSE(j["egress"].empty()) << r.body;
+  EXPECT_FALSE(j["egress"][0]["allowed"]) << r.body;
+  auto stored = http(d.port, "GET", "/v1/invocations/" + j["id"].get<std::string>());
+  ASSERT_EQ(stored.status, 200) << stored.body;
+  const std::string log = stored.json()["log"];
+  // The tool's own line: redacted.
+  EXPECT_EQ(log.find("81.2.69.142"), std::string::npos) << log;
+  EXPECT_NE(log.find("client [REDACTED:IP_ADDRESS] connected"), std::string::npos) << log;
+  // Airlock's note on the denial: intact, naming the address.
+  EXPECT_NE(log.find("airlock: egress to 10.1.2.3:80 was denied: "), std::string::npos) << log;
+}
+
 TEST(Dlp, ABlockingPolicyWithholdsTheResult) {
   Workspace ws("", "");
   {
@@ -116,6 +138,11 @@ TEST(Dlp, ABlockingPolicyWithholdsTheResult) {
   EXPECT_EQ(r.status, 422) << r.body;
   auto j = r.json();
   EXPECT_EQ(j["error"]["kind"], "dlp_blocked");
+  // Only the detector that blocked is named: the email in the same result would only have
+  // been redacted.
+  const std::string message = j["error"]["message"];
+  EXPECT_NE(message.find("(aws_access_key_id)"), std::string::npos) << message;
+  EXPECT_EQ(message.find("email"), std::string::npos) << message;
   EXPECT_TRUE(j["output"].is_null());
   EXPECT_EQ(r.body.find("AKIAZ7Q3PLDX4RS6TB2V"), std::string::npos) << "the blocked value must not appear";
   auto in = invoke(d.port, "echo", {{"k", "AKIAZ7Q3PLDX4RS6TB2V"}});

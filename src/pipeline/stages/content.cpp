@@ -45,6 +45,16 @@ std::string rejection_message(const validate::Report& report) {
   return message;
 }
 
+// "aws_access_key_id, email": the detectors of the findings, each once.
+std::string detector_list(const dlp::ScanResult& result, bool blocking_only) {
+  std::set<std::string> detectors;
+  for (const auto& f : result.findings)
+    if (!blocking_only || f.action == dlp::Action::block) detectors.insert(std::string(f.detector));
+  std::string list;
+  for (const auto& d : detectors) list += (list.empty() ? "" : ", ") + d;
+  return list;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const policy::Config& config) {
@@ -101,6 +111,7 @@ Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& c
 std::optional<InvocationError> ScanStage::run(Invocation& inv) {
   const bool input = direction_ == Direction::input;
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
+  // Airlock's notes (inv.notes) are not in it: they are ours, not the tool's, and stay as is.
   if (!input && !inv.tool_log.empty()) {
     dlp::ScanOptions bytes_only;
     bytes_only.json = dlp::JsonMode::off;
@@ -112,18 +123,17 @@ std::optional<InvocationError> ScanStage::run(Invocation& inv) {
   const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   dlp::ScanResult result = scanner_->scan(text);
   if (result.findings.empty()) return std::nullopt;
-  std::set<std::string> detectors;
-  for (const auto& f : result.findings) detectors.insert(std::string(f.detector));
-  std::string found;
-  for (const auto& d : detectors) found += (found.empty() ? "" : ", ") + d;
   if (result.blocked) {
-    // The content itself never appears: only which detectors fired.
+    // The content itself never appears: only which detectors blocked it (those that would
+    // only have redacted are not the reason).
+    const std::string found = detector_list(result, /*blocking_only=*/true);
     if (!input) inv.output.reset();
     return InvocationError{"dlp_blocked",
                            std::string("the ") + (input ? "arguments contain" : "result contains") +
                                " data the DLP policy blocks (" + found + ")",
                            "denied", 422, ""};
   }
+  const std::string found = detector_list(result, /*blocking_only=*/false);
   std::string redacted = scanner_->redact(text, result);
   nlohmann::json replaced = nlohmann::json::parse(redacted, nullptr, /*allow_exceptions=*/false);
   if (replaced.is_discarded())  // redaction must leave valid JSON; if not, withhold (fail closed)
