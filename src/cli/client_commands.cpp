@@ -3,7 +3,6 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -85,7 +84,7 @@ std::string percent_encode_segment(std::string_view segment) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : segment) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+    if (is_host_char(static_cast<char>(c)) || c == '_' || c == '~') {  // ASCII only
       out += static_cast<char>(c);
     } else {
       out += '%';
