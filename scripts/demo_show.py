@@ -18,7 +18,9 @@ def invocation(d):
     for r in d.get("redactions", []):
         print("     redacted: %s in the %s" % (r["detector"], r["where"]))
     if d.get("usage"):
-        print("     usage: %s ms wall, %s processes at most" % (d["usage"]["wall_ms"], d["usage"]["pids_peak"]))
+        print("     usage: %s ms wall, %s processes at most%s" % (
+            d["usage"]["wall_ms"], d["usage"]["pids_peak"],
+            " (the process limit was hit)" if d["usage"].get("pids_limit_hit") else ""))
     if d.get("audit"):
         print("     audit record #%s" % d["audit"]["index"])
 

@@ -21,6 +21,7 @@ std::map<std::string, std::uint64_t> usage_of(const sandbox::Usage& usage) {
                                            {"cpu_sys_ms", usage.cpu_sys_ms}};
   if (usage.memory_peak_bytes) out["memory_peak_bytes"] = *usage.memory_peak_bytes;
   if (usage.pids_peak) out["pids_peak"] = *usage.pids_peak;
+  if (usage.pids_limit_hit) out["pids_limit_hit"] = *usage.pids_limit_hit ? 1 : 0;
   return out;
 }
 

@@ -1,4 +1,5 @@
 // airlock call TOOL --input JSON and airlock tools list: a client of the daemon's HTTP API.
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "common/result.hpp"
+#include "policy/names.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -26,22 +28,99 @@ struct Reply {
   std::string body;
 };
 
-// One request to the daemon. Errors (unreachable, bad URL) come back as an Error.
-Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path, const std::string& body) {
-  const std::string prefix = "http://";
-  if (o.server.rfind(prefix, 0) != 0) return Error::make("usage", "--server must be http://HOST:PORT");
-  std::string authority = o.server.substr(prefix.size());
-  authority = authority.substr(0, authority.find('/'));
-  auto colon = authority.rfind(':');
-  std::string host = colon == std::string::npos ? authority : authority.substr(0, colon);
-  std::string port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
+// The daemon's address from --server: http://HOST[:PORT][/], HOST a DNS name, an IPv4 address
+// or a bracketed IPv6 address. Nothing else: the authority goes into the Host header as it is.
+struct ServerAddress {
+  std::string authority;  // HOST[:PORT] as given
+  std::string host;       // without brackets
+  std::string port = "80";
+};
+
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.';
+}
+
+bool is_port(std::string_view text) {
+  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const unsigned long port = std::stoul(std::string(text));
+  return port >= 1 && port <= 65535;
+}
+
+Result<ServerAddress> parse_server(std::string_view url) {
+  auto bad = [&] { return Error::make("usage", "--server must be http://HOST:PORT"); };
+  constexpr std::string_view kPrefix = "http://";
+  if (!url.starts_with(kPrefix)) return bad();
+  std::string_view authority = url.substr(kPrefix.size());
+  if (authority.ends_with('/')) authority.remove_suffix(1);
+  ServerAddress a;
+  a.authority = std::string(authority);
+  std::string_view host = authority, port;
+  if (authority.starts_with('[')) {  // [IPv6]:PORT
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return bad();
+    host = authority.substr(1, close - 1);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+      return bad();
+    auto rest = authority.substr(close + 1);
+    if (!rest.empty() && (!rest.starts_with(':') || !is_port(port = rest.substr(1)))) return bad();
+  } else {
+    if (auto colon = authority.find(':'); colon != std::string_view::npos) {
+      host = authority.substr(0, colon);
+      port = authority.substr(colon + 1);
+      if (!is_port(port)) return bad();
+    }
+    if (host.empty() || !std::all_of(host.begin(), host.end(), is_host_char)) return bad();
+  }
+  a.host = std::string(host);
+  if (!port.empty()) a.port = std::string(port);
+  return a;
+}
+
+// RFC 3986 unreserved characters stay, every other byte becomes %XX. A valid tool name
+// needs no escaping; this is the second line of defence, not the first.
+std::string percent_encode_segment(std::string_view segment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : segment) {
+    if (is_host_char(static_cast<char>(c)) || c == '_' || c == '~') {  // ASCII only
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// An API key goes into the Authorization header: visible ASCII only, so it cannot end the
+// header line or the head.
+bool header_safe_key(std::string_view key) {
+  return std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// For messages: JSON-quoted, so control characters show as escapes.
+std::string printable(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+// One request to the daemon. Errors (unreachable, bad URL or key) come back as an Error,
+// before anything is sent.
+Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
+                      const std::string& body) {
+  auto server = parse_server(o.server);
+  if (!server) return server.error();
+  if (!header_safe_key(o.key))
+    return Error::make("usage", "the API key may only hold visible ASCII characters");
   try {
     asio::io_context io;
     asio::ip::tcp::resolver resolver(io);
     beast::tcp_stream stream(io);
-    stream.connect(resolver.resolve(host, port));
+    stream.connect(resolver.resolve(server->host, server->port));
     http::request<http::string_body> req{verb, path, 11};
-    req.set(http::field::host, authority);
+    req.set(http::field::host, server->authority);
     req.set(http::field::user_agent, "airlock-cli");
     if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
     if (verb == http::verb::post) {
@@ -92,7 +171,16 @@ void add_client_commands(CLI::App& app, ExitStatus& status) {
       status.code = 2;
       return;
     }
-    auto reply = request(*call_opts, http::verb::post, "/v1/tools/" + *tool + "/invoke",
+    // The name goes into the request line: refused before connecting unless it is one a
+    // configuration could define.
+    if (!policy::valid_tool_name(*tool)) {
+      std::cerr << "airlock call: " << printable(*tool) << " is not a tool name ("
+                << policy::kToolNameRule << ")\n";
+      status.code = 2;
+      return;
+    }
+    const std::string path = "/v1/tools/" + percent_encode_segment(*tool) + "/invoke";
+    auto reply = request(*call_opts, http::verb::post, path,
                          nlohmann::json{{"arguments", args}}.dump());
     if (!reply) {
       std::cerr << "airlock call: " << reply.error().message << "\n";

@@ -26,6 +26,10 @@ struct InvocationError {
   std::string pointer;  // invalid_input: the JSON pointer of the bad field
 };
 
+// The most validator findings an answer lists and an audit record keeps: the code is at most
+// the body limit, but a hostile blob could hold one finding per line.
+inline constexpr std::size_t kMaxReportedFindings = 100;
+
 struct Redaction {
   std::string detector;  // "email", "aws_access_key_id", ...
   std::string where;     // "input" or "output", with the JSON pointer ("output/summary")
@@ -44,7 +48,10 @@ struct Invocation {
   const policy::Principal* principal = nullptr;
   const policy::ToolConfig* tool = nullptr;
   sandbox::Limits limits;
+  // The validator's findings, at most kMaxReportedFindings of validator_findings_total: a
+  // code_rejected answer lists them (error.findings) and the audit record keeps them.
   nlohmann::json validator_findings = nlohmann::json::array();
+  std::size_t validator_findings_total = 0;
   std::vector<Redaction> redactions;
   std::string input_sha256;            // of the arguments as received (canonical JSON)
   std::optional<std::string> redacted_input;
@@ -54,6 +61,9 @@ struct Invocation {
   std::string output_sha256;
   std::optional<std::string> redacted_output;
   std::string tool_log;                // the tool's stderr, capped
+  // Airlock's own lines about the run (each egress denial), kept apart from what the tool
+  // wrote: DLP scans the tool's log, never these, and they follow it in the stored log.
+  std::vector<std::string> notes;
   std::vector<std::string> credentials_hmac;  // HMAC-SHA256 of each injected credential
 
   std::optional<InvocationError> error;
@@ -73,8 +83,11 @@ struct Invocation {
 };
 
 // The API's answer for an invocation:
-// {"id","tool","status","output","error":{"kind","message"},"verdict","usage","redactions",
+// {"id","tool","status","output","error":{"kind","message","pointer"?,"findings"?},"verdict","usage","redactions",
 //  "egress","audit":{"index","leaf_hash"}}
 nlohmann::json to_response(const Invocation& inv);
+
+// The log kept with the invocation: the tool's stderr as DLP left it, then Airlock's notes.
+std::string log_with_notes(const Invocation& inv);
 
 }  // namespace airlock::pipeline

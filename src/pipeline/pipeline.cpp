@@ -40,6 +40,13 @@ void Pipeline::run(Invocation& inv) const {
   }
 }
 
+std::string log_with_notes(const Invocation& inv) {
+  std::string log = inv.tool_log;
+  if (!log.empty() && log.back() != '\n' && !inv.notes.empty()) log += '\n';
+  for (const auto& note : inv.notes) log += note + "\n";
+  return log;
+}
+
 nlohmann::json to_response(const Invocation& inv) {
   nlohmann::json j;
   j["id"] = inv.id;
@@ -49,6 +56,10 @@ nlohmann::json to_response(const Invocation& inv) {
   j["error"] = inv.error ? nlohmann::json{{"kind", inv.error->kind}, {"message", inv.error->message}}
                          : nlohmann::json();
   if (inv.error && !inv.error->pointer.empty()) j["error"]["pointer"] = inv.error->pointer;
+  if (inv.error && inv.error->kind == "code_rejected") {
+    j["error"]["findings"] = inv.validator_findings;
+    j["error"]["findings_total"] = inv.validator_findings_total;
+  }
   j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
   j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();
   auto redactions = nlohmann::json::array();

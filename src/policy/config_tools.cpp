@@ -4,6 +4,7 @@
 
 #include "egress/policy.hpp"
 #include "policy/config_reader.hpp"
+#include "policy/names.hpp"
 #include "policy/program_lookup.hpp"
 #include "sandbox/plan.hpp"
 
@@ -123,11 +124,6 @@ void read_env(Reader& r, const YAML::Node& n, const std::string& what,
     });
 }
 
-bool is_tool_name(const std::string& name) {
-  return !name.empty() &&
-         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_.") == std::string::npos;
-}
-
 ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label) {
   std::string what = "tools[" + std::to_string(i) + "]";
   r.only_keys(n, what,
@@ -138,8 +134,8 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   if (!n["name"]) r.error(n, what + ": missing name");
   r.field(n, "name", [&](const YAML::Node& v) {
     t.name = r.string(v, what + ".name");
-    if (!is_tool_name(t.name))
-      fail(v, what + ".name: use lower-case letters, digits, '-', '_' and '.'");
+    if (!valid_tool_name(t.name))
+      fail(v, what + ".name: " + kToolNameRule);
   });
   if (!t.name.empty()) what = "tool " + t.name;
   r.field(n, "description",

@@ -416,6 +416,17 @@ std::optional<std::uint64_t> SandboxCgroup::cpu_usage_ns() const {
   return read_u64(cpu_dir_ + "/cpuacct.usage");
 }
 
+namespace {
+
+// v1 and v2 name them alike: the peak, and in pids.events "max" how many fork()/clone()
+// calls the limit refused (EAGAIN).
+void read_pids_counters(const std::string& dir, CgroupStats& st) {
+  st.pids_peak = read_u64(dir + "/pids.peak");
+  st.pids_refused = read_keyed(dir + "/pids.events", "max");
+}
+
+}  // namespace
+
 CgroupStats SandboxCgroup::read_stats() const {
   CgroupStats st;
   if (mode_ == CgroupMode::v2) {
@@ -427,7 +438,7 @@ CgroupStats SandboxCgroup::read_stats() const {
       if (auto u = read_keyed(cpu_dir_ + "/cpu.stat", "user_usec")) st.cpu_user_ns = *u * 1000;
       if (auto s = read_keyed(cpu_dir_ + "/cpu.stat", "system_usec")) st.cpu_sys_ns = *s * 1000;
     }
-    if (!pids_dir_.empty()) st.pids_peak = read_u64(pids_dir_ + "/pids.peak");
+    if (!pids_dir_.empty()) read_pids_counters(pids_dir_, st);
   } else if (mode_ == CgroupMode::v1) {
     if (!memory_dir_.empty()) {
       st.oom_kills = read_keyed(memory_dir_ + "/memory.oom_control", "oom_kill").value_or(0);
@@ -437,7 +448,7 @@ CgroupStats SandboxCgroup::read_stats() const {
       st.cpu_user_ns = read_u64(cpu_dir_ + "/cpuacct.usage_user");
       st.cpu_sys_ns = read_u64(cpu_dir_ + "/cpuacct.usage_sys");
     }
-    if (!pids_dir_.empty()) st.pids_peak = read_u64(pids_dir_ + "/pids.peak");
+    if (!pids_dir_.empty()) read_pids_counters(pids_dir_, st);
   }
   // The sandbox's init is one of the counted processes; report the program's own.
   if (st.pids_peak && *st.pids_peak > 0) *st.pids_peak -= 1;

@@ -55,6 +55,7 @@ struct CgroupStats {
   std::optional<std::uint64_t> cpu_user_ns;
   std::optional<std::uint64_t> cpu_sys_ns;
   std::optional<std::uint64_t> pids_peak;
+  std::optional<std::uint64_t> pids_refused;  // pids.events "max": forks refused at the limit
 };
 
 class SandboxCgroup {

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "sandbox/fd_passing.hpp"
+#include "sandbox/host_args.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/syscalls.hpp"
 
@@ -427,6 +428,7 @@ void join_cgroups(const ChildPlan& plan) {
 }  // namespace
 
 void child_main(const ChildPlan& plan) {
+  blank_host_command_line();  // we become the sandbox's pid 1: /proc/1/cmdline reads this
   arrange_descriptors(plan);
   reset_signals();
   ::umask(0);

@@ -45,6 +45,8 @@ nlohmann::json to_json(const Usage& usage) {
   j["memory_peak_bytes"] =
       usage.memory_peak_bytes ? nlohmann::json(*usage.memory_peak_bytes) : nlohmann::json();
   j["pids_peak"] = usage.pids_peak ? nlohmann::json(*usage.pids_peak) : nlohmann::json();
+  j["pids_limit_hit"] =
+      usage.pids_limit_hit ? nlohmann::json(*usage.pids_limit_hit) : nlohmann::json();
   return j;
 }
 

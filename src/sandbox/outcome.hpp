@@ -34,6 +34,9 @@ struct Usage {
   std::uint64_t cpu_sys_ms = 0;
   std::optional<std::uint64_t> memory_peak_bytes;  // null when no source can tell
   std::optional<std::uint64_t> pids_peak;          // null without a pids cgroup
+  // The pids limit refused a fork() or clone() (the program saw EAGAIN); null without a pids
+  // cgroup. It does not change the verdict: the program may have coped (docs/sandbox.md).
+  std::optional<bool> pids_limit_hit;
 };
 
 // One connection attempt through the egress proxy (filled in by the egress layer).

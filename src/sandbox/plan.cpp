@@ -378,7 +378,10 @@ Status plan_rlimits(ChildPlan& plan, const Limits& lim, const CgroupSupport& cgr
     plan.rlimits.push_back({resource, rlimit{value, value}});
   };
   limit(RLIMIT_NOFILE, lim.open_files);
-  limit(RLIMIT_NPROC, lim.pids + 1);  // counted per uid in the sandbox's own user namespace
+  // Counted per uid in the sandbox's own user namespace, and checked before the cgroup: with a
+  // pids cgroup it sits one above pids.max, so that the cgroup refuses the fork and counts it
+  // (pids.events, usage.pids_limit_hit) while the rlimit stays a second layer.
+  limit(RLIMIT_NPROC, lim.pids + (cgroups.limits_pids() ? 2 : 1));
   limit(RLIMIT_FSIZE, lim.disk_bytes);
   limit(RLIMIT_CORE, 0);
   if (lim.cpu_time) {

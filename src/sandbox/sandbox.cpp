@@ -527,6 +527,7 @@ void fill_usage(Usage& u, const CgroupStats& stats, const rusage& usage) {
                             ? *stats.memory_peak_bytes
                             : static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
   u.pids_peak = stats.pids_peak;
+  if (stats.pids_refused) u.pids_limit_hit = *stats.pids_refused > 0;
 }
 
 // Sandbox::wait, as one handler per event source around a poll loop; the verdict is judge()'s.
@@ -816,6 +817,7 @@ void Supervisor::finish() {
   facts_.cpu_used_ns = (outcome_.usage.cpu_user_ms + outcome_.usage.cpu_sys_ms) * 1'000'000;
   facts_.stdout_truncated = outcome_.stdout_truncated;
   facts_.stderr_truncated = outcome_.stderr_truncated;
+  facts_.pids_refused = stats.pids_refused.value_or(0);
 
   Judgement j = judge(facts_, spec_.limits);
   outcome_.verdict = j.verdict;

@@ -88,9 +88,7 @@ Judgement program_exit(const RunFacts& f) {
                      cmd + "'s sandbox ended without reporting how the program exited");
 }
 
-}  // namespace
-
-Judgement judge(const RunFacts& f, const Limits& lim) {
+Judgement decide(const RunFacts& f, const Limits& lim) {
   if (f.timed_out) return timeout(f, lim);
   if (f.violation) return seccomp_violation(f);
   if (f.oom_kills > 0) return memory_limit(f, lim);
@@ -100,6 +98,17 @@ Judgement judge(const RunFacts& f, const Limits& lim) {
     return killed(Verdict::signaled, SIGKILL,
                   std::string(f.command) + " was stopped by its supervisor");
   return program_exit(f);
+}
+
+}  // namespace
+
+Judgement judge(const RunFacts& f, const Limits& lim) {
+  Judgement j = decide(f, lim);
+  if (f.pids_refused > 0)
+    j.message += "; it hit the " + std::to_string(lim.pids) + "-process limit (" +
+                 std::to_string(f.pids_refused) + " fork or clone call" +
+                 (f.pids_refused == 1 ? " was" : "s were") + " refused)";
+  return j;
 }
 
 }  // namespace airlock::sandbox

@@ -27,6 +27,7 @@ struct RunFacts {
   bool killed_by_caller = false;         // stop_fd or Sandbox::kill()
   std::optional<int> exit_code;          // how the program ended: init's report, else waitid
   std::optional<int> signal;
+  std::uint64_t pids_refused = 0;        // forks the pids cgroup refused (pids.events "max")
 };
 
 struct Judgement {
@@ -39,7 +40,8 @@ struct Judgement {
 };
 
 // First match wins: timeout > seccomp_violation > memory_limit > cpu_time_limit >
-// output_limit > signaled (by the caller) > signaled > exit_nonzero > ok.
+// output_limit > signaled (by the caller) > signaled > exit_nonzero > ok. A run that hit the
+// pids limit keeps its verdict; the message says so.
 Judgement judge(const RunFacts& facts, const Limits& limits);
 
 }  // namespace airlock::sandbox

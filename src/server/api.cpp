@@ -163,7 +163,7 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
     nlohmann::json response = pipeline::to_response(*inv);
     nlohmann::json stored = response;
     stored["principal"] = inv->principal ? inv->principal->name : "";
-    stored["log"] = inv->tool_log;  // the tool's stderr, capped and DLP-redacted
+    stored["log"] = pipeline::log_with_notes(*inv);  // the tool's stderr, capped and DLP-redacted
     (void)services.store->finish(inv->id, inv->status(), stored);
     services.metrics->count("airlock_invocations_total", {{"tool", inv->tool_name}, {"status", inv->status()}});
     if (inv->error && inv->status() == "denied")

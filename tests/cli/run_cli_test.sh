@@ -26,7 +26,7 @@ check "--json exit status" 3 $?
 keys=$(python3 -c 'import json,sys; print(" ".join(sorted(json.loads(sys.argv[1]))))' "$json")
 check "--json has the documented fields" "egress exit_code message signal stderr stderr_discarded_bytes stderr_truncated stdout stdout_discarded_bytes stdout_truncated syscall usage verdict" "$keys"
 fields=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["verdict"], d["exit_code"], repr(d["stdout"]), repr(d["stderr"]), sorted(d["usage"]))' "$json")
-check "--json values" "exit_nonzero 3 'out\n' 'err\n' ['cpu_sys_ms', 'cpu_user_ms', 'memory_peak_bytes', 'pids_peak', 'wall_ms']" "$fields"
+check "--json values" "exit_nonzero 3 'out\n' 'err\n' ['cpu_sys_ms', 'cpu_user_ms', 'memory_peak_bytes', 'pids_limit_hit', 'pids_peak', 'wall_ms']" "$fields"
 
 echo "from a file" >"$tmp/in.txt"; chmod 644 "$tmp/in.txt"
 out=$("$AIRLOCK" run --stdin "$tmp/in.txt" -- /bin/cat); check "--stdin FILE" "from a file" "$out"
@@ -108,6 +108,16 @@ done < <(python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
 while read -r line; do
   [[ $line == ok* ]] && echo "$line (unprivileged)" || { echo "$line (unprivileged)"; fails=$((fails + 1)); }
 done < <("$here/../run-unprivileged.sh" --no-cgroup /usr/bin/python3 "$here/tty_session.py" "$AIRLOCK" 2>&1)
+
+# The sandbox's pid 1 is a fork of airlock: /proc/1/cmdline shows nothing of airlock's host
+# command line (here a distinctive host directory), as root and as an unprivileged user.
+mkdir -p "$tmp/host-secret-dir-4711"; chmod 755 "$tmp/host-secret-dir-4711"
+for as in root unprivileged; do
+  run_as=(); [[ $as == unprivileged ]] && run_as=("$here/../run-unprivileged.sh" --no-cgroup)
+  out=$("${run_as[@]}" "$AIRLOCK" run --ro "$tmp/host-secret-dir-4711:/in" -- /bin/cat /proc/1/cmdline |
+        tr '\0' ' ' | tr -s ' ')
+  check "/proc/1/cmdline hides the host command line ($as)" "airlock-init " "$out"
+done
 
 # ^C, a kill or a hang-up stops the sandbox and removes it, then airlock dies of the signal;
 # with --audit the stopped run is still recorded.

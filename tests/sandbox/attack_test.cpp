@@ -21,9 +21,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -225,6 +227,37 @@ print(pids, os.getpid())
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   // The init and the program (pid 2 was the network namespace helper, gone by now).
   EXPECT_EQ(o.stdout_data, "[1, 3] 3\n") << describe(o);
+}
+
+// The sandbox's pid 1 is a fork of this process (no exec): its /proc/1/cmdline would show
+// this program's host path and arguments, and its environment area the host's environment.
+TEST(Processes, InitShowsNothingOfTheHostCommandLine) {
+  std::string host_cmdline;
+  {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    host_cmdline.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(host_cmdline.empty());
+  const std::string host_path = host_cmdline.substr(0, host_cmdline.find('\0'));
+  ASSERT_NE(host_path.find("sandbox_attack_test"), std::string::npos) << host_path;
+  Spec spec = python(R"(
+import sys
+for path in ("/proc/1/cmdline", "/proc/1/environ"):
+    try:
+        with open(path, "rb") as f:
+            sys.stdout.buffer.write(path.encode() + b":" + f.read() + b"\n")
+    except OSError as e:
+        print(path + ": unreadable", e.errno)
+)");
+  Outcome o = run(spec);
+  ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data.find(host_path), std::string::npos) << describe(o);
+  EXPECT_EQ(o.stdout_data.find("sandbox_attack_test"), std::string::npos) << describe(o);
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strlen(*e) >= 8) {
+      EXPECT_EQ(o.stdout_data.find(*e), std::string::npos) << *e;
+    }
+  EXPECT_EQ(o.stdout_data.rfind("/proc/1/cmdline:airlock-init", 0), 0u) << describe(o);
 }
 
 TEST(Processes, CannotSignalAnythingOutside) {
@@ -544,6 +577,11 @@ TEST(Limits, ForkBombIsContained) {
   EXPECT_EQ(o.verdict, Verdict::timeout) << describe(o);
   if (o.usage.pids_peak) {
     EXPECT_LE(*o.usage.pids_peak, 32u) << describe(o);
+    // The verdict is the timeout; the flag and the message tell of the limit.
+    EXPECT_EQ(o.usage.pids_limit_hit, true) << describe(o);
+    EXPECT_NE(o.message.find("hit the 32-process limit"), std::string::npos) << describe(o);
+  } else {
+    EXPECT_FALSE(o.usage.pids_limit_hit.has_value()) << "no pids cgroup, nothing to tell";
   }
 }
 
@@ -562,9 +600,20 @@ print("children", children)
 )");
   spec.limits.pids = 16;
   Outcome o = run(spec);
+  // It coped with EAGAIN and exited 0: the verdict stays ok, the usage and message say that
+  // the limit was hit (docs/sandbox.md).
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_NE(o.stdout_data.find("fork failed 11"), std::string::npos) << describe(o);  // EAGAIN
   EXPECT_NE(o.stdout_data.find("children 15"), std::string::npos) << describe(o);
+  if (o.usage.pids_peak) {
+    EXPECT_EQ(o.usage.pids_limit_hit, true) << describe(o);
+    EXPECT_NE(o.message.find("exited with status 0; it hit the 16-process limit ("),
+              std::string::npos)
+        << describe(o);
+    Outcome calm = run(python("print(1)"));
+    EXPECT_EQ(calm.usage.pids_limit_hit, false) << describe(calm);
+    EXPECT_EQ(calm.message.find("limit"), std::string::npos) << describe(calm);
+  }
 }
 
 TEST(Limits, MemoryBombIsMemoryLimit) {

@@ -154,6 +154,24 @@ INSTANTIATE_TEST_SUITE_P(
                       ToolFailure{"fork-bomb", "timeout", "timeout"},
                       ToolFailure{"memory-bomb", "memory_limit", "memory_limit"}));
 
+TEST(ProcessLimit, AForkBombAtTheProcessLimitSaysSoInUsageMessageAndAudit) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  auto j = invoke(d.port, "fork-bomb", nlohmann::json::object()).json();
+  ASSERT_EQ(j["verdict"], "timeout") << j;
+  if (j["usage"]["pids_peak"].is_null()) GTEST_SKIP() << "no pids cgroup here";
+  EXPECT_EQ(j["usage"]["pids_limit_hit"], true) << j;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("-process limit ("), std::string::npos)
+      << j;
+  auto reader = audit::LogReader::open(ws.audit_path());
+  ASSERT_TRUE(reader.ok());
+  auto record = reader->record(0);
+  ASSERT_TRUE(record.ok());
+  auto r = nlohmann::json::parse(*record);
+  EXPECT_EQ(r["usage"]["pids_limit_hit"], 1) << r;
+  EXPECT_TRUE(audit::verify_log(*reader)->intact());
+}
+
 TEST(Audit, OneRecordPerInvocationAndNoneForRequestsThatNeverBecameOne) {
   Workspace ws;
   RunningDaemon d(ws);

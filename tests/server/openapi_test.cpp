@@ -79,6 +79,8 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string id = first["id"];
   const std::string invoke_path = "/v1/tools/{name}/invoke";
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
+  const std::string rejected_code =
+      nlohmann::json{{"arguments", {{"code", "import os\nexec('1')"}}}}.dump();
   const std::vector<Call> calls = {
       {invoke_path, "post", "/v1/tools/echo/invoke", ok_body, kKey},                  // 200 ok
       {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kKey},                 // 200 error
@@ -88,6 +90,7 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {invoke_path, "post", "/v1/tools/nope/invoke", ok_body, kKey},                  // 404
       {invoke_path, "post", "/v1/tools/echo/invoke", std::string(8000, 'x'), kKey},   // 413
       {invoke_path, "post", "/v1/tools/dangerous/invoke", ok_body, kKey},             // 403 tier
+      {invoke_path, "post", "/v1/tools/run-python/invoke", rejected_code, kKey},      // 422
       {"/v1/tools", "get", "/v1/tools", "", kKey},
       {"/v1/tools", "get", "/v1/tools", "", ""},
       {"/v1/tools/{name}", "get", "/v1/tools/echo", "", kKey},

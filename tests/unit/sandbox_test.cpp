@@ -131,6 +131,7 @@ TEST(Outcome, JsonFieldsAndExitStatus) {
   EXPECT_EQ(j["syscall"], "ptrace");
   EXPECT_TRUE(j["exit_code"].is_null());
   EXPECT_TRUE(j["usage"]["pids_peak"].is_null());
+  EXPECT_TRUE(j["usage"]["pids_limit_hit"].is_null());
   EXPECT_EQ(o.exit_status(), 159);
   o.verdict = Verdict::timeout;
   EXPECT_EQ(o.exit_status(), 124);

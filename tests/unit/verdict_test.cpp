@@ -255,4 +255,20 @@ TEST(Judge, ASignalBeatsAnExitCode) {
 }
 
 }  // namespace
+// The pids limit leaves the verdict as the program made it, and says so in the message.
+TEST(Judge, APidsLimitHitKeepsTheVerdictAndIsNamed) {
+  RunFacts f = exited(0);
+  f.pids_refused = 3;
+  Judgement j = judge(f, limits());
+  EXPECT_EQ(j.verdict, Verdict::ok);
+  EXPECT_EQ(j.message,
+            "prog exited with status 0; it hit the 64-process limit (3 fork or clone calls were "
+            "refused)");
+  f.timed_out = true;
+  f.pids_refused = 1;
+  j = judge(f, limits());
+  EXPECT_EQ(j.verdict, Verdict::timeout);
+  EXPECT_NE(j.message.find("(1 fork or clone call was refused)"), std::string::npos) << j.message;
+}
+
 }  // namespace airlock::sandbox

@@ -5,6 +5,19 @@
 #include "audit/sandbox_record.hpp"
 
 namespace airlock::pipeline {
+namespace {
+
+// The validator's line is an int (0: the whole source), which nlohmann stores as a signed
+// number: is_number_unsigned() would say no to every line.
+std::optional<std::uint32_t> finding_line(const nlohmann::json& f) {
+  auto it = f.find("line");
+  if (it == f.end() || !it->is_number_integer()) return std::nullopt;
+  const auto line = it->get<std::int64_t>();
+  if (line < 1 || line > UINT32_MAX) return std::nullopt;
+  return static_cast<std::uint32_t>(line);
+}
+
+}  // namespace
 
 std::optional<InvocationError> AuditStage::run(Invocation& inv) {
   audit::InvocationRecord record;
@@ -32,9 +45,7 @@ std::optional<InvocationError> AuditStage::run(Invocation& inv) {
   }
   for (const auto& f : inv.validator_findings)
     record.findings.push_back({f.value("rule", ""), f.value("severity", ""), f.value("message", ""),
-                               f.contains("line") && f["line"].is_number_unsigned()
-                                   ? std::optional<std::uint32_t>(f["line"].get<std::uint32_t>())
-                                   : std::nullopt});
+                               finding_line(f)});
   auto receipt = log_.append(audit::to_fields(record));
   if (!receipt)
     return InvocationError{"audit_failed",

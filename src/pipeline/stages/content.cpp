@@ -26,6 +26,45 @@ Result<validate::HostAllowlist> allowed_hosts_for(const policy::ToolConfig& tool
   return allow;
 }
 
+// A finding's message names what the code contains (an import, a path), so hostile code
+// could make it long: each is cut at a character boundary.
+constexpr std::size_t kMaxFindingMessageBytes = 300;
+
+std::string bounded_message(const std::string& message) {
+  if (message.size() <= kMaxFindingMessageBytes) return message;
+  std::size_t end = kMaxFindingMessageBytes;
+  while (end > 0 && (static_cast<unsigned char>(message[end]) & 0xC0) == 0x80) --end;
+  return message.substr(0, end) + "...";
+}
+
+// The first error names the refusal; every finding is in error.findings.
+std::string rejection_message(const validate::Report& report) {
+  const validate::Finding* first = &report.findings.front();
+  for (const auto& f : report.findings)
+    if (f.severity == validate::Severity::error) {
+      first = &f;
+      break;
+    }
+  std::string message = "the code was rejected: " + first->rule + " at line " +
+                        std::to_string(first->line) + ": " + bounded_message(first->message);
+  const std::size_t n = report.findings.size();
+  if (n > 1) message += " (" + std::to_string(n) + " findings";
+  if (n > kMaxReportedFindings)
+    message += ", the first " + std::to_string(kMaxReportedFindings) + " listed";
+  if (n > 1) message += ")";
+  return message;
+}
+
+// "aws_access_key_id, email": the detectors of the findings, each once.
+std::string detector_list(const dlp::ScanResult& result, bool blocking_only) {
+  std::set<std::string> detectors;
+  for (const auto& f : result.findings)
+    if (!blocking_only || f.action == dlp::Action::block) detectors.insert(std::string(f.detector));
+  std::string list;
+  for (const auto& d : detectors) list += (list.empty() ? "" : ", ") + d;
+  return list;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const policy::Config& config) {
@@ -51,15 +90,17 @@ std::optional<InvocationError> ValidateCodeStage::run(Invocation& inv) {
     return InvocationError{"invalid_input", "python-code tools take the code as a string in \"code\"",
                            "denied", 400, "/arguments/code"};
   validate::Report report = validator_.check(inv.arguments["code"].get<std::string>(), policy->second);
-  for (const auto& f : report.findings)
-    inv.validator_findings.push_back({{"rule", f.rule}, {"message", f.message}, {"line", f.line},
-                                      {"col", f.col}, {"severity", validate::severity_name(f.severity)}});
+  inv.validator_findings_total = report.findings.size();
+  for (const auto& f : report.findings) {
+    if (inv.validator_findings.size() == kMaxReportedFindings) break;
+    inv.validator_findings.push_back({{"rule", f.rule},
+                                      {"message", bounded_message(f.message)},
+                                      {"line", f.line},
+                                      {"col", f.col},
+                                      {"severity", validate::severity_name(f.severity)}});
+  }
   if (report.verdict == validate::Verdict::accept) return std::nullopt;
-  const auto& first = report.findings.front();
-  std::string message = "the code was rejected: " + first.rule + " at line " + std::to_string(first.line) + ": " +
-                        first.message;
-  if (report.findings.size() > 1) message += " (and " + std::to_string(report.findings.size() - 1) + " more)";
-  return InvocationError{"code_rejected", message, "denied", 422, ""};
+  return InvocationError{"code_rejected", rejection_message(report), "denied", 422, ""};
 }
 
 Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& config) {
@@ -77,6 +118,7 @@ Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& c
 std::optional<InvocationError> ScanStage::run(Invocation& inv) {
   const bool input = direction_ == Direction::input;
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
+  // Airlock's notes (inv.notes) are not in it: they are ours, not the tool's, and stay as is.
   if (!input && !inv.tool_log.empty()) {
     dlp::ScanOptions bytes_only;
     bytes_only.json = dlp::JsonMode::off;
@@ -88,18 +130,17 @@ std::optional<InvocationError> ScanStage::run(Invocation& inv) {
   const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   dlp::ScanResult result = scanner_->scan(text);
   if (result.findings.empty()) return std::nullopt;
-  std::set<std::string> detectors;
-  for (const auto& f : result.findings) detectors.insert(std::string(f.detector));
-  std::string found;
-  for (const auto& d : detectors) found += (found.empty() ? "" : ", ") + d;
   if (result.blocked) {
-    // The content itself never appears: only which detectors fired.
+    // The content itself never appears: only which detectors blocked it (those that would
+    // only have redacted are not the reason).
+    const std::string found = detector_list(result, /*blocking_only=*/true);
     if (!input) inv.output.reset();
     return InvocationError{"dlp_blocked",
                            std::string("the ") + (input ? "arguments contain" : "result contains") +
                                " data the DLP policy blocks (" + found + ")",
                            "denied", 422, ""};
   }
+  const std::string found = detector_list(result, /*blocking_only=*/false);
   std::string redacted = scanner_->redact(text, result);
   nlohmann::json replaced = nlohmann::json::parse(redacted, nullptr, /*allow_exceptions=*/false);
   if (replaced.is_discarded())  // redaction must leave valid JSON; if not, withhold (fail closed)

@@ -19,6 +19,31 @@ InvocationError tool_error(std::string kind, std::string message) {
   return InvocationError{std::move(kind), std::move(message), "error", 200, ""};
 }
 
+// A host name comes from the tool (a SOCKS request may carry any byte): a note is one line.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
+// Airlock's word on each denied connection, for the log; the egress array has them all.
+constexpr std::size_t kMaxEgressNotes = 20;
+
+std::vector<std::string> egress_notes(const sandbox::Outcome& o) {
+  std::vector<std::string> notes;
+  std::size_t denied = 0;
+  for (const auto& e : o.egress) {
+    if (e.allowed) continue;
+    if (++denied <= kMaxEgressNotes)
+      notes.push_back(one_line("airlock: egress to " + e.host + ":" + std::to_string(e.port) +
+                               " was denied: " + e.rule));
+  }
+  if (denied > kMaxEgressNotes)
+    notes.push_back("airlock: " + std::to_string(denied - kMaxEgressNotes) +
+                    " more egress denials (see egress)");
+  return notes;
+}
+
 }  // namespace
 
 Status install_runner(const std::string& dir) {
@@ -96,6 +121,7 @@ std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
   inv.outcome = backend::run_local(*inv.spec, run_options);
   const auto& o = *inv.outcome;
   inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
+  inv.notes = egress_notes(o);
 
   if (o.verdict == sandbox::Verdict::setup_error)
     return InvocationError{"sandbox_setup", o.message, "error", 500, ""};
