@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "egress/address.hpp"
+#include "netrules/address.hpp"
 #include "policy/config_reader.hpp"
 
 namespace airlock::policy {
@@ -36,7 +36,7 @@ Result<ListenAddress> parse_listen(std::string_view text) {
       return Error::make("config", "an IPv6 address goes in brackets ([::1]:8750), got '" +
                                        std::string(text) + "'");
   }
-  if (!egress::parse_ip_strict(host))
+  if (!netrules::parse_ip_strict(host))
     return Error::make("config", "'" + std::string(host) +
                                      "' is not an IP address (names are not resolved; for this "
                                      "machine only, use 127.0.0.1 or [::1])");
