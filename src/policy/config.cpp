@@ -175,7 +175,8 @@ class Reader {
 };
 
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
-  r.only_keys(n, "server", {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout"});
+  r.only_keys(n, "server", {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
+                              "readTimeout"});
   if (n["listen"]) {
     std::string listen = r.string(n["listen"], "server.listen");
     auto colon = listen.rfind(':');
@@ -197,6 +198,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   if (n["queueLength"])
     s.queue_length = static_cast<unsigned>(r.unsigned_int(n["queueLength"], "server.queueLength", 1 << 20));
   if (n["drainTimeout"]) s.drain_timeout = r.duration(n["drainTimeout"], "server.drainTimeout");
+  if (n["readTimeout"]) s.read_timeout = r.duration(n["readTimeout"], "server.readTimeout");
 }
 
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
