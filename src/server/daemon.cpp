@@ -244,18 +244,22 @@ std::uint16_t Daemon::port() const { return state_->http->port(); }
 const Api& Daemon::api() const { return *state_->api; }
 const Daemon::Recovery& Daemon::recovery() const { return state_->recovery; }
 
-Result<ReloadReport> Daemon::reload(policy::Config config) {
+Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
   auto& s = *state_;
   std::lock_guard lock(s.reload_mu);
   auto outcome = [&s](const char* result) {
     s.metrics.count("airlock_config_reloads_total", {{"result", result}});
   };
+  if (!config) {
+    outcome("failed");
+    return Error::make("reload", config.error().message + "; kept the running config");
+  }
   const auto current = s.generation.load();
-  if (auto fixed = fixed_settings_changed(*current->config, config); !fixed.empty()) {
+  if (auto fixed = fixed_settings_changed(*current->config, *config); !fixed.empty()) {
     outcome("failed");
     return Error::make("reload", "only a restart can change " + joined(fixed) + "; kept the running config");
   }
-  auto next = build_generation(std::make_shared<const policy::Config>(std::move(config)),
+  auto next = build_generation(std::make_shared<const policy::Config>(std::move(*config)),
                                s.pipeline_services);
   if (!next) {
     outcome("failed");
@@ -317,12 +321,7 @@ Result<policy::Config> load(const std::string& config_path, const std::string& l
 
 void reload_from(Daemon& daemon, const std::string& config_path, const std::string& listen_override) {
   std::cerr << "airlock serve: SIGHUP: reloading " << config_path << "\n";
-  auto config = load(config_path, listen_override);
-  if (!config) {
-    std::cerr << "airlock serve: reload failed, kept the running config: " << config.error().message << "\n";
-    return;
-  }
-  auto report = daemon.reload(std::move(*config));
+  auto report = daemon.reload(load(config_path, listen_override));
   if (!report) {
     std::cerr << "airlock serve: reload failed: " << report.error().message << "\n";
     return;

@@ -38,10 +38,11 @@ class Daemon {
   Status start();                 // listens on server.listen
   std::uint16_t port() const;     // the bound port (server.listen may say 0)
   const Api& api() const;
-  // Builds a complete pipeline from `config` and publishes it for new invocations; running
-  // ones finish under the config they started with. Refused (the old config stays) when
-  // `config` is invalid or changes what only a restart can (the server and storage blocks).
-  Result<ReloadReport> reload(policy::Config config);
+  // Builds a complete pipeline from `config` (as loaded, or why it could not be) and
+  // publishes it for new invocations; running ones finish under the config they started
+  // with. Refused (the old config stays) when `config` is an error, is invalid or changes
+  // what only a restart can (the server and storage blocks). Counted in the metrics.
+  Result<ReloadReport> reload(Result<policy::Config> config);
   // Stops accepting, lets running invocations finish until server.drainTimeout, stops the
   // rest, writes a final checkpoint. Idempotent.
   void shutdown();

@@ -8,8 +8,10 @@
 
 namespace airlock::server {
 
-Result<std::shared_ptr<const Generation>> build_generation(
-    std::shared_ptr<const policy::Config> config, const PipelineServices& services) {
+namespace {
+
+Result<std::shared_ptr<const Generation>> build(std::shared_ptr<const policy::Config> config,
+                                                const PipelineServices& services) {
   auto gen = std::make_shared<Generation>();
   gen->config = std::move(config);
   const policy::Config& cfg = *gen->config;
@@ -39,6 +41,19 @@ Result<std::shared_ptr<const Generation>> build_generation(
   if (services.audit)
     p.set_final(std::make_unique<pipeline::AuditStage>(*services.audit, services.failed_auth));
   return std::shared_ptr<const Generation>(std::move(gen));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Generation>> build_generation(
+    std::shared_ptr<const policy::Config> config, const PipelineServices& services) {
+  // A stage that throws on a config it should have refused must not take a reloading daemon
+  // down: the config is refused instead.
+  try {
+    return build(std::move(config), services);
+  } catch (const std::exception& e) {
+    return Error::make("config", std::string("the pipeline could not be built: ") + e.what());
+  }
 }
 
 }  // namespace airlock::server
