@@ -13,7 +13,9 @@
 #include <random>
 #include <thread>
 
+#include "audit/audit_log.hpp"
 #include "audit/log_reader.hpp"
+#include "pipeline/failed_auth.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -249,6 +251,39 @@ TEST(Hostile, ASecondDaemonOnTheSameDataDirectoryIsRefused) {
   EXPECT_NE(second.error().message.find("pid " + std::to_string(::getpid())), std::string::npos)
       << second.error().message;
   EXPECT_EQ(http(first.port, "GET", "/healthz", "", "").status, 200);
+}
+
+// The aggregator's own bounds: addresses past the cap share one bucket; names are cut; counts
+// are all there.
+TEST(FailedAuthLog, ManySourcesShareAnOverflowBucketAndNothingIsLost) {
+  Workspace ws;
+  fs::create_directories(ws.dir() + "/data");
+  auto log = audit::AuditLog::open(ws.audit_path());
+  ASSERT_TRUE(log.ok()) << log.error().message;
+  {
+    pipeline::FailedAuthOptions options;
+    options.max_sources = 4;
+    pipeline::FailedAuthLog failed(**log, options);
+    for (int i = 0; i < 100; ++i)
+      failed.note("10.0.0." + std::to_string(i), std::string(1000, 'x') + std::to_string(i), "invalid_key");
+  }  // stopped: flushed
+  ASSERT_TRUE((*log)->close().ok());
+  auto reader = audit::LogReader::open(ws.audit_path());
+  ASSERT_TRUE(reader.ok());
+  auto size = reader->size();
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(*size, 5u);  // 4 addresses and "(other)"
+  std::uint64_t total = 0;
+  bool overflow = false;
+  for (std::uint64_t i = 0; i < *size; ++i) {
+    auto j = nlohmann::json::parse(*reader->record(i));
+    total += j["count"].get<std::uint64_t>();
+    overflow |= j["source"] == "(other)";
+    EXPECT_LE(j["tools"].size(), 8u);
+    for (const auto& [name, n] : j["tools"].items()) EXPECT_LE(name.size(), 64u);
+  }
+  EXPECT_TRUE(overflow);
+  EXPECT_EQ(total, 100u);
 }
 
 }  // namespace
