@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   bool check = false;
   app.add_option("--config", config, "The configuration file (YAML, see docs/config.md)")->required();
   app.add_option("--listen", listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
-  app.add_flag("--check", check, "Validate the configuration and exit (0 valid, 1 not) without serving");
+  app.add_flag("--check", check,
+               "Validate the configuration and exit (0 valid, 1 not) without serving");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

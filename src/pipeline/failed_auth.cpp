@@ -39,7 +39,9 @@ nlohmann::json record_fields(const std::string& source, const FailedAuthLog::Sou
 FailedAuthLog::FailedAuthLog(audit::AuditLog& log, FailedAuthOptions options)
     : log_(log), options_(options) {}
 
-FailedAuthLog::~FailedAuthLog() { stop(); }
+FailedAuthLog::~FailedAuthLog() {
+  stop();
+}
 
 void FailedAuthLog::note(std::string_view source, std::string_view tool, std::string_view reason) {
   const auto now = std::chrono::system_clock::now();
@@ -55,9 +57,12 @@ void FailedAuthLog::note(std::string_view source, std::string_view tool, std::st
   ++s.reasons[std::string(reason)];
   std::string name = printable(tool, options_.max_name_bytes);
   auto t = s.tools.find(name);
-  if (t != s.tools.end()) ++t->second;
-  else if (s.tools.size() < options_.max_tools) s.tools.emplace(std::move(name), 1);
-  else ++s.other_tools;
+  if (t != s.tools.end())
+    ++t->second;
+  else if (s.tools.size() < options_.max_tools)
+    s.tools.emplace(std::move(name), 1);
+  else
+    ++s.other_tools;
 }
 
 Status FailedAuthLog::flush() {
@@ -103,7 +108,8 @@ void FailedAuthLog::run_flusher() {
     if (stopping_) break;
     lock.unlock();
     if (auto s = flush(); !s)
-      std::cerr << "airlock serve: failed authentications not recorded yet: " << s.error().message << "\n";
+      std::cerr << "airlock serve: failed authentications not recorded yet: " << s.error().message
+                << "\n";
     lock.lock();
   }
 }
@@ -116,8 +122,8 @@ void FailedAuthLog::stop() {
   wake_.notify_all();
   if (flusher_.joinable()) flusher_.join();
   if (auto s = flush(); !s)
-    std::cerr << "airlock serve: failed authentications could not be recorded: " << s.error().message
-              << "\n";
+    std::cerr << "airlock serve: failed authentications could not be recorded: "
+              << s.error().message << "\n";
 }
 
 }  // namespace airlock::pipeline

@@ -24,8 +24,8 @@ namespace airlock::pipeline {
 
 struct FailedAuthOptions {
   std::chrono::milliseconds interval{60'000};
-  std::size_t max_sources = 1024;  // distinct addresses kept per interval
-  std::size_t max_tools = 8;       // distinct tool names kept per address
+  std::size_t max_sources = 1024;   // distinct addresses kept per interval
+  std::size_t max_tools = 8;        // distinct tool names kept per address
   std::size_t max_name_bytes = 64;  // a tool name longer than this is cut
 };
 

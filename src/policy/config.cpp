@@ -175,8 +175,9 @@ class Reader {
 };
 
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
-  r.only_keys(n, "server", {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
-                              "readTimeout"});
+  r.only_keys(n, "server",
+              {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
+               "readTimeout"});
   if (n["listen"]) {
     std::string listen = r.string(n["listen"], "server.listen");
     auto colon = listen.rfind(':');

@@ -66,7 +66,9 @@ std::string tool_label(const policy::Config& config, const std::string& name) {
 namespace {
 
 // HEAD is answered like GET (the HTTP layer sends the head without the body).
-bool is_get(const HttpRequest& r) { return r.method == "GET" || r.method == "HEAD"; }
+bool is_get(const HttpRequest& r) {
+  return r.method == "GET" || r.method == "HEAD";
+}
 
 HttpResponse use_get() {
   auto resp = error_response(405, "method_not_allowed", "use GET or HEAD");
@@ -185,20 +187,23 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
   bool accepted = s_.executor->submit([services, generation, inv, reply] {
     (void)services.store->begin(inv->id, inv->tool_name);
     generation->pipeline.run(*inv);
-    const std::string tool_label = server::tool_label(*generation->config, inv->tool_name);
+    const std::string tool_label =
+        inv->tool ? inv->tool_name : server::tool_label(*generation->config, inv->tool_name);
     nlohmann::json response = pipeline::to_response(*inv);
     nlohmann::json stored = response;
     stored["principal"] = inv->principal ? inv->principal->name : "";
     stored["log"] = inv->tool_log;  // the tool's stderr, capped and DLP-redacted
     (void)services.store->finish(inv->id, inv->status(), stored);
-    services.metrics->count("airlock_invocations_total", {{"tool", tool_label}, {"status", inv->status()}});
+    services.metrics->count("airlock_invocations_total",
+                            {{"tool", tool_label}, {"status", inv->status()}});
     if (inv->error && inv->status() == "denied")
       services.metrics->count("airlock_denials_total", {{"reason", inv->error->kind}});
     if (!inv->redactions.empty())
       services.metrics->count("airlock_redactions_total", {}, static_cast<double>(inv->redactions.size()));
     double total_ms = 0;
     for (const auto& t : inv->stage_times) total_ms += t.ms;
-    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
+    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0,
+                              {{"tool", tool_label}});
     HttpResponse resp = json_response(inv->error ? inv->error->http_status : 200, response);
     // Where the time went, in the standard Server-Timing header (milliseconds per stage).
     std::string timing;
@@ -208,7 +213,8 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
       timing += (timing.empty() ? "" : ", ") + t.stage + ";dur=" + dur;
     }
     if (!timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
-    if (inv->error && inv->error->http_status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (inv->error && inv->error->http_status == 401)
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     reply(std::move(resp));
   });
   if (!accepted) {

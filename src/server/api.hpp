@@ -5,10 +5,9 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeline/pipeline.hpp"
 #include "policy/config.hpp"

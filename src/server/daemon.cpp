@@ -66,8 +66,9 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   auto check = [&](bool same, const char* what) {
     if (!same) changed.emplace_back(what);
   };
-  check(a.server.listen_host == b.server.listen_host && a.server.listen_port == b.server.listen_port,
-        "server.listen");
+  check(
+      a.server.listen_host == b.server.listen_host && a.server.listen_port == b.server.listen_port,
+      "server.listen");
   check(a.server.max_body_bytes == b.server.max_body_bytes, "server.maxBodyBytes");
   check(a.server.max_concurrent_invocations == b.server.max_concurrent_invocations,
         "server.maxConcurrentInvocations");
@@ -76,7 +77,8 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.server.read_timeout == b.server.read_timeout, "server.readTimeout");
   check(a.storage.data_dir == b.storage.data_dir, "storage.dataDir");
   check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
-  check(a.storage.checkpoint_interval == b.storage.checkpoint_interval, "storage.checkpointInterval");
+  check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,
+        "storage.checkpointInterval");
   return changed;
 }
 
@@ -151,7 +153,10 @@ Status Daemon::State::recover() {
     if (auto s = pipeline::record_aborted(*audit, r.id, r.tool); !s) return s.error();
     nlohmann::json error = {{"kind", "aborted"}, {"message", "the daemon stopped while it ran"}};
     (void)store->finish(r.id, "error",
-                        {{"id", r.id}, {"tool", r.tool}, {"status", "error"}, {"principal", ""},
+                        {{"id", r.id},
+                         {"tool", r.tool},
+                         {"status", "error"},
+                         {"principal", ""},
                          {"error", std::move(error)}});
     ++recovery.aborted_invocations;
   }
@@ -162,15 +167,19 @@ void Daemon::State::describe_metrics() {
   metrics.describe_counter("airlock_invocations_total", "Invocations by tool and status.");
   metrics.describe_counter("airlock_denials_total", "Denied invocations by reason.");
   metrics.describe_counter("airlock_redactions_total", "Values redacted by DLP.");
-  metrics.describe_counter("airlock_rejected_total", "Requests refused before they became invocations.");
-  metrics.describe_counter("airlock_config_reloads_total", "Configuration reloads (SIGHUP) by result.");
-  metrics.describe_histogram("airlock_stage_seconds", "Time spent in each pipeline stage.", kLatencyBuckets);
+  metrics.describe_counter("airlock_rejected_total",
+                           "Requests refused before they became invocations.");
+  metrics.describe_counter("airlock_config_reloads_total",
+                           "Configuration reloads (SIGHUP) by result.");
+  metrics.describe_histogram("airlock_stage_seconds", "Time spent in each pipeline stage.",
+                             kLatencyBuckets);
   metrics.describe_histogram("airlock_invocation_seconds", "End-to-end invocation time by tool.",
                              kLatencyBuckets);
   metrics.describe_gauge("airlock_sandboxes_running", "Sandboxes running now.",
                          [this] { return static_cast<double>(registry.count()); });
-  metrics.describe_gauge("airlock_queue_depth", "Invocations waiting for a worker.",
-                         [this] { return executor ? static_cast<double>(executor->queued()) : 0.0; });
+  metrics.describe_gauge("airlock_queue_depth", "Invocations waiting for a worker.", [this] {
+    return executor ? static_cast<double>(executor->queued()) : 0.0;
+  });
 }
 
 void Daemon::State::make_api(const policy::Config& cfg) {
@@ -257,7 +266,8 @@ Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
   const auto current = s.generation.load();
   if (auto fixed = fixed_settings_changed(*current->config, *config); !fixed.empty()) {
     outcome("failed");
-    return Error::make("reload", "only a restart can change " + joined(fixed) + "; kept the running config");
+    return Error::make("reload",
+                       "only a restart can change " + joined(fixed) + "; kept the running config");
   }
   auto next = build_generation(std::make_shared<const policy::Config>(std::move(*config)),
                                s.pipeline_services);
@@ -319,14 +329,16 @@ Result<policy::Config> load(const std::string& config_path, const std::string& l
   return config;
 }
 
-void reload_from(Daemon& daemon, const std::string& config_path, const std::string& listen_override) {
+void reload_from(Daemon& daemon, const std::string& config_path,
+                 const std::string& listen_override) {
   std::cerr << "airlock serve: SIGHUP: reloading " << config_path << "\n";
   auto report = daemon.reload(load(config_path, listen_override));
   if (!report) {
     std::cerr << "airlock serve: reload failed: " << report.error().message << "\n";
     return;
   }
-  std::cerr << "airlock serve: reloaded: " << report->tools << " tool(s); added: " << joined(report->added)
+  std::cerr << "airlock serve: reloaded: " << report->tools
+            << " tool(s); added: " << joined(report->added)
             << "; removed: " << joined(report->removed) << "\n";
 }
 
@@ -378,8 +390,10 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
   }
   std::cerr << "airlock serve: listening on port " << (*daemon)->port() << "\n" << std::flush;
   int sig = 0;
-  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload_from(**daemon, config_path, listen_override);
-  std::cerr << "airlock serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ": draining, then stopping\n";
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
+    reload_from(**daemon, config_path, listen_override);
+  std::cerr << "airlock serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ": draining, then stopping\n";
   (*daemon)->shutdown();
   std::cerr << "airlock serve: stopped\n";
   return 0;

@@ -68,6 +68,7 @@ Status check_config(const policy::Config& config);
 // `airlock serve`: creates, starts, reloads on SIGHUP, waits for SIGTERM or SIGINT, shuts
 // down. With `check_only`, validates the config (check_config) and exits: 0 valid, 1 not.
 // Returns the process exit status.
-int serve(const std::string& config_path, const std::string& listen_override, bool check_only = false);
+int serve(const std::string& config_path, const std::string& listen_override,
+          bool check_only = false);
 
 }  // namespace airlock::server

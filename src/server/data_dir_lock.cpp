@@ -25,10 +25,11 @@ Result<DataDirLock> DataDirLock::acquire(const std::string& data_dir) {
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) return Error::make("storage", "cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) return Error::make("storage", "cannot lock " + path + ": " + std::strerror(errno));
+    if (errno != EWOULDBLOCK)
+      return Error::make("storage", "cannot lock " + path + ": " + std::strerror(errno));
     return Error::make("storage", "the data directory " + data_dir +
-                                      " is in use by another airlock-serve (pid " + read_holder(fd.get()) +
-                                      "; lock file " + path + ")");
+                                      " is in use by another airlock-serve (pid " +
+                                      read_holder(fd.get()) + "; lock file " + path + ")");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd.get(), 0) != 0 ||

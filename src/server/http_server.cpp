@@ -34,8 +34,8 @@ HttpRequest to_request(const http::request<http::string_body>& req, std::string 
 
 // `head_only`: the answer to a HEAD request, with the GET answer's headers (Content-Length
 // too) and no body.
-http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive, unsigned version,
-                                           bool head_only = false) {
+http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive,
+                                           unsigned version, bool head_only = false) {
   http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
   out.set(http::field::server, "airlock");
   out.set(http::field::content_type, resp.content_type);
@@ -90,7 +90,9 @@ struct HttpServer::Impl {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(HttpServer::Impl& server, tcp::socket socket)
-      : server_(server), peer_(peer_address(socket)), stream_(std::move(socket)),
+      : server_(server),
+        peer_(peer_address(socket)),
+        stream_(std::move(socket)),
         read_deadline_(stream_.get_executor()) {}
 
   void read() {
@@ -115,20 +117,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (ec && timed_out_) {
         // An idle keep-alive connection is closed quietly; a request that is late gets 408.
         if (!parser_->got_some() && buffer_.size() == 0) return close();
-        return reject("request_timeout", error_response(408, "request_timeout", "the request took too long"));
+        return reject("request_timeout",
+                      error_response(408, "request_timeout", "the request took too long"));
       }
       if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
-      if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset) return close();
-      if (ec) return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
+      if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
+        return close();
+      if (ec)
+        return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
       auto& req = parser_->get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
       const bool head_only = req.method() == http::verb::head;
       auto reply = [self, keep_alive, version, head_only](HttpResponse resp) {
         // From a worker thread: hop back onto the connection's executor.
-        asio::post(self->stream_.get_executor(), [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
-          self->write(std::move(resp), keep_alive, version, head_only);
-        });
+        asio::post(self->stream_.get_executor(),
+                   [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
+                     self->write(std::move(resp), keep_alive, version, head_only);
+                   });
       };
       {
         std::lock_guard lock(server_.mu);
@@ -152,7 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
-    auto out = std::make_shared<http::response<http::string_body>>(to_beast(resp, keep_alive, version, head_only));
+    auto out = std::make_shared<http::response<http::string_body>>(
+        to_beast(resp, keep_alive, version, head_only));
     stream_.expires_after(server_.options.read_timeout);
     auto self = shared_from_this();
     auto done = [this, self, out, keep_alive](error_code ec, std::size_t) {
@@ -163,7 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     // A HEAD answer announces the GET body's length but sends no body.
     if (head_only) {
       auto sr = std::make_shared<http::response_serializer<http::string_body>>(*out);
-      http::async_write_header(stream_, *sr, [sr, done](error_code ec, std::size_t n) { done(ec, n); });
+      http::async_write_header(stream_, *sr,
+                               [sr, done](error_code ec, std::size_t n) { done(ec, n); });
     } else {
       http::async_write(stream_, *out, done);
     }

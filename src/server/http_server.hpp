@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "common/result.hpp"
 #include "server/api.hpp"

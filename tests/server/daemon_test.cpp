@@ -168,7 +168,8 @@ TEST(Audit, OneRecordPerInvocationAndNoneForRequestsThatNeverBecameOne) {
     invoke(d.port, tool, nlohmann::json::object());
     ++invocations;
   }
-  invoke(d.port, "echo", nlohmann::json::object(), "");  // aggregated: recorded at the latest at stop
+  invoke(d.port, "echo", nlohmann::json::object(),
+         "");  // aggregated: recorded at the latest at stop
   EXPECT_EQ(http(d.port, "POST", "/v1/tools/echo/invoke", std::string(100 * 1024, 'x')).status, 413);
   EXPECT_EQ(http(d.port, "GET", "/v1/tools").status, 200);
   EXPECT_EQ(audit_records(ws.audit_path()), static_cast<std::uint64_t>(invocations));

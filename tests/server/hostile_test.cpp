@@ -1,7 +1,7 @@
 // Issue #13, the part without a key: hostile input never takes the daemon down and never
 // grows it without bound. Each test runs the attack against a real daemon (in this process).
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -40,13 +40,15 @@ class RawClient {
   ~RawClient() { ::close(fd_); }
   bool connected() const { return connected_; }
   bool send(const std::string& bytes) {
-    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
   }
   // Everything until the server closes the connection.
   std::string read_all() {
     std::string out;
     char buffer[4096];
-    for (ssize_t n; (n = ::recv(fd_, buffer, sizeof buffer, 0)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::recv(fd_, buffer, sizeof buffer, 0)) > 0;)
+      out.append(buffer, static_cast<std::size_t>(n));
     return out;
   }
   // One response head and as much of the body as Content-Length says.
@@ -89,7 +91,8 @@ TEST(Hostile, UnauthenticatedInvokesOfRandomToolsDoNotGrowTheMetrics) {
     ASSERT_EQ(invoke(d.port, names.back(), {{"n", 1}}, key).status, 401);
   }
   auto metrics = http(d.port, "GET", "/metrics", "", "").body;
-  for (const auto& name : names) ASSERT_EQ(metrics.find(name), std::string::npos) << name << " is a label";
+  for (const auto& name : names)
+    ASSERT_EQ(metrics.find(name), std::string::npos) << name << " is a label";
   EXPECT_NE(metrics.find("airlock_invocations_total{status=\"denied\",tool=\"(unknown)\"} 500"),
             std::string::npos)
       << metrics;
@@ -98,7 +101,8 @@ TEST(Hostile, UnauthenticatedInvokesOfRandomToolsDoNotGrowTheMetrics) {
   // A configured tool keeps its own label, even without a key.
   invoke(d.port, "echo", {{"n", 1}}, "");
   metrics = http(d.port, "GET", "/metrics", "", "").body;
-  EXPECT_NE(metrics.find("airlock_invocations_total{status=\"denied\",tool=\"echo\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("airlock_invocations_total{status=\"denied\",tool=\"echo\"} 1"),
+            std::string::npos);
 }
 
 TEST(Hostile, FailedAuthenticationsAreAuditedAggregatedPerSource) {
@@ -106,7 +110,9 @@ TEST(Hostile, FailedAuthenticationsAreAuditedAggregatedPerSource) {
   RunningDaemon d(ws);
   std::mt19937 rng(7);
   for (int i = 0; i < 200; ++i)
-    ASSERT_EQ(invoke(d.port, i % 3 ? random_name(rng) : "echo", {{"n", 1}}, i % 2 ? "" : "bad-key").status, 401);
+    ASSERT_EQ(invoke(d.port, i % 3 ? random_name(rng) : "echo", {{"n", 1}}, i % 2 ? "" : "bad-key")
+                  .status,
+              401);
   EXPECT_EQ(invoke(d.port, "echo", {{"n", 1}}).json()["status"], "ok");
   d.daemon->shutdown();  // what is pending is written at the latest now
   auto reader = audit::LogReader::open(ws.audit_path());
@@ -136,7 +142,8 @@ TEST(Hostile, EveryRefusalReasonIsCounted) {
   EXPECT_EQ(http(d.port, "POST", "/v1/tools/echo/invoke", std::string(4096, 'x')).status, 413);
   {
     RawClient c(d.port);
-    c.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20 * 1024, 'a') + "\r\n\r\n");
+    c.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20 * 1024, 'a') +
+           "\r\n\r\n");
     EXPECT_EQ(c.read_all().rfind("HTTP/1.1 431", 0), 0u);
   }
   {
@@ -150,7 +157,8 @@ TEST(Hostile, EveryRefusalReasonIsCounted) {
     EXPECT_EQ(c.read_all().rfind("HTTP/1.1 408", 0), 0u);
   }
   auto metrics = http(d.port, "GET", "/metrics", "", "").body;
-  for (const char* reason : {"body_too_large", "headers_too_large", "malformed_request", "request_timeout"})
+  for (const char* reason :
+       {"body_too_large", "headers_too_large", "malformed_request", "request_timeout"})
     EXPECT_NE(metrics.find("airlock_rejected_total{reason=\"" + std::string(reason) + "\"} 1"),
               std::string::npos)
         << reason << "\n"
@@ -167,7 +175,8 @@ TEST(Hostile, ATricklingBodyIsAnswered408) {
   // One byte now and then, until the server gives up (sends fail once it has closed).
   std::string answer;
   auto reader = std::async(std::launch::async, [&c] { return c.read_all(); });
-  for (int i = 0; i < 60 && reader.wait_for(100ms) != std::future_status::ready; ++i) (void)c.send(" ");
+  for (int i = 0; i < 60 && reader.wait_for(100ms) != std::future_status::ready; ++i)
+    (void)c.send(" ");
   answer = reader.get();
   EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
   EXPECT_NE(answer.find("request_timeout"), std::string::npos) << answer;
@@ -185,7 +194,8 @@ TEST(Hostile, HeadIsAnsweredLikeGet) {
     EXPECT_EQ(head.headers["content-type"], get.headers["content-type"]) << path;
   }
   auto head = http(d.port, "HEAD", "/healthz", "", "");
-  EXPECT_EQ(head.headers["content-length"], std::to_string(http(d.port, "GET", "/healthz", "", "").body.size()));
+  EXPECT_EQ(head.headers["content-length"],
+            std::to_string(http(d.port, "GET", "/healthz", "", "").body.size()));
   auto del = http(d.port, "DELETE", "/healthz");
   EXPECT_EQ(del.status, 405);
   EXPECT_EQ(del.headers["allow"], "GET, HEAD");
@@ -198,9 +208,13 @@ TEST(Hostile, DrainingHealthzSaysWhenToRetry) {
   const std::string get = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_TRUE(c.send(get));
   ASSERT_EQ(c.read_response().rfind("HTTP/1.1 200", 0), 0u);
-  auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 3}}); });
-  for (int i = 0; i < 500 && http(d.port, "GET", "/metrics", "", "").body.find("airlock_sandboxes_running 1") ==
-                                 std::string::npos;
+  auto slow = std::async(std::launch::async, [&] {
+    return invoke(d.port, "slow", {{"seconds", 3}});
+  });
+  for (int i = 0;
+       i < 500 &&
+       http(d.port, "GET", "/metrics", "", "").body.find("airlock_sandboxes_running 1") ==
+           std::string::npos;
        ++i)
     std::this_thread::sleep_for(10ms);
   auto stopping = std::async(std::launch::async, [&] { d.daemon->shutdown(); });
@@ -226,7 +240,7 @@ TEST(Hostile, FilesInTheDataDirectoryAreTheDaemonsOnly) {
     // While it runs (the -wal and -shm files exist now) and after it stopped.
     for (const auto& e : fs::recursive_directory_iterator(ws.dir() + "/data")) {
       if (!e.is_regular_file() || e.path().parent_path().filename() == "runtime") continue;
-      struct stat st{};
+      struct stat st {};
       ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
       EXPECT_EQ(st.st_mode & 0777, 0600u) << e.path();
     }
@@ -235,7 +249,7 @@ TEST(Hostile, FilesInTheDataDirectoryAreTheDaemonsOnly) {
   for (const auto& e : fs::recursive_directory_iterator(ws.dir() + "/data")) {
     seen.push_back(e.path().filename().string());
     if (!e.is_regular_file() || e.path().parent_path().filename() == "runtime") continue;
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u) << e.path();
   }
@@ -265,7 +279,8 @@ TEST(FailedAuthLog, ManySourcesShareAnOverflowBucketAndNothingIsLost) {
     options.max_sources = 4;
     pipeline::FailedAuthLog failed(**log, options);
     for (int i = 0; i < 100; ++i)
-      failed.note("10.0.0." + std::to_string(i), std::string(1000, 'x') + std::to_string(i), "invalid_key");
+      failed.note("10.0.0." + std::to_string(i), std::string(1000, 'x') + std::to_string(i),
+                  "invalid_key");
   }  // stopped: flushed
   ASSERT_TRUE((*log)->close().ok());
   auto reader = audit::LogReader::open(ws.audit_path());

@@ -201,7 +201,8 @@ std::string read_text(const std::string& path) {
 int exit_status(pid_t pid) {
   for (int i = 0; i < 1500; ++i) {
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(20ms);
   }
   ::kill(pid, SIGKILL);
@@ -229,16 +230,21 @@ TEST(Lifecycle, ASecondDaemonOnTheSameDataDirectoryRefusesAndNamesTheFirst) {
   const std::uint16_t port = free_port();
   pid_t first = start_serving(ws, port, ws.dir() + "/first.log");
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
-  auto slow = std::async(std::launch::async, [&] { return invoke(port, "slow", {{"seconds", 2}}); });
-  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i) std::this_thread::sleep_for(20ms);
+  auto slow = std::async(std::launch::async, [&] {
+    return invoke(port, "slow", {{"seconds", 2}});
+  });
+  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i)
+    std::this_thread::sleep_for(20ms);
 
   const std::string log = ws.dir() + "/second.log";
-  const int status = run_airlock({"serve", "--config", ws.config_path(), "--listen", "127.0.0.1:0"}, log);
+  const int status =
+      run_airlock({"serve", "--config", ws.config_path(), "--listen", "127.0.0.1:0"}, log);
   EXPECT_NE(status, 0);
   EXPECT_NE(status, -1) << "the second daemon started";
   const std::string text = read_text(log);
   EXPECT_NE(text.find("pid " + std::to_string(first)), std::string::npos) << text;
-  EXPECT_EQ(text.find("recovered"), std::string::npos) << "the second daemon ran recovery: " << text;
+  EXPECT_EQ(text.find("recovered"), std::string::npos)
+      << "the second daemon ran recovery: " << text;
 
   // The first one's call was not written off: it ends ok, with exactly one record.
   EXPECT_EQ(slow.get().json()["status"], "ok");
@@ -253,14 +259,19 @@ TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
   const std::string log = ws.dir() + "/daemon.log";
   pid_t daemon = start_serving(ws, port, log);
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
-  auto slow = std::async(std::launch::async, [&] { return invoke(port, "slow", {{"seconds", 3}}); });
-  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i) std::this_thread::sleep_for(20ms);
+  auto slow = std::async(std::launch::async, [&] {
+    return invoke(port, "slow", {{"seconds", 3}});
+  });
+  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i)
+    std::this_thread::sleep_for(20ms);
   ASSERT_GT(host_processes_with("/tool/slow.py"), 0) << "the slow tool never started";
 
   // A valid new config: a tool added, the running one's tool removed.
   const std::string original = ws.config_text();
   std::string next = original;
-  const std::string slow_tool = "  - name: slow\n    runtime: {type: python, file: tools/slow.py}\n    limits: {timeout: 30s}\n";
+  const std::string slow_tool =
+      "  - name: slow\n    runtime: {type: python, file: tools/slow.py}\n    limits: {timeout: "
+      "30s}\n";
   ASSERT_NE(next.find(slow_tool), std::string::npos);
   next.erase(next.find(slow_tool), slow_tool.size());
   next += "  - name: echo-two\n    runtime: {type: python, file: tools/echo.py}\n";
@@ -284,9 +295,11 @@ TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
     std::this_thread::sleep_for(20ms);
   ws.write_config(new_data_dir);
   ASSERT_EQ(::kill(daemon, SIGHUP), 0);
-  for (int i = 0; i < 300 && read_text(log).find("only a restart can change") == std::string::npos; ++i)
+  for (int i = 0; i < 300 && read_text(log).find("only a restart can change") == std::string::npos;
+       ++i)
     std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(http(port, "GET", "/healthz", "", "").status, 200) << "a bad reload took the daemon down";
+  EXPECT_EQ(http(port, "GET", "/healthz", "", "").status, 200)
+      << "a bad reload took the daemon down";
   EXPECT_EQ(invoke(port, "echo-two", {{"n", 1}}).json()["status"], "ok");
   EXPECT_EQ(invoke(port, "echo", {{"n", 1}}).json()["status"], "ok");
 
@@ -298,8 +311,10 @@ TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
   EXPECT_NE(text.find("martian"), std::string::npos) << text;
   EXPECT_NE(text.find("only a restart can change storage.dataDir"), std::string::npos) << text;
   auto metrics = http(port, "GET", "/metrics", "", "").body;
-  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"ok\"} 1"), std::string::npos) << metrics;
-  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"failed\"} 2"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"ok\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"failed\"} 2"), std::string::npos)
+      << metrics;
   ::kill(daemon, SIGTERM);
   EXPECT_EQ(exit_status(daemon), 0);
 }
@@ -307,12 +322,14 @@ TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
 TEST(Lifecycle, ServeCheckValidatesWithoutStarting) {
   Workspace ws;
   const std::string log = ws.dir() + "/check.log";
-  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 0) << read_text(log);
+  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 0)
+      << read_text(log);
   EXPECT_FALSE(fs::exists(ws.dir() + "/data")) << "--check created the data directory";
   // A DLP policy that does not load: found only by building the scanner.
   std::ofstream(ws.dir() + "/broken-dlp.yaml") << "this: [is, not, a, policy\n";
   ws.rewrite("", "dlp: {policy: broken-dlp.yaml}\n");
-  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 1) << read_text(log);
+  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 1)
+      << read_text(log);
   EXPECT_NE(read_text(log).find("broken-dlp.yaml"), std::string::npos) << read_text(log);
   EXPECT_FALSE(fs::exists(ws.dir() + "/data"));
 }
