@@ -7,13 +7,16 @@ int main(int argc, char** argv) {
   CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};
   app.set_version_flag("--version", "airlock-serve 0.1.0");
   std::string config, listen;
+  bool check = false;
   app.add_option("--config", config, "The configuration file (YAML, see docs/config.md)")->required();
   app.add_option("--listen", listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
+  app.add_flag("--check", check,
+               "Validate the configuration and exit (0 valid, 1 not) without serving");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  return airlock::server::serve(config, listen);
+  return airlock::server::serve(config, listen, check);
 }

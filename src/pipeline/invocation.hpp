@@ -41,6 +41,7 @@ struct Invocation {
   std::string tool_name;
   std::optional<std::string> bearer_key;  // never logged or recorded
   std::string raw_body;                   // {"arguments": {...}} as received
+  std::string peer;                       // the client's address ("" when unknown)
   nlohmann::json arguments = nlohmann::json::object();  // parsed by check_input
   std::chrono::system_clock::time_point received = std::chrono::system_clock::now();
 

@@ -36,6 +36,7 @@ struct ServerConfig {
   unsigned max_concurrent_invocations = 8;
   unsigned queue_length = 64;
   std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
+  std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
 };
 
 struct StorageConfig {

@@ -54,7 +54,8 @@ namespace fs = std::filesystem;
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
-      {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout"});
+      {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
+       "readTimeout"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -73,6 +74,8 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   });
   r.field(n, "drainTimeout",
           [&](const YAML::Node& v) { s.drain_timeout = r.duration(v, "server.drainTimeout"); });
+  r.field(n, "readTimeout",
+          [&](const YAML::Node& v) { s.read_timeout = r.duration(v, "server.readTimeout"); });
 }
 
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {

@@ -59,34 +59,45 @@ const std::string& openapi_document() {
   return doc;
 }
 
-const policy::Principal* Api::authenticate(const HttpRequest& r) const {
-  auto key = bearer(r);
-  return key ? s_.config->find_principal_by_key(*key) : nullptr;
+std::string tool_label(const policy::Config& config, const std::string& name) {
+  return config.find_tool(name) ? name : kUnknownToolLabel;
 }
+
+namespace {
+
+// HEAD is answered like GET (the HTTP layer sends the head without the body).
+bool is_get(const HttpRequest& r) {
+  return r.method == "GET" || r.method == "HEAD";
+}
+
+HttpResponse use_get() {
+  auto resp = error_response(405, "method_not_allowed", "use GET or HEAD");
+  resp.headers.emplace_back("Allow", "GET, HEAD");
+  return resp;
+}
+
+}  // namespace
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {
   const auto parts = path_segments(r.target);
-  const bool get = r.method == "GET";
-  auto unauthenticated = [&] {
-    auto resp = error_response(401, "unauthenticated", "send Authorization: Bearer <API key>");
-    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return resp;
-  };
+  const bool get = is_get(r);
 
   if (parts.size() == 1 && parts[0] == "healthz") {
-    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    if (!get) return reply(use_get());
     bool draining = s_.draining && s_.draining->load();
-    return reply(json_response(draining ? 503 : 200, {{"status", draining ? "draining" : "ok"}}));
+    auto resp = json_response(draining ? 503 : 200, {{"status", draining ? "draining" : "ok"}});
+    if (draining) resp.headers.emplace_back("Retry-After", "5");
+    return reply(resp);
   }
   if (parts.size() == 1 && parts[0] == "metrics") {
-    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    if (!get) return reply(use_get());
     HttpResponse resp;
     resp.content_type = "text/plain; version=0.0.4; charset=utf-8";
     resp.body = s_.metrics->exposition();
     return reply(resp);
   }
   if (parts.size() == 1 && parts[0] == "openapi.json") {
-    if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+    if (!get) return reply(use_get());
     HttpResponse resp;
     resp.body = openapi_document();
     return reply(resp);
@@ -98,19 +109,31 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
     return invoke(r, parts[2], std::move(reply));
   }
+  handle_v1(r, parts, std::move(reply));
+}
 
-  const policy::Principal* principal = authenticate(r);
-  if (!principal) return reply(unauthenticated());
-  if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
+// The GET endpoints under /v1: each needs a valid key.
+void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
+                    std::function<void(HttpResponse)> reply) const {
+  const auto generation = s_.generation->load();  // the config this request is answered under
+  const policy::Config& config = *generation->config;
+  auto key = bearer(r);
+  const policy::Principal* principal = key ? config.find_principal_by_key(*key) : nullptr;
+  if (!principal) {
+    auto resp = error_response(401, "unauthenticated", "send Authorization: Bearer <API key>");
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return reply(resp);
+  }
+  if (!is_get(r)) return reply(use_get());
 
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
-    for (const auto& t : s_.config->tools)
+    for (const auto& t : config.tools)
       if (may_call(*principal, t.name)) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
-    const auto* tool = s_.config->find_tool(parts[2]);
+    const auto* tool = config.find_tool(parts[2]);
     if (!tool) return reply(error_response(404, "unknown_tool", "there is no tool named '" + parts[2] + "'"));
     if (!may_call(*principal, tool->name))
       return reply(error_response(403, "forbidden", "principal '" + principal->name + "' may not call '" + tool->name + "'"));
@@ -147,6 +170,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
 
 void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
   if (s_.draining && s_.draining->load()) {
+    s_.metrics->count("airlock_rejected_total", {{"reason", "draining"}});
     auto resp = error_response(503, "draining", "the server is shutting down");
     resp.headers.emplace_back("Retry-After", "5");
     return reply(resp);
@@ -156,23 +180,30 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
   inv->tool_name = tool;
   inv->bearer_key = bearer(r);
   inv->raw_body = r.body;
+  inv->peer = r.peer;
   const ApiServices services = s_;
-  bool accepted = s_.executor->submit([services, inv, reply] {
+  // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
+  auto generation = s_.generation->load();
+  bool accepted = s_.executor->submit([services, generation, inv, reply] {
     (void)services.store->begin(inv->id, inv->tool_name);
-    services.pipeline->run(*inv);
+    generation->pipeline.run(*inv);
+    const std::string tool_label =
+        inv->tool ? inv->tool_name : server::tool_label(*generation->config, inv->tool_name);
     nlohmann::json response = pipeline::to_response(*inv);
     nlohmann::json stored = response;
     stored["principal"] = inv->principal ? inv->principal->name : "";
     stored["log"] = pipeline::log_with_notes(*inv);  // the tool's stderr, capped and DLP-redacted
     (void)services.store->finish(inv->id, inv->status(), stored);
-    services.metrics->count("airlock_invocations_total", {{"tool", inv->tool_name}, {"status", inv->status()}});
+    services.metrics->count("airlock_invocations_total",
+                            {{"tool", tool_label}, {"status", inv->status()}});
     if (inv->error && inv->status() == "denied")
       services.metrics->count("airlock_denials_total", {{"reason", inv->error->kind}});
     if (!inv->redactions.empty())
       services.metrics->count("airlock_redactions_total", {}, static_cast<double>(inv->redactions.size()));
     double total_ms = 0;
     for (const auto& t : inv->stage_times) total_ms += t.ms;
-    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", inv->tool_name}});
+    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0,
+                              {{"tool", tool_label}});
     HttpResponse resp = json_response(inv->error ? inv->error->http_status : 200, response);
     // Where the time went, in the standard Server-Timing header (milliseconds per stage).
     std::string timing;
@@ -182,7 +213,8 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
       timing += (timing.empty() ? "" : ", ") + t.stage + ";dur=" + dur;
     }
     if (!timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
-    if (inv->error && inv->error->http_status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (inv->error && inv->error->http_status == 401)
+      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     reply(std::move(resp));
   });
   if (!accepted) {

@@ -5,14 +5,14 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipeline/pipeline.hpp"
 #include "policy/config.hpp"
 #include "server/executor.hpp"
+#include "server/generation.hpp"
 #include "server/invocation_store.hpp"
 #include "server/metrics.hpp"
 
@@ -27,6 +27,7 @@ struct HttpRequest {
   std::string target;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  std::string peer;  // the client's IP address ("" when unknown)
 };
 
 struct HttpResponse {
@@ -38,8 +39,7 @@ struct HttpResponse {
 
 // Everything a request may touch, owned by the daemon.
 struct ApiServices {
-  const policy::Config* config = nullptr;
-  const pipeline::Pipeline* pipeline = nullptr;
+  const GenerationSlot* generation = nullptr;  // the current config and pipeline
   InvocationExecutor* executor = nullptr;
   InvocationStore* store = nullptr;
   audit::AuditLog* audit = nullptr;
@@ -56,13 +56,19 @@ class Api {
 
  private:
   void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
-  const policy::Principal* authenticate(const HttpRequest& request) const;
+  void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,
+                 std::function<void(HttpResponse)> reply) const;
 
   ApiServices s_;
 };
 
 HttpResponse json_response(int status, const nlohmann::json& body);
 HttpResponse error_response(int status, const std::string& kind, const std::string& message);
+
+// The value of a `tool` metrics label: configured names only, never request text (a caller
+// without a key must not be able to add series to /metrics).
+inline constexpr const char* kUnknownToolLabel = "(unknown)";
+std::string tool_label(const policy::Config& config, const std::string& name);
 
 // The OpenAPI 3.1 document the server serves at /openapi.json.
 const std::string& openapi_document();

@@ -5,16 +5,18 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <set>
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "egress/policy.hpp"
-#include "pipeline/stages/access.hpp"
+#include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
-#include "pipeline/stages/check_input.hpp"
-#include "pipeline/stages/content.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "sandbox/cgroup.hpp"
+#include "server/data_dir_lock.hpp"
+#include "server/generation.hpp"
 #include "server/http_server.hpp"
 
 namespace airlock::server {
@@ -37,17 +39,75 @@ class MetricsObserver : public pipeline::StageObserver {
   Metrics& metrics_;
 };
 
+// Files the daemon creates in its data directory are its own: 0600 (the process umask is
+// restored when this goes away). SQLite gives -wal and -shm files the database's mode.
+class PrivateFiles {
+ public:
+  PrivateFiles() : old_(::umask(0077)) {}
+  ~PrivateFiles() { ::umask(old_); }
+  PrivateFiles(const PrivateFiles&) = delete;
+  PrivateFiles& operator=(const PrivateFiles&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+Status make_data_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error::make("storage", "cannot create " + dir + ": " + ec.message());
+  ::chmod(dir.c_str(), 0700);
+  return {};
+}
+
+// What a reload may not change: what was bound, opened or sized at start.
+std::vector<std::string> fixed_settings_changed(const policy::Config& a, const policy::Config& b) {
+  std::vector<std::string> changed;
+  auto check = [&](bool same, const char* what) {
+    if (!same) changed.emplace_back(what);
+  };
+  check(
+      a.server.listen_host == b.server.listen_host && a.server.listen_port == b.server.listen_port,
+      "server.listen");
+  check(a.server.max_body_bytes == b.server.max_body_bytes, "server.maxBodyBytes");
+  check(a.server.max_concurrent_invocations == b.server.max_concurrent_invocations,
+        "server.maxConcurrentInvocations");
+  check(a.server.queue_length == b.server.queue_length, "server.queueLength");
+  check(a.server.drain_timeout == b.server.drain_timeout, "server.drainTimeout");
+  check(a.server.read_timeout == b.server.read_timeout, "server.readTimeout");
+  check(a.storage.data_dir == b.storage.data_dir, "storage.dataDir");
+  check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
+  check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,
+        "storage.checkpointInterval");
+  return changed;
+}
+
+std::set<std::string> tool_names(const policy::Config& c) {
+  std::set<std::string> names;
+  for (const auto& t : c.tools) names.insert(t.name);
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 struct Daemon::State {
-  policy::Config config;
   DaemonOptions options;
+  std::optional<DataDirLock> lock;  // first member: released last
   std::unique_ptr<audit::AuditLog> audit;
+  std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
   backend::RunningSandboxes registry;
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
-  pipeline::Pipeline pipeline;
+  PipelineServices pipeline_services;
+  GenerationSlot generation;  // the current config and pipeline
+  std::mutex reload_mu;       // one reload at a time
   std::unique_ptr<InvocationExecutor> executor;
   std::atomic<bool> draining{false};
   std::unique_ptr<Api> api;
@@ -55,107 +115,133 @@ struct Daemon::State {
   std::shared_ptr<std::vector<egress::Endpoint>> forbidden;  // our API: never an egress target
   Recovery recovery;
   bool shut_down = false;
+
+  const policy::Config& config() const { return *generation.load()->config; }
+  Status open_storage(const policy::Config& cfg);
+  Status recover();
+  void describe_metrics();
+  void make_api(const policy::Config& cfg);
 };
+
+// <dataDir>/audit.db (+ .key), state.db, runtime/airlock_runner.py.
+Status Daemon::State::open_storage(const policy::Config& cfg) {
+  const std::string& dir = cfg.storage.data_dir;
+  auto locked = DataDirLock::acquire(dir);  // before anything else in the directory is touched
+  if (!locked) return locked.error();
+  lock.emplace(std::move(*locked));
+  PrivateFiles private_files;
+  // The runner is public code the sandbox user must read: install_runner makes it 0644.
+  pipeline_services.runner_dir = dir + "/runtime";
+  if (auto s = pipeline::install_runner(pipeline_services.runner_dir); !s) return s.error();
+  audit::AuditLogOptions audit_options;
+  audit_options.checkpoint_every_records = cfg.storage.checkpoint_every;
+  audit_options.checkpoint_interval = cfg.storage.checkpoint_interval;
+  auto log = audit::AuditLog::open(dir + "/audit.db", audit_options);
+  if (!log) return log.error();
+  audit = std::move(*log);
+  auto opened = InvocationStore::open(dir + "/state.db");
+  if (!opened) return opened.error();
+  store = std::move(*opened);
+  return {};
+}
+
+// Sandboxes of a killed predecessor died with it (PDEATHSIG, pid namespaces); their cgroups
+// and its unfinished invocations are what is left.
+Status Daemon::State::recover() {
+  recovery.stale_cgroups = sandbox::remove_stale_cgroups();
+  for (const auto& r : store->running()) {
+    if (auto s = pipeline::record_aborted(*audit, r.id, r.tool); !s) return s.error();
+    nlohmann::json error = {{"kind", "aborted"}, {"message", "the daemon stopped while it ran"}};
+    (void)store->finish(r.id, "error",
+                        {{"id", r.id},
+                         {"tool", r.tool},
+                         {"status", "error"},
+                         {"principal", ""},
+                         {"error", std::move(error)}});
+    ++recovery.aborted_invocations;
+  }
+  return {};
+}
+
+void Daemon::State::describe_metrics() {
+  metrics.describe_counter("airlock_invocations_total", "Invocations by tool and status.");
+  metrics.describe_counter("airlock_denials_total", "Denied invocations by reason.");
+  metrics.describe_counter("airlock_redactions_total", "Values redacted by DLP.");
+  metrics.describe_counter("airlock_rejected_total",
+                           "Requests refused before they became invocations.");
+  metrics.describe_counter("airlock_config_reloads_total",
+                           "Configuration reloads (SIGHUP) by result.");
+  metrics.describe_histogram("airlock_stage_seconds", "Time spent in each pipeline stage.",
+                             kLatencyBuckets);
+  metrics.describe_histogram("airlock_invocation_seconds", "End-to-end invocation time by tool.",
+                             kLatencyBuckets);
+  metrics.describe_gauge("airlock_sandboxes_running", "Sandboxes running now.",
+                         [this] { return static_cast<double>(registry.count()); });
+  metrics.describe_gauge("airlock_queue_depth", "Invocations waiting for a worker.", [this] {
+    return executor ? static_cast<double>(executor->queued()) : 0.0;
+  });
+}
+
+void Daemon::State::make_api(const policy::Config& cfg) {
+  executor = std::make_unique<InvocationExecutor>(cfg.server.max_concurrent_invocations,
+                                                  cfg.server.queue_length);
+  ApiServices services;
+  services.generation = &generation;
+  services.executor = executor.get();
+  services.store = store.get();
+  services.audit = audit.get();
+  services.metrics = &metrics;
+  services.draining = &draining;
+  services.new_id = [] { return audit::new_invocation_id(); };
+  api = std::make_unique<Api>(services);
+  HttpServerOptions http_options;
+  http_options.host = cfg.server.listen_host;
+  http_options.port = cfg.server.listen_port;
+  http_options.max_body_bytes = cfg.server.max_body_bytes;
+  http_options.read_timeout = cfg.server.read_timeout;
+  http_options.io_threads = options.io_threads;
+  http_options.rejected = [this](std::string_view reason) {
+    metrics.count("airlock_rejected_total", {{"reason", std::string(reason)}});
+  };
+  http = std::make_unique<HttpServer>(*api, http_options);
+}
 
 Daemon::Daemon(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Daemon::~Daemon() { shutdown(); }
 
 Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOptions options) {
   auto st = std::make_unique<State>();
-  st->config = std::move(config);
   st->options = options;
-  const auto& cfg = st->config;
+  auto cfg = std::make_shared<const policy::Config>(std::move(config));
+  if (auto s = make_data_dir(cfg->storage.data_dir); !s) return s.error();
+  if (auto s = st->open_storage(*cfg); !s) return s.error();
+  if (auto s = st->recover(); !s) return s.error();
 
-  // Storage: <dataDir>/audit.db (+ .key), state.db, runtime/airlock_runner.py.
-  std::error_code ec;
-  fs::create_directories(cfg.storage.data_dir, ec);
-  if (ec) return Error::make("storage", "cannot create " + cfg.storage.data_dir + ": " + ec.message());
-  ::chmod(cfg.storage.data_dir.c_str(), 0700);
-  const std::string runtime = cfg.storage.data_dir + "/runtime";
-  if (auto s = pipeline::install_runner(runtime); !s) return s.error();
-  audit::AuditLogOptions audit_options;
-  audit_options.checkpoint_every_records = cfg.storage.checkpoint_every;
-  audit_options.checkpoint_interval = cfg.storage.checkpoint_interval;
-  auto log = audit::AuditLog::open(cfg.storage.data_dir + "/audit.db", audit_options);
-  if (!log) return log.error();
-  st->audit = std::move(*log);
-  auto store = InvocationStore::open(cfg.storage.data_dir + "/state.db");
-  if (!store) return store.error();
-  st->store = std::move(*store);
-
-  // Recovery: sandboxes of a killed predecessor died with it (PDEATHSIG, pid namespaces);
-  // their cgroups and its unfinished invocations are what is left.
-  st->recovery.stale_cgroups = sandbox::remove_stale_cgroups();
-  for (const auto& r : st->store->running()) {
-    if (auto s = pipeline::record_aborted(*st->audit, r.id, r.tool); !s) return s.error();
-    (void)st->store->finish(r.id, "error",
-                            {{"id", r.id}, {"tool", r.tool}, {"status", "error"}, {"principal", ""},
-                             {"error", {{"kind", "aborted"}, {"message", "the daemon stopped while it ran"}}}});
-    ++st->recovery.aborted_invocations;
-  }
-
-  // The pipeline.
+  pipeline::FailedAuthOptions failed_auth;
+  failed_auth.interval = options.failed_auth_interval;
+  st->failed_auth = std::make_unique<pipeline::FailedAuthLog>(*st->audit, failed_auth);
   st->observer = std::make_unique<MetricsObserver>(st->metrics);
-  st->pipeline.set_observer(st->observer.get());
-  st->pipeline.add(std::make_unique<pipeline::AuthenticateStage>(cfg));
-  st->pipeline.add(std::make_unique<pipeline::AuthorizeStage>(cfg));
-  auto check = pipeline::CheckInputStage::create(cfg);
-  if (!check) return check.error();
-  st->pipeline.add(std::move(*check));
-  auto validate_code = pipeline::ValidateCodeStage::create(cfg);
-  if (!validate_code) return validate_code.error();
-  st->pipeline.add(std::move(*validate_code));
-  auto scanner = pipeline::make_scanner(cfg);
-  if (!scanner) return scanner.error();
-  st->pipeline.add(std::make_unique<pipeline::ScanStage>(*scanner, pipeline::ScanStage::Direction::input));
-  st->pipeline.add(std::make_unique<pipeline::TierStage>(cfg));
-  pipeline::ExecuteOptions exec_options;
-  exec_options.runner_dir = runtime;
-  exec_options.registry = &st->registry;
-  st->forbidden = exec_options.forbidden;
-  auto execute = pipeline::ExecuteStage::create(cfg, exec_options);
-  if (!execute) return execute.error();
-  st->pipeline.add(std::move(*execute));
-  st->pipeline.add(std::make_unique<pipeline::ScanStage>(*scanner, pipeline::ScanStage::Direction::output));
-  st->pipeline.set_final(std::make_unique<pipeline::AuditStage>(*st->audit));
-
-  // Metrics.
-  auto* raw = st.get();
-  st->metrics.describe_counter("airlock_invocations_total", "Invocations by tool and status.");
-  st->metrics.describe_counter("airlock_denials_total", "Denied invocations by reason.");
-  st->metrics.describe_counter("airlock_redactions_total", "Values redacted by DLP.");
-  st->metrics.describe_counter("airlock_rejected_total", "Requests refused before they became invocations.");
-  st->metrics.describe_histogram("airlock_stage_seconds", "Time spent in each pipeline stage.", kLatencyBuckets);
-  st->metrics.describe_histogram("airlock_invocation_seconds", "End-to-end invocation time by tool.", kLatencyBuckets);
-  st->metrics.describe_gauge("airlock_sandboxes_running", "Sandboxes running now.",
-                             [raw] { return static_cast<double>(raw->registry.count()); });
-  st->metrics.describe_gauge("airlock_queue_depth", "Invocations waiting for a worker.",
-                             [raw] { return raw->executor ? static_cast<double>(raw->executor->queued()) : 0.0; });
-
-  st->executor = std::make_unique<InvocationExecutor>(cfg.server.max_concurrent_invocations, cfg.server.queue_length);
-  ApiServices services;
-  services.config = &st->config;
-  services.pipeline = &st->pipeline;
-  services.executor = st->executor.get();
-  services.store = st->store.get();
+  auto& services = st->pipeline_services;
   services.audit = st->audit.get();
-  services.metrics = &st->metrics;
-  services.draining = &st->draining;
-  services.new_id = [] { return audit::new_invocation_id(); };
-  st->api = std::make_unique<Api>(services);
-  HttpServerOptions http;
-  http.host = cfg.server.listen_host;
-  http.port = cfg.server.listen_port;
-  http.max_body_bytes = cfg.server.max_body_bytes;
-  http.io_threads = options.io_threads;
-  st->http = std::make_unique<HttpServer>(*st->api, http);
+  services.failed_auth = st->failed_auth.get();
+  services.registry = &st->registry;
+  services.forbidden = std::make_shared<std::vector<egress::Endpoint>>();
+  services.observer = st->observer.get();
+  st->forbidden = services.forbidden;
+  auto generation = build_generation(cfg, services);
+  if (!generation) return generation.error();
+  st->generation.store(std::move(*generation));
+
+  st->describe_metrics();
+  st->make_api(*cfg);
   return std::unique_ptr<Daemon>(new Daemon(std::move(st)));
 }
 
 Status Daemon::start() {
   if (auto s = state_->http->start(); !s) return s;
+  state_->failed_auth->start();
   // Tools may never reach the daemon's own API through the egress proxy.
-  const auto& host = state_->config.server.listen_host;
+  const auto& host = state_->config().server.listen_host;
   const std::uint16_t port = state_->http->port();
   for (const char* loopback : {"127.0.0.1", "::1"})
     if (host == "0.0.0.0" || host == "::" || host == loopback)
@@ -167,43 +253,127 @@ std::uint16_t Daemon::port() const { return state_->http->port(); }
 const Api& Daemon::api() const { return *state_->api; }
 const Daemon::Recovery& Daemon::recovery() const { return state_->recovery; }
 
+Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
+  auto& s = *state_;
+  std::lock_guard lock(s.reload_mu);
+  auto outcome = [&s](const char* result) {
+    s.metrics.count("airlock_config_reloads_total", {{"result", result}});
+  };
+  if (!config) {
+    outcome("failed");
+    return Error::make("reload", config.error().message + "; kept the running config");
+  }
+  const auto current = s.generation.load();
+  if (auto fixed = fixed_settings_changed(*current->config, *config); !fixed.empty()) {
+    outcome("failed");
+    return Error::make("reload",
+                       "only a restart can change " + joined(fixed) + "; kept the running config");
+  }
+  auto next = build_generation(std::make_shared<const policy::Config>(std::move(*config)),
+                               s.pipeline_services);
+  if (!next) {
+    outcome("failed");
+    return Error::make("reload", next.error().message + "; kept the running config");
+  }
+  ReloadReport report;
+  const auto before = tool_names(*current->config), after = tool_names(*(*next)->config);
+  for (const auto& n : after)
+    if (!before.count(n)) report.added.push_back(n);
+  for (const auto& n : before)
+    if (!after.count(n)) report.removed.push_back(n);
+  report.tools = after.size();
+  s.generation.store(std::move(*next));  // the old one lives on in the invocations that hold it
+  outcome("ok");
+  return report;
+}
+
 void Daemon::shutdown() {
   auto& s = *state_;
   if (s.shut_down) return;
   s.shut_down = true;
   s.draining = true;
   s.http->stop_accepting();
-  if (!s.executor->drain(s.config.server.drain_timeout)) {
+  if (!s.executor->drain(s.config().server.drain_timeout)) {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
     s.executor->drain(std::chrono::seconds(30));
   }
   s.http->stop();
   s.executor.reset();
+  s.failed_auth->stop();   // what is pending is written
   (void)s.audit->close();  // commits and signs a final checkpoint
 }
 
-int serve(const std::string& config_path, const std::string& listen_override) {
-  // SIGTERM and SIGINT are taken by sigwait below, in this thread only.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+Status check_config(const policy::Config& config) {
+  PipelineServices services;  // no audit log, no sandboxes: nothing is opened or created
+  auto generation = build_generation(std::make_shared<const policy::Config>(config), services);
+  if (!generation) return generation.error();
+  return {};
+}
+
+namespace {
+
+// --listen HOST:PORT over server.listen.
+Status apply_listen_override(policy::Config& config, const std::string& listen) {
+  if (listen.empty()) return {};
+  auto parsed = policy::parse_listen(listen);
+  if (!parsed) return Error::make("usage", "--listen: " + parsed.error().message);
+  config.server.listen_host = parsed->host;
+  config.server.listen_port = parsed->port;
+  return {};
+}
+
+Result<policy::Config> load(const std::string& config_path, const std::string& listen_override) {
+  auto config = policy::load_config(config_path);
+  if (!config) return config.error();
+  if (auto s = apply_listen_override(*config, listen_override); !s) return s.error();
+  return config;
+}
+
+void reload_from(Daemon& daemon, const std::string& config_path,
+                 const std::string& listen_override) {
+  std::cerr << "airlock serve: SIGHUP: reloading " << config_path << "\n";
+  auto report = daemon.reload(load(config_path, listen_override));
+  if (!report) {
+    std::cerr << "airlock serve: reload failed: " << report.error().message << "\n";
+    return;
+  }
+  std::cerr << "airlock serve: reloaded: " << report->tools
+            << " tool(s); added: " << joined(report->added)
+            << "; removed: " << joined(report->removed) << "\n";
+}
+
+int check_only_run(const std::string& config_path, const std::string& listen_override) {
+  auto config = load(config_path, listen_override);
+  if (!config) {
+    std::cerr << "airlock serve --check: " << config.error().message << "\n";
+    return 1;
+  }
+  if (auto s = check_config(*config); !s) {
+    std::cerr << "airlock serve --check: " << s.error().message << "\n";
+    return 1;
+  }
+  std::cerr << "airlock serve --check: " << config_path << " is valid (" << config->tools.size()
+            << " tool(s))\n";
+  return 0;
+}
+
+}  // namespace
+
+int serve(const std::string& config_path, const std::string& listen_override, bool check_only) {
+  if (check_only) return check_only_run(config_path, listen_override);
+  // SIGTERM, SIGINT and SIGHUP are taken by sigwait below, in this thread only.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto config = policy::load_config(config_path);
+  auto config = load(config_path, listen_override);
   if (!config) {
     std::cerr << "airlock serve: " << config.error().message << "\n";
     return 2;
-  }
-  if (!listen_override.empty()) {
-    auto listen = policy::parse_listen(listen_override);
-    if (!listen) {
-      std::cerr << "airlock serve: --listen: " << listen.error().message << "\n";
-      return 2;
-    }
-    config->server.listen_host = listen->host;
-    config->server.listen_port = listen->port;
   }
   auto daemon = Daemon::create(std::move(*config));
   if (!daemon) {
@@ -220,7 +390,8 @@ int serve(const std::string& config_path, const std::string& listen_override) {
   }
   std::cerr << "airlock serve: listening on port " << (*daemon)->port() << "\n" << std::flush;
   int sig = 0;
-  sigwait(&stop, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
+    reload_from(**daemon, config_path, listen_override);
   std::cerr << "airlock serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
             << ": draining, then stopping\n";
   (*daemon)->shutdown();

@@ -1,10 +1,13 @@
 // The daemon: configuration, storage (audit log and state), the pipeline, the HTTP API, and
-// an orderly life: recover what a killed predecessor left, serve, drain on SIGTERM.
+// an orderly life: lock the data directory, recover what a killed predecessor left, serve,
+// reload the config on SIGHUP, drain on SIGTERM.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/local.hpp"
 #include "common/result.hpp"
@@ -16,6 +19,14 @@ namespace airlock::server {
 struct DaemonOptions {
   unsigned io_threads = 2;
   bool log_invocations = true;  // one line per invocation on stderr (never keys or arguments)
+  // Failed authentications: at most one audit record per source address per interval.
+  std::chrono::milliseconds failed_auth_interval{60'000};
+};
+
+// What a reload changed.
+struct ReloadReport {
+  std::vector<std::string> added, removed;  // tool names
+  std::size_t tools = 0;                    // tools in the new config
 };
 
 class Daemon {
@@ -27,6 +38,11 @@ class Daemon {
   Status start();                 // listens on server.listen
   std::uint16_t port() const;     // the bound port (server.listen may say 0)
   const Api& api() const;
+  // Builds a complete pipeline from `config` (as loaded, or why it could not be) and
+  // publishes it for new invocations; running ones finish under the config they started
+  // with. Refused (the old config stays) when `config` is an error, is invalid or changes
+  // what only a restart can (the server and storage blocks). Counted in the metrics.
+  Result<ReloadReport> reload(Result<policy::Config> config);
   // Stops accepting, lets running invocations finish until server.drainTimeout, stops the
   // rest, writes a final checkpoint. Idempotent.
   void shutdown();
@@ -45,8 +61,14 @@ class Daemon {
   std::unique_ptr<State> state_;
 };
 
-// `airlock serve`: creates, starts, waits for SIGTERM or SIGINT, shuts down. Returns the
-// process exit status.
-int serve(const std::string& config_path, const std::string& listen_override);
+// Everything the daemon validates at start that has no side effects: the config, and every
+// stage built from it (schemas, the DLP policy, the code validator's policies).
+Status check_config(const policy::Config& config);
+
+// `airlock serve`: creates, starts, reloads on SIGHUP, waits for SIGTERM or SIGINT, shuts
+// down. With `check_only`, validates the config (check_config) and exits: 0 valid, 1 not.
+// Returns the process exit status.
+int serve(const std::string& config_path, const std::string& listen_override,
+          bool check_only = false);
 
 }  // namespace airlock::server

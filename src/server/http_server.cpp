@@ -18,8 +18,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-HttpRequest to_request(const http::request<http::string_body>& req) {
+HttpRequest to_request(const http::request<http::string_body>& req, std::string peer = "") {
   HttpRequest r;
+  r.peer = std::move(peer);
   r.method = std::string(req.method_string());
   r.target = std::string(req.target());
   for (const auto& f : req) {
@@ -31,7 +32,10 @@ HttpRequest to_request(const http::request<http::string_body>& req) {
   return r;
 }
 
-http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive, unsigned version) {
+// `head_only`: the answer to a HEAD request, with the GET answer's headers (Content-Length
+// too) and no body.
+http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive,
+                                           unsigned version, bool head_only = false) {
   http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
   out.set(http::field::server, "airlock");
   out.set(http::field::content_type, resp.content_type);
@@ -39,6 +43,7 @@ http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_a
   out.keep_alive(keep_alive);
   out.body() = resp.body;
   out.prepare_payload();
+  if (head_only) out.body().clear();
   return out;
 }
 
@@ -47,6 +52,16 @@ HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
     return error_response(413, "body_too_large", "the request body is larger than " + std::to_string(max_body) + " bytes");
   if (ec == http::error::header_limit) return error_response(431, "headers_too_large", "the request head is too large");
   return error_response(400, "malformed_request", "malformed HTTP request: " + ec.message());
+}
+
+std::string peer_address(const tcp::socket& socket) {
+  error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec) return "";
+  auto address = endpoint.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  return address.to_string();
 }
 
 }  // namespace
@@ -68,51 +83,98 @@ struct HttpServer::Impl {
   void accept();
 };
 
-// One client connection: read a request, answer it, repeat while keep-alive.
+// One client connection: read a request, answer it, repeat while keep-alive. Its handlers
+// run on one strand. The read has its own deadline (a timer, not the stream's expiry, which
+// would close the socket): a request that has not fully arrived in time, head or body, is
+// answered 408 before the connection is closed.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(HttpServer::Impl& server, tcp::socket socket)
-      : server_(server), stream_(std::move(socket)) {}
+      : server_(server),
+        peer_(peer_address(socket)),
+        stream_(std::move(socket)),
+        read_deadline_(stream_.get_executor()) {}
 
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(server_.options.max_header_bytes);
-    stream_.expires_after(server_.options.read_timeout);
+    stream_.expires_never();
+    timed_out_ = false;
+    reading_ = true;
+    const std::uint64_t seq = ++reads_;
     auto self = shared_from_this();
+    read_deadline_.expires_after(server_.options.read_timeout);
+    read_deadline_.async_wait([this, self, seq](error_code ec) {
+      if (ec || seq != reads_ || !reading_) return;  // cancelled, or that read is over
+      timed_out_ = true;
+      error_code ignored;
+      stream_.socket().cancel(ignored);
+    });
     http::async_read(stream_, buffer_, *parser_, [this, self](error_code ec, std::size_t) {
+      reading_ = false;
+      read_deadline_.cancel();
+      if (ec && timed_out_) {
+        // An idle keep-alive connection is closed quietly; a request that is late gets 408.
+        if (!parser_->got_some() && buffer_.size() == 0) return close();
+        return reject("request_timeout",
+                      error_response(408, "request_timeout", "the request took too long"));
+      }
       if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
-      if (ec == beast::error::timeout) return write(error_response(408, "request_timeout", "the request took too long"), false, 11);
-      if (ec) return write(parse_failure(ec, server_.options.max_body_bytes), false, 11);
+      if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
+        return close();
+      if (ec)
+        return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
       auto& req = parser_->get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
-      auto reply = [self, keep_alive, version](HttpResponse resp) {
+      const bool head_only = req.method() == http::verb::head;
+      auto reply = [self, keep_alive, version, head_only](HttpResponse resp) {
         // From a worker thread: hop back onto the connection's executor.
-        asio::post(self->stream_.get_executor(), [self, resp = std::move(resp), keep_alive, version]() mutable {
-          self->write(std::move(resp), keep_alive, version);
-        });
+        asio::post(self->stream_.get_executor(),
+                   [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
+                     self->write(std::move(resp), keep_alive, version, head_only);
+                   });
       };
-      stream_.expires_never();  // invocations may run long; the client waits
       {
         std::lock_guard lock(server_.mu);
         ++server_.in_flight;
       }
       answered_ = false;
-      server_.api.handle(to_request(req), std::move(reply));
+      server_.api.handle(to_request(req, peer_), std::move(reply));
     });
   }
 
  private:
-  void write(HttpResponse resp, bool keep_alive, unsigned version) {
-    auto out = std::make_shared<http::response<http::string_body>>(to_beast(resp, keep_alive, version));
+  static std::string_view rejection_reason(const error_code& ec) {
+    if (ec == http::error::body_limit) return "body_too_large";
+    if (ec == http::error::header_limit) return "headers_too_large";
+    return "malformed_request";
+  }
+
+  void reject(std::string_view reason, HttpResponse resp) {
+    if (server_.options.rejected) server_.options.rejected(reason);
+    write(std::move(resp), false, 11);
+  }
+
+  void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
+    auto out = std::make_shared<http::response<http::string_body>>(
+        to_beast(resp, keep_alive, version, head_only));
     stream_.expires_after(server_.options.read_timeout);
     auto self = shared_from_this();
-    http::async_write(stream_, *out, [this, self, out, keep_alive](error_code ec, std::size_t) {
+    auto done = [this, self, out, keep_alive](error_code ec, std::size_t) {
       done_answering();
       if (ec || !keep_alive) return close();
       read();
-    });
+    };
+    // A HEAD answer announces the GET body's length but sends no body.
+    if (head_only) {
+      auto sr = std::make_shared<http::response_serializer<http::string_body>>(*out);
+      http::async_write_header(stream_, *sr,
+                               [sr, done](error_code ec, std::size_t n) { done(ec, n); });
+    } else {
+      http::async_write(stream_, *out, done);
+    }
   }
 
   // Marks this connection's request answered (once), waking a stop() that waits for it.
@@ -130,14 +192,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   HttpServer::Impl& server_;
+  std::string peer_;
   beast::tcp_stream stream_;
+  asio::steady_timer read_deadline_;
+  bool timed_out_ = false;
+  bool reading_ = false;
+  std::uint64_t reads_ = 0;  // which read the deadline belongs to
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool answered_ = true;  // no request of ours is with the Api
 };
 
 void HttpServer::Impl::accept() {
-  acceptor.async_accept([this](error_code ec, tcp::socket socket) {
+  acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) std::make_shared<Connection>(*this, std::move(socket))->read();
     accept();
@@ -213,7 +280,8 @@ std::string handle_raw_request(const Api& api, const std::string& bytes, std::ui
     resp = answer.get_future().get();
   }
   std::ostringstream out;
-  out << to_beast(resp, false, 11);
+  const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;
+  out << to_beast(resp, false, 11, head_only);
   return out.str();
 }
 

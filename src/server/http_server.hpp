@@ -3,9 +3,12 @@
 // clients.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/result.hpp"
 #include "server/api.hpp"
@@ -17,8 +20,12 @@ struct HttpServerOptions {
   std::uint16_t port = 8750;  // 0: any free port
   std::uint64_t max_body_bytes = 1 << 20;
   std::uint32_t max_header_bytes = 16 * 1024;
+  // A request (head and body) must arrive within this, or it is answered 408.
   std::chrono::milliseconds read_timeout{30'000};
   unsigned io_threads = 2;
+  // Told each request refused before it reaches the Api, with a reason from a fixed set:
+  // body_too_large, headers_too_large, malformed_request, request_timeout.
+  std::function<void(std::string_view reason)> rejected;
 };
 
 class HttpServer {

@@ -33,8 +33,7 @@ tools:
 )";
 
 struct Harness {
-  policy::Config config;
-  pipeline::Pipeline pipeline;
+  server::GenerationSlot generation;
   server::InvocationExecutor executor{1, 4};
   std::unique_ptr<server::InvocationStore> store;
   std::unique_ptr<audit::AuditLog> audit;
@@ -45,16 +44,18 @@ struct Harness {
   Harness() {
     auto dir = std::filesystem::temp_directory_path() / ("airlock-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    config = *policy::parse_config(kConfig, "fuzz.yaml", dir.string());
-    pipeline.add(std::make_unique<pipeline::AuthenticateStage>(config));
-    pipeline.add(std::make_unique<pipeline::AuthorizeStage>(config));
-    pipeline.add(std::move(*pipeline::CheckInputStage::create(config)));
-    pipeline.add(std::make_unique<pipeline::TierStage>(config));  // no execute stage
+    auto gen = std::make_shared<server::Generation>();
+    gen->config = std::make_shared<const policy::Config>(*policy::parse_config(kConfig, "fuzz.yaml", dir.string()));
+    const policy::Config& config = *gen->config;
+    gen->pipeline.add(std::make_unique<pipeline::AuthenticateStage>(config));
+    gen->pipeline.add(std::make_unique<pipeline::AuthorizeStage>(config));
+    gen->pipeline.add(std::move(*pipeline::CheckInputStage::create(config)));
+    gen->pipeline.add(std::make_unique<pipeline::TierStage>(config));  // no execute stage
+    generation.store(std::move(gen));
     store = std::move(*server::InvocationStore::open((dir / "state.db").string()));
     audit = std::move(*audit::AuditLog::open((dir / "audit.db").string()));
     server::ApiServices s;
-    s.config = &config;
-    s.pipeline = &pipeline;
+    s.generation = &generation;
     s.executor = &executor;
     s.store = store.get();
     s.audit = audit.get();

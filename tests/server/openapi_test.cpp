@@ -103,12 +103,13 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/x", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/999", "", kKey},
       {"/healthz", "get", "/healthz", "", ""},
+      {"/healthz", "head", "/healthz", "", ""},
       {"/metrics", "get", "/metrics", "", ""},
       {"/openapi.json", "get", "/openapi.json", "", ""},
   };
   std::set<std::pair<std::string, std::string>> exercised;
   for (const auto& c : calls) {
-    std::string method = c.method == "post" ? "POST" : "GET";
+    std::string method = c.method == "post" ? "POST" : c.method == "head" ? "HEAD" : "GET";
     auto reply = http(d.port, method, c.target, c.body, c.key);
     SCOPED_TRACE(c.method + " " + c.target + " -> " + std::to_string(reply.status) + " " + reply.body.substr(0, 300));
     ASSERT_TRUE(api.documents(c.documented_path, c.method, reply.status)) << "undocumented status";

@@ -192,5 +192,147 @@ TEST(Load, FiveHundredInvocationsHalfHostileAllTypedNothingLeaked) {
   EXPECT_EQ(host_processes_with("/tool/fork_bomb.py"), 0);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Waits for `pid` to exit (bounded); -1 if it did not.
+int exit_status(pid_t pid) {
+  for (int i = 0; i < 1500; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Runs `airlock ARGS...` to its end, stderr into `log`; its exit status.
+int run_airlock(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 2);
+    std::vector<char*> argv = {const_cast<char*>("airlock")};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(AIRLOCK_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return exit_status(pid);
+}
+
+TEST(Lifecycle, ASecondDaemonOnTheSameDataDirectoryRefusesAndNamesTheFirst) {
+  Workspace ws;
+  const std::uint16_t port = free_port();
+  pid_t first = start_serving(ws, port, ws.dir() + "/first.log");
+  ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
+  auto slow = std::async(std::launch::async, [&] {
+    return invoke(port, "slow", {{"seconds", 2}});
+  });
+  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i)
+    std::this_thread::sleep_for(20ms);
+
+  const std::string log = ws.dir() + "/second.log";
+  const int status =
+      run_airlock({"serve", "--config", ws.config_path(), "--listen", "127.0.0.1:0"}, log);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(status, -1) << "the second daemon started";
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find("pid " + std::to_string(first)), std::string::npos) << text;
+  EXPECT_EQ(text.find("recovered"), std::string::npos)
+      << "the second daemon ran recovery: " << text;
+
+  // The first one's call was not written off: it ends ok, with exactly one record.
+  EXPECT_EQ(slow.get().json()["status"], "ok");
+  ::kill(first, SIGTERM);
+  EXPECT_EQ(exit_status(first), 0);
+  EXPECT_EQ(audit_records(ws.audit_path()), 1u);
+}
+
+TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
+  Workspace ws;
+  const std::uint16_t port = free_port();
+  const std::string log = ws.dir() + "/daemon.log";
+  pid_t daemon = start_serving(ws, port, log);
+  ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
+  auto slow = std::async(std::launch::async, [&] {
+    return invoke(port, "slow", {{"seconds", 3}});
+  });
+  for (int i = 0; i < 300 && host_processes_with("/tool/slow.py") == 0; ++i)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_GT(host_processes_with("/tool/slow.py"), 0) << "the slow tool never started";
+
+  // A valid new config: a tool added, the running one's tool removed.
+  const std::string original = ws.config_text();
+  std::string next = original;
+  const std::string slow_tool =
+      "  - name: slow\n    runtime: {type: python, file: tools/slow.py}\n    limits: {timeout: "
+      "30s}\n";
+  ASSERT_NE(next.find(slow_tool), std::string::npos);
+  next.erase(next.find(slow_tool), slow_tool.size());
+  next += "  - name: echo-two\n    runtime: {type: python, file: tools/echo.py}\n";
+  ws.write_config(next);
+  ASSERT_EQ(::kill(daemon, SIGHUP), 0);
+  Reply added;
+  for (int i = 0; i < 300; ++i) {
+    added = invoke(port, "echo-two", {{"n", 1}});
+    if (added.status == 200) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(added.json()["status"], "ok") << added.body;
+  EXPECT_EQ(invoke(port, "slow", {{"seconds", 0}}).json()["error"]["kind"], "unknown_tool");
+
+  // A broken config, and one that changes what only a restart can: both refused.
+  ws.write_config(next + "  - name: broken\n    runtime: {type: martian}\n");
+  ASSERT_EQ(::kill(daemon, SIGHUP), 0);
+  std::string new_data_dir = next;
+  new_data_dir.replace(new_data_dir.find("dataDir: data"), 13, "dataDir: data2");
+  for (int i = 0; i < 300 && read_text(log).find("reload failed") == std::string::npos; ++i)
+    std::this_thread::sleep_for(20ms);
+  ws.write_config(new_data_dir);
+  ASSERT_EQ(::kill(daemon, SIGHUP), 0);
+  for (int i = 0; i < 300 && read_text(log).find("only a restart can change") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(http(port, "GET", "/healthz", "", "").status, 200)
+      << "a bad reload took the daemon down";
+  EXPECT_EQ(invoke(port, "echo-two", {{"n", 1}}).json()["status"], "ok");
+  EXPECT_EQ(invoke(port, "echo", {{"n", 1}}).json()["status"], "ok");
+
+  // The call that began before the reload finished under the config it started with.
+  auto finished = slow.get();
+  EXPECT_EQ(finished.json()["status"], "ok") << finished.body;
+  const std::string text = read_text(log);
+  EXPECT_NE(text.find("added: echo-two; removed: slow"), std::string::npos) << text;
+  EXPECT_NE(text.find("martian"), std::string::npos) << text;
+  EXPECT_NE(text.find("only a restart can change storage.dataDir"), std::string::npos) << text;
+  auto metrics = http(port, "GET", "/metrics", "", "").body;
+  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"ok\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("airlock_config_reloads_total{result=\"failed\"} 2"), std::string::npos)
+      << metrics;
+  ::kill(daemon, SIGTERM);
+  EXPECT_EQ(exit_status(daemon), 0);
+}
+
+TEST(Lifecycle, ServeCheckValidatesWithoutStarting) {
+  Workspace ws;
+  const std::string log = ws.dir() + "/check.log";
+  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 0)
+      << read_text(log);
+  EXPECT_FALSE(fs::exists(ws.dir() + "/data")) << "--check created the data directory";
+  // A DLP policy that does not load: found only by building the scanner.
+  std::ofstream(ws.dir() + "/broken-dlp.yaml") << "this: [is, not, a, policy\n";
+  ws.rewrite("", "dlp: {policy: broken-dlp.yaml}\n");
+  EXPECT_EQ(run_airlock({"serve", "--check", "--config", ws.config_path()}, log), 1)
+      << read_text(log);
+  EXPECT_NE(read_text(log).find("broken-dlp.yaml"), std::string::npos) << read_text(log);
+  EXPECT_FALSE(fs::exists(ws.dir() + "/data"));
+}
+
 }  // namespace
 }  // namespace airlock::server::test

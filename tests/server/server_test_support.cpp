@@ -96,6 +96,7 @@ Reply http(std::uint16_t port, const std::string& method, const std::string& tar
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(64 * 1024 * 1024);
+    if (method == "HEAD") parser.skip(true);  // a HEAD answer has a Content-Length but no body
     bhttp::read(stream, buffer, parser);
     reply.status = static_cast<int>(parser.get().result_int());
     for (const auto& f : parser.get()) {
@@ -130,14 +131,28 @@ Workspace::~Workspace() {
   fs::remove_all(dir_, ec);
 }
 
+void Workspace::rewrite(const std::string& server_yaml, const std::string& extra_tools) const {
+  write_config(config_yaml(server_yaml, extra_tools));
+}
+
+void Workspace::write_config(const std::string& yaml) const {
+  const std::string temp = config_path() + ".new";
+  std::ofstream(temp) << yaml;
+  fs::rename(temp, config_path());  // a reader never sees half a file
+}
+
+std::string Workspace::config_text() const {
+  std::ifstream in(config_path());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 policy::Config Workspace::config() const {
   auto c = policy::load_config(config_path());
   if (!c) throw std::runtime_error(c.error().message);
   return *c;
 }
 
-RunningDaemon::RunningDaemon(const Workspace& ws) {
-  DaemonOptions options;
+RunningDaemon::RunningDaemon(const Workspace& ws, DaemonOptions options) {
   auto d = Daemon::create(ws.config(), options);
   if (!d) throw std::runtime_error(d.error().message);
   daemon = std::move(*d);

@@ -38,6 +38,10 @@ class Workspace {
   std::string config_path() const { return dir_ + "/airlock.yaml"; }
   std::string audit_path() const { return dir_ + "/data/audit.db"; }
   policy::Config config() const;
+  // Rewrites airlock.yaml: as the constructor would, or with the text as given.
+  void rewrite(const std::string& server_yaml, const std::string& extra_tools) const;
+  void write_config(const std::string& yaml) const;
+  std::string config_text() const;
 
  private:
   std::string dir_;
@@ -47,7 +51,7 @@ class Workspace {
 struct RunningDaemon {
   std::unique_ptr<Daemon> daemon;
   std::uint16_t port = 0;
-  explicit RunningDaemon(const Workspace& ws);
+  explicit RunningDaemon(const Workspace& ws, DaemonOptions options = {});
   ~RunningDaemon();
 };
 

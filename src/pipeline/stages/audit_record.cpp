@@ -20,6 +20,11 @@ std::optional<std::uint32_t> finding_line(const nlohmann::json& f) {
 }  // namespace
 
 std::optional<InvocationError> AuditStage::run(Invocation& inv) {
+  if (failed_auth_ && inv.error && inv.error->kind == "unauthenticated") {
+    const bool no_key = !inv.bearer_key || inv.bearer_key->empty();
+    failed_auth_->note(inv.peer, inv.tool_name, no_key ? "missing_key" : "invalid_key");
+    return std::nullopt;
+  }
   audit::InvocationRecord record;
   const std::string principal = inv.principal ? inv.principal->name : "(unauthenticated)";
   if (inv.spec && inv.outcome) {
