@@ -106,6 +106,7 @@ const char* kHostileTools = R"y(  - name: text-only
       properties:
         text: {type: string, pattern: '^[A-Za-z ]*$'}
         as: {type: string, pattern: '^(a+)+$'}
+        day: {type: string, format: date}
     limits: {output: 1Mi}
   - name: deep-output
     runtime: {type: command, command: [python3, -c, "print('{\"a\":' + '[' * 100000 + ']' * 100000 + '}')"]}
@@ -148,6 +149,10 @@ TEST(HostileInput, HundredThousandCharactersAgainstAPatternAreAnswered) {
   // Catastrophic backtracking elsewhere; linear in RE2.
   EXPECT_EQ(invoke(d.port(), "text-only", {{"as", letters}}).status, 200);
   EXPECT_EQ(invoke(d.port(), "text-only", {{"as", letters + "!"}}).status, 400);
+  // valijson checks `format: date` with std::regex too, which overflows the stack on this.
+  std::string year(100000, '1');
+  EXPECT_EQ(invoke(d.port(), "text-only", {{"day", year + "-01-01"}}).status, 200);
+  EXPECT_EQ(invoke(d.port(), "text-only", {{"day", year + "-13-01"}}).status, 400);
   EXPECT_TRUE(d.alive()) << d.ending();
   EXPECT_EQ(http(d.port(), "GET", "/healthz", "", "").status, 200);
 }
