@@ -28,7 +28,9 @@ struct ConfigError {
   throw ConfigError{mark, message};
 }
 
-[[noreturn]] void fail(const YAML::Node& at, const std::string& message) { fail_at(at.Mark(), message); }
+[[noreturn]] void fail(const YAML::Node& at, const std::string& message) {
+  fail_at(at.Mark(), message);
+}
 
 class Reader {
  public:
@@ -202,7 +204,8 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   if (n["queueLength"])
     s.queue_length = static_cast<unsigned>(r.unsigned_int(n["queueLength"], "server.queueLength", 1 << 20));
   if (n["drainTimeout"]) s.drain_timeout = r.duration(n["drainTimeout"], "server.drainTimeout");
-  if (n["maxJsonDepth"]) s.max_json_depth = r.unsigned_int(n["maxJsonDepth"], "server.maxJsonDepth", 256);
+  if (n["maxJsonDepth"])
+    s.max_json_depth = r.unsigned_int(n["maxJsonDepth"], "server.maxJsonDepth", 256);
   if (s.max_json_depth == 0) fail(n["maxJsonDepth"], "server.maxJsonDepth: must be at least 1");
 }
 
@@ -231,15 +234,16 @@ Principal read_principal(Reader& r, const YAML::Node& n, std::size_t i) {
 
 // A tool's schema compiled, or every problem in it, each at its own file:line:column.
 std::shared_ptr<const JsonSchema> compile_schema(const YAML::Node& n, const nlohmann::json& schema,
-                                                 const std::string& what, const std::string& label) {
+                                                 const std::string& what,
+                                                 const std::string& label) {
   auto compiled = JsonSchema::compile(schema);
   if (compiled.schema) return compiled.schema;
   std::string more;
   for (std::size_t i = 1; i < compiled.problems.size(); ++i) {
     const auto& p = compiled.problems[i];
     auto mark = detail::mark_at(n, p.pointer);
-    more += "\n" + label + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1) +
-            ": " + what + p.pointer + ": " + p.message;
+    more += "\n" + label + ":" + std::to_string(mark.line + 1) + ":" +
+            std::to_string(mark.column + 1) + ": " + what + p.pointer + ": " + p.message;
   }
   const auto& first = compiled.problems.front();
   fail_at(detail::mark_at(n, first.pointer), what + first.pointer + ": " + first.message + more);
@@ -286,11 +290,13 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
     if (!n["inputSchema"].IsMap()) fail(n["inputSchema"], what + ".inputSchema: expected a JSON Schema object");
     t.input_schema = r.json(n["inputSchema"]);
   }
-  t.input_check = compile_schema(n["inputSchema"] ? n["inputSchema"] : n, t.input_schema, what + ".inputSchema", label);
+  t.input_check = compile_schema(n["inputSchema"] ? n["inputSchema"] : n, t.input_schema,
+                                 what + ".inputSchema", label);
   if (n["outputSchema"]) {
     if (!n["outputSchema"].IsMap()) fail(n["outputSchema"], what + ".outputSchema: expected a JSON Schema object");
     t.output_schema = r.json(n["outputSchema"]);
-    t.output_check = compile_schema(n["outputSchema"], *t.output_schema, what + ".outputSchema", label);
+    t.output_check =
+        compile_schema(n["outputSchema"], *t.output_schema, what + ".outputSchema", label);
   }
   if (n["limits"]) t.limits = r.overrides(n["limits"], what + ".limits");
   if (n["network"]) {

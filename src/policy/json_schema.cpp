@@ -27,6 +27,7 @@ using Context = std::vector<std::string>;
 struct Takeover {
   std::string pattern;                               // "" if none
   std::string format;                                // date, time or date-time; "" if none
+  bool unique_items = false;
   std::vector<std::string> pattern_keys;             // patternProperties, in order
   std::set<std::string> property_names;              // `properties`: not "additional"
   std::optional<nlohmann::json> additional;          // additionalProperties, if taken over
@@ -173,6 +174,66 @@ class Re2PatternProperties : public CopyablePoly<Re2PatternProperties> {
   const Subschema* additional_;
 };
 
+// A value as a string that is equal for equal JSON values (1 and 1.0 alike; object members are
+// in key order already): uniqueItems by hashing instead of comparing every pair.
+void append_canonical(const Adapter& v, std::string& out) {
+  if (v.isObject()) {
+    out += '{';
+    v.applyToObject([&](const std::string& key, const Adapter& member) {
+      out += std::to_string(key.size()) + ':' + key;
+      append_canonical(member, out);
+      return true;
+    });
+    out += '}';
+  } else if (v.isArray()) {
+    out += '[';
+    v.applyToArray([&](const Adapter& item) { return append_canonical(item, out), true; });
+    out += ']';
+  } else if (v.isString()) {
+    const std::string str = v.asString();
+    out += 's' + std::to_string(str.size()) + ':' + str;
+  } else if (v.isInteger()) {
+    out += 'n' + std::to_string(v.getInteger()) + ';';
+  } else if (v.isDouble()) {
+    double d = v.getDouble();  // in range before the cast: out of range it is undefined
+    bool integral =
+        d > -9.2e18 && d < 9.2e18 && d == static_cast<double>(static_cast<std::int64_t>(d));
+    out += 'n';
+    out += integral ? std::to_string(static_cast<std::int64_t>(d)) : nlohmann::json(d).dump();
+    out += ';';
+  } else if (v.isBool()) {
+    out += v.getBool() ? 't' : 'f';
+  } else {
+    out += 'z';
+  }
+}
+
+// `uniqueItems`: valijson compares every pair (quadratic, and with an error for each equal
+// pair); this is linear in the array's size.
+class UniqueItems : public CopyablePoly<UniqueItems> {
+ public:
+  bool validate(const Adapter& target, const Context& context,
+                ValidationResults* results) const override {
+    if (!target.isArray()) return true;
+    std::unordered_map<std::string, std::size_t> seen;
+    std::size_t index = 0;
+    bool unique = true;
+    target.applyToArray([&](const Adapter& item) {
+      std::string key;
+      append_canonical(item, key);
+      auto [it, fresh] = seen.emplace(std::move(key), index);
+      if (!fresh && unique) {
+        push_error(results, context, "items #" + std::to_string(it->second) + " and #" +
+                                         std::to_string(index) + " are equal (uniqueItems)");
+        unique = false;
+      }
+      ++index;
+      return unique;
+    });
+    return unique;
+  }
+};
+
 // Takes pattern, format and patternProperties out of every schema object of `schema`; the
 // moved-out subschemas go under `properties` with keys no real property has, so that valijson
 // parses them (and resolves their $refs) in place.
@@ -185,6 +246,8 @@ std::vector<Takeover> take_over(nlohmann::json& schema) {
       std::string f = node["format"];
       if (f == "date" || f == "time" || f == "date-time") t.format = f;
     }
+    t.unique_items = node.contains("uniqueItems") && node["uniqueItems"] == true;
+    node.erase("uniqueItems");
     node.erase("pattern");
     node.erase("format");  // valijson casts any value with a format to a string, and throws
     if (node.contains("patternProperties")) {
@@ -204,7 +267,7 @@ std::vector<Takeover> take_over(nlohmann::json& schema) {
                                            *t.additional;
       }
     }
-    if (t.pattern.empty() && t.format.empty() && t.pattern_keys.empty()) return;
+    if (t.pattern.empty() && t.format.empty() && t.pattern_keys.empty() && !t.unique_items) return;
     node["title"] = kMarker + std::to_string(takeovers.size());
     takeovers.push_back(std::move(t));
   });
@@ -320,6 +383,7 @@ void attach(valijson::Schema& schema, const Subschema* at, const Takeover& t, st
             const SubschemaFinder& finder) {
   if (!t.pattern.empty()) schema.addConstraintToSubschema(Re2Pattern(t.pattern), at);
   if (!t.format.empty()) schema.addConstraintToSubschema(Re2Format(t.format), at);
+  if (t.unique_items) schema.addConstraintToSubschema(UniqueItems(), at);
   if (t.pattern_keys.empty()) return;
   std::vector<Re2PatternProperties::Pattern> patterns;
   for (std::size_t i = 0; i < t.pattern_keys.size(); ++i)

@@ -138,6 +138,22 @@ TEST(JsonSchemaFormats, DateTimeFormatsOnLongStrings) {
   EXPECT_TRUE(accepts(s, {{"dt", "2000-01-01T00:00:00." + digits + "Z"}}));
 }
 
+// valijson compares every pair of items; this is linear, and 1 equals 1.0 as JSON Schema says.
+TEST(JsonSchemaUniqueItems, LinearAndByJsonEquality) {
+  auto s = compile(json::parse(R"({"properties": {"u": {"uniqueItems": true}}})"));
+  EXPECT_TRUE(accepts(s, {{"u", {1, "1", {{"a", 1}}, {{"a", 2}}, json::array({1}), true, nullptr}}}));
+  EXPECT_FALSE(accepts(s, {{"u", {1, 1.0}}}));
+  EXPECT_FALSE(accepts(s, {{"u", {{{"a", 1}, {"b", 2}}, {{"b", 2}, {"a", 1}}}}}));
+  json many = json::array();
+  for (int i = 0; i < 200000; ++i) many.push_back(i);
+  EXPECT_TRUE(accepts(s, {{"u", many}}));
+  json same = json::array();
+  for (int i = 0; i < 200000; ++i) same.push_back("x");
+  auto problem = s->check({{"u", same}});
+  ASSERT_TRUE(problem);
+  EXPECT_NE(problem->second.find("#0 and #1"), std::string::npos) << problem->second;
+}
+
 TEST(JsonSchemaCompile, EveryProblemWithItsPointer) {
   auto c = JsonSchema::compile(json::parse(R"({
     "type": "object",

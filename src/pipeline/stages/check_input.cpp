@@ -34,7 +34,8 @@ std::optional<InvocationError> CheckInputStage::run(Invocation& inv) {
     return InvocationError{"invalid_input", "the request body: " + parsed.error().message +
                                                 " (server.maxJsonDepth)", "denied", 400, ""};
   if (!parsed)
-    return InvocationError{"invalid_input", "the request body is not valid JSON", "denied", 400, ""};
+    return InvocationError{"invalid_input", "the request body is not valid JSON", "denied", 400,
+                           ""};
   nlohmann::json body = std::move(*parsed);
   if (!body.is_object() || !body.contains("arguments"))
     return InvocationError{"invalid_input", "the request body must be {\"arguments\": {...}}", "denied", 400,
