@@ -109,7 +109,9 @@ const char* kHostileTools = R"y(  - name: text-only
         day: {type: string, format: date}
     limits: {output: 1Mi}
   - name: deep-output
-    runtime: {type: command, command: [python3, -c, "print('{\"a\":' + '[' * 100000 + ']' * 100000 + '}')"]}
+    runtime:
+      type: command
+      command: [python3, -c, "print('{\"a\":' + '[' * 100000 + ']' * 100000 + '}')"]
     limits: {output: 1Mi}
 )y";
 
@@ -183,7 +185,8 @@ class BadSchemas : public ::testing::TestWithParam<BadSchema> {};
 
 TEST_P(BadSchemas, AreRefusedAtLoadWithFileLineColumn) {
   const auto& p = GetParam();
-  std::string tool = std::string("  - name: bad\n    runtime: {type: python, file: tools/echo.py}\n") +
+  std::string tool = std::string("  - name: bad\n") +
+                     "    runtime: {type: python, file: tools/echo.py}\n" +
                      "    inputSchema:\n      " + p.line + "\n";
   Workspace ws(kServer, tool);
   std::string text = read_file(ws.config_path());
@@ -191,7 +194,8 @@ TEST_P(BadSchemas, AreRefusedAtLoadWithFileLineColumn) {
   ASSERT_NE(at, std::string::npos);
   auto line = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1;
   auto column = std::string("      ").size() + std::string(p.line).find(p.needle) + 1;
-  std::string where = ws.config_path() + ":" + std::to_string(line) + ":" + std::to_string(column) + ":";
+  std::string where =
+      ws.config_path() + ":" + std::to_string(line) + ":" + std::to_string(column) + ":";
 
   Served d(ws, free_port());
   for (int i = 0; i < 500 && d.alive(); ++i) std::this_thread::sleep_for(20ms);

@@ -47,7 +47,8 @@ TEST(JsonSchemaPatterns, PatternInsideAnyOfItemsAndRef) {
     "properties": {
       "either": {"anyOf": [{"pattern": "^x+$"}, {"pattern": "^y+$"}]},
       "list": {"type": "array", "items": {"pattern": "^[0-9]+$"}},
-      "tuple": {"type": "array", "items": [{"pattern": "^a$"}], "additionalItems": {"pattern": "^b$"}},
+      "tuple": {"type": "array", "items": [{"pattern": "^a$"}],
+                "additionalItems": {"pattern": "^b$"}},
       "ref": {"$ref": "#/definitions/id"}
     }})"));
   EXPECT_TRUE(accepts(s, {{"either", "xx"}, {"list", {"1", "22"}}, {"tuple", {"a", "b", "b"}},
@@ -104,7 +105,8 @@ TEST(JsonSchemaPatterns, PatternPropertiesInsideRefAndNested) {
                                 "patternProperties": {"^[A-Za-z-]+$": {"type": "string"}},
                                 "additionalProperties": false}},
     "type": "object",
-    "properties": {"req": {"type": "object", "properties": {"headers": {"$ref": "#/definitions/headers"}}}}
+    "properties": {"req": {"type": "object",
+                           "properties": {"headers": {"$ref": "#/definitions/headers"}}}}
   })"));
   EXPECT_TRUE(accepts(s, {{"req", {{"headers", {{"Accept", "x"}}}}}}));
   EXPECT_FALSE(accepts(s, {{"req", {{"headers", {{"Accept", 5}}}}}}));
@@ -126,7 +128,8 @@ TEST(JsonSchemaPatterns, LongStringsAgainstBacktrackingPatterns) {
 TEST(JsonSchemaFormats, DateTimeFormatsOnLongStrings) {
   auto s = compile(json::parse(R"({"properties": {"d": {"format": "date"}, "t": {"format": "time"},
                                                   "dt": {"format": "date-time"}}})"));
-  EXPECT_TRUE(accepts(s, {{"d", "2024-02-29"}, {"t", "16:52:45Z"}, {"dt", "2022-07-18T16:52:45+02:00"}}));
+  EXPECT_TRUE(accepts(s, {{"d", "2024-02-29"}, {"t", "16:52:45Z"},
+                          {"dt", "2022-07-18T16:52:45+02:00"}}));
   EXPECT_FALSE(accepts(s, {{"d", "2024-02-30"}}));
   EXPECT_FALSE(accepts(s, {{"d", "2024-13-01"}}));
   EXPECT_FALSE(accepts(s, {{"t", "25:00:00Z"}}));
@@ -141,7 +144,8 @@ TEST(JsonSchemaFormats, DateTimeFormatsOnLongStrings) {
 // valijson compares every pair of items; this is linear, and 1 equals 1.0 as JSON Schema says.
 TEST(JsonSchemaUniqueItems, LinearAndByJsonEquality) {
   auto s = compile(json::parse(R"({"properties": {"u": {"uniqueItems": true}}})"));
-  EXPECT_TRUE(accepts(s, {{"u", {1, "1", {{"a", 1}}, {{"a", 2}}, json::array({1}), true, nullptr}}}));
+  EXPECT_TRUE(
+      accepts(s, {{"u", {1, "1", {{"a", 1}}, {{"a", 2}}, json::array({1}), true, nullptr}}}));
   EXPECT_FALSE(accepts(s, {{"u", {1, 1.0}}}));
   EXPECT_FALSE(accepts(s, {{"u", {{{"a", 1}, {"b", 2}}, {{"b", 2}, {"a", 1}}}}}));
   json many = json::array();
@@ -157,7 +161,8 @@ TEST(JsonSchemaUniqueItems, LinearAndByJsonEquality) {
 TEST(JsonSchemaCompile, EveryProblemWithItsPointer) {
   auto c = JsonSchema::compile(json::parse(R"({
     "type": "object",
-    "properties": {"a": {"type": "objekt"}, "b": {"minLength": -1}, "c": {"$ref": "#/definitions/none"}},
+    "properties": {"a": {"type": "objekt"}, "b": {"minLength": -1},
+                   "c": {"$ref": "#/definitions/none"}},
     "required": "url"})"));
   ASSERT_FALSE(c.schema);
   std::set<std::string> pointers;
@@ -174,7 +179,8 @@ TEST(JsonSchemaCompile, RefsMustResolveInTheDocument) {
   auto remote = JsonSchema::compile({{"$ref", "http://example.com/schema.json"}});
   ASSERT_FALSE(remote.schema);
   EXPECT_NE(remote.problems.at(0).message.find("only references inside"), std::string::npos);
-  EXPECT_TRUE(compile({{"definitions", {{"a", {{"type", "string"}}}}}, {"$ref", "#/definitions/a"}}));
+  EXPECT_TRUE(
+      compile({{"definitions", {{"a", {{"type", "string"}}}}}, {"$ref", "#/definitions/a"}}));
 }
 
 TEST(JsonSchemaCompile, PatternsRe2CannotMatchAreRefused) {
@@ -190,7 +196,8 @@ TEST(JsonSchemaCompile, PatternsRe2CannotMatchAreRefused) {
 
 TEST(JsonSchemaCompile, EnumConstAndDefaultAreNotSchemas) {
   // A "pattern" inside enum/const/default/examples is data, not a keyword.
-  EXPECT_TRUE(compile(json::parse(R"j({"enum": [{"pattern": "(?=x)"}], "const": {"pattern": "(?=x)"},
+  EXPECT_TRUE(compile(json::parse(R"j({"enum": [{"pattern": "(?=x)"}],
+                                       "const": {"pattern": "(?=x)"},
                                        "default": {"pattern": "(?=x)"},
                                        "examples": [{"pattern": "(?=x)"}]})j")));
 }
@@ -219,7 +226,8 @@ TEST(ConfigSchemas, EachBadSchemaIsNamedWithFileLineColumn) {
       {"    inputSchema:\n      $ref: '#/definitions/x'\n", "test.yaml:7:13: "},
       {"    inputSchema:\n      properties:\n        n: {minLength: -1}\n", "test.yaml:8:24: "},
       {"    inputSchema:\n      properties:\n        n: {pattern: '^(?=a)'}\n", "test.yaml:8:22: "},
-      {"    outputSchema:\n      properties:\n        n: {pattern: '(a)\\1'}\n", "test.yaml:8:22: "},
+      {"    outputSchema:\n      properties:\n        n: {pattern: '(a)\\1'}\n",
+       "test.yaml:8:22: "},
   };
   for (const auto& c : cases) {
     std::string error = config_error(c.yaml);
@@ -246,12 +254,11 @@ TEST(ConfigSchemas, CompiledAtLoad) {
 }
 
 TEST(ConfigSchemas, MaxJsonDepth) {
-  auto c = parse_config("apiVersion: airlock.dev/v1\nkind: AirlockConfig\nserver: {maxJsonDepth: 10}\n",
-                        "test.yaml", "/tmp");
+  const std::string head = "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n";
+  auto c = parse_config(head + "server: {maxJsonDepth: 10}\n", "test.yaml", "/tmp");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->server.max_json_depth, 10u);
-  auto zero = parse_config("apiVersion: airlock.dev/v1\nkind: AirlockConfig\nserver: {maxJsonDepth: 0}\n",
-                           "test.yaml", "/tmp");
+  auto zero = parse_config(head + "server: {maxJsonDepth: 0}\n", "test.yaml", "/tmp");
   EXPECT_FALSE(zero);
 }
 
