@@ -15,6 +15,11 @@ find_package(prometheus-cpp CONFIG REQUIRED)  # the daemon's /metrics (core only
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)
 
+# JSON Schema: valijson (header-only). Its errors throw instead of calling abort(); every
+# target that includes it links this, so that no translation unit can forget the definition.
+add_library(airlock_dep_valijson INTERFACE)
+target_compile_definitions(airlock_dep_valijson INTERFACE VALIJSON_USE_EXCEPTIONS=1)
+
 # Egress and the daemon: Asio and Beast (header-only), libidn2 for IDNA host names.
 find_package(Boost 1.81 REQUIRED)
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)

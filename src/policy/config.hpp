@@ -7,16 +7,20 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
+
+class JsonSchema;  // policy/json_schema.hpp
 
 inline constexpr const char* kApiVersion = "airlock.dev/v1";
 inline constexpr const char* kKind = "AirlockConfig";
@@ -37,6 +41,7 @@ struct ServerConfig {
   unsigned queue_length = 64;
   std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
+  std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
 };
 
 struct StorageConfig {
@@ -83,6 +88,8 @@ struct ToolConfig {
   ToolRuntime runtime;
   nlohmann::json input_schema = nlohmann::json::object();
   std::optional<nlohmann::json> output_schema;
+  // Both compiled when the configuration is loaded (null: not compiled, e.g. built in code).
+  std::shared_ptr<const JsonSchema> input_check, output_check;
   LimitOverrides limits;
   sandbox::NetworkPolicy network;  // allow, forwards, resolve
   ValidationConfig validation;

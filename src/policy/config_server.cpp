@@ -55,7 +55,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
-       "readTimeout"});
+       "readTimeout", "maxJsonDepth"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -76,6 +76,10 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
           [&](const YAML::Node& v) { s.drain_timeout = r.duration(v, "server.drainTimeout"); });
   r.field(n, "readTimeout",
           [&](const YAML::Node& v) { s.read_timeout = r.duration(v, "server.readTimeout"); });
+  r.field(n, "maxJsonDepth", [&](const YAML::Node& v) {
+    s.max_json_depth = r.unsigned_int(v, "server.maxJsonDepth", 256);
+    if (s.max_json_depth == 0) fail(v, "server.maxJsonDepth: must be at least 1");
+  });
 }
 
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {

@@ -4,7 +4,9 @@
 
 #include "egress/policy.hpp"
 #include "policy/config_reader.hpp"
+#include "policy/json_schema.hpp"
 #include "policy/names.hpp"
+#include "policy/schema_internal.hpp"
 #include "policy/program_lookup.hpp"
 #include "sandbox/plan.hpp"
 
@@ -124,6 +126,17 @@ void read_env(Reader& r, const YAML::Node& n, const std::string& what,
     });
 }
 
+// A tool's schema compiled, or null with every problem in it recorded, each at the YAML node
+// its JSON pointer names.
+std::shared_ptr<const JsonSchema> compile_schema(Reader& r, const YAML::Node& n,
+                                                 const nlohmann::json& schema,
+                                                 const std::string& what) {
+  auto compiled = JsonSchema::compile(schema);
+  for (const auto& p : compiled.problems)
+    r.error(detail::mark_at(n, p.pointer), what + p.pointer + ": " + p.message);
+  return compiled.schema;
+}
+
 ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label) {
   std::string what = "tools[" + std::to_string(i) + "]";
   r.only_keys(n, what,
@@ -145,13 +158,17 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   const bool runtime_ok = n["runtime"] && r.field(n, "runtime", [&](const YAML::Node& v) {
     read_runtime(r, v, what + ".runtime", t.runtime);
   });
-  r.field(n, "inputSchema", [&](const YAML::Node& v) {
+  const bool input_ok = r.field(n, "inputSchema", [&](const YAML::Node& v) {
     if (!v.IsMap()) fail(v, what + ".inputSchema: expected a JSON Schema object");
     t.input_schema = r.json(v);
   });
+  if (input_ok)
+    t.input_check = compile_schema(r, n["inputSchema"] ? n["inputSchema"] : n, t.input_schema,
+                                   what + ".inputSchema");
   r.field(n, "outputSchema", [&](const YAML::Node& v) {
     if (!v.IsMap()) fail(v, what + ".outputSchema: expected a JSON Schema object");
     t.output_schema = r.json(v);
+    t.output_check = compile_schema(r, v, *t.output_schema, what + ".outputSchema");
   });
   r.field(n, "limits", [&](const YAML::Node& v) { t.limits = r.overrides(v, what + ".limits"); });
   r.field(n, "network",

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "common/json_limits.hpp"
 #include "common/no_sigpipe.hpp"
 #include "common/units.hpp"
 
@@ -64,4 +65,23 @@ TEST(WriteWithoutSigpipe, AClosedPipeIsEpipeNotADeadProcess) {
   ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
   EXPECT_FALSE(sigismember(&mask, SIGPIPE)) << "SIGPIPE was left blocked";
   ::close(fds[1]);
+}
+
+// Nesting is bounded while parsing: 100,000 levels are refused without building them.
+TEST(ParseJsonBounded, RefusesNestingPastTheLimit) {
+  EXPECT_TRUE(parse_json_bounded(R"({"a":[[1]]})", 3).ok());
+  auto deep = parse_json_bounded(R"({"a":[[1]]})", 2);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.error().code, "too_deep");
+  EXPECT_NE(deep.error().message.find("limit of 2 levels"), std::string::npos);
+  std::string hostile = std::string(100000, '[') + std::string(100000, ']');
+  auto very_deep = parse_json_bounded(hostile, kDefaultMaxJsonDepth);
+  ASSERT_FALSE(very_deep.ok());
+  EXPECT_EQ(very_deep.error().code, "too_deep");
+  EXPECT_NE(very_deep.error().message.find("limit of 64 levels"), std::string::npos);
+  auto unterminated = parse_json_bounded(std::string(100000, '{'), kDefaultMaxJsonDepth);
+  EXPECT_FALSE(unterminated.ok());
+  EXPECT_EQ(parse_json_bounded("{", 64).error().code, "invalid_json");
+  EXPECT_EQ(parse_json_bounded("[1, 2", 64).error().code, "invalid_json");
+  EXPECT_EQ(*parse_json_bounded("[[\"x\"]]", 2), nlohmann::json::parse("[[\"x\"]]"));
 }

@@ -1,81 +1,42 @@
 #include "pipeline/stages/check_input.hpp"
 
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
+#include "common/json_limits.hpp"
 
 namespace airlock::pipeline {
 
-struct JsonSchema::Impl {
-  nlohmann::json document;  // the adapter refers into it
-  valijson::Schema schema;
-};
-
-namespace {
-
-// valijson's context ("<root>", "[name]", "[0]") as an RFC 6901 JSON pointer.
-std::string to_pointer(const std::vector<std::string>& context) {
-  std::string pointer;
-  for (const auto& part : context) {
-    if (part == "<root>") continue;
-    std::string token = part.size() >= 2 && part.front() == '[' && part.back() == ']'
-                            ? part.substr(1, part.size() - 2)
-                            : part;
-    std::string escaped;
-    for (char c : token) escaped += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-    pointer += "/" + escaped;
-  }
-  return pointer.empty() ? "/" : pointer;
-}
-
-}  // namespace
-
-Result<std::shared_ptr<JsonSchema>> JsonSchema::compile(const nlohmann::json& schema) {
-  auto s = std::make_shared<JsonSchema>();
-  s->impl = std::make_shared<Impl>();
-  s->impl->document = schema;
-  try {
-    valijson::SchemaParser parser;
-    valijson::adapters::NlohmannJsonAdapter adapter(s->impl->document);
-    parser.populateSchema(adapter, s->impl->schema);
-  } catch (const std::exception& e) {
-    return Error::make("config", std::string("not a usable JSON Schema: ") + e.what());
-  }
-  return s;
-}
-
-std::optional<std::pair<std::string, std::string>> JsonSchema::check(const nlohmann::json& value) const {
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter target(value);
-  if (validator.validate(impl->schema, target, &results)) return std::nullopt;
-  // The deepest error says most about what is wrong.
-  valijson::ValidationResults::Error error, best;
-  std::size_t depth = 0;
-  while (results.popError(error))
-    if (error.context.size() >= depth) {
-      depth = error.context.size();
-      best = error;
-    }
-  return std::make_pair(to_pointer(best.context), best.description);
+Result<std::shared_ptr<const JsonSchema>> compiled_schema(
+    const std::shared_ptr<const JsonSchema>& compiled, const nlohmann::json& schema,
+    const std::string& what) {
+  if (compiled) return compiled;
+  auto result = JsonSchema::compile(schema);
+  if (result.schema) return result.schema;
+  const auto& first = result.problems.front();
+  return Error::make("config", what + first.pointer + ": " + first.message);
 }
 
 Result<std::unique_ptr<CheckInputStage>> CheckInputStage::create(const policy::Config& config) {
   auto stage = std::make_unique<CheckInputStage>();
+  stage->max_depth_ = config.server.max_json_depth;
   for (const auto& tool : config.tools) {
-    auto schema = JsonSchema::compile(tool.input_schema);
-    if (!schema) return Error::make("config", tool.where + ": tool " + tool.name + ".inputSchema: " + schema.error().message);
+    auto schema = compiled_schema(tool.input_check, tool.input_schema,
+                                  tool.where + ": tool " + tool.name + ".inputSchema");
+    if (!schema) return schema.error();
     stage->schemas_[tool.name] = *schema;
   }
   return stage;
 }
 
 std::optional<InvocationError> CheckInputStage::run(Invocation& inv) {
-  // The body: {"arguments": {...}} and nothing else.
-  nlohmann::json body = nlohmann::json::parse(inv.raw_body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded())
-    return InvocationError{"invalid_input", "the request body is not valid JSON", "denied", 400, ""};
+  // The body: {"arguments": {...}} and nothing else, nested no deeper than the limit (all
+  // that follows walks it recursively).
+  auto parsed = parse_json_bounded(inv.raw_body, max_depth_);
+  if (!parsed && parsed.error().code == "too_deep")
+    return InvocationError{"invalid_input", "the request body: " + parsed.error().message +
+                                                " (server.maxJsonDepth)", "denied", 400, ""};
+  if (!parsed)
+    return InvocationError{"invalid_input", "the request body is not valid JSON", "denied", 400,
+                           ""};
+  nlohmann::json body = std::move(*parsed);
   if (!body.is_object() || !body.contains("arguments"))
     return InvocationError{"invalid_input", "the request body must be {\"arguments\": {...}}", "denied", 400,
                            "/arguments"};

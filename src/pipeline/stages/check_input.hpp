@@ -1,23 +1,22 @@
-// Checks the arguments against the tool's input JSON Schema (valijson; drafts 4, 6 and 7).
-// Schemas are compiled once, when the pipeline is built.
+// Checks the request body: JSON nested at most server.maxJsonDepth deep, {"arguments": {...}},
+// the arguments against the tool's input JSON Schema (policy/json_schema.hpp, compiled when
+// the configuration was loaded).
 #pragma once
 
 #include <map>
 #include <memory>
 
 #include "pipeline/pipeline.hpp"
+#include "policy/json_schema.hpp"
 
 namespace airlock::pipeline {
 
-class JsonSchema {
- public:
-  static Result<std::shared_ptr<JsonSchema>> compile(const nlohmann::json& schema);
-  // nullopt when `value` conforms; otherwise the JSON pointer of the first bad field and why.
-  std::optional<std::pair<std::string, std::string>> check(const nlohmann::json& value) const;
+using policy::JsonSchema;
 
-  struct Impl;
-  std::shared_ptr<Impl> impl;
-};
+// The tool's compiled schema, or (a configuration built in code) compiled now.
+Result<std::shared_ptr<const JsonSchema>> compiled_schema(
+    const std::shared_ptr<const JsonSchema>& compiled, const nlohmann::json& schema,
+    const std::string& what);
 
 class CheckInputStage : public Stage {
  public:
@@ -26,7 +25,8 @@ class CheckInputStage : public Stage {
   std::optional<InvocationError> run(Invocation& inv) override;
 
  private:
-  std::map<std::string, std::shared_ptr<JsonSchema>> schemas_;  // by tool name
+  std::map<std::string, std::shared_ptr<const JsonSchema>> schemas_;  // by tool name
+  std::size_t max_depth_ = kDefaultMaxJsonDepth;
 };
 
 }  // namespace airlock::pipeline

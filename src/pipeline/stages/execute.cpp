@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/json_limits.hpp"
+
 namespace airlock::pipeline {
 
 extern const char* const kEmbeddedRunner;  // runner_data.cpp, generated from airlock_runner.py
@@ -63,11 +65,12 @@ Status install_runner(const std::string& dir) {
 Result<std::unique_ptr<ExecuteStage>> ExecuteStage::create(const policy::Config& config, ExecuteOptions options) {
   auto stage = std::make_unique<ExecuteStage>();
   stage->options_ = std::move(options);
+  stage->max_depth_ = config.server.max_json_depth;
   for (const auto& tool : config.tools) {
     if (!tool.output_schema) continue;
-    auto schema = JsonSchema::compile(*tool.output_schema);
-    if (!schema)
-      return Error::make("config", tool.where + ": tool " + tool.name + ".outputSchema: " + schema.error().message);
+    auto schema = compiled_schema(tool.output_check, *tool.output_schema,
+                                  tool.where + ": tool " + tool.name + ".outputSchema");
+    if (!schema) return schema.error();
     stage->output_schemas_[tool.name] = *schema;
   }
   return stage;
@@ -136,9 +139,14 @@ std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
       return tool_error("stopped", "the daemon stopped this invocation while shutting down (" + o.message + ")");
     return tool_error(kind, o.message);
   }
-  nlohmann::json output = nlohmann::json::parse(o.stdout_data, nullptr, /*allow_exceptions=*/false);
-  if (output.is_discarded() || !output.is_object())
+  // The tool's output is as hostile as a request: bounded like one.
+  auto parsed = parse_json_bounded(o.stdout_data, max_depth_);
+  if (!parsed && parsed.error().code == "too_deep")
+    return tool_error("invalid_output", "the tool's stdout: " + parsed.error().message +
+                                            " (server.maxJsonDepth)");
+  if (!parsed || !parsed->is_object())
     return tool_error("invalid_output", "the tool's stdout is not one JSON object");
+  nlohmann::json output = std::move(*parsed);
   if (auto it = output_schemas_.find(inv.tool_name); it != output_schemas_.end())
     if (auto problem = it->second->check(output))
       return tool_error("invalid_output", "output" + problem->first + ": " + problem->second);

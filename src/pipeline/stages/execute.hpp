@@ -29,7 +29,8 @@ class ExecuteStage : public Stage {
 
  private:
   ExecuteOptions options_;
-  std::map<std::string, std::shared_ptr<JsonSchema>> output_schemas_;
+  std::map<std::string, std::shared_ptr<const JsonSchema>> output_schemas_;
+  std::size_t max_depth_ = kDefaultMaxJsonDepth;  // of the tool's output
 };
 
 // Writes the embedded runner into `dir` (world-readable, for the sandbox user).

@@ -1,0 +1,23 @@
+// Parsing JSON that comes from outside (request bodies, tool output) with a bound on nesting.
+// Everything that later walks a value (schema validation, DLP, canonical JSON, dump(), the
+// destructor) recurses once per level, so an unbounded depth is a stack overflow waiting for
+// an input: the bound is applied here, while the parser builds the value, and nowhere else.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+
+namespace airlock {
+
+// The default bound on nesting (server.maxJsonDepth): arrays and objects inside each other.
+inline constexpr std::size_t kDefaultMaxJsonDepth = 64;
+
+// `text` as one JSON value nested at most `max_depth` levels deep. Errors: "invalid_json" (not
+// JSON) or "too_deep" (nested deeper than the limit; the message names the limit).
+Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth);
+
+}  // namespace airlock
