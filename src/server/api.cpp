@@ -185,7 +185,6 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
   auto generation = s_.generation->load();
   bool accepted = s_.executor->submit([services, generation, inv, reply] {
-    (void)services.store->begin(inv->id, inv->tool_name);
     generation->pipeline.run(*inv);
     const std::string tool_label =
         inv->tool ? inv->tool_name : server::tool_label(*generation->config, inv->tool_name);
@@ -193,7 +192,8 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
     nlohmann::json stored = response;
     stored["principal"] = inv->principal ? inv->principal->name : "";
     stored["log"] = pipeline::log_with_notes(*inv);  // the tool's stderr, capped and DLP-redacted
-    (void)services.store->finish(inv->id, inv->status(), stored);
+    // Only authenticated invocations are kept (their row began in the record_start stage).
+    if (inv->principal) (void)services.store->finish(inv->id, inv->status(), stored);
     services.metrics->count("airlock_invocations_total",
                             {{"tool", tool_label}, {"status", inv->status()}});
     if (inv->error && inv->status() == "denied")

@@ -227,6 +227,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   services.registry = &st->registry;
   services.forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   services.observer = st->observer.get();
+  InvocationStore* store = st->store.get();
+  services.record_start = [store](const pipeline::Invocation& inv) {
+    (void)store->begin(inv.id, inv.tool_name);
+  };
   st->forbidden = services.forbidden;
   auto generation = build_generation(cfg, services);
   if (!generation) return generation.error();

@@ -5,6 +5,7 @@
 #include "pipeline/stages/check_input.hpp"
 #include "pipeline/stages/content.hpp"
 #include "pipeline/stages/execute.hpp"
+#include "pipeline/stages/record_start.hpp"
 
 namespace airlock::server {
 
@@ -18,6 +19,8 @@ Result<std::shared_ptr<const Generation>> build(std::shared_ptr<const policy::Co
   auto& p = gen->pipeline;
   p.set_observer(services.observer);
   p.add(std::make_unique<pipeline::AuthenticateStage>(cfg));
+  if (services.record_start)
+    p.add(std::make_unique<pipeline::RecordStartStage>(services.record_start));
   p.add(std::make_unique<pipeline::AuthorizeStage>(cfg));
   auto check = pipeline::CheckInputStage::create(cfg);
   if (!check) return check.error();

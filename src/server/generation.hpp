@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ struct PipelineServices {
   std::string runner_dir;
   std::shared_ptr<std::vector<egress::Endpoint>> forbidden;
   pipeline::StageObserver* observer = nullptr;
+  // Called for each invocation once it is authenticated (the daemon's invocation store).
+  std::function<void(const pipeline::Invocation&)> record_start;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

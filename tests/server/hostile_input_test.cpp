@@ -23,22 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::uint16_t free_port() {
-  for (int attempt = 0; attempt < 2000; ++attempt) {
-    auto port = static_cast<std::uint16_t>(30000 + (::getpid() * 7 + attempt) % 10000);
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  ADD_FAILURE() << "no free port in 30000-39999";
-  return 0;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -121,7 +105,7 @@ std::string nested_arrays(std::size_t levels) {
 
 TEST(HostileInput, HundredThousandLevelsOfNestingAreRefusedNamingTheLimit) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port());
+  Served d(ws, free_port(30000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   std::string body = R"({"arguments": {"a": )" + nested_arrays(100000) + "}}";
   auto r = http(d.port(), "POST", "/v1/tools/echo/invoke", body);
@@ -138,7 +122,7 @@ TEST(HostileInput, HundredThousandLevelsOfNestingAreRefusedNamingTheLimit) {
 
 TEST(HostileInput, HundredThousandCharactersAgainstAPatternAreAnswered) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port());
+  Served d(ws, free_port(30000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   std::string letters(100000, 'a');
   auto ok = invoke(d.port(), "text-only", {{"text", letters}});
@@ -161,7 +145,7 @@ TEST(HostileInput, HundredThousandCharactersAgainstAPatternAreAnswered) {
 
 TEST(HostileInput, HundredThousandLevelsOfToolOutputAreATypedError) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port());
+  Served d(ws, free_port(30000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   auto r = invoke(d.port(), "deep-output", nlohmann::json::object());
   EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
@@ -197,7 +181,7 @@ TEST_P(BadSchemas, AreRefusedAtLoadWithFileLineColumn) {
   std::string where =
       ws.config_path() + ":" + std::to_string(line) + ":" + std::to_string(column) + ":";
 
-  Served d(ws, free_port());
+  Served d(ws, free_port(30000));
   for (int i = 0; i < 500 && d.alive(); ++i) std::this_thread::sleep_for(20ms);
   ASSERT_FALSE(d.alive()) << "airlock serve accepted the schema `" << p.line << "`";
   std::string ending = d.ending();

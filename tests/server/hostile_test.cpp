@@ -16,6 +16,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/log_reader.hpp"
 #include "pipeline/failed_auth.hpp"
+#include "server/invocation_store.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -103,6 +104,26 @@ TEST(Hostile, UnauthenticatedInvokesOfRandomToolsDoNotGrowTheMetrics) {
   metrics = http(d.port, "GET", "/metrics", "", "").body;
   EXPECT_NE(metrics.find("airlock_invocations_total{status=\"denied\",tool=\"echo\"} 1"),
             std::string::npos);
+}
+
+// Without a key a request leaves no row in the daemon's state (state.db): only authenticated
+// invocations are kept. One with a key still is.
+TEST(Hostile, UnauthenticatedInvokesLeaveNoStateBehind) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  std::mt19937 rng(14);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 50; ++i) {
+    auto r = invoke(d.port, random_name(rng), {{"n", 1}}, i % 2 ? "" : "not-a-key");
+    ASSERT_EQ(r.status, 401);
+    ids.push_back(r.json()["id"].get<std::string>());
+  }
+  auto ok = invoke(d.port, "echo", {{"n", 1}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  auto store = InvocationStore::open(ws.dir() + "/data/state.db");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  for (const auto& id : ids) EXPECT_FALSE((*store)->get(id)) << id << " was stored";
+  EXPECT_TRUE((*store)->get(ok.json()["id"].get<std::string>()));
 }
 
 TEST(Hostile, FailedAuthenticationsAreAuditedAggregatedPerSource) {

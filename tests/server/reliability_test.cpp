@@ -55,25 +55,6 @@ std::set<std::string> airlock_cgroups(pid_t owner) {
   return out;
 }
 
-// A port the daemon can listen on twice (before and after its restart). It comes from below
-// the kernel's ephemeral range, so no other test's port-0 bind or outgoing connection can take
-// it between our probe and the daemon's bind.
-std::uint16_t free_port() {
-  for (int attempt = 0; attempt < 2000; ++attempt) {
-    auto port = static_cast<std::uint16_t>(20000 + (::getpid() * 7 + attempt) % 10000);
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port);
-    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    ::close(fd);
-    if (ok) return port;
-  }
-  ADD_FAILURE() << "no free port in 20000-29999";
-  return 0;
-}
-
 // `airlock serve` as a separate process.
 pid_t start_serving(const Workspace& ws, std::uint16_t port, const std::string& log) {
   pid_t pid = ::fork();
@@ -91,7 +72,7 @@ pid_t start_serving(const Workspace& ws, std::uint16_t port, const std::string& 
 
 TEST(Restart, AfterSigkillNothingRunsAndTheNextStartRecovers) {
   Workspace ws;
-  const std::uint16_t port = free_port();
+  const std::uint16_t port = free_port(20000);
   const std::string log = ws.dir() + "/daemon.log";
   pid_t daemon = start_serving(ws, port, log);
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
@@ -227,7 +208,7 @@ int run_airlock(const std::vector<std::string>& args, const std::string& log) {
 
 TEST(Lifecycle, ASecondDaemonOnTheSameDataDirectoryRefusesAndNamesTheFirst) {
   Workspace ws;
-  const std::uint16_t port = free_port();
+  const std::uint16_t port = free_port(20000);
   pid_t first = start_serving(ws, port, ws.dir() + "/first.log");
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
   auto slow = std::async(std::launch::async, [&] {
@@ -255,7 +236,7 @@ TEST(Lifecycle, ASecondDaemonOnTheSameDataDirectoryRefusesAndNamesTheFirst) {
 
 TEST(Lifecycle, SighupReloadsTheConfigAndRunningCallsFinishUnderTheirOwn) {
   Workspace ws;
-  const std::uint16_t port = free_port();
+  const std::uint16_t port = free_port(20000);
   const std::string log = ws.dir() + "/daemon.log";
   pid_t daemon = start_serving(ws, port, log);
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);

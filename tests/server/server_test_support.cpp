@@ -1,5 +1,9 @@
 #include "server_test_support.hpp"
 
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +174,22 @@ std::uint64_t audit_records(const std::string& audit_path) {
   auto size = reader->size();
   if (!size) throw std::runtime_error(size.error().message);
   return *size;
+}
+
+std::uint16_t free_port(std::uint16_t first) {
+  for (int attempt = 0; attempt < 2000; ++attempt) {
+    auto port = static_cast<std::uint16_t>(first + (::getpid() * 7 + attempt) % 10000);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (ok) return port;
+  }
+  ADD_FAILURE() << "no free port in " << first << "-" << first + 9999;
+  return 0;
 }
 
 }  // namespace airlock::server::test

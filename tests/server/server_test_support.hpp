@@ -57,4 +57,10 @@ struct RunningDaemon {
 
 std::uint64_t audit_records(const std::string& audit_path);
 
+// A loopback port nothing listens on, from [first, first + 10000), for a daemon that must
+// listen on a port known in advance (a separate `airlock serve`, a restart). Choose `first`
+// below the kernel's ephemeral range, so no port-0 bind or outgoing connection takes it
+// between the probe and the daemon's bind; tests that run at once use different ranges.
+std::uint16_t free_port(std::uint16_t first);
+
 }  // namespace airlock::server::test
