@@ -36,7 +36,6 @@ void Session::relay() {
 // Moves what is readable on d.from to d.to, without blocking: reads a buffer's worth,
 // writes it all, then reads again, waiting on the socket that is not ready.
 void Session::pump(Direction& d) {
-  auto self = shared_from_this();
   for (;;) {
     if (finished_) return;
     if (d.pending > 0) {  // first write out what was read
@@ -48,11 +47,7 @@ void Session::pump(Direction& d) {
         continue;
       }
       if (m < 0 && errno == EINTR) continue;
-      if (m < 0 && errno == EAGAIN)
-        return d.to->async_wait(tcp::socket::wait_write, [this, self, &d](error_code ec) {
-          if (ec) return finish();
-          pump(d);
-        });
+      if (m < 0 && errno == EAGAIN) return pump_when(*d.to, tcp::socket::wait_write, d);
       return finish();
     }
     if (d.eof) return end_direction(d);
@@ -72,13 +67,17 @@ void Session::pump(Direction& d) {
       continue;
     }
     if (errno == EINTR) continue;
-    if (errno == EAGAIN)
-      return d.from->async_wait(tcp::socket::wait_read, [this, self, &d](error_code ec) {
-        if (ec) return finish();
-        pump(d);
-      });
+    if (errno == EAGAIN) return pump_when(*d.from, tcp::socket::wait_read, d);
     return finish();
   }
+}
+
+// Pumps d again once `socket` is ready as `what` says.
+void Session::pump_when(tcp::socket& socket, tcp::socket::wait_type what, Direction& d) {
+  socket.async_wait(what, [this, self = self(), &d](error_code ec) {
+    if (ec) return finish();
+    pump(d);
+  });
 }
 
 // Passes the half-close on; the session ends when both directions have.

@@ -133,6 +133,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void connect(const std::vector<IpAddress>& addresses, std::uint16_t port);
   void on_connected(const tcp::endpoint& ep);
   void pump(Direction& d);
+  void pump_when(tcp::socket& socket, tcp::socket::wait_type what, Direction& d);
   void end_direction(Direction& d);
   void watch_idle();
   bool count_down(std::size_t n);
