@@ -5,7 +5,6 @@
 #pragma once
 
 #include <boost/asio.hpp>
-#include <boost/beast/http/status.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
