@@ -1,0 +1,154 @@
+// Internal to the egress proxy (src/egress/*.cpp): the shared part of every connection
+// (`Session`: limits, deadlines, the decision and its record, the upstream connection through
+// the SSRF guard, the relay) and the interface of the protocol that speaks to the client
+// (`Protocol`: HTTP proxy, SOCKS5, port forward, each in a file of its own).
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "egress/policy.hpp"
+#include "egress/proxy.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::egress {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using boost::system::error_code;
+
+class Session;
+
+struct EgressProxy::Impl {
+  EgressPolicy policy;
+  std::string rule_set;
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::vector<std::optional<sandbox::PortForward>> acceptor_forwards;
+  std::thread thread;
+  std::set<Session*> live;  // io thread only
+
+  mutable std::mutex mu;
+  std::vector<sandbox::EgressRecord> records;
+  std::uint64_t bytes_up = 0, bytes_down = 0;  // io thread only
+  std::uint32_t active = 0;                    // io thread only
+
+  Impl(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
+  void accept(std::size_t index);
+  void add_record(sandbox::EgressRecord r) {
+    std::lock_guard lock(mu);
+    records.push_back(std::move(r));
+  }
+};
+
+// Why a connection gets no upstream; each protocol answers it in its own way.
+enum class Refusal {
+  over_limit,       // more connections at once than the limits allow
+  request_timeout,  // no complete request in time
+  denied,           // the rules (or a spent byte budget) forbid it
+  unresolvable,     // the name did not resolve
+  connect_failed,   // no checked address accepted the connection
+  connect_timeout,  // connecting took longer than the limits allow
+};
+
+// The protocol spoken with one client: reads its request, has the session decide and connect,
+// answers, then leaves the two sockets to the session's relay.
+class Protocol {
+ public:
+  virtual ~Protocol() = default;
+  // Reads the client's request and calls Session::decided() with the policy's decision.
+  virtual void start() = 0;
+  // Tells the client why it gets no connection, then ends the session.
+  virtual void refuse(Refusal refusal, const std::string& why) = 0;
+  // Tells the client it is connected and calls Session::relay().
+  virtual void upstream_connected() = 0;
+};
+
+// The protocols, constructed on a session that outlives them (src/egress/<protocol>.cpp).
+std::unique_ptr<Protocol> make_http_proxy_protocol(Session& session);
+std::unique_ptr<Protocol> make_socks5_protocol(Session& session);
+std::unique_ptr<Protocol> make_forward_protocol(Session& session, sandbox::PortForward forward);
+
+// One client connection, from the first byte to the last relayed one. Owns both sockets;
+// every pending handler holds it alive (shared_from_this).
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(EgressProxy::Impl& proxy, tcp::socket client,
+          std::optional<sandbox::PortForward> forward);
+  ~Session();
+
+  void start();
+  // Ends the session now, recording why (used at shutdown, on limits and by the protocols).
+  void finish(const std::string& why = {});
+
+  // --- For the protocols ---------------------------------------------------------------
+  // Records the decision for host:port and, if it allows, resolves, checks and connects:
+  // Protocol::upstream_connected() or Protocol::refuse() follows.
+  void decided(const EgressPolicy::Decision& d, std::uint16_t port);
+  // Relays both directions until both have ended (src/egress/relay.cpp).
+  void relay();
+  // Ends the session after `after` whatever else happens (the reader of an answer may be
+  // stuck); the deadline that may have led to the answer no longer applies.
+  void finish_after(std::chrono::seconds after);
+  // Counts bytes sent up outside the relay; false once the budget is spent.
+  bool count_up(std::size_t n);
+
+  std::shared_ptr<Session> self() { return shared_from_this(); }
+  tcp::socket& client() { return client_; }
+  tcp::socket& upstream() { return upstream_; }
+  sandbox::EgressRecord& record() { return record_; }
+  const EgressPolicy& policy() const { return proxy_.policy; }
+  const std::string& rule_set() const { return proxy_.rule_set; }
+  bool finished() const { return finished_; }
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  struct Direction {
+    tcp::socket* from = nullptr;
+    tcp::socket* to = nullptr;
+    bool upward = false;
+    // Allocated when the relay starts and not zeroed, so a direction that carries little (a
+    // request, a TLS handshake) commits only the pages its bytes touch.
+    std::unique_ptr<char[]> buffer;
+    std::size_t offset = 0, pending = 0;  // bytes read and not yet written
+    bool eof = false;
+  };
+
+  void sniff_protocol();
+  void arm_deadline(std::chrono::milliseconds after, std::string why, Refusal refusal);
+  void refuse(Refusal refusal, const std::string& why);
+  void resolve_and_connect(const EgressPolicy::Decision& d, std::uint16_t port);
+  void connect(const std::vector<IpAddress>& addresses, std::uint16_t port);
+  void on_connected(const tcp::endpoint& ep);
+  void pump(Direction& d);
+  void pump_when(tcp::socket& socket, tcp::socket::wait_type what, Direction& d);
+  void end_direction(Direction& d);
+  void watch_idle();
+  bool count_down(std::size_t n);
+
+  EgressProxy::Impl& proxy_;
+  tcp::socket client_, upstream_;
+  tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  std::optional<sandbox::PortForward> forward_;
+  std::unique_ptr<Protocol> protocol_;
+  Clock::time_point started_, last_activity_;
+  std::array<std::uint8_t, 1> peek_{};
+  Direction up_, down_;
+  bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
+  bool over_limit_ = false;
+  sandbox::EgressRecord record_;
+};
+
+}  // namespace airlock::egress
