@@ -241,9 +241,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   return std::unique_ptr<Daemon>(new Daemon(std::move(st)));
 }
 
+// Bind, fill the list of the daemon's own endpoints that every execute copies, then serve: no
+// request can reach a worker before the list is complete.
 Status Daemon::start() {
-  if (auto s = state_->http->start(); !s) return s;
-  state_->failed_auth->start();
+  if (auto s = state_->http->bind(); !s) return s;
   // Tools may never reach the daemon's own API through the egress proxy.
   const auto& host = state_->config().server.listen_host;
   const std::uint16_t port = state_->http->port();
@@ -251,6 +252,8 @@ Status Daemon::start() {
     if (host == "0.0.0.0" || host == "::" || host == loopback)
       state_->forbidden->push_back({*egress::parse_ip_strict(loopback), port});
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
+  state_->failed_auth->start();
+  state_->http->serve();
   return {};
 }
 std::uint16_t Daemon::port() const { return state_->http->port(); }

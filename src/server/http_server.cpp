@@ -216,7 +216,7 @@ HttpServer::HttpServer(const Api& api, HttpServerOptions options)
 
 HttpServer::~HttpServer() { stop(); }
 
-Status HttpServer::start() {
+Status HttpServer::bind() {
   error_code ec;
   auto address = asio::ip::make_address(impl_->options.host, ec);
   if (ec) return Error::make("config", "server.listen: '" + impl_->options.host + "' is not an IP address");
@@ -228,11 +228,15 @@ Status HttpServer::start() {
   if (ec)
     return Error::make("listen", "cannot listen on " + impl_->options.host + ":" +
                                      std::to_string(impl_->options.port) + ": " + ec.message());
+  return {};
+}
+
+void HttpServer::serve() {
   impl_->work.emplace(impl_->io.get_executor());
   impl_->accept();
   for (unsigned i = 0; i < impl_->options.io_threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
-  return {};
 }
+
 
 std::uint16_t HttpServer::port() const {
   error_code ec;

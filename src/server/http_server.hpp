@@ -32,7 +32,8 @@ class HttpServer {
  public:
   HttpServer(const Api& api, HttpServerOptions options);
   ~HttpServer();
-  Status start();             // binds and serves on its own threads
+  Status bind();              // binds and listens; nothing is accepted until serve()
+  void serve();               // accepts and answers on its own threads
   std::uint16_t port() const;  // the bound port
   void stop_accepting();      // new connections are refused; open ones are served
   void stop();                // closes everything and joins
