@@ -109,3 +109,46 @@ sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
 }
 
 }  // namespace airlock::backend
+
+namespace airlock::backend {
+
+std::string_view mount_kind_name(Mount::Kind kind) {
+  switch (kind) {
+    case Mount::Kind::tool_code: return "tool_code";
+    case Mount::Kind::runner: return "runner";
+    case Mount::Kind::data: return "data";
+  }
+  return "data";
+}
+
+sandbox::Spec local_spec(const RunRequest& request) {
+  sandbox::Spec spec;
+  spec.argv = request.argv;
+  spec.env = request.env;
+  for (const auto& c : request.credentials) spec.env[c.env_name] = c.value;
+  spec.limits = request.limits;
+  for (const auto& m : request.mounts) spec.binds.push_back({m.host_path, m.path_inside, !m.read_only});
+  spec.network.allow = request.egress.allow;
+  spec.network.forwards = request.egress.forwards;
+  spec.network.resolve = request.egress.resolve;
+  spec.network.limits = request.egress.limits;
+  spec.stdin_source.kind = sandbox::StdinSource::Kind::bytes;
+  spec.stdin_source.bytes = request.stdin_bytes;
+  spec.output_mode = sandbox::OutputMode::collect;
+  spec.kill_on_output_limit = true;  // past the cap the output is useless; no need to run on
+  return spec;
+}
+
+LocalBackend::LocalBackend(RunningSandboxes* registry,
+                           std::shared_ptr<const std::vector<egress::Endpoint>> forbidden)
+    : registry_(registry), forbidden_(std::move(forbidden)) {}
+
+sandbox::Outcome LocalBackend::run(const RunRequest& request, const RunContext& context) {
+  LocalRunOptions options;
+  options.rule_set = context.rule_set;
+  if (forbidden_) options.forbidden = *forbidden_;
+  options.registry = registry_;
+  return run_local(local_spec(request), options);
+}
+
+}  // namespace airlock::backend
