@@ -1,10 +1,11 @@
-// Fills an InvocationRecord from one sandbox run. Lives in its own library
-// (airlock_audit_sandbox) so airlock_audit itself never depends on the sandbox.
+// Fills an InvocationRecord from one sandbox or backend run. Lives in its own library
+// (airlock_audit_sandbox) so airlock_audit itself never depends on the sandbox or a backend.
 #pragma once
 
 #include <string>
 
 #include "audit/invocation_record.hpp"
+#include "backend/backend.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
 
@@ -21,5 +22,9 @@ struct RunIdentity {
 // forwarded output live leaves them null: the bytes never passed through here).
 InvocationRecord record_from_run(const sandbox::Spec& spec, const sandbox::Outcome& outcome,
                                  RunIdentity identity);
+// The same for a backend's run: its stdin is always bytes and its output always collected.
+// Neither the environment nor the credentials are recorded.
+InvocationRecord record_from_run(const backend::RunRequest& request,
+                                 const sandbox::Outcome& outcome, RunIdentity identity);
 
 }  // namespace airlock::audit

@@ -45,6 +45,7 @@ struct Daemon::State {
   std::unique_ptr<audit::AuditLog> audit;
   std::unique_ptr<InvocationStore> store;
   backend::RunningSandboxes registry;
+  std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipeline that uses it
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
   pipeline::Pipeline pipeline;
@@ -109,10 +110,11 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   if (!scanner) return scanner.error();
   st->pipeline.add(std::make_unique<pipeline::ScanStage>(*scanner, pipeline::ScanStage::Direction::input));
   st->pipeline.add(std::make_unique<pipeline::TierStage>(cfg));
+  st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
+  st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
   pipeline::ExecuteOptions exec_options;
   exec_options.runner_dir = runtime;
-  exec_options.registry = &st->registry;
-  st->forbidden = exec_options.forbidden;
+  exec_options.backends = pipeline::runnable_tiers_on(*st->local_backend);
   auto execute = pipeline::ExecuteStage::create(cfg, exec_options);
   if (!execute) return execute.error();
   st->pipeline.add(std::move(*execute));
