@@ -32,7 +32,7 @@ ContentDigest output_digest(const std::string& kept, std::uint64_t discarded) {
 
 // What every run's record has: who, what, the limits and what happened.
 InvocationRecord record_of_run(const std::vector<std::string>& argv, const sandbox::Limits& limits,
-                               const sandbox::Outcome& outcome, RunIdentity identity) {
+                               const backend::RunResult& outcome, RunIdentity identity) {
   InvocationRecord record;
   record.invocation_id =
       identity.invocation_id.empty() ? new_invocation_id() : std::move(identity.invocation_id);
@@ -58,7 +58,7 @@ void record_output(InvocationRecord& record, const sandbox::Outcome& outcome) {
 
 }  // namespace
 
-InvocationRecord record_from_run(const sandbox::Spec& spec, const sandbox::Outcome& outcome,
+InvocationRecord record_from_run(const sandbox::Spec& spec, const backend::RunResult& outcome,
                                  RunIdentity identity) {
   InvocationRecord record = record_of_run(spec.argv, spec.limits, outcome, std::move(identity));
   if (spec.stdin_source.kind == sandbox::StdinSource::Kind::bytes)
@@ -68,7 +68,7 @@ InvocationRecord record_from_run(const sandbox::Spec& spec, const sandbox::Outco
 }
 
 InvocationRecord record_from_run(const backend::RunRequest& request,
-                                 const sandbox::Outcome& outcome, RunIdentity identity) {
+                                 const backend::RunResult& outcome, RunIdentity identity) {
   InvocationRecord record =
       record_of_run(request.argv, request.limits, outcome, std::move(identity));
   record.input = ContentDigest::of(request.stdin_bytes);

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "egress/rules.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -41,6 +43,15 @@ struct RunRequest {
   std::string stdin_bytes;  // all of the program's stdin
 };
 
+// What a run did: the sandbox's Outcome, and every connection attempt its egress proxy saw.
+// (The sandbox knows nothing of egress; the backend that ran the proxy adds its records.)
+struct RunResult : sandbox::Outcome {
+  std::vector<egress::EgressRecord> egress;
+};
+
+// The Outcome's JSON with "egress": [records] added (`airlock run --json`).
+nlohmann::json to_json(const RunResult& result);
+
 // Per-run wiring a backend may use; none of it is part of what runs.
 struct RunContext {
   std::string rule_set = "the sandbox's egress rules";  // named in egress denial messages
@@ -49,9 +60,9 @@ struct RunContext {
 class Backend {
  public:
   virtual ~Backend() = default;
-  // Runs the request to its end. The Outcome collects stdout and stderr (up to the output cap;
+  // Runs the request to its end. The result collects stdout and stderr (up to the output cap;
   // a run that passes it is stopped) and says why the run failed when it did, setup included.
-  virtual sandbox::Outcome run(const RunRequest& request, const RunContext& context) = 0;
+  virtual RunResult run(const RunRequest& request, const RunContext& context) = 0;
   virtual std::string_view name() const = 0;
   // True once the backend is shutting down: runs that end signaled now were stopped by it.
   virtual bool stopping() const { return false; }

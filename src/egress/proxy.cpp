@@ -104,18 +104,18 @@ struct EgressProxy::Impl {
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  std::vector<std::optional<sandbox::PortForward>> acceptor_forwards;
+  std::vector<std::optional<PortForward>> acceptor_forwards;
   std::thread thread;
   std::set<class Session*> live;  // io thread only
 
   mutable std::mutex mu;
-  std::vector<sandbox::EgressRecord> records;
+  std::vector<EgressRecord> records;
   std::uint64_t bytes_up = 0, bytes_down = 0;  // io thread only
   std::uint32_t active = 0;                    // io thread only
 
   Impl(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
   void accept(std::size_t index);
-  void add_record(sandbox::EgressRecord r) {
+  void add_record(EgressRecord r) {
     std::lock_guard lock(mu);
     records.push_back(std::move(r));
   }
@@ -124,7 +124,7 @@ struct EgressProxy::Impl {
 // One client connection: from the first byte to the last relayed one.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(EgressProxy::Impl& proxy, tcp::socket client, std::optional<sandbox::PortForward> forward)
+  Session(EgressProxy::Impl& proxy, tcp::socket client, std::optional<PortForward> forward)
       : proxy_(proxy),
         client_(std::move(client)),
         upstream_(proxy.io),
@@ -620,7 +620,7 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket client_, upstream_;
   tcp::resolver resolver_;
   asio::steady_timer timer_;
-  std::optional<sandbox::PortForward> forward_;
+  std::optional<PortForward> forward_;
   Clock::time_point started_, last_activity_;
   Protocol protocol_ = Protocol::forward;
   std::array<std::uint8_t, 1> peek_{};
@@ -631,7 +631,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Direction up_, down_;
   bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
   bool over_limit_ = false;
-  sandbox::EgressRecord record_;
+  EgressRecord record_;
 };
 
 void EgressProxy::Impl::accept(std::size_t index) {
@@ -656,7 +656,7 @@ void EgressProxy::add_proxy_listener(UniqueFd fd) {
   impl_->acceptor_forwards.emplace_back(std::nullopt);
 }
 
-void EgressProxy::add_forward_listener(UniqueFd fd, const sandbox::PortForward& forward) {
+void EgressProxy::add_forward_listener(UniqueFd fd, const PortForward& forward) {
   impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, tcp::v4(), fd.release()));
   impl_->acceptor_forwards.emplace_back(forward);
 }
@@ -682,7 +682,7 @@ void EgressProxy::stop() {
   impl_->thread.join();
 }
 
-std::vector<sandbox::EgressRecord> EgressProxy::records() const {
+std::vector<EgressRecord> EgressProxy::records() const {
   std::lock_guard lock(impl_->mu);
   return impl_->records;
 }

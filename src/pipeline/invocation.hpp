@@ -50,7 +50,7 @@ struct Invocation {
   std::string input_sha256;            // of the arguments as received (canonical JSON)
   std::optional<std::string> redacted_input;
   std::optional<backend::RunRequest> request;  // what the execute stage ran (has credentials)
-  std::optional<sandbox::Outcome> outcome;
+  std::optional<backend::RunResult> outcome;
   std::optional<nlohmann::json> output;
   std::string output_sha256;
   std::optional<std::string> redacted_output;

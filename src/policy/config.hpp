@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
+#include "egress/rules.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
@@ -77,7 +78,7 @@ struct ToolConfig {
   nlohmann::json input_schema = nlohmann::json::object();
   std::optional<nlohmann::json> output_schema;
   LimitOverrides limits;
-  sandbox::NetworkPolicy network;  // allow, forwards, resolve
+  egress::EgressRules network;  // allow, forwards, resolve
   ValidationConfig validation;
   std::vector<std::string> data_paths;  // host paths bound read-only at the same path
   std::map<std::string, std::string> env;
