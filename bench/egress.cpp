@@ -131,7 +131,7 @@ struct Proxy {
   std::unique_ptr<airlock::egress::EgressProxy> proxy;
   Proxy() : Proxy(-1, 0) {}
   Proxy(int listener, std::uint16_t listener_port) {
-    airlock::sandbox::NetworkPolicy net;
+    airlock::egress::EgressRules net;
     net.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
     net.limits.max_bytes_down = 1ULL << 40;
     net.limits.max_connections = 10000;
@@ -317,10 +317,11 @@ void BM_PythonDownload(benchmark::State& state, bool sandboxed) {
                  sandboxed ? std::to_string(airlock::egress::kProxyPort) : "0"};
     std::string out;
     if (sandboxed) {
-      spec.network.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
-      spec.network.limits.max_bytes_down = 1ULL << 40;
+      airlock::egress::EgressRules rules;
+      rules.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
+      rules.limits.max_bytes_down = 1ULL << 40;
       spec.limits.wall_time = std::chrono::seconds(120);
-      auto outcome = airlock::backend::run_local(spec);
+      auto outcome = airlock::backend::run_local(spec, rules);
       if (outcome.verdict != airlock::sandbox::Verdict::ok) std::abort();
       out = outcome.stdout_data;
     } else {
@@ -406,10 +407,12 @@ void BM_CurlDownload(benchmark::State& state, bool sandboxed) {
     if (sandboxed) {
       airlock::sandbox::Spec spec;
       spec.argv = {"curl", "-sS", "-o", "/dev/null", url};
-      spec.network.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
-      spec.network.limits.max_bytes_down = 1ULL << 40;
+      airlock::egress::EgressRules rules;
+      rules.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:*"));
+      rules.limits.max_bytes_down = 1ULL << 40;
       spec.limits.wall_time = std::chrono::seconds(120);
-      if (airlock::backend::run_local(spec).verdict != airlock::sandbox::Verdict::ok) std::abort();
+      if (airlock::backend::run_local(spec, rules).verdict != airlock::sandbox::Verdict::ok)
+        std::abort();
     } else {
       std::string cmd = "curl -sS --noproxy '*' -o /dev/null " + url;
       if (std::system(cmd.c_str()) != 0) std::abort();

@@ -31,17 +31,16 @@ ContentDigest output_digest(const std::string& kept, std::uint64_t discarded) {
   return digest;
 }
 
-}  // namespace
-
-InvocationRecord record_from_run(const sandbox::Spec& spec, const sandbox::Outcome& outcome,
-                                 RunIdentity identity) {
+// What every run's record has: who, what, the limits and what happened.
+InvocationRecord record_of_run(const std::vector<std::string>& argv, const sandbox::Limits& limits,
+                               const backend::RunResult& outcome, RunIdentity identity) {
   InvocationRecord record;
   record.invocation_id =
       identity.invocation_id.empty() ? new_invocation_id() : std::move(identity.invocation_id);
   record.principal = std::move(identity.principal);
   record.tool = std::move(identity.tool);
-  record.command = spec.argv;
-  record.limits = limits_of(spec.limits);
+  record.command = argv;
+  record.limits = limits_of(limits);
   record.verdict = std::string(sandbox::verdict_name(outcome.verdict));
   if (outcome.exit_code) record.exit_code = *outcome.exit_code;
   if (outcome.signal) record.signal = sandbox::signal_name(*outcome.signal);
@@ -50,12 +49,31 @@ InvocationRecord record_from_run(const sandbox::Spec& spec, const sandbox::Outco
   for (const auto& e : outcome.egress)
     record.egress.push_back(
         {e.host, e.port, e.address, e.allowed, e.rule, e.bytes_up, e.bytes_down, e.ms});
+  return record;
+}
+
+void record_output(InvocationRecord& record, const sandbox::Outcome& outcome) {
+  record.output = output_digest(outcome.stdout_data, outcome.stdout_discarded_bytes);
+  record.error_output = output_digest(outcome.stderr_data, outcome.stderr_discarded_bytes);
+}
+
+}  // namespace
+
+InvocationRecord record_from_run(const sandbox::Spec& spec, const backend::RunResult& outcome,
+                                 RunIdentity identity) {
+  InvocationRecord record = record_of_run(spec.argv, spec.limits, outcome, std::move(identity));
   if (spec.stdin_source.kind == sandbox::StdinSource::Kind::bytes)
     record.input = ContentDigest::of(spec.stdin_source.bytes);
-  if (spec.output_mode == sandbox::OutputMode::collect) {
-    record.output = output_digest(outcome.stdout_data, outcome.stdout_discarded_bytes);
-    record.error_output = output_digest(outcome.stderr_data, outcome.stderr_discarded_bytes);
-  }
+  if (spec.output_mode == sandbox::OutputMode::collect) record_output(record, outcome);
+  return record;
+}
+
+InvocationRecord record_from_run(const backend::RunRequest& request,
+                                 const backend::RunResult& outcome, RunIdentity identity) {
+  InvocationRecord record =
+      record_of_run(request.argv, request.limits, outcome, std::move(identity));
+  record.input = ContentDigest::of(request.stdin_bytes);
+  record_output(record, outcome);
   return record;
 }
 

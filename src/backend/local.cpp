@@ -2,17 +2,19 @@
 
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "egress/proxy.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::backend {
 namespace {
 
-sandbox::Outcome setup_failure(const std::string& message) {
-  sandbox::Outcome o;
-  o.verdict = sandbox::Verdict::setup_error;
-  o.message = message;
-  return o;
+RunResult setup_failure(const std::string& message) {
+  RunResult r;
+  r.verdict = sandbox::Verdict::setup_error;
+  r.message = message;
+  return r;
 }
 
 // Registers a running sandbox for as long as it runs.
@@ -61,36 +63,51 @@ bool RunningSandboxes::stopping() const {
   return stopping_;
 }
 
-sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
-  auto& net = spec.network;
-  if (!net.has_egress()) {
+namespace {
+
+// The spec as it runs behind the proxy: listeners for the proxy's port (first) and each
+// forward's, the only ports it may connect to, and the proxy's environment.
+Result<sandbox::Spec> spec_behind_proxy(const sandbox::Spec& spec,
+                                        const egress::EgressRules& rules) {
+  const bool proxy = !rules.allow.empty();
+  std::set<std::uint16_t> ports;
+  if (proxy) ports.insert(egress::kProxyPort);
+  for (const auto& f : rules.forwards)
+    if (!ports.insert(f.listen_port).second)
+      return Error::make("egress", "--forward " + std::to_string(f.listen_port) + ": port " +
+                                       std::to_string(f.listen_port) +
+                                       " is already taken inside the sandbox" +
+                                       (f.listen_port == egress::kProxyPort
+                                            ? " (by the egress proxy)" : ""));
+  sandbox::Spec behind = spec;
+  auto& net = behind.network;
+  net.loopback_listeners.clear();
+  if (proxy) net.loopback_listeners.push_back(egress::kProxyPort);
+  for (const auto& f : rules.forwards) net.loopback_listeners.push_back(f.listen_port);
+  net.tcp_connect_ports = net.loopback_listeners;
+  if (proxy)
+    for (const auto& [name, value] : egress::proxy_environment()) behind.env.emplace(name, value);
+  return behind;
+}
+
+}  // namespace
+
+RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
+                    const LocalRunOptions& options) {
+  if (!rules.has_egress()) {
     auto launched = sandbox::Sandbox::launch(spec);
     if (!launched) return setup_failure(launched.error().message);
     Registration registration(options.registry, launched->get());
-    return (*launched)->wait();
+    return {(*launched)->wait(), {}};
   }
 
-  auto policy = egress::EgressPolicy::compile(net);
+  auto policy = egress::EgressPolicy::compile(rules);
   if (!policy) return setup_failure(policy.error().message);
   for (const auto& e : options.forbidden) policy->forbid(e);
+  auto behind = spec_behind_proxy(spec, rules);
+  if (!behind) return setup_failure(behind.error().message);
 
-  // Listeners inside the sandbox: the proxy's port first, then each forward's.
-  const bool proxy = !net.allow.empty();
-  std::set<std::uint16_t> ports;
-  if (proxy) ports.insert(egress::kProxyPort);
-  for (const auto& f : net.forwards)
-    if (!ports.insert(f.listen_port).second)
-      return setup_failure("--forward " + std::to_string(f.listen_port) + ": port " +
-                           std::to_string(f.listen_port) + " is already taken inside the sandbox" +
-                           (f.listen_port == egress::kProxyPort ? " (by the egress proxy)" : ""));
-  net.loopback_listeners.clear();
-  if (proxy) net.loopback_listeners.push_back(egress::kProxyPort);
-  for (const auto& f : net.forwards) net.loopback_listeners.push_back(f.listen_port);
-  net.tcp_connect_ports = net.loopback_listeners;
-  if (proxy)
-    for (const auto& [name, value] : egress::proxy_environment()) spec.env.emplace(name, value);
-
-  auto launched = sandbox::Sandbox::launch(spec);
+  auto launched = sandbox::Sandbox::launch(*behind);
   if (!launched) return setup_failure(launched.error().message);
   auto& sandbox = *launched;
   Registration registration(options.registry, sandbox.get());
@@ -98,14 +115,59 @@ sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options) {
 
   egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);
   std::size_t next = 0;
-  if (proxy) egress_proxy.add_proxy_listener(std::move(listeners[next++]));
-  for (const auto& f : net.forwards) egress_proxy.add_forward_listener(std::move(listeners[next++]), f);
+  if (!rules.allow.empty()) egress_proxy.add_proxy_listener(std::move(listeners[next++]));
+  for (const auto& f : rules.forwards)
+    egress_proxy.add_forward_listener(std::move(listeners[next++]), f);
   egress_proxy.start();
 
-  sandbox::Outcome outcome = sandbox->wait();
+  RunResult result{sandbox->wait(), {}};
   egress_proxy.stop();
-  outcome.egress = egress_proxy.records();
-  return outcome;
+  result.egress = egress_proxy.records();
+  return result;
+}
+
+nlohmann::json to_json(const RunResult& result) {
+  nlohmann::json j = sandbox::to_json(static_cast<const sandbox::Outcome&>(result));
+  auto egress = nlohmann::json::array();
+  for (const auto& r : result.egress) egress.push_back(egress::to_json(r));
+  j["egress"] = std::move(egress);
+  return j;
+}
+
+std::string_view mount_kind_name(Mount::Kind kind) {
+  switch (kind) {
+    case Mount::Kind::tool_code: return "tool_code";
+    case Mount::Kind::runner: return "runner";
+    case Mount::Kind::data: return "data";
+  }
+  return "data";
+}
+
+sandbox::Spec local_spec(const RunRequest& request) {
+  sandbox::Spec spec;
+  spec.argv = request.argv;
+  spec.env = request.env;
+  for (const auto& c : request.credentials) spec.env[c.env_name] = c.value;
+  spec.limits = request.limits;
+  for (const auto& m : request.mounts)
+    spec.binds.push_back({m.host_path, m.path_inside, !m.read_only});
+  spec.stdin_source.kind = sandbox::StdinSource::Kind::bytes;
+  spec.stdin_source.bytes = request.stdin_bytes;
+  spec.output_mode = sandbox::OutputMode::collect;
+  spec.kill_on_output_limit = true;  // past the cap the output is useless; no need to run on
+  return spec;
+}
+
+LocalBackend::LocalBackend(RunningSandboxes* registry,
+                           std::shared_ptr<const std::vector<egress::Endpoint>> forbidden)
+    : registry_(registry), forbidden_(std::move(forbidden)) {}
+
+RunResult LocalBackend::run(const RunRequest& request, const RunContext& context) {
+  LocalRunOptions options;
+  options.rule_set = context.rule_set;
+  if (forbidden_) options.forbidden = *forbidden_;
+  options.registry = registry_;
+  return run_local(local_spec(request), request.egress, options);
 }
 
 }  // namespace airlock::backend

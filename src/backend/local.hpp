@@ -1,12 +1,14 @@
 // The local backend: a sandbox plus its egress proxy. This is how every layer above runs a
-// Spec: sandbox::run() alone has no network beyond loopback and refuses egress rules.
+// Spec locally: sandbox::run() alone has no network beyond loopback and refuses egress rules.
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/sandbox.hpp"
@@ -37,8 +39,31 @@ struct LocalRunOptions {
   RunningSandboxes* registry = nullptr;
 };
 
-// Runs the spec; with egress rules, the proxy listens inside the sandbox on 127.0.0.1:3128
-// (HTTP and SOCKS5) and on each forward's port, and Outcome::egress records every attempt.
-sandbox::Outcome run_local(sandbox::Spec spec, const LocalRunOptions& options = {});
+// Runs the spec with the egress rules. With rules, the proxy listens inside the sandbox on
+// 127.0.0.1:3128 (HTTP and SOCKS5) and on each forward's port, and RunResult::egress records
+// every attempt. The spec runs with those listeners (and the proxy's environment) added.
+RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules = {},
+                    const LocalRunOptions& options = {});
+
+// The sandbox Spec a request runs as locally (its egress rules go to the proxy): mounts
+// become read-only or writable binds, credentials join the environment, stdin is fed as
+// bytes, output is collected and a stream that passes the cap stops the run.
+sandbox::Spec local_spec(const RunRequest& request);
+
+// Backend on the local sandbox (run_local). Every run is registered with `registry` (when
+// set) and refuses the endpoints in `forbidden` (the daemon fills them in once it has bound
+// them, before it serves).
+class LocalBackend : public Backend {
+ public:
+  LocalBackend(RunningSandboxes* registry,
+               std::shared_ptr<const std::vector<egress::Endpoint>> forbidden);
+  RunResult run(const RunRequest& request, const RunContext& context) override;
+  std::string_view name() const override { return "local"; }
+  bool stopping() const override { return registry_ && registry_->stopping(); }
+
+ private:
+  RunningSandboxes* registry_;
+  std::shared_ptr<const std::vector<egress::Endpoint>> forbidden_;
+};
 
 }  // namespace airlock::backend

@@ -32,7 +32,7 @@ Result<RunAuditor> RunAuditor::open(const std::string& path) {
   return auditor;
 }
 
-Status RunAuditor::record(const sandbox::Spec& spec, const sandbox::Outcome& outcome) {
+Status RunAuditor::record(const sandbox::Spec& spec, const backend::RunResult& outcome) {
   if (!log_) return {};
   auto record = audit::record_from_run(spec, outcome, {"", local_principal(), "airlock run"});
   auto receipt = log_->append(audit::to_fields(record));

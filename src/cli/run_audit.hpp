@@ -7,6 +7,7 @@
 #include <string>
 
 #include "audit/audit_log.hpp"
+#include "backend/backend.hpp"
 #include "common/result.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -18,7 +19,7 @@ class RunAuditor {
   // An empty path gives an auditor that records nothing.
   static Result<RunAuditor> open(const std::string& path);
   // Appends the run's record and closes the log (signing a checkpoint over it).
-  Status record(const sandbox::Spec& spec, const sandbox::Outcome& outcome);
+  Status record(const sandbox::Spec& spec, const backend::RunResult& outcome);
 
  private:
   std::shared_ptr<audit::AuditLog> log_;

@@ -254,20 +254,21 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
     if (eq == std::string::npos) return fail_usage("--env " + e + ": expected NAME=VALUE");
     spec.env[e.substr(0, eq)] = e.substr(eq + 1);
   }
+  egress::EgressRules rules;  // enforced by the egress proxy, outside the sandbox
   for (const auto& a : o.allow) {
     auto rule = egress::parse_allow_rule(a);
     if (!rule) return fail_usage("--allow: " + rule.error().message);
-    spec.network.allow.push_back(*rule);
+    rules.allow.push_back(*rule);
   }
   for (const auto& f : o.forward) {
     auto forward = egress::parse_forward(f);
     if (!forward) return fail_usage(forward.error().message);
-    spec.network.forwards.push_back(*forward);
+    rules.forwards.push_back(*forward);
   }
   for (const auto& r : o.resolve) {
     auto pin = egress::parse_resolve(r);
     if (!pin) return fail_usage(pin.error().message);
-    spec.network.resolve[pin->first] = pin->second;
+    rules.resolve[pin->first] = pin->second;
   }
   spec.workdir = o.workdir;
   spec.kill_on_output_limit = o.kill_on_output_limit;
@@ -300,13 +301,13 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
 
   backend::LocalRunOptions run_options;
   run_options.rule_set = "the --allow rules of this airlock run";
-  sandbox::Outcome outcome;
+  backend::RunResult outcome;
   {
     std::optional<ResizeEvents> resizes;
     std::optional<RawTerminal> raw;
     if (o.tty && spec.tty->size_source_fd >= 0) spec.tty->resize_event_fd = resizes.emplace().fd();
     if (o.tty) raw.emplace(0);
-    outcome = backend::run_local(spec, run_options);
+    outcome = backend::run_local(spec, rules, run_options);
   }
   if (stdin_fd >= 0) ::close(stdin_fd);
 #ifdef AIRLOCK_CLI_WITH_AUDIT
@@ -314,7 +315,7 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
     return fail_usage("--audit " + o.audit + ": " + recorded.error().message);
 #endif
   if (o.json) {
-    std::cout << sandbox::to_json(outcome).dump(-1, ' ', false,
+    std::cout << backend::to_json(outcome).dump(-1, ' ', false,
                                                  nlohmann::json::error_handler_t::replace)
               << std::endl;
   } else if (int sig = stop_on_signals.caught(); sig != 0) {

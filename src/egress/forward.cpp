@@ -6,7 +6,7 @@ namespace {
 
 class ForwardSession final : public Protocol {
  public:
-  ForwardSession(Session& session, sandbox::PortForward forward)
+  ForwardSession(Session& session, PortForward forward)
       : session_(session), forward_(std::move(forward)) {}
 
   void start() override {
@@ -22,12 +22,12 @@ class ForwardSession final : public Protocol {
 
  private:
   Session& session_;
-  sandbox::PortForward forward_;
+  PortForward forward_;
 };
 
 }  // namespace
 
-std::unique_ptr<Protocol> make_forward_protocol(Session& session, sandbox::PortForward forward) {
+std::unique_ptr<Protocol> make_forward_protocol(Session& session, PortForward forward) {
   return std::make_unique<ForwardSession>(session, std::move(forward));
 }
 

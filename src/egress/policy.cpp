@@ -10,7 +10,7 @@ using netrules::HostRule;
 
 Error bad(const std::string& what) { return Error::make("invalid_argument", what); }
 
-Result<HostRule> compile_rule(const sandbox::EgressRule& r) {
+Result<HostRule> compile_rule(const EgressRule& r) {
   auto c = netrules::compile_host_rule(r.host, r.port);
   if (!c) return bad("rule '" + r.host + "': " + c.error().message);
   return c;
@@ -18,15 +18,15 @@ Result<HostRule> compile_rule(const sandbox::EgressRule& r) {
 
 }  // namespace
 
-Result<sandbox::EgressRule> parse_allow_rule(const std::string& text) {
+Result<EgressRule> parse_allow_rule(const std::string& text) {
   auto parsed = netrules::parse_rule_text(text, 443);
   if (!parsed) return bad(parsed.error().message);
-  sandbox::EgressRule rule{parsed->host, parsed->port};
+  EgressRule rule{parsed->host, parsed->port};
   if (auto c = compile_rule(rule); !c) return c.error();
   return rule;
 }
 
-Result<sandbox::PortForward> parse_forward(const std::string& text) {
+Result<PortForward> parse_forward(const std::string& text) {
   auto eq = text.find('=');
   if (eq == std::string::npos) return bad("--forward '" + text + "': expected LPORT=HOST:PORT");
   auto lport = netrules::parse_port(std::string_view(text).substr(0, eq));
@@ -35,7 +35,7 @@ Result<sandbox::PortForward> parse_forward(const std::string& text) {
   if (!hp || !hp->port) return bad("--forward '" + text + "': expected HOST:PORT after '='");
   auto port = netrules::parse_port(*hp->port);
   if (!port) return bad("--forward '" + text + "': bad target port");
-  return sandbox::PortForward{*lport, hp->host, *port};
+  return PortForward{*lport, hp->host, *port};
 }
 
 Result<std::pair<std::string, std::string>> parse_resolve(const std::string& text) {
@@ -44,7 +44,7 @@ Result<std::pair<std::string, std::string>> parse_resolve(const std::string& tex
   return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
 }
 
-Result<EgressPolicy> EgressPolicy::compile(const sandbox::NetworkPolicy& network) {
+Result<EgressPolicy> EgressPolicy::compile(const EgressRules& network) {
   EgressPolicy p;
   p.limits_ = network.limits;
   for (const auto& r : network.allow) {
@@ -71,7 +71,7 @@ EgressPolicy::Decision EgressPolicy::decide(std::string_view host, std::uint16_t
   return decide_with(host, port, rules_);
 }
 
-EgressPolicy::Decision EgressPolicy::decide_forward(const sandbox::PortForward& f) const {
+EgressPolicy::Decision EgressPolicy::decide_forward(const PortForward& f) const {
   for (const auto& r : forward_rules_)
     if (r.text == f.host + ":" + std::to_string(f.port)) return decide_with(f.host, f.port, {r});
   Decision d;

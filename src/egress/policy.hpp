@@ -16,7 +16,7 @@
 #include "common/result.hpp"
 #include "netrules/address.hpp"
 #include "netrules/rules.hpp"
-#include "sandbox/spec.hpp"
+#include "egress/rules.hpp"
 
 namespace airlock::egress {
 
@@ -26,9 +26,9 @@ using netrules::parse_ip_strict;
 
 // "HOST[:PORT]" as given to --allow (syntax in netrules/rules.hpp): PORT defaults to 443, "*"
 // is any port; IPv6 in brackets.
-Result<sandbox::EgressRule> parse_allow_rule(const std::string& text);
+Result<EgressRule> parse_allow_rule(const std::string& text);
 // "LPORT=HOST:PORT" as given to --forward.
-Result<sandbox::PortForward> parse_forward(const std::string& text);
+Result<PortForward> parse_forward(const std::string& text);
 // "NAME=IP" as given to --resolve.
 Result<std::pair<std::string, std::string>> parse_resolve(const std::string& text);
 
@@ -40,7 +40,7 @@ struct Endpoint {
 class EgressPolicy {
  public:
   // Fails with a message naming the bad rule.
-  static Result<EgressPolicy> compile(const sandbox::NetworkPolicy& network);
+  static Result<EgressPolicy> compile(const EgressRules& network);
 
   // Endpoints never to connect to, whatever the rules say (the daemon's own API, ...).
   void forbid(Endpoint e) { forbidden_.push_back(e); }
@@ -56,7 +56,7 @@ class EgressPolicy {
   };
   Decision decide(std::string_view host, std::uint16_t port) const;
   // The implicit rule of a forward (same checks, its own target).
-  Decision decide_forward(const sandbox::PortForward& forward) const;
+  Decision decide_forward(const PortForward& forward) const;
 
   // Step 2, after resolving a name: the addresses that may be connected to, in order.
   // `why_not` gets the reason when none may.
@@ -67,7 +67,7 @@ class EgressPolicy {
 
   // "api.example.com:443, *.pypi.org:443" for denial messages.
   std::string describe_rules() const;
-  const sandbox::EgressLimits& limits() const { return limits_; }
+  const EgressLimits& limits() const { return limits_; }
 
  private:
   Decision decide_with(std::string_view host, std::uint16_t port,
@@ -77,7 +77,7 @@ class EgressPolicy {
   std::vector<netrules::HostRule> forward_rules_;
   std::map<std::string, IpAddress> pinned_;
   std::vector<Endpoint> forbidden_;
-  sandbox::EgressLimits limits_;
+  EgressLimits limits_;
 };
 
 }  // namespace airlock::egress

@@ -30,7 +30,7 @@ void EgressProxy::add_proxy_listener(UniqueFd fd) {
   impl_->acceptor_forwards.emplace_back(std::nullopt);
 }
 
-void EgressProxy::add_forward_listener(UniqueFd fd, const sandbox::PortForward& forward) {
+void EgressProxy::add_forward_listener(UniqueFd fd, const PortForward& forward) {
   impl_->acceptors.push_back(std::make_unique<tcp::acceptor>(impl_->io, tcp::v4(), fd.release()));
   impl_->acceptor_forwards.emplace_back(forward);
 }
@@ -56,7 +56,7 @@ void EgressProxy::stop() {
   impl_->thread.join();
 }
 
-std::vector<sandbox::EgressRecord> EgressProxy::records() const {
+std::vector<EgressRecord> EgressProxy::records() const {
   std::lock_guard lock(impl_->mu);
   return impl_->records;
 }

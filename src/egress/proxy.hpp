@@ -11,8 +11,7 @@
 
 #include "common/unique_fd.hpp"
 #include "egress/policy.hpp"
-#include "sandbox/outcome.hpp"
-#include "sandbox/spec.hpp"
+#include "egress/rules.hpp"
 
 namespace airlock::egress {
 
@@ -29,14 +28,14 @@ class EgressProxy {
 
   // Listening sockets (already bound and listening), in whatever namespace they were made.
   void add_proxy_listener(UniqueFd fd);
-  void add_forward_listener(UniqueFd fd, const sandbox::PortForward& forward);
+  void add_forward_listener(UniqueFd fd, const PortForward& forward);
 
   void start();  // serves on its own thread
   // Closes the listeners, ends every open connection (recording it) and joins the thread.
   void stop();
 
   // One entry per connection attempt, in the order they ended.
-  std::vector<sandbox::EgressRecord> records() const;
+  std::vector<EgressRecord> records() const;
 
   struct Impl;
 

@@ -28,7 +28,7 @@ asio::ip::address to_asio(const IpAddress& a) {
 }  // namespace
 
 Session::Session(EgressProxy::Impl& proxy, tcp::socket client,
-                 std::optional<sandbox::PortForward> forward)
+                 std::optional<PortForward> forward)
     : proxy_(proxy),
       client_(std::move(client)),
       upstream_(proxy.io),

@@ -35,18 +35,18 @@ struct EgressProxy::Impl {
   asio::io_context io;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  std::vector<std::optional<sandbox::PortForward>> acceptor_forwards;
+  std::vector<std::optional<PortForward>> acceptor_forwards;
   std::thread thread;
   std::set<Session*> live;  // io thread only
 
   mutable std::mutex mu;
-  std::vector<sandbox::EgressRecord> records;
+  std::vector<EgressRecord> records;
   std::uint64_t bytes_up = 0, bytes_down = 0;  // io thread only
   std::uint32_t active = 0;                    // io thread only
 
   Impl(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
   void accept(std::size_t index);
-  void add_record(sandbox::EgressRecord r) {
+  void add_record(EgressRecord r) {
     std::lock_guard lock(mu);
     records.push_back(std::move(r));
   }
@@ -78,14 +78,14 @@ class Protocol {
 // The protocols, constructed on a session that outlives them (src/egress/<protocol>.cpp).
 std::unique_ptr<Protocol> make_http_proxy_protocol(Session& session);
 std::unique_ptr<Protocol> make_socks5_protocol(Session& session);
-std::unique_ptr<Protocol> make_forward_protocol(Session& session, sandbox::PortForward forward);
+std::unique_ptr<Protocol> make_forward_protocol(Session& session, PortForward forward);
 
 // One client connection, from the first byte to the last relayed one. Owns both sockets;
 // every pending handler holds it alive (shared_from_this).
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(EgressProxy::Impl& proxy, tcp::socket client,
-          std::optional<sandbox::PortForward> forward);
+          std::optional<PortForward> forward);
   ~Session();
 
   void start();
@@ -107,7 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Session> self() { return shared_from_this(); }
   tcp::socket& client() { return client_; }
   tcp::socket& upstream() { return upstream_; }
-  sandbox::EgressRecord& record() { return record_; }
+  EgressRecord& record() { return record_; }
   const EgressPolicy& policy() const { return proxy_.policy; }
   const std::string& rule_set() const { return proxy_.rule_set; }
   bool finished() const { return finished_; }
@@ -141,14 +141,14 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket client_, upstream_;
   tcp::resolver resolver_;
   asio::steady_timer timer_;
-  std::optional<sandbox::PortForward> forward_;
+  std::optional<PortForward> forward_;
   std::unique_ptr<Protocol> protocol_;
   Clock::time_point started_, last_activity_;
   std::array<std::uint8_t, 1> peek_{};
   Direction up_, down_;
   bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
   bool over_limit_ = false;
-  sandbox::EgressRecord record_;
+  EgressRecord record_;
 };
 
 }  // namespace airlock::egress

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/backend.hpp"
 #include "policy/config.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -56,8 +57,8 @@ struct Invocation {
   std::vector<Redaction> redactions;
   std::string input_sha256;            // of the arguments as received (canonical JSON)
   std::optional<std::string> redacted_input;
-  std::optional<sandbox::Spec> spec;  // what the execute stage ran
-  std::optional<sandbox::Outcome> outcome;
+  std::optional<backend::RunRequest> request;  // what the execute stage ran (has credentials)
+  std::optional<backend::RunResult> outcome;
   std::optional<nlohmann::json> output;
   std::string output_sha256;
   std::optional<std::string> redacted_output;

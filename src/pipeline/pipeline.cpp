@@ -67,7 +67,7 @@ nlohmann::json to_response(const Invocation& inv) {
   j["redactions"] = std::move(redactions);
   auto egress = nlohmann::json::array();
   if (inv.outcome)
-    for (const auto& e : inv.outcome->egress) egress.push_back(sandbox::to_json(e));
+    for (const auto& e : inv.outcome->egress) egress.push_back(egress::to_json(e));
   j["egress"] = std::move(egress);
   j["audit"] = inv.audit ? nlohmann::json{{"index", inv.audit->index}, {"leaf_hash", inv.audit->leaf_hash}}
                          : nlohmann::json();

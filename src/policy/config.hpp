@@ -16,6 +16,7 @@
 
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
+#include "egress/rules.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
@@ -91,7 +92,7 @@ struct ToolConfig {
   // Both compiled when the configuration is loaded (null: not compiled, e.g. built in code).
   std::shared_ptr<const JsonSchema> input_check, output_check;
   LimitOverrides limits;
-  sandbox::NetworkPolicy network;  // allow, forwards, resolve
+  egress::EgressRules network;  // allow, forwards, resolve
   ValidationConfig validation;
   std::vector<std::string> data_paths;  // host paths bound read-only at the same path
   std::map<std::string, std::string> env;

@@ -53,7 +53,7 @@ void check_program(const YAML::Node& rt, const std::string& what, const ToolConf
 }
 
 void read_network(Reader& r, const YAML::Node& n, const std::string& what,
-                  sandbox::NetworkPolicy& net) {
+                  egress::EgressRules& net) {
   r.only_keys(n, what, {"allow", "forward", "resolve"});
   const std::size_t errors_before = r.error_count();
   r.field(n, "allow", [&](const YAML::Node& v) {

@@ -50,12 +50,6 @@ nlohmann::json to_json(const Usage& usage) {
   return j;
 }
 
-nlohmann::json to_json(const EgressRecord& r) {
-  return {{"host", r.host},       {"port", r.port},         {"address", r.address},
-          {"allowed", r.allowed}, {"rule", r.rule},         {"bytes_up", r.bytes_up},
-          {"bytes_down", r.bytes_down}, {"ms", r.ms}};
-}
-
 nlohmann::json to_json(const Outcome& o) {
   nlohmann::json j;
   j["verdict"] = verdict_name(o.verdict);
@@ -70,9 +64,6 @@ nlohmann::json to_json(const Outcome& o) {
   j["stdout_discarded_bytes"] = o.stdout_discarded_bytes;
   j["stderr_discarded_bytes"] = o.stderr_discarded_bytes;
   j["usage"] = to_json(o.usage);
-  auto egress = nlohmann::json::array();
-  for (const auto& r : o.egress) egress.push_back(to_json(r));
-  j["egress"] = std::move(egress);
   return j;
 }
 

@@ -39,18 +39,6 @@ struct Usage {
   std::optional<bool> pids_limit_hit;
 };
 
-// One connection attempt through the egress proxy (filled in by the egress layer).
-struct EgressRecord {
-  std::string host;
-  std::uint16_t port = 0;
-  std::string address;  // the exact address connected to, empty when denied before resolving
-  bool allowed = false;
-  std::string rule;     // the rule that allowed it, or why it was denied
-  std::uint64_t bytes_up = 0;
-  std::uint64_t bytes_down = 0;
-  std::uint64_t ms = 0;
-};
-
 struct Outcome {
   Verdict verdict = Verdict::setup_error;
   std::optional<int> exit_code;
@@ -64,7 +52,6 @@ struct Outcome {
   std::uint64_t stdout_discarded_bytes = 0;  // bytes past the limit, read and dropped
   std::uint64_t stderr_discarded_bytes = 0;
   Usage usage;
-  std::vector<EgressRecord> egress;
 
   // The exit status `airlock run` returns: the child's code, 128+N for signal N,
   // 124 on timeout, 125 when the sandbox could not be set up.
@@ -74,7 +61,6 @@ struct Outcome {
 std::string signal_name(int sig);  // "SIGKILL"; "SIG42" for unnamed ones
 
 nlohmann::json to_json(const Outcome& outcome);
-nlohmann::json to_json(const EgressRecord& record);
 nlohmann::json to_json(const Usage& usage);
 
 }  // namespace airlock::sandbox

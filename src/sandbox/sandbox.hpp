@@ -25,6 +25,7 @@
 
 namespace airlock::sandbox {
 
+// Launches and waits. Refuses loopback listeners: nobody would accept on them (see launch).
 Outcome run(const Spec& spec);
 
 // Checks a Spec without running anything (paths, limits, argv). run() and launch() call it.

@@ -29,48 +29,15 @@ struct Bind {
   bool writable = false;
 };
 
-// One endpoint a sandbox may reach through the egress proxy: `--allow HOST[:PORT]`.
-// host: a name ("api.example.com"), "*.example.com" (subdomains only), an IP or a CIDR.
-struct EgressRule {
-  std::string host;
-  std::optional<std::uint16_t> port = 443;  // nullopt: any port (":*")
-};
-
-// `--forward LPORT=HOST:PORT`: a TCP listener on the sandbox's 127.0.0.1:LPORT, relayed to
-// HOST:PORT after the same checks as an allow rule.
-struct PortForward {
-  std::uint16_t listen_port = 0;
-  std::string host;
-  std::uint16_t port = 0;
-};
-
-struct EgressLimits {
-  std::uint32_t max_connections = 64;            // at once
-  std::uint64_t max_bytes_up = 256ULL << 20;     // in total, sandbox to the world
-  std::uint64_t max_bytes_down = 1ULL << 30;     // in total, the world to the sandbox
-  milliseconds idle_timeout{60'000};             // a connection with no traffic either way
-  milliseconds connect_timeout{10'000};
-  milliseconds request_timeout{10'000};          // to receive a whole request head
-  std::uint32_t max_header_bytes = 16 * 1024;
-};
-
-// Network policy. The sandbox always gets its own empty network namespace (loopback only).
-// Egress (the allow/forward/resolve rules) is enforced by the egress proxy outside the
-// sandbox; backend::run_local() composes the two. sandbox::run() alone refuses egress rules.
-struct NetworkPolicy {
-  std::vector<EgressRule> allow;
-  std::vector<PortForward> forwards;
-  std::map<std::string, std::string> resolve;  // --resolve NAME=IP: pinned names
-  EgressLimits limits;
-
-  // Mechanism, filled in by the egress layer:
-  // listening sockets on 127.0.0.1 inside the sandbox, handed to the supervisor (a socket
+// The sandbox's network: always its own network namespace with loopback only. What reaches
+// beyond it (the egress proxy, src/egress) is composed by backend::run_local(), which asks for
+// listeners here and relays their connections outside.
+struct NetworkNamespace {
+  // Listening sockets on 127.0.0.1 inside the sandbox, handed to the supervisor (a socket
   // stays in the namespace it was created in, so connections are accepted from outside).
   std::vector<std::uint16_t> loopback_listeners;
   // Landlock: TCP ports the sandbox may connect() to (ABI >= 4). Empty: no TCP connect.
   std::vector<std::uint16_t> tcp_connect_ports;
-
-  bool has_egress() const { return !allow.empty() || !forwards.empty(); }
 };
 
 // Where the child's stdin comes from. The child always reads a pipe; the supervisor feeds it.
@@ -112,7 +79,7 @@ struct Spec {
   int forward_stderr_fd = 2;
   bool kill_on_output_limit = false;         // stop the run at once when a stream overflows
   Limits limits;
-  NetworkPolicy network;
+  NetworkNamespace network;
   std::string hostname = "airlock";
   std::optional<Terminal> tty;               // --tty; not with OutputMode::caller
   // Optional: once this descriptor is readable the run is stopped, as by Sandbox::kill(). It

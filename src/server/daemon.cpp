@@ -103,6 +103,7 @@ struct Daemon::State {
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
   backend::RunningSandboxes registry;
+  std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
   PipelineServices pipeline_services;
@@ -224,14 +225,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   auto& services = st->pipeline_services;
   services.audit = st->audit.get();
   services.failed_auth = st->failed_auth.get();
-  services.registry = &st->registry;
-  services.forbidden = std::make_shared<std::vector<egress::Endpoint>>();
+  st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
+  st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
+  services.backend = st->local_backend.get();
   services.observer = st->observer.get();
   InvocationStore* store = st->store.get();
   services.record_start = [store](const pipeline::Invocation& inv) {
     (void)store->begin(inv.id, inv.tool_name);
   };
-  st->forbidden = services.forbidden;
   auto generation = build_generation(cfg, services);
   if (!generation) return generation.error();
   st->generation.store(std::move(*generation));

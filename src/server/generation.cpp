@@ -35,8 +35,7 @@ Result<std::shared_ptr<const Generation>> build(std::shared_ptr<const policy::Co
   p.add(std::make_unique<pipeline::TierStage>(cfg));
   pipeline::ExecuteOptions exec_options;
   exec_options.runner_dir = services.runner_dir;
-  exec_options.registry = services.registry;
-  if (services.forbidden) exec_options.forbidden = services.forbidden;
+  if (services.backend) exec_options.backends = pipeline::runnable_tiers_on(*services.backend);
   auto execute = pipeline::ExecuteStage::create(cfg, exec_options);
   if (!execute) return execute.error();
   p.add(std::move(*execute));

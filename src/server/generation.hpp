@@ -34,9 +34,8 @@ using GenerationSlot = std::atomic<std::shared_ptr<const Generation>>;
 struct PipelineServices {
   audit::AuditLog* audit = nullptr;  // null: no audit stage (`airlock serve --check`)
   pipeline::FailedAuthLog* failed_auth = nullptr;
-  backend::RunningSandboxes* registry = nullptr;
+  backend::Backend* backend = nullptr;  // runs low and medium tools; null: `serve --check`
   std::string runner_dir;
-  std::shared_ptr<std::vector<egress::Endpoint>> forbidden;
   pipeline::StageObserver* observer = nullptr;
   // Called for each invocation once it is authenticated (the daemon's invocation store).
   std::function<void(const pipeline::Invocation&)> record_start;

@@ -30,12 +30,20 @@ namespace airlock::egress {
 namespace {
 
 using namespace std::chrono_literals;
-using sandbox::Outcome;
-using sandbox::Spec;
+using Outcome = backend::RunResult;
 using sandbox::Verdict;
 
+// What these tests run: a sandbox Spec and the egress rules its proxy enforces.
+struct Spec : sandbox::Spec {
+  EgressRules egress;
+};
+
+Outcome run_local(const Spec& spec, const backend::LocalRunOptions& options = {}) {
+  return backend::run_local(spec, spec.egress, options);
+}
+
 std::string describe(const Outcome& o) {
-  return "\n" + sandbox::to_json(o).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return "\n" + backend::to_json(o).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // A TCP server on the host's 127.0.0.1 that runs `handle` for each connection on its own
@@ -138,7 +146,7 @@ Spec curl(const std::vector<std::string>& args) {
 void allow(Spec& spec, const std::string& rule) {
   auto r = parse_allow_rule(rule);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  spec.network.allow.push_back(*r);
+  spec.egress.allow.push_back(*r);
 }
 
 // A raw client inside the sandbox: sends `request` to the proxy and prints the first line of
@@ -161,7 +169,7 @@ print(data.split(b"\r\n")[0].decode("latin-1") if data else "closed without answ
 )";
 
 std::string raw_client_answer(Spec spec) {
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   return o.stdout_data;
 }
@@ -173,7 +181,7 @@ TEST(EgressAllowed, CurlPlainHttpThroughHttpProxy) {
   HttpServer http;
   Spec spec = curl({"http://127.0.0.1:" + std::to_string(http.port()) + "/path?q=1"});
   allow(spec, "127.0.0.1:" + std::to_string(http.port()));
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "hello from the host\n");
   ASSERT_EQ(o.egress.size(), 1u) << describe(o);
@@ -199,8 +207,8 @@ TEST(EgressAllowed, CurlConnectTunnelAndSocks5hWithAPinnedName) {
         std::vector<std::string>{"-x", "socks5h://127.0.0.1:3128", "http://web.test:" + port + "/"}}) {
     Spec spec = curl(how);
     allow(spec, "web.test:" + port);
-    spec.network.resolve["web.test"] = "127.0.0.1";
-    Outcome o = backend::run_local(spec);
+    spec.egress.resolve["web.test"] = "127.0.0.1";
+    Outcome o = run_local(spec);
     EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
     EXPECT_EQ(o.stdout_data, "hello from the host\n") << describe(o);
     ASSERT_EQ(o.egress.size(), 1u);
@@ -223,8 +231,8 @@ c.request("GET", "/b")
 print(c.getresponse().read().decode().strip())
 )", {port});
   allow(spec, "web.test:" + port);
-  spec.network.resolve["web.test"] = "127.0.0.1";
-  Outcome o = backend::run_local(spec);
+  spec.egress.resolve["web.test"] = "127.0.0.1";
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "hello from the host\nhello from the host\n");
   EXPECT_EQ(o.egress.size(), 2u);
@@ -254,8 +262,8 @@ TEST(EgressAllowed, TlsThroughConnect) {
   std::this_thread::sleep_for(500ms);
   Spec spec = curl({"-k", "https://web.test:" + std::to_string(port) + "/"});
   allow(spec, "web.test:" + std::to_string(port));
-  spec.network.resolve["web.test"] = "127.0.0.1";
-  Outcome o = backend::run_local(spec);
+  spec.egress.resolve["web.test"] = "127.0.0.1";
+  Outcome o = run_local(spec);
   ::kill(server, SIGTERM);
   ::waitpid(server, nullptr, 0);
   fs::remove_all(dir);
@@ -276,8 +284,8 @@ TEST(EgressAllowed, ForwardCarriesRedis) {
   std::this_thread::sleep_for(500ms);
   Spec spec;
   spec.argv = {"sh", "-c", "redis-cli -p 6379 set airlock works && redis-cli -p 6379 get airlock"};
-  spec.network.forwards.push_back(*parse_forward("6379=127.0.0.1:" + std::to_string(port)));
-  Outcome o = backend::run_local(spec);
+  spec.egress.forwards.push_back(*parse_forward("6379=127.0.0.1:" + std::to_string(port)));
+  Outcome o = run_local(spec);
   std::system(("redis-cli -p " + std::to_string(port) + " shutdown nosave >/dev/null 2>&1").c_str());
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "OK\nworks\n") << describe(o);
@@ -293,9 +301,9 @@ TEST(EgressDenied, HostNotOnTheList) {
   HttpServer http;
   Spec spec = curl({"-p", "http://elsewhere.test:" + std::to_string(http.port()) + "/"});
   allow(spec, "web.test:" + std::to_string(http.port()));
-  spec.network.resolve["web.test"] = "127.0.0.1";
-  spec.network.resolve["elsewhere.test"] = "127.0.0.1";
-  Outcome o = backend::run_local(spec);
+  spec.egress.resolve["web.test"] = "127.0.0.1";
+  spec.egress.resolve["elsewhere.test"] = "127.0.0.1";
+  Outcome o = run_local(spec);
   EXPECT_NE(o.verdict, Verdict::ok) << describe(o);
   EXPECT_NE(o.stderr_data.find("403"), std::string::npos) << describe(o);
   ASSERT_EQ(o.egress.size(), 1u);
@@ -315,7 +323,7 @@ TEST(EgressDenied, ForbiddenResponseNamesTheRuleSet) {
                "print(s.makefile('rb').read().decode())"};
   backend::LocalRunOptions options;
   options.rule_set = "the egress rules of tool weather";
-  Outcome o = backend::run_local(full, options);
+  Outcome o = run_local(full, options);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data.rfind("HTTP/1.1 403 Forbidden", 0), 0u) << describe(o);
   EXPECT_NE(o.stdout_data.find("the egress rules of tool weather"), std::string::npos);
@@ -326,8 +334,8 @@ TEST(EgressDenied, AllowedHostOnAnotherPort) {
   HttpServer http, other;
   Spec spec = curl({"-p", "http://web.test:" + std::to_string(other.port()) + "/"});
   allow(spec, "web.test:" + std::to_string(http.port()));
-  spec.network.resolve["web.test"] = "127.0.0.1";
-  Outcome o = backend::run_local(spec);
+  spec.egress.resolve["web.test"] = "127.0.0.1";
+  Outcome o = run_local(spec);
   EXPECT_NE(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(other.server.connections(), 0);
 }
@@ -344,9 +352,9 @@ TEST(EgressDenied, SubdomainOfAnExactRuleAndApexOfAWildcard) {
                         Case{"*.web.test:" + port, "sub.web.test", true}}) {
     Spec spec = curl({"-p", "http://" + c.host + ":" + port + "/"});
     allow(spec, c.rule);
-    spec.network.resolve["web.test"] = "127.0.0.1";
-    spec.network.resolve["sub.web.test"] = "127.0.0.1";
-    Outcome o = backend::run_local(spec);
+    spec.egress.resolve["web.test"] = "127.0.0.1";
+    spec.egress.resolve["sub.web.test"] = "127.0.0.1";
+    Outcome o = run_local(spec);
     EXPECT_EQ(o.verdict == Verdict::ok, c.allowed) << c.rule << " " << c.host << describe(o);
   }
   EXPECT_EQ(http.server.connections(), 1);
@@ -361,7 +369,7 @@ TEST(EgressDenied, HostHeaderThatDisagreesWithTheTarget) {
         "GET / HTTP/1.1\\r\\nHost: web.test:" + port + "\\r\\n\\r\\n"}) {
     Spec spec = python(kRawProxyClient, {request});
     allow(spec, "web.test:" + port);
-    spec.network.resolve["web.test"] = "127.0.0.1";
+    spec.egress.resolve["web.test"] = "127.0.0.1";
     EXPECT_EQ(raw_client_answer(spec).rfind("HTTP/1.1 400", 0), 0u) << request;
   }
   EXPECT_EQ(http.server.connections(), 0);
@@ -374,7 +382,7 @@ TEST(EgressDenied, IpLiteralSpellingsOfADeniedAddress) {
                                   "127.0.0.1", "localhost"}) {
     Spec spec = python(kRawProxyClient, {"CONNECT " + host + ":" + port + " HTTP/1.1\\r\\n\\r\\n"});
     allow(spec, "web.test:" + port);
-    spec.network.resolve["web.test"] = "127.0.0.1";
+    spec.egress.resolve["web.test"] = "127.0.0.1";
     EXPECT_EQ(raw_client_answer(spec).rfind("HTTP/1.1 403", 0), 0u) << host;
   }
   // The same through SOCKS5 with an IPv4 address: reply 0x02, not allowed by the ruleset.
@@ -386,7 +394,7 @@ s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H"
 print(s.recv(10)[1])
 )", {port});
   allow(socks, "web.test:" + port);
-  socks.network.resolve["web.test"] = "127.0.0.1";
+  socks.egress.resolve["web.test"] = "127.0.0.1";
   EXPECT_EQ(raw_client_answer(socks), "2\n");
   EXPECT_EQ(http.server.connections(), 0);
 }
@@ -396,7 +404,7 @@ TEST(EgressDenied, NameThatResolvesToAPrivateAddress) {
   const std::string port = std::to_string(http.port());
   Spec spec = curl({"-p", "http://localhost:" + port + "/"});
   allow(spec, "localhost:" + port);  // a name rule: the answer (loopback) is refused
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   EXPECT_NE(o.verdict, Verdict::ok) << describe(o);
   ASSERT_EQ(o.egress.size(), 1u);
   EXPECT_FALSE(o.egress[0].allowed);
@@ -405,7 +413,7 @@ TEST(EgressDenied, NameThatResolvesToAPrivateAddress) {
   // Controls: naming the IP, or pinning the name, is the operator's explicit choice.
   Spec by_ip = curl({"-p", "http://127.0.0.1:" + port + "/"});
   allow(by_ip, "127.0.0.1:" + port);
-  EXPECT_EQ(backend::run_local(by_ip).verdict, Verdict::ok);
+  EXPECT_EQ(run_local(by_ip).verdict, Verdict::ok);
   EXPECT_EQ(http.server.connections(), 1);
 }
 
@@ -434,7 +442,7 @@ except OSError as e:
     print("dns failed")
 )", {std::to_string(http.port())});
   allow(spec, "web.test:443");
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data.find("ESCAPED"), std::string::npos) << describe(o);
   EXPECT_EQ(http.server.connections(), 0);
@@ -461,7 +469,7 @@ TEST(EgressDenied, TheProxyCannotBeASecondHop) {
   allow(wide, "127.0.0.1:*");
   backend::LocalRunOptions options;
   options.forbidden.push_back({*parse_ip_strict("127.0.0.1"), daemon_api.port()});
-  Outcome o = backend::run_local(wide, options);
+  Outcome o = run_local(wide, options);
   EXPECT_EQ(o.stdout_data.rfind("HTTP/1.1 403", 0), 0u) << describe(o);
   EXPECT_EQ(daemon_api.server.connections(), 0);
 }
@@ -488,8 +496,8 @@ except OSError as e:
 print(s.recv(100).split(b"\r\n")[0].decode() or "closed")
 )");
   allow(spec, "web.test:80");
-  spec.network.limits.request_timeout = 1s;
-  Outcome o = backend::run_local(spec);
+  spec.egress.limits.request_timeout = 1s;
+  Outcome o = run_local(spec);
   EXPECT_NE(o.stdout_data.find("HTTP/1.1 408"), std::string::npos) << describe(o);
   EXPECT_EQ(o.stdout_data.find("sent everything"), std::string::npos) << describe(o);
 }
@@ -504,8 +512,8 @@ t.sendall(b"CONNECT web.test:80 HTTP/1.1\r\n"); t.shutdown(socket.SHUT_WR)  # ha
 print(t.recv(100).split(b"\r\n")[0].decode() or "closed")
 )");
   allow(spec, "web.test:80");
-  spec.network.limits.request_timeout = 1s;
-  Outcome o = backend::run_local(spec);
+  spec.egress.limits.request_timeout = 1s;
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "HTTP/1.1 408 Request Timeout\nclosed\n") << describe(o);
 }
@@ -529,7 +537,7 @@ s.sendall(b"x" * 100000); s.shutdown(socket.SHUT_WR)
 print(f.read().decode().strip())
 )", {std::to_string(echo.port())});
   allow(spec, "127.0.0.1:" + std::to_string(echo.port()));
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "got 100000 bytes\n");
 }
@@ -580,7 +588,7 @@ s.sendall(upload); s.shutdown(socket.SHUT_WR)
 print(hashlib.sha256(upload).hexdigest(), hashlib.sha256(f.read()).hexdigest())
 )", {std::to_string(blob.port())});
   allow(spec, "127.0.0.1:*");
-  Outcome o = backend::run_local(spec);
+  Outcome o = run_local(spec);
   ASSERT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, upload_digest + " " + download_digest + "\n") << describe(o);
   ASSERT_EQ(o.egress.size(), 1u) << describe(o);
@@ -600,8 +608,8 @@ s, f, status = tunnel(sys.argv[1])
 print("then", status.split()[1])
 )", {std::to_string(blob.port())});
   allow(spec, "127.0.0.1:*");
-  spec.network.limits.max_bytes_down = 1 << 20;
-  Outcome o = backend::run_local(spec);
+  spec.egress.limits.max_bytes_down = 1 << 20;
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   long downloaded = -1;
   std::sscanf(o.stdout_data.c_str(), "downloaded %ld", &downloaded);
@@ -622,8 +630,8 @@ held = [tunnel(sys.argv[1]) for _ in range(3)]
 print(" ".join(status.split()[1] for _, _, status in held))
 )", {std::to_string(quiet.port())});
   allow(spec, "127.0.0.1:*");
-  spec.network.limits.max_connections = 2;
-  Outcome o = backend::run_local(spec);
+  spec.egress.limits.max_connections = 2;
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "200 200 503\n") << describe(o);
   EXPECT_TRUE(any_record_says(o, "connections at once")) << describe(o);
@@ -640,8 +648,8 @@ s, f, status = tunnel(sys.argv[1])
 print(status.split()[1], "then", f.read() or "closed")
 )", {std::to_string(quiet.port())});
   allow(spec, "127.0.0.1:*");
-  spec.network.limits.idle_timeout = 1s;
-  Outcome o = backend::run_local(spec);
+  spec.egress.limits.idle_timeout = 1s;
+  Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "200 then closed\n") << describe(o);
   EXPECT_TRUE(any_record_says(o, "idle timeout")) << describe(o);
@@ -650,19 +658,23 @@ print(status.split()[1], "then", f.read() or "closed")
 TEST(EgressConfig, BadRulesAndPortClashesAreSetupErrors) {
   Spec spec;
   spec.argv = {"/bin/true"};
-  spec.network.allow.push_back({"bad_name!.com", 443});
-  EXPECT_EQ(backend::run_local(spec).verdict, Verdict::setup_error);
+  spec.egress.allow.push_back({"bad_name!.com", 443});
+  EXPECT_EQ(run_local(spec).verdict, Verdict::setup_error);
   Spec clash;
   clash.argv = {"/bin/true"};
-  clash.network.allow.push_back({"web.test", 443});
-  clash.network.forwards.push_back({3128, "127.0.0.1", 80});
-  Outcome o = backend::run_local(clash);
+  clash.egress.allow.push_back({"web.test", 443});
+  clash.egress.forwards.push_back({3128, "127.0.0.1", 80});
+  Outcome o = run_local(clash);
   EXPECT_EQ(o.verdict, Verdict::setup_error);
   EXPECT_NE(o.message.find("egress proxy"), std::string::npos) << o.message;
   Spec plain;
   plain.argv = {"/bin/true"};
-  plain.network.allow.push_back({"web.test", 443});
-  EXPECT_EQ(sandbox::run(plain).verdict, Verdict::setup_error);  // the sandbox alone refuses
+  plain.egress.allow.push_back({"web.test", 443});
+  // The rules are not the sandbox's (its Spec cannot hold them); the listeners the proxy needs
+  // are, and the sandbox alone refuses them: nobody would serve them.
+  sandbox::Spec alone = plain;
+  alone.network.loopback_listeners = {3128};
+  EXPECT_EQ(sandbox::run(alone).verdict, Verdict::setup_error);  // the sandbox alone refuses
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 namespace airlock::egress {
 namespace {
 
-sandbox::NetworkPolicy rules(std::vector<std::string> allow) {
-  sandbox::NetworkPolicy n;
+EgressRules rules(std::vector<std::string> allow) {
+  EgressRules n;
   for (const auto& a : allow) n.allow.push_back(*parse_allow_rule(a));
   return n;
 }
@@ -115,7 +115,7 @@ TEST(Forwards, ParseAndDecide) {
   EXPECT_EQ(f->port, 16379);
   for (const char* bad : {"6379", "0=a:1", "6379=host", "6379=host:0", "x=host:1"})
     EXPECT_FALSE(parse_forward(bad).ok()) << bad;
-  sandbox::NetworkPolicy n;
+  EgressRules n;
   n.forwards.push_back(*f);
   auto p = *EgressPolicy::compile(n);
   EXPECT_TRUE(p.decide_forward(*f).allowed);

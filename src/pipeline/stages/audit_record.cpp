@@ -27,8 +27,8 @@ std::optional<InvocationError> AuditStage::run(Invocation& inv) {
   }
   audit::InvocationRecord record;
   const std::string principal = inv.principal ? inv.principal->name : "(unauthenticated)";
-  if (inv.spec && inv.outcome) {
-    record = audit::record_from_run(*inv.spec, *inv.outcome, {inv.id, principal, inv.tool_name});
+  if (inv.request && inv.outcome) {
+    record = audit::record_from_run(*inv.request, *inv.outcome, {inv.id, principal, inv.tool_name});
   } else {
     record.invocation_id = inv.id;
     record.principal = principal;

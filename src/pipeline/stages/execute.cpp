@@ -31,7 +31,7 @@ std::string one_line(std::string text) {
 // Airlock's word on each denied connection, for the log; the egress array has them all.
 constexpr std::size_t kMaxEgressNotes = 20;
 
-std::vector<std::string> egress_notes(const sandbox::Outcome& o) {
+std::vector<std::string> egress_notes(const backend::RunResult& o) {
   std::vector<std::string> notes;
   std::size_t denied = 0;
   for (const auto& e : o.egress) {
@@ -76,52 +76,59 @@ Result<std::unique_ptr<ExecuteStage>> ExecuteStage::create(const policy::Config&
   return stage;
 }
 
-sandbox::Spec ExecuteStage::spec_for(const Invocation& inv) const {
+std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& backend) {
+  return {{policy::Risk::low, &backend}, {policy::Risk::medium, &backend}};
+}
+
+backend::RunRequest ExecuteStage::request_for(const Invocation& inv) const {
+  using Mount = backend::Mount;
   const auto& tool = *inv.tool;
-  sandbox::Spec spec;
-  spec.limits = inv.limits;
-  spec.network.allow = tool.network.allow;
-  spec.network.forwards = tool.network.forwards;
-  spec.network.resolve = tool.network.resolve;
-  spec.env = tool.env;
-  spec.kill_on_output_limit = true;  // oversize output is an error; no need to run on
-  spec.output_mode = sandbox::OutputMode::collect;
-  for (const auto& p : tool.data_paths) spec.binds.push_back({p, p, false});
-  spec.binds.push_back({options_.runner_dir, "/airlock", false});
-  spec.stdin_source.kind = sandbox::StdinSource::Kind::bytes;
+  backend::RunRequest request;
+  request.limits = inv.limits;
+  request.egress.allow = tool.network.allow;
+  request.egress.forwards = tool.network.forwards;
+  request.egress.resolve = tool.network.resolve;
+  request.env = tool.env;
+  for (const auto& p : tool.data_paths) request.mounts.push_back({Mount::Kind::data, p, p, true});
+  request.mounts.push_back({Mount::Kind::runner, options_.runner_dir, "/airlock", true});
+  request.stdin_bytes = inv.arguments.dump();
   switch (tool.runtime.kind) {
     case policy::ToolRuntime::Kind::python: {
       fs::path file(tool.runtime.file);
-      spec.binds.push_back({file.parent_path().string(), kToolDirInSandbox, false});
-      spec.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module",
-                   std::string(kToolDirInSandbox) + "/" + file.filename().string()};
-      spec.stdin_source.bytes = inv.arguments.dump();
+      request.mounts.push_back(
+          {Mount::Kind::tool_code, file.parent_path().string(), kToolDirInSandbox, true});
+      request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module",
+                      std::string(kToolDirInSandbox) + "/" + file.filename().string()};
       break;
     }
     case policy::ToolRuntime::Kind::command:
-      spec.argv = tool.runtime.command;
-      spec.stdin_source.bytes = inv.arguments.dump();
+      request.argv = tool.runtime.command;
       break;
     case policy::ToolRuntime::Kind::python_code: {
       nlohmann::json args = inv.arguments;
-      nlohmann::json request = {{"code", args.value("code", "")}};
+      nlohmann::json code_request = {{"code", args.value("code", "")}};
       args.erase("code");
-      request["arguments"] = args;
-      spec.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code"};
-      spec.stdin_source.bytes = request.dump();
+      code_request["arguments"] = args;
+      request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code"};
+      request.stdin_bytes = code_request.dump();
       break;
     }
   }
-  return spec;
+  return request;
 }
 
 std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
-  backend::LocalRunOptions run_options;
-  run_options.rule_set = "the egress rules of tool " + inv.tool_name;
-  run_options.forbidden = *options_.forbidden;
-  run_options.registry = options_.registry;
-  inv.spec = spec_for(inv);
-  inv.outcome = backend::run_local(*inv.spec, run_options);
+  auto backend = options_.backends.find(inv.tool->risk);
+  if (backend == options_.backends.end() || !backend->second)
+    return InvocationError{"tier_unavailable",
+                           "tool '" + inv.tool_name + "' is " +
+                               std::string(policy::risk_name(inv.tool->risk)) +
+                               " risk: no backend runs that tier here",
+                           "denied", 403, ""};
+  backend::RunContext context;
+  context.rule_set = "the egress rules of tool " + inv.tool_name;
+  inv.request = request_for(inv);
+  inv.outcome = backend->second->run(*inv.request, context);
   const auto& o = *inv.outcome;
   inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
   inv.notes = egress_notes(o);
@@ -135,7 +142,7 @@ std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
     std::string kind(sandbox::verdict_name(o.verdict));
     if (o.verdict == sandbox::Verdict::exit_nonzero || o.verdict == sandbox::Verdict::signaled)
       kind = "tool_crashed";
-    if (o.verdict == sandbox::Verdict::signaled && options_.registry && options_.registry->stopping())
+    if (o.verdict == sandbox::Verdict::signaled && backend->second->stopping())
       return tool_error("stopped", "the daemon stopped this invocation while shutting down (" + o.message + ")");
     return tool_error(kind, o.message);
   }

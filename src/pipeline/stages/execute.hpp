@@ -1,22 +1,23 @@
-// Runs the tool in the local sandbox (backend::run_local) and reads its JSON result.
+// Runs the tool on the backend of its tier and reads its JSON result.
 #pragma once
 
 #include <map>
 #include <memory>
 
-#include "backend/local.hpp"
+#include "backend/backend.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/stages/check_input.hpp"
 
 namespace airlock::pipeline {
 
 struct ExecuteOptions {
-  std::string runner_dir;  // holds airlock_runner.py (bound read-only at /airlock)
-  // The daemon's own endpoints, filled in once it has bound them (before it serves).
-  std::shared_ptr<std::vector<egress::Endpoint>> forbidden = std::make_shared<std::vector<egress::Endpoint>>();
-  backend::RunningSandboxes* registry = nullptr;
+  std::string runner_dir;  // holds airlock_runner.py (mounted read-only at /airlock)
+  std::map<policy::Risk, backend::Backend*> backends;  // the backend each tier runs on
   std::size_t max_log_bytes = 64 * 1024;
 };
+
+// Every tier that runs today (low, medium) on `backend`; the tier stage refuses the others.
+std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& backend);
 
 class ExecuteStage : public Stage {
  public:
@@ -24,8 +25,8 @@ class ExecuteStage : public Stage {
   std::string_view name() const override { return "execute"; }
   std::optional<InvocationError> run(Invocation& inv) override;
 
-  // The Spec a tool call runs as (exposed for tests).
-  sandbox::Spec spec_for(const Invocation& inv) const;
+  // The request a tool call runs as (exposed for tests).
+  backend::RunRequest request_for(const Invocation& inv) const;
 
  private:
   ExecuteOptions options_;

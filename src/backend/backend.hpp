@@ -1,0 +1,71 @@
+// Backends: where one tool call runs. A RunRequest says what to run in portable terms (no host
+// file descriptors, mounts by meaning, egress in egress's vocabulary), so the local sandbox,
+// a Kubernetes pod or a gVisor sandbox can each implement Backend (docs/backends.md).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "egress/rules.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::backend {
+
+// A host directory the run sees, named by what it is for: a Kubernetes backend turns each
+// kind into a volume of its own (a ConfigMap for the runner, an image layer for tool code...).
+struct Mount {
+  enum class Kind { tool_code, runner, data } kind = Kind::data;
+  std::string host_path;    // absolute, on the host that serves the request
+  std::string path_inside;  // absolute, inside the run
+  bool read_only = true;
+};
+
+std::string_view mount_kind_name(Mount::Kind kind);
+
+// A secret the run gets as an environment variable. Never logged or recorded.
+struct Credential {
+  std::string env_name;
+  std::string value;
+};
+
+struct RunRequest {
+  std::vector<std::string> argv;           // argv[0] without '/' is looked up in PATH inside
+  std::map<std::string, std::string> env;  // added to PATH, HOME, LANG
+  std::vector<Credential> credentials;     // added to env (over it) by the backend
+  sandbox::Limits limits;                  // limits.output_bytes: the output cap, per stream
+  std::vector<Mount> mounts;
+  egress::EgressRules egress;
+  std::string stdin_bytes;  // all of the program's stdin
+};
+
+// What a run did: the sandbox's Outcome, and every connection attempt its egress proxy saw.
+// (The sandbox knows nothing of egress; the backend that ran the proxy adds its records.)
+struct RunResult : sandbox::Outcome {
+  std::vector<egress::EgressRecord> egress;
+};
+
+// The Outcome's JSON with "egress": [records] added (`airlock run --json`).
+nlohmann::json to_json(const RunResult& result);
+
+// Per-run wiring a backend may use; none of it is part of what runs.
+struct RunContext {
+  std::string rule_set = "the sandbox's egress rules";  // named in egress denial messages
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Runs the request to its end. The result collects stdout and stderr (up to the output cap;
+  // a run that passes it is stopped) and says why the run failed when it did, setup included.
+  virtual RunResult run(const RunRequest& request, const RunContext& context) = 0;
+  virtual std::string_view name() const = 0;
+  // True once the backend is shutting down: runs that end signaled now were stopped by it.
+  virtual bool stopping() const { return false; }
+};
+
+}  // namespace airlock::backend

@@ -1,0 +1,98 @@
+// The Backend interface: the local backend's Spec for a request, and the execute stage running
+// a tool call's RunRequest on the backend of its tier.
+#include <gtest/gtest.h>
+
+#include "backend/local.hpp"
+#include "pipeline/stages/execute.hpp"
+
+namespace airlock {
+namespace {
+
+TEST(LocalBackend, SpecForARequest) {
+  backend::RunRequest request;
+  request.argv = {"tool", "--flag"};
+  request.env = {{"A", "1"}, {"TOKEN", "from env"}};
+  request.credentials = {{"TOKEN", "secret"}};
+  request.limits.output_bytes = 4096;
+  request.mounts = {{backend::Mount::Kind::runner, "/opt/r", "/airlock", true},
+                    {backend::Mount::Kind::data, "/srv/d", "/data", false}};
+  request.egress.allow.push_back({"api.example.com", 443});
+  request.stdin_bytes = "{}";
+  sandbox::Spec spec = backend::local_spec(request);
+  EXPECT_EQ(spec.argv, request.argv);
+  EXPECT_EQ(spec.env.at("A"), "1");
+  EXPECT_EQ(spec.env.at("TOKEN"), "secret");  // a credential wins over the plain environment
+  EXPECT_EQ(spec.limits.output_bytes, 4096u);
+  ASSERT_EQ(spec.binds.size(), 2u);
+  EXPECT_EQ(spec.binds[0].dest, "/airlock");
+  EXPECT_FALSE(spec.binds[0].writable);
+  EXPECT_TRUE(spec.binds[1].writable);
+  EXPECT_EQ(spec.stdin_source.kind, sandbox::StdinSource::Kind::bytes);
+  EXPECT_EQ(spec.stdin_source.bytes, "{}");
+  EXPECT_EQ(spec.output_mode, sandbox::OutputMode::collect);
+  EXPECT_TRUE(spec.kill_on_output_limit);
+  EXPECT_TRUE(spec.network.loopback_listeners.empty());  // the proxy's, added by run_local
+}
+
+class RecordingBackend : public backend::Backend {
+ public:
+  backend::RunResult run(const backend::RunRequest& request,
+                         const backend::RunContext& context) override {
+    requests.push_back(request);
+    rule_sets.push_back(context.rule_set);
+    backend::RunResult result;
+    result.verdict = sandbox::Verdict::ok;
+    result.exit_code = 0;
+    result.stdout_data = R"({"answer": 42})";
+    result.egress.push_back({"api.example.com", 443, "192.0.2.1", true, "allow", 1, 2, 3});
+    return result;
+  }
+  std::string_view name() const override { return "recording"; }
+
+  std::vector<backend::RunRequest> requests;
+  std::vector<std::string> rule_sets;
+};
+
+TEST(ExecuteStage, RunsTheRequestOnTheBackendOfTheTier) {
+  policy::ToolConfig tool;
+  tool.name = "weather";
+  tool.runtime.kind = policy::ToolRuntime::Kind::command;
+  tool.runtime.command = {"/usr/bin/weather"};
+  tool.network.allow.push_back({"api.example.com", 443});
+  tool.data_paths = {"/srv/maps"};
+  RecordingBackend backend;
+  pipeline::ExecuteOptions options;
+  options.runner_dir = "/run/airlock";
+  options.backends = pipeline::runnable_tiers_on(backend);
+  auto stage = pipeline::ExecuteStage::create(policy::Config{}, options);
+  ASSERT_TRUE(stage.ok()) << stage.error().message;
+
+  pipeline::Invocation inv;
+  inv.tool_name = tool.name;
+  inv.tool = &tool;
+  inv.arguments = {{"city", "Oslo"}};
+  EXPECT_FALSE((*stage)->run(inv).has_value());
+  ASSERT_EQ(backend.requests.size(), 1u);
+  const auto& request = backend.requests[0];
+  EXPECT_EQ(request.argv, tool.runtime.command);
+  EXPECT_EQ(request.stdin_bytes, R"({"city":"Oslo"})");
+  ASSERT_EQ(request.mounts.size(), 2u);
+  EXPECT_EQ(request.mounts[0].kind, backend::Mount::Kind::data);
+  EXPECT_EQ(request.mounts[1].kind, backend::Mount::Kind::runner);
+  EXPECT_EQ(request.mounts[1].path_inside, "/airlock");
+  ASSERT_EQ(request.egress.allow.size(), 1u);
+  EXPECT_EQ(backend.rule_sets[0], "the egress rules of tool weather");
+  ASSERT_TRUE(inv.output.has_value());
+  EXPECT_EQ((*inv.output)["answer"], 42);
+  ASSERT_TRUE(inv.outcome.has_value());
+  EXPECT_EQ(inv.outcome->egress.size(), 1u);
+
+  tool.risk = policy::Risk::high;  // no backend runs it (the tier stage refuses it first)
+  auto refused = (*stage)->run(inv);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->kind, "tier_unavailable");
+  EXPECT_EQ(backend.requests.size(), 1u);
+}
+
+}  // namespace
+}  // namespace airlock
