@@ -81,8 +81,14 @@ int host_processes_with(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), not a stream: a process that exits meanwhile fails the read (ESRCH), which
+    // libstdc++'s filebuf turns into an exception.
+    UniqueFd fd(::open((entry.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    std::string cmdline;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;)
+      cmdline.append(buffer, static_cast<std::size_t>(n));
     if (cmdline.find(marker) != std::string::npos) ++count;
   }
   return count;

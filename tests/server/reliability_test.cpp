@@ -33,8 +33,15 @@ int host_processes_with(const std::string& needle) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), not a stream: a process that exits meanwhile fails the read (ESRCH), which
+    // libstdc++'s filebuf turns into an exception.
+    int fd = ::open((e.path() / "cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string cmd;
+    char buffer[4096];
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+      cmd.append(buffer, static_cast<std::size_t>(got));
+    ::close(fd);
     if (cmd.find(needle) != std::string::npos) ++n;
   }
   return n;
