@@ -4,7 +4,7 @@
 //   airlock        run, doctor, and the rest by name: a small program, because `airlock run`
 //                  starts once per tool call and a program that also carries Vectorscan,
 //                  SQLite, OpenSSL and the validator took 1 ms longer to start
-//                  (docs/performance.md)
+//                  (docs/performance-history.md)
 //   airlock-tools  every command, with everything they need (validate, scan, audit, call,
 //                  tools, and run --audit); `airlock` executes it for those
 //   airlock-serve  the daemon (`airlock serve` executes it)

@@ -1,6 +1,6 @@
 // airlock serve --config FILE: the daemon. It is its own program, `airlock-serve`, installed
 // next to `airlock`: the daemon links prometheus-cpp (a shared C++ library) and every
-// `airlock run` would otherwise pay to load it (docs/performance.md). `airlock serve` checks
+// `airlock run` would otherwise pay to load it (docs/performance-history.md). `airlock serve` checks
 // its options and becomes that program (execv: same pid, same signals).
 #include "cli/cli_main.hpp"
 

@@ -6,7 +6,7 @@
 //   base64   runs of the base64 and base64url alphabets
 // Runs shorter than a family's minimum are dropped in bulk with bit tricks, so digits in prose
 // and short numbers in logs cost almost nothing. (These shapes have no literal for Vectorscan to
-// anchor on; as Vectorscan patterns they ran at 55-100 MB/s, see docs/performance.md.)
+// anchor on: docs/performance.md, "DLP", compares the lexer with them as one Vectorscan database.)
 #pragma once
 
 #include <cstddef>

@@ -8,35 +8,99 @@ namespace {
 
 // Stages return errors as values; an exception escaping one is a bug, and the invocation
 // fails closed rather than taking the daemon down.
-std::optional<InvocationError> run_stage(Stage& stage, Invocation& inv, StageObserver* observer) {
+StageResult run_stage(Stage& stage, Invocation& inv, StageContext& ctx, StageObserver* observer) {
   auto start = std::chrono::steady_clock::now();
-  std::optional<InvocationError> error;
+  StageResult result = StageResult::next();
   try {
-    error = stage.run(inv);
+    result = stage.run(inv, ctx);
   } catch (const std::exception& e) {
-    error = InvocationError{"internal", std::string(stage.name()) + " failed: " + e.what(), "error", 500, ""};
+    result = fail(ErrorKind::internal, std::string(stage.name()) + " failed: " + e.what());
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   inv.stage_times.push_back({std::string(stage.name()), ms});
   if (observer) observer->stage_done(stage.name(), ms, inv);
-  return error;
+  return result;
+}
+
+Status run_finalizer(const Finalizer& f, Invocation& inv) {
+  try {
+    return f.run(inv);
+  } catch (const std::exception& e) {
+    return Error::make("internal", e.what());
+  }
 }
 
 }  // namespace
 
+Pipeline::Pipeline(std::shared_ptr<const policy::Config> config) : config_(std::move(config)) {
+  if (!config_) config_ = std::make_shared<const policy::Config>();
+}
+
+std::vector<std::string_view> Pipeline::stage_names() const {
+  std::vector<std::string_view> names;
+  for (const auto& s : stages_) names.push_back(s->name());
+  if (final_) names.push_back(final_->name());
+  return names;
+}
+
+bool Pipeline::resume_allowed(Invocation& inv) const {
+  if (!inv.suspended) {
+    if (inv.cursor == 0) inv.config_version = config_->version;
+    return true;
+  }
+  const std::string waited_for = inv.suspended->reason;
+  inv.suspended.reset();
+  if (inv.config_version == config_->version) return true;
+  inv.error = deny(ErrorKind::config_changed,
+                   "the configuration changed while the invocation waited (" + waited_for +
+                       "): call the tool again");
+  return false;
+}
+
 void Pipeline::run(Invocation& inv) const {
-  for (const auto& stage : stages_) {
-    if (auto error = run_stage(*stage, inv, observer_)) {
-      inv.error = std::move(error);
-      break;
+  StageContext ctx(*config_);
+  if (resume_allowed(inv)) {
+    while (inv.cursor < stages_.size()) {
+      Stage& stage = *stages_[inv.cursor++];
+      StageResult result = run_stage(stage, inv, ctx, observer_);
+      if (const auto* error = result.error()) {
+        inv.error = *error;
+        break;
+      }
+      if (const auto* suspend = result.suspension()) {
+        inv.suspended = Suspension{std::string(stage.name()), suspend->reason, suspend->data};
+        break;
+      }
     }
   }
-  if (final_) {
-    if (auto error = run_stage(*final_, inv, observer_)) {
-      // The record could not be written: whatever happened before, there is no result.
+  run_finalizers(inv, ctx);
+  if (inv.suspended && !inv.error) return;  // its record is written when it ends
+  inv.suspended.reset();
+  run_final_stage(inv, ctx);
+}
+
+// Most recent first, like a scope's destructors: what was set up last is undone first.
+void Pipeline::run_finalizers(Invocation& inv, StageContext& ctx) const {
+  auto finalizers = ctx.take_finalizers();
+  for (auto it = finalizers.rbegin(); it != finalizers.rend(); ++it) {
+    Status done = run_finalizer(*it, inv);
+    if (done) continue;
+    const std::string what = it->name + " failed: " + done.error().message;
+    inv.notes.push_back("airlock: " + what);
+    if (!inv.error) {  // a result whose clean-up failed is not given out
       inv.output.reset();
-      inv.error = std::move(error);
+      inv.error = fail(ErrorKind::internal, what);
     }
+  }
+}
+
+void Pipeline::run_final_stage(Invocation& inv, StageContext& ctx) const {
+  if (!final_) return;
+  StageResult result = run_stage(*final_, inv, ctx, observer_);
+  if (const auto* error = result.error()) {
+    // The record could not be written: whatever happened before, there is no result.
+    inv.output.reset();
+    inv.error = *error;
   }
 }
 
@@ -45,33 +109,6 @@ std::string log_with_notes(const Invocation& inv) {
   if (!log.empty() && log.back() != '\n' && !inv.notes.empty()) log += '\n';
   for (const auto& note : inv.notes) log += note + "\n";
   return log;
-}
-
-nlohmann::json to_response(const Invocation& inv) {
-  nlohmann::json j;
-  j["id"] = inv.id;
-  j["tool"] = inv.tool_name;
-  j["status"] = inv.status();
-  j["output"] = (!inv.error && inv.output) ? *inv.output : nlohmann::json();
-  j["error"] = inv.error ? nlohmann::json{{"kind", inv.error->kind}, {"message", inv.error->message}}
-                         : nlohmann::json();
-  if (inv.error && !inv.error->pointer.empty()) j["error"]["pointer"] = inv.error->pointer;
-  if (inv.error && inv.error->kind == "code_rejected") {
-    j["error"]["findings"] = inv.validator_findings;
-    j["error"]["findings_total"] = inv.validator_findings_total;
-  }
-  j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
-  j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();
-  auto redactions = nlohmann::json::array();
-  for (const auto& r : inv.redactions) redactions.push_back({{"detector", r.detector}, {"where", r.where}});
-  j["redactions"] = std::move(redactions);
-  auto egress = nlohmann::json::array();
-  if (inv.outcome)
-    for (const auto& e : inv.outcome->egress) egress.push_back(egress::to_json(e));
-  j["egress"] = std::move(egress);
-  j["audit"] = inv.audit ? nlohmann::json{{"index", inv.audit->index}, {"leaf_hash", inv.audit->leaf_hash}}
-                         : nlohmann::json();
-  return j;
 }
 
 }  // namespace airlock::pipeline

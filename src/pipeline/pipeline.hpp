@@ -1,26 +1,15 @@
 // The invocation pipeline: a chain of stages with one interface (think of Envoy's filter
-// chain). A new layer is a new stage, not a new branch in a god function.
-//
-//   authenticate -> authorize -> check input -> validate code -> scan input -> tier ->
-//   execute -> scan output -> (audit, always)
+// chain). A new layer is a new stage, not a new branch in a god function. The stages, their
+// order and the contract are in docs/pipeline.md; build_default.hpp composes the daemon's.
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string_view>
 #include <vector>
 
-#include "pipeline/invocation.hpp"
+#include "pipeline/stage.hpp"
 
 namespace airlock::pipeline {
-
-class Stage {
- public:
-  virtual ~Stage() = default;
-  virtual std::string_view name() const = 0;
-  // Enriches the invocation, or ends it with a typed error.
-  virtual std::optional<InvocationError> run(Invocation& inv) = 0;
-};
 
 // Observes stage timings (the daemon's metrics).
 class StageObserver {
@@ -31,15 +20,31 @@ class StageObserver {
 
 class Pipeline {
  public:
+  // The stages run under `config`, which the pipeline keeps alive.
+  explicit Pipeline(std::shared_ptr<const policy::Config> config);
+
   void add(std::unique_ptr<Stage> stage) { stages_.push_back(std::move(stage)); }
-  // The last stage, run for every invocation however it ended. If it fails, the invocation
-  // fails (fail closed): an invocation without its audit record has no result.
+  // The last stage, run for every invocation when it ends, however it ended. If it fails, the
+  // invocation fails (fail closed): an invocation without its audit record has no result.
   void set_final(std::unique_ptr<Stage> stage) { final_ = std::move(stage); }
   void set_observer(StageObserver* observer) { observer_ = observer; }
 
+  const policy::Config& config() const { return *config_; }
+  const std::shared_ptr<const policy::Config>& shared_config() const { return config_; }
+  std::vector<std::string_view> stage_names() const;
+
+  // Runs `inv` from its cursor until it ends or a stage suspends it. A suspended invocation
+  // is resumed by calling run again (with this pipeline or one restored after a restart); if
+  // the configuration's version changed meanwhile it ends with config_changed, since what
+  // the earlier stages decided may no longer hold.
   void run(Invocation& inv) const;
 
  private:
+  bool resume_allowed(Invocation& inv) const;
+  void run_finalizers(Invocation& inv, StageContext& ctx) const;
+  void run_final_stage(Invocation& inv, StageContext& ctx) const;
+
+  std::shared_ptr<const policy::Config> config_;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::unique_ptr<Stage> final_;
   StageObserver* observer_ = nullptr;

@@ -134,6 +134,12 @@ const ToolConfig* Config::find_tool(std::string_view name) const {
   return nullptr;
 }
 
+const Principal* Config::find_principal(std::string_view name) const {
+  for (const auto& p : principals)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
 const Principal* Config::find_principal_by_key(std::string_view api_key) const {
   const std::string hash = sha256_hex(api_key);
   const Principal* found = nullptr;
@@ -153,6 +159,7 @@ Result<Config> parse_config(const std::string& yaml, const std::string& label,
   Config config;
   if (scan_document(yaml, issues)) config = read_document(yaml, label, base_dir, issues);
   if (!issues.empty()) return Error::make("config", format_issues(label, std::move(issues)));
+  config.version = sha256_hex(yaml);
   return config;
 }
 

@@ -101,6 +101,9 @@ struct ToolConfig {
 
 struct Config {
   std::string path;
+  // The SHA-256 (hex) of the file's text: what an invocation started under ("" when the
+  // configuration was built in code).
+  std::string version;
   ServerConfig server;
   StorageConfig storage;
   std::vector<Principal> principals;
@@ -109,6 +112,7 @@ struct Config {
   std::string dlp_policy;  // a DLP policy file (docs/dlp.md); empty: the built-in defaults
 
   const ToolConfig* find_tool(std::string_view name) const;
+  const Principal* find_principal(std::string_view name) const;
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;

@@ -2,6 +2,8 @@
 
 #include "audit/audit_log.hpp"
 #include "audit/log_reader.hpp"
+#include "pipeline/stages/access.hpp"
+#include "server/invocation_response.hpp"
 
 namespace airlock::server {
 
@@ -23,22 +25,8 @@ std::vector<std::string> path_segments(const std::string& target) {
   return parts;
 }
 
-std::optional<std::string> bearer(const HttpRequest& r) {
-  auto it = r.headers.find("authorization");
-  if (it == r.headers.end()) return std::nullopt;
-  const std::string& v = it->second;
-  if (v.size() < 7 || !(v.compare(0, 7, "Bearer ") == 0 || v.compare(0, 7, "bearer ") == 0)) return std::nullopt;
-  return v.substr(7);
-}
-
 nlohmann::json tool_summary(const policy::ToolConfig& t) {
   return {{"name", t.name}, {"description", t.description}, {"risk", policy::risk_name(t.risk)}};
-}
-
-bool may_call(const policy::Principal& p, const std::string& tool) {
-  for (const auto& pattern : p.tools)
-    if (policy::glob_match(pattern, tool)) return true;
-  return false;
 }
 
 }  // namespace
@@ -52,6 +40,10 @@ HttpResponse json_response(int status, const nlohmann::json& body) {
 
 HttpResponse error_response(int status, const std::string& kind, const std::string& message) {
   return json_response(status, {{"error", {{"kind", kind}, {"message", message}}}});
+}
+
+HttpResponse refusal_response(const pipeline::InvocationError& error) {
+  return error_response(http_status(error), std::string(error.kind_name()), error.message);
 }
 
 const std::string& openapi_document() {
@@ -117,26 +109,24 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
                     std::function<void(HttpResponse)> reply) const {
   const auto generation = s_.generation->load();  // the config this request is answered under
   const policy::Config& config = *generation->config;
-  auto key = bearer(r);
-  const policy::Principal* principal = key ? config.find_principal_by_key(*key) : nullptr;
-  if (!principal) {
-    auto resp = error_response(401, "unauthenticated", "send Authorization: Bearer <API key>");
+  auto who = pipeline::authenticate(config, r.headers);
+  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
+    auto resp = refusal_response(*refused);
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     return reply(resp);
   }
+  const auto& actor = std::get<pipeline::Actor>(who);
   if (!is_get(r)) return reply(use_get());
 
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (may_call(*principal, t.name)) tools.push_back(tool_summary(t));
+      if (!pipeline::may_invoke(config, actor, t.name)) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
+    if (auto refused = pipeline::may_invoke(config, actor, parts[2])) return reply(refusal_response(*refused));
     const auto* tool = config.find_tool(parts[2]);
-    if (!tool) return reply(error_response(404, "unknown_tool", "there is no tool named '" + parts[2] + "'"));
-    if (!may_call(*principal, tool->name))
-      return reply(error_response(403, "forbidden", "principal '" + principal->name + "' may not call '" + tool->name + "'"));
     auto detail = tool_summary(*tool);
     detail["inputSchema"] = tool->input_schema;
     detail["outputSchema"] = tool->output_schema ? *tool->output_schema : nlohmann::json();
@@ -144,7 +134,7 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   }
   if (parts.size() == 3 && parts[1] == "invocations") {
     auto stored = s_.store->get(parts[2]);
-    if (!stored || stored->value("principal", principal->name) != principal->name)
+    if (!stored || stored->value("principal", actor.principal) != actor.principal)
       return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
     stored->erase("principal");
     return reply(json_response(200, *stored));
@@ -168,6 +158,49 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   return reply(error_response(404, "not_found", "no such endpoint"));
 }
 
+namespace {
+
+// Server-Timing (milliseconds per stage): where the time of an invocation went.
+std::string server_timing(const pipeline::Invocation& inv) {
+  std::string timing;
+  for (const auto& t : inv.stage_times) {
+    char dur[32];
+    std::snprintf(dur, sizeof dur, "%.3f", t.ms);
+    timing += (timing.empty() ? "" : ", ") + t.stage + ";dur=" + dur;
+  }
+  return timing;
+}
+
+void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const std::string& tool_label) {
+  metrics.count("airlock_invocations_total", {{"tool", tool_label}, {"status", inv.status()}});
+  if (inv.error && inv.error->error_class == pipeline::ErrorClass::denied)
+    metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
+  if (!inv.redactions.empty())
+    metrics.count("airlock_redactions_total", {}, static_cast<double>(inv.redactions.size()));
+  double total_ms = 0;
+  for (const auto& t : inv.stage_times) total_ms += t.ms;
+  metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
+}
+
+// After the pipeline: the stored row, the metrics, the answer.
+HttpResponse finish(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
+  const std::string tool_label = server::tool_label(*generation.config, inv.tool_name);
+  nlohmann::json response = to_response(inv);
+  nlohmann::json stored = response;
+  stored["principal"] = inv.principal_name();
+  stored["log"] = pipeline::log_with_notes(inv);  // the tool's stderr, capped and DLP-redacted
+  // Only authenticated invocations are kept (their row began in the record_start stage).
+  if (inv.actor) (void)s.store->finish(inv.id, inv.status(), stored);
+  count_invocation(*s.metrics, inv, tool_label);
+  HttpResponse resp = json_response(http_status(inv), response);
+  if (auto timing = server_timing(inv); !timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
+  if (inv.error && inv.error->kind == pipeline::ErrorKind::unauthenticated)
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return resp;
+}
+
+}  // namespace
+
 void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
   if (s_.draining && s_.draining->load()) {
     s_.metrics->count("airlock_rejected_total", {{"reason", "draining"}});
@@ -178,44 +211,15 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
   auto inv = std::make_shared<pipeline::Invocation>();
   inv->id = s_.new_id();
   inv->tool_name = tool;
-  inv->bearer_key = bearer(r);
+  inv->headers = r.headers;
   inv->raw_body = r.body;
   inv->peer = r.peer;
-  const ApiServices services = s_;
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
+  // The job holds copies of what it uses: it may outlive this Api.
   auto generation = s_.generation->load();
-  bool accepted = s_.executor->submit([services, generation, inv, reply] {
-    generation->pipeline.run(*inv);
-    const std::string tool_label =
-        inv->tool ? inv->tool_name : server::tool_label(*generation->config, inv->tool_name);
-    nlohmann::json response = pipeline::to_response(*inv);
-    nlohmann::json stored = response;
-    stored["principal"] = inv->principal ? inv->principal->name : "";
-    stored["log"] = pipeline::log_with_notes(*inv);  // the tool's stderr, capped and DLP-redacted
-    // Only authenticated invocations are kept (their row began in the record_start stage).
-    if (inv->principal) (void)services.store->finish(inv->id, inv->status(), stored);
-    services.metrics->count("airlock_invocations_total",
-                            {{"tool", tool_label}, {"status", inv->status()}});
-    if (inv->error && inv->status() == "denied")
-      services.metrics->count("airlock_denials_total", {{"reason", inv->error->kind}});
-    if (!inv->redactions.empty())
-      services.metrics->count("airlock_redactions_total", {}, static_cast<double>(inv->redactions.size()));
-    double total_ms = 0;
-    for (const auto& t : inv->stage_times) total_ms += t.ms;
-    services.metrics->observe("airlock_invocation_seconds", total_ms / 1000.0,
-                              {{"tool", tool_label}});
-    HttpResponse resp = json_response(inv->error ? inv->error->http_status : 200, response);
-    // Where the time went, in the standard Server-Timing header (milliseconds per stage).
-    std::string timing;
-    for (const auto& t : inv->stage_times) {
-      char dur[32];
-      std::snprintf(dur, sizeof dur, "%.3f", t.ms);
-      timing += (timing.empty() ? "" : ", ") + t.stage + ";dur=" + dur;
-    }
-    if (!timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
-    if (inv->error && inv->error->http_status == 401)
-      resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-    reply(std::move(resp));
+  bool accepted = s_.executor->submit([services = s_, generation, inv, reply] {
+    generation->pipeline->run(*inv);
+    reply(finish(services, *generation, *inv));
   });
   if (!accepted) {
     s_.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});

@@ -1,4 +1,4 @@
-// The HTTP API, without the sockets: a request in, a response out (docs/api.md and
+// The HTTP API, without the sockets: a request in, a response out (docs/daemon.md and
 // src/server/openapi.json). Tests and the fuzz target call it directly.
 #pragma once
 
@@ -64,6 +64,8 @@ class Api {
 
 HttpResponse json_response(int status, const nlohmann::json& body);
 HttpResponse error_response(int status, const std::string& kind, const std::string& message);
+// A refusal of the access decision (401, 403, 404) outside an invocation.
+HttpResponse refusal_response(const pipeline::InvocationError& error);
 
 // The value of a `tool` metrics label: configured names only, never request text (a caller
 // without a key must not be able to add series to /metrics).

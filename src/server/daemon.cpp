@@ -106,7 +106,7 @@ struct Daemon::State {
   std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
-  PipelineServices pipeline_services;
+  pipeline::PipelineDeps pipeline_deps;
   GenerationSlot generation;  // the current config and pipeline
   std::mutex reload_mu;       // one reload at a time
   std::unique_ptr<InvocationExecutor> executor;
@@ -132,8 +132,8 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   lock.emplace(std::move(*locked));
   PrivateFiles private_files;
   // The runner is public code the sandbox user must read: install_runner makes it 0644.
-  pipeline_services.runner_dir = dir + "/runtime";
-  if (auto s = pipeline::install_runner(pipeline_services.runner_dir); !s) return s.error();
+  pipeline_deps.runner_dir = dir + "/runtime";
+  if (auto s = pipeline::install_runner(pipeline_deps.runner_dir); !s) return s.error();
   audit::AuditLogOptions audit_options;
   audit_options.checkpoint_every_records = cfg.storage.checkpoint_every;
   audit_options.checkpoint_interval = cfg.storage.checkpoint_interval;
@@ -222,18 +222,18 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   failed_auth.interval = options.failed_auth_interval;
   st->failed_auth = std::make_unique<pipeline::FailedAuthLog>(*st->audit, failed_auth);
   st->observer = std::make_unique<MetricsObserver>(st->metrics);
-  auto& services = st->pipeline_services;
-  services.audit = st->audit.get();
-  services.failed_auth = st->failed_auth.get();
+  auto& deps = st->pipeline_deps;
+  deps.audit = st->audit.get();
+  deps.failed_auth = st->failed_auth.get();
   st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
-  services.backend = st->local_backend.get();
-  services.observer = st->observer.get();
+  deps.backend = st->local_backend.get();
+  deps.observer = st->observer.get();
   InvocationStore* store = st->store.get();
-  services.record_start = [store](const pipeline::Invocation& inv) {
+  deps.record_start = [store](const pipeline::Invocation& inv) {
     (void)store->begin(inv.id, inv.tool_name);
   };
-  auto generation = build_generation(cfg, services);
+  auto generation = build_generation(cfg, deps);
   if (!generation) return generation.error();
   st->generation.store(std::move(*generation));
 
@@ -278,7 +278,7 @@ Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
                        "only a restart can change " + joined(fixed) + "; kept the running config");
   }
   auto next = build_generation(std::make_shared<const policy::Config>(std::move(*config)),
-                               s.pipeline_services);
+                               s.pipeline_deps);
   if (!next) {
     outcome("failed");
     return Error::make("reload", next.error().message + "; kept the running config");
@@ -312,7 +312,7 @@ void Daemon::shutdown() {
 }
 
 Status check_config(const policy::Config& config) {
-  PipelineServices services;  // no audit log, no sandboxes: nothing is opened or created
+  pipeline::PipelineDeps services;  // no audit log, no sandboxes: nothing is opened or created
   auto generation = build_generation(std::make_shared<const policy::Config>(config), services);
   if (!generation) return generation.error();
   return {};

@@ -18,7 +18,6 @@ namespace airlock::server {
 
 struct DaemonOptions {
   unsigned io_threads = 2;
-  bool log_invocations = true;  // one line per invocation on stderr (never keys or arguments)
   // Failed authentications: at most one audit record per source address per interval.
   std::chrono::milliseconds failed_auth_interval{60'000};
 };

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pipeline/stages/check_input.hpp"
+#include "server/invocation_response.hpp"
 
 namespace {
 
@@ -71,9 +72,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& tool = harness.config.tools[data[0] % harness.config.tools.size()];
   pipeline::Invocation inv;
   inv.tool_name = tool.name;
-  inv.tool = &tool;
   inv.raw_body.assign(reinterpret_cast<const char*>(data) + 1, size - 1);
-  auto error = harness.stage->run(inv);
-  if (error && (error->kind != "invalid_input" || error->http_status != 400)) __builtin_trap();
+  pipeline::StageContext ctx(harness.config);
+  auto result = harness.stage->run(inv, ctx);
+  // Whatever the body, the answer is the call or a refusal of its input (a 400), never more.
+  if (const auto* error = result.error();
+      error && (error->kind != pipeline::ErrorKind::invalid_input || server::http_status(*error) != 400))
+    __builtin_trap();
   return 0;
 }

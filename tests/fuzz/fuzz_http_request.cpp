@@ -46,11 +46,12 @@ struct Harness {
     std::filesystem::create_directories(dir);
     auto gen = std::make_shared<server::Generation>();
     gen->config = std::make_shared<const policy::Config>(*policy::parse_config(kConfig, "fuzz.yaml", dir.string()));
-    const policy::Config& config = *gen->config;
-    gen->pipeline.add(std::make_unique<pipeline::AuthenticateStage>(config));
-    gen->pipeline.add(std::make_unique<pipeline::AuthorizeStage>(config));
-    gen->pipeline.add(std::move(*pipeline::CheckInputStage::create(config)));
-    gen->pipeline.add(std::make_unique<pipeline::TierStage>(config));  // no execute stage
+    auto p = std::make_unique<pipeline::Pipeline>(gen->config);
+    p->add(std::make_unique<pipeline::AuthenticateStage>());
+    p->add(std::make_unique<pipeline::AuthorizeStage>());
+    p->add(std::move(*pipeline::CheckInputStage::create(*gen->config)));
+    p->add(std::make_unique<pipeline::TierStage>());  // no execute stage
+    gen->pipeline = std::move(p);
     generation.store(std::move(gen));
     store = std::move(*server::InvocationStore::open((dir / "state.db").string()));
     audit = std::move(*audit::AuditLog::open((dir / "audit.db").string()));

@@ -54,7 +54,9 @@ class RecordingBackend : public backend::Backend {
 };
 
 TEST(ExecuteStage, RunsTheRequestOnTheBackendOfTheTier) {
-  policy::ToolConfig tool;
+  policy::Config config;
+  config.tools.emplace_back();
+  policy::ToolConfig& tool = config.tools.back();
   tool.name = "weather";
   tool.runtime.kind = policy::ToolRuntime::Kind::command;
   tool.runtime.command = {"/usr/bin/weather"};
@@ -64,14 +66,14 @@ TEST(ExecuteStage, RunsTheRequestOnTheBackendOfTheTier) {
   pipeline::ExecuteOptions options;
   options.runner_dir = "/run/airlock";
   options.backends = pipeline::runnable_tiers_on(backend);
-  auto stage = pipeline::ExecuteStage::create(policy::Config{}, options);
+  auto stage = pipeline::ExecuteStage::create(config, options);
   ASSERT_TRUE(stage.ok()) << stage.error().message;
 
   pipeline::Invocation inv;
   inv.tool_name = tool.name;
-  inv.tool = &tool;
   inv.arguments = {{"city", "Oslo"}};
-  EXPECT_FALSE((*stage)->run(inv).has_value());
+  pipeline::StageContext ctx(config);
+  EXPECT_TRUE((*stage)->run(inv, ctx).proceeds());
   ASSERT_EQ(backend.requests.size(), 1u);
   const auto& request = backend.requests[0];
   EXPECT_EQ(request.argv, tool.runtime.command);
@@ -88,9 +90,9 @@ TEST(ExecuteStage, RunsTheRequestOnTheBackendOfTheTier) {
   EXPECT_EQ(inv.outcome->egress.size(), 1u);
 
   tool.risk = policy::Risk::high;  // no backend runs it (the tier stage refuses it first)
-  auto refused = (*stage)->run(inv);
-  ASSERT_TRUE(refused.has_value());
-  EXPECT_EQ(refused->kind, "tier_unavailable");
+  auto refused = (*stage)->run(inv, ctx);
+  ASSERT_TRUE(refused.error());
+  EXPECT_EQ(refused.error()->kind_name(), "tier_unavailable");
   EXPECT_EQ(backend.requests.size(), 1u);
 }
 

@@ -2,45 +2,66 @@
 
 namespace airlock::pipeline {
 
-std::optional<InvocationError> AuthenticateStage::run(Invocation& inv) {
-  if (!inv.bearer_key || inv.bearer_key->empty())
-    return InvocationError{"unauthenticated", "no API key: send Authorization: Bearer <key>", "denied", 401, ""};
-  const policy::Principal* found = config_.find_principal_by_key(*inv.bearer_key);
-  if (!found) return InvocationError{"unauthenticated", "the API key is not valid", "denied", 401, ""};
-  inv.principal = found;
-  return std::nullopt;
+std::optional<std::string> bearer_token(const Headers& headers) {
+  auto it = headers.find("authorization");
+  if (it == headers.end()) return std::nullopt;
+  const std::string& v = it->second;
+  if (v.size() < 7 || !(v.compare(0, 7, "Bearer ") == 0 || v.compare(0, 7, "bearer ") == 0))
+    return std::nullopt;
+  return v.substr(7);
 }
 
-std::optional<InvocationError> AuthorizeStage::run(Invocation& inv) {
-  inv.tool = config_.find_tool(inv.tool_name);
-  if (!inv.tool)
-    return InvocationError{"unknown_tool", "there is no tool named '" + inv.tool_name + "'", "denied", 404, ""};
-  for (const auto& pattern : inv.principal->tools)
-    if (policy::glob_match(pattern, inv.tool_name)) return std::nullopt;
+std::variant<Actor, InvocationError> authenticate(const policy::Config& config, const Headers& headers) {
+  auto key = bearer_token(headers);
+  if (!key || key->empty())
+    return deny(ErrorKind::unauthenticated, "no API key: send Authorization: Bearer <key>");
+  const policy::Principal* found = config.find_principal_by_key(*key);
+  if (!found) return deny(ErrorKind::unauthenticated, "the API key is not valid");
+  return Actor{found->name};
+}
+
+std::optional<InvocationError> may_invoke(const policy::Config& config, const Actor& actor,
+                                          const std::string& tool) {
+  if (!config.find_tool(tool))
+    return deny(ErrorKind::unknown_tool, "there is no tool named '" + tool + "'");
+  const policy::Principal* principal = config.find_principal(actor.principal);
+  if (!principal)  // a caller the configuration no longer has (a resumed invocation)
+    return deny(ErrorKind::forbidden, "principal '" + actor.principal + "' is not configured");
+  for (const auto& pattern : principal->tools)
+    if (policy::glob_match(pattern, tool)) return std::nullopt;
   std::string allowed;
-  for (const auto& pattern : inv.principal->tools) allowed += (allowed.empty() ? "" : ", ") + pattern;
-  return InvocationError{"forbidden",
-                         "principal '" + inv.principal->name + "' may not call tool '" + inv.tool_name +
-                             "' (its tools: " + (allowed.empty() ? "none" : allowed) + ")",
-                         "denied", 403, ""};
+  for (const auto& pattern : principal->tools) allowed += (allowed.empty() ? "" : ", ") + pattern;
+  return deny(ErrorKind::forbidden, "principal '" + principal->name + "' may not call tool '" + tool +
+                                        "' (its tools: " + (allowed.empty() ? "none" : allowed) + ")");
 }
 
-std::optional<InvocationError> TierStage::run(Invocation& inv) {
-  switch (inv.tool->risk) {
+StageResult AuthenticateStage::run(Invocation& inv, StageContext& ctx) {
+  auto who = authenticate(ctx.config(), inv.headers);
+  if (auto* refused = std::get_if<InvocationError>(&who)) return std::move(*refused);
+  inv.actor = std::get<Actor>(std::move(who));
+  return StageResult::next();
+}
+
+StageResult AuthorizeStage::run(Invocation& inv, StageContext& ctx) {
+  if (!inv.actor) return deny(ErrorKind::unauthenticated, "the invocation has no authenticated caller");
+  if (auto refused = may_invoke(ctx.config(), *inv.actor, inv.tool_name)) return std::move(*refused);
+  return StageResult::next();
+}
+
+StageResult TierStage::run(Invocation& inv, StageContext& ctx) {
+  const policy::ToolConfig* tool = ctx.tool(inv);
+  if (!tool) return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
+  switch (tool->risk) {
     case policy::Risk::high:
-      return InvocationError{"tier_unavailable",
-                             "tool '" + inv.tool_name +
-                                 "' is high risk: not available: needs the kubernetes backend",
-                             "denied", 403, ""};
+      return deny(ErrorKind::tier_unavailable,
+                  "tool '" + inv.tool_name + "' is high risk: not available: needs the kubernetes backend");
     case policy::Risk::critical:
-      return InvocationError{"tier_unavailable",
-                             "tool '" + inv.tool_name +
-                                 "' is critical risk: not available: needs the kubernetes backend and "
-                                 "a human approval",
-                             "denied", 403, ""};
+      return deny(ErrorKind::tier_unavailable,
+                  "tool '" + inv.tool_name +
+                      "' is critical risk: not available: needs the kubernetes backend and a human approval");
     default:
-      inv.limits = config_.limits_for(*inv.tool);
-      return std::nullopt;
+      inv.limits = ctx.config().limits_for(*tool);
+      return StageResult::next();
   }
 }
 

@@ -1,39 +1,45 @@
-// Stages that decide who may do what: authenticate (Bearer API key), authorize (principal
-// may call tool), and the risk tier (limits; high and critical are not available yet).
+// Who may do what, decided in one place: the authenticate and authorize stages and the API's
+// other endpoints (GET /v1/tools, ...) call the same functions. Then the risk tier (its
+// limits; high and critical are not available yet).
 #pragma once
 
-#include "pipeline/pipeline.hpp"
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "pipeline/stage.hpp"
 
 namespace airlock::pipeline {
 
+using Headers = std::map<std::string, std::string>;  // lower-case names
+
+// The token of an `Authorization: Bearer <token>` header, if there is one.
+std::optional<std::string> bearer_token(const Headers& headers);
+
+// The caller the request's credential names, or why it names no one (unauthenticated).
+std::variant<Actor, InvocationError> authenticate(const policy::Config& config, const Headers& headers);
+
+// Whether `actor` may call the tool `tool`: nullopt, or the refusal (unknown_tool, forbidden).
+std::optional<InvocationError> may_invoke(const policy::Config& config, const Actor& actor,
+                                          const std::string& tool);
+
 class AuthenticateStage : public Stage {
  public:
-  explicit AuthenticateStage(const policy::Config& config) : config_(config) {}
   std::string_view name() const override { return "authenticate"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
-
- private:
-  const policy::Config& config_;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 };
 
 class AuthorizeStage : public Stage {
  public:
-  explicit AuthorizeStage(const policy::Config& config) : config_(config) {}
   std::string_view name() const override { return "authorize"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
-
- private:
-  const policy::Config& config_;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 };
 
 class TierStage : public Stage {
  public:
-  explicit TierStage(const policy::Config& config) : config_(config) {}
   std::string_view name() const override { return "tier"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
-
- private:
-  const policy::Config& config_;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 };
 
 }  // namespace airlock::pipeline

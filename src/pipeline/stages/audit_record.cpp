@@ -3,30 +3,27 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "audit/sandbox_record.hpp"
+#include "pipeline/stages/access.hpp"
 
 namespace airlock::pipeline {
 namespace {
 
-// The validator's line is an int (0: the whole source), which nlohmann stores as a signed
-// number: is_number_unsigned() would say no to every line.
-std::optional<std::uint32_t> finding_line(const nlohmann::json& f) {
-  auto it = f.find("line");
-  if (it == f.end() || !it->is_number_integer()) return std::nullopt;
-  const auto line = it->get<std::int64_t>();
-  if (line < 1 || line > UINT32_MAX) return std::nullopt;
-  return static_cast<std::uint32_t>(line);
+// The validator's line is 0 for a finding about the whole source: the record has no line then.
+std::optional<std::uint32_t> finding_line(const validate::Finding& f) {
+  if (f.line < 1) return std::nullopt;
+  return static_cast<std::uint32_t>(f.line);
 }
 
 }  // namespace
 
-std::optional<InvocationError> AuditStage::run(Invocation& inv) {
-  if (failed_auth_ && inv.error && inv.error->kind == "unauthenticated") {
-    const bool no_key = !inv.bearer_key || inv.bearer_key->empty();
-    failed_auth_->note(inv.peer, inv.tool_name, no_key ? "missing_key" : "invalid_key");
-    return std::nullopt;
+StageResult AuditStage::run(Invocation& inv, StageContext&) {
+  if (failed_auth_ && inv.error && inv.error->kind == ErrorKind::unauthenticated) {
+    const auto key = bearer_token(inv.headers);
+    failed_auth_->note(inv.peer, inv.tool_name, !key || key->empty() ? "missing_key" : "invalid_key");
+    return StageResult::next();
   }
   audit::InvocationRecord record;
-  const std::string principal = inv.principal ? inv.principal->name : "(unauthenticated)";
+  const std::string principal = inv.actor ? inv.actor->principal : "(unauthenticated)";
   if (inv.request && inv.outcome) {
     record = audit::record_from_run(*inv.request, *inv.outcome, {inv.id, principal, inv.tool_name});
   } else {
@@ -36,9 +33,10 @@ std::optional<InvocationError> AuditStage::run(Invocation& inv) {
   }
   // What the pipeline knows beyond the sandbox run.
   if (inv.error) {
-    if (!inv.outcome || inv.error->kind != std::string(sandbox::verdict_name(inv.outcome->verdict)))
-      record.verdict = inv.outcome ? std::string(sandbox::verdict_name(inv.outcome->verdict)) : inv.error->kind;
-    record.message = inv.error->status + ": " + inv.error->kind + ": " + inv.error->message;
+    const std::string kind(inv.error->kind_name());
+    if (!inv.outcome || kind != sandbox::verdict_name(inv.outcome->verdict))
+      record.verdict = inv.outcome ? std::string(sandbox::verdict_name(inv.outcome->verdict)) : kind;
+    record.message = std::string(inv.error->status()) + ": " + kind + ": " + inv.error->message;
   } else if (record.verdict.empty()) {
     record.verdict = "ok";
   }
@@ -49,16 +47,15 @@ std::optional<InvocationError> AuditStage::run(Invocation& inv) {
     record.output->redacted = *inv.redacted_output;
   }
   for (const auto& f : inv.validator_findings)
-    record.findings.push_back({f.value("rule", ""), f.value("severity", ""), f.value("message", ""),
+    record.findings.push_back({f.rule, std::string(validate::severity_name(f.severity)), f.message,
                                finding_line(f)});
   auto receipt = log_.append(audit::to_fields(record));
   if (!receipt)
-    return InvocationError{"audit_failed",
-                           "the invocation could not be recorded in the audit log, so it has no result: " +
-                               receipt.error().message,
-                           "error", 500, ""};
+    return fail(ErrorKind::audit_failed,
+                "the invocation could not be recorded in the audit log, so it has no result: " +
+                    receipt.error().message);
   inv.audit = Invocation::AuditRef{receipt->index, audit::to_hex(receipt->leaf_hash)};
-  return std::nullopt;
+  return StageResult::next();
 }
 
 Status record_aborted(audit::AuditLog& log, const std::string& id, const std::string& tool) {

@@ -18,7 +18,7 @@ class AuditStage : public Stage {
   explicit AuditStage(audit::AuditLog& log, FailedAuthLog* failed_auth = nullptr)
       : log_(log), failed_auth_(failed_auth) {}
   std::string_view name() const override { return "audit"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 
  private:
   audit::AuditLog& log_;

@@ -26,31 +26,30 @@ Result<std::unique_ptr<CheckInputStage>> CheckInputStage::create(const policy::C
   return stage;
 }
 
-std::optional<InvocationError> CheckInputStage::run(Invocation& inv) {
+StageResult CheckInputStage::run(Invocation& inv, StageContext&) {
+  auto schema = schemas_.find(inv.tool_name);
+  if (schema == schemas_.end())
+    return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
   // The body: {"arguments": {...}} and nothing else, nested no deeper than the limit (all
   // that follows walks it recursively).
   auto parsed = parse_json_bounded(inv.raw_body, max_depth_);
   if (!parsed && parsed.error().code == "too_deep")
-    return InvocationError{"invalid_input", "the request body: " + parsed.error().message +
-                                                " (server.maxJsonDepth)", "denied", 400, ""};
-  if (!parsed)
-    return InvocationError{"invalid_input", "the request body is not valid JSON", "denied", 400,
-                           ""};
+    return deny(ErrorKind::invalid_input,
+                "the request body: " + parsed.error().message + " (server.maxJsonDepth)");
+  if (!parsed) return deny(ErrorKind::invalid_input, "the request body is not valid JSON");
   nlohmann::json body = std::move(*parsed);
   if (!body.is_object() || !body.contains("arguments"))
-    return InvocationError{"invalid_input", "the request body must be {\"arguments\": {...}}", "denied", 400,
-                           "/arguments"};
+    return deny(ErrorKind::invalid_input, "the request body must be {\"arguments\": {...}}", "/arguments");
   for (const auto& [key, value] : body.items())
     if (key != "arguments")
-      return InvocationError{"invalid_input", "unknown field '" + key + "' in the request body", "denied", 400,
-                             "/" + key};
+      return deny(ErrorKind::invalid_input, "unknown field '" + key + "' in the request body", "/" + key);
   inv.arguments = body["arguments"];
   if (!inv.arguments.is_object())
-    return InvocationError{"invalid_input", "arguments must be a JSON object", "denied", 400, "/arguments"};
-  if (auto problem = schemas_.at(inv.tool_name)->check(inv.arguments))
-    return InvocationError{"invalid_input", "arguments" + problem->first + ": " + problem->second, "denied",
-                           400, "/arguments" + (problem->first == "/" ? std::string() : problem->first)};
-  return std::nullopt;
+    return deny(ErrorKind::invalid_input, "arguments must be a JSON object", "/arguments");
+  if (auto problem = schema->second->check(inv.arguments))
+    return deny(ErrorKind::invalid_input, "arguments" + problem->first + ": " + problem->second,
+                "/arguments" + (problem->first == "/" ? std::string() : problem->first));
+  return StageResult::next();
 }
 
 }  // namespace airlock::pipeline

@@ -22,7 +22,7 @@ class CheckInputStage : public Stage {
  public:
   static Result<std::unique_ptr<CheckInputStage>> create(const policy::Config& config);
   std::string_view name() const override { return "check_input"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 
  private:
   std::map<std::string, std::shared_ptr<const JsonSchema>> schemas_;  // by tool name

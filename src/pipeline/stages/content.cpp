@@ -83,24 +83,22 @@ Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const polic
   return stage;
 }
 
-std::optional<InvocationError> ValidateCodeStage::run(Invocation& inv) {
+StageResult ValidateCodeStage::run(Invocation& inv, StageContext&) {
   auto policy = policies_.find(inv.tool_name);
-  if (policy == policies_.end()) return std::nullopt;  // not a python-code tool
+  if (policy == policies_.end()) return StageResult::next();  // not a python-code tool
   if (!inv.arguments.contains("code") || !inv.arguments["code"].is_string())
-    return InvocationError{"invalid_input", "python-code tools take the code as a string in \"code\"",
-                           "denied", 400, "/arguments/code"};
+    return deny(ErrorKind::invalid_input, "python-code tools take the code as a string in \"code\"",
+                "/arguments/code");
   validate::Report report = validator_.check(inv.arguments["code"].get<std::string>(), policy->second);
   inv.validator_findings_total = report.findings.size();
   for (const auto& f : report.findings) {
     if (inv.validator_findings.size() == kMaxReportedFindings) break;
-    inv.validator_findings.push_back({{"rule", f.rule},
-                                      {"message", bounded_message(f.message)},
-                                      {"line", f.line},
-                                      {"col", f.col},
-                                      {"severity", validate::severity_name(f.severity)}});
+    validate::Finding kept = f;
+    kept.message = bounded_message(f.message);
+    inv.validator_findings.push_back(std::move(kept));
   }
-  if (report.verdict == validate::Verdict::accept) return std::nullopt;
-  return InvocationError{"code_rejected", rejection_message(report), "denied", 422, ""};
+  if (report.verdict == validate::Verdict::accept) return StageResult::next();
+  return deny(ErrorKind::code_rejected, rejection_message(report));
 }
 
 Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& config) {
@@ -115,7 +113,7 @@ Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& c
   return std::make_shared<const dlp::Scanner>(std::move(*scanner));
 }
 
-std::optional<InvocationError> ScanStage::run(Invocation& inv) {
+StageResult ScanStage::run(Invocation& inv, StageContext&) {
   const bool input = direction_ == Direction::input;
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
   // Airlock's notes (inv.notes) are not in it: they are ours, not the tool's, and stay as is.
@@ -126,33 +124,31 @@ std::optional<InvocationError> ScanStage::run(Invocation& inv) {
     if (!log.findings.empty()) inv.tool_log = scanner_->redact(inv.tool_log, log);
   }
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
-  if (!value) return std::nullopt;
+  if (!value) return StageResult::next();
   const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   dlp::ScanResult result = scanner_->scan(text);
-  if (result.findings.empty()) return std::nullopt;
+  if (result.findings.empty()) return StageResult::next();
   if (result.blocked) {
     // The content itself never appears: only which detectors blocked it (those that would
     // only have redacted are not the reason).
     const std::string found = detector_list(result, /*blocking_only=*/true);
     if (!input) inv.output.reset();
-    return InvocationError{"dlp_blocked",
-                           std::string("the ") + (input ? "arguments contain" : "result contains") +
-                               " data the DLP policy blocks (" + found + ")",
-                           "denied", 422, ""};
+    return deny(ErrorKind::dlp_blocked, std::string("the ") +
+                                            (input ? "arguments contain" : "result contains") +
+                                            " data the DLP policy blocks (" + found + ")");
   }
   const std::string found = detector_list(result, /*blocking_only=*/false);
   std::string redacted = scanner_->redact(text, result);
   nlohmann::json replaced = nlohmann::json::parse(redacted, nullptr, /*allow_exceptions=*/false);
   if (replaced.is_discarded())  // redaction must leave valid JSON; if not, withhold (fail closed)
-    return InvocationError{"dlp_blocked", "redacting the " + std::string(input ? "arguments" : "result") +
-                                              " did not leave valid JSON (" + found + "), so it is withheld",
-                           "denied", 422, ""};
+    return deny(ErrorKind::dlp_blocked, "redacting the " + std::string(input ? "arguments" : "result") +
+                                            " did not leave valid JSON (" + found + "), so it is withheld");
   for (const auto& f : result.findings)
     if (f.action != dlp::Action::allow)
       inv.redactions.push_back({std::string(f.detector), input ? "input" : "output"});
   *value = std::move(replaced);
   (input ? inv.redacted_input : inv.redacted_output) = redacted;
-  return std::nullopt;
+  return StageResult::next();
 }
 
 }  // namespace airlock::pipeline

@@ -16,7 +16,7 @@ class ValidateCodeStage : public Stage {
   // Builds each python-code tool's policy and warms the validator for it.
   static Result<std::unique_ptr<ValidateCodeStage>> create(const policy::Config& config);
   std::string_view name() const override { return "validate_code"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 
  private:
   validate::Validator validator_;
@@ -32,7 +32,7 @@ class ScanStage : public Stage {
   ScanStage(std::shared_ptr<const dlp::Scanner> scanner, Direction direction)
       : scanner_(std::move(scanner)), direction_(direction) {}
   std::string_view name() const override { return direction_ == Direction::input ? "scan_input" : "scan_output"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 
  private:
   std::shared_ptr<const dlp::Scanner> scanner_;

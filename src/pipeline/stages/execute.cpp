@@ -17,8 +17,27 @@ namespace fs = std::filesystem;
 constexpr const char* kRunnerInSandbox = "/airlock/airlock_runner.py";
 constexpr const char* kToolDirInSandbox = "/tool";
 
-InvocationError tool_error(std::string kind, std::string message) {
-  return InvocationError{std::move(kind), std::move(message), "error", 200, ""};
+// The error of a run that did not end well (a verdict other than ok).
+InvocationError run_error(const backend::RunResult& o, const sandbox::Limits& limits, bool stopping) {
+  using sandbox::Verdict;
+  switch (o.verdict) {
+    case Verdict::setup_error: return fail(ErrorKind::sandbox_setup, o.message);
+    case Verdict::output_limit:
+      return fail(ErrorKind::output_limit,
+                  "the tool's output passed the " + std::to_string(limits.output_bytes) + "-byte limit");
+    case Verdict::timeout: return fail(ErrorKind::timeout, o.message);
+    case Verdict::cpu_time_limit: return fail(ErrorKind::cpu_time_limit, o.message);
+    case Verdict::memory_limit: return fail(ErrorKind::memory_limit, o.message);
+    case Verdict::seccomp_violation: return fail(ErrorKind::seccomp_violation, o.message);
+    case Verdict::signaled:
+      if (stopping)
+        return fail(ErrorKind::stopped,
+                    "the daemon stopped this invocation while shutting down (" + o.message + ")");
+      return fail(ErrorKind::tool_crashed, o.message);
+    case Verdict::exit_nonzero:
+    case Verdict::ok: break;
+  }
+  return fail(ErrorKind::tool_crashed, o.message);
 }
 
 // A host name comes from the tool (a SOCKS request may carry any byte): a note is one line.
@@ -80,9 +99,8 @@ std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& ba
   return {{policy::Risk::low, &backend}, {policy::Risk::medium, &backend}};
 }
 
-backend::RunRequest ExecuteStage::request_for(const Invocation& inv) const {
+backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const policy::ToolConfig& tool) const {
   using Mount = backend::Mount;
-  const auto& tool = *inv.tool;
   backend::RunRequest request;
   request.limits = inv.limits;
   request.egress.allow = tool.network.allow;
@@ -117,48 +135,36 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv) const {
   return request;
 }
 
-std::optional<InvocationError> ExecuteStage::run(Invocation& inv) {
-  auto backend = options_.backends.find(inv.tool->risk);
+StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
+  const policy::ToolConfig* tool = ctx.tool(inv);
+  if (!tool) return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
+  auto backend = options_.backends.find(tool->risk);
   if (backend == options_.backends.end() || !backend->second)
-    return InvocationError{"tier_unavailable",
-                           "tool '" + inv.tool_name + "' is " +
-                               std::string(policy::risk_name(inv.tool->risk)) +
-                               " risk: no backend runs that tier here",
-                           "denied", 403, ""};
+    return deny(ErrorKind::tier_unavailable, "tool '" + inv.tool_name + "' is " +
+                                                 std::string(policy::risk_name(tool->risk)) +
+                                                 " risk: no backend runs that tier here");
   backend::RunContext context;
   context.rule_set = "the egress rules of tool " + inv.tool_name;
-  inv.request = request_for(inv);
+  inv.request = request_for(inv, *tool);
   inv.outcome = backend->second->run(*inv.request, context);
   const auto& o = *inv.outcome;
   inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
   inv.notes = egress_notes(o);
+  if (o.verdict != sandbox::Verdict::ok) return run_error(o, inv.limits, backend->second->stopping());
 
-  if (o.verdict == sandbox::Verdict::setup_error)
-    return InvocationError{"sandbox_setup", o.message, "error", 500, ""};
-  if (o.verdict == sandbox::Verdict::output_limit)
-    return tool_error("output_limit", "the tool's output passed the " +
-                                          std::to_string(inv.limits.output_bytes) + "-byte limit");
-  if (o.verdict != sandbox::Verdict::ok) {
-    std::string kind(sandbox::verdict_name(o.verdict));
-    if (o.verdict == sandbox::Verdict::exit_nonzero || o.verdict == sandbox::Verdict::signaled)
-      kind = "tool_crashed";
-    if (o.verdict == sandbox::Verdict::signaled && backend->second->stopping())
-      return tool_error("stopped", "the daemon stopped this invocation while shutting down (" + o.message + ")");
-    return tool_error(kind, o.message);
-  }
   // The tool's output is as hostile as a request: bounded like one.
   auto parsed = parse_json_bounded(o.stdout_data, max_depth_);
   if (!parsed && parsed.error().code == "too_deep")
-    return tool_error("invalid_output", "the tool's stdout: " + parsed.error().message +
-                                            " (server.maxJsonDepth)");
+    return fail(ErrorKind::invalid_output,
+                "the tool's stdout: " + parsed.error().message + " (server.maxJsonDepth)");
   if (!parsed || !parsed->is_object())
-    return tool_error("invalid_output", "the tool's stdout is not one JSON object");
+    return fail(ErrorKind::invalid_output, "the tool's stdout is not one JSON object");
   nlohmann::json output = std::move(*parsed);
   if (auto it = output_schemas_.find(inv.tool_name); it != output_schemas_.end())
     if (auto problem = it->second->check(output))
-      return tool_error("invalid_output", "output" + problem->first + ": " + problem->second);
+      return fail(ErrorKind::invalid_output, "output" + problem->first + ": " + problem->second);
   inv.output = std::move(output);
-  return std::nullopt;
+  return StageResult::next();
 }
 
 }  // namespace airlock::pipeline

@@ -23,10 +23,10 @@ class ExecuteStage : public Stage {
  public:
   static Result<std::unique_ptr<ExecuteStage>> create(const policy::Config& config, ExecuteOptions options);
   std::string_view name() const override { return "execute"; }
-  std::optional<InvocationError> run(Invocation& inv) override;
+  StageResult run(Invocation& inv, StageContext& ctx) override;
 
-  // The request a tool call runs as (exposed for tests).
-  backend::RunRequest request_for(const Invocation& inv) const;
+  // The request a call of `tool` runs as (exposed for tests).
+  backend::RunRequest request_for(const Invocation& inv, const policy::ToolConfig& tool) const;
 
  private:
   ExecuteOptions options_;

@@ -16,9 +16,9 @@ class RecordStartStage : public Stage {
   explicit RecordStartStage(std::function<void(const Invocation&)> record)
       : record_(std::move(record)) {}
   std::string_view name() const override { return "record_start"; }
-  std::optional<InvocationError> run(Invocation& inv) override {
+  StageResult run(Invocation& inv, StageContext&) override {
     record_(inv);
-    return std::nullopt;
+    return StageResult::next();
   }
 
  private:

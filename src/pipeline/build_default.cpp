@@ -1,0 +1,55 @@
+#include "pipeline/build_default.hpp"
+
+#include "pipeline/stages/access.hpp"
+#include "pipeline/stages/audit_record.hpp"
+#include "pipeline/stages/check_input.hpp"
+#include "pipeline/stages/content.hpp"
+#include "pipeline/stages/execute.hpp"
+#include "pipeline/stages/record_start.hpp"
+
+namespace airlock::pipeline {
+namespace {
+
+Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Config> config,
+                                              const PipelineDeps& deps) {
+  auto p = std::make_unique<Pipeline>(config);
+  const policy::Config& cfg = *config;
+  p->set_observer(deps.observer);
+  p->add(std::make_unique<AuthenticateStage>());
+  if (deps.record_start) p->add(std::make_unique<RecordStartStage>(deps.record_start));
+  p->add(std::make_unique<AuthorizeStage>());
+  auto check = CheckInputStage::create(cfg);
+  if (!check) return check.error();
+  p->add(std::move(*check));
+  auto validate_code = ValidateCodeStage::create(cfg);
+  if (!validate_code) return validate_code.error();
+  p->add(std::move(*validate_code));
+  auto scanner = make_scanner(cfg);
+  if (!scanner) return scanner.error();
+  p->add(std::make_unique<ScanStage>(*scanner, ScanStage::Direction::input));
+  p->add(std::make_unique<TierStage>());
+  ExecuteOptions exec_options;
+  exec_options.runner_dir = deps.runner_dir;
+  if (deps.backend) exec_options.backends = runnable_tiers_on(*deps.backend);
+  auto execute = ExecuteStage::create(cfg, exec_options);
+  if (!execute) return execute.error();
+  p->add(std::move(*execute));
+  p->add(std::make_unique<ScanStage>(*scanner, ScanStage::Direction::output));
+  if (deps.audit) p->set_final(std::make_unique<AuditStage>(*deps.audit, deps.failed_auth));
+  return std::unique_ptr<const Pipeline>(std::move(p));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<const Pipeline>> build_default(std::shared_ptr<const policy::Config> config,
+                                                      const PipelineDeps& deps) {
+  // A stage that throws on a config it should have refused must not take a reloading daemon
+  // down: the config is refused instead.
+  try {
+    return build(std::move(config), deps);
+  } catch (const std::exception& e) {
+    return Error::make("config", std::string("the pipeline could not be built: ") + e.what());
+  }
+}
+
+}  // namespace airlock::pipeline

@@ -1,0 +1,37 @@
+// The daemon's pipeline, composed in one place (the stage table in docs/pipeline.md):
+//
+//   authenticate -> record_start -> authorize -> check_input -> validate_code -> scan_input ->
+//   tier -> execute -> scan_output, then (always, when the invocation ends) audit
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "pipeline/failed_auth.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace airlock::audit {
+class AuditLog;
+}
+
+namespace airlock::pipeline {
+
+// What the stages share with the daemon (and with every configuration it reloads).
+struct PipelineDeps {
+  audit::AuditLog* audit = nullptr;  // null: no audit stage (`airlock serve --check`)
+  FailedAuthLog* failed_auth = nullptr;
+  backend::Backend* backend = nullptr;  // runs low and medium tools; null: `serve --check`
+  std::string runner_dir;
+  StageObserver* observer = nullptr;
+  // Called for each invocation once it is authenticated (the daemon's invocation store).
+  std::function<void(const Invocation&)> record_start;
+};
+
+// Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).
+// A configuration a stage cannot be built from is refused with the reason.
+Result<std::unique_ptr<const Pipeline>> build_default(std::shared_ptr<const policy::Config> config,
+                                                      const PipelineDeps& deps);
+
+}  // namespace airlock::pipeline

@@ -1,0 +1,45 @@
+#include "pipeline/error.hpp"
+
+#include <array>
+#include <utility>
+
+namespace airlock::pipeline {
+namespace {
+
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 19> kNames{{
+    {ErrorKind::unauthenticated, "unauthenticated"},
+    {ErrorKind::forbidden, "forbidden"},
+    {ErrorKind::unknown_tool, "unknown_tool"},
+    {ErrorKind::invalid_input, "invalid_input"},
+    {ErrorKind::code_rejected, "code_rejected"},
+    {ErrorKind::dlp_blocked, "dlp_blocked"},
+    {ErrorKind::tier_unavailable, "tier_unavailable"},
+    {ErrorKind::config_changed, "config_changed"},
+    {ErrorKind::timeout, "timeout"},
+    {ErrorKind::cpu_time_limit, "cpu_time_limit"},
+    {ErrorKind::memory_limit, "memory_limit"},
+    {ErrorKind::output_limit, "output_limit"},
+    {ErrorKind::seccomp_violation, "seccomp_violation"},
+    {ErrorKind::tool_crashed, "tool_crashed"},
+    {ErrorKind::invalid_output, "invalid_output"},
+    {ErrorKind::stopped, "stopped"},
+    {ErrorKind::sandbox_setup, "sandbox_setup"},
+    {ErrorKind::audit_failed, "audit_failed"},
+    {ErrorKind::internal, "internal"},
+}};
+
+}  // namespace
+
+std::string_view kind_name(ErrorKind kind) {
+  for (const auto& [k, name] : kNames)
+    if (k == kind) return name;
+  return "internal";
+}
+
+std::optional<ErrorKind> kind_from_name(std::string_view name) {
+  for (const auto& [k, n] : kNames)
+    if (n == name) return k;
+  return std::nullopt;
+}
+
+}  // namespace airlock::pipeline

@@ -1,0 +1,65 @@
+// How an invocation ends when it does not succeed: a typed error. The kind's name is part of
+// the API (error.kind in every answer, the audit record, the denial metric), so kinds are
+// only ever added. What a protocol makes of an error (an HTTP status, an MCP error) is the
+// protocol's business: see server/invocation_response.hpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace airlock::pipeline {
+
+enum class ErrorKind {
+  // Refusals (status "denied").
+  unauthenticated,    // no credential, or one that is not valid
+  forbidden,          // the caller may not call this tool
+  unknown_tool,       // no tool of that name
+  invalid_input,      // the body or the arguments (error.pointer names the field)
+  code_rejected,      // the static validator refused model-written code (error.findings)
+  dlp_blocked,        // the arguments or the result hold data the DLP policy blocks
+  tier_unavailable,   // the tool's risk tier cannot run here
+  config_changed,     // a suspended invocation resumed under another configuration
+  // Failures of the tool's run (status "error").
+  timeout,
+  cpu_time_limit,
+  memory_limit,
+  output_limit,
+  seccomp_violation,
+  tool_crashed,       // exited non-zero or was killed by a signal
+  invalid_output,     // its stdout was not one JSON object matching its outputSchema
+  stopped,            // the daemon stopped it while shutting down
+  // Failures of Airlock itself (status "error").
+  sandbox_setup,
+  audit_failed,
+  internal,
+};
+
+// The stable name: "unauthenticated", "invalid_input", ...
+std::string_view kind_name(ErrorKind kind);
+// The kind of a stable name (restoring a persisted invocation); nullopt for an unknown name.
+std::optional<ErrorKind> kind_from_name(std::string_view name);
+
+// "denied": a policy refused the call. "error": something broke, the tool or Airlock.
+enum class ErrorClass { denied, error };
+
+struct InvocationError {
+  ErrorKind kind = ErrorKind::internal;
+  std::string message;  // one sentence for a human
+  ErrorClass error_class = ErrorClass::error;
+  std::string pointer;  // invalid_input: the JSON pointer of the bad field
+
+  std::string_view kind_name() const { return pipeline::kind_name(kind); }
+  std::string_view status() const { return error_class == ErrorClass::denied ? "denied" : "error"; }
+};
+
+// A policy refused the call.
+inline InvocationError deny(ErrorKind kind, std::string message, std::string pointer = {}) {
+  return InvocationError{kind, std::move(message), ErrorClass::denied, std::move(pointer)};
+}
+// Something broke: the tool's run, or Airlock.
+inline InvocationError fail(ErrorKind kind, std::string message) {
+  return InvocationError{kind, std::move(message), ErrorClass::error, {}};
+}
+
+}  // namespace airlock::pipeline

@@ -1,0 +1,83 @@
+#include "server/invocation_response.hpp"
+
+namespace airlock::server {
+namespace {
+
+using pipeline::ErrorKind;
+
+nlohmann::json finding_json(const validate::Finding& f) {
+  return {{"rule", f.rule},
+          {"message", f.message},
+          {"line", f.line},
+          {"col", f.col},
+          {"severity", validate::severity_name(f.severity)}};
+}
+
+nlohmann::json error_json(const pipeline::Invocation& inv) {
+  if (!inv.error) return nullptr;
+  const auto& e = *inv.error;
+  nlohmann::json j{{"kind", e.kind_name()}, {"message", e.message}};
+  if (!e.pointer.empty()) j["pointer"] = e.pointer;
+  if (e.kind == ErrorKind::code_rejected) {
+    auto findings = nlohmann::json::array();
+    for (const auto& f : inv.validator_findings) findings.push_back(finding_json(f));
+    j["findings"] = std::move(findings);
+    j["findings_total"] = inv.validator_findings_total;
+  }
+  return j;
+}
+
+}  // namespace
+
+int http_status(const pipeline::InvocationError& error) {
+  switch (error.kind) {
+    case ErrorKind::unauthenticated: return 401;
+    case ErrorKind::forbidden:
+    case ErrorKind::tier_unavailable: return 403;
+    case ErrorKind::unknown_tool: return 404;
+    case ErrorKind::config_changed: return 409;
+    case ErrorKind::invalid_input: return 400;
+    case ErrorKind::code_rejected:
+    case ErrorKind::dlp_blocked: return 422;
+    case ErrorKind::sandbox_setup:
+    case ErrorKind::audit_failed:
+    case ErrorKind::internal: return 500;
+    case ErrorKind::timeout:
+    case ErrorKind::cpu_time_limit:
+    case ErrorKind::memory_limit:
+    case ErrorKind::output_limit:
+    case ErrorKind::seccomp_violation:
+    case ErrorKind::tool_crashed:
+    case ErrorKind::invalid_output:
+    case ErrorKind::stopped: return 200;
+  }
+  return 500;
+}
+
+int http_status(const pipeline::Invocation& inv) {
+  if (inv.error) return http_status(*inv.error);
+  return inv.suspended ? 202 : 200;
+}
+
+nlohmann::json to_response(const pipeline::Invocation& inv) {
+  nlohmann::json j;
+  j["id"] = inv.id;
+  j["tool"] = inv.tool_name;
+  j["status"] = inv.status();
+  j["output"] = (!inv.error && inv.output) ? *inv.output : nlohmann::json();
+  j["error"] = error_json(inv);
+  j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
+  j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();
+  auto redactions = nlohmann::json::array();
+  for (const auto& r : inv.redactions) redactions.push_back({{"detector", r.detector}, {"where", r.where}});
+  j["redactions"] = std::move(redactions);
+  auto egress = nlohmann::json::array();
+  if (inv.outcome)
+    for (const auto& e : inv.outcome->egress) egress.push_back(egress::to_json(e));
+  j["egress"] = std::move(egress);
+  j["audit"] = inv.audit ? nlohmann::json{{"index", inv.audit->index}, {"leaf_hash", inv.audit->leaf_hash}}
+                         : nlohmann::json();
+  return j;
+}
+
+}  // namespace airlock::server
