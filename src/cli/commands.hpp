@@ -30,8 +30,9 @@ inline constexpr ToolsCommand kScanCommand{"scan", "Find PII and secrets; report
 inline constexpr ToolsCommand kAuditCommand{"audit", "Inspect, verify and prove the tamper-evident audit log"};
 inline constexpr ToolsCommand kCallCommand{"call", "Invoke a tool on the daemon and print the response"};
 inline constexpr ToolsCommand kToolsListCommand{"tools", "Tools on the daemon"};
+inline constexpr ToolsCommand kPolicyCommand{"policy", "Check what the access policy allows a call, offline"};
 inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand, kAuditCommand,
-                                                  kCallCommand, kToolsListCommand};
+                                                  kCallCommand, kToolsListCommand, kPolicyCommand};
 
 void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
@@ -40,5 +41,6 @@ void add_client_commands(CLI::App& app, ExitStatus& status);
 void add_audit_command(CLI::App& app, ExitStatus& status);
 void add_scan_command(CLI::App& app, ExitStatus& status);
 void add_validate_command(CLI::App& app, ExitStatus& status);
+void add_policy_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

@@ -6,8 +6,9 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 19> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 20> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
+    {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
     {ErrorKind::unknown_tool, "unknown_tool"},
     {ErrorKind::invalid_input, "invalid_input"},

@@ -13,6 +13,7 @@ namespace airlock::pipeline {
 enum class ErrorKind {
   // Refusals (status "denied").
   unauthenticated,    // no credential, or one that is not valid
+  subject_required,   // the tool acts only on behalf of a user, and none was given
   forbidden,          // the caller may not call this tool
   unknown_tool,       // no tool of that name
   invalid_input,      // the body or the arguments (error.pointer names the field)

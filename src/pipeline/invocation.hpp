@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "access/decide.hpp"
 #include "backend/backend.hpp"
 #include "pipeline/error.hpp"
 #include "sandbox/outcome.hpp"
@@ -32,10 +33,10 @@ struct Redaction {
   std::string where;     // "input" or "output"
 };
 
-// Who makes the call: a principal of the configuration, by name.
-struct Actor {
-  std::string principal;
-};
+// Who makes the call (the agent: a principal of the configuration, by name) and on whose
+// behalf (the user of a verified token), as the access decision sees them.
+using Actor = access::Actor;
+using Subject = access::Subject;
 
 // Why an invocation waits (a human approval, say) and what the suspending stage needs to
 // go on; it resumes at the stage after the one that suspended.
@@ -62,7 +63,9 @@ struct Invocation {
   std::optional<Suspension> suspended;
 
   // What the stages work out.
-  std::optional<Actor> actor;  // set by authenticate
+  std::optional<Actor> actor;      // set by authenticate
+  std::optional<Subject> subject;  // the user it acts for, when one is given
+  std::string access_rule;         // what allowed it (authorize): "principal agent tools", ...
   sandbox::Limits limits;
   // At most kMaxReportedFindings of validator_findings_total, each message bounded: a
   // code_rejected answer lists them (error.findings) and the audit record keeps them.

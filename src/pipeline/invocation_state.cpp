@@ -66,6 +66,9 @@ json optional_json(const std::optional<T>& v, F to_json) {
 
 void restore_work(const json& j, Invocation& inv) {
   if (!j.at("actor").is_null()) inv.actor = Actor{j.at("actor").get<std::string>()};
+  if (const auto& s = j.at("subject"); !s.is_null())
+    inv.subject = Subject{s.at("issuer").get<std::string>(), s.at("sub").get<std::string>(), s.at("claims")};
+  inv.access_rule = j.at("access_rule").get<std::string>();
   inv.limits = limits_from(j.at("limits"));
   for (const auto& f : j.at("validator_findings")) inv.validator_findings.push_back(finding_from(f));
   inv.validator_findings_total = j.at("validator_findings_total").get<std::size_t>();
@@ -102,6 +105,10 @@ Result<json> persist(const Invocation& inv) {
          return json{{"stage", s.stage}, {"reason", s.reason}, {"data", s.data}};
        })},
       {"actor", optional_json(inv.actor, [](const Actor& a) { return a.principal; })},
+      {"subject", optional_json(inv.subject, [](const Subject& s) {
+         return json{{"issuer", s.issuer}, {"sub", s.sub}, {"claims", s.claims}};
+       })},
+      {"access_rule", inv.access_rule},
       {"limits", limits_json(inv.limits)},
       {"validator_findings", std::move(findings)},
       {"validator_findings_total", inv.validator_findings_total},

@@ -1,6 +1,6 @@
 // The configuration as a whole: the checks of the YAML text, then each section
-// (config_server.cpp, config_principals.cpp, config_tiers.cpp, config_tools.cpp), every error
-// collected and reported in file order.
+// (config_server.cpp, config_identity.cpp, config_roles.cpp, config_principals.cpp,
+// config_tiers.cpp, config_tools.cpp), every error collected and reported in file order.
 #include "policy/config.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -38,12 +38,19 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   c.tiers = default_tiers();
   if (!is_airlock_config(r, root)) return c;
   r.only_keys(root, "the configuration",
-              {"apiVersion", "kind", "server", "storage", "principals", "tiers", "tools", "dlp"});
+              {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
+               "principals", "tiers", "tools", "dlp"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
+  // In this order whatever the file's: bindings and principals name issuers and roles.
+  r.field(root, "identity", [&](const YAML::Node& v) { detail::read_identity(r, v, c.identity); });
+  r.field(root, "roles", [&](const YAML::Node& v) { detail::read_roles(r, v, c.roles); });
+  r.field(root, "bindings", [&](const YAML::Node& v) {
+    detail::read_bindings(r, v, c.identity, c.roles, c.bindings);
+  });
   r.field(root, "principals",
-          [&](const YAML::Node& v) { detail::read_principals(r, v, c.principals); });
+          [&](const YAML::Node& v) { detail::read_principals(r, v, c.identity, c.principals); });
   r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers); });
   r.field(root, "tools", [&](const YAML::Node& v) { detail::read_tools(r, v, label, c.tools); });
   return c;
@@ -137,6 +144,12 @@ const ToolConfig* Config::find_tool(std::string_view name) const {
 const Principal* Config::find_principal(std::string_view name) const {
   for (const auto& p : principals)
     if (p.name == name) return &p;
+  return nullptr;
+}
+
+const Role* Config::find_role(std::string_view name) const {
+  for (const auto& r : roles)
+    if (r.name == name) return &r;
   return nullptr;
 }
 

@@ -17,6 +17,8 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
+#include "policy/identity_config.hpp"
+#include "policy/risk.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
@@ -30,9 +32,6 @@ inline constexpr std::size_t kMaxConfigBytes = 1 << 20;
 inline constexpr int kMaxConfigNesting = 64;
 // Errors listed at most (in file order); a count of the others follows.
 inline constexpr std::size_t kMaxConfigErrorsShown = 100;
-
-enum class Risk { low, medium, high, critical };
-std::string_view risk_name(Risk r);
 
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
@@ -53,7 +52,8 @@ struct StorageConfig {
 
 struct Principal {
   std::string name;
-  std::string api_key_sha256;          // lower-case hex; the key itself is never stored
+  std::string api_key_sha256;          // lower-case hex; the key itself is never stored; or
+  std::optional<PrincipalJwt> jwt;     // empty (at least one of the two is set)
   std::vector<std::string> tools;      // names or globs ("fetch-*"); none by default
 };
 
@@ -96,6 +96,7 @@ struct ToolConfig {
   ValidationConfig validation;
   std::vector<std::string> data_paths;  // host paths bound read-only at the same path
   std::map<std::string, std::string> env;
+  bool requires_user = false;           // a call not on behalf of a user is refused
   std::string where;                    // "file:line" of its definition
 };
 
@@ -110,9 +111,13 @@ struct Config {
   std::map<Risk, sandbox::Limits> tiers;
   std::vector<ToolConfig> tools;
   std::string dlp_policy;  // a DLP policy file (docs/dlp.md); empty: the built-in defaults
+  IdentityConfig identity;
+  std::vector<Role> roles;
+  std::vector<RoleBinding> bindings;
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;
+  const Role* find_role(std::string_view name) const;
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;

@@ -99,7 +99,17 @@ class Reader {
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s);
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s);
 void read_dlp(Reader& r, const YAML::Node& n, std::string& policy);
-void read_principals(Reader& r, const YAML::Node& n, std::vector<Principal>& out);
+// `identity` must be read first: a principal's jwt.issuer names one of its issuers.
+void read_principals(Reader& r, const YAML::Node& n, const IdentityConfig& identity,
+                     std::vector<Principal>& out);
+void read_identity(Reader& r, const YAML::Node& n, IdentityConfig& out);
+void read_roles(Reader& r, const YAML::Node& n, std::vector<Role>& out);
+// After identity and roles: a binding names one of the roles and, for each user, an issuer.
+void read_bindings(Reader& r, const YAML::Node& n, const IdentityConfig& identity,
+                   const std::vector<Role>& roles, std::vector<RoleBinding>& out);
+// An error unless `name` is one of identity's issuers.
+void check_issuer_name(const YAML::Node& at, const std::string& what, const std::string& name,
+                       const IdentityConfig& identity);
 void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 std::vector<ToolConfig>& out);

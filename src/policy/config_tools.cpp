@@ -141,7 +141,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   std::string what = "tools[" + std::to_string(i) + "]";
   r.only_keys(n, what,
               {"name", "description", "risk", "runtime", "inputSchema", "outputSchema", "limits",
-               "network", "validation", "dataPaths", "env"});
+               "network", "validation", "dataPaths", "env", "requiresUser"});
   ToolConfig t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -171,6 +171,8 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
     t.output_check = compile_schema(r, v, *t.output_schema, what + ".outputSchema");
   });
   r.field(n, "limits", [&](const YAML::Node& v) { t.limits = r.overrides(v, what + ".limits"); });
+  r.field(n, "requiresUser",
+          [&](const YAML::Node& v) { t.requires_user = r.boolean(v, what + ".requiresUser"); });
   r.field(n, "network",
           [&](const YAML::Node& v) { read_network(r, v, what + ".network", t.network); });
   r.field(n, "validation",

@@ -121,11 +121,12 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, t.name)) tools.push_back(tool_summary(t));
+      if (!pipeline::may_invoke(config, actor, nullptr, t.name).refusal) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
-    if (auto refused = pipeline::may_invoke(config, actor, parts[2])) return reply(refusal_response(*refused));
+    if (auto decided = pipeline::may_invoke(config, actor, nullptr, parts[2]); decided.refusal)
+      return reply(refusal_response(*decided.refusal));
     const auto* tool = config.find_tool(parts[2]);
     auto detail = tool_summary(*tool);
     detail["inputSchema"] = tool->input_schema;

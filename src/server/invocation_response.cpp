@@ -31,7 +31,8 @@ nlohmann::json error_json(const pipeline::Invocation& inv) {
 
 int http_status(const pipeline::InvocationError& error) {
   switch (error.kind) {
-    case ErrorKind::unauthenticated: return 401;
+    case ErrorKind::unauthenticated:
+    case ErrorKind::subject_required: return 401;
     case ErrorKind::forbidden:
     case ErrorKind::tier_unavailable: return 403;
     case ErrorKind::unknown_tool: return 404;

@@ -20,19 +20,21 @@ std::variant<Actor, InvocationError> authenticate(const policy::Config& config, 
   return Actor{found->name};
 }
 
-std::optional<InvocationError> may_invoke(const policy::Config& config, const Actor& actor,
-                                          const std::string& tool) {
-  if (!config.find_tool(tool))
-    return deny(ErrorKind::unknown_tool, "there is no tool named '" + tool + "'");
-  const policy::Principal* principal = config.find_principal(actor.principal);
-  if (!principal)  // a caller the configuration no longer has (a resumed invocation)
-    return deny(ErrorKind::forbidden, "principal '" + actor.principal + "' is not configured");
-  for (const auto& pattern : principal->tools)
-    if (policy::glob_match(pattern, tool)) return std::nullopt;
-  std::string allowed;
-  for (const auto& pattern : principal->tools) allowed += (allowed.empty() ? "" : ", ") + pattern;
-  return deny(ErrorKind::forbidden, "principal '" + principal->name + "' may not call tool '" + tool +
-                                        "' (its tools: " + (allowed.empty() ? "none" : allowed) + ")");
+namespace {
+
+ErrorKind refusal_kind(const access::Decision& d) {
+  if (d.kind == "unknown_tool") return ErrorKind::unknown_tool;
+  if (d.kind == "subject_required") return ErrorKind::subject_required;
+  return ErrorKind::forbidden;
+}
+
+}  // namespace
+
+InvokeDecision may_invoke(const policy::Config& config, const Actor& actor, const Subject* subject,
+                          const std::string& tool) {
+  InvokeDecision out{access::decide(config, &actor, subject, policy::Action::invoke, tool), std::nullopt};
+  if (!out.decision.allowed) out.refusal = deny(refusal_kind(out.decision), out.decision.reason);
+  return out;
 }
 
 StageResult AuthenticateStage::run(Invocation& inv, StageContext& ctx) {
@@ -44,7 +46,9 @@ StageResult AuthenticateStage::run(Invocation& inv, StageContext& ctx) {
 
 StageResult AuthorizeStage::run(Invocation& inv, StageContext& ctx) {
   if (!inv.actor) return deny(ErrorKind::unauthenticated, "the invocation has no authenticated caller");
-  if (auto refused = may_invoke(ctx.config(), *inv.actor, inv.tool_name)) return std::move(*refused);
+  auto decided = may_invoke(ctx.config(), *inv.actor, inv.subject ? &*inv.subject : nullptr, inv.tool_name);
+  inv.access_rule = decided.decision.rule;
+  if (decided.refusal) return std::move(*decided.refusal);
   return StageResult::next();
 }
 

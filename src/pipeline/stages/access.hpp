@@ -20,9 +20,15 @@ std::optional<std::string> bearer_token(const Headers& headers);
 // The caller the request's credential names, or why it names no one (unauthenticated).
 std::variant<Actor, InvocationError> authenticate(const policy::Config& config, const Headers& headers);
 
-// Whether `actor` may call the tool `tool`: nullopt, or the refusal (unknown_tool, forbidden).
-std::optional<InvocationError> may_invoke(const policy::Config& config, const Actor& actor,
-                                          const std::string& tool);
+// Whether `actor` (acting for `subject`, if not null) may call the tool `tool`
+// (access::decide): the decision, and when it refuses, the error (unknown_tool, forbidden,
+// subject_required) whose message names the rule that decided.
+struct InvokeDecision {
+  access::Decision decision;
+  std::optional<InvocationError> refusal;
+};
+InvokeDecision may_invoke(const policy::Config& config, const Actor& actor, const Subject* subject,
+                          const std::string& tool);
 
 class AuthenticateStage : public Stage {
  public:

@@ -1,0 +1,101 @@
+// The identity section: the token issuers Airlock trusts, and the settings of its own tokens.
+#include <filesystem>
+#include <fstream>
+
+#include "policy/config_reader.hpp"
+
+namespace airlock::policy {
+
+const IssuerConfig* IdentityConfig::find_issuer(std::string_view name) const {
+  for (const auto& i : issuers)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+
+namespace detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string jwks_file(Reader& r, const YAML::Node& v, const std::string& what) {
+  std::string path = r.path(v, what);
+  if (!fs::is_regular_file(path)) fail(v, what + ": " + path + " is not a file");
+  if (!std::ifstream(path)) fail(v, what + ": " + path + " cannot be read");
+  return path;
+}
+
+std::string jwks_url(Reader& r, const YAML::Node& v, const std::string& what) {
+  std::string url = r.string(v, what);
+  for (std::string_view scheme : {"https://", "http://"})
+    if (url.starts_with(scheme) && url.size() > scheme.size()) return url;
+  fail(v, what + ": expected an http:// or https:// URL, got '" + url + "'");
+}
+
+// Each field is read on its own, so that the issuer's name is known (for the checks of
+// bindings and principals) even when another of its fields is wrong.
+IssuerConfig read_issuer(Reader& r, const YAML::Node& n, const std::string& what) {
+  r.only_keys(n, what, {"name", "issuer", "audiences", "jwksFile", "jwksUrl"});
+  IssuerConfig i;
+  for (const char* key : {"name", "issuer", "audiences"})
+    if (!n[key]) r.error(n, what + ": missing " + key);
+  if (!n["jwksFile"] == !n["jwksUrl"])
+    r.error(n, what + ": expected exactly one of jwksFile (a file of keys) and jwksUrl");
+  r.field(n, "name", [&](const YAML::Node& v) {
+    i.name = r.string(v, what + ".name");
+    if (i.name.empty()) fail(v, what + ".name: empty");
+  });
+  r.field(n, "issuer", [&](const YAML::Node& v) {
+    i.issuer = r.string(v, what + ".issuer");
+    if (i.issuer.empty()) fail(v, what + ".issuer: empty");
+  });
+  r.field(n, "audiences", [&](const YAML::Node& v) {
+    i.audiences = r.strings(v, what + ".audiences");
+    if (i.audiences.empty()) fail(v, what + ".audiences: expected at least one");
+  });
+  r.field(n, "jwksFile",
+          [&](const YAML::Node& v) { i.jwks_file = jwks_file(r, v, what + ".jwksFile"); });
+  r.field(n, "jwksUrl",
+          [&](const YAML::Node& v) { i.jwks_url = jwks_url(r, v, what + ".jwksUrl"); });
+  return i;
+}
+
+// Two issuers with the same `iss` would make which keys verify a token ambiguous.
+void read_issuers(Reader& r, const YAML::Node& n, std::vector<IssuerConfig>& out) {
+  std::set<std::string> names, issuers;
+  std::size_t index = 0;
+  r.items(n, "identity.issuers", [&](const YAML::Node& item) {
+    auto i = read_issuer(r, item, "identity.issuers[" + std::to_string(index++) + "]");
+    const bool name_taken = !i.name.empty() && !names.insert(i.name).second;
+    const bool iss_taken = !i.issuer.empty() && !issuers.insert(i.issuer).second;
+    if (!name_taken) out.push_back(i);
+    if (name_taken) fail(item, "identity.issuers: '" + i.name + "' is defined twice");
+    if (iss_taken) fail(item, "identity.issuers: two issuers have the issuer '" + i.issuer + "'");
+  });
+}
+
+}  // namespace
+
+void read_identity(Reader& r, const YAML::Node& n, IdentityConfig& out) {
+  r.only_keys(n, "identity", {"issuers", "allowDelegatedSubjects", "tokenLifetime"});
+  r.field(n, "issuers", [&](const YAML::Node& v) { read_issuers(r, v, out.issuers); });
+  r.field(n, "allowDelegatedSubjects", [&](const YAML::Node& v) {
+    out.allow_delegated_subjects = r.boolean(v, "identity.allowDelegatedSubjects");
+  });
+  r.field(n, "tokenLifetime", [&](const YAML::Node& v) {
+    out.token_lifetime = r.duration(v, "identity.tokenLifetime");
+    if (out.token_lifetime > kMaxTokenLifetime)
+      fail(v, "identity.tokenLifetime: at most 15m (Airlock's tokens are short-lived)");
+  });
+}
+
+void check_issuer_name(const YAML::Node& at, const std::string& what, const std::string& name,
+                       const IdentityConfig& identity) {
+  if (identity.find_issuer(name)) return;
+  std::string known;
+  for (const auto& i : identity.issuers) known += (known.empty() ? "" : ", ") + i.name;
+  fail(at, what + ": no issuer named '" + name + "' in identity.issuers (" +
+               (known.empty() ? "none is configured" : "configured: " + known) + ")");
+}
+
+}  // namespace detail
+}  // namespace airlock::policy
