@@ -53,6 +53,6 @@ airlock_dependency(hs PkgConfig::HS hs)
 airlock_dependency(re2 PkgConfig::RE2 re2)
 airlock_dependency(idn2 PkgConfig::IDN2 idn2 unistring)
 airlock_dependency(yaml yaml-cpp yaml-cpp)
-airlock_dependency(ssl OpenSSL::SSL ssl)  # TLS for identity's JWKS URLs
+airlock_dependency(ssl OpenSSL::SSL ssl crypto)  # TLS for identity's JWKS URLs (libssl needs libcrypto after it)
 airlock_dependency(crypto OpenSSL::Crypto crypto)
 airlock_dependency(sqlite SQLite::SQLite3 sqlite3)

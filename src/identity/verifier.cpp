@@ -140,6 +140,7 @@ Status Verifier::add_issuer(const IssuerConfig& config) {
   source.document = config.jwks_document;
   source.fetch.ca_file = config.ca_file;
   source.refetch_interval = config.refetch_interval;
+  source.max_age = config.max_age;
   source.now = options_.now;
   issuers_.emplace(config.issuer, Issuer{config, std::make_shared<JwksSource>(std::move(source))});
   return Status::success();

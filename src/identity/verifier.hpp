@@ -34,7 +34,8 @@ struct IssuerConfig {
   std::string jwks_url;
   std::string jwks_document;
   std::string ca_file;  // https JWKS URLs: the CA bundle; empty: the system's
-  std::chrono::seconds refetch_interval{30};
+  std::chrono::seconds refetch_interval{30};  // at most one JWKS fetch per interval
+  std::chrono::seconds max_age{600};           // cached keys older than this are fetched again
 };
 
 struct VerifyOptions {
