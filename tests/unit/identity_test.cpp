@@ -9,6 +9,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -170,7 +172,8 @@ std::string flip_byte(const std::string& jwt, int index, std::size_t at = 0) {
 
 class JwksServer {
  public:
-  JwksServer() {
+  // With `tls`, connections are served over TLS with that context (the test's own certificate).
+  explicit JwksServer(SSL_CTX* tls = nullptr) : tls_(tls) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -196,7 +199,9 @@ class JwksServer {
     status_ = status;
   }
   int hits() const { return hits_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/.well-known/jwks.json"; }
+  std::string url() const {
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + "/.well-known/jwks.json";
+  }
 
  private:
   void serve() {
@@ -205,15 +210,27 @@ class JwksServer {
       if (::poll(&p, 1, 20) <= 0) continue;
       const int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (client < 0) continue;
-      answer(client);
+      SSL* ssl = nullptr;
+      if (tls_ != nullptr) {
+        ssl = SSL_new(tls_);
+        SSL_set_fd(ssl, client);
+        if (SSL_accept(ssl) == 1) answer(client, ssl);
+        SSL_free(ssl);
+      } else {
+        answer(client, nullptr);
+      }
       ::close(client);
     }
   }
-  void answer(int client) {
+  static ssize_t io(int client, SSL* ssl, char* buf, std::size_t size, bool write) {
+    if (ssl != nullptr) return write ? SSL_write(ssl, buf, static_cast<int>(size)) : SSL_read(ssl, buf, static_cast<int>(size));
+    return write ? ::send(client, buf, size, MSG_NOSIGNAL) : ::recv(client, buf, size, 0);
+  }
+  void answer(int client, SSL* ssl) {
     std::string request;
     char buf[1024];
     while (request.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(client, buf, sizeof buf, 0);
+      const ssize_t n = io(client, ssl, buf, sizeof buf, false);
       if (n <= 0) return;
       request.append(buf, static_cast<std::size_t>(n));
     }
@@ -229,12 +246,13 @@ class JwksServer {
                                  "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     std::size_t done = 0;
     while (done < response.size()) {
-      const ssize_t n = ::send(client, response.data() + done, response.size() - done, MSG_NOSIGNAL);
+      const ssize_t n = io(client, ssl, const_cast<char*>(response.data()) + done, response.size() - done, true);
       if (n <= 0) return;
       done += static_cast<std::size_t>(n);
     }
   }
 
+  SSL_CTX* tls_ = nullptr;
   int fd_ = -1;
   std::uint16_t port_ = 0;
   std::thread thread_;
@@ -658,6 +676,84 @@ TEST_F(IdentityTest, ConcurrentVerificationSharesOneFetch) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(accepted, 200);
   EXPECT_EQ(server.hits(), 1);
+}
+
+// A self-signed certificate for IP 127.0.0.1 and a server context presenting it.
+struct TestTls {
+  TestKey key = make_key("EC", "tls");
+  X509* cert = X509_new();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+
+  TestTls() {
+    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+    X509_set_pubkey(cert, key.pkey.get());
+    X509_NAME* name = X509_get_subject_name(cert);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("jwks test"), -1, -1, 0);
+    X509_set_issuer_name(cert, name);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, cert, cert, nullptr, nullptr, 0);
+    for (const char* ext : {"subjectAltName=IP:127.0.0.1", "basicConstraints=critical,CA:TRUE"}) {
+      const std::string text(ext);
+      const auto eq = text.find('=');
+      X509_EXTENSION* e = X509V3_EXT_conf(nullptr, &v3, text.substr(0, eq).c_str(), text.substr(eq + 1).c_str());
+      X509_add_ext(cert, e, -1);
+      X509_EXTENSION_free(e);
+    }
+    X509_sign(cert, key.pkey.get(), EVP_sha256());
+    SSL_CTX_use_certificate(ctx, cert);
+    SSL_CTX_use_PrivateKey(ctx, key.pkey.get());
+  }
+  ~TestTls() {
+    SSL_CTX_free(ctx);
+    X509_free(cert);
+  }
+  void write_cert(const std::filesystem::path& file) const {
+    FILE* f = std::fopen(file.c_str(), "w");
+    PEM_write_X509(f, cert);
+    std::fclose(f);
+  }
+};
+
+TEST_F(IdentityTest, JwksOverHttpsVerifiesThePeer) {
+  TestTls tls;
+  JwksServer server(tls.ctx);
+  server.set_body(jwks_of({&ed_a_}).dump());
+  tls.write_cert(dir_ / "ca.pem");
+  FetchOptions options;
+  // Not signed by a system CA: refused.
+  auto untrusted = http_get(server.url(), options);
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_NE(untrusted.error().message.find("TLS handshake"), std::string::npos) << untrusted.error().message;
+  // Trusted through the configured CA file, and the verifier accepts tokens with its keys.
+  Verifier v(VerifierOptions{clock(), seconds(60)});
+  auto config = issuer("idp-tls", kIssA, {"airlock"}, "", server.url());
+  config.ca_file = (dir_ / "ca.pem").string();
+  ASSERT_TRUE(v.add_issuer(config));
+  auto verified = v.verify(token(header_for(ed_a_), claims(), ed_a_));
+  ASSERT_TRUE(verified.ok()) << verified.error().message;
+  // The right CA but another name: the certificate is for 127.0.0.1 only.
+  options.ca_file = (dir_ / "ca.pem").string();
+  std::string other_name = server.url();
+  other_name.replace(other_name.find("127.0.0.1"), 9, "localhost");
+  auto wrong_name = http_get(other_name, options);
+  ASSERT_FALSE(wrong_name.ok());
+  EXPECT_NE(wrong_name.error().message.find("TLS handshake"), std::string::npos) << wrong_name.error().message;
+  EXPECT_TRUE(http_get(server.url(), options).ok());
+  // https to a plain http server: it waits for a request head that never comes, and the
+  // deadline ends the exchange.
+  JwksServer plain;
+  std::string tls_to_plain = plain.url();
+  tls_to_plain.replace(0, 4, "https");
+  options.timeout = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  auto stuck = http_get(tls_to_plain, options);
+  ASSERT_FALSE(stuck.ok());
+  EXPECT_NE(stuck.error().message.find("timeout"), std::string::npos) << stuck.error().message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(plain.hits(), 0);
 }
 
 // ---- Airlock's own tokens ----
