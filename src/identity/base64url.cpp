@@ -15,7 +15,9 @@ int url_value(char c) {
   return -1;
 }
 
-Error bad(const char* why) { return Error::make("malformed", std::string("invalid base64url: ") + why); }
+Error bad(const char* why) {
+  return Error::make("malformed", std::string("invalid base64url: ") + why);
+}
 
 }  // namespace
 

@@ -17,7 +17,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-Error failed(const std::string& why) { return Error::make("fetch_failed", why); }
+Error failed(const std::string& why) {
+  return Error::make("fetch_failed", why);
+}
 
 struct Url {
   bool tls = false;
@@ -40,7 +42,8 @@ Result<Url> parse_url(const std::string& url) {
   const auto slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   out.target = slash == std::string::npos ? "/" : rest.substr(slash);
-  if (authority.find('@') != std::string::npos) return failed("the JWKS URL carries user information");
+  if (authority.find('@') != std::string::npos)
+    return failed("the JWKS URL carries user information");
   std::size_t colon = authority.rfind(':');
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     const auto close = authority.find(']');
@@ -72,7 +75,10 @@ Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_st
   parser.body_limit(options.max_bytes);
   auto on_read = [&](error_code ec, std::size_t) { result = ec; };
   auto on_write = [&](error_code ec, std::size_t) {
-    if (ec) { result = ec; return; }
+    if (ec) {
+      result = ec;
+      return;
+    }
     stage = "read";
     socket.expires_at(deadline);
     http::async_read(stream, buffer, parser, on_read);
@@ -83,12 +89,18 @@ Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_st
     http::async_write(stream, req, on_write);
   };
   auto on_handshake = [&](error_code ec) {
-    if (ec) { result = ec; return; }
+    if (ec) {
+      result = ec;
+      return;
+    }
     send();
   };
   socket.expires_at(deadline);
   socket.async_connect(endpoints, [&](error_code ec, const tcp::endpoint&) {
-    if (ec) { result = ec; return; }
+    if (ec) {
+      result = ec;
+      return;
+    }
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
       send();
     } else {
@@ -106,12 +118,15 @@ Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_st
 }
 
 Result<std::string> https_get(asio::io_context& io, const Url& url,
-                              const tcp::resolver::results_type& endpoints, const FetchOptions& options) {
+                              const tcp::resolver::results_type& endpoints,
+                              const FetchOptions& options) {
   asio::ssl::context ctx(asio::ssl::context::tls_client);
   error_code ec;
   ctx.set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
-  if (options.ca_file.empty()) ctx.set_default_verify_paths(ec);
-  else ctx.load_verify_file(options.ca_file, ec);
+  if (options.ca_file.empty())
+    ctx.set_default_verify_paths(ec);
+  else
+    ctx.load_verify_file(options.ca_file, ec);
   if (ec) return failed("cannot load the CA certificates: " + ec.message());
   ctx.set_verify_mode(asio::ssl::verify_peer);
   beast::ssl_stream<beast::tcp_stream> stream(io, ctx);

@@ -13,13 +13,18 @@
 namespace airlock::identity {
 namespace {
 
-Error invalid(const std::string& why) { return Error::make("invalid_key", "JWK: " + why); }
-Error unsupported(const std::string& why) { return Error::make("unsupported_key", "JWK: " + why); }
+Error invalid(const std::string& why) {
+  return Error::make("invalid_key", "JWK: " + why);
+}
+Error unsupported(const std::string& why) {
+  return Error::make("unsupported_key", "JWK: " + why);
+}
 
 // A required base64url member, decoded.
 Result<std::string> member_bytes(const nlohmann::json& jwk, const char* name) {
   auto it = jwk.find(name);
-  if (it == jwk.end() || !it->is_string()) return invalid(std::string("no \"") + name + "\" member");
+  if (it == jwk.end() || !it->is_string())
+    return invalid(std::string("no \"") + name + "\" member");
   auto bytes = base64url_decode(it->get_ref<const std::string&>());
   if (!bytes) return invalid(std::string("\"") + name + "\" is not base64url");
   return bytes;
@@ -56,7 +61,8 @@ Result<std::shared_ptr<EVP_PKEY>> rsa_key(const nlohmann::json& jwk) {
   ossl::Ptr<BIGNUM> bn_n(BN_bin2bn(nb, static_cast<int>(n->size()), nullptr));
   ossl::Ptr<BIGNUM> bn_e(BN_bin2bn(eb, static_cast<int>(e->size()), nullptr));
   ossl::Ptr<OSSL_PARAM_BLD> bld(OSSL_PARAM_BLD_new());
-  if (!bn_n || !bn_e || !bld || OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn_n.get()) != 1 ||
+  if (!bn_n || !bn_e || !bld ||
+      OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn_n.get()) != 1 ||
       OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, bn_e.get()) != 1)
     return invalid("cannot build the RSA key");
   auto key = from_params("RSA", bld.get());
@@ -74,8 +80,10 @@ Result<std::shared_ptr<EVP_PKEY>> p256_key(const nlohmann::json& jwk) {
   const std::string point = std::string(1, '\x04') + *x + *y;  // uncompressed SEC1 point
   ossl::Ptr<OSSL_PARAM_BLD> bld(OSSL_PARAM_BLD_new());
   if (!bld ||
-      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) != 1 ||
-      OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()) != 1)
+      OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) !=
+          1 ||
+      OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, point.data(),
+                                       point.size()) != 1)
     return invalid("cannot build the EC key");
   return from_params("EC", bld.get());
 }
@@ -117,9 +125,12 @@ std::optional<Alg> alg_from_name(std::string_view name) {
 
 std::string_view alg_name(Alg alg) {
   switch (alg) {
-    case Alg::RS256: return "RS256";
-    case Alg::ES256: return "ES256";
-    case Alg::EdDSA: return "EdDSA";
+    case Alg::RS256:
+      return "RS256";
+    case Alg::ES256:
+      return "ES256";
+    case Alg::EdDSA:
+      return "EdDSA";
   }
   return "";
 }

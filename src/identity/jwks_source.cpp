@@ -8,8 +8,10 @@ namespace airlock::identity {
 JwksSource::JwksSource(JwksSourceOptions options) : options_(std::move(options)) {
   if (options_.document.empty()) return;
   auto set = KeySet::parse(options_.document);
-  if (set) keys_ = std::make_shared<const KeySet>(std::move(*set));
-  else last_error_ = set.error().message;
+  if (set)
+    keys_ = std::make_shared<const KeySet>(std::move(*set));
+  else
+    last_error_ = set.error().message;
 }
 
 Result<std::string> JwksSource::load_document() const {

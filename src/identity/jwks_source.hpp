@@ -56,7 +56,7 @@ class JwksSource {
   bool fresh(std::chrono::system_clock::time_point now) const;
 
   JwksSourceOptions options_;
-  std::mutex fetch_mu_;  // one fetch at a time
+  std::mutex fetch_mu_;    // one fetch at a time
   mutable std::mutex mu_;  // guards the members below
   std::shared_ptr<const KeySet> keys_;
   std::chrono::system_clock::time_point loaded_at_{};

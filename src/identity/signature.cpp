@@ -30,9 +30,12 @@ std::string es256_der(std::string_view raw) {
 // A second check of what KeySet already enforced: EVP would happily verify "RS256" with an EC key.
 bool key_fits(Alg alg, EVP_PKEY* key) {
   switch (alg) {
-    case Alg::RS256: return EVP_PKEY_is_a(key, "RSA") == 1;
-    case Alg::ES256: return EVP_PKEY_is_a(key, "EC") == 1;
-    case Alg::EdDSA: return EVP_PKEY_is_a(key, "ED25519") == 1;
+    case Alg::RS256:
+      return EVP_PKEY_is_a(key, "RSA") == 1;
+    case Alg::ES256:
+      return EVP_PKEY_is_a(key, "EC") == 1;
+    case Alg::EdDSA:
+      return EVP_PKEY_is_a(key, "ED25519") == 1;
   }
   return false;
 }
@@ -52,10 +55,9 @@ bool verify_signature(Alg alg, EVP_PKEY* key, std::string_view signing_input,
   // Ed25519 hashes internally: no digest is named for it.
   const EVP_MD* md = alg == Alg::EdDSA ? nullptr : EVP_sha256();
   if (!ctx || EVP_DigestVerifyInit(ctx.get(), nullptr, md, nullptr, key) != 1) return false;
-  const int rc = EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                                  signature.size(),
-                                  reinterpret_cast<const unsigned char*>(signing_input.data()),
-                                  signing_input.size());
+  const int rc = EVP_DigestVerify(
+      ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+      reinterpret_cast<const unsigned char*>(signing_input.data()), signing_input.size());
   return rc == 1;
 }
 

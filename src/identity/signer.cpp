@@ -20,7 +20,9 @@ Error key_error(const std::filesystem::path& file, const std::string& why) {
   return Error::make("key_file_error", "key file " + file.string() + ": " + why);
 }
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 bool write_all(int fd, const std::string& data) {
   std::size_t done = 0;
@@ -70,13 +72,16 @@ Result<std::shared_ptr<EVP_PKEY>> read_key_file(const std::filesystem::path& fil
   UniqueFd fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return key_error(file, "cannot open: " + errno_text());
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return key_error(file, "not a regular file");
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return key_error(file, "not a regular file");
   if ((st.st_mode & 077) != 0)
-    return Error::make("insecure_key_file", "key file " + file.string() + " is accessible to group or others");
+    return Error::make("insecure_key_file",
+                       "key file " + file.string() + " is accessible to group or others");
   std::string pem;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && pem.size() < 65536) pem.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && pem.size() < 65536)
+    pem.append(buf, static_cast<std::size_t>(n));
   ossl::Ptr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   EVP_PKEY* key = bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr;
   OPENSSL_cleanse(pem.data(), pem.size());
@@ -102,9 +107,10 @@ TokenSigner::TokenSigner(std::shared_ptr<EVP_PKEY> key) : key_(std::move(key)) {
   unsigned char raw[32];
   std::size_t size = sizeof raw;
   if (EVP_PKEY_get_raw_public_key(key_.get(), raw, &size) != 1) size = 0;
-  public_jwk_ = {{"kty", "OKP"},
-                 {"crv", "Ed25519"},
-                 {"x", base64url_encode(std::string_view(reinterpret_cast<const char*>(raw), size))}};
+  public_jwk_ = {
+      {"kty", "OKP"},
+      {"crv", "Ed25519"},
+      {"x", base64url_encode(std::string_view(reinterpret_cast<const char*>(raw), size))}};
   kid_ = jwk_thumbprint(public_jwk_).value();  // the members above are complete by construction
 }
 
@@ -116,10 +122,11 @@ Result<std::string> TokenSigner::issue(const nlohmann::json& claims) const {
   unsigned char sig[64];
   std::size_t sig_size = sizeof sig;
   if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key_.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), sig, &sig_size, reinterpret_cast<const unsigned char*>(input.data()),
-                     input.size()) != 1)
+      EVP_DigestSign(ctx.get(), sig, &sig_size,
+                     reinterpret_cast<const unsigned char*>(input.data()), input.size()) != 1)
     return Error::make("sign_failed", "cannot sign the token");
-  return input + "." + base64url_encode(std::string_view(reinterpret_cast<const char*>(sig), sig_size));
+  return input + "." +
+         base64url_encode(std::string_view(reinterpret_cast<const char*>(sig), sig_size));
 }
 
 nlohmann::json TokenSigner::jwks() const {

@@ -13,7 +13,9 @@ namespace {
 // JOSE headers are flat; claims nest a little (an "act" chain, structured custom claims).
 constexpr std::size_t kMaxJsonDepth = 16;
 
-Error fail(const char* code, const std::string& message) { return Error::make(code, message); }
+Error fail(const char* code, const std::string& message) {
+  return Error::make(code, message);
+}
 
 // The compact serialization taken apart and decoded, before any key is looked at.
 struct Compact {
@@ -41,7 +43,8 @@ Result<Alg> header_alg(const nlohmann::json& header) {
   const auto& name = it->get_ref<const std::string&>();
   if (auto alg = alg_from_name(name)) return *alg;
   // Only fixed strings in the messages: the header's own text is not echoed.
-  if (name == "none" || name.empty()) return fail("alg_not_allowed", "unsigned tokens (alg none) are refused");
+  if (name == "none" || name.empty())
+    return fail("alg_not_allowed", "unsigned tokens (alg none) are refused");
   if (name.rfind("HS", 0) == 0)
     return fail("alg_not_allowed", "HMAC algorithms are refused (shared secrets, key confusion)");
   return fail("alg_not_allowed", "the algorithm is not one of RS256, ES256, EdDSA");
@@ -94,7 +97,8 @@ Status check_times(const nlohmann::json& claims, double now, double skew) {
   if (!*exp) return fail("malformed", "the token has no \"exp\" claim");
   if (now >= **exp + skew) return fail("expired", "the token has expired");
   if (*nbf && now + skew < **nbf) return fail("not_yet_valid", "the token is not valid yet (nbf)");
-  if (*iat && **iat > now + skew) return fail("issued_in_future", "the token is issued in the future (iat)");
+  if (*iat && **iat > now + skew)
+    return fail("issued_in_future", "the token is issued in the future (iat)");
   return Status::success();
 }
 
@@ -104,7 +108,8 @@ Result<std::vector<std::string>> audiences(const nlohmann::json& claims) {
   auto it = claims.find("aud");
   if (it == claims.end()) return out;
   if (it->is_string()) return std::vector<std::string>{it->get<std::string>()};
-  if (!it->is_array()) return fail("malformed", "the \"aud\" claim is neither a string nor an array");
+  if (!it->is_array())
+    return fail("malformed", "the \"aud\" claim is neither a string nor an array");
   for (const auto& a : *it) {
     if (!a.is_string()) return fail("malformed", "the \"aud\" array holds a non-string");
     out.push_back(a.get<std::string>());
@@ -119,7 +124,8 @@ std::string optional_string(const nlohmann::json& claims, const char* name) {
 
 std::int64_t whole_seconds(double t) {
   constexpr double kMax = 9.2e18;  // below INT64_MAX: the cast stays defined
-  return t >= kMax ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(std::floor(t));
+  return t >= kMax ? std::numeric_limits<std::int64_t>::max()
+                   : static_cast<std::int64_t>(std::floor(t));
 }
 
 }  // namespace
@@ -127,11 +133,13 @@ std::int64_t whole_seconds(double t) {
 Verifier::Verifier(VerifierOptions options) : options_(std::move(options)) {}
 
 Status Verifier::add_issuer(const IssuerConfig& config) {
-  const int sources = !config.jwks_file.empty() + !config.jwks_url.empty() + !config.jwks_document.empty();
+  const int sources =
+      !config.jwks_file.empty() + !config.jwks_url.empty() + !config.jwks_document.empty();
   if (config.name.empty() || config.issuer.empty() || config.audiences.empty())
     return fail("invalid_config", "an issuer needs a name, an iss and at least one audience");
   if (sources != 1)
-    return fail("invalid_config", "issuer " + config.name + ": exactly one of jwks_file, jwks_url, jwks_document");
+    return fail("invalid_config",
+                "issuer " + config.name + ": exactly one of jwks_file, jwks_url, jwks_document");
   if (issuers_.count(config.issuer) != 0)
     return fail("invalid_config", "issuer " + config.name + ": its iss is configured twice");
   JwksSourceOptions source;
@@ -173,11 +181,13 @@ Status Verifier::check_claims(const Issuer& issuer, const nlohmann::json& claims
 }
 
 Result<VerifiedToken> Verifier::verify(std::string_view token, const VerifyOptions& options) const {
-  if (token.size() > kMaxTokenBytes) return fail("token_too_large", "the token is larger than 16 KiB");
+  if (token.size() > kMaxTokenBytes)
+    return fail("token_too_large", "the token is larger than 16 KiB");
   auto compact = parse_compact(token);
   if (!compact) return compact.error();
   auto iss = compact->claims.find("iss");
-  if (iss == compact->claims.end() || !iss->is_string()) return fail("malformed", "the token has no \"iss\" claim");
+  if (iss == compact->claims.end() || !iss->is_string())
+    return fail("malformed", "the token has no \"iss\" claim");
   auto issuer = issuers_.find(iss->get_ref<const std::string&>());
   if (issuer == issuers_.end()) return fail("wrong_issuer", "the token's issuer is not trusted");
   auto keys = issuer->second.keys->keys();
@@ -188,12 +198,15 @@ Result<VerifiedToken> Verifier::verify(std::string_view token, const VerifyOptio
     if (!keys) return keys.error();
     key = (*keys)->find(compact->kid);
   }
-  if (key == nullptr) return fail("unknown_kid", "issuer " + issuer->second.config.name + " has no key with this kid");
+  if (key == nullptr)
+    return fail("unknown_kid",
+                "issuer " + issuer->second.config.name + " has no key with this kid");
   if (key->alg != compact->alg)
     return fail("alg_key_mismatch", "the header's alg does not match the key's type");
   if (!verify_signature(compact->alg, key->key.get(), compact->signing_input, compact->signature))
     return fail("bad_signature", "the signature does not verify");
-  if (auto claims = check_claims(issuer->second, compact->claims, options); !claims) return claims.error();
+  if (auto claims = check_claims(issuer->second, compact->claims, options); !claims)
+    return claims.error();
   VerifiedToken out;
   out.issuer_name = issuer->second.config.name;
   out.iss = issuer->first;

@@ -7,12 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
 #include "identity/clock.hpp"
@@ -33,9 +32,9 @@ struct IssuerConfig {
   std::string jwks_file;
   std::string jwks_url;
   std::string jwks_document;
-  std::string ca_file;  // https JWKS URLs: the CA bundle; empty: the system's
+  std::string ca_file;                        // https JWKS URLs: the CA bundle; empty: the system's
   std::chrono::seconds refetch_interval{30};  // at most one JWKS fetch per interval
-  std::chrono::seconds max_age{600};           // cached keys older than this are fetched again
+  std::chrono::seconds max_age{600};          // cached keys older than this are fetched again
 };
 
 struct VerifyOptions {
@@ -47,11 +46,11 @@ struct VerifyOptions {
 struct VerifiedToken {
   std::string issuer_name;  // IssuerConfig::name
   std::string iss;
-  std::string sub;                // empty if absent
-  std::vector<std::string> aud;   // "aud" as a list, whether it was a string or an array
-  std::int64_t exp = 0;           // seconds since the epoch
-  std::string jti;                // empty if absent
-  nlohmann::json claims;          // the whole payload
+  std::string sub;               // empty if absent
+  std::vector<std::string> aud;  // "aud" as a list, whether it was a string or an array
+  std::int64_t exp = 0;          // seconds since the epoch
+  std::string jti;               // empty if absent
+  nlohmann::json claims;         // the whole payload
   std::optional<nlohmann::json> act;
 };
 

@@ -62,7 +62,8 @@ std::string bytes(const unsigned char* data, std::size_t size) {
 std::string bn_param(EVP_PKEY* key, const char* name, int pad = 0) {
   BIGNUM* bn = nullptr;
   EXPECT_EQ(EVP_PKEY_get_bn_param(key, name, &bn), 1);
-  std::vector<unsigned char> buf(pad > 0 ? static_cast<std::size_t>(pad) : static_cast<std::size_t>(BN_num_bytes(bn)));
+  std::vector<unsigned char> buf(pad > 0 ? static_cast<std::size_t>(pad)
+                                         : static_cast<std::size_t>(BN_num_bytes(bn)));
   BN_bn2binpad(bn, buf.data(), static_cast<int>(buf.size()));
   BN_free(bn);
   return base64url_encode(bytes(buf.data(), buf.size()));
@@ -73,9 +74,13 @@ json public_jwk(const TestKey& k, const std::string& alg = "") {
   json jwk = {{"kid", k.kid}};
   EVP_PKEY* key = k.pkey.get();
   if (EVP_PKEY_is_a(key, "RSA")) {
-    jwk.update({{"kty", "RSA"}, {"n", bn_param(key, OSSL_PKEY_PARAM_RSA_N)}, {"e", bn_param(key, OSSL_PKEY_PARAM_RSA_E)}});
+    jwk.update({{"kty", "RSA"},
+                {"n", bn_param(key, OSSL_PKEY_PARAM_RSA_N)},
+                {"e", bn_param(key, OSSL_PKEY_PARAM_RSA_E)}});
   } else if (EVP_PKEY_is_a(key, "EC")) {
-    jwk.update({{"kty", "EC"}, {"crv", "P-256"}, {"x", bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, 32)},
+    jwk.update({{"kty", "EC"},
+                {"crv", "P-256"},
+                {"x", bn_param(key, OSSL_PKEY_PARAM_EC_PUB_X, 32)},
                 {"y", bn_param(key, OSSL_PKEY_PARAM_EC_PUB_Y, 32)}});
   } else {
     unsigned char raw[32];
@@ -131,7 +136,9 @@ std::string alg_of(const TestKey& k) {
 }
 
 // A well-formed header for the key: its own alg and kid.
-json header_for(const TestKey& k) { return {{"alg", alg_of(k)}, {"typ", "JWT"}, {"kid", k.kid}}; }
+json header_for(const TestKey& k) {
+  return {{"alg", alg_of(k)}, {"typ", "JWT"}, {"kid", k.kid}};
+}
 
 std::string public_pem(const TestKey& k) {
   BIO* bio = BIO_new(BIO_s_mem());
@@ -200,7 +207,8 @@ class JwksServer {
   }
   int hits() const { return hits_; }
   std::string url() const {
-    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) + "/.well-known/jwks.json";
+    return std::string(tls_ ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) +
+           "/.well-known/jwks.json";
   }
 
  private:
@@ -223,7 +231,9 @@ class JwksServer {
     }
   }
   static ssize_t io(int client, SSL* ssl, char* buf, std::size_t size, bool write) {
-    if (ssl != nullptr) return write ? SSL_write(ssl, buf, static_cast<int>(size)) : SSL_read(ssl, buf, static_cast<int>(size));
+    if (ssl != nullptr)
+      return write ? SSL_write(ssl, buf, static_cast<int>(size))
+                   : SSL_read(ssl, buf, static_cast<int>(size));
     return write ? ::send(client, buf, size, MSG_NOSIGNAL) : ::recv(client, buf, size, 0);
   }
   void answer(int client, SSL* ssl) {
@@ -242,11 +252,13 @@ class JwksServer {
       body = body_;
       status = status_;
     }
-    const std::string response = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n" +
-                                 "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    const std::string response =
+        "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n" +
+        "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     std::size_t done = 0;
     while (done < response.size()) {
-      const ssize_t n = io(client, ssl, const_cast<char*>(response.data()) + done, response.size() - done, true);
+      const ssize_t n =
+          io(client, ssl, const_cast<char*>(response.data()) + done, response.size() - done, true);
       if (n <= 0) return;
       done += static_cast<std::size_t>(n);
     }
@@ -269,8 +281,9 @@ constexpr const char* kIssA = "https://idp-a.example";
 constexpr const char* kIssB = "https://idp-b.example";
 constexpr std::int64_t kNow = 1'700'000'000;
 
-IssuerConfig issuer(const std::string& name, const std::string& iss, std::vector<std::string> audiences,
-                    const std::string& jwks_file = "", const std::string& jwks_url = "") {
+IssuerConfig issuer(const std::string& name, const std::string& iss,
+                    std::vector<std::string> audiences, const std::string& jwks_file = "",
+                    const std::string& jwks_url = "") {
   IssuerConfig config;
   config.name = name;
   config.issuer = iss;
@@ -300,16 +313,18 @@ class IdentityTest : public ::testing::Test {
   }
   Verifier make_verifier() {
     Verifier v(VerifierOptions{clock(), seconds(60)});
-    EXPECT_TRUE(v.add_issuer(issuer("idp-a", kIssA, {"airlock", "other"}, (dir_ / "a.json").string())));
+    EXPECT_TRUE(
+        v.add_issuer(issuer("idp-a", kIssA, {"airlock", "other"}, (dir_ / "a.json").string())));
     EXPECT_TRUE(v.add_issuer(issuer("idp-b", kIssB, {"airlock"}, (dir_ / "b.json").string())));
     return v;
   }
   json claims(const char* iss = kIssA) const {
-    return {{"iss", iss}, {"sub", "alice"}, {"aud", "airlock"}, {"exp", now_ + 300},
-            {"iat", now_.load()}, {"jti", "token-1"}};
+    return {{"iss", iss},        {"sub", "alice"},     {"aud", "airlock"},
+            {"exp", now_ + 300}, {"iat", now_.load()}, {"jti", "token-1"}};
   }
   // Asserts `result` failed with `code`, and that its message quotes no part of `jwt`.
-  static void expect_error(const Result<VerifiedToken>& result, const std::string& code, const std::string& jwt) {
+  static void expect_error(const Result<VerifiedToken>& result, const std::string& code,
+                           const std::string& jwt) {
     ASSERT_FALSE(result.ok()) << "accepted; expected " << code;
     EXPECT_EQ(result.error().code, code) << result.error().message;
     std::size_t start = 0;
@@ -352,7 +367,8 @@ TEST_F(IdentityTest, AcceptsRs256Es256AndEdDsa) {
   auto v = make_verifier();
   for (const TestKey* k : {&rsa_a_, &ec_a_, &ed_a_}) {
     auto result = v.verify(token(header_for(*k), claims(), *k));
-    ASSERT_TRUE(result.ok()) << alg_of(*k) << ": " << result.error().code << " " << result.error().message;
+    ASSERT_TRUE(result.ok()) << alg_of(*k) << ": " << result.error().code << " "
+                             << result.error().message;
     EXPECT_EQ(result->issuer_name, "idp-a");
     EXPECT_EQ(result->iss, kIssA);
     EXPECT_EQ(result->sub, "alice");
@@ -482,7 +498,8 @@ TEST_F(IdentityTest, RefusesAlgNone) {
 TEST_F(IdentityTest, RefusesHs256KeyConfusionWithTheRsaPublicKey) {
   auto v = make_verifier();
   // The classic confusion: the RSA public key (which anyone has) used as an HMAC secret.
-  const std::string jwt = hs256_token({{"alg", "HS256"}, {"kid", "rsa-1"}}, claims(), public_pem(rsa_a_));
+  const std::string jwt =
+      hs256_token({{"alg", "HS256"}, {"kid", "rsa-1"}}, claims(), public_pem(rsa_a_));
   expect_error(v.verify(jwt), "alg_not_allowed", jwt);
   for (const char* alg : {"HS384", "HS512", "RS384", "PS256", "ES384", "ES256K", "Ed25519"}) {
     json h = header_for(rsa_a_);
@@ -495,7 +512,7 @@ TEST_F(IdentityTest, RefusesHs256KeyConfusionWithTheRsaPublicKey) {
 TEST_F(IdentityTest, RefusesAnAlgorithmThatDoesNotMatchTheKey) {
   auto v = make_verifier();
   json h = header_for(ec_a_);  // the EC key's kid ...
-  h["alg"] = "RS256";         // ... with an RSA algorithm
+  h["alg"] = "RS256";          // ... with an RSA algorithm
   const auto jwt = token(h, claims(), ec_a_);
   expect_error(v.verify(jwt), "alg_key_mismatch", jwt);
   json h2 = header_for(rsa_a_);
@@ -545,14 +562,19 @@ TEST_F(IdentityTest, RefusesMalformedTokens) {
   const auto jwt = token(header_for(ed_a_), claims(), ed_a_);
   const auto first_dot = jwt.find('.');
   const std::vector<std::string> bad = {
-      "", "abc", jwt.substr(0, jwt.rfind('.')), jwt + ".extra",
-      "!!!" + jwt.substr(first_dot),                                 // header not base64url
-      base64url_encode("not json") + jwt.substr(first_dot),          // header not JSON
-      base64url_encode("[1,2]") + jwt.substr(first_dot),             // header not an object
-      jwt + "=",                                                     // padding
+      "",
+      "abc",
+      jwt.substr(0, jwt.rfind('.')),
+      jwt + ".extra",
+      "!!!" + jwt.substr(first_dot),                         // header not base64url
+      base64url_encode("not json") + jwt.substr(first_dot),  // header not JSON
+      base64url_encode("[1,2]") + jwt.substr(first_dot),     // header not an object
+      jwt + "=",                                             // padding
       jwt.substr(0, first_dot) + "." + base64url_encode("[]") + jwt.substr(jwt.rfind('.')),
       token({{"alg", "EdDSA"}, {"kid", "ed-1"}, {"crit", {"exp"}}}, claims(), ed_a_),
-      token({{"alg", "EdDSA"}, {"kid", "ed-1"}, {"deep", json::parse(std::string(20, '[') + std::string(20, ']'))}},
+      token({{"alg", "EdDSA"},
+             {"kid", "ed-1"},
+             {"deep", json::parse(std::string(20, '[') + std::string(20, ']'))}},
             claims(), ed_a_),
   };
   for (const auto& t : bad) expect_error(v.verify(t), "malformed", t);
@@ -690,7 +712,8 @@ struct TestTls {
     X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
     X509_set_pubkey(cert, key.pkey.get());
     X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("jwks test"), -1, -1, 0);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               reinterpret_cast<const unsigned char*>("jwks test"), -1, -1, 0);
     X509_set_issuer_name(cert, name);
     X509V3_CTX v3;
     X509V3_set_ctx_nodb(&v3);
@@ -698,7 +721,8 @@ struct TestTls {
     for (const char* ext : {"subjectAltName=IP:127.0.0.1", "basicConstraints=critical,CA:TRUE"}) {
       const std::string text(ext);
       const auto eq = text.find('=');
-      X509_EXTENSION* e = X509V3_EXT_conf(nullptr, &v3, text.substr(0, eq).c_str(), text.substr(eq + 1).c_str());
+      X509_EXTENSION* e =
+          X509V3_EXT_conf(nullptr, &v3, text.substr(0, eq).c_str(), text.substr(eq + 1).c_str());
       X509_add_ext(cert, e, -1);
       X509_EXTENSION_free(e);
     }
@@ -726,7 +750,8 @@ TEST_F(IdentityTest, JwksOverHttpsVerifiesThePeer) {
   // Not signed by a system CA: refused.
   auto untrusted = http_get(server.url(), options);
   ASSERT_FALSE(untrusted.ok());
-  EXPECT_NE(untrusted.error().message.find("TLS handshake"), std::string::npos) << untrusted.error().message;
+  EXPECT_NE(untrusted.error().message.find("TLS handshake"), std::string::npos)
+      << untrusted.error().message;
   // Trusted through the configured CA file, and the verifier accepts tokens with its keys.
   Verifier v(VerifierOptions{clock(), seconds(60)});
   auto config = issuer("idp-tls", kIssA, {"airlock"}, "", server.url());
@@ -740,7 +765,8 @@ TEST_F(IdentityTest, JwksOverHttpsVerifiesThePeer) {
   other_name.replace(other_name.find("127.0.0.1"), 9, "localhost");
   auto wrong_name = http_get(other_name, options);
   ASSERT_FALSE(wrong_name.ok());
-  EXPECT_NE(wrong_name.error().message.find("TLS handshake"), std::string::npos) << wrong_name.error().message;
+  EXPECT_NE(wrong_name.error().message.find("TLS handshake"), std::string::npos)
+      << wrong_name.error().message;
   EXPECT_TRUE(http_get(server.url(), options).ok());
   // https to a plain http server: it waits for a request head that never comes, and the
   // deadline ends the exchange.
@@ -765,8 +791,9 @@ TEST_F(IdentityTest, AirlockIssuerRoundTripAndExpiredReplay) {
   IssuerConfig config = issuer("airlock", "airlock://local", {"airlock"});
   config.jwks_document = signer->jwks().dump();
   ASSERT_TRUE(v.add_issuer(config));
-  json c = {{"iss", "airlock://local"}, {"sub", "alice"}, {"aud", "airlock"}, {"iat", kNow},
-            {"exp", kNow + 300}, {"jti", "x1"}, {"act", {{"sub", "agent-7"}}}};
+  json c = {
+      {"iss", "airlock://local"}, {"sub", "alice"}, {"aud", "airlock"},           {"iat", kNow},
+      {"exp", kNow + 300},        {"jti", "x1"},    {"act", {{"sub", "agent-7"}}}};
   auto jwt = signer->issue(c);
   ASSERT_TRUE(jwt.ok());
   auto header = json::parse(base64url_decode(jwt->substr(0, jwt->find('.'))).value());
@@ -801,7 +828,10 @@ TEST_F(IdentityTest, SignerKeyFileIsCreated0600AndReloadedWithTheSameKid) {
   IssuerConfig config = issuer("airlock", "airlock://local", {"airlock"});
   config.jwks_document = second->jwks().dump();
   ASSERT_TRUE(v.add_issuer(config));
-  EXPECT_TRUE(v.verify(first->issue({{"iss", "airlock://local"}, {"aud", "airlock"}, {"exp", kNow + 10}}).value()).ok());
+  EXPECT_TRUE(
+      v.verify(first->issue({{"iss", "airlock://local"}, {"aud", "airlock"}, {"exp", kNow + 10}})
+                   .value())
+          .ok());
   // A key file others can read is refused; so is one that is not a key.
   ASSERT_EQ(::chmod(file.c_str(), 0640), 0);
   auto insecure = TokenSigner::load_or_create(file);
@@ -820,7 +850,8 @@ TEST_F(IdentityTest, RefusesIncompleteIssuerConfigs) {
   Verifier v(VerifierOptions{clock(), seconds(60)});
   EXPECT_EQ(v.add_issuer(issuer("x", kIssA, {})).error().code, "invalid_config");
   EXPECT_EQ(v.add_issuer(issuer("x", kIssA, {"airlock"})).error().code, "invalid_config");
-  EXPECT_EQ(v.add_issuer(issuer("x", kIssA, {"airlock"}, "/f", "http://u")).error().code, "invalid_config");
+  EXPECT_EQ(v.add_issuer(issuer("x", kIssA, {"airlock"}, "/f", "http://u")).error().code,
+            "invalid_config");
   EXPECT_TRUE(v.add_issuer(issuer("x", kIssA, {"airlock"}, "/f")).ok());
   EXPECT_EQ(v.add_issuer(issuer("y", kIssA, {"airlock"}, "/g")).error().code, "invalid_config");
   // A missing JWKS file: the issuer is unavailable, not an empty key set.
@@ -838,7 +869,8 @@ TEST(IdentityBase64Url, RoundTripsAndIsStrict) {
   }
   EXPECT_EQ(base64url_encode("\xfb\xff"), "-_8");
   EXPECT_EQ(base64url_decode("-_8").value(), "\xfb\xff");
-  for (const char* bad : {"Zg==", "Zm9v=", "+/8", "ab/c", "Z", "Zm9vY", "Zm 9v", "Zm9v\n", "Zh", "Zm9"}) {
+  for (const char* bad :
+       {"Zg==", "Zm9v=", "+/8", "ab/c", "Z", "Zm9vY", "Zm 9v", "Zm9v\n", "Zh", "Zm9"}) {
     auto result = base64url_decode(bad);
     EXPECT_FALSE(result.ok()) << bad;
     if (!result.ok()) {
@@ -860,8 +892,10 @@ TEST(IdentityJwk, KeySetSkipsKeysItCannotUseAndDuplicatedKids) {
   json enc = public_jwk(make_key("RSA", "enc"));
   enc["use"] = "enc";
   json no_kid = public_jwk(make_key("ED25519", ""));
-  json small_rsa = public_jwk(TestKey{std::shared_ptr<EVP_PKEY>(EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA",
-                                                                                 static_cast<size_t>(1024)), EVP_PKEY_free), "small"});
+  json small_rsa = public_jwk(TestKey{
+      std::shared_ptr<EVP_PKEY>(
+          EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(1024)), EVP_PKEY_free),
+      "small"});
   json off_curve = public_jwk(ec);
   off_curve["kid"] = "off-curve";
   off_curve["y"] = base64url_encode(std::string(32, '\x01'));
@@ -884,13 +918,16 @@ TEST(IdentityJwk, KeySetSkipsKeysItCannotUseAndDuplicatedKids) {
 // RFC 8037 appendix A: the Ed25519 key, its thumbprint and the signature of "Example of Ed25519
 // signing" (header {"alg":"EdDSA"}).
 TEST(IdentityJwk, Rfc8037KnownAnswers) {
-  const json jwk = {{"kty", "OKP"}, {"crv", "Ed25519"}, {"x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}};
+  const json jwk = {
+      {"kty", "OKP"}, {"crv", "Ed25519"}, {"x", "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}};
   EXPECT_EQ(jwk_thumbprint(jwk).value(), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
   auto key = parse_jwk(jwk);
   ASSERT_TRUE(key.ok()) << key.error().message;
   const std::string input = "eyJhbGciOiJFZERTQSJ9.RXhhbXBsZSBvZiBFZDI1NTE5IHNpZ25pbmc";
-  const std::string sig = base64url_decode(
-      "hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg").value();
+  const std::string sig =
+      base64url_decode(
+          "hgyY0il_MGCjP0JzlnLWG1PPOt7-09PGcvMg3AIbQR6dWbhijcNR4ki4iylGjg5BhVsPt9g7sVvpAr_MuM0KAg")
+          .value();
   EXPECT_TRUE(verify_signature(Alg::EdDSA, key->key.get(), input, sig));
   EXPECT_FALSE(verify_signature(Alg::EdDSA, key->key.get(), input + "x", sig));
   EXPECT_FALSE(verify_signature(Alg::RS256, key->key.get(), input, sig));  // the key's type decides
