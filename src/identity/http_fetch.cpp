@@ -1,0 +1,155 @@
+#include "identity/http_fetch.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
+#include <type_traits>
+
+namespace airlock::identity {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+Error failed(const std::string& why) {
+  return Error::make("fetch_failed", why);
+}
+
+struct Url {
+  bool tls = false;
+  std::string host;
+  std::string port;
+  std::string target;
+};
+
+Result<Url> parse_url(const std::string& url) {
+  Url out;
+  std::string rest;
+  if (url.rfind("https://", 0) == 0) {
+    out.tls = true;
+    rest = url.substr(8);
+  } else if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else {
+    return failed("the JWKS URL is neither http:// nor https://");
+  }
+  const auto slash = rest.find('/');
+  std::string authority = rest.substr(0, slash);
+  out.target = slash == std::string::npos ? "/" : rest.substr(slash);
+  if (authority.find('@') != std::string::npos)
+    return failed("the JWKS URL carries user information");
+  std::size_t colon = authority.rfind(':');
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+    const auto close = authority.find(']');
+    if (close == std::string::npos) return failed("the JWKS URL has a malformed host");
+    out.host = authority.substr(1, close - 1);
+    colon = authority.find(':', close);
+  } else {
+    out.host = authority.substr(0, colon);
+  }
+  out.port = colon == std::string::npos ? (out.tls ? "443" : "80") : authority.substr(colon + 1);
+  if (out.host.empty() || out.port.empty()) return failed("the JWKS URL has no host or port");
+  return out;
+}
+
+// One GET over `stream` (a tcp_stream or an ssl_stream over one), run to completion on `io`.
+template <typename Stream>
+Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_stream& socket,
+                             const Url& url, const tcp::resolver::results_type& endpoints,
+                             const FetchOptions& options) {
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  error_code result;
+  std::string stage = "connect";
+  beast::flat_buffer buffer;
+  http::request<http::empty_body> req{http::verb::get, url.target, 11};
+  req.set(http::field::host, url.host);
+  req.set(http::field::accept, "application/json");
+  req.set(http::field::user_agent, "airlock");
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(options.max_bytes);
+  auto on_read = [&](error_code ec, std::size_t) { result = ec; };
+  auto on_write = [&](error_code ec, std::size_t) {
+    if (ec) {
+      result = ec;
+      return;
+    }
+    stage = "read";
+    socket.expires_at(deadline);
+    http::async_read(stream, buffer, parser, on_read);
+  };
+  auto send = [&] {
+    stage = "write";
+    socket.expires_at(deadline);
+    http::async_write(stream, req, on_write);
+  };
+  auto on_handshake = [&](error_code ec) {
+    if (ec) {
+      result = ec;
+      return;
+    }
+    send();
+  };
+  socket.expires_at(deadline);
+  socket.async_connect(endpoints, [&](error_code ec, const tcp::endpoint&) {
+    if (ec) {
+      result = ec;
+      return;
+    }
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      send();
+    } else {
+      stage = "TLS handshake";
+      socket.expires_at(deadline);
+      stream.async_handshake(asio::ssl::stream_base::client, on_handshake);
+    }
+  });
+  io.run();
+  if (result == http::error::body_limit) return failed("the JWKS is larger than the size limit");
+  if (result) return failed("JWKS " + stage + " failed: " + result.message());
+  if (parser.get().result() != http::status::ok)
+    return failed("the JWKS URL answered HTTP " + std::to_string(parser.get().result_int()));
+  return parser.release().body();
+}
+
+Result<std::string> https_get(asio::io_context& io, const Url& url,
+                              const tcp::resolver::results_type& endpoints,
+                              const FetchOptions& options) {
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  error_code ec;
+  ctx.set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  if (options.ca_file.empty())
+    ctx.set_default_verify_paths(ec);
+  else
+    ctx.load_verify_file(options.ca_file, ec);
+  if (ec) return failed("cannot load the CA certificates: " + ec.message());
+  ctx.set_verify_mode(asio::ssl::verify_peer);
+  beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
+  stream.set_verify_callback(asio::ssl::host_name_verification(url.host));
+  if (SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str()) != 1)
+    return failed("cannot set the TLS server name");
+  return exchange(io, stream, beast::get_lowest_layer(stream), url, endpoints, options);
+}
+
+}  // namespace
+
+Result<std::string> http_get(const std::string& url_text, const FetchOptions& options) {
+  auto url = parse_url(url_text);
+  if (!url) return url.error();
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  error_code ec;
+  // Names resolve synchronously: JWKS URLs are configured by the operator, not by requesters.
+  auto endpoints = resolver.resolve(url->host, url->port, ec);
+  if (ec) return failed("cannot resolve the JWKS host: " + ec.message());
+  if (url->tls) return https_get(io, *url, endpoints, options);
+  beast::tcp_stream stream(io);
+  return exchange(io, stream, stream, *url, endpoints, options);
+}
+
+}  // namespace airlock::identity

@@ -1,0 +1,91 @@
+// Strict, local verification of JWTs (RFC 7519) from configured issuers: the checks and their
+// order are in docs/identity.md, "Token verification".
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.hpp"
+#include "identity/clock.hpp"
+#include "identity/http_fetch.hpp"
+#include "identity/jwks_source.hpp"
+
+namespace airlock::identity {
+
+// Tokens longer than this are refused before anything else is looked at.
+inline constexpr std::size_t kMaxTokenBytes = 16 * 1024;
+
+// One trusted issuer, as the configuration describes it. Exactly one of jwks_file, jwks_url
+// and jwks_document is set (jwks_document: Airlock's own issuer, TokenSigner::jwks()).
+struct IssuerConfig {
+  std::string name;                    // the configured name, reported in VerifiedToken
+  std::string issuer;                  // the exact "iss" string
+  std::vector<std::string> audiences;  // "aud" must contain at least one of them
+  std::string jwks_file;
+  std::string jwks_url;
+  std::string jwks_document;
+  std::string ca_file;                        // https JWKS URLs: the CA bundle; empty: the system's
+  std::chrono::seconds refetch_interval{30};  // at most one JWKS fetch per interval
+  std::chrono::seconds max_age{600};          // cached keys older than this are fetched again
+};
+
+struct VerifyOptions {
+  // A token with an "act" claim (RFC 8693 delegation) is refused as a subject token unless
+  // the caller accepts a chain of delegation.
+  bool allow_act = false;
+};
+
+struct VerifiedToken {
+  std::string issuer_name;  // IssuerConfig::name
+  std::string iss;
+  std::string sub;               // empty if absent
+  std::vector<std::string> aud;  // "aud" as a list, whether it was a string or an array
+  std::int64_t exp = 0;          // seconds since the epoch
+  std::string jti;               // empty if absent
+  nlohmann::json claims;         // the whole payload
+  std::optional<nlohmann::json> act;
+};
+
+struct VerifierOptions {
+  Clock now = system_clock();
+  std::chrono::seconds skew{60};  // allowed clock difference for exp/nbf/iat
+};
+
+// Thread-safe for verify() once the issuers are added (add_issuer is not: configure first).
+class Verifier {
+ public:
+  explicit Verifier(VerifierOptions options = {});
+
+  // Errors: "invalid_config" (no name, iss or audience, not exactly one JWKS source, or an
+  // "iss" already configured).
+  Status add_issuer(const IssuerConfig& config);
+
+  // Error codes: token_too_large, malformed, alg_not_allowed, wrong_issuer, jwks_unavailable,
+  // unknown_kid, alg_key_mismatch, bad_signature, expired, not_yet_valid, issued_in_future,
+  // wrong_audience, delegation_not_allowed. Messages never quote the token.
+  Result<VerifiedToken> verify(std::string_view token, const VerifyOptions& options = {}) const;
+
+  // The key source of a configured "iss" (nullptr if none): for tests and metrics.
+  std::shared_ptr<JwksSource> source(const std::string& iss) const;
+
+ private:
+  struct Issuer {
+    IssuerConfig config;
+    std::shared_ptr<JwksSource> keys;
+  };
+  Status check_claims(const Issuer& issuer, const nlohmann::json& claims,
+                      const VerifyOptions& options) const;
+
+  VerifierOptions options_;
+  std::map<std::string, Issuer, std::less<>> issuers_;  // by "iss"
+};
+
+}  // namespace airlock::identity
