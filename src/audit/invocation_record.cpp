@@ -64,7 +64,7 @@ nlohmann::json to_fields(const InvocationRecord& r) {
   auto credentials = nlohmann::json::array();
   for (const auto& c : r.credentials)
     credentials.push_back({{"name", text(c.name)}, {"hmac_sha256", text(c.fingerprint)}});
-  return {{"schema", kInvocationSchema},
+  nlohmann::json fields = {{"schema", kInvocationSchema},
           {"invocation_id", text(r.invocation_id)},
           {"principal", text(r.principal)},
           {"tool", text(r.tool)},
@@ -81,6 +81,13 @@ nlohmann::json to_fields(const InvocationRecord& r) {
           {"stderr", optional_digest(r.error_output)},
           {"findings", array_of(r.findings)},
           {"credentials", std::move(credentials)}};
+  // Added with identity (issue #15): present only when set, so records without them keep
+  // their form.
+  if (r.subject)
+    fields["subject"] = {{"issuer", text(r.subject->issuer)}, {"sub", text(r.subject->sub)},
+                         {"jti_sha256", text(r.subject->jti_sha256)}};
+  if (!r.access_rule.empty()) fields["access_rule"] = text(r.access_rule);
+  return fields;
 }
 
 std::string new_invocation_id() {

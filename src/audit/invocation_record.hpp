@@ -52,9 +52,19 @@ struct CredentialUse {
   std::string fingerprint;  // AuditLog::credential_fingerprint(value)
 };
 
+// The user a call was made for: the token's issuer (its configured name) and `sub`, and the
+// SHA-256 of its `jti` (hex; "" when it had none). Never the token.
+struct SubjectRecord {
+  std::string issuer;
+  std::string sub;
+  std::string jti_sha256;
+};
+
 struct InvocationRecord {
   std::string invocation_id;
   std::string principal;
+  std::optional<SubjectRecord> subject;  // absent from the record when there is none
+  std::string access_rule;               // what decided; absent when empty
   std::string tool;
   std::vector<std::string> command;
   std::map<std::string, std::uint64_t> limits;  // e.g. wall_time_ms, memory_bytes

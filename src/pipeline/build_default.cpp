@@ -11,11 +11,12 @@ namespace airlock::pipeline {
 namespace {
 
 Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Config> config,
-                                              const PipelineDeps& deps) {
+                                              const PipelineDeps& deps,
+                                              std::shared_ptr<const Authenticator> authenticator) {
   auto p = std::make_unique<Pipeline>(config);
   const policy::Config& cfg = *config;
   p->set_observer(deps.observer);
-  p->add(std::make_unique<AuthenticateStage>());
+  p->add(std::make_unique<AuthenticateStage>(std::move(authenticator)));
   if (deps.record_start) p->add(std::make_unique<RecordStartStage>(deps.record_start));
   p->add(std::make_unique<AuthorizeStage>());
   auto check = CheckInputStage::create(cfg);
@@ -42,11 +43,12 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
 }  // namespace
 
 Result<std::unique_ptr<const Pipeline>> build_default(std::shared_ptr<const policy::Config> config,
-                                                      const PipelineDeps& deps) {
+                                                      const PipelineDeps& deps,
+                                                      std::shared_ptr<const Authenticator> authenticator) {
   // A stage that throws on a config it should have refused must not take a reloading daemon
   // down: the config is refused instead.
   try {
-    return build(std::move(config), deps);
+    return build(std::move(config), deps, std::move(authenticator));
   } catch (const std::exception& e) {
     return Error::make("config", std::string("the pipeline could not be built: ") + e.what());
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "pipeline/authenticator.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -27,11 +28,15 @@ struct PipelineDeps {
   StageObserver* observer = nullptr;
   // Called for each invocation once it is authenticated (the daemon's invocation store).
   std::function<void(const Invocation&)> record_start;
+  // Signs and verifies Airlock's own tokens (null: they are not accepted).
+  const identity::TokenSigner* token_signer = nullptr;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).
 // A configuration a stage cannot be built from is refused with the reason.
+// `authenticator` is the generation's (Authenticator::create with the same config).
 Result<std::unique_ptr<const Pipeline>> build_default(std::shared_ptr<const policy::Config> config,
-                                                      const PipelineDeps& deps);
+                                                      const PipelineDeps& deps,
+                                                      std::shared_ptr<const Authenticator> authenticator);
 
 }  // namespace airlock::pipeline

@@ -65,6 +65,8 @@ struct Invocation {
   // What the stages work out.
   std::optional<Actor> actor;      // set by authenticate
   std::optional<Subject> subject;  // the user it acts for, when one is given
+  std::string subject_jti_sha256;  // of the user token's jti: the audit record's, never the token
+  std::vector<std::string> token_scope;  // an Airlock token's scope ([]: not restricted)
   std::string access_rule;         // what allowed it (authorize): "principal agent tools", ...
   sandbox::Limits limits;
   // At most kMaxReportedFindings of validator_findings_total, each message bounded: a

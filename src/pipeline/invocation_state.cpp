@@ -69,6 +69,8 @@ void restore_work(const json& j, Invocation& inv) {
   if (const auto& s = j.at("subject"); !s.is_null())
     inv.subject = Subject{s.at("issuer").get<std::string>(), s.at("sub").get<std::string>(), s.at("claims")};
   inv.access_rule = j.at("access_rule").get<std::string>();
+  inv.subject_jti_sha256 = j.at("subject_jti_sha256").get<std::string>();
+  inv.token_scope = j.at("token_scope").get<std::vector<std::string>>();
   inv.limits = limits_from(j.at("limits"));
   for (const auto& f : j.at("validator_findings")) inv.validator_findings.push_back(finding_from(f));
   inv.validator_findings_total = j.at("validator_findings_total").get<std::size_t>();
@@ -109,6 +111,8 @@ Result<json> persist(const Invocation& inv) {
          return json{{"issuer", s.issuer}, {"sub", s.sub}, {"claims", s.claims}};
        })},
       {"access_rule", inv.access_rule},
+      {"subject_jti_sha256", inv.subject_jti_sha256},
+      {"token_scope", inv.token_scope},
       {"limits", limits_json(inv.limits)},
       {"validator_findings", std::move(findings)},
       {"validator_findings_total", inv.validator_findings_total},

@@ -4,6 +4,7 @@
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/invocation_response.hpp"
+#include "server/token_exchange.hpp"
 
 namespace airlock::server {
 
@@ -94,8 +95,16 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     resp.body = openapi_document();
     return reply(resp);
   }
+  if (parts.size() == 2 && parts[0] == ".well-known" && parts[1] == "jwks.json" && s_.token_signer) {
+    if (!get) return reply(use_get());
+    return reply(jwks_response(*s_.token_signer));
+  }
   if (parts.empty() || parts[0] != "v1") return reply(error_response(404, "not_found", "no such endpoint"));
-
+  // POST /v1/token: RFC 8693 token exchange (server/token_exchange.hpp).
+  if (parts.size() == 2 && parts[1] == "token" && s_.token_signer) {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    return token(r, std::move(reply));
+  }
   // POST /v1/tools/{name}/invoke: an invocation (the pipeline authenticates it).
   if (parts.size() == 4 && parts[1] == "tools" && parts[3] == "invoke") {
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
@@ -104,28 +113,44 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
   handle_v1(r, parts, std::move(reply));
 }
 
-// The GET endpoints under /v1: each needs a valid key.
+namespace {
+
+// An agent sees the invocations it made (for whichever user); a user calling directly, those
+// made for them. A row still running has no owner yet and is seen as running.
+bool owns(const pipeline::Caller& caller, const nlohmann::json& stored) {
+  if (caller.actor) return stored.value("principal", caller.actor->principal) == caller.actor->principal;
+  const auto subject = stored.find("subject");
+  if (stored.value("status", "") == "running") return true;
+  return subject != stored.end() && subject->is_object() &&
+         subject->value("issuer", "") == caller.subject->issuer && subject->value("sub", "") == caller.subject->sub;
+}
+
+}  // namespace
+
+// The GET endpoints under /v1: each needs a valid credential.
 void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
                     std::function<void(HttpResponse)> reply) const {
   const auto generation = s_.generation->load();  // the config this request is answered under
   const policy::Config& config = *generation->config;
-  auto who = pipeline::authenticate(config, r.headers);
+  auto who = generation->authenticator->authenticate(r.headers);
   if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
     auto resp = refusal_response(*refused);
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
     return reply(resp);
   }
-  const auto& actor = std::get<pipeline::Actor>(who);
+  const auto& caller = std::get<pipeline::Caller>(who);
+  const pipeline::Actor* actor = caller.actor ? &*caller.actor : nullptr;
+  const pipeline::Subject* subject = caller.subject ? &*caller.subject : nullptr;
   if (!is_get(r)) return reply(use_get());
 
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, nullptr, t.name).refusal) tools.push_back(tool_summary(t));
+      if (!pipeline::may_invoke(config, actor, subject, t.name).refusal) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
-    if (auto decided = pipeline::may_invoke(config, actor, nullptr, parts[2]); decided.refusal)
+    if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2]); decided.refusal)
       return reply(refusal_response(*decided.refusal));
     const auto* tool = config.find_tool(parts[2]);
     auto detail = tool_summary(*tool);
@@ -135,7 +160,7 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   }
   if (parts.size() == 3 && parts[1] == "invocations") {
     auto stored = s_.store->get(parts[2]);
-    if (!stored || stored->value("principal", actor.principal) != actor.principal)
+    if (!stored || !owns(caller, *stored))
       return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
     stored->erase("principal");
     return reply(json_response(200, *stored));
@@ -191,7 +216,7 @@ HttpResponse finish(const ApiServices& s, const Generation& generation, const pi
   stored["principal"] = inv.principal_name();
   stored["log"] = pipeline::log_with_notes(inv);  // the tool's stderr, capped and DLP-redacted
   // Only authenticated invocations are kept (their row began in the record_start stage).
-  if (inv.actor) (void)s.store->finish(inv.id, inv.status(), stored);
+  if (inv.actor || inv.subject) (void)s.store->finish(inv.id, inv.status(), stored);
   count_invocation(*s.metrics, inv, tool_label);
   HttpResponse resp = json_response(http_status(inv), response);
   if (auto timing = server_timing(inv); !timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
@@ -201,6 +226,21 @@ HttpResponse finish(const ApiServices& s, const Generation& generation, const pi
 }
 
 }  // namespace
+
+// POST /v1/token on a worker: verifying the user's token may fetch its issuer's keys.
+void Api::token(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {
+  auto generation = s_.generation->load();
+  const identity::TokenSigner* signer = s_.token_signer;
+  bool accepted = s_.executor->submit([generation, signer, r, reply] {
+    reply(exchange_token(r, *generation->authenticator, *signer));
+  });
+  if (!accepted) {
+    s_.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
+    auto resp = error_response(429, "queue_full", "too many requests are queued; retry later");
+    resp.headers.emplace_back("Retry-After", "1");
+    reply(resp);
+  }
+}
 
 void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
   if (s_.draining && s_.draining->load()) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "identity/signer.hpp"
 #include "pipeline/pipeline.hpp"
 #include "policy/config.hpp"
 #include "server/executor.hpp"
@@ -43,6 +44,7 @@ struct ApiServices {
   InvocationExecutor* executor = nullptr;
   InvocationStore* store = nullptr;
   audit::AuditLog* audit = nullptr;
+  const identity::TokenSigner* token_signer = nullptr;  // null: no token endpoint
   Metrics* metrics = nullptr;
   const std::atomic<bool>* draining = nullptr;
   std::function<std::string()> new_id;
@@ -56,6 +58,7 @@ class Api {
 
  private:
   void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
+  void token(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
   void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,
                  std::function<void(HttpResponse)> reply) const;
 

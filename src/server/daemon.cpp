@@ -11,6 +11,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "egress/policy.hpp"
+#include "identity/signer.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/execute.hpp"
@@ -100,6 +101,7 @@ struct Daemon::State {
   DaemonOptions options;
   std::optional<DataDirLock> lock;  // first member: released last
   std::unique_ptr<audit::AuditLog> audit;
+  std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
   backend::RunningSandboxes registry;
@@ -140,6 +142,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto log = audit::AuditLog::open(dir + "/audit.db", audit_options);
   if (!log) return log.error();
   audit = std::move(*log);
+  auto signer = identity::TokenSigner::load_or_create(dir + "/token.key");
+  if (!signer) return Error::make("storage", dir + "/token.key: " + signer.error().message);
+  token_signer.emplace(std::move(*signer));
   auto opened = InvocationStore::open(dir + "/state.db");
   if (!opened) return opened.error();
   store = std::move(*opened);
@@ -191,6 +196,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.executor = executor.get();
   services.store = store.get();
   services.audit = audit.get();
+  services.token_signer = &*token_signer;
   services.metrics = &metrics;
   services.draining = &draining;
   services.new_id = [] { return audit::new_invocation_id(); };
@@ -224,6 +230,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   st->observer = std::make_unique<MetricsObserver>(st->metrics);
   auto& deps = st->pipeline_deps;
   deps.audit = st->audit.get();
+  deps.token_signer = &*st->token_signer;
   deps.failed_auth = st->failed_auth.get();
   st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);

@@ -15,6 +15,7 @@ namespace airlock::server {
 struct Generation {
   std::shared_ptr<const policy::Config> config;
   std::unique_ptr<const pipeline::Pipeline> pipeline;  // runs under `config`
+  std::shared_ptr<const pipeline::Authenticator> authenticator;  // the pipeline's, for the API
 };
 
 // The current generation: one atomic load per request.

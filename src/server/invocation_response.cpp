@@ -65,6 +65,9 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   j["id"] = inv.id;
   j["tool"] = inv.tool_name;
   j["status"] = inv.status();
+  j["actor"] = inv.actor ? nlohmann::json{{"principal", inv.actor->principal}} : nlohmann::json();
+  j["subject"] = inv.subject ? nlohmann::json{{"issuer", inv.subject->issuer}, {"sub", inv.subject->sub}}
+                             : nlohmann::json();
   j["output"] = (!inv.error && inv.output) ? *inv.output : nlohmann::json();
   j["error"] = error_json(inv);
   j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();

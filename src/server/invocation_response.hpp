@@ -8,7 +8,7 @@
 
 namespace airlock::server {
 
-// {"id","tool","status","output","error":{"kind","message","pointer"?,"findings"?,
+// {"id","tool","status","actor":{"principal"}|null,"subject":{"issuer","sub"}|null,"output","error":{"kind","message","pointer"?,"findings"?,
 //  "findings_total"?},"verdict","usage","redactions","egress","audit":{"index","leaf_hash"}}
 nlohmann::json to_response(const pipeline::Invocation& inv);
 

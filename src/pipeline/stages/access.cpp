@@ -1,24 +1,8 @@
 #include "pipeline/stages/access.hpp"
 
+#include <algorithm>
+
 namespace airlock::pipeline {
-
-std::optional<std::string> bearer_token(const Headers& headers) {
-  auto it = headers.find("authorization");
-  if (it == headers.end()) return std::nullopt;
-  const std::string& v = it->second;
-  if (v.size() < 7 || !(v.compare(0, 7, "Bearer ") == 0 || v.compare(0, 7, "bearer ") == 0))
-    return std::nullopt;
-  return v.substr(7);
-}
-
-std::variant<Actor, InvocationError> authenticate(const policy::Config& config, const Headers& headers) {
-  auto key = bearer_token(headers);
-  if (!key || key->empty())
-    return deny(ErrorKind::unauthenticated, "no API key: send Authorization: Bearer <key>");
-  const policy::Principal* found = config.find_principal_by_key(*key);
-  if (!found) return deny(ErrorKind::unauthenticated, "the API key is not valid");
-  return Actor{found->name};
-}
 
 namespace {
 
@@ -30,25 +14,38 @@ ErrorKind refusal_kind(const access::Decision& d) {
 
 }  // namespace
 
-InvokeDecision may_invoke(const policy::Config& config, const Actor& actor, const Subject* subject,
+InvokeDecision may_invoke(const policy::Config& config, const Actor* actor, const Subject* subject,
                           const std::string& tool) {
-  InvokeDecision out{access::decide(config, &actor, subject, policy::Action::invoke, tool), std::nullopt};
+  InvokeDecision out{access::decide(config, actor, subject, policy::Action::invoke, tool), std::nullopt};
   if (!out.decision.allowed) out.refusal = deny(refusal_kind(out.decision), out.decision.reason);
   return out;
 }
 
-StageResult AuthenticateStage::run(Invocation& inv, StageContext& ctx) {
-  auto who = authenticate(ctx.config(), inv.headers);
+StageResult AuthenticateStage::run(Invocation& inv, StageContext&) {
+  auto who = authenticator_->authenticate(inv.headers);
   if (auto* refused = std::get_if<InvocationError>(&who)) return std::move(*refused);
-  inv.actor = std::get<Actor>(std::move(who));
+  auto& caller = std::get<Caller>(who);
+  inv.actor = std::move(caller.actor);
+  inv.subject = std::move(caller.subject);
+  inv.subject_jti_sha256 = std::move(caller.subject_jti_sha256);
+  inv.token_scope = std::move(caller.scope);
   return StageResult::next();
 }
 
 StageResult AuthorizeStage::run(Invocation& inv, StageContext& ctx) {
-  if (!inv.actor) return deny(ErrorKind::unauthenticated, "the invocation has no authenticated caller");
-  auto decided = may_invoke(ctx.config(), *inv.actor, inv.subject ? &*inv.subject : nullptr, inv.tool_name);
+  if (!inv.actor && !inv.subject)
+    return deny(ErrorKind::unauthenticated, "the invocation has no authenticated caller");
+  auto decided = may_invoke(ctx.config(), inv.actor ? &*inv.actor : nullptr,
+                            inv.subject ? &*inv.subject : nullptr, inv.tool_name);
   inv.access_rule = decided.decision.rule;
   if (decided.refusal) return std::move(*decided.refusal);
+  if (!inv.token_scope.empty() &&
+      std::find(inv.token_scope.begin(), inv.token_scope.end(), inv.tool_name) == inv.token_scope.end()) {
+    inv.access_rule = "token scope";
+    std::string scope;
+    for (const auto& t : inv.token_scope) scope += (scope.empty() ? "" : " ") + t;
+    return deny(ErrorKind::forbidden, "the token's scope (" + scope + ") does not include tool '" + inv.tool_name + "'");
+  }
   return StageResult::next();
 }
 

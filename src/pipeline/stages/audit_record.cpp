@@ -23,7 +23,8 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
     return StageResult::next();
   }
   audit::InvocationRecord record;
-  const std::string principal = inv.actor ? inv.actor->principal : "(unauthenticated)";
+  const std::string principal =
+      inv.actor ? inv.actor->principal : (inv.subject ? "(none: a user called directly)" : "(unauthenticated)");
   if (inv.request && inv.outcome) {
     record = audit::record_from_run(*inv.request, *inv.outcome, {inv.id, principal, inv.tool_name});
   } else {
@@ -32,6 +33,8 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
     record.tool = inv.tool_name;
   }
   // What the pipeline knows beyond the sandbox run.
+  if (inv.subject) record.subject = audit::SubjectRecord{inv.subject->issuer, inv.subject->sub, inv.subject_jti_sha256};
+  record.access_rule = inv.access_rule;
   if (inv.error) {
     const std::string kind(inv.error->kind_name());
     if (!inv.outcome || kind != sandbox::verdict_name(inv.outcome->verdict))
