@@ -44,6 +44,8 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
   r.field(root, "principals",
           [&](const YAML::Node& v) { detail::read_principals(r, v, c.principals); });
+  if (root["principals"])
+    detail::check_certificates_need_client_ca(r, root["principals"], c.server);
   r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers); });
   r.field(root, "tools", [&](const YAML::Node& v) { detail::read_tools(r, v, label, c.tools); });
   return c;

@@ -34,6 +34,15 @@ inline constexpr std::size_t kMaxConfigErrorsShown = 100;
 enum class Risk { low, medium, high, critical };
 std::string_view risk_name(Risk r);
 
+// server.tls: the API over TLS (docs/daemon.md, "TLS and client certificates"). The paths
+// are resolved against the config's directory; the files were readable at load.
+struct TlsConfig {
+  std::string cert_file;       // PEM: the server's certificate, then any intermediates
+  std::string key_file;        // PEM: its private key
+  std::string client_ca_file;  // PEM: CAs whose client certificates authenticate; "": none
+  bool operator==(const TlsConfig&) const = default;
+};
+
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8750;
@@ -43,6 +52,7 @@ struct ServerConfig {
   std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
+  std::optional<TlsConfig> tls;                       // none: plain HTTP
 };
 
 struct StorageConfig {
@@ -51,9 +61,17 @@ struct StorageConfig {
   std::chrono::milliseconds checkpoint_interval{60'000};
 };
 
+// principals[].certificate: the client certificate (mTLS) that authenticates as a principal.
+// Exactly one of the two is set; each is compared exactly.
+struct CertificateMatch {
+  std::string subject;  // RFC 2253, most specific first: "CN=research-agent,O=agents"
+  std::string uri_san;  // a URI subjectAltName: "spiffe://example.org/agents/research"
+};
+
 struct Principal {
   std::string name;
   std::string api_key_sha256;          // lower-case hex; the key itself is never stored
+  std::optional<CertificateMatch> certificate;
   std::vector<std::string> tools;      // names or globs ("fetch-*"); none by default
 };
 

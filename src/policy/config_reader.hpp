@@ -100,6 +100,9 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s);
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s);
 void read_dlp(Reader& r, const YAML::Node& n, std::string& policy);
 void read_principals(Reader& r, const YAML::Node& n, std::vector<Principal>& out);
+// principals[].certificate is refused unless server.tls.clientCAFile is set.
+void check_certificates_need_client_ca(Reader& r, const YAML::Node& principals,
+                                       const ServerConfig& server);
 void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 std::vector<ToolConfig>& out);
