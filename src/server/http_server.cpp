@@ -84,7 +84,7 @@ std::optional<PeerCertificate> verified_client_certificate(SSL* ssl) {
 }  // namespace
 
 struct HttpServer::Impl {
-  const Api& api;
+  RequestHandler handler;
   HttpServerOptions options;
   // Requests handed to the Api whose answer is not written yet: stop() waits for them, so an
   // invocation that finishes while the daemon drains still reaches its client.
@@ -97,7 +97,7 @@ struct HttpServer::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::shared_ptr<asio::ssl::context> tls;  // set by bind() when options.tls is
 
-  Impl(const Api& a, HttpServerOptions o) : api(a), options(std::move(o)) {}
+  Impl(RequestHandler h, HttpServerOptions o) : handler(std::move(h)), options(std::move(o)) {}
   void accept();
 };
 
@@ -205,7 +205,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       ++server_.in_flight;
     }
     answered_ = false;
-    server_.api.handle(to_request(req, peer_, client_certificate_), std::move(reply));
+    server_.handler(to_request(req, peer_, client_certificate_), std::move(reply));
   }
 
   static std::string_view rejection_reason(const error_code& ec) {
@@ -293,7 +293,14 @@ void HttpServer::Impl::accept() {
 }
 
 HttpServer::HttpServer(const Api& api, HttpServerOptions options)
-    : impl_(std::make_unique<Impl>(api, std::move(options))) {}
+    : HttpServer(
+          [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+            api.handle(request, std::move(reply));
+          },
+          std::move(options)) {}
+
+HttpServer::HttpServer(RequestHandler handler, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
 
 HttpServer::~HttpServer() { stop(); }
 

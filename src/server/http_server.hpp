@@ -33,9 +33,14 @@ struct HttpServerOptions {
   std::function<void(std::string_view reason)> rejected;
 };
 
+// What answers the requests: Api::handle, or (in tests) anything with its contract.
+using RequestHandler =
+    std::function<void(const HttpRequest& request, std::function<void(HttpResponse)> reply)>;
+
 class HttpServer {
  public:
-  HttpServer(const Api& api, HttpServerOptions options);
+  HttpServer(const Api& api, HttpServerOptions options);  // `api` outlives the server
+  HttpServer(RequestHandler handler, HttpServerOptions options);
   ~HttpServer();
   Status bind();              // binds and listens; nothing is accepted until serve()
   void serve();               // accepts and answers on its own threads

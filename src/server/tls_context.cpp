@@ -20,8 +20,8 @@ Status harden(SSL_CTX* ctx) {
   if (SSL_CTX_set_cipher_list(ctx, kTls12Ciphers) != 1)
     return tls_error("cannot set the cipher list");
   SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                               SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_SSLv3 |
-                               SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1);
+                               SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 |
+                               SSL_OP_NO_TLSv1_1);
   return {};
 }
 
