@@ -204,7 +204,15 @@ Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
   if (ec)
     return Error::make("tls", "TLS handshake with " + o.server + " failed: " +
                                   handshake_failure(stream.native_handle(), ec));
-  Reply reply = exchange(stream, req);
+  Reply reply;
+  try {
+    reply = exchange(stream, req);
+  } catch (const boost::system::system_error& e) {
+    // TLS 1.3: a client certificate the server refuses shows here, after the handshake.
+    if (e.code().category() != asio::error::get_ssl_category()) throw;
+    return Error::make("tls", "TLS with " + o.server + " failed: " + e.code().message() +
+                                  (o.cert.empty() ? "" : " (was --cert refused?)"));
+  }
   // No close_notify exchange: the answer is complete (Content-Length), and waiting for the
   // server's could only hang.
   beast::error_code ignored;
