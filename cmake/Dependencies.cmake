@@ -6,7 +6,7 @@ find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
-find_package(OpenSSL 3 REQUIRED)   # SHA-256, HMAC, Ed25519
+find_package(OpenSSL 3 REQUIRED)   # SHA-256, HMAC, Ed25519; TLS for the daemon's API
 find_package(SQLite3 REQUIRED)     # the audit log and the daemon's state
 find_package(yaml-cpp REQUIRED)    # configuration and policy files
 find_package(prometheus-cpp CONFIG REQUIRED)  # the daemon's /metrics (core only)
@@ -53,6 +53,6 @@ airlock_dependency(hs PkgConfig::HS hs)
 airlock_dependency(re2 PkgConfig::RE2 re2)
 airlock_dependency(idn2 PkgConfig::IDN2 idn2 unistring)
 airlock_dependency(yaml yaml-cpp yaml-cpp)
-airlock_dependency(ssl OpenSSL::SSL ssl crypto)  # TLS for identity's JWKS URLs (libssl needs libcrypto after it)
+airlock_dependency(ssl OpenSSL::SSL ssl crypto)  # TLS: the API server, the CLI client, JWKS URLs (libssl needs libcrypto after it)
 airlock_dependency(crypto OpenSSL::Crypto crypto)
 airlock_dependency(sqlite SQLite::SQLite3 sqlite3)

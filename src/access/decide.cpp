@@ -186,7 +186,7 @@ Decision decide(const policy::Config& config, const Actor* agent, const Subject*
     if (t && t->requires_user)
       return deny("subject_required", "tool " + t->name + " requiresUser",
                   "tool '" + t->name + "' may only be called on behalf of a user, and this call "
-                  "has none (send the user's token as the subject)");
+                  "has none (send the user's token in Airlock-Subject-Token, or exchange it at POST /v1/token)");
     return *by_agent;
   }
   Decision by_user = user_decision(config, *user, action, t, tool);

@@ -3,9 +3,12 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
 
 #include "cli/commands.hpp"
 #include "common/result.hpp"
@@ -18,9 +21,13 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+namespace ssl = asio::ssl;
+
 struct ClientOptions {
   std::string server = "http://127.0.0.1:8750";
   std::string key;
+  std::string cacert;     // https: the CAs to verify the server with; "": the system's
+  std::string cert, key_file;  // https: a client certificate and its key (mTLS)
 };
 
 struct Reply {
@@ -28,12 +35,14 @@ struct Reply {
   std::string body;
 };
 
-// The daemon's address from --server: http://HOST[:PORT][/], HOST a DNS name, an IPv4 address
-// or a bracketed IPv6 address. Nothing else: the authority goes into the Host header as it is.
+// The daemon's address from --server: http[s]://HOST[:PORT][/], HOST a DNS name, an IPv4
+// address or a bracketed IPv6 address. Nothing else: the authority goes into the Host header
+// as it is.
 struct ServerAddress {
+  bool tls = false;       // https
   std::string authority;  // HOST[:PORT] as given
   std::string host;       // without brackets
-  std::string port = "80";
+  std::string port = "80";  // 443 for https
 };
 
 bool is_host_char(char c) {
@@ -49,13 +58,14 @@ bool is_port(std::string_view text) {
 }
 
 Result<ServerAddress> parse_server(std::string_view url) {
-  auto bad = [&] { return Error::make("usage", "--server must be http://HOST:PORT"); };
-  constexpr std::string_view kPrefix = "http://";
-  if (!url.starts_with(kPrefix)) return bad();
-  std::string_view authority = url.substr(kPrefix.size());
-  if (authority.ends_with('/')) authority.remove_suffix(1);
+  auto bad = [&] { return Error::make("usage", "--server must be http[s]://HOST:PORT"); };
   ServerAddress a;
+  a.tls = url.starts_with("https://");
+  if (!a.tls && !url.starts_with("http://")) return bad();
+  std::string_view authority = url.substr(a.tls ? 8 : 7);
+  if (authority.ends_with('/')) authority.remove_suffix(1);
   a.authority = std::string(authority);
+  if (a.tls) a.port = "443";
   std::string_view host = authority, port;
   if (authority.starts_with('[')) {  // [IPv6]:PORT
     auto close = authority.find(']');
@@ -106,36 +116,144 @@ std::string printable(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
-// One request to the daemon. Errors (unreachable, bad URL or key) come back as an Error,
-// before anything is sent.
+http::request<http::string_body> make_request(const ServerAddress& server, const ClientOptions& o,
+                                              http::verb verb, const std::string& path,
+                                              const std::string& body) {
+  http::request<http::string_body> req{verb, path, 11};
+  req.set(http::field::host, server.authority);
+  req.set(http::field::user_agent, "airlock-cli");
+  if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
+  if (verb == http::verb::post) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+  }
+  return req;
+}
+
+template <class Stream>
+Reply exchange(Stream& stream, const http::request<http::string_body>& req) {
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(256 * 1024 * 1024);
+  http::read(stream, buffer, parser);
+  return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+}
+
+// A mistake in the TLS options, found before connecting.
+struct TlsSetupError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// https: the server's chain is verified against --cacert (else the system's CAs), always.
+ssl::context client_context(const ClientOptions& o) {
+  ssl::context ctx(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  auto load = [](const std::string& option, const std::string& file, auto&& how) {
+    try {
+      how();
+    } catch (const boost::system::system_error& e) {
+      throw TlsSetupError("cannot load " + option + " " + file + ": " + e.code().message());
+    }
+  };
+  if (o.cacert.empty())
+    ctx.set_default_verify_paths();
+  else
+    load("--cacert", o.cacert, [&] { ctx.load_verify_file(o.cacert); });
+  ctx.set_verify_mode(ssl::verify_peer);
+  if (!o.cert.empty()) {
+    load("--cert", o.cert, [&] { ctx.use_certificate_chain_file(o.cert); });
+    const std::string& key = o.key_file.empty() ? o.cert : o.key_file;
+    load("--cert-key", key, [&] { ctx.use_private_key_file(key, ssl::context::pem); });
+  }
+  return ctx;
+}
+
+// The certificate must name the host of --server (a DNS name or the IP address); a DNS name
+// also goes into SNI (RFC 6066 has no IP literals).
+void expect_server_name(SSL* ssl, const std::string& host) {
+  boost::system::error_code not_ip;
+  (void)asio::ip::make_address(host, not_ip);
+  if (!not_ip) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
+    return;
+  }
+  SSL_set_tlsext_host_name(ssl, host.c_str());
+  SSL_set1_host(ssl, host.c_str());
+}
+
+// Why the handshake failed, for a human: what verification found, else OpenSSL's reason.
+std::string handshake_failure(SSL* ssl, const boost::system::error_code& ec) {
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK)
+    return std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+  return ec.message();
+}
+
+Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
+                          const http::request<http::string_body>& req) {
+  ssl::context ctx = client_context(o);
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver(io);
+  beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
+  expect_server_name(stream.native_handle(), server.host);
+  beast::get_lowest_layer(stream).connect(resolver.resolve(server.host, server.port));
+  boost::system::error_code ec;
+  stream.handshake(ssl::stream_base::client, ec);
+  if (ec)
+    return Error::make("tls", "TLS handshake with " + o.server + " failed: " +
+                                  handshake_failure(stream.native_handle(), ec));
+  Reply reply;
+  try {
+    reply = exchange(stream, req);
+  } catch (const boost::system::system_error& e) {
+    // TLS 1.3: a client certificate the server refuses shows here, after the handshake.
+    if (e.code().category() != asio::error::get_ssl_category()) throw;
+    return Error::make("tls", "TLS with " + o.server + " failed: " + e.code().message() +
+                                  (o.cert.empty() ? "" : " (was --cert refused?)"));
+  }
+  // No close_notify exchange: the answer is complete (Content-Length), and waiting for the
+  // server's could only hang.
+  beast::error_code ignored;
+  beast::get_lowest_layer(stream).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  return reply;
+}
+
+Reply request_plain(const ServerAddress& server, const http::request<http::string_body>& req) {
+  asio::io_context io;
+  asio::ip::tcp::resolver resolver(io);
+  beast::tcp_stream stream(io);
+  stream.connect(resolver.resolve(server.host, server.port));
+  Reply reply = exchange(stream, req);
+  beast::error_code ignored;
+  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  return reply;
+}
+
+Status check_tls_options(const ServerAddress& server, const ClientOptions& o) {
+  if (!server.tls && !(o.cacert.empty() && o.cert.empty() && o.key_file.empty()))
+    return Error::make("usage", "--cacert, --cert and --cert-key need an https:// --server");
+  if (!o.key_file.empty() && o.cert.empty())
+    return Error::make("usage", "--cert-key needs --cert");
+  return {};
+}
+
+// One request to the daemon. Errors (unreachable, bad URL or key, TLS) come back as an
+// Error; those of the URL, key and options before anything is sent.
 Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
                       const std::string& body) {
   auto server = parse_server(o.server);
   if (!server) return server.error();
   if (!header_safe_key(o.key))
     return Error::make("usage", "the API key may only hold visible ASCII characters");
+  if (auto s = check_tls_options(*server, o); !s) return s.error();
   try {
-    asio::io_context io;
-    asio::ip::tcp::resolver resolver(io);
-    beast::tcp_stream stream(io);
-    stream.connect(resolver.resolve(server->host, server->port));
-    http::request<http::string_body> req{verb, path, 11};
-    req.set(http::field::host, server->authority);
-    req.set(http::field::user_agent, "airlock-cli");
-    if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
-    if (verb == http::verb::post) {
-      req.set(http::field::content_type, "application/json");
-      req.body() = body;
-      req.prepare_payload();
-    }
-    http::write(stream, req);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024 * 1024);
-    http::read(stream, buffer, parser);
-    beast::error_code ignored;
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-    return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    auto req = make_request(*server, o, verb, path, body);
+    if (server->tls) return request_tls(*server, o, req);
+    return request_plain(*server, req);
+  } catch (const TlsSetupError& e) {
+    return Error::make("usage", e.what());
   } catch (const boost::system::system_error& e) {
     return Error::make("connection", "cannot reach " + o.server + ": " + e.code().message());
   } catch (const std::exception& e) {
@@ -144,8 +262,15 @@ Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string
 }
 
 void add_client_options(CLI::App* cmd, ClientOptions& o) {
-  cmd->add_option("--server", o.server, "The daemon's URL (default http://127.0.0.1:8750)");
+  cmd->add_option("--server", o.server,
+                  "The daemon's URL, http:// or https:// (default http://127.0.0.1:8750)");
   cmd->add_option("--key", o.key, "API key (default: $AIRLOCK_API_KEY)");
+  cmd->add_option("--cacert", o.cacert,
+                  "https: verify the server against these CA certificates (PEM; default: the "
+                  "system's)");
+  cmd->add_option("--cert", o.cert, "https: a client certificate (PEM), for mTLS");
+  cmd->add_option("--cert-key", o.key_file,
+                  "https: the client certificate's private key (PEM; default: in --cert)");
 }
 
 void key_from_environment(ClientOptions& o) {

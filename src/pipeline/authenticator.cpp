@@ -102,11 +102,21 @@ Result<std::shared_ptr<const Authenticator>> Authenticator::create(
   return std::shared_ptr<const Authenticator>(std::move(a));
 }
 
-std::variant<Caller, InvocationError> Authenticator::authenticate(const Headers& headers) const {
+std::variant<Caller, InvocationError> Authenticator::authenticate(
+    const Headers& headers, const policy::ClientCertificate* certificate) const {
   auto bearer = bearer_token(headers);
-  if (!bearer || bearer->empty())
+  std::variant<Caller, InvocationError> who = unauthenticated("");
+  if (bearer && !bearer->empty()) {
+    who = from_bearer(*bearer);
+  } else if (certificate) {
+    const policy::Principal* agent = config_->find_principal_by_certificate(*certificate);
+    if (!agent)
+      return unauthenticated("the client certificate (" + certificate->subject +
+                             ") is no principal's, and no bearer credential was sent");
+    who = Caller{Actor{agent->name}, std::nullopt, {}, "certificate", {}};
+  } else {
     return unauthenticated("no credential: send Authorization: Bearer <API key or token>");
-  auto who = from_bearer(*bearer);
+  }
   auto* caller = std::get_if<Caller>(&who);
   if (!caller) return who;
   if (auto subject = headers.find(kSubjectTokenHeader); subject != headers.end())

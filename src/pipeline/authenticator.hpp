@@ -5,6 +5,7 @@
 //   Authorization: Bearer <agent JWT>          an agent (principals[].jwt: issuer + subject)
 //   Authorization: Bearer <Airlock token>      an agent acting for a user (POST /v1/token)
 //   Authorization: Bearer <user JWT>           a person calling directly: a user, no agent
+//   a client certificate (mTLS), no bearer     an agent (principals[].certificate)
 //   Airlock-Subject-Token: <user JWT>          next to an agent's credential: the user it acts for
 //
 // Tokens are verified locally and strictly (identity::Verifier). Airlock's own tokens are
@@ -40,7 +41,7 @@ struct Caller {
   std::optional<Actor> actor;      // the agent, when there is one
   std::optional<Subject> subject;  // the user, when one is given
   std::string subject_jti_sha256;  // of the user token's jti (hex), "" without one
-  std::string credential;          // "api_key", "jwt", "airlock_token", "user_token"
+  std::string credential;          // "api_key", "jwt", "airlock_token", "user_token", "certificate"
   std::vector<std::string> scope;  // an Airlock token's scope: the only tools it may call
 };
 
@@ -59,7 +60,10 @@ class Authenticator {
       identity::VerifierOptions options = {});
 
   // The caller the request's credentials name, or why they name no one (unauthenticated).
-  std::variant<Caller, InvocationError> authenticate(const Headers& headers) const;
+  // `certificate`: the TLS client's, verified at the handshake (null: none). A bearer
+  // credential, when given, decides who the agent is; the certificate does without one.
+  std::variant<Caller, InvocationError> authenticate(const Headers& headers,
+                                                     const policy::ClientCertificate* certificate = nullptr) const;
 
   // An agent's own credential (an API key or an agent JWT): the token endpoint's actor.
   std::variant<Actor, InvocationError> authenticate_agent(const std::string& credential) const;

@@ -18,6 +18,7 @@
 #include "access/decide.hpp"
 #include "backend/backend.hpp"
 #include "pipeline/error.hpp"
+#include "policy/config.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
 #include "validate/validate.hpp"
@@ -52,6 +53,7 @@ struct Invocation {
   std::string tool_name;
   // Lower-case names. They carry credentials: never persisted, logged or recorded.
   std::map<std::string, std::string> headers;
+  std::optional<policy::ClientCertificate> client_certificate;  // verified by TLS; not persisted
   std::string raw_body;  // {"arguments": {...}} as received
   std::string peer;      // the client's address ("" when unknown)
   nlohmann::json arguments = nlohmann::json::object();  // parsed by check_input

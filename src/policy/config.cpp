@@ -51,6 +51,8 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   });
   r.field(root, "principals",
           [&](const YAML::Node& v) { detail::read_principals(r, v, c.identity, c.principals); });
+  if (root["principals"])
+    detail::check_certificates_need_client_ca(r, root["principals"], c.server);
   r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers); });
   r.field(root, "tools", [&](const YAML::Node& v) { detail::read_tools(r, v, label, c.tools); });
   return c;
@@ -158,6 +160,26 @@ const Principal* Config::find_principal_by_key(std::string_view api_key) const {
   const Principal* found = nullptr;
   for (const auto& p : principals)  // no early exit
     if (constant_time_equal(p.api_key_sha256, hash)) found = &p;
+  return found;
+}
+
+namespace {
+
+bool matches(const CertificateMatch& m, const ClientCertificate& c) {
+  if (!m.subject.empty()) return m.subject == c.subject;
+  return !m.uri_san.empty() &&
+         std::find(c.uri_sans.begin(), c.uri_sans.end(), m.uri_san) != c.uri_sans.end();
+}
+
+}  // namespace
+
+const Principal* Config::find_principal_by_certificate(const ClientCertificate& certificate) const {
+  const Principal* found = nullptr;
+  for (const auto& p : principals) {
+    if (!p.certificate || !matches(*p.certificate, certificate)) continue;
+    if (found) return nullptr;  // ambiguous
+    found = &p;
+  }
   return found;
 }
 

@@ -33,6 +33,15 @@ inline constexpr int kMaxConfigNesting = 64;
 // Errors listed at most (in file order); a count of the others follows.
 inline constexpr std::size_t kMaxConfigErrorsShown = 100;
 
+// server.tls: the API over TLS (docs/daemon.md, "TLS and client certificates"). The paths
+// are resolved against the config's directory; the files were readable at load.
+struct TlsConfig {
+  std::string cert_file;       // PEM: the server's certificate, then any intermediates
+  std::string key_file;        // PEM: its private key
+  std::string client_ca_file;  // PEM: CAs whose client certificates authenticate; "": none
+  bool operator==(const TlsConfig&) const = default;
+};
+
 struct ServerConfig {
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8750;
@@ -42,6 +51,7 @@ struct ServerConfig {
   std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
+  std::optional<TlsConfig> tls;                       // none: plain HTTP
 };
 
 struct StorageConfig {
@@ -50,10 +60,18 @@ struct StorageConfig {
   std::chrono::milliseconds checkpoint_interval{60'000};
 };
 
+// principals[].certificate: the client certificate (mTLS) that authenticates as a principal.
+// Exactly one of the two is set; each is compared exactly.
+struct CertificateMatch {
+  std::string subject;  // RFC 2253, most specific first: "CN=research-agent,O=agents"
+  std::string uri_san;  // a URI subjectAltName: "spiffe://example.org/agents/research"
+};
+
 struct Principal {
   std::string name;
   std::string api_key_sha256;          // lower-case hex; the key itself is never stored; or
-  std::optional<PrincipalJwt> jwt;     // empty (at least one of the two is set)
+  std::optional<PrincipalJwt> jwt;     // a JWT of a configured issuer; or
+  std::optional<CertificateMatch> certificate;  // a client certificate (at least one is set)
   std::vector<std::string> tools;      // names or globs ("fetch-*"); none by default
 };
 
@@ -100,6 +118,14 @@ struct ToolConfig {
   std::string where;                    // "file:line" of its definition
 };
 
+// A TLS client's verified certificate (HTTP layer: server/peer_certificate.hpp).
+struct ClientCertificate {
+  // The subject in RFC 2253 form, most specific first ("CN=research-agent,O=agents"), as
+  // `openssl x509 -noout -subject -nameopt RFC2253` prints it; "" for an empty subject.
+  std::string subject;
+  std::vector<std::string> uri_sans;  // the URI subjectAltNames, in certificate order
+};
+
 struct Config {
   std::string path;
   // The SHA-256 (hex) of the file's text: what an invocation started under ("" when the
@@ -121,6 +147,11 @@ struct Config {
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;
+  // The principal whose `certificate` matches: its subject equal to the certificate's, or its
+  // uriSAN equal to one of the certificate's URI SANs. nullptr when none does, and when more
+  // than one principal does (one by subject, another by URI SAN): an ambiguous certificate
+  // authenticates as nobody.
+  const Principal* find_principal_by_certificate(const ClientCertificate& certificate) const;
   // The limits a tool runs with: its tier's, with its overrides applied.
   sandbox::Limits limits_for(const ToolConfig& tool) const;
 };

@@ -1,5 +1,5 @@
-// The principals section: who may call which tools, by the SHA-256 of their key or by a JWT
-// of a configured issuer.
+// The principals section: who may call which tools: by the SHA-256 of their key, by a JWT
+// of a configured issuer, or by their client certificate (mTLS).
 #include <cctype>
 
 #include "policy/config_reader.hpp"
@@ -32,19 +32,42 @@ PrincipalJwt read_jwt(Reader& r, const YAML::Node& n, const std::string& what,
   return jwt;
 }
 
+// principals[].certificate: {subject: RFC 2253} or {uriSAN: URI}, exactly one, not empty.
+CertificateMatch read_certificate(Reader& r, const YAML::Node& n, const std::string& what) {
+  r.only_keys(n, what, {"subject", "uriSAN"});
+  if (!n["subject"] == !n["uriSAN"])
+    fail(n, what + ": expected exactly one of subject (RFC 2253, \"CN=name,O=org\") or uriSAN "
+                   "(\"spiffe://trust-domain/path\")");
+  CertificateMatch m;
+  const char* key = n["subject"] ? "subject" : "uriSAN";
+  std::string value = r.string(n[key], what + "." + key);
+  if (value.empty()) fail(n[key], what + "." + key + ": must not be empty");
+  (n["subject"] ? m.subject : m.uri_san) = std::move(value);
+  return m;
+}
+
+// The ways a principal can prove who it is; it needs one at least.
+bool has_credential(const YAML::Node& n) {
+  return n["apiKeySha256"] || n["jwt"] || n["certificate"];
+}
+
 Principal read_principal(Reader& r, const YAML::Node& n, const std::string& what,
                          const IdentityConfig& identity) {
-  r.only_keys(n, what, {"name", "apiKeySha256", "jwt", "tools"});
+  r.only_keys(n, what, {"name", "apiKeySha256", "jwt", "certificate", "tools"});
   Principal p;
   if (!n["name"]) r.error(n, what + ": missing name");
-  if (!n["apiKeySha256"] && !n["jwt"])
+  if (!has_credential(n))
     r.error(n, what + ": missing apiKeySha256 (the SHA-256 of the API key, hex) or jwt "
-                      "({issuer, subject}): a principal needs a way to authenticate");
+                      "({issuer, subject}) or certificate (a client certificate's subject or "
+                      "uriSAN): a principal needs a way to authenticate");
   r.field(n, "name", [&](const YAML::Node& v) { p.name = r.string(v, what + ".name"); });
   r.field(n, "apiKeySha256", [&](const YAML::Node& v) {
     p.api_key_sha256 = lower_hex_key(r, v, what + ".apiKeySha256");
   });
   r.field(n, "jwt", [&](const YAML::Node& v) { p.jwt = read_jwt(r, v, what + ".jwt", identity); });
+  r.field(n, "certificate", [&](const YAML::Node& v) {
+    p.certificate = read_certificate(r, v, what + ".certificate");
+  });
   r.field(n, "tools", [&](const YAML::Node& v) { p.tools = r.strings(v, what + ".tools"); });
   return p;
 }
@@ -53,7 +76,7 @@ Principal read_principal(Reader& r, const YAML::Node& n, const std::string& what
 
 void read_principals(Reader& r, const YAML::Node& n, const IdentityConfig& identity,
                      std::vector<Principal>& out) {
-  std::set<std::string> names, keys;
+  std::set<std::string> names, keys, certificates;
   std::set<std::pair<std::string, std::string>> jwt_subjects;
   std::size_t i = 0;
   r.items(n, "principals", [&](const YAML::Node& item) {
@@ -66,8 +89,23 @@ void read_principals(Reader& r, const YAML::Node& n, const IdentityConfig& ident
         !jwt_subjects.insert({p.jwt->issuer, p.jwt->subject}).second)
       fail(item, "principals: two principals have the jwt subject '" + p.jwt->subject +
                      "' of issuer '" + p.jwt->issuer + "'");
+    if (p.certificate && !certificates.insert(p.certificate->subject.empty()
+                                                  ? "uri:" + p.certificate->uri_san
+                                                  : "subject:" + p.certificate->subject)
+                              .second)
+      fail(item, "principals: two principals match the same certificate");
     out.push_back(std::move(p));
   });
+}
+
+void check_certificates_need_client_ca(Reader& r, const YAML::Node& principals,
+                                       const ServerConfig& server) {
+  if ((server.tls && !server.tls->client_ca_file.empty()) || !principals.IsSequence()) return;
+  for (const auto& item : principals)
+    if (item.IsMap() && item["certificate"])
+      r.error(item["certificate"],
+              "certificate: needs server.tls.clientCAFile (the CA that issues the client "
+              "certificates); without it no client certificate is asked for");
 }
 
 }  // namespace airlock::policy::detail

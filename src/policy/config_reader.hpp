@@ -110,6 +110,9 @@ void read_bindings(Reader& r, const YAML::Node& n, const IdentityConfig& identit
 // An error unless `name` is one of identity's issuers.
 void check_issuer_name(const YAML::Node& at, const std::string& what, const std::string& name,
                        const IdentityConfig& identity);
+// principals[].certificate is refused unless server.tls.clientCAFile is set.
+void check_certificates_need_client_ca(Reader& r, const YAML::Node& principals,
+                                       const ServerConfig& server);
 void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 std::vector<ToolConfig>& out);

@@ -1,5 +1,6 @@
 // The server, storage and dlp sections, and the HOST:PORT of server.listen.
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "netrules/address.hpp"
@@ -51,11 +52,42 @@ namespace detail {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A PEM file of server.tls: it must be there and readable now, not at the first handshake.
+// Whether it holds a usable certificate or key is checked when the daemon starts (and by
+// `airlock serve --check`), with OpenSSL.
+std::string readable_file(Reader& r, const YAML::Node& v, const std::string& what) {
+  std::string path = r.path(v, what);
+  if (!fs::is_regular_file(path)) fail(v, what + ": " + path + " is not a file");
+  if (!std::ifstream(path, std::ios::binary)) fail(v, what + ": " + path + " cannot be read");
+  return path;
+}
+
+TlsConfig read_tls(Reader& r, const YAML::Node& n) {
+  r.only_keys(n, "server.tls", {"certFile", "keyFile", "clientCAFile"});
+  TlsConfig tls;
+  for (const char* required : {"certFile", "keyFile"})
+    if (!n[required]) r.error(n, std::string("server.tls: missing ") + required);
+  r.field(n, "certFile", [&](const YAML::Node& v) {
+    tls.cert_file = readable_file(r, v, "server.tls.certFile");
+  });
+  r.field(n, "keyFile", [&](const YAML::Node& v) {
+    tls.key_file = readable_file(r, v, "server.tls.keyFile");
+  });
+  r.field(n, "clientCAFile", [&](const YAML::Node& v) {
+    tls.client_ca_file = readable_file(r, v, "server.tls.clientCAFile");
+  });
+  return tls;
+}
+
+}  // namespace
+
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
-       "readTimeout", "maxJsonDepth"});
+       "readTimeout", "maxJsonDepth", "tls"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -80,6 +112,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
     s.max_json_depth = r.unsigned_int(v, "server.maxJsonDepth", 256);
     if (s.max_json_depth == 0) fail(v, "server.maxJsonDepth: must be at least 1");
   });
+  r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
 }
 
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {

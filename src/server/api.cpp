@@ -132,7 +132,8 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
                     std::function<void(HttpResponse)> reply) const {
   const auto generation = s_.generation->load();  // the config this request is answered under
   const policy::Config& config = *generation->config;
-  auto who = generation->authenticator->authenticate(r.headers);
+  auto who = generation->authenticator->authenticate(
+      r.headers, r.client_certificate ? &*r.client_certificate : nullptr);
   if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
     auto resp = refusal_response(*refused);
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
@@ -253,6 +254,7 @@ void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<vo
   inv->id = s_.new_id();
   inv->tool_name = tool;
   inv->headers = r.headers;
+  inv->client_certificate = r.client_certificate;
   inv->raw_body = r.body;
   inv->peer = r.peer;
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.

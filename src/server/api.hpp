@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "server/generation.hpp"
 #include "server/invocation_store.hpp"
 #include "server/metrics.hpp"
+#include "server/peer_certificate.hpp"
 
 namespace airlock::audit {
 class AuditLog;
@@ -29,6 +31,9 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   std::string peer;  // the client's IP address ("" when unknown)
+  // Over TLS with server.tls.clientCAFile: the certificate the client presented and the
+  // handshake verified against that CA. None: no TLS, or no certificate presented.
+  std::optional<PeerCertificate> client_certificate;
 };
 
 struct HttpResponse {

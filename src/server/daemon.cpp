@@ -8,6 +8,8 @@
 #include <optional>
 #include <set>
 
+#include <boost/asio/ip/address.hpp>
+
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "egress/policy.hpp"
@@ -76,6 +78,8 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.server.queue_length == b.server.queue_length, "server.queueLength");
   check(a.server.drain_timeout == b.server.drain_timeout, "server.drainTimeout");
   check(a.server.read_timeout == b.server.read_timeout, "server.readTimeout");
+  // The TLS context is built once, at bind (a new certificate needs a restart).
+  check(a.server.tls == b.server.tls, "server.tls");
   check(a.storage.data_dir == b.storage.data_dir, "storage.dataDir");
   check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
   check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,
@@ -207,6 +211,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   http_options.max_body_bytes = cfg.server.max_body_bytes;
   http_options.read_timeout = cfg.server.read_timeout;
   http_options.io_threads = options.io_threads;
+  http_options.tls = cfg.server.tls;
   http_options.rejected = [this](std::string_view reason) {
     metrics.count("airlock_rejected_total", {{"reason", std::string(reason)}});
   };
@@ -319,10 +324,25 @@ void Daemon::shutdown() {
 }
 
 Status check_config(const policy::Config& config) {
+  if (config.server.tls)
+    if (auto s = check_tls(*config.server.tls); !s) return s;
   pipeline::PipelineDeps services;  // no audit log, no sandboxes: nothing is opened or created
   auto generation = build_generation(std::make_shared<const policy::Config>(config), services);
   if (!generation) return generation.error();
   return {};
+}
+
+std::string cleartext_warning(const policy::ServerConfig& server, std::uint16_t port) {
+  if (server.tls) return "";
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(server.listen_host, ec);
+  if (ec) return "";  // not listening at all (bind refuses it)
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  if (address.is_loopback()) return "";  // 127.0.0.0/8, ::1
+  const std::string host = address.is_v6() ? "[" + server.listen_host + "]" : server.listen_host;
+  return "airlock: warning: listening on " + host + ":" + std::to_string(port) +
+         " without TLS: API keys and tool data cross the network in clear; set server.tls";
 }
 
 namespace {
@@ -390,6 +410,7 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
     std::cerr << "airlock serve: " << config.error().message << "\n";
     return 2;
   }
+  const policy::ServerConfig server_config = config->server;
   auto daemon = Daemon::create(std::move(*config));
   if (!daemon) {
     std::cerr << "airlock serve: " << daemon.error().message << "\n";
@@ -403,7 +424,11 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
     std::cerr << "airlock serve: " << s.error().message << "\n";
     return 1;
   }
-  std::cerr << "airlock serve: listening on port " << (*daemon)->port() << "\n" << std::flush;
+  if (auto warning = cleartext_warning(server_config, (*daemon)->port()); !warning.empty())
+    std::cerr << warning << "\n";
+  std::cerr << "airlock serve: listening on port " << (*daemon)->port()
+            << (server_config.tls ? " (TLS)" : "") << "\n"
+            << std::flush;
   int sig = 0;
   while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
     reload_from(**daemon, config_path, listen_override);

@@ -64,6 +64,11 @@ class Daemon {
 // stage built from it (schemas, the DLP policy, the code validator's policies).
 Status check_config(const policy::Config& config);
 
+// The line `airlock serve` prints on stderr at start when the API is reachable from other
+// machines in clear: server.listen not loopback (127.0.0.0/8, ::1) and no server.tls. ""
+// otherwise. `port`: the bound one.
+std::string cleartext_warning(const policy::ServerConfig& server, std::uint16_t port);
+
 // `airlock serve`: creates, starts, reloads on SIGHUP, waits for SIGTERM or SIGINT, shuts
 // down. With `check_only`, validates the config (check_config) and exits: 0 valid, 1 not.
 // Returns the process exit status.

@@ -3,11 +3,15 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
+
+#include "server/tls_context.hpp"
 
 namespace airlock::server {
 namespace {
@@ -18,9 +22,14 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-HttpRequest to_request(const http::request<http::string_body>& req, std::string peer = "") {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+HttpRequest to_request(const http::request<http::string_body>& req, std::string peer = "",
+                       std::optional<PeerCertificate> client_certificate = std::nullopt) {
   HttpRequest r;
   r.peer = std::move(peer);
+  r.client_certificate = std::move(client_certificate);
   r.method = std::string(req.method_string());
   r.target = std::string(req.target());
   for (const auto& f : req) {
@@ -64,10 +73,18 @@ std::string peer_address(const tcp::socket& socket) {
   return address.to_string();
 }
 
+// The client's certificate, if it sent one and the handshake verified it (a certificate that
+// fails verification has already failed the handshake).
+std::optional<PeerCertificate> verified_client_certificate(SSL* ssl) {
+  X509* certificate = SSL_get0_peer_certificate(ssl);
+  if (!certificate || SSL_get_verify_result(ssl) != X509_V_OK) return std::nullopt;
+  return read_peer_certificate(certificate);
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
-  const Api& api;
+  RequestHandler handler;
   HttpServerOptions options;
   // Requests handed to the Api whose answer is not written yet: stop() waits for them, so an
   // invocation that finishes while the daemon drains still reaches its client.
@@ -78,74 +95,119 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::shared_ptr<asio::ssl::context> tls;  // set by bind() when options.tls is
 
-  Impl(const Api& a, HttpServerOptions o) : api(a), options(std::move(o)) {}
+  Impl(RequestHandler h, HttpServerOptions o) : handler(std::move(h)), options(std::move(o)) {}
   void accept();
 };
 
-// One client connection: read a request, answer it, repeat while keep-alive. Its handlers
-// run on one strand. The read has its own deadline (a timer, not the stream's expiry, which
-// would close the socket): a request that has not fully arrived in time, head or body, is
-// answered 408 before the connection is closed.
-class Connection : public std::enable_shared_from_this<Connection> {
+// One client connection: (over TLS, a handshake first) read a request, answer it, repeat
+// while keep-alive. Its handlers run on one strand. The read has its own deadline (a timer,
+// not the stream's expiry, which would close the socket): a request that has not fully
+// arrived in time, head or body, is answered 408 before the connection is closed. `Stream` is
+// PlainStream or TlsStream; the HTTP code is the same for both.
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
  public:
-  Connection(HttpServer::Impl& server, tcp::socket socket)
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // `tls_context...`: the ssl::context, for a TlsStream only.
+  template <class... TlsContext>
+  Connection(HttpServer::Impl& server, tcp::socket socket, TlsContext&... tls_context)
       : server_(server),
         peer_(peer_address(socket)),
-        stream_(std::move(socket)),
+        stream_(std::move(socket), tls_context...),
         read_deadline_(stream_.get_executor()) {}
+
+  void start() {
+    if constexpr (kTls)
+      handshake();
+    else
+      read();
+  }
 
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(server_.options.max_header_bytes);
-    stream_.expires_never();
+    tcp_layer().expires_never();
     timed_out_ = false;
     reading_ = true;
     const std::uint64_t seq = ++reads_;
-    auto self = shared_from_this();
+    auto self = this->shared_from_this();
     read_deadline_.expires_after(server_.options.read_timeout);
     read_deadline_.async_wait([this, self, seq](error_code ec) {
       if (ec || seq != reads_ || !reading_) return;  // cancelled, or that read is over
       timed_out_ = true;
       error_code ignored;
-      stream_.socket().cancel(ignored);
+      tcp_layer().socket().cancel(ignored);
     });
-    http::async_read(stream_, buffer_, *parser_, [this, self](error_code ec, std::size_t) {
-      reading_ = false;
-      read_deadline_.cancel();
-      if (ec && timed_out_) {
-        // An idle keep-alive connection is closed quietly; a request that is late gets 408.
-        if (!parser_->got_some() && buffer_.size() == 0) return close();
-        return reject("request_timeout",
-                      error_response(408, "request_timeout", "the request took too long"));
-      }
-      if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
-      if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
-        return close();
-      if (ec)
-        return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
-      auto& req = parser_->get();
-      const bool keep_alive = req.keep_alive();
-      const unsigned version = req.version();
-      const bool head_only = req.method() == http::verb::head;
-      auto reply = [self, keep_alive, version, head_only](HttpResponse resp) {
-        // From a worker thread: hop back onto the connection's executor.
-        asio::post(self->stream_.get_executor(),
-                   [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
-                     self->write(std::move(resp), keep_alive, version, head_only);
-                   });
-      };
-      {
-        std::lock_guard lock(server_.mu);
-        ++server_.in_flight;
-      }
-      answered_ = false;
-      server_.api.handle(to_request(req, peer_), std::move(reply));
-    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [this, self](error_code ec, std::size_t) { on_read(ec); });
   }
 
  private:
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+
+  // The handshake has the read timeout of a request head, through the stream's expiry: a
+  // client that connects and says nothing (or too slowly) is closed, with no answer (there
+  // is no TLS session to send one on).
+  void handshake() {
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
+    stream_.async_handshake(asio::ssl::stream_base::server, [this, self](error_code ec) {
+      if (ec) {
+        if (server_.options.rejected) server_.options.rejected("tls_handshake_failed");
+        return close_socket();
+      }
+      tls_up_ = true;
+      client_certificate_ = verified_client_certificate(stream_.native_handle());
+      read();
+    });
+  }
+
+  void on_read(error_code ec) {
+    reading_ = false;
+    read_deadline_.cancel();
+    if (ec && timed_out_) {
+      // An idle keep-alive connection is closed quietly; a request that is late gets 408.
+      if (!parser_->got_some() && buffer_.size() == 0) return close();
+      return reject("request_timeout",
+                    error_response(408, "request_timeout", "the request took too long"));
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+    if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
+      return close();
+    // A TLS record that does not decrypt, or a peer gone without close_notify: not HTTP.
+    if (ec.category() == asio::error::get_ssl_category() ||
+        ec == asio::ssl::error::stream_truncated)
+      return close_socket();
+    if (ec) return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
+    dispatch();
+  }
+
+  // Hands the parsed request to the Api; its answer comes back through `reply`.
+  void dispatch() {
+    auto& req = parser_->get();
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    const bool head_only = req.method() == http::verb::head;
+    auto self = this->shared_from_this();
+    auto reply = [self, keep_alive, version, head_only](HttpResponse resp) {
+      // From a worker thread: hop back onto the connection's executor.
+      asio::post(self->stream_.get_executor(),
+                 [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
+                   self->write(std::move(resp), keep_alive, version, head_only);
+                 });
+    };
+    {
+      std::lock_guard lock(server_.mu);
+      ++server_.in_flight;
+    }
+    answered_ = false;
+    server_.handler(to_request(req, peer_, client_certificate_), std::move(reply));
+  }
+
   static std::string_view rejection_reason(const error_code& ec) {
     if (ec == http::error::body_limit) return "body_too_large";
     if (ec == http::error::header_limit) return "headers_too_large";
@@ -160,8 +222,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
     auto out = std::make_shared<http::response<http::string_body>>(
         to_beast(resp, keep_alive, version, head_only));
-    stream_.expires_after(server_.options.read_timeout);
-    auto self = shared_from_this();
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
     auto done = [this, self, out, keep_alive](error_code ec, std::size_t) {
       done_answering();
       if (ec || !keep_alive) return close();
@@ -185,15 +247,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (--server_.in_flight == 0) server_.idle.notify_all();
   }
 
+  // Over TLS, close_notify first (bounded by the read timeout), then the socket.
   void close() {
+    if constexpr (kTls) {
+      if (tls_up_) {
+        tls_up_ = false;
+        tcp_layer().expires_after(server_.options.read_timeout);
+        auto self = this->shared_from_this();
+        stream_.async_shutdown([self](error_code) { self->close_socket(); });
+        return;
+      }
+    }
+    close_socket();
+  }
+
+  void close_socket() {
     error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer().close();
   }
 
   HttpServer::Impl& server_;
   std::string peer_;
-  beast::tcp_stream stream_;
+  Stream stream_;
   asio::steady_timer read_deadline_;
   bool timed_out_ = false;
   bool reading_ = false;
@@ -201,22 +277,39 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool answered_ = true;  // no request of ours is with the Api
+  bool tls_up_ = false;   // the handshake is done and no close_notify was sent
+  std::optional<PeerCertificate> client_certificate_;  // verified at the handshake
 };
 
 void HttpServer::Impl::accept() {
   acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-    if (!ec) std::make_shared<Connection>(*this, std::move(socket))->read();
+    if (!ec && tls)
+      std::make_shared<Connection<TlsStream>>(*this, std::move(socket), *tls)->start();
+    else if (!ec)
+      std::make_shared<Connection<PlainStream>>(*this, std::move(socket))->start();
     accept();
   });
 }
 
 HttpServer::HttpServer(const Api& api, HttpServerOptions options)
-    : impl_(std::make_unique<Impl>(api, std::move(options))) {}
+    : HttpServer(
+          [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+            api.handle(request, std::move(reply));
+          },
+          std::move(options)) {}
+
+HttpServer::HttpServer(RequestHandler handler, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
 
 HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::bind() {
+  if (impl_->options.tls && !impl_->tls) {
+    auto context = make_server_tls_context(*impl_->options.tls);
+    if (!context) return context.error();
+    impl_->tls = std::move(*context);
+  }
   error_code ec;
   auto address = asio::ip::make_address(impl_->options.host, ec);
   if (ec) return Error::make("config", "server.listen: '" + impl_->options.host + "' is not an IP address");
@@ -265,6 +358,12 @@ void HttpServer::stop() {
   impl_->io.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+}
+
+Status check_tls(const policy::TlsConfig& tls) {
+  auto context = make_server_tls_context(tls);
+  if (!context) return context.error();
+  return {};
 }
 
 std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {

@@ -1,12 +1,13 @@
 // The HTTP/1.1 listener (Boost.Beast): parses requests with size and time limits, hands them
 // to the Api, writes its answers. Keep-alive; 413 for bodies over the limit; 408 for slow
-// clients.
+// clients. Optionally over TLS (OpenSSL), with client certificates (tls_context.cpp).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,14 +24,23 @@ struct HttpServerOptions {
   // A request (head and body) must arrive within this, or it is answered 408.
   std::chrono::milliseconds read_timeout{30'000};
   unsigned io_threads = 2;
+  // Set: every connection is TLS (1.2 or later); the handshake is under read_timeout too.
+  // With a client CA file, a client certificate is asked for (not required) and verified.
+  std::optional<policy::TlsConfig> tls;
   // Told each request refused before it reaches the Api, with a reason from a fixed set:
-  // body_too_large, headers_too_large, malformed_request, request_timeout.
+  // body_too_large, headers_too_large, malformed_request, request_timeout,
+  // tls_handshake_failed.
   std::function<void(std::string_view reason)> rejected;
 };
 
+// What answers the requests: Api::handle, or (in tests) anything with its contract.
+using RequestHandler =
+    std::function<void(const HttpRequest& request, std::function<void(HttpResponse)> reply)>;
+
 class HttpServer {
  public:
-  HttpServer(const Api& api, HttpServerOptions options);
+  HttpServer(const Api& api, HttpServerOptions options);  // `api` outlives the server
+  HttpServer(RequestHandler handler, HttpServerOptions options);
   ~HttpServer();
   Status bind();              // binds and listens; nothing is accepted until serve()
   void serve();               // accepts and answers on its own threads
@@ -43,6 +53,10 @@ class HttpServer {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// Loads server.tls into a TLS context as bind() would: whether the certificate, the key (and
+// that they belong together) and the client CA file are usable. For `airlock serve --check`.
+Status check_tls(const policy::TlsConfig& tls);
 
 // Runs one request through the same parser and Api as the server, without sockets: the raw
 // bytes of an HTTP/1.1 request in, the raw response out (used by the fuzz target and tests).

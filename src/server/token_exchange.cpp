@@ -75,7 +75,8 @@ Result<std::vector<std::string>> scope_tools(const std::string& scope) {
   return tools;
 }
 
-// The agent: actor_token (with its type), else the Authorization header.
+// The agent: actor_token (with its type), else the Authorization header, else the client
+// certificate.
 std::variant<pipeline::Actor, HttpResponse> exchange_actor(const HttpRequest& request,
                                                            const std::map<std::string, std::string>& form,
                                                            const pipeline::Authenticator& authenticator) {
@@ -89,6 +90,10 @@ std::variant<pipeline::Actor, HttpResponse> exchange_actor(const HttpRequest& re
     credential = it->second;
   } else if (auto bearer = pipeline::bearer_token(request.headers)) {
     credential = *bearer;
+  } else if (request.client_certificate) {
+    const auto* agent = authenticator.config().find_principal_by_certificate(*request.client_certificate);
+    if (!agent) return oauth_error(401, "invalid_client", "the client certificate is no principal's");
+    return pipeline::Actor{agent->name};
   } else {
     return oauth_error(401, "invalid_client", "the agent's credential is missing: actor_token or Authorization: Bearer");
   }

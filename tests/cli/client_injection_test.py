@@ -118,12 +118,21 @@ class ClientInjection(unittest.TestCase):
                     "http://127.0.0.1:%dx" % port,
                     "http://127.0.0.1:0",
                     "http://127.0.0.1:99999",
-                    "https://127.0.0.1:%d" % port,
+                    "ftp://127.0.0.1:%d" % port,
+                    "https://user@127.0.0.1:%d" % port,
                     "http://[::1",
                     "http://"]:
             with self.subTest(url=url):
                 self.assert_refused(airlock("call", "echo", "--server", url, "--key", KEY))
                 self.assert_refused(airlock("tools", "list", "--server", url, "--key", KEY))
+
+    def test_tls_options_need_an_https_server(self):
+        for options in [["--cacert", "/dev/null"], ["--cert", "/dev/null"],
+                        ["--cert-key", "/dev/null"]]:
+            with self.subTest(options=options):
+                result = airlock("tools", "list", "--server", self.server, "--key", KEY, *options)
+                self.assert_refused(result)
+                self.assertIn(b"need an https:// --server", result.stderr)
 
     def test_key_with_line_break_is_refused(self):
         self.assert_refused(airlock("call", "echo", "--server", self.server,

@@ -83,6 +83,12 @@ tools:
 
 Reply http(std::uint16_t port, const std::string& method, const std::string& target, const std::string& body,
            const std::string& key) {
+  return http_with(port, method, target, body, key, {});
+}
+
+Reply http_with(std::uint16_t port, const std::string& method, const std::string& target,
+                const std::string& body, const std::string& key,
+                const std::map<std::string, std::string>& headers) {
   Reply reply;
   try {
     asio::io_context io;
@@ -96,6 +102,7 @@ Reply http(std::uint16_t port, const std::string& method, const std::string& tar
       req.body() = body;
       req.prepare_payload();
     }
+    for (const auto& [name, value] : headers) req.set(name, value);
     bhttp::write(stream, req);
     beast::flat_buffer buffer;
     bhttp::response_parser<bhttp::string_body> parser;

@@ -27,6 +27,10 @@ Reply http(std::uint16_t port, const std::string& method, const std::string& tar
            const std::string& body = "", const std::string& key = kKey);
 Reply invoke(std::uint16_t port, const std::string& tool, const nlohmann::json& arguments,
              const std::string& key = kKey);
+// With more headers (a Content-Type here replaces application/json).
+Reply http_with(std::uint16_t port, const std::string& method, const std::string& target,
+                const std::string& body, const std::string& key,
+                const std::map<std::string, std::string>& headers);
 
 // A directory with the test tools (tests/server/tools) and an airlock.yaml.
 class Workspace {

@@ -353,6 +353,113 @@ TEST(ConfigCommand, InterpreterIsLookedUpToo) {
   EXPECT_TRUE(ok.ok()) << ok.error().message;
 }
 
+// Issue #15: server.tls and principals[].certificate.
+
+class ConfigTls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "airlock-tls-cfg-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir = tmpl;
+    for (const char* f : {"server.pem", "server.key", "ca.pem"}) std::ofstream(dir + "/" + f) << "x";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+
+  // The minimal config with `server` (a line 3) and a principal block in place of agent's.
+  Result<Config> parse_with(const std::string& server, const std::string& principal) {
+    std::string yaml = "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n" + server +
+                       "\nprincipals:\n  - name: agent\n" + principal + "    tools: [\"*\"]\n";
+    return parse_config(yaml, "test.yaml", dir);
+  }
+
+  std::string dir;
+  const std::string key_line =
+      "    apiKeySha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\n";
+  const std::string mtls =
+      "server: {tls: {certFile: server.pem, keyFile: server.key, clientCAFile: ca.pem}}";
+};
+
+TEST_F(ConfigTls, TlsAndCertificatePrincipalsParse) {
+  auto c = parse_with(mtls, "    certificate: {uriSAN: \"spiffe://example.org/agents/research\"}\n");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c->server.tls.has_value());
+  EXPECT_EQ(c->server.tls->cert_file, dir + "/server.pem");  // against the config's directory
+  EXPECT_EQ(c->server.tls->key_file, dir + "/server.key");
+  EXPECT_EQ(c->server.tls->client_ca_file, dir + "/ca.pem");
+  ASSERT_TRUE(c->principals[0].certificate.has_value());
+  EXPECT_EQ(c->principals[0].certificate->uri_san, "spiffe://example.org/agents/research");
+  EXPECT_EQ(c->principals[0].certificate->subject, "");
+  EXPECT_EQ(c->principals[0].api_key_sha256, "");
+
+  auto both = parse_with(mtls, key_line + "    certificate: {subject: \"CN=research-agent,O=agents\"}\n");
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->principals[0].certificate->subject, "CN=research-agent,O=agents");
+  EXPECT_FALSE(both->principals[0].api_key_sha256.empty());
+
+  auto no_ca = parse_with("server: {tls: {certFile: server.pem, keyFile: server.key}}", key_line);
+  ASSERT_TRUE(no_ca.ok()) << no_ca.error().message;
+  EXPECT_EQ(no_ca->server.tls->client_ca_file, "");
+  EXPECT_FALSE(parse_with("server: {}", key_line)->server.tls.has_value());
+}
+
+TEST_F(ConfigTls, MissingCertFileIsAnErrorAtItsLine) {
+  auto c = parse_with("server: {tls: {certFile: nothere.pem, keyFile: server.key}}", key_line);
+  EXPECT_TRUE(has(c, "test.yaml:3:26: server.tls.certFile: " + dir + "/nothere.pem is not a file"))
+      << (c.ok() ? "loaded" : c.error().message);
+  auto missing = parse_with("server: {tls: {keyFile: server.key}}", key_line);
+  EXPECT_TRUE(has(missing, "test.yaml:3:15: server.tls: missing certFile"))
+      << (missing.ok() ? "loaded" : missing.error().message);
+  auto typo = parse_with("server: {tls: {certFile: server.pem, keyFile: server.key, caFile: ca.pem}}",
+                         key_line);
+  EXPECT_TRUE(has(typo, "server.tls: unknown field 'caFile'"));
+}
+
+TEST_F(ConfigTls, AnUnreadableFileIsAnError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  ::chmod((dir + "/server.key").c_str(), 0);
+  auto c = parse_with("server: {tls: {certFile: server.pem, keyFile: server.key}}", key_line);
+  EXPECT_TRUE(has(c, "test.yaml:3:46: server.tls.keyFile: " + dir + "/server.key cannot be read"))
+      << (c.ok() ? "loaded" : c.error().message);
+}
+
+TEST_F(ConfigTls, CertificateWithoutClientCaFileIsRefused) {
+  const std::string cert = "    certificate: {subject: \"CN=a\"}\n";
+  for (const std::string& server :
+       {std::string("server: {}"),
+        std::string("server: {tls: {certFile: server.pem, keyFile: server.key}}")}) {
+    auto c = parse_with(server, cert);
+    EXPECT_TRUE(has(c, "test.yaml:6:18: certificate: needs server.tls.clientCAFile"))
+        << server << ": " << (c.ok() ? "loaded" : c.error().message);
+  }
+}
+
+TEST_F(ConfigTls, PrincipalWithNeitherKeyNorCertificateIsRefused) {
+  auto c = parse_with(mtls, "");
+  EXPECT_TRUE(has(c, "test.yaml:5:5: principals[0]: missing apiKeySha256"))
+      << (c.ok() ? "loaded" : c.error().message);
+  EXPECT_TRUE(has(c, "or certificate"));
+}
+
+TEST_F(ConfigTls, CertificateMatchMistakes) {
+  for (const auto& [block, says] : std::vector<std::pair<std::string, std::string>>{
+           {"{subject: \"CN=a\", uriSAN: \"spiffe://x/y\"}", "expected exactly one of subject"},
+           {"{}", "expected exactly one of subject"},
+           {"{subject: \"\"}", "certificate.subject: must not be empty"},
+           {"{uri: \"spiffe://x/y\"}", "unknown field 'uri'"},
+           {"CN=a", "expected a mapping"},
+       }) {
+    auto c = parse_with(mtls, "    certificate: " + block + "\n");
+    EXPECT_TRUE(has(c, says)) << block << ": " << (c.ok() ? "loaded" : c.error().message);
+  }
+}
+
+TEST_F(ConfigTls, TwoPrincipalsWithTheSameCertificateAreRefused) {
+  auto c = parse_with(mtls, "    certificate: {uriSAN: \"spiffe://x/y\"}\n    tools: []\n"
+                            "  - name: twin\n    certificate: {uriSAN: \"spiffe://x/y\"}\n");
+  EXPECT_TRUE(has(c, "two principals match the same certificate"))
+      << (c.ok() ? "loaded" : c.error().message);
+}
+
 TEST(Globs, MatchToolNames) {
   EXPECT_TRUE(glob_match("echo-*", "echo-json"));
   EXPECT_TRUE(glob_match("*", "anything"));

@@ -22,7 +22,7 @@ InvokeDecision may_invoke(const policy::Config& config, const Actor* actor, cons
 }
 
 StageResult AuthenticateStage::run(Invocation& inv, StageContext&) {
-  auto who = authenticator_->authenticate(inv.headers);
+  auto who = authenticator_->authenticate(inv.headers, inv.client_certificate ? &*inv.client_certificate : nullptr);
   if (auto* refused = std::get_if<InvocationError>(&who)) return std::move(*refused);
   auto& caller = std::get<Caller>(who);
   inv.actor = std::move(caller.actor);
