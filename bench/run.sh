@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the benchmarks in Release and runs one (or all): bench/run.sh [startup|...]
+# Builds the benchmarks in Release and runs one (or all): bench/run.sh [startup|identity|...]
 # Prints the machine first, so the figures can be copied into docs/performance.md with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
