@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/digest.hpp"
 #include "common/json_limits.hpp"
 #include "identity/base64url.hpp"
 #include "identity/signature.hpp"
@@ -180,9 +181,49 @@ Status Verifier::check_claims(const Issuer& issuer, const nlohmann::json& claims
   return Status::success();
 }
 
+VerifiedToken Verifier::verified(const Issuer& issuer, nlohmann::json claims) const {
+  VerifiedToken out;
+  out.issuer_name = issuer.config.name;
+  out.iss = issuer.config.issuer;
+  out.sub = optional_string(claims, "sub");
+  out.aud = *audiences(claims);
+  out.exp = whole_seconds(claims["exp"].get<double>());
+  out.jti = optional_string(claims, "jti");
+  if (claims.contains("act")) out.act = claims["act"];
+  out.claims = std::move(claims);
+  return out;
+}
+
+std::optional<Verifier::CachedToken> Verifier::cached(const std::string& digest) const {
+  if (options_.cache_entries == 0) return std::nullopt;
+  std::lock_guard lock(cache_->mu);
+  auto it = cache_->tokens.find(digest);
+  if (it == cache_->tokens.end()) return std::nullopt;
+  return it->second;
+}
+
+void Verifier::remember(const std::string& digest, CachedToken entry) const {
+  if (options_.cache_entries == 0) return;
+  std::lock_guard lock(cache_->mu);
+  auto& tokens = cache_->tokens;
+  if (tokens.size() >= options_.cache_entries) tokens.erase(tokens.begin());  // any one: bounded
+  tokens.insert_or_assign(digest, std::move(entry));
+}
+
 Result<VerifiedToken> Verifier::verify(std::string_view token, const VerifyOptions& options) const {
   if (token.size() > kMaxTokenBytes)
     return fail("token_too_large", "the token is larger than 16 KiB");
+  // The same bytes verified before with the issuer's current keys: only the claims are
+  // checked again (time passes; the options may differ).
+  const std::string digest = options_.cache_entries ? sha256_hex(token) : std::string();
+  if (auto hit = cached(digest); hit && issuers_.count(hit->iss)) {
+    const Issuer& issuer = issuers_.find(hit->iss)->second;
+    auto keys = issuer.keys->keys();
+    if (keys && keys->get() == hit->keys.get()) {
+      if (auto claims = check_claims(issuer, hit->claims, options); !claims) return claims.error();
+      return verified(issuer, std::move(hit->claims));
+    }
+  }
   auto compact = parse_compact(token);
   if (!compact) return compact.error();
   auto iss = compact->claims.find("iss");
@@ -205,18 +246,11 @@ Result<VerifiedToken> Verifier::verify(std::string_view token, const VerifyOptio
     return fail("alg_key_mismatch", "the header's alg does not match the key's type");
   if (!verify_signature(compact->alg, key->key.get(), compact->signing_input, compact->signature))
     return fail("bad_signature", "the signature does not verify");
+  // Remembered once the signature verified, even if a claim fails now (nbf may pass later).
+  remember(digest, CachedToken{issuer->first, *keys, compact->claims});
   if (auto claims = check_claims(issuer->second, compact->claims, options); !claims)
     return claims.error();
-  VerifiedToken out;
-  out.issuer_name = issuer->second.config.name;
-  out.iss = issuer->first;
-  out.sub = optional_string(compact->claims, "sub");
-  out.aud = *audiences(compact->claims);
-  out.exp = whole_seconds(compact->claims["exp"].get<double>());
-  out.jti = optional_string(compact->claims, "jti");
-  if (compact->claims.contains("act")) out.act = compact->claims["act"];
-  out.claims = std::move(compact->claims);
-  return out;
+  return verified(issuer->second, std::move(compact->claims));
 }
 
 }  // namespace airlock::identity

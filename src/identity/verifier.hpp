@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -57,6 +59,10 @@ struct VerifiedToken {
 struct VerifierOptions {
   Clock now = system_clock();
   std::chrono::seconds skew{60};  // allowed clock difference for exp/nbf/iat
+  // Tokens whose signature verified, remembered by their SHA-256 with the key set that
+  // verified them: an agent sends the same user token on every call, and the signature is
+  // most of the cost (docs/performance.md). 0: no cache.
+  std::size_t cache_entries = 4096;
 };
 
 // Thread-safe for verify() once the issuers are added (add_issuer is not: configure first).
@@ -83,9 +89,25 @@ class Verifier {
   };
   Status check_claims(const Issuer& issuer, const nlohmann::json& claims,
                       const VerifyOptions& options) const;
+  VerifiedToken verified(const Issuer& issuer, nlohmann::json claims) const;
+
+  // A token that verified: the claims (checked again on every use: exp, nbf, aud, act), its
+  // issuer, and the key set that verified it (a new key set drops it).
+  struct CachedToken {
+    std::string iss;
+    std::shared_ptr<const KeySet> keys;
+    nlohmann::json claims;
+  };
+  std::optional<CachedToken> cached(const std::string& digest) const;
+  void remember(const std::string& digest, CachedToken entry) const;
 
   VerifierOptions options_;
   std::map<std::string, Issuer, std::less<>> issuers_;  // by "iss"
+  struct TokenCache {
+    std::mutex mu;
+    std::unordered_map<std::string, CachedToken> tokens;  // by the token's SHA-256
+  };
+  std::unique_ptr<TokenCache> cache_ = std::make_unique<TokenCache>();  // a Verifier moves
 };
 
 }  // namespace airlock::identity

@@ -155,6 +155,7 @@ std::variant<Caller, InvocationError> Authenticator::from_token(const identity::
   if (t.act && !config_->identity.allow_delegated_subjects)
     return unauthenticated("the bearer token is not valid: delegation_not_allowed: it carries act "
                            "(identity.allowDelegatedSubjects is false)");
+  if (t.sub.empty()) return unauthenticated("the bearer token names no user: it has no sub");
   return Caller{std::nullopt, Subject{t.issuer_name, t.sub, t.claims}, jti_digest(t.jti), "user_token", {}};
 }
 
@@ -180,6 +181,7 @@ std::optional<InvocationError> Authenticator::add_subject(Caller& caller, const 
     if (t.act && !config_->identity.allow_delegated_subjects)
       return unauthenticated("Airlock-Subject-Token is not valid: delegation_not_allowed: it carries act "
                              "(identity.allowDelegatedSubjects is false)");
+    if (t.sub.empty()) return unauthenticated("Airlock-Subject-Token names no user: it has no sub");
     caller.subject = Subject{t.issuer_name, t.sub, t.claims};
   }
   caller.subject_jti_sha256 = jti_digest(t.jti);
@@ -210,6 +212,7 @@ Result<VerifiedUser> Authenticator::verify_user_token(const std::string& token) 
     return Error::make("invalid_grant", "an Airlock token is not a user's token");
   if (agent_of(*config_, *verified))
     return Error::make("invalid_grant", "the token is an agent's (principals[].jwt), not a user's");
+  if (verified->sub.empty()) return Error::make("invalid_grant", "the token names no user: it has no sub");
   return VerifiedUser{Subject{verified->issuer_name, verified->sub, verified->claims},
                       jti_digest(verified->jti)};
 }

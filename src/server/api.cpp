@@ -161,10 +161,16 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   }
   if (parts.size() == 3 && parts[1] == "invocations") {
     auto stored = s_.store->get(parts[2]);
-    if (!stored || !owns(caller, *stored))
+    const bool reads_all =
+        access::decide(config, actor, subject, policy::Action::read_all_invocations, "").allowed;
+    if (!stored || (!reads_all && !owns(caller, *stored)))
       return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
     stored->erase("principal");
     return reply(json_response(200, *stored));
+  }
+  if (parts.size() >= 3 && parts[1] == "audit") {
+    auto decided = access::decide(config, actor, subject, policy::Action::read_audit, "");
+    if (!decided.allowed) return reply(error_response(403, "forbidden", decided.reason));
   }
   if (parts.size() == 3 && parts[1] == "audit" && parts[2] == "checkpoint") {
     auto cp = s_.audit->checkpoint();

@@ -46,8 +46,9 @@ struct Harness {
     std::filesystem::create_directories(dir);
     auto gen = std::make_shared<server::Generation>();
     gen->config = std::make_shared<const policy::Config>(*policy::parse_config(kConfig, "fuzz.yaml", dir.string()));
+    gen->authenticator = *pipeline::Authenticator::create(gen->config, nullptr);
     auto p = std::make_unique<pipeline::Pipeline>(gen->config);
-    p->add(std::make_unique<pipeline::AuthenticateStage>());
+    p->add(std::make_unique<pipeline::AuthenticateStage>(gen->authenticator));
     p->add(std::make_unique<pipeline::AuthorizeStage>());
     p->add(std::move(*pipeline::CheckInputStage::create(*gen->config)));
     p->add(std::make_unique<pipeline::TierStage>());  // no execute stage

@@ -169,6 +169,20 @@ TEST_F(Identity, APersonCallsDirectlyWithTheirOwnToken) {
   expect_refused(call("echo", user_token("bob")), 403, "forbidden", "no role is bound to them");
 }
 
+TEST_F(Identity, AUserReadsTheAuditLogOnlyIfARoleAllowsIt) {
+  EXPECT_EQ(http(daemon_->port, "GET", "/v1/audit/checkpoint").status, 200);  // an agent may
+  auto r = http(daemon_->port, "GET", "/v1/audit/checkpoint", "", user_token("alice"));
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_NE(r.body.find("read_audit"), std::string::npos) << r.body;
+  // Nor another's invocation: alice reads hers, not the agent's own.
+  auto own = call("echo", user_token("alice"));
+  auto agents = call("echo", kKey);
+  EXPECT_EQ(http(daemon_->port, "GET", "/v1/invocations/" + own.json()["id"].get<std::string>(), "",
+                 user_token("alice")).status, 200);
+  EXPECT_EQ(http(daemon_->port, "GET", "/v1/invocations/" + agents.json()["id"].get<std::string>(), "",
+                 user_token("alice")).status, 404);
+}
+
 TEST_F(Identity, AnAgentAuthenticatesWithItsOwnJwt) {
   const std::string agent_token = user_token(kAgentSubject);
   auto r = call("echo", agent_token);
@@ -196,6 +210,7 @@ TEST_F(Identity, RefusedSubjectTokens) {
   std::string tampered = user_token("alice");
   tampered[tampered.size() - 5] = tampered[tampered.size() - 5] == 'A' ? 'B' : 'A';
   expect_refused(call("echo", kKey, tampered), 401, "unauthenticated", "bad_signature");
+  expect_refused(call("echo", kKey, user_token("alice", {{"sub", nullptr}})), 401, "unauthenticated", "no sub");
   // A subject token without an agent, and two users for one call.
   expect_refused(call("echo", user_token("alice"), user_token("alice")), 401, "unauthenticated",
                  "already has its user");

@@ -594,6 +594,45 @@ TEST_F(IdentityTest, RefusesADelegatedSubjectTokenUnlessAllowed) {
   EXPECT_EQ((*allowed->act)["sub"], "agent-7");
 }
 
+// ---- the cache of verified tokens ----
+
+TEST_F(IdentityTest, ACachedTokenHasItsClaimsCheckedOnEveryUse) {
+  auto v = make_verifier();
+  json c = claims();
+  c["act"] = {{"sub", "agent-7"}};
+  c["nbf"] = kNow + 120;  // not yet valid: the signature verifies, the time does not
+  const auto jwt = token(header_for(ed_a_), c, ed_a_);
+  expect_error(v.verify(jwt, VerifyOptions{true}), "not_yet_valid", jwt);
+  now_ = kNow + 120;
+  ASSERT_TRUE(v.verify(jwt, VerifyOptions{true}).ok());              // from the cache now
+  expect_error(v.verify(jwt), "delegation_not_allowed", jwt);       // the options still count
+  now_ = kNow + 300 + 61;
+  expect_error(v.verify(jwt, VerifyOptions{true}), "expired", jwt);  // and so does time
+}
+
+TEST_F(IdentityTest, ACachedTokenIsDroppedWhenItsKeyIsWithdrawn) {
+  auto v = make_verifier();
+  json c = claims();
+  c["exp"] = kNow + 3600;
+  const auto jwt = token(header_for(ed_a_), c, ed_a_);
+  ASSERT_TRUE(v.verify(jwt).ok());
+  ASSERT_TRUE(v.verify(jwt).ok());  // cached
+  // The issuer withdraws the key; once the cached keys are older than max_age they are
+  // fetched again, and the token is verified against the new set, which lacks its kid.
+  write(dir_ / "a.json", jwks_of({&rsa_a_, &ec_a_}).dump());
+  now_ = kNow + 601;
+  expect_error(v.verify(jwt), "unknown_kid", jwt);
+}
+
+TEST_F(IdentityTest, ATamperedTokenIsNotACacheHit) {
+  auto v = make_verifier();
+  const auto jwt = token(header_for(ed_a_), claims(), ed_a_);
+  ASSERT_TRUE(v.verify(jwt).ok());
+  std::string tampered = jwt;
+  tampered[jwt.find('.') + 3] ^= 1;  // one bit of the payload
+  EXPECT_FALSE(v.verify(tampered).ok());
+}
+
 // ---- JWKS from a URL: cache, rotation, rate limit, fail closed ----
 
 TEST_F(IdentityTest, JwksUrlRotationIsFetchedOnceThenRateLimited) {
