@@ -162,7 +162,8 @@ struct Setup {
   Key rs = generate("RS256"), es = generate("ES256"), ed = generate("EdDSA");
   std::string rs_token, es_token, ed_token;
   std::shared_ptr<const policy::Config> config;
-  std::shared_ptr<const pipeline::Authenticator> authenticator;
+  std::shared_ptr<const pipeline::Authenticator> authenticator;  // its verified-token cache on
+  std::shared_ptr<const pipeline::Authenticator> uncached;       // every call verifies the signature
 
   Setup() {
     dir = (fs::temp_directory_path() / ("airlock-bench-identity-" + std::to_string(::getpid())))
@@ -198,6 +199,11 @@ struct Setup {
       std::abort();
     }
     authenticator = *created;
+    identity::VerifierOptions no_cache;
+    no_cache.cache_entries = 0;
+    auto plain = pipeline::Authenticator::create(config, nullptr, no_cache);
+    if (!plain) std::abort();
+    uncached = *plain;
     rs_token = user_token(rs);
     es_token = user_token(es);
     ed_token = user_token(ed);
@@ -285,9 +291,9 @@ void check(const pipeline::StageResult& r, const char* stage) {
 }
 
 // Both stages per call on a fresh copy of the invocation, each stage timed too.
-void BM_Stages(benchmark::State& state, Case c) {
+void BM_Stages(benchmark::State& state, Case c, bool cached) {
   auto& s = setup();
-  pipeline::AuthenticateStage authenticate(s.authenticator);
+  pipeline::AuthenticateStage authenticate(cached ? s.authenticator : s.uncached);
   pipeline::AuthorizeStage authorize;
   const pipeline::Invocation prototype = invocation(c);
   const bool with_user = c != Case::api_key;
@@ -339,7 +345,7 @@ std::vector<std::string_view> segments(std::string_view token) {
 }
 
 void BM_Verify(benchmark::State& state, const std::string& alg) {
-  const auto& verifier = setup().authenticator->verifier();
+  const auto& verifier = setup().uncached->verifier();
   const std::string& token = token_of(alg);
   measure(state, [&] {
     auto v = verifier.verify(token, {/*allow_act=*/true});
@@ -439,11 +445,17 @@ void BM_Clock(benchmark::State& state) {
 
 #define AIRLOCK_ROW(...) \
   __VA_ARGS__->Iterations(kCalls)->UseManualTime()->Unit(benchmark::kMicrosecond)
-AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key, Case::api_key));
-AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_rs256, Case::api_key_user_rs256));
-AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_es256, Case::api_key_user_es256));
-AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_eddsa, Case::api_key_user_eddsa));
-AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, user_bearer_eddsa, Case::user_bearer_eddsa));
+// The same token on every call (an agent resends its user's): after the first, the verified-
+// token cache answers; then the same rows with the cache off (each call verifies).
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key, Case::api_key, true));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_rs256, Case::api_key_user_rs256, true));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_es256, Case::api_key_user_es256, true));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_eddsa, Case::api_key_user_eddsa, true));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, user_bearer_eddsa, Case::user_bearer_eddsa, true));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_rs256_uncached, Case::api_key_user_rs256, false));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_es256_uncached, Case::api_key_user_es256, false));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, api_key_user_eddsa_uncached, Case::api_key_user_eddsa, false));
+AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Stages, user_bearer_eddsa_uncached, Case::user_bearer_eddsa, false));
 AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Verify, rs256, std::string("RS256")));
 AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Verify, es256, std::string("ES256")));
 AIRLOCK_ROW(BENCHMARK_CAPTURE(BM_Verify, eddsa, std::string("EdDSA")));
