@@ -12,20 +12,27 @@ DATA="$EXAMPLES/airlock-data"
 cleanup() {
   [[ -n ${DAEMON:-} ]] && kill -TERM "$DAEMON" 2>/dev/null && wait "$DAEMON" 2>/dev/null || true
   [[ -n ${WEATHER:-} ]] && kill "$WEATHER" 2>/dev/null || true
+  [[ -n ${IDP_SERVER:-} ]] && kill "$IDP_SERVER" 2>/dev/null || true
 }
 trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 SHOW="python3 $(dirname "$0")/demo_show.py"
-call() {  # call TOOL JSON
-  "$AIRLOCK" call "$1" --server "$SERVER" --input "$2" | $SHOW invocation || true
+call() {  # call TOOL JSON [airlock call options]
+  "$AIRLOCK" call "$1" --server "$SERVER" --input "$2" "${@:3}" | $SHOW invocation || true
 }
+IDP="python3 $(dirname "$0")/demo_idp.py"
+IDP_PORT=8752   # examples/airlock.yaml: identity.issuers demo-idp, jwksUrl
 
 step "Starting the daemon on the example config (examples/airlock.yaml)"
 rm -rf "$DATA"
 python3 "$EXAMPLES/demo_weather_server.py" 8751 &
 WEATHER=$!
+# The users' identity provider (scripts/demo_idp.py): a fresh Ed25519 key, its JWKS on loopback.
+$IDP init "$DATA/demo-idp"
+$IDP serve "$DATA/demo-idp" "$IDP_PORT" &
+IDP_SERVER=$!
 "$AIRLOCK" serve --config "$EXAMPLES/airlock.yaml" --listen "127.0.0.1:$PORT" &
 DAEMON=$!
 for _ in $(seq 100); do curl -sf "$SERVER/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -50,7 +57,19 @@ call customer-report '{"customer": "ACME"}'
 step "5. A tool with a compromised dependency fork-bombs: the sandbox holds"
 call fancy-format '{"text": "quarterly report"}'
 
-step "6. No key, no call"
+step "6. The agent acts on behalf of users: alice (group analysts) may summarise a CSV ..."
+ALICE=$($IDP token "$DATA/demo-idp" alice analysts)
+BOB=$($IDP token "$DATA/demo-idp" bob)
+call csv-summary '{"csv": "city,temp\nParis,21\n"}' --subject-token "$ALICE"
+step "   ... bob (no group) may not: the agent may call the tool, but both must be allowed"
+call csv-summary '{"csv": "city,temp\nParis,21\n"}' --subject-token "$BOB"
+step "   ... and airlock policy check, without a daemon, names the rule that decides"
+"$AIRLOCK" policy check --config "$EXAMPLES/airlock.yaml" --agent demo-agent --user-token "$ALICE" \
+  --tool csv-summary | sed 's/^/  /' || true
+"$AIRLOCK" policy check --config "$EXAMPLES/airlock.yaml" --agent demo-agent --user-token "$BOB" \
+  --tool csv-summary | sed 's/^/  /' || true
+
+step "7. No key, no call"
 curl -s -o /dev/null -w "  -> HTTP %{http_code} without an API key\n" -X POST "$SERVER/v1/tools/csv-summary/invoke" -d '{"arguments":{}}'
 
 step "Stopping the daemon (SIGTERM: drain, final checkpoint)"

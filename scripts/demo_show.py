@@ -11,6 +11,9 @@ def invocation(d):
     if d.get("error"):
         line += ": %s: %s" % (d["error"]["kind"], d["error"]["message"])
     print(line)
+    if d.get("subject"):
+        print("     actor: %s, on behalf of: %s (issuer %s)" % (
+            (d.get("actor") or {}).get("principal", "none"), d["subject"]["sub"], d["subject"]["issuer"]))
     if d.get("output") is not None:
         print("     output:", json.dumps(d["output"])[:240])
     for e in d.get("egress", []):

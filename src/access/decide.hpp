@@ -1,6 +1,6 @@
 // The access decision: may this agent, on behalf of this user (either may be absent), do this
 // action to this tool? One function for the daemon's API and the pipeline's authorize stage
-// (and `airlock policy check`), so that they cannot disagree. docs/rbac-draft.md gives the
+// (and `airlock policy check`), so that they cannot disagree. docs/identity.md ("RBAC") gives the
 // semantics with examples:
 //
 //   - default deny; a deny rule of any of the user's roles overrides every allow;

@@ -28,6 +28,7 @@ struct ClientOptions {
   std::string key;
   std::string cacert;     // https: the CAs to verify the server with; "": the system's
   std::string cert, key_file;  // https: a client certificate and its key (mTLS)
+  std::string subject_token;   // the user's token: the Airlock-Subject-Token header
 };
 
 struct Reply {
@@ -105,8 +106,8 @@ std::string percent_encode_segment(std::string_view segment) {
   return out;
 }
 
-// An API key goes into the Authorization header: visible ASCII only, so it cannot end the
-// header line or the head.
+// An API key (and a subject token) goes into a header: visible ASCII only, so it cannot end
+// the header line or the head.
 bool header_safe_key(std::string_view key) {
   return std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
@@ -123,6 +124,7 @@ http::request<http::string_body> make_request(const ServerAddress& server, const
   req.set(http::field::host, server.authority);
   req.set(http::field::user_agent, "airlock-cli");
   if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
+  if (!o.subject_token.empty()) req.set("Airlock-Subject-Token", o.subject_token);
   if (verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
@@ -247,6 +249,8 @@ Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string
   if (!server) return server.error();
   if (!header_safe_key(o.key))
     return Error::make("usage", "the API key may only hold visible ASCII characters");
+  if (!header_safe_key(o.subject_token))
+    return Error::make("usage", "the subject token may only hold visible ASCII characters");
   if (auto s = check_tls_options(*server, o); !s) return s.error();
   try {
     auto req = make_request(*server, o, verb, path, body);
@@ -288,6 +292,10 @@ void add_client_commands(CLI::App& app, ExitStatus& status) {
   call->add_option("tool", *tool, "The tool's name")->required();
   call->add_option("--input", *input, "The arguments, a JSON object (default {})");
   add_client_options(call, *call_opts);
+  call->add_option("--subject-token", call_opts->subject_token,
+                   "The token of the user this call is on behalf of (a JWT from a configured "
+                   "issuer, or an Airlock token from POST /v1/token): the Airlock-Subject-Token "
+                   "header");
   call->callback([call_opts, tool, input, &status] {
     key_from_environment(*call_opts);
     auto args = nlohmann::json::parse(*input, nullptr, false);

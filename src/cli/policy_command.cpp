@@ -1,4 +1,5 @@
-// airlock policy check --config FILE [--agent NAME] [--user-claims JSON [--user-issuer NAME]]
+// airlock policy check --config FILE [--agent NAME]
+//                      [--user-claims JSON [--user-issuer NAME] | --user-token JWT]
 //                      [--tool NAME] [--action invoke] [--json]
 // What the access policy decides for a call, and by which rule, without a daemon (like
 // `kubectl auth can-i`). Exit 0 allowed, 1 denied, 2 usage or configuration error.
@@ -8,6 +9,7 @@
 #include "access/decide.hpp"
 #include "cli/commands.hpp"
 #include "common/json_limits.hpp"
+#include "pipeline/authenticator.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -17,6 +19,7 @@ struct CheckOptions {
   std::string agent;
   std::string user_claims;  // a JSON object, as a verified token's claims
   std::string user_issuer;  // the name of one of identity.issuers
+  std::string user_token;   // a user's JWT, verified against its issuer's keys
   std::string tool;
   std::string action = "invoke";
   bool json = false;
@@ -61,6 +64,17 @@ access::Subject subject_of(const policy::Config& config, const CheckOptions& o) 
   return access::Subject{issuer_of(config, o), sub->get<std::string>(), std::move(*claims)};
 }
 
+// A real token, verified as the daemon verifies a user's token (its issuer's JWKS, exp, aud,
+// ...). Airlock's own tokens are not accepted here: there is no signer without a daemon.
+access::Subject subject_of_token(std::shared_ptr<const policy::Config> config, const CheckOptions& o) {
+  auto authenticator = pipeline::Authenticator::create(std::move(config), nullptr);
+  if (!authenticator) throw UsageError{authenticator.error().message};
+  auto user = (*authenticator)->verify_user_token(o.user_token);
+  if (!user)
+    throw UsageError{"--user-token is not valid: " + user.error().code + ": " + user.error().message};
+  return std::move(user->subject);
+}
+
 void print(const access::Decision& d, const CheckOptions& o, const policy::Config& config,
            const access::Subject* user) {
   if (o.json) {
@@ -88,16 +102,20 @@ void print(const access::Decision& d, const CheckOptions& o, const policy::Confi
 int check_command(const CheckOptions& o) {
   try {
     const policy::Action action = action_of(o);
-    if (o.agent.empty() && o.user_claims.empty())
-      throw UsageError{"give --agent, --user-claims, or both"};
+    if (!o.user_claims.empty() && !o.user_token.empty())
+      throw UsageError{"give --user-claims or --user-token, not both"};
+    if (o.agent.empty() && o.user_claims.empty() && o.user_token.empty())
+      throw UsageError{"give --agent, a user (--user-claims or --user-token), or both"};
     if (!o.user_issuer.empty() && o.user_claims.empty())
-      throw UsageError{"--user-issuer goes with --user-claims"};
-    auto config = policy::load_config(o.config_file);
-    if (!config) throw UsageError{config.error().message};
+      throw UsageError{"--user-issuer goes with --user-claims (a token names its issuer)"};
+    auto loaded = policy::load_config(o.config_file);
+    if (!loaded) throw UsageError{loaded.error().message};
+    const auto config = std::make_shared<const policy::Config>(std::move(*loaded));
     if (!o.agent.empty() && !config->find_principal(o.agent))
       throw UsageError{"--agent: no principal named '" + o.agent + "' in " + o.config_file};
     std::optional<access::Subject> user;
     if (!o.user_claims.empty()) user = subject_of(*config, o);
+    if (!o.user_token.empty()) user = subject_of_token(config, o);
     const access::Actor agent{o.agent};
     const auto decision = access::decide(*config, o.agent.empty() ? nullptr : &agent,
                                          user ? &*user : nullptr, action, o.tool);
@@ -121,6 +139,8 @@ void add_policy_command(CLI::App& app, ExitStatus& status) {
   check->add_option("--agent", opts->agent, "The principal making the call");
   check->add_option("--user-claims", opts->user_claims,
                     "The claims of the user's token, as JSON: {\"sub\": ..., \"groups\": [...]}");
+  check->add_option("--user-token", opts->user_token,
+                    "The user's token (a JWT), verified against identity.issuers like the daemon does");
   check->add_option("--user-issuer", opts->user_issuer,
                     "The user's issuer (a name in identity.issuers; default: the only one)");
   check->add_option("--tool", opts->tool, "The tool (required for invoke and approve)");

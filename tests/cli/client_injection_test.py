@@ -1,7 +1,7 @@
 """`airlock call` and `airlock tools list` against a listener that records the raw bytes it
 receives: hostile tool names, --server values and API keys are refused before connecting,
-so nothing reaches the wire; a valid call sends exactly one request, with the key only in its
-own Authorization header."""
+so nothing reaches the wire (a --subject-token with a line break too); a valid call sends
+exactly one request, with the key only in its own Authorization header."""
 import os
 import socket
 import subprocess
@@ -139,6 +139,23 @@ class ClientInjection(unittest.TestCase):
                                     env_key=KEY + "\r\nX-Injected: 1"))
         self.assert_refused(airlock("tools", "list", "--server", self.server,
                                     "--key", KEY + "\nX: 1"))
+
+    def test_subject_token_with_line_break_is_refused(self):
+        for token in ["a.b.c\r\nX-Injected: 1", "a.b.c\nX: 1", "a.b.c\r\n\r\nGET / HTTP/1.1", "a b.c"]:
+            with self.subTest(token=token):
+                result = airlock("call", "echo", "--server", self.server, "--key", KEY,
+                                 "--subject-token", token)
+                self.assert_refused(result)
+                self.assertIn(b"subject token may only hold visible ASCII", result.stderr)
+
+    def test_subject_token_goes_in_its_own_header(self):
+        result = airlock("call", "echo", "--server", self.server, "--key", KEY,
+                         "--subject-token", "aaa.bbb.ccc")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(len(self.recorder.received), 1)
+        lines = self.recorder.received[0].partition(b"\r\n\r\n")[0].split(b"\r\n")
+        self.assertIn(b"Airlock-Subject-Token: aaa.bbb.ccc", lines)
+        self.assertIn(b"Authorization: Bearer " + KEY.encode(), lines)
 
     def test_valid_call_sends_one_clean_request(self):
         result = airlock("call", "web.fetch_v2", "--server", self.server + "/", "--key", KEY)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `airlock policy check` through the real binary: the decision, the rule that made it, the
-# exit status (0 allowed, 1 denied, 2 usage or configuration error), and --json.
+# exit status (0 allowed, 1 denied, 2 usage or configuration error), and --json. --user-token
+# with real tokens: an Ed25519 key made with the openssl CLI, its JWKS in the issuer's
+# jwksFile, JWS signed with `openssl pkeyutl -rawin`.
 set -u
 AIRLOCK=$1
 fails=0
@@ -12,7 +14,20 @@ contains() {  # contains NAME NEEDLE HAYSTACK
 }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-echo '{"keys": []}' >"$tmp/corp-jwks.json"
+# The corp issuer: an Ed25519 key, its JWKS (x: the raw 32-byte public key, the last 32 bytes
+# of the DER SubjectPublicKeyInfo), and a function that signs a token with it.
+b64url() { basenc --base64url -w0 | tr -d '='; }
+openssl genpkey -algorithm ed25519 -out "$tmp/corp.pem" 2>/dev/null
+x=$(openssl pkey -in "$tmp/corp.pem" -pubout -outform DER | tail -c 32 | b64url)
+printf '{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "%s", "kid": "corp-1", "use": "sig", "alg": "EdDSA"}]}' \
+  "$x" >"$tmp/corp-jwks.json"
+sign() {  # sign PAYLOAD_JSON: a compact JWS
+  local input
+  input="$(printf '{"alg":"EdDSA","typ":"JWT","kid":"corp-1"}' | b64url).$(printf '%s' "$1" | b64url)"
+  printf '%s' "$input" >"$tmp/signing-input"
+  printf '%s.%s' "$input" "$(openssl pkeyutl -sign -inkey "$tmp/corp.pem" -rawin -in "$tmp/signing-input" | b64url)"
+}
+now=$(date +%s)
 cat >"$tmp/airlock.yaml" <<'YAML'
 apiVersion: airlock.dev/v1
 kind: AirlockConfig
@@ -80,6 +95,53 @@ check "claims without sub exit 2" 2 $?
 "$AIRLOCK" policy check --config "$cfg" --user-claims 'not json' --tool weather 2>/dev/null
 check "claims not JSON exit 2" 2 $?
 "$AIRLOCK" policy check --agent weather-agent --tool weather 2>/dev/null; check "no --config exits 2" 2 $?
+
+# --user-token: a real token, verified as the daemon verifies one.
+alice_token=$(sign "{\"iss\":\"https://idp.corp.example\",\"aud\":\"airlock\",\"sub\":\"alice\",\"groups\":[\"staff\",\"analysts\"],\"iat\":$now,\"exp\":$((now + 300))}")
+out=$("$AIRLOCK" policy check --config "$cfg" --agent research-agent --user-token "$alice_token" --tool weather); rc=$?
+check "user token allowed exits 0" 0 $rc
+contains "user token allowed names both rules" \
+  "rule:   principal research-agent tools and role analyst rule 1 (allow invoke csv-*, weather; maxRisk medium)" "$out"
+contains "user token's roles" "roles:  analyst" "$out"
+out=$("$AIRLOCK" policy check --config "$cfg" --user-token "$alice_token" --tool csv-export --json); rc=$?
+check "user token denied exits 1" 1 $rc
+check "user token json" "False corp alice ['analyst']" \
+  "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["allowed"], d["user"]["issuer"], d["user"]["sub"], d["user"]["roles"])' "$out")"
+
+bob_token=$(sign "{\"iss\":\"https://idp.corp.example\",\"aud\":\"airlock\",\"sub\":\"bob\",\"groups\":[\"staff\"],\"exp\":$((now + 300))}")
+out=$("$AIRLOCK" policy check --config "$cfg" --agent research-agent --user-token "$bob_token" --tool weather); rc=$?
+check "user token without a role exits 1" 1 $rc
+contains "user token without a role" "no role is bound to them" "$out"
+
+expired=$(sign "{\"iss\":\"https://idp.corp.example\",\"aud\":\"airlock\",\"sub\":\"alice\",\"groups\":[\"analysts\"],\"exp\":$((now - 3600))}")
+err=$("$AIRLOCK" policy check --config "$cfg" --user-token "$expired" --tool weather 2>&1); rc=$?
+check "expired token exits 2" 2 $rc
+contains "expired token named" "--user-token is not valid: expired" "$err"
+
+# Tampered: bob's signed header and signature around a payload that puts him in analysts.
+forged_payload=$(printf '{"iss":"https://idp.corp.example","aud":"airlock","sub":"bob","groups":["analysts"],"exp":%d}' $((now + 300)) | b64url)
+tampered="${bob_token%%.*}.$forged_payload.${bob_token##*.}"
+err=$("$AIRLOCK" policy check --config "$cfg" --user-token "$tampered" --tool weather 2>&1); rc=$?
+check "tampered token exits 2" 2 $rc
+contains "tampered token named" "--user-token is not valid: bad_signature" "$err"
+
+wrong_aud=$(sign "{\"iss\":\"https://idp.corp.example\",\"aud\":\"elsewhere\",\"sub\":\"alice\",\"exp\":$((now + 300))}")
+err=$("$AIRLOCK" policy check --config "$cfg" --user-token "$wrong_aud" --tool weather 2>&1); rc=$?
+check "wrong audience exits 2" 2 $rc
+contains "wrong audience named" "wrong_audience" "$err"
+
+agent_token=$(sign "{\"iss\":\"https://idp.corp.example\",\"aud\":\"airlock\",\"sub\":\"system:serviceaccount:agents:research\",\"exp\":$((now + 300))}")
+err=$("$AIRLOCK" policy check --config "$cfg" --user-token "$agent_token" --tool weather 2>&1); rc=$?
+check "an agent's token as the user exits 2" 2 $rc
+contains "an agent's token is no user's" "invalid_grant" "$err"
+
+"$AIRLOCK" policy check --config "$cfg" --user-token not-a-jwt --tool weather 2>/dev/null
+check "a user token that is no JWT exits 2" 2 $?
+err=$("$AIRLOCK" policy check --config "$cfg" --user-token "$alice_token" --user-claims "$alice" --tool weather 2>&1); rc=$?
+check "--user-token and --user-claims exit 2" 2 $rc
+contains "--user-token and --user-claims named" "not both" "$err"
+"$AIRLOCK" policy check --config "$cfg" --user-token "$alice_token" --user-issuer corp --tool weather 2>/dev/null
+check "--user-issuer with --user-token exits 2" 2 $?
 
 sed 's/actions: \[invoke\], tools: \["csv-export"\]/actions: [invok], tools: ["csv-export"]/' "$cfg" >"$tmp/bad.yaml"
 err=$("$AIRLOCK" policy check --config "$tmp/bad.yaml" --agent weather-agent --tool weather 2>&1); rc=$?

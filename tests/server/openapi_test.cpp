@@ -69,6 +69,7 @@ struct Call {
   std::string target;
   std::string body;
   std::string key;
+  std::map<std::string, std::string> headers = {};
 };
 
 TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
@@ -81,6 +82,9 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
   const std::string rejected_code =
       nlohmann::json{{"arguments", {{"code", "import os\nexec('1')"}}}}.dump();
+  const std::string token_form =
+      "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+      "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&subject_token=a.b.c";
   const std::vector<Call> calls = {
       {invoke_path, "post", "/v1/tools/echo/invoke", ok_body, kKey},                  // 200 ok
       {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kKey},                 // 200 error
@@ -102,6 +106,14 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/0", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/x", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/999", "", kKey},
+      {"/v1/token", "post", "/v1/token", "grant_type=x", kKey},                       // 400: not a form
+      {"/v1/token", "post", "/v1/token", "grant_type=client_credentials", kKey,
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 400 unsupported_grant_type
+      {"/v1/token", "post", "/v1/token", token_form, "not-a-key",
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 401 invalid_client
+      {"/v1/token", "post", "/v1/token", token_form, kKey,
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 400 invalid_grant
+      {"/.well-known/jwks.json", "get", "/.well-known/jwks.json", "", ""},
       {"/healthz", "get", "/healthz", "", ""},
       {"/healthz", "head", "/healthz", "", ""},
       {"/metrics", "get", "/metrics", "", ""},
@@ -110,7 +122,8 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   std::set<std::pair<std::string, std::string>> exercised;
   for (const auto& c : calls) {
     std::string method = c.method == "post" ? "POST" : c.method == "head" ? "HEAD" : "GET";
-    auto reply = http(d.port, method, c.target, c.body, c.key);
+    auto reply = c.headers.empty() ? http(d.port, method, c.target, c.body, c.key)
+                                   : http_with(d.port, method, c.target, c.body, c.key, c.headers);
     SCOPED_TRACE(c.method + " " + c.target + " -> " + std::to_string(reply.status) + " " + reply.body.substr(0, 300));
     ASSERT_TRUE(api.documents(c.documented_path, c.method, reply.status)) << "undocumented status";
     auto schema = api.response_schema(c.documented_path, c.method, reply.status);
