@@ -18,6 +18,8 @@ nlohmann::json error_json(const pipeline::Invocation& inv) {
   const auto& e = *inv.error;
   nlohmann::json j{{"kind", e.kind_name()}, {"message", e.message}};
   if (!e.pointer.empty()) j["pointer"] = e.pointer;
+  if ((e.kind == ErrorKind::forbidden || e.kind == ErrorKind::subject_required) && !inv.access_rule.empty())
+    j["rule"] = inv.access_rule;
   if (e.kind == ErrorKind::code_rejected) {
     auto findings = nlohmann::json::array();
     for (const auto& f : inv.validator_findings) findings.push_back(finding_json(f));

@@ -141,7 +141,9 @@ TEST_F(Identity, AnAgentActsForAUserAndTheAnswerAndAuditRecordNameBoth) {
 }
 
 TEST_F(Identity, AgentAllowedButUserNot) {
-  expect_refused(call("echo", kKey, user_token("bob")), 403, "forbidden", "no role is bound to them");
+  auto r = call("echo", kKey, user_token("bob"));
+  expect_refused(r, 403, "forbidden", "no role is bound to them (decided by: no rule allows)");
+  EXPECT_EQ(r.json()["error"]["rule"], "no rule allows");
 }
 
 TEST_F(Identity, UserAllowedButAgentNot) {
@@ -150,7 +152,9 @@ TEST_F(Identity, UserAllowedButAgentNot) {
 }
 
 TEST_F(Identity, ADenyRuleOverridesAnAllow) {
-  expect_refused(call("export", kKey, user_token("alice")), 403, "forbidden", "deny invoke export");
+  auto r = call("export", kKey, user_token("alice"));
+  expect_refused(r, 403, "forbidden", "deny invoke export");
+  EXPECT_EQ(r.json()["error"]["rule"], "role analyst rule 2 (deny invoke export)");
 }
 
 TEST_F(Identity, MaxRiskExceeded) {

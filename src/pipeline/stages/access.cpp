@@ -17,7 +17,13 @@ ErrorKind refusal_kind(const access::Decision& d) {
 InvokeDecision may_invoke(const policy::Config& config, const Actor* actor, const Subject* subject,
                           const std::string& tool) {
   InvokeDecision out{access::decide(config, actor, subject, policy::Action::invoke, tool), std::nullopt};
-  if (!out.decision.allowed) out.refusal = deny(refusal_kind(out.decision), out.decision.reason);
+  if (out.decision.allowed) return out;
+  std::string message = out.decision.reason;
+  // With a user the rules are the roles': the message names the one that decided. (An agent
+  // alone keeps the words it always had, which name its tools.)
+  if (subject && message.find(out.decision.rule) == std::string::npos)
+    message += " (decided by: " + out.decision.rule + ")";
+  out.refusal = deny(refusal_kind(out.decision), std::move(message));
   return out;
 }
 
