@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/digest.hpp"
+#include "common/split.hpp"
 
 namespace airlock::pipeline {
 namespace {
@@ -51,18 +52,9 @@ std::optional<Subject> user_of_airlock_token(const identity::VerifiedToken& t) {
 
 // "a b": the tools an Airlock token was scoped to at the exchange.
 std::vector<std::string> scope_of(const identity::VerifiedToken& t) {
-  std::vector<std::string> tools;
   const auto it = t.claims.find("scope");
-  if (it == t.claims.end() || !it->is_string()) return tools;
-  const std::string scope = it->get<std::string>();
-  std::size_t start = 0;
-  while (start < scope.size()) {
-    std::size_t end = scope.find(' ', start);
-    if (end == std::string::npos) end = scope.size();
-    if (end > start) tools.push_back(scope.substr(start, end - start));
-    start = end + 1;
-  }
-  return tools;
+  if (it == t.claims.end() || !it->is_string()) return {};
+  return split_nonempty(it->get<std::string>(), ' ');
 }
 
 std::string act_subject(const identity::VerifiedToken& t) {

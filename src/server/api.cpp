@@ -1,6 +1,7 @@
 #include "server/api.hpp"
 
 #include "audit/audit_log.hpp"
+#include "common/split.hpp"
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/invocation_response.hpp"
@@ -14,16 +15,7 @@ namespace {
 
 // Splits "/v1/tools/x/invoke?y" into {"v1", "tools", "x", "invoke"} (the query is ignored).
 std::vector<std::string> path_segments(const std::string& target) {
-  std::vector<std::string> parts;
-  std::string path = target.substr(0, target.find('?'));
-  std::size_t start = 0;
-  while (start < path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos) end = path.size();
-    if (end > start) parts.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
+  return split_nonempty(std::string_view(target).substr(0, target.find('?')), '/');
 }
 
 nlohmann::json tool_summary(const policy::ToolConfig& t) {

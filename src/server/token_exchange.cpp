@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/hex.hpp"
+#include "common/split.hpp"
 
 namespace airlock::server {
 namespace {
@@ -62,14 +63,8 @@ json claims_for_bindings(const policy::Config& config, const pipeline::Subject& 
 Result<std::vector<std::string>> scope_tools(const std::string& scope) {
   std::vector<std::string> tools;
   std::set<std::string> seen;
-  std::size_t start = 0;
-  while (start <= scope.size()) {
-    std::size_t end = scope.find(' ', start);
-    if (end == std::string::npos) end = scope.size();
-    std::string tool = scope.substr(start, end - start);
-    if (!tool.empty() && seen.insert(tool).second) tools.push_back(tool);
-    start = end + 1;
-  }
+  for (auto& tool : split_nonempty(scope, ' '))
+    if (seen.insert(tool).second) tools.push_back(std::move(tool));
   if (tools.size() > kMaxScopeTools)
     return Error::make("invalid_scope", "the scope names more than " + std::to_string(kMaxScopeTools) + " tools");
   return tools;

@@ -6,6 +6,7 @@
 
 #include "common/json_limits.hpp"
 #include "common/no_sigpipe.hpp"
+#include "common/split.hpp"
 #include "common/units.hpp"
 
 using namespace airlock;
@@ -84,4 +85,13 @@ TEST(ParseJsonBounded, RefusesNestingPastTheLimit) {
   EXPECT_EQ(parse_json_bounded("{", 64).error().code, "invalid_json");
   EXPECT_EQ(parse_json_bounded("[1, 2", 64).error().code, "invalid_json");
   EXPECT_EQ(*parse_json_bounded("[[\"x\"]]", 2), nlohmann::json::parse("[[\"x\"]]"));
+}
+
+TEST(SplitNonempty, LeavesOutEmptyPieces) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(airlock::split_nonempty("/v1//tools/x/", '/'), (V{"v1", "tools", "x"}));
+  EXPECT_EQ(airlock::split_nonempty("  echo  csv-read ", ' '), (V{"echo", "csv-read"}));
+  EXPECT_EQ(airlock::split_nonempty("", ' '), V{});
+  EXPECT_EQ(airlock::split_nonempty("////", '/'), V{});
+  EXPECT_EQ(airlock::split_nonempty("one", ','), V{"one"});
 }
