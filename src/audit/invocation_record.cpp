@@ -62,8 +62,18 @@ nlohmann::json to_fields(const InvocationRecord& r) {
   auto command = nlohmann::json::array();
   for (const auto& arg : r.command) command.push_back(text(arg));
   auto credentials = nlohmann::json::array();
-  for (const auto& c : r.credentials)
-    credentials.push_back({{"name", text(c.name)}, {"hmac_sha256", text(c.fingerprint)}});
+  for (const auto& c : r.credentials) {
+    nlohmann::json use = {{"name", text(c.name)}, {"hmac_sha256", text(c.fingerprint)}};
+    if (!c.lease_id.empty()) {
+      auto scopes = nlohmann::json::array();
+      for (const auto& scope : c.scopes) scopes.push_back(text(scope));
+      use["lease_id"] = text(c.lease_id);
+      use["provider"] = text(c.provider);
+      use["scopes"] = std::move(scopes);
+      use["expires_at"] = c.expires_at;
+    }
+    credentials.push_back(std::move(use));
+  }
   nlohmann::json fields = {{"schema", kInvocationSchema},
           {"invocation_id", text(r.invocation_id)},
           {"principal", text(r.principal)},

@@ -48,8 +48,13 @@ struct ValidatorFinding {
 };
 
 struct CredentialUse {
-  std::string name;         // which credential (never its value)
+  std::string name;         // which credential (never its value): the variable it was given as
   std::string fingerprint;  // AuditLog::credential_fingerprint(value)
+  // Its lease (issue #16; absent from the record when lease_id is empty).
+  std::string lease_id;
+  std::string provider;             // "token", "postgres", "oauth-exchange", "secret"
+  std::vector<std::string> scopes;  // what it granted
+  std::int64_t expires_at = 0;      // seconds since the epoch
 };
 
 // The user a call was made for: the token's issuer (its configured name) and `sub`, and the

@@ -20,6 +20,14 @@
 #include "dlp/detectors.hpp"
 
 namespace airlock::dlp {
+
+Policy Policy::literals_only() {
+  Policy p;
+  for (const auto& d : detail::detector_table()) p.detectors[std::string(d.id)].enabled = false;
+  p.literal_action = Action::redact;
+  return p;
+}
+
 namespace {
 
 constexpr std::array<std::string_view, 5> kActionNames{"allow", "redact", "mask", "hash", "block"};

@@ -43,6 +43,9 @@ struct Policy {
   double threshold(Action action) const { return thresholds[static_cast<std::size_t>(action)]; }
 
   static Policy defaults() { return Policy{}; }
+  // Every detector off: only the caller's literals are found, and redacted (the values of a
+  // call's credentials, whatever the configured policy says of other findings).
+  static Policy literals_only();
 };
 
 // `source_name` is used in error messages ("policy.yaml:12: ...").

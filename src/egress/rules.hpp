@@ -30,6 +30,15 @@ struct PortForward {
   std::uint16_t port = 0;
 };
 
+// A header the egress proxy sets on every HTTPS request to one host, terminating TLS for it
+// (docs/credentials.md, "Egress injection"). The value is a secret: never serialized or logged.
+struct HeaderInjection {
+  std::string host;
+  std::uint16_t port = 443;
+  std::string header;
+  std::string value;
+};
+
 struct EgressLimits {
   std::uint32_t max_connections = 64;         // at once
   std::uint64_t max_bytes_up = 256ULL << 20;  // in total, sandbox to the world
@@ -46,6 +55,7 @@ struct EgressRules {
   std::vector<EgressRule> allow;
   std::vector<PortForward> forwards;
   std::map<std::string, std::string> resolve;  // --resolve NAME=IP: pinned names
+  std::vector<HeaderInjection> inject;
   EgressLimits limits;
 
   bool has_egress() const { return !allow.empty() || !forwards.empty(); }

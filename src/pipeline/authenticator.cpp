@@ -105,7 +105,7 @@ std::variant<Caller, InvocationError> Authenticator::authenticate(
     if (!agent)
       return unauthenticated("the client certificate (" + certificate->subject +
                              ") is no principal's, and no bearer credential was sent");
-    who = Caller{Actor{agent->name}, std::nullopt, {}, "certificate", {}};
+    who = Caller{Actor{agent->name}, std::nullopt, {}, "certificate", {}, {}};
   } else {
     return unauthenticated("no credential: send Authorization: Bearer <API key or token>");
   }
@@ -120,14 +120,16 @@ std::variant<Caller, InvocationError> Authenticator::from_bearer(const std::stri
   if (!looks_like_jwt(token)) {
     auto agent = authenticate_agent(token);
     if (auto* refused = std::get_if<InvocationError>(&agent)) return std::move(*refused);
-    return Caller{std::get<Actor>(std::move(agent)), std::nullopt, {}, "api_key", {}};
+    return Caller{std::get<Actor>(std::move(agent)), std::nullopt, {}, "api_key", {}, {}};
   }
   // `act` is read here, not refused: Airlock's tokens carry it; from_token decides.
   auto verified = verifier_.verify(token, {/*allow_act=*/true});
   if (!verified && verified.error().code == "malformed" && config_->find_principal_by_key(token))
-    return Caller{Actor{config_->find_principal_by_key(token)->name}, std::nullopt, {}, "api_key", {}};
+    return Caller{Actor{config_->find_principal_by_key(token)->name}, std::nullopt, {}, "api_key", {}, {}};
   if (!verified) return token_refused("the bearer token", verified.error());
-  return from_token(*verified);
+  auto caller = from_token(*verified);
+  if (auto* c = std::get_if<Caller>(&caller); c && c->credential == "user_token") c->user_token = token;
+  return caller;
 }
 
 std::variant<Caller, InvocationError> Authenticator::from_token(const identity::VerifiedToken& t) const {
@@ -137,18 +139,18 @@ std::variant<Caller, InvocationError> Authenticator::from_token(const identity::
     if (agent.empty() || !user) return unauthenticated("the bearer token is an Airlock token without act.sub or its user");
     if (!config_->find_principal(agent))
       return unauthenticated("the bearer token was issued to agent '" + agent + "', which is not configured");
-    return Caller{Actor{agent}, std::move(user), jti_digest(t.jti), "airlock_token", scope_of(t)};
+    return Caller{Actor{agent}, std::move(user), jti_digest(t.jti), "airlock_token", scope_of(t), {}};
   }
   if (const auto* agent = agent_of(*config_, t)) {
     if (t.act) return unauthenticated("the bearer token of agent '" + agent->name + "' carries act: agents do not act through another");
-    return Caller{Actor{agent->name}, std::nullopt, {}, "jwt", {}};
+    return Caller{Actor{agent->name}, std::nullopt, {}, "jwt", {}, {}};
   }
   // A person calling directly with their own token.
   if (t.act && !config_->identity.allow_delegated_subjects)
     return unauthenticated("the bearer token is not valid: delegation_not_allowed: it carries act "
                            "(identity.allowDelegatedSubjects is false)");
   if (t.sub.empty()) return unauthenticated("the bearer token names no user: it has no sub");
-  return Caller{std::nullopt, Subject{t.issuer_name, t.sub, t.claims}, jti_digest(t.jti), "user_token", {}};
+  return Caller{std::nullopt, Subject{t.issuer_name, t.sub, t.claims}, jti_digest(t.jti), "user_token", {}, {}};
 }
 
 std::optional<InvocationError> Authenticator::add_subject(Caller& caller, const std::string& token) const {
@@ -175,6 +177,7 @@ std::optional<InvocationError> Authenticator::add_subject(Caller& caller, const 
                              "(identity.allowDelegatedSubjects is false)");
     if (t.sub.empty()) return unauthenticated("Airlock-Subject-Token names no user: it has no sub");
     caller.subject = Subject{t.issuer_name, t.sub, t.claims};
+    caller.user_token = token;
   }
   caller.subject_jti_sha256 = jti_digest(t.jti);
   return std::nullopt;

@@ -43,6 +43,7 @@ struct Caller {
   std::string subject_jti_sha256;  // of the user token's jti (hex), "" without one
   std::string credential;          // "api_key", "jwt", "airlock_token", "user_token", "certificate"
   std::vector<std::string> scope;  // an Airlock token's scope: the only tools it may call
+  std::string user_token;          // the user's token from a configured issuer, as received
 };
 
 // A user's token, verified: who they are.

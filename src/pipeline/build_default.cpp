@@ -1,9 +1,12 @@
 #include "pipeline/build_default.hpp"
 
+#include "audit/audit_log.hpp"
+
 #include "pipeline/stages/access.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/check_input.hpp"
 #include "pipeline/stages/content.hpp"
+#include "pipeline/stages/credentials.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "pipeline/stages/record_start.hpp"
 
@@ -29,6 +32,15 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   if (!scanner) return scanner.error();
   p->add(std::make_unique<ScanStage>(*scanner, ScanStage::Direction::input));
   p->add(std::make_unique<TierStage>());
+  std::shared_ptr<creds::Broker> broker;
+  if (deps.leases && deps.make_providers)
+    broker = std::make_shared<creds::Broker>(*deps.leases, deps.make_providers(cfg));
+  audit::AuditLog* audit = deps.audit;
+  auto credentials = CredentialsStage::create(std::move(broker), [audit](std::string_view value) {
+    return audit ? audit->credential_fingerprint(value) : std::string();
+  });
+  if (!credentials) return credentials.error();
+  p->add(std::move(*credentials));
   ExecuteOptions exec_options;
   exec_options.runner_dir = deps.runner_dir;
   if (deps.backend) exec_options.backends = runnable_tiers_on(*deps.backend);

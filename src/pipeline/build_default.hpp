@@ -1,7 +1,8 @@
 // The daemon's pipeline, composed in one place (the stage table in docs/pipeline.md):
 //
 //   authenticate -> record_start -> authorize -> check_input -> validate_code -> scan_input ->
-//   tier -> execute -> scan_output, then (always, when the invocation ends) audit
+//   tier -> credentials -> execute -> scan_output, then (always, when the invocation ends)
+//   the finalizers (credentials revoked) and audit
 #pragma once
 
 #include <functional>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "creds/broker.hpp"
 #include "pipeline/authenticator.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/pipeline.hpp"
@@ -30,6 +32,10 @@ struct PipelineDeps {
   std::function<void(const Invocation&)> record_start;
   // Signs and verifies Airlock's own tokens (null: they are not accepted).
   const identity::TokenSigner* token_signer = nullptr;
+  // Credentials: where leases are kept, and the providers for a configuration (null: tools
+  // with credentials fail with credential_unavailable, e.g. `serve --check`).
+  creds::LeaseStore* leases = nullptr;
+  std::function<creds::Providers(const policy::Config&)> make_providers;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 20> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 22> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 20> kNames{{
     {ErrorKind::dlp_blocked, "dlp_blocked"},
     {ErrorKind::tier_unavailable, "tier_unavailable"},
     {ErrorKind::config_changed, "config_changed"},
+    {ErrorKind::credential_denied, "credential_denied"},
     {ErrorKind::timeout, "timeout"},
     {ErrorKind::cpu_time_limit, "cpu_time_limit"},
     {ErrorKind::memory_limit, "memory_limit"},
@@ -26,6 +27,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 20> kNames{{
     {ErrorKind::stopped, "stopped"},
     {ErrorKind::sandbox_setup, "sandbox_setup"},
     {ErrorKind::audit_failed, "audit_failed"},
+    {ErrorKind::credential_unavailable, "credential_unavailable"},
     {ErrorKind::internal, "internal"},
 }};
 

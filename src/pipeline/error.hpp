@@ -21,6 +21,7 @@ enum class ErrorKind {
   dlp_blocked,        // the arguments or the result hold data the DLP policy blocks
   tier_unavailable,   // the tool's risk tier cannot run here
   config_changed,     // a suspended invocation resumed under another configuration
+  credential_denied,  // a credential the tool needs cannot be given for this call (scopes, no user)
   // Failures of the tool's run (status "error").
   timeout,
   cpu_time_limit,
@@ -33,6 +34,7 @@ enum class ErrorKind {
   // Failures of Airlock itself (status "error").
   sandbox_setup,
   audit_failed,
+  credential_unavailable,  // a credential could not be made (its server, the token service...)
   internal,
 };
 

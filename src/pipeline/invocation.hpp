@@ -17,6 +17,7 @@
 
 #include "access/decide.hpp"
 #include "backend/backend.hpp"
+#include "creds/lease.hpp"
 #include "pipeline/error.hpp"
 #include "policy/config.hpp"
 #include "sandbox/outcome.hpp"
@@ -70,6 +71,9 @@ struct Invocation {
   std::string subject_jti_sha256;  // of the user token's jti: the audit record's, never the token
   std::vector<std::string> token_scope;  // an Airlock token's scope ([]: not restricted)
   std::string access_rule;         // what allowed it (authorize): "principal agent tools", ...
+  // The user's token as received, for a credential exchanged on their behalf. Like the
+  // headers: never persisted, logged or recorded.
+  std::string user_token;
   sandbox::Limits limits;
   // At most kMaxReportedFindings of validator_findings_total, each message bounded: a
   // code_rejected answer lists them (error.findings) and the audit record keeps them.
@@ -77,6 +81,15 @@ struct Invocation {
   std::size_t validator_findings_total = 0;
   std::vector<Redaction> redactions;
   std::optional<std::string> redacted_input;
+  // The call's credentials (the credentials stage). Values live in memory for the run only:
+  // never persisted, recorded, logged or answered; wiped when the leases are revoked.
+  struct CredentialLease {
+    creds::Lease lease;
+    std::string hmac_sha256;  // of the value (the audit log's credential key)
+  };
+  std::vector<CredentialLease> credential_leases;
+  std::vector<backend::Credential> credentials;    // the variables the run gets
+  std::vector<egress::HeaderInjection> injections;  // headers the egress proxy sets
   std::optional<backend::RunRequest> request;  // what the execute stage ran
   std::optional<backend::RunResult> outcome;
   std::optional<nlohmann::json> output;

@@ -1,6 +1,6 @@
 // The configuration as a whole: the checks of the YAML text, then each section
 // (config_server.cpp, config_identity.cpp, config_roles.cpp, config_principals.cpp,
-// config_tiers.cpp, config_tools.cpp), every error collected and reported in file order.
+// config_tiers.cpp, config_tools.cpp, config_credentials.cpp), every error collected and reported in file order.
 #include "policy/config.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -39,7 +39,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   if (!is_airlock_config(r, root)) return c;
   r.only_keys(root, "the configuration",
               {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
-               "principals", "tiers", "tools", "dlp"});
+               "principals", "tiers", "tools", "dlp", "credentialServers"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
@@ -54,7 +54,11 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   if (root["principals"])
     detail::check_certificates_need_client_ca(r, root["principals"], c.server);
   r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers); });
-  r.field(root, "tools", [&](const YAML::Node& v) { detail::read_tools(r, v, label, c.tools); });
+  r.field(root, "credentialServers",
+          [&](const YAML::Node& v) { detail::read_credential_servers(r, v, c.credential_servers); });
+  r.field(root, "tools", [&](const YAML::Node& v) {
+    detail::read_tools(r, v, label, c.credential_servers, c.tools);
+  });
   return c;
 }
 
@@ -152,6 +156,12 @@ const Principal* Config::find_principal(std::string_view name) const {
 const Role* Config::find_role(std::string_view name) const {
   for (const auto& r : roles)
     if (r.name == name) return &r;
+  return nullptr;
+}
+
+const CredentialServer* Config::find_credential_server(std::string_view name) const {
+  for (const auto& s : credential_servers)
+    if (s.name == name) return &s;
   return nullptr;
 }
 

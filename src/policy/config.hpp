@@ -17,6 +17,7 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
+#include "policy/credentials_config.hpp"
 #include "policy/identity_config.hpp"
 #include "policy/risk.hpp"
 #include "sandbox/spec.hpp"
@@ -115,6 +116,7 @@ struct ToolConfig {
   std::vector<std::string> data_paths;  // host paths bound read-only at the same path
   std::map<std::string, std::string> env;
   bool requires_user = false;           // a call not on behalf of a user is refused
+  std::vector<CredentialSpec> credentials;  // leased per call (docs/credentials.md)
   std::string where;                    // "file:line" of its definition
 };
 
@@ -140,10 +142,12 @@ struct Config {
   IdentityConfig identity;
   std::vector<Role> roles;
   std::vector<RoleBinding> bindings;
+  std::vector<CredentialServer> credential_servers;
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;
   const Role* find_role(std::string_view name) const;
+  const CredentialServer* find_credential_server(std::string_view name) const;
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;

@@ -114,8 +114,15 @@ void check_issuer_name(const YAML::Node& at, const std::string& what, const std:
 void check_certificates_need_client_ca(Reader& r, const YAML::Node& principals,
                                        const ServerConfig& server);
 void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
+// After credentialServers: a tool's postgres credential names one of them.
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
-                std::vector<ToolConfig>& out);
+                const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out);
+void read_credential_servers(Reader& r, const YAML::Node& n, std::vector<CredentialServer>& out);
+// tools[].credentials, after the tool's env and network (an injected host is allowed).
+void read_credentials(Reader& r, const YAML::Node& n, const std::string& what,
+                      const std::vector<CredentialServer>& servers, ToolConfig& tool);
+// An environment variable's name: letters, digits and '_', not starting with a digit.
+bool is_variable_name(const std::string& key);
 
 // A tier's limits with a tool's (or the config's) overrides applied.
 sandbox::Limits with_overrides(sandbox::Limits l, const LimitOverrides& o);

@@ -108,12 +108,6 @@ void read_data_paths(Reader& r, const YAML::Node& n, const std::string& what,
   });
 }
 
-bool is_variable_name(const std::string& key) {
-  return !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
-         key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-             std::string::npos;
-}
-
 void read_env(Reader& r, const YAML::Node& n, const std::string& what,
               std::map<std::string, std::string>& out) {
   r.expect_map(n, what);
@@ -137,11 +131,12 @@ std::shared_ptr<const JsonSchema> compile_schema(Reader& r, const YAML::Node& n,
   return compiled.schema;
 }
 
-ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label) {
+ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
+                     const std::vector<CredentialServer>& servers) {
   std::string what = "tools[" + std::to_string(i) + "]";
   r.only_keys(n, what,
               {"name", "description", "risk", "runtime", "inputSchema", "outputSchema", "limits",
-               "network", "validation", "dataPaths", "env", "requiresUser"});
+               "network", "validation", "dataPaths", "env", "requiresUser", "credentials"});
   ToolConfig t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -183,17 +178,21 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   const bool env_ok =
       r.field(n, "env", [&](const YAML::Node& v) { read_env(r, v, what + ".env", t.env); });
   if (runtime_ok && paths_ok && env_ok) r.guard([&] { check_program(n["runtime"], what, t); });
+  r.field(n, "credentials", [&](const YAML::Node& v) {
+    read_credentials(r, v, what + ".credentials", servers, t);
+    for (auto& c : t.credentials) c.where = t.where;
+  });
   return t;
 }
 
 }  // namespace
 
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
-                std::vector<ToolConfig>& out) {
+                const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out) {
   std::set<std::string> names;
   std::size_t i = 0;
   r.items(n, "tools", [&](const YAML::Node& item) {
-    auto tool = read_tool(r, item, i++, label);
+    auto tool = read_tool(r, item, i++, label, servers);
     if (!tool.name.empty() && !names.insert(tool.name).second)
       fail(item, "tools: '" + tool.name + "' is defined twice");
     out.push_back(std::move(tool));

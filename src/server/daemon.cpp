@@ -12,6 +12,7 @@
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
+#include "creds/broker.hpp"
 #include "egress/policy.hpp"
 #include "identity/signer.hpp"
 #include "pipeline/failed_auth.hpp"
@@ -108,6 +109,7 @@ struct Daemon::State {
   std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
+  std::unique_ptr<creds::LeaseStore> leases;  // in state.db
   backend::RunningSandboxes registry;
   std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
   Metrics metrics;
@@ -126,6 +128,7 @@ struct Daemon::State {
   const policy::Config& config() const { return *generation.load()->config; }
   Status open_storage(const policy::Config& cfg);
   Status recover();
+  void revoke_leftover_leases(const policy::Config& cfg);
   void describe_metrics();
   void make_api(const policy::Config& cfg);
 };
@@ -152,7 +155,18 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto opened = InvocationStore::open(dir + "/state.db");
   if (!opened) return opened.error();
   store = std::move(*opened);
+  auto lease_store = creds::LeaseStore::open(dir + "/state.db");
+  if (!lease_store) return lease_store.error();
+  leases = std::move(*lease_store);
   return {};
+}
+
+// Credentials a killed predecessor leased and never revoked: revoked before anything runs.
+void Daemon::State::revoke_leftover_leases(const policy::Config& cfg) {
+  creds::Broker broker(*leases, pipeline_deps.make_providers(cfg));
+  auto r = broker.revoke_outstanding();
+  recovery.revoked_leases = r.revoked;
+  recovery.lease_errors = std::move(r.errors);
 }
 
 // Sandboxes of a killed predecessor died with it (PDEATHSIG, pid namespaces); their cgroups
@@ -245,6 +259,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   deps.record_start = [store](const pipeline::Invocation& inv) {
     (void)store->begin(inv.id, inv.tool_name);
   };
+  deps.leases = st->leases.get();
+  deps.make_providers = [](const policy::Config&) { return creds::Providers{}; };
+  st->revoke_leftover_leases(*cfg);
   auto generation = build_generation(cfg, deps);
   if (!generation) return generation.error();
   st->generation.store(std::move(*generation));
@@ -417,9 +434,12 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
     return 1;
   }
   const auto& rec = (*daemon)->recovery();
-  if (rec.stale_cgroups || rec.aborted_invocations)
+  if (rec.stale_cgroups || rec.aborted_invocations || rec.revoked_leases)
     std::cerr << "airlock serve: recovered: removed " << rec.stale_cgroups << " stale cgroup(s), recorded "
-              << rec.aborted_invocations << " aborted invocation(s)\n";
+              << rec.aborted_invocations << " aborted invocation(s), revoked " << rec.revoked_leases
+              << " credential lease(s)\n";
+  for (const auto& e : rec.lease_errors)
+    std::cerr << "airlock serve: warning: a leftover credential could not be revoked (it expires on its own): " << e << "\n";
   if (auto s = (*daemon)->start(); !s) {
     std::cerr << "airlock serve: " << s.error().message << "\n";
     return 1;

@@ -50,6 +50,8 @@ class Daemon {
   struct Recovery {
     int stale_cgroups = 0;
     int aborted_invocations = 0;
+    int revoked_leases = 0;               // credentials of those invocations
+    std::vector<std::string> lease_errors;  // leases that could not be revoked, and why
   };
   const Recovery& recovery() const;
 

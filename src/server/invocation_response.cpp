@@ -36,6 +36,7 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::unauthenticated:
     case ErrorKind::subject_required: return 401;
     case ErrorKind::forbidden:
+    case ErrorKind::credential_denied:
     case ErrorKind::tier_unavailable: return 403;
     case ErrorKind::unknown_tool: return 404;
     case ErrorKind::config_changed: return 409;
@@ -45,6 +46,7 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::sandbox_setup:
     case ErrorKind::audit_failed:
     case ErrorKind::internal: return 500;
+    case ErrorKind::credential_unavailable: return 503;
     case ErrorKind::timeout:
     case ErrorKind::cpu_time_limit:
     case ErrorKind::memory_limit:

@@ -35,6 +35,7 @@ StageResult AuthenticateStage::run(Invocation& inv, StageContext&) {
   inv.subject = std::move(caller.subject);
   inv.subject_jti_sha256 = std::move(caller.subject_jti_sha256);
   inv.token_scope = std::move(caller.scope);
+  inv.user_token = std::move(caller.user_token);
   return StageResult::next();
 }
 

@@ -35,6 +35,10 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
   // What the pipeline knows beyond the sandbox run.
   if (inv.subject) record.subject = audit::SubjectRecord{inv.subject->issuer, inv.subject->sub, inv.subject_jti_sha256};
   record.access_rule = inv.access_rule;
+  for (const auto& c : inv.credential_leases)
+    record.credentials.push_back({c.lease.env, c.hmac_sha256, c.lease.id, c.lease.provider, c.lease.scopes,
+                                  std::chrono::duration_cast<std::chrono::seconds>(
+                                      c.lease.expires_at.time_since_epoch()).count()});
   if (inv.error) {
     const std::string kind(inv.error->kind_name());
     if (!inv.outcome || kind != sandbox::verdict_name(inv.outcome->verdict))

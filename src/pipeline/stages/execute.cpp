@@ -107,6 +107,8 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
   request.egress.forwards = tool.network.forwards;
   request.egress.resolve = tool.network.resolve;
   request.env = tool.env;
+  request.credentials = inv.credentials;
+  request.egress.inject = inv.injections;
   for (const auto& p : tool.data_paths) request.mounts.push_back({Mount::Kind::data, p, p, true});
   request.mounts.push_back({Mount::Kind::runner, options_.runner_dir, "/airlock", true});
   request.stdin_bytes = inv.arguments.dump();

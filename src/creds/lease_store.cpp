@@ -1,0 +1,163 @@
+#include "creds/lease_store.hpp"
+
+#include <openssl/rand.h>
+#include <sqlite3.h>
+
+#include "common/hex.hpp"
+
+namespace airlock::creds {
+namespace {
+
+std::int64_t to_ms(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+Clock::time_point from_ms(std::int64_t ms) { return Clock::time_point(std::chrono::milliseconds(ms)); }
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "credential leases: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// A prepared statement that finalizes itself; binds text by copy.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return ok_; }
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  int step() { return sqlite3_step(stmt_); }
+  std::string text(int i) const {
+    auto* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
+  }
+  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  bool ok_ = false;
+};
+
+constexpr const char* kColumns =
+    "id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms, target, state";
+
+Lease lease_of(const Statement& row) {
+  Lease l;
+  l.id = row.text(0);
+  l.invocation_id = row.text(1);
+  l.tool = row.text(2);
+  l.env = row.text(3);
+  l.provider = row.text(4);
+  auto scopes = nlohmann::json::parse(row.text(5), nullptr, false);
+  if (scopes.is_array())
+    for (const auto& s : scopes)
+      if (s.is_string()) l.scopes.push_back(s.get<std::string>());
+  l.issued_at = from_ms(row.integer(6));
+  l.expires_at = from_ms(row.integer(7));
+  auto target = nlohmann::json::parse(row.text(8), nullptr, false);
+  if (target.is_object()) l.target = std::move(target);
+  l.state = parse_state(row.text(9)).value_or(Lease::State::leasing);
+  return l;
+}
+
+}  // namespace
+
+Result<std::string> new_lease_id() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return Error::make("credential_unavailable", "no random bytes for a lease id");
+  return hex_encode(bytes, sizeof bytes);
+}
+
+Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return e;
+  }
+  auto store = std::unique_ptr<LeaseStore>(new LeaseStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  const char* schema =
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+      "CREATE TABLE IF NOT EXISTS leases (id TEXT PRIMARY KEY, invocation_id TEXT NOT NULL,"
+      " tool TEXT NOT NULL, env TEXT NOT NULL, provider TEXT NOT NULL, scopes TEXT NOT NULL,"
+      " issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, target TEXT NOT NULL,"
+      " state TEXT NOT NULL, updated_ms INTEGER NOT NULL);"
+      "CREATE INDEX IF NOT EXISTS leases_by_state ON leases(state);"
+      "CREATE INDEX IF NOT EXISTS leases_by_invocation ON leases(invocation_id);";
+  if (sqlite3_exec(db, schema, nullptr, nullptr, nullptr) != SQLITE_OK) return db_error(db, "creating the table");
+  return store;
+}
+
+LeaseStore::~LeaseStore() { sqlite3_close(db_); }
+
+// synchronous=FULL: a lease acknowledged here survives a power cut, so its successor revokes it.
+Status LeaseStore::add(const Lease& lease) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"
+              " target, state, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  if (!s.ok()) return db_error(db_, "adding a lease");
+  s.bind(1, lease.id);
+  s.bind(2, lease.invocation_id);
+  s.bind(3, lease.tool);
+  s.bind(4, lease.env);
+  s.bind(5, lease.provider);
+  s.bind(6, nlohmann::json(lease.scopes).dump());
+  s.bind(7, to_ms(lease.issued_at));
+  s.bind(8, to_ms(lease.expires_at));
+  s.bind(9, lease.target.dump());
+  s.bind(10, std::string(state_name(lease.state)));
+  s.bind(11, to_ms(Clock::now()));
+  if (s.step() != SQLITE_DONE) return db_error(db_, "adding a lease");
+  return {};
+}
+
+Status LeaseStore::update(const Lease& lease) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE leases SET scopes = ?2, issued_ms = ?3, expires_ms = ?4, state = ?5, updated_ms = ?6"
+              " WHERE id = ?1");
+  if (!s.ok()) return db_error(db_, "updating a lease");
+  s.bind(1, lease.id);
+  s.bind(2, nlohmann::json(lease.scopes).dump());
+  s.bind(3, to_ms(lease.issued_at));
+  s.bind(4, to_ms(lease.expires_at));
+  s.bind(5, std::string(state_name(lease.state)));
+  s.bind(6, to_ms(Clock::now()));
+  if (s.step() != SQLITE_DONE) return db_error(db_, "updating a lease");
+  if (sqlite3_changes(db_) != 1) return Error::make("storage", "credential leases: no lease " + lease.id);
+  return {};
+}
+
+Result<std::vector<Lease>> LeaseStore::outstanding() {
+  std::lock_guard lock(mu_);
+  const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE state != 'revoked' ORDER BY issued_ms";
+  Statement s(db_, sql.c_str());
+  if (!s.ok()) return db_error(db_, "listing leases");
+  std::vector<Lease> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(lease_of(s));
+  if (rc != SQLITE_DONE) return db_error(db_, "listing leases");
+  return out;
+}
+
+Result<std::vector<Lease>> LeaseStore::of_invocation(const std::string& invocation_id) {
+  std::lock_guard lock(mu_);
+  const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE invocation_id = ?1 ORDER BY issued_ms";
+  Statement s(db_, sql.c_str());
+  if (!s.ok()) return db_error(db_, "listing leases");
+  s.bind(1, invocation_id);
+  std::vector<Lease> out;
+  int rc;
+  while ((rc = s.step()) == SQLITE_ROW) out.push_back(lease_of(s));
+  if (rc != SQLITE_DONE) return db_error(db_, "listing leases");
+  return out;
+}
+
+}  // namespace airlock::creds
