@@ -1,0 +1,304 @@
+// Credentials through the daemon, end to end (docs/credentials.md): a tool gets its credential
+// as an environment variable only, every attempt to leak it through the output fails, other
+// sandboxes never see it, a minted token is live during the call and dead after it, and no
+// issued value is anywhere in the data directory afterwards.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "audit/log_reader.hpp"
+#include <cstring>
+#include "creds/secret_store.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Collects what tools POST to it (their credentials, so the test can check them).
+class Collector {
+ public:
+  Collector() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~Collector() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+  // The next body received, waiting up to 20 s.
+  std::string next() {
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard lock(mu_);
+        if (!bodies_.empty()) {
+          std::string b = bodies_.front();
+          bodies_.erase(bodies_.begin());
+          return b;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string data;
+      char buf[4096];
+      std::size_t need = std::string::npos;
+      while (true) {
+        ssize_t n = ::read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        data.append(buf, static_cast<std::size_t>(n));
+        auto head = data.find("\r\n\r\n");
+        if (head == std::string::npos) continue;
+        if (need == std::string::npos) {
+          auto cl = data.find("Content-Length: ");
+          need = head + 4 + (cl == std::string::npos ? 0 : std::stoul(data.substr(cl + 16)));
+        }
+        if (data.size() >= need) break;
+      }
+      auto head = data.find("\r\n\r\n");
+      if (head != std::string::npos) {
+        std::lock_guard lock(mu_);
+        bodies_.push_back(data.substr(head + 4));
+      }
+      const char* ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+      (void)!::write(c, ok, std::strlen(ok));
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
+};
+
+std::string tools_yaml(std::uint16_t collector_port) {
+  const std::string forward = "\"7000=127.0.0.1:" + std::to_string(collector_port) + "\"";
+  return R"(  - name: show-secret
+    runtime: {type: python, file: tools/show_credential.py}
+    credentials:
+      - {env: API_KEY, secret: api-key}
+  - name: show-token
+    runtime: {type: python, file: tools/show_credential.py}
+    credentials:
+      - env: REPORTS_TOKEN
+        token: {audience: "https://reports.internal", scopes: ["reports:write", "reports:read"], ttl: 2m}
+  - name: send-token
+    runtime: {type: python, file: tools/send_credential.py}
+    network: {forward: [)" + forward + R"(]}
+    credentials:
+      - env: REPORTS_TOKEN
+        token: {audience: "https://reports.internal", scopes: ["reports:write"], ttl: 2m}
+  - name: hold-secret
+    runtime: {type: python, file: tools/show_credential.py}
+    credentials:
+      - {env: TARGET, secret: snoop-target}
+  - name: proc-snoop
+    runtime: {type: python, file: tools/proc_snoop.py}
+  - name: missing-secret
+    runtime: {type: python, file: tools/show_credential.py}
+    credentials:
+      - {env: NOPE, secret: never-set}
+)";
+}
+
+constexpr const char* kApiKeyValue = "sk-live-4f9a0c1d2e3b4a5968778695a4b3c2d1";
+constexpr const char* kSnoopValue = "snoop-target-value-0a1b2c3d4e5f";
+
+class CredentialsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ws_ = std::make_unique<Workspace>("", tools_yaml(collector_.port()));
+    auto store = creds::SecretStore::open(ws_->dir() + "/data");
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    ASSERT_TRUE((*store)->set("api-key", kApiKeyValue).ok());
+    ASSERT_TRUE((*store)->set("snoop-target", kSnoopValue).ok());
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    ws_.reset();
+  }
+  std::uint16_t port() const { return daemon_->port; }
+  json introspect(const std::string& token) {
+    auto r = http_with(port(), "POST", "/v1/token/introspect", "token=" + token, kKey,
+                       {{"Content-Type", "application/x-www-form-urlencoded"}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json();
+  }
+  // Every file under the data directory, as bytes.
+  std::string data_dir_bytes() const {
+    std::string all;
+    for (const auto& e : fs::recursive_directory_iterator(ws_->dir() + "/data")) {
+      if (!e.is_regular_file()) continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      all.append(std::istreambuf_iterator<char>(in), {});
+    }
+    return all;
+  }
+
+  Collector collector_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+void expect_no_encoding_of(const std::string& text, const std::string& value) {
+  EXPECT_EQ(text.find(value), std::string::npos);
+  std::string hex;
+  for (unsigned char c : value) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  EXPECT_EQ(text.find(hex), std::string::npos);
+}
+
+TEST_F(CredentialsTest, AToolThatPrintsItsSecretInEveryEncodingLeaksNone) {
+  auto r = invoke(port(), "show-secret", {{"vars", {"API_KEY"}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto body = r.json();
+  ASSERT_EQ(body["status"], "ok") << r.body;
+  const auto& shown = body["result"]["API_KEY"];
+  for (const char* form : {"raw", "base64", "base64url", "hex", "HEX", "url"})
+    EXPECT_EQ(shown[form], "[REDACTED:CREDENTIAL]") << form << ": " << shown.dump();
+  EXPECT_EQ(shown["in_text"], "the credential is [REDACTED:CREDENTIAL], use it well");
+  expect_no_encoding_of(r.body, kApiKeyValue);
+  bool listed = false;
+  for (const auto& red : body["redactions"]) listed |= red["detector"] == "credential";
+  EXPECT_TRUE(listed) << body["redactions"].dump();
+  // The stored invocation and its log are redacted too.
+  auto stored = http(port(), "GET", "/v1/invocations/" + body["id"].get<std::string>());
+  expect_no_encoding_of(stored.body, kApiKeyValue);
+}
+
+TEST_F(CredentialsTest, TheAuditRecordHoldsTheLeaseAndAnHmacNeverTheValue) {
+  auto r = invoke(port(), "show-secret", {{"vars", json::array()}});
+  ASSERT_EQ(r.json()["status"], "ok") << r.body;
+  daemon_.reset();  // the log is closed and checkpointed
+  auto reader = audit::LogReader::open(ws_->audit_path());
+  ASSERT_TRUE(reader.ok());
+  json record;
+  const json* found = nullptr;
+  ASSERT_TRUE(reader->for_each_record(0, [&](std::uint64_t, std::string_view text) {
+    auto parsed = json::parse(text, nullptr, false);
+    const json& fields = parsed.contains("fields") ? parsed["fields"] : parsed;
+    if (fields.value("tool", "") == "show-secret") record = fields;
+    return true;
+  }).ok());
+  if (!record.is_null()) found = &record;
+  ASSERT_NE(found, nullptr);
+  ASSERT_EQ((*found)["credentials"].size(), 1u) << found->dump();
+  const auto& c = (*found)["credentials"][0];
+  EXPECT_EQ(c["name"], "API_KEY");
+  EXPECT_EQ(c["provider"], "secret");
+  EXPECT_EQ(c["lease_id"].get<std::string>().size(), 32u);
+  EXPECT_EQ(c["hmac_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(c["scopes"], json::array({"secret:api-key"}));
+  EXPECT_GT(c["expires_at"].get<std::int64_t>(), 0);
+  expect_no_encoding_of(found->dump(), kApiKeyValue);
+}
+
+TEST_F(CredentialsTest, AMintedTokenIsLiveDuringTheCallAndDeadAfterIt) {
+  auto call = std::async(std::launch::async, [&] {
+    return invoke(port(), "send-token", {{"var", "REPORTS_TOKEN"}, {"port", 7000}, {"sleep", 3}});
+  });
+  const std::string token = collector_.next();
+  ASSERT_FALSE(token.empty());
+  auto live = introspect(token);
+  EXPECT_EQ(live["active"], true) << live.dump();
+  EXPECT_EQ(live["aud"], "https://reports.internal");
+  EXPECT_EQ(live["scope"], "reports:write");
+  EXPECT_EQ(live["sub"], "agent");  // no user: the agent itself
+  auto r = call.get();
+  ASSERT_EQ(r.json()["status"], "ok") << r.body;
+  EXPECT_EQ(introspect(token), json({{"active", false}}));
+  // A tool's token is no key to Airlock's own API.
+  EXPECT_EQ(invoke(port(), "echo", json::object(), token).status, 401);
+}
+
+TEST_F(CredentialsTest, TwoConcurrentCallsGetDifferentCredentials) {
+  auto a = std::async(std::launch::async, [&] {
+    return invoke(port(), "send-token", {{"var", "REPORTS_TOKEN"}, {"port", 7000}, {"sleep", 1}});
+  });
+  auto b = std::async(std::launch::async, [&] {
+    return invoke(port(), "send-token", {{"var", "REPORTS_TOKEN"}, {"port", 7000}, {"sleep", 1}});
+  });
+  const std::string first = collector_.next(), second = collector_.next();
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  EXPECT_NE(first, second);
+  EXPECT_EQ(a.get().json()["status"], "ok");
+  EXPECT_EQ(b.get().json()["status"], "ok");
+}
+
+TEST_F(CredentialsTest, ASandboxCannotReadAnotherSandboxsCredentialThroughProc) {
+  auto holder = std::async(std::launch::async, [&] {
+    return invoke(port(), "hold-secret", {{"vars", json::array()}, {"sleep", 3}});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the holder is running now
+  auto snoop = invoke(port(), "proc-snoop", {{"needle", kSnoopValue}});
+  ASSERT_EQ(snoop.json()["status"], "ok") << snoop.body;
+  EXPECT_EQ(snoop.json()["result"]["found"], json::array()) << snoop.body;
+  EXPECT_EQ(holder.get().json()["status"], "ok");
+}
+
+TEST_F(CredentialsTest, AMissingSecretFailsTheCallBeforeTheToolRuns) {
+  auto r = invoke(port(), "missing-secret", {{"vars", {"NOPE"}}});
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.json()["error"]["kind"], "credential_unavailable") << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("never-set"), std::string::npos);
+}
+
+TEST_F(CredentialsTest, NoIssuedValueIsAnywhereInTheDataDirectoryAfterwards) {
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 3; ++i) {
+    auto call = std::async(std::launch::async, [&] {
+      return invoke(port(), "send-token", {{"var", "REPORTS_TOKEN"}, {"port", 7000}});
+    });
+    tokens.push_back(collector_.next());
+    ASSERT_EQ(call.get().json()["status"], "ok");
+  }
+  ASSERT_EQ(invoke(port(), "show-secret", {{"vars", {"API_KEY"}}}).json()["status"], "ok");
+  daemon_.reset();
+  const std::string bytes = data_dir_bytes();
+  ASSERT_GT(bytes.size(), 0u);
+  expect_no_encoding_of(bytes, kApiKeyValue);
+  for (const auto& t : tokens) {
+    ASSERT_FALSE(t.empty());
+    expect_no_encoding_of(bytes, t);
+  }
+}
+
+}  // namespace
+}  // namespace airlock::server::test
