@@ -4,20 +4,12 @@
 // issued value is anywhere in the data directory afterwards.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <mutex>
 #include <thread>
 
 #include "audit/log_reader.hpp"
-#include <cstring>
 #include "creds/secret_store.hpp"
 #include "server_test_support.hpp"
 
@@ -26,82 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// Collects what tools POST to it (their credentials, so the test can check them).
-class Collector {
- public:
-  Collector() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 16);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~Collector() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  std::uint16_t port() const { return port_; }
-  // The next body received, waiting up to 20 s.
-  std::string next() {
-    for (int i = 0; i < 200; ++i) {
-      {
-        std::lock_guard lock(mu_);
-        if (!bodies_.empty()) {
-          std::string b = bodies_.front();
-          bodies_.erase(bodies_.begin());
-          return b;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return "";
-  }
-
- private:
-  void serve() {
-    while (!stop_) {
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      std::string data;
-      char buf[4096];
-      std::size_t need = std::string::npos;
-      while (true) {
-        ssize_t n = ::read(c, buf, sizeof buf);
-        if (n <= 0) break;
-        data.append(buf, static_cast<std::size_t>(n));
-        auto head = data.find("\r\n\r\n");
-        if (head == std::string::npos) continue;
-        if (need == std::string::npos) {
-          auto cl = data.find("Content-Length: ");
-          need = head + 4 + (cl == std::string::npos ? 0 : std::stoul(data.substr(cl + 16)));
-        }
-        if (data.size() >= need) break;
-      }
-      auto head = data.find("\r\n\r\n");
-      if (head != std::string::npos) {
-        std::lock_guard lock(mu_);
-        bodies_.push_back(data.substr(head + 4));
-      }
-      const char* ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      (void)!::write(c, ok, std::strlen(ok));
-      ::close(c);
-    }
-  }
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::string> bodies_;
-};
 
 std::string tools_yaml(std::uint16_t collector_port) {
   const std::string forward = "\"7000=127.0.0.1:" + std::to_string(collector_port) + "\"";

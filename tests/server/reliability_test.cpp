@@ -26,6 +26,7 @@ namespace airlock::server::test {
 namespace {
 
 using namespace std::chrono_literals;
+using nlohmann::json;
 namespace fs = std::filesystem;
 
 int host_processes_with(const std::string& needle) {
@@ -122,6 +123,49 @@ TEST(Restart, AfterSigkillNothingRunsAndTheNextStartRecovers) {
     aborted |= record->find("\"verdict\":\"aborted\"") != std::string::npos;
   }
   EXPECT_TRUE(aborted);
+}
+
+json introspect(std::uint16_t port, const std::string& token) {
+  return http_with(port, "POST", "/v1/token/introspect", "token=" + token, kKey,
+                   {{"Content-Type", "application/x-www-form-urlencoded"}})
+      .json();
+}
+
+// The mission's promise under a crash: a daemon killed mid-call leaves a lease row, and the
+// next start revokes it before serving.
+TEST(Restart, TheCredentialsOfACallKilledWithItsDaemonAreRevokedAtTheNextStart) {
+  Collector collector;
+  Workspace ws("", R"(  - name: send-token
+    runtime: {type: python, file: tools/send_credential.py}
+    limits: {timeout: 120s}
+    network: {forward: ["7000=127.0.0.1:)" + std::to_string(collector.port()) + R"("]}
+    credentials:
+      - env: REPORTS_TOKEN
+        token: {audience: "https://reports.internal", scopes: ["reports:write"], ttl: 5m}
+)");
+  const std::uint16_t port = free_port(21000);
+  const std::string log = ws.dir() + "/daemon.log";
+  pid_t daemon = start_serving(ws, port, log);
+  auto call = std::async(std::launch::async, [&] {
+    return invoke(port, "send-token", {{"var", "REPORTS_TOKEN"}, {"port", 7000}, {"sleep", 60}});
+  });
+  const std::string token = collector.next();
+  ASSERT_FALSE(token.empty()) << "the tool never sent its token";
+  ASSERT_EQ(introspect(port, token)["active"], true);
+
+  ::kill(daemon, SIGKILL);
+  ::waitpid(daemon, nullptr, 0);
+  EXPECT_EQ(call.get().status, 0);
+
+  pid_t second = start_serving(ws, port, log);
+  ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
+  EXPECT_EQ(introspect(port, token), json({{"active", false}}));
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("revoked 1 credential lease(s)"), std::string::npos) << text;
+  EXPECT_EQ(text.find(token), std::string::npos) << "the daemon logged a credential";
+  ::kill(second, SIGTERM);
+  ::waitpid(second, nullptr, 0);
 }
 
 TEST(Load, FiveHundredInvocationsHalfHostileAllTypedNothingLeaked) {

@@ -199,4 +199,68 @@ std::uint16_t free_port(std::uint16_t first) {
   return 0;
 }
 
+
+Collector::Collector() {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 || ::listen(fd_, 16) != 0)
+    throw std::runtime_error("Collector: cannot listen on loopback");
+  port_ = ntohs(a.sin_port);
+  thread_ = std::thread([this] { serve(); });
+}
+
+Collector::~Collector() {
+  stop_ = true;
+  ::shutdown(fd_, SHUT_RDWR);
+  ::close(fd_);
+  thread_.join();
+}
+
+std::string Collector::next() {
+  for (int i = 0; i < 200; ++i) {
+    {
+      std::lock_guard lock(mu_);
+      if (!bodies_.empty()) {
+        std::string b = bodies_.front();
+        bodies_.erase(bodies_.begin());
+        return b;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
+// One request per connection: the head, then Content-Length bytes of body.
+void Collector::serve() {
+  while (!stop_) {
+    int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    std::string data;
+    char buf[4096];
+    std::size_t need = std::string::npos;
+    for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;) {
+      data.append(buf, static_cast<std::size_t>(n));
+      const auto head = data.find("\r\n\r\n");
+      if (head == std::string::npos) continue;
+      if (need == std::string::npos) {
+        const auto cl = data.find("Content-Length: ");
+        need = head + 4 + (cl == std::string::npos ? 0 : std::stoul(data.substr(cl + 16)));
+      }
+      if (data.size() >= need) break;
+    }
+    if (const auto head = data.find("\r\n\r\n"); head != std::string::npos) {
+      std::lock_guard lock(mu_);
+      bodies_.push_back(data.substr(head + 4));
+    }
+    const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    (void)!::write(c, ok.data(), ok.size());
+    ::close(c);
+  }
+}
+
 }  // namespace airlock::server::test

@@ -2,7 +2,11 @@
 // ephemeral port, and a small HTTP client.
 #pragma once
 
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -57,6 +61,25 @@ struct RunningDaemon {
   std::uint16_t port = 0;
   explicit RunningDaemon(const Workspace& ws, DaemonOptions options = {});
   ~RunningDaemon();
+};
+
+// Collects what tools POST to it on loopback (their credentials, so a test can check them).
+class Collector {
+ public:
+  Collector();
+  ~Collector();
+  std::uint16_t port() const { return port_; }
+  // The next body received, waiting up to 20 s ("" when none came).
+  std::string next();
+
+ private:
+  void serve();
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
 };
 
 std::uint64_t audit_records(const std::string& audit_path);
