@@ -2,6 +2,7 @@
 // One instance per kind per configuration; thread-safe (calls run in parallel).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,10 @@
 #include "policy/credentials_config.hpp"
 
 namespace airlock::creds {
+
+// A secret's value by name (the daemon's SecretStore::get): how providers get admin URLs,
+// client secrets and static values without holding the store.
+using SecretLookup = std::function<Result<std::string>(const std::string& name)>;
 
 class Provider {
  public:
