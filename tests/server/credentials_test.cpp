@@ -11,6 +11,7 @@
 
 #include "audit/log_reader.hpp"
 #include "creds/secret_store.hpp"
+#include "pg_cluster.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -214,6 +215,90 @@ TEST_F(CredentialsTest, NoIssuedValueIsAnywhereInTheDataDirectoryAfterwards) {
     ASSERT_FALSE(t.empty());
     expect_no_encoding_of(bytes, t);
   }
+}
+
+// A postgres credential through the daemon: a real cluster, a tool that reaches it through its
+// port forward with the URL it was given, and the role gone once the call is over.
+class PostgresCredentialsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cluster = airlock::test::PgCluster::start();
+    ASSERT_TRUE(cluster.ok()) << cluster.error().message;
+    pg_ = std::move(*cluster);
+    ASSERT_TRUE(pg_->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD 'admin-pw-7f3a'; "
+                          "CREATE DATABASE shop OWNER shop_admin").ok());
+    ASSERT_TRUE(pg_->exec("SET ROLE shop_admin; CREATE TABLE orders (id int); CREATE TABLE customers (id int);"
+                          " CREATE TABLE payroll (salary int); INSERT INTO orders VALUES (1), (2), (3)",
+                          "shop").ok());
+    const std::string port = std::to_string(pg_->port());
+    ws_ = std::make_unique<Workspace>("", R"(  - name: orders-report
+    runtime: {type: python, file: tools/orders_report.py}
+    network: {forward: ["5432=127.0.0.1:)" + port + R"("]}
+    credentials:
+      - env: ORDERS_DB_URL
+        postgres: {server: orders, grant: {select: [orders, customers]}, ttl: 60s}
+  - name: outlive-call
+    runtime: {type: python, file: tools/outlive_call.py}
+    limits: {pids: 64}
+    network: {forward: ["5432=127.0.0.1:)" + port + R"("]}
+    credentials:
+      - env: ORDERS_DB_URL
+        postgres: {server: orders, grant: {select: [orders]}, ttl: 60s}
+credentialServers:
+  - name: orders
+    postgres: {host: 127.0.0.1, port: )" + port + R"(, database: shop, adminSecret: orders-admin}
+)");
+    auto store = creds::SecretStore::open(ws_->dir() + "/data");
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    ASSERT_TRUE((*store)->set("orders-admin", pg_->url("shop_admin", "admin-pw-7f3a", "shop")).ok());
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    ws_.reset();
+    pg_.reset();
+  }
+  std::vector<std::string> airlock_roles() {
+    auto roles = pg_->column("SELECT rolname FROM pg_roles WHERE rolname LIKE 'airlock\\_%'");
+    EXPECT_TRUE(roles.ok());
+    return roles.ok() ? *roles : std::vector<std::string>{"?"};
+  }
+  std::vector<std::string> airlock_sessions() {
+    auto s = pg_->column("SELECT usename FROM pg_stat_activity WHERE usename LIKE 'airlock\\_%'");
+    return s.ok() ? *s : std::vector<std::string>{"?"};
+  }
+
+  std::unique_ptr<airlock::test::PgCluster> pg_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+TEST_F(PostgresCredentialsTest, TheRoleReadsWhatItWasGrantedNothingElseAndIsGoneAfterTheCall) {
+  auto r = invoke(daemon_->port, "orders-report", json::object());
+  ASSERT_EQ(r.json()["status"], "ok") << r.body;
+  const auto& out = r.json()["result"];
+  EXPECT_EQ(out["orders"], "3") << out.dump();
+  EXPECT_NE(out["payroll_error"].get<std::string>().find("permission denied"), std::string::npos) << out.dump();
+  EXPECT_NE(out["insert_error"].get<std::string>().find("permission denied"), std::string::npos) << out.dump();
+  const std::string role = out["user"];
+  EXPECT_EQ(role.rfind("airlock_", 0), 0u) << out.dump();
+  EXPECT_TRUE(airlock_roles().empty());  // dropped at teardown
+  EXPECT_TRUE(airlock_sessions().empty());
+  // The URL never left: the password is redacted wherever the tool might have put it.
+  EXPECT_EQ(r.body.find("postgresql://airlock_"), std::string::npos) << r.body;
+}
+
+TEST_F(PostgresCredentialsTest, AChildThatOutlivesTheCallAndRetriesTheCredentialGetsNowhere) {
+  auto r = invoke(daemon_->port, "outlive-call", {{"var", "ORDERS_DB_URL"}});
+  ASSERT_EQ(r.json()["status"], "ok") << r.body;
+  EXPECT_EQ(r.json()["result"]["orders"], "3") << r.body;
+  // The detached child died with the sandbox, and its role is gone: for two seconds no
+  // session of an Airlock role appears.
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(airlock_sessions().empty());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(airlock_roles().empty());
 }
 
 }  // namespace

@@ -13,9 +13,9 @@ def run(args):
         if os.fork() != 0:
             os._exit(0)
         for _ in range(600):
-            subprocess.run(["psql", url, "-Atc", "select 1"], capture_output=True)
+            subprocess.run(["/usr/lib/postgresql/15/bin/psql", url, "-Atc", "select 1"], capture_output=True)
             time.sleep(0.1)
         os._exit(0)
     os.waitpid(pid, 0)
-    first = subprocess.run(["psql", url, "-Atc", "select count(*) from orders"], capture_output=True, text=True)
+    first = subprocess.run(["/usr/lib/postgresql/15/bin/psql", url, "-Atc", "select count(*) from orders"], capture_output=True, text=True)
     return {"orders": first.stdout.strip(), "error": first.stderr.strip()[:200]}
