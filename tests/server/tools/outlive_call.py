@@ -12,6 +12,9 @@ def run(args):
         os.setsid()
         if os.fork() != 0:
             os._exit(0)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)  # detached: the call's output ends without it
         for _ in range(600):
             subprocess.run(["/usr/lib/postgresql/15/bin/psql", url, "-Atc", "select 1"], capture_output=True)
             time.sleep(0.1)
