@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "common/hex.hpp"
 #include "common/unique_fd.hpp"
 #include "policy/names.hpp"
 
@@ -39,7 +40,9 @@ struct Sealed {
   std::string nonce, ciphertext, tag;
 };
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -49,8 +52,8 @@ std::int64_t now_ms() {
 
 Status check_name(const std::string& name) {
   if (policy::valid_tool_name(name)) return {};
-  return Error::make("invalid_argument", "secret name '" + name + "' is not valid: " +
-                                             policy::kToolNameRule);
+  return Error::make("invalid_argument",
+                     "secret name '" + name + "' is not valid: " + policy::kToolNameRule);
 }
 
 // --- the key file ---
@@ -58,10 +61,12 @@ Status check_name(const std::string& name) {
 Status check_key_file(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return Error::make("storage", "stat " + path + ": " + errno_text());
-  if (!S_ISREG(st.st_mode)) return Error::make("storage", "key file " + path + " is not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return Error::make("storage", "key file " + path + " is not a regular file");
   if ((st.st_mode & 077) != 0)
-    return Error::make("insecure_key_file", "key file " + path +
-                                                " may be read or written by group or others: chmod 600 it");
+    return Error::make(
+        "insecure_key_file",
+        "key file " + path + " may be read or written by group or others: chmod 600 it");
   if (st.st_size != static_cast<off_t>(kKeySize))
     return Error::make("storage", "key file " + path + " holds " + std::to_string(st.st_size) +
                                       " bytes, not " + std::to_string(kKeySize));
@@ -83,7 +88,10 @@ Result<Key> read_key(const std::string& path) {
 // A new key, written whole to a private temporary file, then linked into place: a reader
 // never sees a half-written key, and when two processes race the first link wins.
 Status create_key(const std::string& path) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  unsigned char suffix[8];  // not the pid alone: two threads may race too
+  if (RAND_bytes(suffix, sizeof suffix) != 1)
+    return Error::make("storage", "no random bytes for key file " + path);
+  const std::string temp = path + ".tmp." + hex_encode(suffix, sizeof suffix);
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return Error::make("storage", "cannot create key file " + temp + ": " + errno_text());
   Key key{};
@@ -109,16 +117,23 @@ Result<Key> load_or_create_key(const std::string& path) {
 
 using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)>;
 
-auto* bytes(std::string& s) { return reinterpret_cast<unsigned char*>(s.data()); }
-auto* bytes(const std::string& s) { return reinterpret_cast<const unsigned char*>(s.data()); }
+auto* bytes(std::string& s) {
+  return reinterpret_cast<unsigned char*>(s.data());
+}
+auto* bytes(const std::string& s) {
+  return reinterpret_cast<const unsigned char*>(s.data());
+}
 
 Result<Sealed> seal(const Key& key, const std::string& name, const std::string& value) {
-  Sealed out{std::string(kNonceSize, '\0'), std::string(value.size(), '\0'), std::string(kTagSize, '\0')};
+  Sealed out{std::string(kNonceSize, '\0'), std::string(value.size(), '\0'),
+             std::string(kTagSize, '\0')};
   CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
   int len = 0;
   bool ok = ctx && RAND_bytes(bytes(out.nonce), kNonceSize) == 1 &&
-            EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), bytes(out.nonce)) == 1 &&
-            EVP_EncryptUpdate(ctx.get(), nullptr, &len, bytes(name), static_cast<int>(name.size())) == 1 &&
+            EVP_EncryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(),
+                               bytes(out.nonce)) == 1 &&
+            EVP_EncryptUpdate(ctx.get(), nullptr, &len, bytes(name),
+                              static_cast<int>(name.size())) == 1 &&
             EVP_EncryptUpdate(ctx.get(), bytes(out.ciphertext), &len, bytes(value),
                               static_cast<int>(value.size())) == 1 &&
             EVP_EncryptFinal_ex(ctx.get(), bytes(out.ciphertext) + len, &len) == 1 &&
@@ -128,24 +143,29 @@ Result<Sealed> seal(const Key& key, const std::string& name, const std::string& 
 }
 
 Error corrupt(const std::string& name) {
-  return Error::make("secret_corrupt", "secret '" + name +
-                                           "' does not decrypt: it was altered, or sealed with another key");
+  return Error::make(
+      "secret_corrupt",
+      "secret '" + name + "' does not decrypt: it was altered, or sealed with another key");
 }
 
 // The value, or secret_corrupt: the tag covers the name too, so a row moved under another
 // name does not open.
 Result<std::string> open_sealed(const Key& key, const std::string& name, const Sealed& in) {
-  if (in.nonce.size() != kNonceSize || in.tag.size() != kTagSize || in.ciphertext.empty()) return corrupt(name);
+  if (in.nonce.size() != kNonceSize || in.tag.size() != kTagSize || in.ciphertext.empty())
+    return corrupt(name);
   Wiped plain{std::string(in.ciphertext.size(), '\0')};
   std::string tag = in.tag;  // EVP takes the expected tag as non-const
   CipherCtx ctx(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
   int len = 0;
-  bool ok = ctx && EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), bytes(in.nonce)) == 1 &&
-            EVP_DecryptUpdate(ctx.get(), nullptr, &len, bytes(name), static_cast<int>(name.size())) == 1 &&
-            EVP_DecryptUpdate(ctx.get(), bytes(plain.bytes), &len, bytes(in.ciphertext),
-                              static_cast<int>(in.ciphertext.size())) == 1 &&
-            EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagSize, bytes(tag)) == 1 &&
-            EVP_DecryptFinal_ex(ctx.get(), bytes(plain.bytes) + len, &len) == 1;
+  bool ok =
+      ctx &&
+      EVP_DecryptInit_ex(ctx.get(), EVP_aes_256_gcm(), nullptr, key.data(), bytes(in.nonce)) == 1 &&
+      EVP_DecryptUpdate(ctx.get(), nullptr, &len, bytes(name), static_cast<int>(name.size())) ==
+          1 &&
+      EVP_DecryptUpdate(ctx.get(), bytes(plain.bytes), &len, bytes(in.ciphertext),
+                        static_cast<int>(in.ciphertext.size())) == 1 &&
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, kTagSize, bytes(tag)) == 1 &&
+      EVP_DecryptFinal_ex(ctx.get(), bytes(plain.bytes) + len, &len) == 1;
   if (!ok) return corrupt(name);
   return std::string(plain.bytes);
 }
@@ -165,12 +185,15 @@ class Statement {
   void text(int i, const std::string& s) {
     sqlite3_bind_text64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   }
-  void blob(int i, const std::string& s) { sqlite3_bind_blob64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT); }
+  void blob(int i, const std::string& s) {
+    sqlite3_bind_blob64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT);
+  }
   void int64(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   int step() { return stmt_ ? sqlite3_step(stmt_) : SQLITE_ERROR; }
   std::string column(int i) const {
     const void* p = sqlite3_column_blob(stmt_, i);
-    return p ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+    return p ? std::string(static_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
              : std::string();
   }
   std::int64_t column_int64(int i) const { return sqlite3_column_int64(stmt_, i); }
@@ -215,7 +238,8 @@ struct SecretStore::Impl {
 };
 
 std::string SecretStore::key_file_for(const std::string& data_dir) {
-  if (const char* env = std::getenv("AIRLOCK_SECRETS_KEY_FILE"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("AIRLOCK_SECRETS_KEY_FILE"); env != nullptr && *env != '\0')
+    return env;
   std::string dir = data_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir + ".secrets-key";
@@ -236,7 +260,8 @@ Result<std::unique_ptr<SecretStore>> SecretStore::open(const std::string& data_d
   // The CLI writes while the daemon reads: wait for the other's lock rather than fail.
   sqlite3_busy_timeout(impl->db, 5000);
   if (sqlite3_exec(impl->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return Error::make("storage", "cannot set up " + impl->db_path + ": " + sqlite3_errmsg(impl->db));
+    return Error::make("storage",
+                       "cannot set up " + impl->db_path + ": " + sqlite3_errmsg(impl->db));
   return std::unique_ptr<SecretStore>(new SecretStore(std::move(impl)));
 }
 
@@ -245,17 +270,19 @@ SecretStore::~SecretStore() = default;
 
 Status SecretStore::set(const std::string& name, const std::string& value) {
   if (auto s = check_name(name); !s) return s;
-  if (value.empty()) return Error::make("invalid_argument", "secret '" + name + "': the value is empty");
+  if (value.empty())
+    return Error::make("invalid_argument", "secret '" + name + "': the value is empty");
   if (value.size() > kMaxValueSize)
     return Error::make("invalid_argument", "secret '" + name + "': the value is over " +
                                                std::to_string(kMaxValueSize) + " bytes");
   auto sealed = seal(impl_->key, name, value);
   if (!sealed) return sealed.error();
   std::lock_guard lock(impl_->mu);
-  Statement s(impl_->db,
-              "INSERT INTO secrets (name, nonce, ciphertext, tag, updated_ms) VALUES (?, ?, ?, ?, ?)"
-              " ON CONFLICT (name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,"
-              " tag = excluded.tag, updated_ms = excluded.updated_ms");
+  Statement s(
+      impl_->db,
+      "INSERT INTO secrets (name, nonce, ciphertext, tag, updated_ms) VALUES (?, ?, ?, ?, ?)"
+      " ON CONFLICT (name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,"
+      " tag = excluded.tag, updated_ms = excluded.updated_ms");
   s.text(1, name);
   s.blob(2, sealed->nonce);
   s.blob(3, sealed->ciphertext);
@@ -297,7 +324,8 @@ Status SecretStore::remove(const std::string& name) {
   Statement s(impl_->db, "DELETE FROM secrets WHERE name = ?");
   s.text(1, name);
   if (s.step() != SQLITE_DONE) return s.error("removing '" + name + "'");
-  if (sqlite3_changes(impl_->db) == 0) return Error::make("unknown_secret", "no secret named '" + name + "'");
+  if (sqlite3_changes(impl_->db) == 0)
+    return Error::make("unknown_secret", "no secret named '" + name + "'");
   return {};
 }
 

@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "creds/secret_provider.hpp"
 #include "creds/secret_store.hpp"
@@ -38,8 +40,9 @@ class SecretStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ::unsetenv("AIRLOCK_SECRETS_KEY_FILE");
-    root_ = fs::temp_directory_path() / ("airlock-secrets-" + std::to_string(::getpid()) + "-" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = fs::temp_directory_path() /
+            ("airlock-secrets-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
     data_ = (root_ / "data").string();
@@ -62,7 +65,8 @@ class SecretStoreTest : public ::testing::Test {
       sqlite3_bind_text(stmt, 1, name.c_str(), -1, SQLITE_TRANSIENT);
       EXPECT_EQ(sqlite3_step(stmt), SQLITE_ROW);
       const void* p = sqlite3_column_blob(stmt, 0);
-      out.assign(static_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
+      out.assign(static_cast<const char*>(p),
+                 static_cast<std::size_t>(sqlite3_column_bytes(stmt, 0)));
     });
     return out;
   }
@@ -80,7 +84,8 @@ class SecretStoreTest : public ::testing::Test {
     ASSERT_EQ(sqlite3_open((data_ + "/secrets.db").c_str(), &db), SQLITE_OK);
     sqlite3_busy_timeout(db, 5000);
     sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
     use(stmt);
     sqlite3_finalize(stmt);
     sqlite3_close(db);
@@ -115,7 +120,7 @@ TEST_F(SecretStoreTest, ValueIsNotInTheDataDirectory) {
   auto store = open_store();
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->set("db-password", kValue).ok());
-  ASSERT_TRUE(store->set("other", kValue).ok());  // the same value twice: still not readable
+  ASSERT_TRUE(store->set("other", kValue).ok());       // the same value twice: still not readable
   ASSERT_TRUE(fs::exists(data_ + "/secrets.db-wal"));  // WAL: the rows are in here
   const std::string bytes = data_dir_bytes();
   EXPECT_NE(bytes.find("db-password"), std::string::npos) << "control: the files were read";
@@ -280,7 +285,8 @@ TEST_F(SecretStoreTest, ListHasNamesAndTimesOnly) {
   auto store = open_store();
   ASSERT_TRUE(store);
   const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch()).count();
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   ASSERT_TRUE(store->set("zeta", kValue).ok());
   ASSERT_TRUE(store->set("alpha", "other-value").ok());
   auto entries = store->list();
@@ -313,8 +319,8 @@ TEST_F(SecretStoreTest, Remove) {
 TEST_F(SecretStoreTest, NamesFollowTheToolNameRule) {
   auto store = open_store();
   ASSERT_TRUE(store);
-  for (const std::string& name : std::vector<std::string>{"", "Upper", "a/b", "../x", "a b", "x\n", "x'--",
-                                                           std::string("a\0b", 3)}) {
+  for (const std::string& name : std::vector<std::string>{"", "Upper", "a/b", "../x", "a b", "x\n",
+                                                          "x'--", std::string("a\0b", 3)}) {
     auto s = store->set(name, kValue);
     ASSERT_FALSE(s.ok()) << "name [" << name << "] accepted";
     EXPECT_EQ(s.error().code, "invalid_argument");
@@ -336,7 +342,8 @@ TEST_F(SecretStoreTest, ValueLimits) {
   auto too_big = store->set("token", big);
   ASSERT_FALSE(too_big.ok());
   EXPECT_EQ(too_big.error().code, "invalid_argument");
-  EXPECT_EQ(too_big.error().message.find("vvvv"), std::string::npos) << "the value is not in the error";
+  EXPECT_EQ(too_big.error().message.find("vvvv"), std::string::npos)
+      << "the value is not in the error";
   const std::string largest(64 * 1024, 'v');
   ASSERT_TRUE(store->set("token", largest).ok());
   EXPECT_EQ(*store->get("token"), largest);
@@ -355,6 +362,47 @@ TEST_F(SecretStoreTest, SetIsSeenByAnOpenStore) {
   EXPECT_EQ(*daemon->get("token"), "second");
   ASSERT_TRUE(cli->remove("token").ok());
   EXPECT_EQ(daemon->get("token").error().code, "unknown_secret");
+}
+
+// The first opens race to make the key: one wins, every store ends up with the same key (a
+// store that read a half-written key, or kept its own, would not open the others' values).
+TEST_F(SecretStoreTest, ConcurrentFirstOpensShareOneKey) {
+  constexpr int kStores = 8;
+  std::vector<std::unique_ptr<SecretStore>> stores(kStores);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStores; ++i)
+    threads.emplace_back([&, i] {
+      auto store = SecretStore::open(data_);
+      if (store.ok()) stores[i] = std::move(*store);
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kStores; ++i) {
+    ASSERT_TRUE(stores[i]) << "store " << i << " did not open";
+    ASSERT_TRUE(stores[i]->set("s" + std::to_string(i), "value-" + std::to_string(i)).ok());
+  }
+  for (const auto& store : stores)
+    for (int i = 0; i < kStores; ++i)
+      EXPECT_EQ(*store->get("s" + std::to_string(i)), "value-" + std::to_string(i));
+}
+
+// The CLI writes while the daemon reads: the busy timeout makes them wait, not fail.
+TEST_F(SecretStoreTest, WritersAndReadersDoNotFail) {
+  auto seed = open_store();
+  ASSERT_TRUE(seed && seed->set("token", "v0").ok());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      auto store = SecretStore::open(data_);
+      if (!store.ok()) return void(++failures);
+      for (int i = 0; i < 50; ++i) {
+        bool ok = t % 2 == 0 ? (*store)->set("token", "v" + std::to_string(i)).ok()
+                             : (*store)->get("token").ok();
+        if (!ok) ++failures;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST_F(SecretStoreTest, DatabaseFilesArePrivate) {
@@ -416,7 +464,8 @@ TEST_F(SecretProviderTest, UnknownSecretSaysHowToSetItAndNoValue) {
   EXPECT_EQ(issued.error().code, "credential_unavailable");
   EXPECT_NE(issued.error().message.find("airlock secrets set missing"), std::string::npos)
       << issued.error().message;
-  for (const auto& [name, value] : values_) EXPECT_EQ(issued.error().message.find(value), std::string::npos);
+  for (const auto& [name, value] : values_)
+    EXPECT_EQ(issued.error().message.find(value), std::string::npos);
 }
 
 TEST_F(SecretProviderTest, NotASecretSpecIsRefused) {
