@@ -13,9 +13,8 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "creds/secret_store.hpp"
@@ -81,7 +80,8 @@ void read_value(const std::string& name, Plaintext& out) {
   while (size < kMaxInput) {
     ssize_t n = ::read(STDIN_FILENO, out.bytes.data() + size, tty ? 1 : kMaxInput - size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UsageError{std::string("reading the value from stdin: ") + std::strerror(errno)};
+    if (n < 0)
+      throw UsageError{std::string("reading the value from stdin: ") + std::strerror(errno)};
     if (n == 0) break;
     size += static_cast<std::size_t>(n);
     if (tty && out.bytes[size - 1] == '\n') break;
@@ -91,8 +91,9 @@ void read_value(const std::string& name, Plaintext& out) {
   // Exactly one: `echo VALUE |` works, and a value that ends in newlines keeps the others.
   if (!out.bytes.empty() && out.bytes.back() == '\n') out.bytes.pop_back();
   if (out.bytes.empty())
-    throw UsageError{"the value is empty: give it on stdin (printf %s \"$VALUE\" | airlock secrets set " +
-                     name + " --config FILE)"};
+    throw UsageError{
+        "the value is empty: give it on stdin (printf %s \"$VALUE\" | airlock secrets set " + name +
+        " --config FILE)"};
 }
 
 void check_name(const std::string& name) {
@@ -120,7 +121,8 @@ std::string utc_time(std::int64_t ms) {
 
 int set_command(const SecretsOptions& o) {
   if (o.extra_arguments > 0)
-    throw UsageError{std::to_string(o.extra_arguments) + " unexpected argument(s), not shown: the value is " +
+    throw UsageError{std::to_string(o.extra_arguments) +
+                     " unexpected argument(s), not shown: the value is " +
                      "read from stdin, never from an argument"};
   check_name(o.name);
   auto store = open_store(o);  // before the value is typed: a bad configuration says so first
@@ -137,7 +139,8 @@ int list_command(const SecretsOptions& o) {
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : *entries)
-      out.push_back({{"name", e.name}, {"updated", utc_time(e.updated_ms)}, {"updated_ms", e.updated_ms}});
+      out.push_back(
+          {{"name", e.name}, {"updated", utc_time(e.updated_ms)}, {"updated_ms", e.updated_ms}});
     std::cout << nlohmann::json{{"secrets", out}}.dump(2) << "\n";
     return 0;
   }
@@ -174,7 +177,8 @@ void add_secrets_command(CLI::App& app, ExitStatus& status) {
   auto opts = std::make_shared<SecretsOptions>();
   auto add = [&](const char* name, const char* summary, int (*command)(const SecretsOptions&)) {
     auto* sub = secrets->add_subcommand(name, summary);
-    sub->add_option("--config", opts->config_file, "The daemon's configuration file (its storage.dataDir)")
+    sub->add_option("--config", opts->config_file,
+                    "The daemon's configuration file (its storage.dataDir)")
         ->required();
     sub->callback([sub, opts, &status, name, command] {
       opts->extra_arguments = sub->remaining_size();
@@ -182,15 +186,18 @@ void add_secrets_command(CLI::App& app, ExitStatus& status) {
     });
     return sub;
   };
-  auto* set = add("set", "Set a secret to the value read from stdin (one line, unechoed, from a terminal)",
-                  set_command);
+  auto* set =
+      add("set", "Set a secret to the value read from stdin (one line, unechoed, from a terminal)",
+          set_command);
   set->add_option("name", opts->name, "The secret's name")->required();
   // A value given as an argument anyway is refused here, unechoed: CLI11's "not expected"
   // error would print it.
   set->allow_extras();
   add("list", "List the secrets' names and when each was set (never their values)", list_command)
       ->add_flag("--json", opts->json, "Print them as JSON");
-  add("rm", "Remove a secret", rm_command)->add_option("name", opts->name, "The secret's name")->required();
+  add("rm", "Remove a secret", rm_command)
+      ->add_option("name", opts->name, "The secret's name")
+      ->required();
 }
 
 }  // namespace airlock::cli

@@ -16,9 +16,11 @@ Result<std::string> secret_name(const policy::CredentialSpec& spec) {
 // What the tool's caller may read: the secret's name and what went wrong, never a value.
 Error unavailable(const std::string& name, const Error& why) {
   if (why.code == "unknown_secret")
-    return Error::make("credential_unavailable",
-                       "secret '" + name + "' is not set (set it with: airlock secrets set " + name + ")");
-  return Error::make("credential_unavailable", "secret '" + name + "': " + why.code + ": " + why.message);
+    return Error::make(
+        "credential_unavailable",
+        "secret '" + name + "' is not set (set it with: airlock secrets set " + name + ")");
+  return Error::make("credential_unavailable",
+                     "secret '" + name + "': " + why.code + ": " + why.message);
 }
 
 }  // namespace
@@ -27,7 +29,8 @@ SecretProvider::Lookup SecretProvider::lookup_in(std::shared_ptr<const SecretSto
   return [store = std::move(store)](const std::string& name) { return store->get(name); };
 }
 
-Result<nlohmann::json> SecretProvider::target(const policy::CredentialSpec& spec, const Lease&) const {
+Result<nlohmann::json> SecretProvider::target(const policy::CredentialSpec& spec,
+                                              const Lease&) const {
   auto name = secret_name(spec);
   if (!name) return name.error();
   return nlohmann::json{{"secret", *name}};
@@ -39,10 +42,13 @@ Result<Issued> SecretProvider::issue(const policy::CredentialSpec& spec, const L
   if (!name) return name.error();
   auto value = lookup_(*name);
   if (!value) return unavailable(*name, value.error());
-  if (value->empty()) return unavailable(*name, Error::make("secret_corrupt", "the value is empty"));
+  if (value->empty())
+    return unavailable(*name, Error::make("secret_corrupt", "the value is empty"));
   return Issued{std::move(*value), {"secret:" + *name}, context.now + context.max_ttl};
 }
 
-Status SecretProvider::revoke(const Lease&, const std::string*) { return {}; }
+Status SecretProvider::revoke(const Lease&, const std::string*) {
+  return {};
+}
 
 }  // namespace airlock::creds

@@ -24,7 +24,8 @@ class SecretProvider : public Provider {
 
   std::string_view kind() const override { return "secret"; }
   // {"secret": NAME}.
-  Result<nlohmann::json> target(const policy::CredentialSpec& spec, const Lease& lease) const override;
+  Result<nlohmann::json> target(const policy::CredentialSpec& spec,
+                                const Lease& lease) const override;
   // The value, scopes ["secret:NAME"], ending with the lease's longest lifetime.
   Result<Issued> issue(const policy::CredentialSpec& spec, const Lease& lease,
                        const LeaseContext& context) override;
