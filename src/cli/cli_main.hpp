@@ -6,7 +6,7 @@
 //                  SQLite, OpenSSL and the validator took 1 ms longer to start
 //                  (docs/performance-history.md)
 //   airlock-tools  every command, with everything they need (validate, scan, audit, call,
-//                  tools, policy, and run --audit); `airlock` executes it for those
+//                  tools, policy, secrets, and run --audit); `airlock` executes it for those
 //   airlock-serve  the daemon (`airlock serve` executes it)
 #pragma once
 

@@ -31,8 +31,10 @@ inline constexpr ToolsCommand kAuditCommand{"audit", "Inspect, verify and prove 
 inline constexpr ToolsCommand kCallCommand{"call", "Invoke a tool on the daemon and print the response"};
 inline constexpr ToolsCommand kToolsListCommand{"tools", "Tools on the daemon"};
 inline constexpr ToolsCommand kPolicyCommand{"policy", "Check what the access policy allows a call, offline"};
-inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand, kAuditCommand,
-                                                  kCallCommand, kToolsListCommand, kPolicyCommand};
+inline constexpr ToolsCommand kSecretsCommand{"secrets", "Set, list and remove the secrets credentials are given from"};
+inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand,      kAuditCommand,
+                                                  kCallCommand,     kToolsListCommand, kPolicyCommand,
+                                                  kSecretsCommand};
 
 void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
@@ -42,5 +44,6 @@ void add_audit_command(CLI::App& app, ExitStatus& status);
 void add_scan_command(CLI::App& app, ExitStatus& status);
 void add_validate_command(CLI::App& app, ExitStatus& status);
 void add_policy_command(CLI::App& app, ExitStatus& status);
+void add_secrets_command(CLI::App& app, ExitStatus& status);
 
 }  // namespace airlock::cli

@@ -1,6 +1,6 @@
 // airlock-tools: every airlock command, with every library they need. `airlock` executes it
-// for validate, scan, audit, call, tools, policy and run --audit (cli_main.hpp says why); it also
-// works when called directly.
+// for validate, scan, audit, call, tools, policy, secrets and run --audit (cli_main.hpp says
+// why); it also works when called directly.
 #include "cli/cli_main.hpp"
 
 int main(int argc, char** argv) {
@@ -14,5 +14,6 @@ int main(int argc, char** argv) {
     airlock::cli::add_scan_command(app, status);
     airlock::cli::add_validate_command(app, status);
     airlock::cli::add_policy_command(app, status);
+    airlock::cli::add_secrets_command(app, status);
   });
 }

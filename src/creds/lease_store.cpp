@@ -83,7 +83,7 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
   auto store = std::unique_ptr<LeaseStore>(new LeaseStore(db));
   sqlite3_busy_timeout(db, 5000);
   const char* schema =
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
       "CREATE TABLE IF NOT EXISTS leases (id TEXT PRIMARY KEY, invocation_id TEXT NOT NULL,"
       " tool TEXT NOT NULL, env TEXT NOT NULL, provider TEXT NOT NULL, scopes TEXT NOT NULL,"
       " issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, target TEXT NOT NULL,"
@@ -96,7 +96,8 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
 
 LeaseStore::~LeaseStore() { sqlite3_close(db_); }
 
-// synchronous=FULL: a lease acknowledged here survives a power cut, so its successor revokes it.
+// WAL with synchronous=NORMAL: a committed lease survives the daemon being killed (the case
+// recovery is for); a power cut may lose the last ones, whose credentials still expire.
 Status LeaseStore::add(const Lease& lease) {
   std::lock_guard lock(mu_);
   Statement s(db_,
