@@ -22,6 +22,8 @@ PACKAGES=(
   python3-dev
   # runtime: tools run by the sandbox, demo and tests
   python3 python3-yaml procps curl openssl redis-server redis-tools
+  # tests: an independent AES-GCM check of the secret store (tests/cli/secrets_cli_test.sh)
+  python3-cryptography
   # benchmarks: the reference sandbox
   bubblewrap
 )

@@ -16,7 +16,7 @@ class SecretStore;
 class SecretProvider : public Provider {
  public:
   // The value of a secret by name; errors as SecretStore::get's ("unknown_secret", ...).
-  using Lookup = std::function<Result<std::string>(const std::string& name)>;
+  using Lookup = SecretLookup;
 
   explicit SecretProvider(Lookup lookup) : lookup_(std::move(lookup)) {}
   // A lookup reading `store` afresh on every call.
