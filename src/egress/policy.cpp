@@ -1,5 +1,8 @@
 #include "egress/policy.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "netrules/host_name.hpp"
 #include "netrules/host_port.hpp"
 
@@ -14,6 +17,29 @@ Result<HostRule> compile_rule(const EgressRule& r) {
   auto c = netrules::compile_host_rule(r.host, r.port);
   if (!c) return bad("rule '" + r.host + "': " + c.error().message);
   return c;
+}
+
+// An HTTP token (RFC 9110 5.6.2): what a header name may be.
+bool is_token(std::string_view s) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kSpecials.find(c) != std::string_view::npos;
+  });
+}
+
+// The injection with its host normalized. Messages name the host and header, never the value.
+Result<HeaderInjection> compile_injection(const HeaderInjection& in) {
+  const std::string what = "inject for " + in.host + ":" + std::to_string(in.port);
+  auto host = netrules::normalize_host_name(in.host);
+  if (!host || parse_ip_strict(in.host)) return bad(what + ": the host must be a DNS name");
+  if (in.port == 0) return bad(what + ": port 0");
+  if (!is_token(in.header)) return bad(what + ": '" + in.header + "' is not a header name");
+  // A line break or NUL would end the header and let the value write others.
+  if (in.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+    return bad(what + ": the value of " + in.header + " has a line break or NUL");
+  HeaderInjection out = in;
+  out.host = *host;
+  return out;
 }
 
 }  // namespace
@@ -63,6 +89,11 @@ Result<EgressPolicy> EgressPolicy::compile(const EgressRules& network) {
     auto a = parse_ip_strict(ip);
     if (!a) return bad("--resolve " + name + "=" + ip + ": not an IP address");
     p.pinned_[*n] = *a;
+  }
+  for (const auto& in : network.inject) {
+    auto c = compile_injection(in);
+    if (!c) return c.error();
+    p.injections_.push_back(std::move(*c));
   }
   return p;
 }
@@ -153,6 +184,13 @@ std::optional<std::string> EgressPolicy::refuse_endpoint(const IpAddress& a, std
     if (f.address == a && f.port == port)
       return a.to_string() + ":" + std::to_string(port) + " is one of airlock's own endpoints";
   return std::nullopt;
+}
+
+const HeaderInjection* EgressPolicy::injection_for(const Decision& d, std::uint16_t port) const {
+  if (!d.allowed || d.host.empty()) return nullptr;
+  for (const auto& in : injections_)
+    if (in.port == port && in.host == d.host) return &in;
+  return nullptr;
 }
 
 std::string EgressPolicy::describe_rules() const {

@@ -30,6 +30,17 @@ struct PortForward {
   std::uint16_t port = 0;
 };
 
+// `inject`: for connections to host:port (which an allow rule must also admit) the proxy
+// terminates TLS with a certificate of its per-run CA and sets `header` to `value` on every
+// request (tls_intercept.hpp). `value` is a secret: it is never serialized, logged, recorded
+// or put in a message.
+struct HeaderInjection {
+  std::string host;  // a name, compared after normalization (case, trailing dot)
+  std::uint16_t port = 443;
+  std::string header;  // "Authorization"
+  std::string value;   // "Bearer <token>"
+};
+
 struct EgressLimits {
   std::uint32_t max_connections = 64;         // at once
   std::uint64_t max_bytes_up = 256ULL << 20;  // in total, sandbox to the world
@@ -40,12 +51,13 @@ struct EgressLimits {
   std::uint32_t max_header_bytes = 16 * 1024;
 };
 
-// A run's egress rules: `--allow`, `--forward`, `--resolve` and the proxy's limits. Without
-// allow or forward rules a run has no network beyond its own loopback.
+// A run's egress rules: `--allow`, `--forward`, `--resolve`, header injections and the
+// proxy's limits. Without allow or forward rules a run has no network beyond its own loopback.
 struct EgressRules {
   std::vector<EgressRule> allow;
   std::vector<PortForward> forwards;
   std::map<std::string, std::string> resolve;  // --resolve NAME=IP: pinned names
+  std::vector<HeaderInjection> inject;
   EgressLimits limits;
 
   bool has_egress() const { return !allow.empty() || !forwards.empty(); }
