@@ -53,6 +53,7 @@ class HeaderInjector final : public Interception {
 
   void handshake_upstream();
   void fail_upstream(const std::string& why);
+  void close_client(const std::string& why);
   void read_request();
   void on_request();
   void read_response();
@@ -113,16 +114,30 @@ void HeaderInjector::handshake_upstream() {
   });
 }
 
-// The sandbox already has TLS with us: it gets a 502 naming why, inside that TLS.
+// The sandbox already has TLS with us: it gets a 502 naming why, inside that TLS, once it
+// has sent its request (answering before would race its write: a reset loses the answer).
 void HeaderInjector::fail_upstream(const std::string& why) {
-  std::string body = "airlock egress proxy: Bad Gateway: " + why + ".\n";
-  answer_ = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  session_.expire_after(std::chrono::seconds(5), why);  // a reader that does not read
-  asio::async_write(client_, asio::buffer(answer_),
-                    [this, self = session_.self(), why](error_code, std::size_t) {
-                      session_.finish(why);
-                    });
+  session_.expire_after(std::chrono::seconds(5), why);  // a client that does not go on
+  request_.emplace();
+  request_->header_limit(session_.policy().limits().max_header_bytes);
+  http::async_read_header(client_, client_buffer_, *request_,
+                          [this, self = session_.self(), why](error_code, std::size_t) {
+                            if (session_.finished()) return;
+                            std::string body = "airlock egress proxy: Bad Gateway: " + why + ".\n";
+                            answer_ = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
+                                      "Connection: close\r\nContent-Length: " +
+                                      std::to_string(body.size()) + "\r\n\r\n" + body;
+                            asio::async_write(client_, asio::buffer(answer_),
+                                              [this, self, why](error_code, std::size_t) {
+                                                close_client(why);
+                                              });
+                          });
+}
+
+// Ends TLS with the sandbox (close_notify), then the session.
+void HeaderInjector::close_client(const std::string& why) {
+  if (session_.finished()) return;
+  client_.async_shutdown([this, self = session_.self(), why](error_code) { session_.finish(why); });
 }
 
 void HeaderInjector::idle_deadline() {
@@ -193,7 +208,7 @@ void HeaderInjector::on_response() {
 void HeaderInjector::end_exchange() {
   if (request_->get().keep_alive() && response_->get().keep_alive()) return read_request();
   session_.expire_after(std::chrono::seconds(1), "");
-  client_.async_shutdown([this, self = session_.self()](error_code) { session_.finish(); });
+  close_client("");
 }
 
 // Writes the head, then the body as it arrives, until the message is complete.
