@@ -122,5 +122,46 @@ TEST(Forwards, ParseAndDecide) {
   EXPECT_FALSE(p.decide("127.0.0.1", 16379).allowed);  // a forward is not a proxy rule
 }
 
+TEST(Inject, MatchedAfterTheRulesNormalizationAndOnlyThere) {
+  auto n = rules({"*.slack.example:443", "api.slack.example:8443"});
+  n.inject.push_back({"API.Slack.Example.", 443, "Authorization", "Bearer s3cret"});
+  auto p = *EgressPolicy::compile(n);
+  EXPECT_TRUE(p.injects());
+  auto d = p.decide("api.SLACK.example.", 443);
+  ASSERT_TRUE(d.allowed);
+  const HeaderInjection* in = p.injection_for(d, 443);
+  ASSERT_NE(in, nullptr);
+  EXPECT_EQ(in->host, "api.slack.example");
+  EXPECT_EQ(in->value, "Bearer s3cret");
+  EXPECT_EQ(p.injection_for(p.decide("api.slack.example", 8443), 8443), nullptr);  // other port
+  EXPECT_EQ(p.injection_for(p.decide("x.api.slack.example", 443), 443), nullptr);  // other name
+  EXPECT_EQ(p.injection_for(p.decide("api.slack.example", 444), 444), nullptr);    // denied
+  EXPECT_EQ(p.describe_rules().find("s3cret"), std::string::npos);
+}
+
+// A value with a line break would write headers of its own; every message names the host and
+// header but never the value.
+TEST(Inject, BadInjectionsAreRefusedWithoutNamingTheValue) {
+  const std::vector<HeaderInjection> bad = {
+      {"api.slack.example", 443, "Authorization", "Bearer s3cret\r\nX-Evil: 1"},
+      {"api.slack.example", 443, "Authorization", "Bearer s3cret\n"},
+      {"api.slack.example", 443, "Authorization", std::string("Bearer s3cret\0x", 15)},
+      {"api.slack.example", 443, "Bad Header", "Bearer s3cret"},
+      {"api.slack.example", 443, "", "Bearer s3cret"},
+      {"api.slack.example", 0, "Authorization", "Bearer s3cret"},
+      {"127.0.0.1", 443, "Authorization", "Bearer s3cret"},
+      {"bad_name.example", 443, "Authorization", "Bearer s3cret"},
+  };
+  for (const auto& in : bad) {
+    auto n = rules({"api.slack.example:443"});
+    n.inject.push_back(in);
+    auto p = EgressPolicy::compile(n);
+    ASSERT_FALSE(p.ok()) << in.host << " " << in.header;
+    EXPECT_EQ(p.error().message.find("s3cret"), std::string::npos) << p.error().message;
+    EXPECT_NE(p.error().message.find("inject for " + in.host), std::string::npos)
+        << p.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace airlock::egress
