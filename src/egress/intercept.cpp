@@ -262,7 +262,8 @@ void HeaderInjector::pump_body(From& from, beast::flat_buffer& buffer, Parser& p
 }
 
 // Counts what was written against the byte budgets; false (the session ended) on an error
-// or a spent budget.
+// or a spent budget. Counted after the write, so a message may pass the budget by at most
+// one piece (a head, or kBodyChunk of body and its chunk framing).
 bool HeaderInjector::sent(error_code ec, std::size_t n, bool upward) {
   if (session_.finished()) return false;
   if (ec) {

@@ -104,7 +104,7 @@ class TlsServer {
       if (SSL_write(ssl.get(), answer.data(), static_cast<int>(answer.size())) <= 0) return;
     }
   }
-  // The head and, with a Content-Length, the body.
+  // The head and, with a Content-Length, the body; "" unless both arrived whole.
   static std::string read_request(SSL* ssl) {
     std::string data;
     char c;
@@ -114,7 +114,13 @@ class TlsServer {
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     if (auto at = lower.find("\r\ncontent-length: "); at != std::string::npos) {
       std::size_t length = std::stoul(lower.substr(at + 18));
-      for (std::size_t i = 0; i < length && SSL_read(ssl, &c, 1) == 1; ++i) data += c;
+      std::string body(length, '\0');
+      for (std::size_t got = 0; got < length;) {
+        int n = SSL_read(ssl, body.data() + got, static_cast<int>(length - got));
+        if (n <= 0) return {};  // incomplete: not a request
+        got += static_cast<std::size_t>(n);
+      }
+      data += body;
     }
     return data;
   }
@@ -306,6 +312,46 @@ print("issuer", dict(x[0] for x in c.sock.getpeercert()["issuer"])["commonName"]
   EXPECT_EQ(injected_host.connections(), 0);
   ASSERT_EQ(o.egress.size(), 1u);
   EXPECT_EQ(o.egress[0].rule, "other.example:" + std::to_string(other.port()));
+  expect_no_secret(o);
+}
+
+// The proxy's limits hold inside the interception: a request head over max_header_bytes
+// never reaches the upstream, and a body past the byte budget is cut off.
+TEST_F(Inject, LimitsHoldOnInterceptedConnections) {
+  TlsServer upstream(pki.server(kHost, "ca"));
+  const char* client = R"(
+import http.client, os, sys
+c = http.client.HTTPSConnection("127.0.0.1", 3128, timeout=20)
+c.set_tunnel("api.slack.example", int(sys.argv[1]))
+try:
+    if sys.argv[2] == "head":
+        c.request("GET", "/", headers={"X-Big": "a" * 20000})
+    else:
+        c.request("POST", "/", body=b"b" * 200000)
+    print(c.getresponse().status)
+except Exception as e:
+    print("failed", type(e).__name__)
+)";
+  const std::string port = std::to_string(upstream.port());
+  Spec head = injected(python(client, {port, "head"}), upstream.port());
+  Outcome o = run_local(head);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data.rfind("failed", 0), 0u) << describe(o);
+  ASSERT_EQ(o.egress.size(), 1u) << describe(o);
+  EXPECT_NE(o.egress[0].rule.find("a request head is larger than 16384 bytes"), std::string::npos)
+      << o.egress[0].rule;
+  EXPECT_TRUE(upstream.requests().empty());
+
+  Spec body = injected(python(client, {port, "body"}), upstream.port());
+  body.egress.limits.max_bytes_up = 64 * 1024;
+  o = run_local(body);
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data.rfind("failed", 0), 0u) << describe(o);
+  ASSERT_EQ(o.egress.size(), 1u) << describe(o);
+  EXPECT_NE(o.egress[0].rule.find("byte budget (up) is spent"), std::string::npos)
+      << o.egress[0].rule;
+  EXPECT_TRUE(upstream.requests().empty());  // the body never arrived whole
+  EXPECT_LE(o.egress[0].bytes_up, 64u * 1024 + 64 * 1024) << describe(o);
   expect_no_secret(o);
 }
 
