@@ -15,7 +15,8 @@ namespace airlock::backend {
 namespace {
 
 Error failed(const std::string& what) {
-  return Error::make("setup_error", "the sandbox's CA bundle: " + what + ": " + std::strerror(errno));
+  return Error::make("setup_error",
+                     "the sandbox's CA bundle: " + what + ": " + std::strerror(errno));
 }
 
 Status write_all(int fd, const std::string& data) {
@@ -67,7 +68,8 @@ RunCaBundle::~RunCaBundle() {
 
 void RunCaBundle::trust_inside(sandbox::Spec& spec) const {
   spec.binds.push_back({path_, kCaBundleInside, false});
-  for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"})
+  for (const char* name :
+       {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"})
     spec.env[name] = kCaBundleInside;
 }
 

@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/core/buffered_read_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <functional>
 #include <limits>
 
 #include "egress/session.hpp"
@@ -53,6 +54,7 @@ class HeaderInjector final : public Interception {
 
   void handshake_upstream();
   void fail_upstream(const std::string& why);
+  void answer(const std::string& status, const std::string& why);
   void close_client(const std::string& why);
   void read_request();
   void on_request();
@@ -88,14 +90,11 @@ void HeaderInjector::start(std::string client_bytes) {
   early.commit(asio::buffer_copy(early.prepare(client_bytes.size()), asio::buffer(client_bytes)));
   session_.expire_after(session_.policy().limits().connect_timeout,
                         "the TLS handshake with the sandbox timed out");
-  client_.async_handshake(ssl::stream_base::server,
-                          [this, self = session_.self()](error_code ec) {
-                            if (session_.finished()) return;
-                            if (ec)
-                              return session_.finish("the TLS handshake with the sandbox failed: " +
-                                                     ec.message());
-                            handshake_upstream();
-                          });
+  client_.async_handshake(ssl::stream_base::server, [this, self = session_.self()](error_code ec) {
+    if (session_.finished()) return;
+    if (ec) return session_.finish("the TLS handshake with the sandbox failed: " + ec.message());
+    handshake_upstream();
+  });
 }
 
 // The upstream must prove it is the injected host to the daemon's trust store: else the
@@ -105,13 +104,14 @@ void HeaderInjector::handshake_upstream() {
     return fail_upstream(s.error().message);
   session_.expire_after(session_.policy().limits().connect_timeout,
                         "the TLS handshake with " + injection_.host + " timed out");
-  upstream_.async_handshake(ssl::stream_base::client, [this, self = session_.self()](error_code ec) {
-    if (session_.finished()) return;
-    if (ec)
-      return fail_upstream("the TLS handshake with " + injection_.host + " failed: " +
-                           tls_failure(upstream_.native_handle(), ec.message()));
-    read_request();
-  });
+  upstream_.async_handshake(
+      ssl::stream_base::client, [this, self = session_.self()](error_code ec) {
+        if (session_.finished()) return;
+        if (ec)
+          return fail_upstream("the TLS handshake with " + injection_.host +
+                               " failed: " + tls_failure(upstream_.native_handle(), ec.message()));
+        read_request();
+      });
 }
 
 // The sandbox already has TLS with us: it gets a 502 naming why, inside that TLS, once it
@@ -123,15 +123,20 @@ void HeaderInjector::fail_upstream(const std::string& why) {
   http::async_read_header(client_, client_buffer_, *request_,
                           [this, self = session_.self(), why](error_code, std::size_t) {
                             if (session_.finished()) return;
-                            std::string body = "airlock egress proxy: Bad Gateway: " + why + ".\n";
-                            answer_ = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
-                                      "Connection: close\r\nContent-Length: " +
-                                      std::to_string(body.size()) + "\r\n\r\n" + body;
-                            asio::async_write(client_, asio::buffer(answer_),
-                                              [this, self, why](error_code, std::size_t) {
-                                                close_client(why);
-                                              });
+                            answer("502 Bad Gateway", why);
                           });
+}
+
+// The proxy's own answer, "airlock egress proxy: <reason>: <why>.", then the end.
+void HeaderInjector::answer(const std::string& status, const std::string& why) {
+  session_.expire_after(std::chrono::seconds(5), why);  // a reader that does not read
+  std::string body = "airlock egress proxy: " + status.substr(4) + ": " + why + ".\n";
+  answer_ = "HTTP/1.1 " + status + "\r\nContent-Type: text/plain\r\nConnection: close\r\n" +
+            "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  asio::async_write(client_, asio::buffer(answer_),
+                    [this, self = session_.self(), why](error_code, std::size_t) {
+                      close_client(why);
+                    });
 }
 
 // Ends TLS with the sandbox (close_notify), then the session.
@@ -150,24 +155,34 @@ void HeaderInjector::read_request() {
   request_->header_limit(limits.max_header_bytes);
   request_->body_limit(std::numeric_limits<std::uint64_t>::max());  // the byte budget bounds it
   idle_deadline();
-  http::async_read_header(client_, client_buffer_, *request_,
-                          [this, self = session_.self()](error_code ec, std::size_t) {
-                            if (session_.finished()) return;
-                            if (ec == http::error::end_of_stream || ec == asio::error::eof ||
-                                ec == ssl::error::stream_truncated)
-                              return session_.finish();  // the sandbox is done
-                            if (ec == http::error::header_limit)
-                              return session_.finish("a request head is larger than " +
-                                                     std::to_string(session_.policy().limits().max_header_bytes) +
-                                                     " bytes");
-                            if (ec) return session_.finish("malformed request: " + ec.message());
-                            on_request();
-                          });
+  http::async_read_header(
+      client_, client_buffer_, *request_,
+      [this, self = session_.self()](error_code ec, std::size_t) {
+        if (session_.finished()) return;
+        if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+            ec == ssl::error::stream_truncated)
+          return session_.finish();  // the sandbox is done
+        if (ec == http::error::header_limit)
+          return session_.finish("a request head is larger than " +
+                                 std::to_string(session_.policy().limits().max_header_bytes) +
+                                 " bytes");
+        if (ec) return session_.finish("malformed request: " + ec.message());
+        on_request();
+      });
 }
 
 // Sets the header: replaces every field of that name the sandbox sent (its placeholder).
+// The value is for the verified host only: a Host header or an absolute URI naming another
+// would let a front end shared by many hosts (a CDN) route it elsewhere, so the target must
+// be in origin form and Host is set to the injected host.
 void HeaderInjector::on_request() {
   auto& message = request_->get();
+  auto target = message.target();
+  if (target.empty() || (target.front() != '/' && target != "*"))
+    return answer("400 Bad Request", "a request to an injected host must have a path as target");
+  message.set(http::field::host, injection_.port == 443
+                                     ? injection_.host
+                                     : injection_.host + ":" + std::to_string(injection_.port));
   message.set(injection_.header, injection_.value);
   request_out_.emplace(message);
   send_message(client_, client_buffer_, *request_, upstream_, *request_out_, true,
@@ -180,17 +195,15 @@ void HeaderInjector::read_response() {
   response_->body_limit(std::numeric_limits<std::uint64_t>::max());
   if (request_->get().method() == http::verb::head) response_->skip(true);
   idle_deadline();
-  http::async_read_header(upstream_, upstream_buffer_, *response_,
-                          [this, self = session_.self()](error_code ec, std::size_t) {
-                            if (session_.finished()) return;
-                            if (ec == http::error::header_limit)
-                              return session_.finish("a response head from " + injection_.host +
-                                                     " is too large");
-                            if (ec)
-                              return session_.finish("no response from " + injection_.host + ": " +
-                                                     ec.message());
-                            on_response();
-                          });
+  http::async_read_header(
+      upstream_, upstream_buffer_, *response_,
+      [this, self = session_.self()](error_code ec, std::size_t) {
+        if (session_.finished()) return;
+        if (ec == http::error::header_limit)
+          return session_.finish("a response head from " + injection_.host + " is too large");
+        if (ec) return session_.finish("no response from " + injection_.host + ": " + ec.message());
+        on_response();
+      });
 }
 
 void HeaderInjector::on_response() {
@@ -219,7 +232,8 @@ void HeaderInjector::send_message(From& from, beast::flat_buffer& buffer, Parser
                            [this, self = session_.self(), &from, &buffer, &parser, &to, &serializer,
                             upward, next = std::move(next)](error_code ec, std::size_t n) mutable {
                              if (!sent(ec, n, upward)) return;
-                             pump_body(from, buffer, parser, to, serializer, upward, std::move(next));
+                             pump_body(from, buffer, parser, to, serializer, upward,
+                                       std::move(next));
                            });
 }
 
@@ -267,8 +281,8 @@ void HeaderInjector::pump_body(From& from, beast::flat_buffer& buffer, Parser& p
 bool HeaderInjector::sent(error_code ec, std::size_t n, bool upward) {
   if (session_.finished()) return false;
   if (ec) {
-    session_.finish(std::string(upward ? "the upstream" : "the sandbox") + " closed: " +
-                    ec.message());
+    session_.finish(std::string(upward ? "the upstream" : "the sandbox") +
+                    " closed: " + ec.message());
     return false;
   }
   idle_deadline();
@@ -285,8 +299,8 @@ void Session::intercept(std::string client_bytes) {
     return finish("header injection without an interception CA");
   auto server = proxy_.ca->server_context(injection_->host);
   if (!server) return finish(server.error().message);
-  interception_ = std::make_unique<HeaderInjector>(*this, *injection_, std::move(*server),
-                                                   proxy_.upstream_tls);
+  interception_ =
+      std::make_unique<HeaderInjector>(*this, *injection_, std::move(*server), proxy_.upstream_tls);
   last_activity_ = Clock::now();
   interception_->start(std::move(client_bytes));
 }

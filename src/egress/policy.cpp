@@ -23,7 +23,8 @@ Result<HostRule> compile_rule(const EgressRule& r) {
 bool is_token(std::string_view s) {
   static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || kSpecials.find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           kSpecials.find(c) != std::string_view::npos;
   });
 }
 

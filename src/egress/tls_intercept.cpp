@@ -33,7 +33,9 @@ Error tls_error(const std::string& what) {
   return Error::make("tls", what + (reason ? std::string(": ") + reason : ""));
 }
 
-PkeyPtr new_p256_key() { return PkeyPtr(EVP_EC_gen("P-256"), EVP_PKEY_free); }
+PkeyPtr new_p256_key() {
+  return PkeyPtr(EVP_EC_gen("P-256"), EVP_PKEY_free);
+}
 
 std::string random_hex(std::size_t bytes) {
   std::array<unsigned char, 32> buf{};
@@ -55,7 +57,8 @@ bool add_extension(X509* subject, X509* issuer, int nid, const char* value) {
 
 // A certificate for `key` named CN=`common_name`, with a random serial and the validity
 // window; not yet signed nor extended.
-X509Ptr new_certificate(EVP_PKEY* key, const std::string& common_name, std::chrono::seconds validity) {
+X509Ptr new_certificate(EVP_PKEY* key, const std::string& common_name,
+                        std::chrono::seconds validity) {
   X509Ptr cert(X509_new(), X509_free);
   std::array<unsigned char, 16> serial{};
   if (!cert || RAND_bytes(serial.data(), serial.size()) != 1) return {nullptr, X509_free};
@@ -66,10 +69,11 @@ X509Ptr new_certificate(EVP_PKEY* key, const std::string& common_name, std::chro
   X509_NAME* name = X509_get_subject_name(cert.get());
   ok = ok && X509_set_version(cert.get(), 2) == 1 &&
        X509_gmtime_adj(X509_getm_notBefore(cert.get()), -300) != nullptr &&
-       X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(validity.count())) != nullptr &&
+       X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(validity.count())) !=
+           nullptr &&
        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                  reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
-                                  0) == 1 &&
+                                  reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
+                                  -1, 0) == 1 &&
        X509_set_pubkey(cert.get(), key) == 1;
   if (!ok) return {nullptr, X509_free};
   return cert;

@@ -24,7 +24,8 @@ class InterceptCa {
  public:
   // A new CA: an EC P-256 key, self-signed, CA:TRUE with pathlen 0, valid from a few minutes
   // ago (clock skew) for `validity`, named "Airlock per-sandbox CA <random hex>".
-  static Result<std::unique_ptr<InterceptCa>> create(std::chrono::seconds validity = kInterceptCaValidity);
+  static Result<std::unique_ptr<InterceptCa>> create(
+      std::chrono::seconds validity = kInterceptCaValidity);
   ~InterceptCa();
   InterceptCa(const InterceptCa&) = delete;
   InterceptCa& operator=(const InterceptCa&) = delete;

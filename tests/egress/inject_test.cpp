@@ -50,8 +50,8 @@ class TestPki {
                                  << "\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n";
     run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=" + name +
         " -keyout " + stem + ".key -out " + stem + ".csr && openssl x509 -req -in " + stem +
-        ".csr -CA " + path(ca) + ".pem -CAkey " + path(ca) + ".key -CAcreateserial -days 1 -extfile " +
-        stem + ".ext -out " + stem + ".pem");
+        ".csr -CA " + path(ca) + ".pem -CAkey " + path(ca) +
+        ".key -CAcreateserial -days 1 -extfile " + stem + ".ext -out " + stem + ".pem");
     return stem;
   }
   std::string ca_file() const { return path("ca") + ".pem"; }
@@ -60,7 +60,9 @@ class TestPki {
   std::string path(const std::string& stem) const { return (dir_ / stem).string(); }
   void make_ca(const std::string& stem, const std::string& cn) {
     run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj '/CN=" +
-        cn + "' -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -keyout " +
+        cn +
+        "' -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign "
+        "-keyout " +
         path(stem) + ".key -out " + path(stem) + ".pem");
   }
   static void run(const std::string& command) {
@@ -74,7 +76,8 @@ class TestPki {
 // answers "hello over tls N" (never echoing a header).
 class TlsServer {
  public:
-  explicit TlsServer(const std::string& stem) : ctx_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free) {
+  explicit TlsServer(const std::string& stem)
+      : ctx_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free) {
     if (SSL_CTX_use_certificate_chain_file(ctx_.get(), (stem + ".pem").c_str()) != 1 ||
         SSL_CTX_use_PrivateKey_file(ctx_.get(), (stem + ".key").c_str(), SSL_FILETYPE_PEM) != 1)
       throw std::runtime_error("server certificate " + stem);
@@ -99,8 +102,8 @@ class TlsServer {
         requests_.push_back(request);
       }
       std::string body = "hello over tls " + std::to_string(n) + "\n";
-      std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                           "\r\n\r\n" + body;
+      std::string answer =
+          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
       if (SSL_write(ssl.get(), answer.data(), static_cast<int>(answer.size())) <= 0) return;
     }
   }
@@ -203,7 +206,8 @@ print("issuer", dict(x[0] for x in c.sock.getpeercert()["issuer"])["commonName"]
 TEST_F(Inject, UpstreamGetsTheValueAndTheSandboxOnlyThePlaceholder) {
   TlsServer upstream(pki.server(kHost, "ca"));
   auto bundles_before = ca_bundles();
-  Outcome o = run_local(injected(python(kHttpClient, {std::to_string(upstream.port())}), upstream.port()));
+  Outcome o =
+      run_local(injected(python(kHttpClient, {std::to_string(upstream.port())}), upstream.port()));
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   const std::string& out = o.stdout_data;
   EXPECT_NE(out.find("env placeholder\n"), std::string::npos) << out;
@@ -268,7 +272,9 @@ try:
     print(r.status, r.read().decode().strip())
 except Exception as e:
     print("failed", type(e).__name__)
-)", {std::to_string(impostor.port())}), impostor.port());
+)",
+                                {std::to_string(impostor.port())}),
+                         impostor.port());
     Outcome o = run_local(spec);
     EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
     EXPECT_EQ(o.stdout_data.rfind("502 airlock egress proxy: Bad Gateway: the TLS handshake with " +
@@ -298,7 +304,9 @@ c.set_tunnel("other.example", int(sys.argv[1]))
 c.request("GET", "/", headers={"Authorization": "Bearer " + os.environ["SLACK_TOKEN"]})
 print(c.getresponse().read().decode().strip())
 print("issuer", dict(x[0] for x in c.sock.getpeercert()["issuer"])["commonName"])
-)", {std::to_string(other.port())}), injected_host.port());
+)",
+                              {std::to_string(other.port())}),
+                       injected_host.port());
   allow(spec, "other.example:" + std::to_string(other.port()));
   spec.egress.resolve["other.example"] = "127.0.0.1";
   spec.binds.push_back({pki.ca_file(), "/etc/airlock-test/ca.pem", false});
@@ -312,6 +320,44 @@ print("issuer", dict(x[0] for x in c.sock.getpeercert()["issuer"])["commonName"]
   EXPECT_EQ(injected_host.connections(), 0);
   ASSERT_EQ(o.egress.size(), 1u);
   EXPECT_EQ(o.egress[0].rule, "other.example:" + std::to_string(other.port()));
+  expect_no_secret(o);
+}
+
+// Domain fronting: a front end shared by many hosts (a CDN) routes by Host or by an absolute
+// URI, so a request naming another host could carry the value there. Host is set to the
+// injected host and a target that is not a path is refused.
+TEST_F(Inject, TheValueIsForTheInjectedHostOnly) {
+  TlsServer upstream(pki.server(kHost, "ca"));
+  const char* client = R"(
+import http.client, sys
+def connection():
+    c = http.client.HTTPSConnection("127.0.0.1", 3128, timeout=20)
+    c.set_tunnel("api.slack.example", int(sys.argv[1]))
+    return c
+c = connection()
+c.putrequest("GET", "/fronted", skip_host=True)
+c.putheader("Host", "attacker.example")
+c.endheaders()
+r = c.getresponse()
+print(r.status, r.read().decode().strip())
+c = connection()
+c.request("GET", "https://attacker.example/absolute")
+r = c.getresponse()
+print(r.status, r.read().decode().strip())
+)";
+  const std::string port = std::to_string(upstream.port());
+  Outcome o = run_local(injected(python(client, {port}), upstream.port()));
+  EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
+  EXPECT_EQ(o.stdout_data,
+            "200 hello over tls 1\n400 airlock egress proxy: Bad Request: a request to an "
+            "injected host must have a path as target.\n")
+      << describe(o);
+  auto requests = upstream.requests();
+  ASSERT_EQ(requests.size(), 1u) << describe(o);
+  EXPECT_EQ(requests[0].rfind("GET /fronted HTTP/1.1\r\n", 0), 0u) << requests[0];
+  EXPECT_NE(requests[0].find("\r\nHost: " + kHost + ":" + port + "\r\n"), std::string::npos)
+      << requests[0];
+  EXPECT_EQ(requests[0].find("attacker"), std::string::npos) << requests[0];
   expect_no_secret(o);
 }
 
