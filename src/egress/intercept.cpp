@@ -35,10 +35,12 @@ struct PrefixedSocket : beast::buffered_read_stream<tcp::socket&, beast::flat_bu
 
 class HeaderInjector final : public Interception {
  public:
-  HeaderInjector(Session& session, const HeaderInjection& injection,
+  HeaderInjector(Session& session, std::vector<const HeaderInjection*> injections,
                  std::shared_ptr<ssl::context> server, std::shared_ptr<ssl::context> upstream)
       : session_(session),
-        injection_(injection),
+        injections_(std::move(injections)),
+        host_(injections_.front()->host),
+        port_(injections_.front()->port),
         server_ctx_(std::move(server)),
         upstream_ctx_(std::move(upstream)),
         client_(session.client(), *server_ctx_),
@@ -72,7 +74,9 @@ class HeaderInjector final : public Interception {
   void idle_deadline();
 
   Session& session_;
-  const HeaderInjection& injection_;
+  std::vector<const HeaderInjection*> injections_;  // one host:port
+  const std::string& host_;
+  std::uint16_t port_;
   std::shared_ptr<ssl::context> server_ctx_, upstream_ctx_;
   ClientStream client_;
   UpstreamStream upstream_;
@@ -100,15 +104,15 @@ void HeaderInjector::start(std::string client_bytes) {
 // The upstream must prove it is the injected host to the daemon's trust store: else the
 // value would go to whoever answers the address.
 void HeaderInjector::handshake_upstream() {
-  if (auto s = expect_upstream_host(upstream_.native_handle(), injection_.host); !s)
+  if (auto s = expect_upstream_host(upstream_.native_handle(), host_); !s)
     return fail_upstream(s.error().message);
   session_.expire_after(session_.policy().limits().connect_timeout,
-                        "the TLS handshake with " + injection_.host + " timed out");
+                        "the TLS handshake with " + host_ + " timed out");
   upstream_.async_handshake(
       ssl::stream_base::client, [this, self = session_.self()](error_code ec) {
         if (session_.finished()) return;
         if (ec)
-          return fail_upstream("the TLS handshake with " + injection_.host +
+          return fail_upstream("the TLS handshake with " + host_ +
                                " failed: " + tls_failure(upstream_.native_handle(), ec.message()));
         read_request();
       });
@@ -171,7 +175,7 @@ void HeaderInjector::read_request() {
       });
 }
 
-// Sets the header: replaces every field of that name the sandbox sent (its placeholder).
+// Sets the headers: each replaces every field of its name the sandbox sent (its placeholder).
 // The value is for the verified host only: a Host header or an absolute URI naming another
 // would let a front end shared by many hosts (a CDN) route it elsewhere, so the target must
 // be in origin form and Host is set to the injected host.
@@ -180,10 +184,8 @@ void HeaderInjector::on_request() {
   auto target = message.target();
   if (target.empty() || (target.front() != '/' && target != "*"))
     return answer("400 Bad Request", "a request to an injected host must have a path as target");
-  message.set(http::field::host, injection_.port == 443
-                                     ? injection_.host
-                                     : injection_.host + ":" + std::to_string(injection_.port));
-  message.set(injection_.header, injection_.value);
+  message.set(http::field::host, port_ == 443 ? host_ : host_ + ":" + std::to_string(port_));
+  for (const auto* in : injections_) message.set(in->header, in->value);
   request_out_.emplace(message);
   send_message(client_, client_buffer_, *request_, upstream_, *request_out_, true,
                [this] { read_response(); });
@@ -200,8 +202,8 @@ void HeaderInjector::read_response() {
       [this, self = session_.self()](error_code ec, std::size_t) {
         if (session_.finished()) return;
         if (ec == http::error::header_limit)
-          return session_.finish("a response head from " + injection_.host + " is too large");
-        if (ec) return session_.finish("no response from " + injection_.host + ": " + ec.message());
+          return session_.finish("a response head from " + host_ + " is too large");
+        if (ec) return session_.finish("no response from " + host_ + ": " + ec.message());
         on_response();
       });
 }
@@ -297,10 +299,10 @@ bool HeaderInjector::sent(error_code ec, std::size_t n, bool upward) {
 void Session::intercept(std::string client_bytes) {
   if (!proxy_.ca || !proxy_.upstream_tls)
     return finish("header injection without an interception CA");
-  auto server = proxy_.ca->server_context(injection_->host);
+  auto server = proxy_.ca->server_context(injections_.front()->host);
   if (!server) return finish(server.error().message);
   interception_ =
-      std::make_unique<HeaderInjector>(*this, *injection_, std::move(*server), proxy_.upstream_tls);
+      std::make_unique<HeaderInjector>(*this, injections_, std::move(*server), proxy_.upstream_tls);
   last_activity_ = Clock::now();
   interception_->start(std::move(client_bytes));
 }

@@ -28,6 +28,13 @@ bool is_token(std::string_view s) {
   });
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 // The injection with its host normalized. Messages name the host and header, never the value.
 Result<HeaderInjection> compile_injection(const HeaderInjection& in) {
   const std::string what = "inject for " + in.host + ":" + std::to_string(in.port);
@@ -94,6 +101,10 @@ Result<EgressPolicy> EgressPolicy::compile(const EgressRules& network) {
   for (const auto& in : network.inject) {
     auto c = compile_injection(in);
     if (!c) return c.error();
+    for (const auto& other : p.injections_)
+      if (other.host == c->host && other.port == c->port && iequals(other.header, c->header))
+        return bad("inject for " + in.host + ":" + std::to_string(in.port) + ": " + in.header +
+                   " is injected twice");
     p.injections_.push_back(std::move(*c));
   }
   return p;
@@ -187,11 +198,13 @@ std::optional<std::string> EgressPolicy::refuse_endpoint(const IpAddress& a, std
   return std::nullopt;
 }
 
-const HeaderInjection* EgressPolicy::injection_for(const Decision& d, std::uint16_t port) const {
-  if (!d.allowed || d.host.empty()) return nullptr;
+std::vector<const HeaderInjection*> EgressPolicy::injections_for(const Decision& d,
+                                                                 std::uint16_t port) const {
+  std::vector<const HeaderInjection*> out;
+  if (!d.allowed || d.host.empty()) return out;
   for (const auto& in : injections_)
-    if (in.port == port && in.host == d.host) return &in;
-  return nullptr;
+    if (in.port == port && in.host == d.host) out.push_back(&in);
+  return out;
 }
 
 std::string EgressPolicy::describe_rules() const {

@@ -65,8 +65,8 @@ class EgressPolicy {
   // Final check on the exact address about to be connected to.
   std::optional<std::string> refuse_endpoint(const IpAddress& a, std::uint16_t port) const;
 
-  // The header injection for a connection `d` allowed to port (nullptr: relayed untouched).
-  const HeaderInjection* injection_for(const Decision& d, std::uint16_t port) const;
+  // The header injections for a connection `d` allowed to port (none: relayed untouched).
+  std::vector<const HeaderInjection*> injections_for(const Decision& d, std::uint16_t port) const;
   bool injects() const { return !injections_.empty(); }
 
   // "api.example.com:443, *.pypi.org:443" for denial messages.

@@ -135,8 +135,10 @@ void Session::decided(const EgressPolicy::Decision& d, std::uint16_t port) {
     return refuse(Refusal::denied, "the sandbox's egress byte budget is spent");
   record_.allowed = true;
   record_.rule = d.rule;
-  if (!forward_) injection_ = proxy_.policy.injection_for(d, port);
-  if (injection_) record_.rule += " (TLS intercepted to set " + injection_->header + ")";
+  if (!forward_) injections_ = proxy_.policy.injections_for(d, port);
+  for (std::size_t i = 0; i < injections_.size(); ++i)
+    record_.rule += (i == 0 ? " (TLS intercepted to set " : ", ") + injections_[i]->header +
+                    (i + 1 == injections_.size() ? ")" : "");
   if (d.address) return connect({*d.address}, port);
   resolve_and_connect(d, port);
 }

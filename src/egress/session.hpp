@@ -114,7 +114,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void relay();
   // Whether the connection is to an injected host:port: then, once the protocol has told
   // the client it is connected, intercept() takes the place of relay().
-  bool intercepts() const { return injection_ != nullptr; }
+  bool intercepts() const { return !injections_.empty(); }
   void intercept(std::string client_bytes);  // src/egress/intercept.cpp
   // Ends the session, recording why, unless the deadline is moved or the session ends first.
   void expire_after(std::chrono::milliseconds after, std::string why);
@@ -168,7 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Direction up_, down_;
   bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
   bool over_limit_ = false;
-  const HeaderInjection* injection_ = nullptr;  // the policy's
+  std::vector<const HeaderInjection*> injections_;  // the policy's, all for one host:port
   EgressRecord record_;
   // Refers to client_ and upstream_: declared after them, so destroyed before.
   std::unique_ptr<Interception> interception_;

@@ -237,14 +237,15 @@ TEST_F(Inject, UpstreamGetsTheValueAndTheSandboxOnlyThePlaceholder) {
   EXPECT_EQ(ca_bundles(), bundles_before);  // the run's bundle is gone
 }
 
-// SOCKS5 (curl's socks5h), the host name in another case with a trailing dot; curl finds the
-// bundle through CURL_CA_BUNDLE.
+// SOCKS5 (curl's socks5h), the host name in another case with a trailing dot, and a second
+// injected header; curl finds the bundle through CURL_CA_BUNDLE.
 TEST_F(Inject, Socks5AndAnotherSpellingOfTheHost) {
   TlsServer upstream(pki.server(kHost, "ca"));
   const std::string port = std::to_string(upstream.port());
   Spec spec = curl({"-x", "socks5h://127.0.0.1:3128", "-H", "Authorization: Bearer placeholder",
                     "https://API.Slack.Example.:" + port + "/socks"});
   spec = injected(spec, upstream.port());
+  spec.egress.inject.push_back({kHost, upstream.port(), "X-Api-Key", kSecret + "-key"});
   Outcome o = run_local(spec);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(o.stdout_data, "hello over tls 1\n") << describe(o);
@@ -253,6 +254,12 @@ TEST_F(Inject, Socks5AndAnotherSpellingOfTheHost) {
   EXPECT_NE(requests[0].find("\r\nAuthorization: Bearer " + kSecret + "\r\n"), std::string::npos)
       << requests[0];
   EXPECT_EQ(count_ci(requests[0], "\r\nauthorization:"), 1) << requests[0];
+  EXPECT_NE(requests[0].find("\r\nX-Api-Key: " + kSecret + "-key\r\n"), std::string::npos)
+      << requests[0];
+  ASSERT_EQ(o.egress.size(), 1u);
+  EXPECT_NE(o.egress[0].rule.find("(TLS intercepted to set Authorization, X-Api-Key)"),
+            std::string::npos)
+      << o.egress[0].rule;
   expect_no_secret(o);
 }
 

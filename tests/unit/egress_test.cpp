@@ -129,14 +129,27 @@ TEST(Inject, MatchedAfterTheRulesNormalizationAndOnlyThere) {
   EXPECT_TRUE(p.injects());
   auto d = p.decide("api.SLACK.example.", 443);
   ASSERT_TRUE(d.allowed);
-  const HeaderInjection* in = p.injection_for(d, 443);
-  ASSERT_NE(in, nullptr);
-  EXPECT_EQ(in->host, "api.slack.example");
-  EXPECT_EQ(in->value, "Bearer s3cret");
-  EXPECT_EQ(p.injection_for(p.decide("api.slack.example", 8443), 8443), nullptr);  // other port
-  EXPECT_EQ(p.injection_for(p.decide("x.api.slack.example", 443), 443), nullptr);  // other name
-  EXPECT_EQ(p.injection_for(p.decide("api.slack.example", 444), 444), nullptr);    // denied
+  auto in = p.injections_for(d, 443);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0]->host, "api.slack.example");
+  EXPECT_EQ(in[0]->value, "Bearer s3cret");
+  EXPECT_TRUE(p.injections_for(p.decide("api.slack.example", 8443), 8443).empty());  // port
+  EXPECT_TRUE(p.injections_for(p.decide("x.api.slack.example", 443), 443).empty());  // name
+  EXPECT_TRUE(p.injections_for(p.decide("api.slack.example", 444), 444).empty());    // denied
   EXPECT_EQ(p.describe_rules().find("s3cret"), std::string::npos);
+}
+
+TEST(Inject, SeveralHeadersForOneHostButEachOnce) {
+  auto n = rules({"api.slack.example:443"});
+  n.inject.push_back({"api.slack.example", 443, "Authorization", "Bearer s3cret"});
+  n.inject.push_back({"api.slack.example", 443, "X-Api-Key", "k3y"});
+  auto p = *EgressPolicy::compile(n);
+  EXPECT_EQ(p.injections_for(p.decide("api.slack.example", 443), 443).size(), 2u);
+  n.inject.push_back({"API.slack.example", 443, "authorization", "Bearer s3cret"});
+  auto twice = EgressPolicy::compile(n);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("injected twice"), std::string::npos);
+  EXPECT_EQ(twice.error().message.find("s3cret"), std::string::npos);
 }
 
 // A value with a line break would write headers of its own; every message names the host and
