@@ -1,7 +1,7 @@
 // Header injection on an intercepted connection: TLS with the sandbox under the per-run CA's
 // leaf for the injected host, TLS with the upstream verified against the daemon's trust
 // store, then HTTP/1.1 request by request (keep-alive), each request with the configured
-// header set to the secret value whatever the sandbox sent, each response relayed back.
+// headers set to their secret values whatever the sandbox sent, each response relayed back.
 //
 // The value is only ever written into the upstream's TLS stream: it is not in any record,
 // message or log line.
