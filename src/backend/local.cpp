@@ -1,9 +1,11 @@
 #include "backend/local.hpp"
 
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "backend/ca_bundle.hpp"
 #include "egress/proxy.hpp"
 #include "sandbox/sandbox.hpp"
 
@@ -90,6 +92,16 @@ Result<sandbox::Spec> spec_behind_proxy(const sandbox::Spec& spec,
   return behind;
 }
 
+// Header injection: the proxy's per-run CA, trusted inside through a CA bundle of the run.
+Result<RunCaBundle> trust_interception_ca(egress::EgressProxy& proxy, sandbox::Spec& spec) {
+  auto pem = proxy.make_interception_ca();
+  if (!pem) return pem.error();
+  auto bundle = RunCaBundle::write(*pem);
+  if (!bundle) return bundle.error();
+  bundle->trust_inside(spec);
+  return bundle;
+}
+
 }  // namespace
 
 RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
@@ -107,13 +119,21 @@ RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
   auto behind = spec_behind_proxy(spec, rules);
   if (!behind) return setup_failure(behind.error().message);
 
+  egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);
+  // Declared before the sandbox: the file outlives the run and goes when this returns.
+  std::optional<RunCaBundle> ca_bundle;
+  if (!rules.inject.empty()) {
+    auto bundle = trust_interception_ca(egress_proxy, *behind);
+    if (!bundle) return setup_failure(bundle.error().message);
+    ca_bundle.emplace(std::move(*bundle));
+  }
+
   auto launched = sandbox::Sandbox::launch(*behind);
   if (!launched) return setup_failure(launched.error().message);
   auto& sandbox = *launched;
   Registration registration(options.registry, sandbox.get());
   auto listeners = sandbox->take_listeners();
 
-  egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);
   std::size_t next = 0;
   if (!rules.allow.empty()) egress_proxy.add_proxy_listener(std::move(listeners[next++]));
   for (const auto& f : rules.forwards)

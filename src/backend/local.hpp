@@ -42,6 +42,9 @@ struct LocalRunOptions {
 // Runs the spec with the egress rules. With rules, the proxy listens inside the sandbox on
 // 127.0.0.1:3128 (HTTP and SOCKS5) and on each forward's port, and RunResult::egress records
 // every attempt. The spec runs with those listeners (and the proxy's environment) added.
+// With header injections (rules.inject) the proxy makes a per-run CA, and the run trusts it
+// through a CA bundle bound at /etc/airlock/ca-certificates.crt (backend/ca_bundle.hpp) and
+// SSL_CERT_FILE and its kin; the bundle's file is removed when the run ends.
 RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules = {},
                     const LocalRunOptions& options = {});
 

@@ -227,7 +227,11 @@ void HttpProxySession::tunnel() {
   asio::async_write(session_.client(), asio::buffer(kEstablished),
                     [this, self = session_.self()](error_code ec, std::size_t) {
                       if (ec) return session_.finish();
-                      forward_buffered_then_relay();
+                      if (!session_.intercepts()) return forward_buffered_then_relay();
+                      // A ClientHello sent ahead of our answer is the interception's.
+                      std::string early = beast::buffers_to_string(buffer_.data());
+                      buffer_.consume(buffer_.size());
+                      session_.intercept(std::move(early));
                     });
 }
 

@@ -1,5 +1,8 @@
 #include "egress/policy.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "netrules/host_name.hpp"
 #include "netrules/host_port.hpp"
 
@@ -14,6 +17,37 @@ Result<HostRule> compile_rule(const EgressRule& r) {
   auto c = netrules::compile_host_rule(r.host, r.port);
   if (!c) return bad("rule '" + r.host + "': " + c.error().message);
   return c;
+}
+
+// An HTTP token (RFC 9110 5.6.2): what a header name may be.
+bool is_token(std::string_view s) {
+  static constexpr std::string_view kSpecials = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           kSpecials.find(c) != std::string_view::npos;
+  });
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The injection with its host normalized. Messages name the host and header, never the value.
+Result<HeaderInjection> compile_injection(const HeaderInjection& in) {
+  const std::string what = "inject for " + in.host + ":" + std::to_string(in.port);
+  auto host = netrules::normalize_host_name(in.host);
+  if (!host || parse_ip_strict(in.host)) return bad(what + ": the host must be a DNS name");
+  if (in.port == 0) return bad(what + ": port 0");
+  if (!is_token(in.header)) return bad(what + ": '" + in.header + "' is not a header name");
+  // A line break or NUL would end the header and let the value write others.
+  if (in.value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos)
+    return bad(what + ": the value of " + in.header + " has a line break or NUL");
+  HeaderInjection out = in;
+  out.host = *host;
+  return out;
 }
 
 }  // namespace
@@ -63,6 +97,15 @@ Result<EgressPolicy> EgressPolicy::compile(const EgressRules& network) {
     auto a = parse_ip_strict(ip);
     if (!a) return bad("--resolve " + name + "=" + ip + ": not an IP address");
     p.pinned_[*n] = *a;
+  }
+  for (const auto& in : network.inject) {
+    auto c = compile_injection(in);
+    if (!c) return c.error();
+    for (const auto& other : p.injections_)
+      if (other.host == c->host && other.port == c->port && iequals(other.header, c->header))
+        return bad("inject for " + in.host + ":" + std::to_string(in.port) + ": " + in.header +
+                   " is injected twice");
+    p.injections_.push_back(std::move(*c));
   }
   return p;
 }
@@ -153,6 +196,15 @@ std::optional<std::string> EgressPolicy::refuse_endpoint(const IpAddress& a, std
     if (f.address == a && f.port == port)
       return a.to_string() + ":" + std::to_string(port) + " is one of airlock's own endpoints";
   return std::nullopt;
+}
+
+std::vector<const HeaderInjection*> EgressPolicy::injections_for(const Decision& d,
+                                                                 std::uint16_t port) const {
+  std::vector<const HeaderInjection*> out;
+  if (!d.allowed || d.host.empty()) return out;
+  for (const auto& in : injections_)
+    if (in.port == port && in.host == d.host) out.push_back(&in);
+  return out;
 }
 
 std::string EgressPolicy::describe_rules() const {

@@ -65,6 +65,10 @@ class EgressPolicy {
   // Final check on the exact address about to be connected to.
   std::optional<std::string> refuse_endpoint(const IpAddress& a, std::uint16_t port) const;
 
+  // The header injections for a connection `d` allowed to port (none: relayed untouched).
+  std::vector<const HeaderInjection*> injections_for(const Decision& d, std::uint16_t port) const;
+  bool injects() const { return !injections_.empty(); }
+
   // "api.example.com:443, *.pypi.org:443" for denial messages.
   std::string describe_rules() const;
   const EgressLimits& limits() const { return limits_; }
@@ -77,6 +81,7 @@ class EgressPolicy {
   std::vector<netrules::HostRule> forward_rules_;
   std::map<std::string, IpAddress> pinned_;
   std::vector<Endpoint> forbidden_;
+  std::vector<HeaderInjection> injections_;  // hosts normalized
   EgressLimits limits_;
 };
 

@@ -35,6 +35,16 @@ void EgressProxy::add_forward_listener(UniqueFd fd, const PortForward& forward) 
   impl_->acceptor_forwards.emplace_back(forward);
 }
 
+Result<std::string> EgressProxy::make_interception_ca() {
+  auto ca = InterceptCa::create();
+  if (!ca) return ca.error();
+  auto upstream = make_upstream_tls_context();
+  if (!upstream) return upstream.error();
+  impl_->ca = std::move(*ca);
+  impl_->upstream_tls = std::move(*upstream);
+  return impl_->ca->certificate_pem();
+}
+
 void EgressProxy::start() {
   impl_->work.emplace(impl_->io.get_executor());
   for (std::size_t i = 0; i < impl_->acceptors.size(); ++i) impl_->accept(i);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/result.hpp"
 #include "common/unique_fd.hpp"
 #include "egress/policy.hpp"
 #include "egress/rules.hpp"
@@ -29,6 +30,12 @@ class EgressProxy {
   // Listening sockets (already bound and listening), in whatever namespace they were made.
   void add_proxy_listener(UniqueFd fd);
   void add_forward_listener(UniqueFd fd, const PortForward& forward);
+
+  // For rules with header injections, before start(): makes the per-run CA that signs the
+  // injected hosts' certificates and the upstream TLS context, which trusts this process's
+  // default store (SSL_CERT_FILE / SSL_CERT_DIR as they are now). Returns the CA certificate
+  // (PEM) for the sandbox's trust store; the CA's key never leaves this object.
+  Result<std::string> make_interception_ca();
 
   void start();  // serves on its own thread
   // Closes the listeners, ends every open connection (recording it) and joins the thread.

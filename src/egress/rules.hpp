@@ -30,13 +30,15 @@ struct PortForward {
   std::uint16_t port = 0;
 };
 
-// A header the egress proxy sets on every HTTPS request to one host, terminating TLS for it
-// (docs/credentials.md, "Egress injection"). The value is a secret: never serialized or logged.
+// `inject`: for connections to host:port (which an allow rule must also admit) the proxy
+// terminates TLS with a certificate of its per-run CA and sets `header` to `value` on every
+// request (tls_intercept.hpp). `value` is a secret: it is never serialized, logged, recorded
+// or put in a message.
 struct HeaderInjection {
-  std::string host;
+  std::string host;  // a name, compared after normalization (case, trailing dot)
   std::uint16_t port = 443;
-  std::string header;
-  std::string value;
+  std::string header;  // "Authorization"
+  std::string value;   // "Bearer <token>"
 };
 
 struct EgressLimits {
@@ -49,8 +51,8 @@ struct EgressLimits {
   std::uint32_t max_header_bytes = 16 * 1024;
 };
 
-// A run's egress rules: `--allow`, `--forward`, `--resolve` and the proxy's limits. Without
-// allow or forward rules a run has no network beyond its own loopback.
+// A run's egress rules: `--allow`, `--forward`, `--resolve`, header injections and the
+// proxy's limits. Without allow or forward rules a run has no network beyond its own loopback.
 struct EgressRules {
   std::vector<EgressRule> allow;
   std::vector<PortForward> forwards;

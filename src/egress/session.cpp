@@ -100,6 +100,13 @@ void Session::finish_after(std::chrono::seconds after) {
   });
 }
 
+void Session::expire_after(std::chrono::milliseconds after, std::string why) {
+  timer_.expires_after(after);  // a pending wait ends with operation_aborted
+  timer_.async_wait([this, self = self(), why = std::move(why)](error_code ec) {
+    if (!ec) finish(why);
+  });
+}
+
 // A deadline for the current phase: the request, or the upstream connection.
 void Session::arm_deadline(std::chrono::milliseconds after, std::string why, Refusal refusal) {
   timer_.expires_after(after);
@@ -128,6 +135,10 @@ void Session::decided(const EgressPolicy::Decision& d, std::uint16_t port) {
     return refuse(Refusal::denied, "the sandbox's egress byte budget is spent");
   record_.allowed = true;
   record_.rule = d.rule;
+  if (!forward_) injections_ = proxy_.policy.injections_for(d, port);
+  for (std::size_t i = 0; i < injections_.size(); ++i)
+    record_.rule += (i == 0 ? " (TLS intercepted to set " : ", ") + injections_[i]->header +
+                    (i + 1 == injections_.size() ? ")" : "");
   if (d.address) return connect({*d.address}, port);
   resolve_and_connect(d, port);
 }

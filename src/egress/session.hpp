@@ -17,6 +17,7 @@
 
 #include "egress/policy.hpp"
 #include "egress/proxy.hpp"
+#include "egress/tls_intercept.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
 
@@ -43,6 +44,9 @@ struct EgressProxy::Impl {
   std::vector<EgressRecord> records;
   std::uint64_t bytes_up = 0, bytes_down = 0;  // io thread only
   std::uint32_t active = 0;                    // io thread only
+  // Header injection (make_interception_ca): the per-run CA and the upstream TLS context.
+  std::unique_ptr<InterceptCa> ca;  // io thread only once started
+  std::shared_ptr<asio::ssl::context> upstream_tls;
 
   Impl(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
   void accept(std::size_t index);
@@ -80,6 +84,16 @@ std::unique_ptr<Protocol> make_http_proxy_protocol(Session& session);
 std::unique_ptr<Protocol> make_socks5_protocol(Session& session);
 std::unique_ptr<Protocol> make_forward_protocol(Session& session, PortForward forward);
 
+// An intercepted connection (a HeaderInjection's host:port): TLS with the sandbox under the
+// per-run CA's leaf, verified TLS with the upstream, and HTTP/1.1 relayed request by request
+// with the header set (src/egress/intercept.cpp).
+class Interception {
+ public:
+  virtual ~Interception() = default;
+  // `client_bytes`: what the client sent after its request to the proxy (TLS already).
+  virtual void start(std::string client_bytes) = 0;
+};
+
 // One client connection, from the first byte to the last relayed one. Owns both sockets;
 // every pending handler holds it alive (shared_from_this).
 class Session : public std::enable_shared_from_this<Session> {
@@ -98,11 +112,18 @@ class Session : public std::enable_shared_from_this<Session> {
   void decided(const EgressPolicy::Decision& d, std::uint16_t port);
   // Relays both directions until both have ended (src/egress/relay.cpp).
   void relay();
+  // Whether the connection is to an injected host:port: then, once the protocol has told
+  // the client it is connected, intercept() takes the place of relay().
+  bool intercepts() const { return !injections_.empty(); }
+  void intercept(std::string client_bytes);  // src/egress/intercept.cpp
+  // Ends the session, recording why, unless the deadline is moved or the session ends first.
+  void expire_after(std::chrono::milliseconds after, std::string why);
   // Ends the session after `after` whatever else happens (the reader of an answer may be
   // stuck); the deadline that may have led to the answer no longer applies.
   void finish_after(std::chrono::seconds after);
-  // Counts bytes sent up outside the relay; false once the budget is spent.
+  // Count bytes sent outside the relay; false once the budget is spent.
   bool count_up(std::size_t n);
+  bool count_down(std::size_t n);
 
   std::shared_ptr<Session> self() { return shared_from_this(); }
   tcp::socket& client() { return client_; }
@@ -135,7 +156,6 @@ class Session : public std::enable_shared_from_this<Session> {
   void pump_when(tcp::socket& socket, tcp::socket::wait_type what, Direction& d);
   void end_direction(Direction& d);
   void watch_idle();
-  bool count_down(std::size_t n);
 
   EgressProxy::Impl& proxy_;
   tcp::socket client_, upstream_;
@@ -148,7 +168,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Direction up_, down_;
   bool up_done_ = false, down_done_ = false, finished_ = false, timed_out_ = false;
   bool over_limit_ = false;
+  std::vector<const HeaderInjection*> injections_;  // the policy's, all for one host:port
   EgressRecord record_;
+  // Refers to client_ and upstream_: declared after them, so destroyed before.
+  std::unique_ptr<Interception> interception_;
 };
 
 }  // namespace airlock::egress

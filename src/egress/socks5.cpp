@@ -147,6 +147,7 @@ void Socks5Session::reply(SocksReply code) {
   asio::async_write(session_.client(), asio::buffer(*reply),
                     [this, self = session_.self(), reply, code](error_code ec, std::size_t) {
                       if (ec || code != kSocksOk) return session_.finish();
+                      if (session_.intercepts()) return session_.intercept({});
                       session_.relay();
                     });
 }

@@ -21,96 +21,15 @@
 #include <thread>
 #include <vector>
 
-#include "backend/local.hpp"
 #include "common/digest.hpp"
 #include "egress/policy.hpp"
+#include "egress_fixtures.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::egress {
 namespace {
 
-using namespace std::chrono_literals;
-using Outcome = backend::RunResult;
-using sandbox::Verdict;
-
-// What these tests run: a sandbox Spec and the egress rules its proxy enforces.
-struct Spec : sandbox::Spec {
-  EgressRules egress;
-};
-
-Outcome run_local(const Spec& spec, const backend::LocalRunOptions& options = {}) {
-  return backend::run_local(spec, spec.egress, options);
-}
-
-std::string describe(const Outcome& o) {
-  return "\n" + backend::to_json(o).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// A TCP server on the host's 127.0.0.1 that runs `handle` for each connection on its own
-// thread and counts connections.
-class LoopbackServer {
- public:
-  using Handler = std::function<void(int fd)>;
-  explicit LoopbackServer(Handler handle) : handle_(std::move(handle)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 64) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      throw std::runtime_error("loopback server");
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] {
-      for (;;) {
-        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) return;
-        ++connections_;
-        std::lock_guard lock(mu_);
-        workers_.emplace_back([this, c] {
-          handle_(c);
-          ::close(c);
-        });
-      }
-    });
-  }
-  ~LoopbackServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-    std::lock_guard lock(mu_);
-    for (auto& w : workers_) w.join();
-  }
-  std::uint16_t port() const { return port_; }
-  int connections() const { return connections_; }
-
- private:
-  Handler handle_;
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<int> connections_{0};
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<std::thread> workers_;
-};
-
-std::string read_head(int fd) {
-  std::string head;
-  char c;
-  while (head.find("\r\n\r\n") == std::string::npos && ::recv(fd, &c, 1, 0) == 1) head += c;
-  return head;
-}
-
-void send_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<std::size_t>(n);
-  }
-}
+using namespace fixtures;
 
 // Answers one HTTP request with "hello from the host" and remembers the request heads.
 struct HttpServer {
@@ -126,28 +45,6 @@ struct HttpServer {
   }};
   std::uint16_t port() const { return server.port(); }
 };
-
-Spec python(const std::string& code, const std::vector<std::string>& args = {}) {
-  Spec spec;
-  spec.argv = {"python3", "-c", code};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.limits.wall_time = 60s;
-  return spec;
-}
-
-Spec curl(const std::vector<std::string>& args) {
-  Spec spec;
-  spec.argv = {"curl", "-sS", "--max-time", "20"};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.limits.wall_time = 60s;
-  return spec;
-}
-
-void allow(Spec& spec, const std::string& rule) {
-  auto r = parse_allow_rule(rule);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  spec.egress.allow.push_back(*r);
-}
 
 // A raw client inside the sandbox: sends `request` to the proxy and prints the first line of
 // the answer (or what SOCKS replied). Used for requests well-behaved clients never send.

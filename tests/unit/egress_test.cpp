@@ -122,5 +122,59 @@ TEST(Forwards, ParseAndDecide) {
   EXPECT_FALSE(p.decide("127.0.0.1", 16379).allowed);  // a forward is not a proxy rule
 }
 
+TEST(Inject, MatchedAfterTheRulesNormalizationAndOnlyThere) {
+  auto n = rules({"*.slack.example:443", "api.slack.example:8443"});
+  n.inject.push_back({"API.Slack.Example.", 443, "Authorization", "Bearer s3cret"});
+  auto p = *EgressPolicy::compile(n);
+  EXPECT_TRUE(p.injects());
+  auto d = p.decide("api.SLACK.example.", 443);
+  ASSERT_TRUE(d.allowed);
+  auto in = p.injections_for(d, 443);
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0]->host, "api.slack.example");
+  EXPECT_EQ(in[0]->value, "Bearer s3cret");
+  EXPECT_TRUE(p.injections_for(p.decide("api.slack.example", 8443), 8443).empty());  // port
+  EXPECT_TRUE(p.injections_for(p.decide("x.api.slack.example", 443), 443).empty());  // name
+  EXPECT_TRUE(p.injections_for(p.decide("api.slack.example", 444), 444).empty());    // denied
+  EXPECT_EQ(p.describe_rules().find("s3cret"), std::string::npos);
+}
+
+TEST(Inject, SeveralHeadersForOneHostButEachOnce) {
+  auto n = rules({"api.slack.example:443"});
+  n.inject.push_back({"api.slack.example", 443, "Authorization", "Bearer s3cret"});
+  n.inject.push_back({"api.slack.example", 443, "X-Api-Key", "k3y"});
+  auto p = *EgressPolicy::compile(n);
+  EXPECT_EQ(p.injections_for(p.decide("api.slack.example", 443), 443).size(), 2u);
+  n.inject.push_back({"API.slack.example", 443, "authorization", "Bearer s3cret"});
+  auto twice = EgressPolicy::compile(n);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("injected twice"), std::string::npos);
+  EXPECT_EQ(twice.error().message.find("s3cret"), std::string::npos);
+}
+
+// A value with a line break would write headers of its own; every message names the host and
+// header but never the value.
+TEST(Inject, BadInjectionsAreRefusedWithoutNamingTheValue) {
+  const std::vector<HeaderInjection> bad = {
+      {"api.slack.example", 443, "Authorization", "Bearer s3cret\r\nX-Evil: 1"},
+      {"api.slack.example", 443, "Authorization", "Bearer s3cret\n"},
+      {"api.slack.example", 443, "Authorization", std::string("Bearer s3cret\0x", 15)},
+      {"api.slack.example", 443, "Bad Header", "Bearer s3cret"},
+      {"api.slack.example", 443, "", "Bearer s3cret"},
+      {"api.slack.example", 0, "Authorization", "Bearer s3cret"},
+      {"127.0.0.1", 443, "Authorization", "Bearer s3cret"},
+      {"bad_name.example", 443, "Authorization", "Bearer s3cret"},
+  };
+  for (const auto& in : bad) {
+    auto n = rules({"api.slack.example:443"});
+    n.inject.push_back(in);
+    auto p = EgressPolicy::compile(n);
+    ASSERT_FALSE(p.ok()) << in.host << " " << in.header;
+    EXPECT_EQ(p.error().message.find("s3cret"), std::string::npos) << p.error().message;
+    EXPECT_NE(p.error().message.find("inject for " + in.host), std::string::npos)
+        << p.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace airlock::egress
