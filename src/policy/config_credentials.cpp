@@ -132,8 +132,8 @@ HeaderInjection read_inject(Reader& r, const YAML::Node& n, const std::string& w
   r.field(n, "host", [&](const YAML::Node& v) {
     h.host = r.string(v, what + ".host");
     auto rule = egress::parse_allow_rule(h.host);
-    if (!rule || h.host.find_first_of("*/:") != std::string::npos)
-      fail(v, what + ".host: expected one host name, got '" + h.host + "'");
+    if (!rule || h.host.find_first_of("*/:") != std::string::npos || egress::parse_ip_strict(h.host))
+      fail(v, what + ".host: expected one host name (its certificate is checked by name), got '" + h.host + "'");
   });
   r.field(n, "port", [&](const YAML::Node& v) {
     h.port = static_cast<std::uint16_t>(r.unsigned_int(v, what + ".port", 65535));
