@@ -30,6 +30,8 @@ struct PipelineDeps {
   std::function<void(const Invocation&)> record_start;
   // Signs and verifies Airlock's own tokens (null: they are not accepted).
   const identity::TokenSigner* token_signer = nullptr;
+  // Airlock's tokens revoked since (creds::RevokedTokens); empty: none is refused as revoked.
+  RevokedCheck token_revoked;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

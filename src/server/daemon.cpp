@@ -13,6 +13,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "egress/policy.hpp"
+#include "creds/revoked_tokens.hpp"
 #include "identity/signer.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
@@ -108,6 +109,7 @@ struct Daemon::State {
   std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
+  std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
   backend::RunningSandboxes registry;
   std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
   Metrics metrics;
@@ -152,6 +154,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto opened = InvocationStore::open(dir + "/state.db");
   if (!opened) return opened.error();
   store = std::move(*opened);
+  auto revoked = creds::RevokedTokens::open(dir + "/state.db");
+  if (!revoked) return revoked.error();
+  revoked_tokens = std::move(*revoked);
   return {};
 }
 
@@ -201,6 +206,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.store = store.get();
   services.audit = audit.get();
   services.token_signer = &*token_signer;
+  services.revoked_tokens = revoked_tokens.get();
   services.metrics = &metrics;
   services.draining = &draining;
   services.new_id = [] { return audit::new_invocation_id(); };
@@ -236,6 +242,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   auto& deps = st->pipeline_deps;
   deps.audit = st->audit.get();
   deps.token_signer = &*st->token_signer;
+  deps.token_revoked = [revoked = st->revoked_tokens.get()](std::string_view jti) { return revoked->is_revoked(jti); };
   deps.failed_auth = st->failed_auth.get();
   st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
