@@ -2,8 +2,11 @@
 // defence has a test that tries the attack (a wider scope, a longer life, Airlock's own
 // audience, a revocation lost at a restart) and asserts it failed. The minted tokens are
 // checked with identity::Verifier against the signer's JWKS, as a downstream service would.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -316,6 +319,115 @@ TEST(OAuthExchangeProvider, AfterACrashRevokingDoesNothingAndSucceeds) {
   auto revoked = provider.revoke(lease, &value);  // a value: the endpoint is asked (and is down)
   ASSERT_FALSE(revoked.ok());
   EXPECT_EQ(revoked.error().message.find(value), std::string::npos);
+}
+
+// An upstream on loopback that answers one request with `status` and `body`, and keeps what
+// it was sent.
+class OneShotUpstream {
+ public:
+  OneShotUpstream(int status, std::string body) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 1) != 0) return;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, status, body = std::move(body)] { serve(status, body); });
+  }
+  ~OneShotUpstream() {
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  const std::string& request() {  // after the call
+    if (thread_.joinable()) thread_.join();
+    return request_;
+  }
+
+ private:
+  void serve(int status, const std::string& body) {
+    const int conn = ::accept(fd_, nullptr, nullptr);
+    if (conn < 0) return;
+    char buf[4096];
+    std::size_t want = std::string::npos;
+    while (want == std::string::npos || request_.size() < want) {
+      const ssize_t n = ::read(conn, buf, sizeof buf);
+      if (n <= 0) break;
+      request_.append(buf, static_cast<std::size_t>(n));
+      const auto end = request_.find("\r\n\r\n");
+      const auto length = request_.find("Content-Length: ");
+      if (end != std::string::npos && length != std::string::npos)
+        want = end + 4 + std::stoul(request_.substr(length + 16));
+    }
+    const std::string answer = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: application/json\r\n"
+                               "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    (void)::write(conn, answer.data(), answer.size());
+    ::close(conn);
+  }
+
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::string request_;
+};
+
+policy::CredentialSpec basic_spec(const OneShotUpstream& upstream) {
+  auto spec = exchange_spec("");
+  auto& oauth = std::get<policy::OAuthExchangeCredential>(spec.source);
+  oauth.token_endpoint = upstream.url("/token");
+  oauth.revocation_endpoint = upstream.url("/revoke");
+  oauth.client_id = "airlock client";
+  return spec;
+}
+
+TEST(OAuthExchangeProvider, TheExchangeIsRfc8693WithHttpBasicAndTheLifetimeIsCapped) {
+  OneShotUpstream upstream(200, R"({"access_token": "up-token", "token_type": "Bearer", "expires_in": 3600, "scope": "read"})");
+  auto provider = exchange_provider();
+  auto context = alice_context();
+  context.user_token = kUserToken;
+  auto issued = provider.issue(basic_spec(upstream), lease_with("b5"), context);
+  ASSERT_TRUE(issued.ok()) << issued.error().message;
+  EXPECT_EQ(issued->value, "up-token");
+  EXPECT_EQ(issued->scopes, std::vector<std::string>{"read"});
+  EXPECT_EQ(issued->expires_at, context.now + seconds(60));  // max_ttl, not the upstream's hour
+  const std::string& sent = upstream.request();
+  EXPECT_EQ(sent.rfind("POST /token HTTP/1.1\r\n", 0), 0u) << sent;
+  // base64("airlock%20client:s3cr3t-client-value"): each part form-encoded (RFC 6749 2.3.1).
+  EXPECT_NE(sent.find("Authorization: Basic YWlybG9jayUyMGNsaWVudDpzM2NyM3QtY2xpZW50LXZhbHVl\r\n"), std::string::npos) << sent;
+  EXPECT_NE(sent.find("Content-Type: application/x-www-form-urlencoded\r\n"), std::string::npos);
+  const std::string form = sent.substr(sent.find("\r\n\r\n") + 4);
+  EXPECT_EQ(form, "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange&subject_token=" +
+                      std::string(kUserToken) +
+                      "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&audience=upstream&scope=read");
+}
+
+TEST(OAuthExchangeProvider, AnUpstreamRefusalIsNamedButWhatItEchoesIsNot) {
+  // An upstream whose error_description quotes the token it was sent.
+  OneShotUpstream upstream(400, std::string(R"({"error": "invalid_grant", "error_description": "bad token )") +
+                                    kUserToken + R"("})");
+  auto provider = exchange_provider();
+  auto context = alice_context();
+  context.user_token = kUserToken;
+  auto issued = provider.issue(basic_spec(upstream), lease_with("b6"), context);
+  ASSERT_FALSE(issued.ok());
+  EXPECT_EQ(issued.error().code, "credential_denied");
+  EXPECT_NE(issued.error().message.find("HTTP 400 (invalid_grant)"), std::string::npos) << issued.error().message;
+  EXPECT_EQ(issued.error().message.find("c2lnbmF0dXJl"), std::string::npos) << issued.error().message;
+}
+
+TEST(OAuthExchangeProvider, RevokingPostsTheTokenWithTheSameClientAuthentication) {
+  OneShotUpstream upstream(200, "{}");
+  auto provider = exchange_provider();
+  auto lease = lease_with("b7");
+  lease.target = *provider.target(basic_spec(upstream), lease);
+  const std::string value = "up-token";
+  ASSERT_TRUE(provider.revoke(lease, &value).ok());
+  const std::string& sent = upstream.request();
+  EXPECT_EQ(sent.rfind("POST /revoke HTTP/1.1\r\n", 0), 0u) << sent;
+  EXPECT_NE(sent.find("Authorization: Basic YWlybG9jayUyMGNsaWVudDpzM2NyM3QtY2xpZW50LXZhbHVl\r\n"), std::string::npos);
+  EXPECT_EQ(sent.substr(sent.find("\r\n\r\n") + 4), "token=up-token&token_type_hint=access_token");
 }
 
 TEST(FormEncoding, ReservedCharactersAreEscaped) {
