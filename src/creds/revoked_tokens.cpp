@@ -54,8 +54,8 @@ Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& pa
 RevokedTokens::~RevokedTokens() { sqlite3_close(db_); }
 
 Status RevokedTokens::load() {
+  purge_table(now_ms());
   std::unique_lock lock(mu_);
-  purge(now_ms());
   Statement s(db_, "SELECT jti, expires_ms FROM revoked_tokens");
   if (!s.stmt) return db_error(db_, "reading");
   int rc;
@@ -64,34 +64,45 @@ Status RevokedTokens::load() {
     if (jti) revoked_[jti] = sqlite3_column_int64(s.stmt, 1);
   }
   if (rc != SQLITE_DONE) return db_error(db_, "reading");
+  next_purge_ms_ = now_ms() + kPurgeEveryMs;
   return {};
 }
 
-// Drops what expired more than kKeepAfterExpiry ago, here and in the table, at most once a
-// minute (revoke calls it).
-void RevokedTokens::purge(std::int64_t now) {
-  if (now < next_purge_ms_) return;
+// At most once a minute (revoke asks): drops what expired more than kKeepAfterExpiry ago
+// from memory, and says the table's turn has come.
+bool RevokedTokens::purge_due(std::int64_t now) {
+  if (now < next_purge_ms_) return false;
   next_purge_ms_ = now + kPurgeEveryMs;
   const std::int64_t before = now - keep_ms();
   std::erase_if(revoked_, [before](const auto& entry) { return entry.second < before; });
+  return true;
+}
+
+void RevokedTokens::purge_table(std::int64_t now) {
+  std::lock_guard db_lock(db_mu_);
   Statement s(db_, "DELETE FROM revoked_tokens WHERE expires_ms < ?");
-  sqlite3_bind_int64(s.stmt, 1, before);
+  sqlite3_bind_int64(s.stmt, 1, now - keep_ms());
   (void)sqlite3_step(s.stmt);  // a purge that fails is retried at the next one
 }
 
 Status RevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
   if (jti.empty()) return Error::make("invalid_argument", "a token without a jti cannot be revoked");
-  std::unique_lock lock(mu_);
-  const std::int64_t expires = to_ms(expires_at);
-  auto [it, added] = revoked_.emplace(jti, expires);
-  if (!added) it->second = std::max(it->second, expires);
+  const std::int64_t expires = to_ms(expires_at), now = now_ms();
+  bool purge = false;
+  {
+    std::unique_lock lock(mu_);
+    auto [it, added] = revoked_.emplace(jti, expires);
+    if (!added) it->second = std::max(it->second, expires);
+    purge = purge_due(now);
+  }
+  if (purge) purge_table(now);
+  std::lock_guard db_lock(db_mu_);
   Statement s(db_,
               "INSERT INTO revoked_tokens (jti, expires_ms) VALUES (?, ?) "
               "ON CONFLICT(jti) DO UPDATE SET expires_ms = max(expires_ms, excluded.expires_ms)");
   sqlite3_bind_text(s.stmt, 1, jti.data(), static_cast<int>(jti.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(s.stmt, 2, expires);
   if (!s.stmt || sqlite3_step(s.stmt) != SQLITE_DONE) return db_error(db_, "recording a revocation");
-  purge(now_ms());
   return {};
 }
 

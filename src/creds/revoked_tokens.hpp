@@ -40,7 +40,8 @@ class RevokedTokens {
  private:
   explicit RevokedTokens(sqlite3* db) : db_(db) {}
   Status load();
-  void purge(std::int64_t now_ms);  // with mu_ held exclusively
+  bool purge_due(std::int64_t now_ms);  // with mu_ held exclusively; drops the expired
+  void purge_table(std::int64_t now_ms);
 
   struct Hash {  // lets is_revoked look a string_view up without a copy
     using is_transparent = void;
@@ -48,6 +49,7 @@ class RevokedTokens {
   };
 
   sqlite3* db_;
+  std::mutex db_mu_;  // the connection: writes do not hold mu_, so lookups never wait on SQLite
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, std::int64_t, Hash, std::equal_to<>> revoked_;  // jti -> expires_ms
   std::int64_t next_purge_ms_ = 0;
