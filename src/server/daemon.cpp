@@ -12,8 +12,8 @@
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
-#include "egress/policy.hpp"
 #include "creds/revoked_tokens.hpp"
+#include "egress/policy.hpp"
 #include "identity/signer.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
