@@ -3,7 +3,6 @@
 #include "creds/oauth_exchange_provider.hpp"
 #include "creds/postgres_provider.hpp"
 #include "creds/secret_provider.hpp"
-#include "creds/secret_store.hpp"
 #include "creds/token_provider.hpp"
 
 namespace airlock::creds {
@@ -13,8 +12,7 @@ Providers make_providers(const policy::Config& config, const ProviderServices& s
   if (services.signer && services.revoked)
     providers["token"] = std::make_shared<TokenProvider>(*services.signer, services.token_issuer, *services.revoked);
   if (!services.secrets) return providers;
-  SecretStore* store = services.secrets;
-  SecretLookup lookup = [store](const std::string& name) { return store->get(name); };
+  const SecretLookup& lookup = services.secrets;
   providers["secret"] = std::make_shared<SecretProvider>(lookup);
   providers["postgres"] = std::make_shared<PostgresProvider>(config.credential_servers, lookup);
   providers["oauth-exchange"] = std::make_shared<OAuthExchangeProvider>(lookup);

@@ -12,12 +12,11 @@ class TokenSigner;
 namespace airlock::creds {
 
 class RevokedTokens;
-class SecretStore;
 
 struct ProviderServices {
   const identity::TokenSigner* signer = nullptr;  // null: no token provider
   RevokedTokens* revoked = nullptr;
-  SecretStore* secrets = nullptr;  // null: no provider that needs a secret
+  SecretLookup secrets;  // empty: no provider that needs a secret
   std::string token_issuer = "airlock";
 };
 

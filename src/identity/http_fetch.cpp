@@ -5,6 +5,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cctype>
 #include <optional>
 #include <type_traits>
 
@@ -28,7 +29,7 @@ struct Url {
   std::string target;
 };
 
-Result<Url> parse_url(const std::string& url) {
+Result<Url> parse_url(const std::string& url, const std::string& what) {
   Url out;
   std::string rest;
   if (url.rfind("https://", 0) == 0) {
@@ -37,40 +38,43 @@ Result<Url> parse_url(const std::string& url) {
   } else if (url.rfind("http://", 0) == 0) {
     rest = url.substr(7);
   } else {
-    return failed("the JWKS URL is neither http:// nor https://");
+    return failed(what + " is neither http:// nor https://");
   }
   const auto slash = rest.find('/');
   std::string authority = rest.substr(0, slash);
   out.target = slash == std::string::npos ? "/" : rest.substr(slash);
   if (authority.find('@') != std::string::npos)
-    return failed("the JWKS URL carries user information");
+    return failed(what + " carries user information");
   std::size_t colon = authority.rfind(':');
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     const auto close = authority.find(']');
-    if (close == std::string::npos) return failed("the JWKS URL has a malformed host");
+    if (close == std::string::npos) return failed(what + " has a malformed host");
     out.host = authority.substr(1, close - 1);
     colon = authority.find(':', close);
   } else {
     out.host = authority.substr(0, colon);
   }
   out.port = colon == std::string::npos ? (out.tls ? "443" : "80") : authority.substr(colon + 1);
-  if (out.host.empty() || out.port.empty()) return failed("the JWKS URL has no host or port");
+  if (out.host.empty() || out.port.empty()) return failed(what + " has no host or port");
   return out;
 }
 
-// One GET over `stream` (a tcp_stream or an ssl_stream over one), run to completion on `io`.
+// One request over `stream` (a tcp_stream or an ssl_stream over one), run to completion on `io`.
 template <typename Stream>
-Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_stream& socket,
-                             const Url& url, const tcp::resolver::results_type& endpoints,
-                             const FetchOptions& options) {
+Result<FetchResponse> exchange(asio::io_context& io, Stream& stream, beast::tcp_stream& socket,
+                               const Url& url, const tcp::resolver::results_type& endpoints,
+                               const FetchRequest& request, const FetchOptions& options) {
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   error_code result;
   std::string stage = "connect";
   beast::flat_buffer buffer;
-  http::request<http::empty_body> req{http::verb::get, url.target, 11};
+  http::request<http::string_body> req{http::string_to_verb(request.method), url.target, 11};
   req.set(http::field::host, url.host);
   req.set(http::field::accept, "application/json");
   req.set(http::field::user_agent, "airlock");
+  for (const auto& [name, value] : request.headers) req.set(name, value);
+  req.body() = request.body;
+  if (req.method() != http::verb::get || !req.body().empty()) req.prepare_payload();
   http::response_parser<http::string_body> parser;
   parser.body_limit(options.max_bytes);
   auto on_read = [&](error_code ec, std::size_t) { result = ec; };
@@ -110,16 +114,15 @@ Result<std::string> exchange(asio::io_context& io, Stream& stream, beast::tcp_st
     }
   });
   io.run();
-  if (result == http::error::body_limit) return failed("the JWKS is larger than the size limit");
-  if (result) return failed("JWKS " + stage + " failed: " + result.message());
-  if (parser.get().result() != http::status::ok)
-    return failed("the JWKS URL answered HTTP " + std::to_string(parser.get().result_int()));
-  return parser.release().body();
+  if (result == http::error::body_limit) return failed(request.what + " answered more than the size limit");
+  if (result) return failed(request.what + ": " + stage + " failed: " + result.message());
+  const int status = parser.get().result_int();
+  return FetchResponse{status, parser.release().body()};
 }
 
-Result<std::string> https_get(asio::io_context& io, const Url& url,
-                              const tcp::resolver::results_type& endpoints,
-                              const FetchOptions& options) {
+Result<FetchResponse> https_request(asio::io_context& io, const Url& url,
+                                    const tcp::resolver::results_type& endpoints,
+                                    const FetchRequest& request, const FetchOptions& options) {
   asio::ssl::context ctx(asio::ssl::context::tls_client);
   error_code ec;
   ctx.set_options(asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
@@ -133,23 +136,66 @@ Result<std::string> https_get(asio::io_context& io, const Url& url,
   stream.set_verify_callback(asio::ssl::host_name_verification(url.host));
   if (SSL_set_tlsext_host_name(stream.native_handle(), url.host.c_str()) != 1)
     return failed("cannot set the TLS server name");
-  return exchange(io, stream, beast::get_lowest_layer(stream), url, endpoints, options);
+  return exchange(io, stream, beast::get_lowest_layer(stream), url, endpoints, request, options);
+}
+
+bool unreserved(unsigned char c) {
+  return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
 }
 
 }  // namespace
 
-Result<std::string> http_get(const std::string& url_text, const FetchOptions& options) {
-  auto url = parse_url(url_text);
+Result<FetchResponse> http_request(const FetchRequest& request, const FetchOptions& options) {
+  if (http::string_to_verb(request.method) == http::verb::unknown)
+    return failed("unknown HTTP method " + request.method);
+  auto url = parse_url(request.url, request.what);
   if (!url) return url.error();
   asio::io_context io;
   tcp::resolver resolver(io);
   error_code ec;
-  // Names resolve synchronously: JWKS URLs are configured by the operator, not by requesters.
+  // Names resolve synchronously: these URLs are configured by the operator, not by requesters.
   auto endpoints = resolver.resolve(url->host, url->port, ec);
-  if (ec) return failed("cannot resolve the JWKS host: " + ec.message());
-  if (url->tls) return https_get(io, *url, endpoints, options);
+  if (ec) return failed("cannot resolve the host of " + request.what + ": " + ec.message());
+  if (url->tls) return https_request(io, *url, endpoints, request, options);
   beast::tcp_stream stream(io);
-  return exchange(io, stream, stream, *url, endpoints, options);
+  return exchange(io, stream, stream, *url, endpoints, request, options);
+}
+
+std::string form_escape(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (unreserved(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::string form_urlencode(const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string out;
+  for (const auto& [name, value] : fields)
+    out += (out.empty() ? "" : "&") + form_escape(name) + "=" + form_escape(value);
+  return out;
+}
+
+Result<FetchResponse> http_post_form(const std::string& url,
+                                     const std::vector<std::pair<std::string, std::string>>& fields,
+                                     std::vector<std::pair<std::string, std::string>> headers,
+                                     const std::string& what, const FetchOptions& options) {
+  headers.emplace_back("Content-Type", "application/x-www-form-urlencoded");
+  return http_request(FetchRequest{"POST", url, std::move(headers), form_urlencode(fields), what}, options);
+}
+
+Result<std::string> http_get(const std::string& url, const FetchOptions& options) {
+  auto answer = http_request(FetchRequest{"GET", url, {}, "", "the JWKS URL"}, options);
+  if (!answer) return answer.error();
+  if (answer->status != 200) return failed("the JWKS URL answered HTTP " + std::to_string(answer->status));
+  return std::move(answer->body);
 }
 
 }  // namespace airlock::identity

@@ -170,7 +170,7 @@ Status Verifier::check_claims(const Issuer& issuer, const nlohmann::json& claims
   bool audience_ok = false;
   for (const auto& a : *aud)
     for (const auto& wanted : issuer.config.audiences) audience_ok = audience_ok || a == wanted;
-  if (!audience_ok) return fail("wrong_audience", "the token is not meant for this audience");
+  if (!audience_ok && !options.any_audience) return fail("wrong_audience", "the token is not meant for this audience");
   for (const char* name : {"sub", "jti"})
     if (claims.contains(name) && !claims[name].is_string())
       return fail("malformed", std::string("the \"") + name + "\" claim is not a string");

@@ -43,6 +43,9 @@ struct VerifyOptions {
   // A token with an "act" claim (RFC 8693 delegation) is refused as a subject token unless
   // the caller accepts a chain of delegation.
   bool allow_act = false;
+  // Skips the audience check: token introspection (RFC 7662) answers about a token of any
+  // audience, and the resource server asking checks `aud` itself. Nothing else may use it.
+  bool any_audience = false;
 };
 
 struct VerifiedToken {

@@ -76,8 +76,9 @@ std::optional<std::string> bearer_token(const Headers& headers) {
 
 Result<std::shared_ptr<const Authenticator>> Authenticator::create(
     std::shared_ptr<const policy::Config> config, const identity::TokenSigner* signer,
-    identity::VerifierOptions options) {
+    identity::VerifierOptions options, RevokedCheck revoked) {
   std::shared_ptr<Authenticator> a(new Authenticator(config, std::move(options)));
+  a->revoked_ = std::move(revoked);
   for (const auto& issuer : config->identity.issuers)
     if (auto added = a->verifier_.add_issuer(issuer_for_verifier(issuer)); !added)
       return Error::make("config", "identity.issuers " + issuer.name + ": " + added.error().message);
@@ -137,6 +138,7 @@ std::variant<Caller, InvocationError> Authenticator::from_token(const identity::
     const std::string agent = act_subject(t);
     auto user = user_of_airlock_token(t);
     if (agent.empty() || !user) return unauthenticated("the bearer token is an Airlock token without act.sub or its user");
+    if (is_revoked(t)) return unauthenticated("the bearer token is not valid: it was revoked");
     if (!config_->find_principal(agent))
       return unauthenticated("the bearer token was issued to agent '" + agent + "', which is not configured");
     return Caller{Actor{agent}, std::move(user), jti_digest(t.jti), "airlock_token", scope_of(t), {}};
@@ -169,6 +171,7 @@ std::optional<InvocationError> Authenticator::add_subject(Caller& caller, const 
                              caller.actor->principal + "'");
     auto user = user_of_airlock_token(t);
     if (!user) return unauthenticated("Airlock-Subject-Token is an Airlock token without its user");
+    if (is_revoked(t)) return unauthenticated("Airlock-Subject-Token is not valid: it was revoked");
     caller.subject = std::move(user);
     caller.scope = scope_of(t);
   } else {

@@ -12,6 +12,7 @@
 // EdDSA JWTs with iss and aud "airlock", `sub` the user, `act.sub` the agent's principal.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,13 +53,17 @@ struct VerifiedUser {
   std::string jti_sha256;
 };
 
+// Whether Airlock revoked the token with this jti (creds::RevokedTokens::is_revoked).
+using RevokedCheck = std::function<bool(std::string_view jti)>;
+
 class Authenticator {
  public:
   // `signer`: Airlock's token key (null: Airlock's tokens are not accepted, e.g. `serve
   // --check` and `airlock policy check`). Refuses issuers the verifier cannot use.
+  // `revoked`: Airlock's tokens it names are refused (POST /v1/token/revoke); empty: none is.
   static Result<std::shared_ptr<const Authenticator>> create(
       std::shared_ptr<const policy::Config> config, const identity::TokenSigner* signer,
-      identity::VerifierOptions options = {});
+      identity::VerifierOptions options = {}, RevokedCheck revoked = {});
 
   // The caller the request's credentials name, or why they name no one (unauthenticated).
   // `certificate`: the TLS client's, verified at the handshake (null: none). A bearer
@@ -80,10 +85,12 @@ class Authenticator {
   std::variant<Caller, InvocationError> from_bearer(const std::string& token) const;
   std::variant<Caller, InvocationError> from_token(const identity::VerifiedToken& token) const;
   std::optional<InvocationError> add_subject(Caller& caller, const std::string& token) const;
+  bool is_revoked(const identity::VerifiedToken& t) const { return revoked_ && revoked_(t.jti); }
 
   std::shared_ptr<const policy::Config> config_;
   identity::Verifier verifier_;
   bool accepts_airlock_tokens_ = false;
+  RevokedCheck revoked_;
 };
 
 }  // namespace airlock::pipeline

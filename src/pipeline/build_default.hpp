@@ -36,6 +36,8 @@ struct PipelineDeps {
   // with credentials fail with credential_unavailable, e.g. `serve --check`).
   creds::LeaseStore* leases = nullptr;
   std::function<creds::Providers(const policy::Config&)> make_providers;
+  // Airlock's tokens revoked since (creds::RevokedTokens); empty: none is refused as revoked.
+  RevokedCheck token_revoked;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

@@ -6,6 +6,7 @@
 #include "pipeline/stages/access.hpp"
 #include "server/invocation_response.hpp"
 #include "server/token_exchange.hpp"
+#include "server/token_introspection.hpp"
 
 namespace airlock::server {
 
@@ -63,6 +64,11 @@ HttpResponse use_get() {
 
 }  // namespace
 
+Api::Api(ApiServices services) : s_(std::move(services)) {
+  if (s_.token_signer && s_.revoked_tokens)
+    if (auto made = TokenIntrospection::create(*s_.token_signer, *s_.revoked_tokens)) introspection_ = std::move(*made);
+}
+
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {
   const auto parts = path_segments(r.target);
   const bool get = is_get(r);
@@ -96,6 +102,13 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
   if (parts.size() == 2 && parts[1] == "token" && s_.token_signer) {
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
     return token(r, std::move(reply));
+  }
+  // POST /v1/token/introspect (RFC 7662), /v1/token/revoke (RFC 7009): token_introspection.hpp.
+  if (parts.size() == 3 && parts[1] == "token" && (parts[2] == "introspect" || parts[2] == "revoke") && introspection_) {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    const auto generation = s_.generation->load();
+    return reply(parts[2] == "introspect" ? introspection_->introspect(r, *generation->authenticator)
+                                          : introspection_->revoke(r, *generation->authenticator));
   }
   // POST /v1/tools/{name}/invoke: an invocation (the pipeline authenticates it).
   if (parts.size() == 4 && parts[1] == "tools" && parts[3] == "invoke") {

@@ -22,6 +22,9 @@
 namespace airlock::audit {
 class AuditLog;
 }
+namespace airlock::creds {
+class RevokedTokens;
+}
 
 namespace airlock::server {
 
@@ -50,14 +53,17 @@ struct ApiServices {
   InvocationStore* store = nullptr;
   audit::AuditLog* audit = nullptr;
   const identity::TokenSigner* token_signer = nullptr;  // null: no token endpoint
+  creds::RevokedTokens* revoked_tokens = nullptr;  // null (or no signer): no introspect, no revoke
   Metrics* metrics = nullptr;
   const std::atomic<bool>* draining = nullptr;
   std::function<std::string()> new_id;
 };
 
+class TokenIntrospection;
+
 class Api {
  public:
-  explicit Api(ApiServices services) : s_(std::move(services)) {}
+  explicit Api(ApiServices services);
   // `reply` is called exactly once, perhaps later and from a worker thread.
   void handle(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
 
@@ -68,6 +74,7 @@ class Api {
                  std::function<void(HttpResponse)> reply) const;
 
   ApiServices s_;
+  std::shared_ptr<const TokenIntrospection> introspection_;  // POST /v1/token/{introspect,revoke}
 };
 
 HttpResponse json_response(int status, const nlohmann::json& body);

@@ -13,6 +13,9 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "creds/broker.hpp"
+#include "creds/providers.hpp"
+#include "creds/revoked_tokens.hpp"
+#include "creds/secret_store.hpp"
 #include "egress/policy.hpp"
 #include "identity/signer.hpp"
 #include "pipeline/failed_auth.hpp"
@@ -110,6 +113,13 @@ struct Daemon::State {
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
   std::unique_ptr<creds::LeaseStore> leases;  // in state.db
+  std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
+  // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
+  // tools use none never creates the key file beside its data directory.
+  std::string data_dir;
+  std::mutex secrets_mu;
+  std::unique_ptr<creds::SecretStore> secrets;
+  Result<std::string> secret(const std::string& name);
   backend::RunningSandboxes registry;
   std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
   Metrics metrics;
@@ -136,6 +146,7 @@ struct Daemon::State {
 // <dataDir>/audit.db (+ .key), state.db, runtime/airlock_runner.py.
 Status Daemon::State::open_storage(const policy::Config& cfg) {
   const std::string& dir = cfg.storage.data_dir;
+  data_dir = dir;
   auto locked = DataDirLock::acquire(dir);  // before anything else in the directory is touched
   if (!locked) return locked.error();
   lock.emplace(std::move(*locked));
@@ -158,7 +169,21 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto lease_store = creds::LeaseStore::open(dir + "/state.db");
   if (!lease_store) return lease_store.error();
   leases = std::move(*lease_store);
+  auto revoked = creds::RevokedTokens::open(dir + "/state.db");
+  if (!revoked) return revoked.error();
+  revoked_tokens = std::move(*revoked);
   return {};
+}
+
+Result<std::string> Daemon::State::secret(const std::string& name) {
+  std::lock_guard lock(secrets_mu);
+  if (!secrets) {
+    PrivateFiles private_files;
+    auto opened = creds::SecretStore::open(data_dir);
+    if (!opened) return Error::make("credential_unavailable", "the secret store: " + opened.error().message);
+    secrets = std::move(*opened);
+  }
+  return secrets->get(name);
 }
 
 // Credentials a killed predecessor leased and never revoked: revoked before anything runs.
@@ -215,6 +240,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.store = store.get();
   services.audit = audit.get();
   services.token_signer = &*token_signer;
+  services.revoked_tokens = revoked_tokens.get();
   services.metrics = &metrics;
   services.draining = &draining;
   services.new_id = [] { return audit::new_invocation_id(); };
@@ -250,6 +276,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   auto& deps = st->pipeline_deps;
   deps.audit = st->audit.get();
   deps.token_signer = &*st->token_signer;
+  deps.token_revoked = [revoked = st->revoked_tokens.get()](std::string_view jti) { return revoked->is_revoked(jti); };
   deps.failed_auth = st->failed_auth.get();
   st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
   st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
@@ -260,7 +287,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     (void)store->begin(inv.id, inv.tool_name);
   };
   deps.leases = st->leases.get();
-  deps.make_providers = [](const policy::Config&) { return creds::Providers{}; };
+  deps.make_providers = [state = st.get()](const policy::Config& c) {
+    creds::ProviderServices services;
+    services.signer = &*state->token_signer;
+    services.revoked = state->revoked_tokens.get();
+    services.secrets = [state](const std::string& name) { return state->secret(name); };
+    services.token_issuer = pipeline::kAirlockTokenIssuer;
+    return creds::make_providers(c, services);
+  };
   st->revoke_leftover_leases(*cfg);
   auto generation = build_generation(cfg, deps);
   if (!generation) return generation.error();

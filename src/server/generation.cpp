@@ -4,7 +4,7 @@ namespace airlock::server {
 
 Result<std::shared_ptr<const Generation>> build_generation(
     std::shared_ptr<const policy::Config> config, const pipeline::PipelineDeps& deps) {
-  auto authenticator = pipeline::Authenticator::create(config, deps.token_signer);
+  auto authenticator = pipeline::Authenticator::create(config, deps.token_signer, {}, deps.token_revoked);
   if (!authenticator) return authenticator.error();
   auto pipeline = pipeline::build_default(config, deps, *authenticator);
   if (!pipeline) return pipeline.error();

@@ -35,14 +35,6 @@ Result<std::string> form_decode(std::string_view text) {
   return out;
 }
 
-// RFC 6749 section 5.2.
-HttpResponse oauth_error(int status, const std::string& error, const std::string& description) {
-  auto resp = json_response(status, {{"error", error}, {"error_description", description}});
-  resp.headers.emplace_back("Cache-Control", "no-store");
-  if (status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-  return resp;
-}
-
 std::string random_jti() {
   unsigned char bytes[16];
   if (RAND_bytes(bytes, sizeof bytes) != 1) return {};
@@ -120,6 +112,18 @@ std::optional<HttpResponse> check_request_shape(const std::map<std::string, std:
 
 }  // namespace
 
+HttpResponse oauth_error(int status, const std::string& error, const std::string& description) {
+  auto resp = json_response(status, {{"error", error}, {"error_description", description}});
+  resp.headers.emplace_back("Cache-Control", "no-store");
+  if (status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+  return resp;
+}
+
+bool is_form(const HttpRequest& request) {
+  auto type = request.headers.find("content-type");
+  return type != request.headers.end() && type->second.rfind("application/x-www-form-urlencoded", 0) == 0;
+}
+
 Result<std::map<std::string, std::string>> parse_form(const std::string& body) {
   std::map<std::string, std::string> form;
   std::size_t start = 0;
@@ -142,8 +146,7 @@ Result<std::map<std::string, std::string>> parse_form(const std::string& body) {
 
 HttpResponse exchange_token(const HttpRequest& request, const pipeline::Authenticator& authenticator,
                             const identity::TokenSigner& signer) {
-  auto type = request.headers.find("content-type");
-  if (type == request.headers.end() || type->second.rfind("application/x-www-form-urlencoded", 0) != 0)
+  if (!is_form(request))
     return oauth_error(400, "invalid_request", "the body must be application/x-www-form-urlencoded");
   auto form = parse_form(request.body);
   if (!form) return oauth_error(400, "invalid_request", form.error().message);

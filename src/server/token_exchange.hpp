@@ -20,6 +20,12 @@ inline constexpr const char* kJwtTokenType = "urn:ietf:params:oauth:token-type:j
 // well formed, '+' a space. Refuses anything else, naming what.
 Result<std::map<std::string, std::string>> parse_form(const std::string& body);
 
+// An OAuth error answer (RFC 6749 section 5.2), not cached; a 401 says WWW-Authenticate.
+HttpResponse oauth_error(int status, const std::string& error, const std::string& description);
+
+// Whether the request's body is a form (its Content-Type).
+bool is_form(const HttpRequest& request);
+
 HttpResponse exchange_token(const HttpRequest& request, const pipeline::Authenticator& authenticator,
                             const identity::TokenSigner& signer);
 

@@ -113,6 +113,17 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
        {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 401 invalid_client
       {"/v1/token", "post", "/v1/token", token_form, kKey,
        {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 400 invalid_grant
+      {"/v1/token/introspect", "post", "/v1/token/introspect", "token=a.b.c", kKey,
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 200 inactive
+      {"/v1/token/introspect", "post", "/v1/token/introspect", "token_type_hint=x", kKey,
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 400 no token
+      {"/v1/token/introspect", "post", "/v1/token/introspect", "token=a.b.c", "",
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 401
+      {"/v1/token/revoke", "post", "/v1/token/revoke", "token=a.b.c", kKey,
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 200 nothing to revoke
+      {"/v1/token/revoke", "post", "/v1/token/revoke", "token=a.b.c", kKey},      // 400 not a form
+      {"/v1/token/revoke", "post", "/v1/token/revoke", "token=a.b.c", "",
+       {{"Content-Type", "application/x-www-form-urlencoded"}}},                   // 401
       {"/.well-known/jwks.json", "get", "/.well-known/jwks.json", "", ""},
       {"/healthz", "get", "/healthz", "", ""},
       {"/healthz", "head", "/healthz", "", ""},

@@ -1,0 +1,119 @@
+#include "creds/revoked_tokens.hpp"
+
+#include <sqlite3.h>
+
+namespace airlock::creds {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr std::int64_t kPurgeEveryMs = 60'000;
+
+std::int64_t to_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
+}
+
+std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
+
+std::int64_t keep_ms() { return std::chrono::duration_cast<milliseconds>(RevokedTokens::kKeepAfterExpiry).count(); }
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "revoked tokens: " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+// One statement, finalized on every path.
+struct Statement {
+  sqlite3_stmt* stmt = nullptr;
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Error e = db_error(db, "opening " + path);
+    sqlite3_close(db);
+    return e;
+  }
+  std::unique_ptr<RevokedTokens> out(new RevokedTokens(db));
+  sqlite3_busy_timeout(db, 5000);
+  if (sqlite3_exec(db,
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                   "CREATE TABLE IF NOT EXISTS revoked_tokens (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+                   nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db_error(db, "creating the table in " + path);
+  if (auto loaded = out->load(); !loaded) return loaded.error();
+  return out;
+}
+
+RevokedTokens::~RevokedTokens() { sqlite3_close(db_); }
+
+Status RevokedTokens::load() {
+  purge_table(now_ms());
+  std::unique_lock lock(mu_);
+  Statement s(db_, "SELECT jti, expires_ms FROM revoked_tokens");
+  if (!s.stmt) return db_error(db_, "reading");
+  int rc;
+  while ((rc = sqlite3_step(s.stmt)) == SQLITE_ROW) {
+    const auto* jti = reinterpret_cast<const char*>(sqlite3_column_text(s.stmt, 0));
+    if (jti) revoked_[jti] = sqlite3_column_int64(s.stmt, 1);
+  }
+  if (rc != SQLITE_DONE) return db_error(db_, "reading");
+  next_purge_ms_ = now_ms() + kPurgeEveryMs;
+  return {};
+}
+
+// At most once a minute (revoke asks): drops what expired more than kKeepAfterExpiry ago
+// from memory, and says the table's turn has come.
+bool RevokedTokens::purge_due(std::int64_t now) {
+  if (now < next_purge_ms_) return false;
+  next_purge_ms_ = now + kPurgeEveryMs;
+  const std::int64_t before = now - keep_ms();
+  std::erase_if(revoked_, [before](const auto& entry) { return entry.second < before; });
+  return true;
+}
+
+void RevokedTokens::purge_table(std::int64_t now) {
+  std::lock_guard db_lock(db_mu_);
+  Statement s(db_, "DELETE FROM revoked_tokens WHERE expires_ms < ?");
+  sqlite3_bind_int64(s.stmt, 1, now - keep_ms());
+  (void)sqlite3_step(s.stmt);  // a purge that fails is retried at the next one
+}
+
+Status RevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
+  if (jti.empty()) return Error::make("invalid_argument", "a token without a jti cannot be revoked");
+  const std::int64_t expires = to_ms(expires_at), now = now_ms();
+  bool purge = false;
+  {
+    std::unique_lock lock(mu_);
+    auto [it, added] = revoked_.emplace(jti, expires);
+    if (!added) it->second = std::max(it->second, expires);
+    purge = purge_due(now);
+  }
+  if (purge) purge_table(now);
+  std::lock_guard db_lock(db_mu_);
+  Statement s(db_,
+              "INSERT INTO revoked_tokens (jti, expires_ms) VALUES (?, ?) "
+              "ON CONFLICT(jti) DO UPDATE SET expires_ms = max(expires_ms, excluded.expires_ms)");
+  sqlite3_bind_text(s.stmt, 1, jti.data(), static_cast<int>(jti.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s.stmt, 2, expires);
+  if (!s.stmt || sqlite3_step(s.stmt) != SQLITE_DONE) return db_error(db_, "recording a revocation");
+  return {};
+}
+
+bool RevokedTokens::is_revoked(std::string_view jti) const {
+  std::shared_lock lock(mu_);
+  return revoked_.find(jti) != revoked_.end();
+}
+
+std::size_t RevokedTokens::size() const {
+  std::shared_lock lock(mu_);
+  return revoked_.size();
+}
+
+}  // namespace airlock::creds
