@@ -1,0 +1,334 @@
+#include "creds/postgres_provider.hpp"
+
+#include <libpq-fe.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <memory>
+
+namespace airlock::creds {
+
+namespace {
+
+using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+
+constexpr std::array<std::string_view, 7> kPrivileges = {
+    "select", "insert", "update", "delete", "truncate", "references", "trigger"};
+// GRANT and DROP OWNED rewrite the ACL of the table, schema and database row without locking
+// it: two at once fail with "tuple concurrently updated". Every issue and drop on a database
+// takes this transaction-scoped advisory lock first (the transactions take about a millisecond).
+const std::string kSerialize = "SELECT pg_advisory_xact_lock(1095912523, 1); ";  // "ARLK"
+// How long revoke waits for each terminated session to exit.
+constexpr int kTerminateWaitMs = 2000;
+
+Error unavailable(std::string message) { return Error::make("credential_unavailable", std::move(message)); }
+
+std::string trim(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+std::string replace_all(std::string text, const std::string& what, const std::string& with) {
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
+    text.replace(at, what.size(), with);
+  return text;
+}
+
+// The admin URL's password as libpq reads it (percent-decoded). nullopt: not a connection
+// string. libpq's own message about why is not used: it may quote the URL.
+std::optional<std::string> admin_password(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  PQfreemem(error);
+  if (options == nullptr) return std::nullopt;
+  std::string password;
+  for (auto* o = options; o->keyword != nullptr; ++o)
+    if (std::string_view(o->keyword) == "password" && o->val != nullptr) password = o->val;
+  PQconninfoFree(options);
+  return password;
+}
+
+struct Reply {
+  ResultPtr result{nullptr, &PQclear};
+  std::string sqlstate;  // "" when it succeeded
+  std::string message;
+
+  bool ok() const { return sqlstate.empty(); }
+  int rows() const { return PQntuples(result.get()); }
+  std::string value(int row, int column) const { return PQgetvalue(result.get(), row, column); }
+};
+
+// One admin connection, and every secret its messages must never show.
+class Session {
+ public:
+  static Result<Session> open(const std::string& server, const std::string& url, const std::string& database) {
+    auto password = admin_password(url);
+    if (!password) return unavailable("postgres server '" + server + "': its admin URL is not a libpq connection string");
+    const std::string timeout = std::to_string(PostgresProvider::kConnectTimeoutSeconds);
+    // expand_dbname: the first dbname is the URL; the later one (the server's database) wins.
+    std::vector<const char*> keys = {"dbname", "connect_timeout", "application_name"};
+    std::vector<const char*> values = {url.c_str(), timeout.c_str(), "airlock"};
+    if (!database.empty()) {
+      keys.push_back("dbname");
+      values.push_back(database.c_str());
+    }
+    keys.push_back(nullptr);
+    values.push_back(nullptr);
+    Session session(server, ConnPtr(PQconnectdbParams(keys.data(), values.data(), 1), &PQfinish));
+    session.secrets_ = {url, *password};
+    if (session.conn_ == nullptr) return unavailable("postgres server '" + server + "': out of memory");
+    if (PQstatus(session.conn_.get()) != CONNECTION_OK)
+      return unavailable("postgres server '" + server + "': " + session.redact(PQerrorMessage(session.conn_.get())));
+    return session;
+  }
+
+  // Strings that must not appear in any message from here on.
+  void add_secret(std::string secret) { secrets_.push_back(std::move(secret)); }
+
+  Reply run(const std::string& sql) const {
+    Reply reply;
+    reply.result.reset(PQexec(conn_.get(), sql.c_str()));
+    auto status = PQresultStatus(reply.result.get());
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return reply;
+    const char* state = PQresultErrorField(reply.result.get(), PG_DIAG_SQLSTATE);
+    reply.sqlstate = state != nullptr ? state : "08006";  // no result: the connection failed
+    reply.message = redact(reply.result ? PQresultErrorMessage(reply.result.get()) : PQerrorMessage(conn_.get()));
+    return reply;
+  }
+
+  std::string identifier(const std::string& name) const { return escaped(PQescapeIdentifier(conn_.get(), name.data(), name.size())); }
+  std::string literal(const std::string& text) const { return escaped(PQescapeLiteral(conn_.get(), text.data(), text.size())); }
+
+  // The SCRAM-SHA-256 verifier of `password` for `role`, computed here: the server is sent
+  // only this, never the password (statement logs, pg_stat_activity, error reports).
+  Result<std::string> verifier(const std::string& role, const std::string& password) const {
+    char* v = PQencryptPasswordConn(conn_.get(), password.c_str(), role.c_str(), "scram-sha-256");
+    if (v == nullptr) return unavailable("postgres: could not compute a SCRAM verifier: " + redact(PQerrorMessage(conn_.get())));
+    std::string out = v;
+    PQfreemem(v);
+    return out;
+  }
+
+  std::string database() const { return PQdb(conn_.get()); }
+
+  std::string redact(std::string text) const {
+    for (const auto& secret : secrets_)
+      if (!secret.empty()) text = replace_all(std::move(text), secret, "[redacted]");
+    return trim(std::move(text));
+  }
+
+ private:
+  Session(std::string server, ConnPtr conn) : server_(std::move(server)), conn_(std::move(conn)) {}
+
+  static std::string escaped(char* text) {
+    if (text == nullptr) return "''";  // only when out of memory or invalid encoding; fails the statement
+    std::string out = text;
+    PQfreemem(text);
+    return out;
+  }
+
+  std::string server_;
+  ConnPtr conn_;
+  std::vector<std::string> secrets_;
+};
+
+struct Grant {
+  std::string privilege;  // upper case, from kPrivileges
+  std::string schema;     // "public" when the table is not qualified
+  std::string table;
+  std::string scope;  // "select:orders"
+};
+
+Result<std::vector<Grant>> parse_grants(const policy::PostgresCredential& spec) {
+  std::vector<Grant> grants;
+  for (const auto& [table, privileges] : spec.grant) {
+    auto dot = table.find('.');
+    std::string schema = dot == std::string::npos ? "public" : table.substr(0, dot);
+    std::string name = dot == std::string::npos ? table : table.substr(dot + 1);
+    if (schema.empty() || name.empty() || name.find('.') != std::string::npos)
+      return Error::make("invalid_argument", "postgres grant: '" + table + "' is not a table or schema.table");
+    for (const auto& privilege : privileges) {
+      if (std::find(kPrivileges.begin(), kPrivileges.end(), privilege) == kPrivileges.end())
+        return Error::make("invalid_argument", "postgres grant: '" + privilege + "' is not a table privilege");
+      std::string upper = privilege;
+      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      grants.push_back({upper, schema, name, privilege + ":" + table});
+    }
+  }
+  return grants;
+}
+
+Result<std::string> random_password() {
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) return unavailable("postgres: no random bytes for a password");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// The statements that make the role, in one transaction (a failure leaves nothing).
+std::string create_statements(const Session& s, const std::string& role, const std::string& verifier,
+                              const std::string& valid_until, std::uint32_t connection_limit,
+                              const std::vector<Grant>& grants) {
+  const std::string r = s.identifier(role);
+  std::string sql = "BEGIN; SET LOCAL statement_timeout = '10s'; " + kSerialize + "CREATE ROLE " + r + " LOGIN PASSWORD " +
+                    s.literal(verifier) + " VALID UNTIL " + s.literal(valid_until) + " CONNECTION LIMIT " +
+                    std::to_string(connection_limit) +
+                    " NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; ";
+  // The admin's membership lets it terminate the role's sessions and DROP OWNED BY it.
+  sql += "GRANT " + r + " TO CURRENT_USER; ";
+  sql += "GRANT CONNECT ON DATABASE " + s.identifier(s.database()) + " TO " + r + "; ";
+  std::vector<std::string> schemas;
+  for (const auto& g : grants)
+    if (std::find(schemas.begin(), schemas.end(), g.schema) == schemas.end()) schemas.push_back(g.schema);
+  for (const auto& schema : schemas) sql += "GRANT USAGE ON SCHEMA " + s.identifier(schema) + " TO " + r + "; ";
+  for (const auto& g : grants)
+    sql += "GRANT " + g.privilege + " ON TABLE " + s.identifier(g.schema) + "." + s.identifier(g.table) + " TO " + r + "; ";
+  return sql + "COMMIT;";
+}
+
+bool is_unreserved(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+std::string percent_encode(const std::string& text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (is_unreserved(static_cast<char>(c))) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Where the tool reaches the server: the sandbox's end of a forward to it, else the server.
+std::string endpoint(const policy::PostgresServer& server, const LeaseContext& context) {
+  for (const auto& f : context.forwards)
+    if (f.host == server.host && f.port == server.port) return "127.0.0.1:" + std::to_string(f.listen_port);
+  const bool ipv6 = server.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + server.host + "]" : server.host) + ":" + std::to_string(server.port);
+}
+
+// Forbids the role's login, ends its sessions and drops it with what it holds. Succeeds when
+// the role does not exist. Fails (to be retried) when a session survived the termination.
+Status drop_role(const Session& s, const std::string& role) {
+  const std::string r = s.identifier(role);
+  Reply found = s.run("SELECT oid, pg_has_role(oid, 'USAGE') FROM pg_roles WHERE rolname = " + s.literal(role));
+  if (!found.ok()) return unavailable("postgres: looking up role " + role + ": " + found.message);
+  if (found.rows() == 0) return Status::success();
+  const std::string oid = found.value(0, 0);
+  // NOLOGIN first: a client retrying the credential cannot start a session between the
+  // termination and the drop. Membership for a role made by someone else.
+  std::string forbid = "ALTER ROLE " + r + " NOLOGIN;";
+  if (found.value(0, 1) != "t") forbid += " GRANT " + r + " TO CURRENT_USER;";
+  if (Reply reply = s.run(forbid); !reply.ok())
+    return reply.sqlstate == "42704" ? Status::success() : unavailable("postgres: disabling role " + role + ": " + reply.message);
+  Reply ended = s.run("SELECT pg_terminate_backend(pid, " + std::to_string(kTerminateWaitMs) +
+                      ") FROM pg_stat_activity WHERE usesysid = " + oid);
+  if (!ended.ok()) return unavailable("postgres: terminating the sessions of " + role + ": " + ended.message);
+  // pg_stat_activity is read once per transaction: the count is of after the termination.
+  Reply dropped = s.run("BEGIN; SET LOCAL statement_timeout = '10s'; " + kSerialize + "DROP OWNED BY " + r + "; DROP ROLE IF EXISTS " + r +
+                        "; SELECT count(*) FROM pg_stat_activity WHERE usesysid = " + oid);
+  if (!dropped.ok() || dropped.value(0, 0) != "0") {
+    (void)s.run("ROLLBACK");
+    if (dropped.sqlstate == "42704") return Status::success();  // dropped meanwhile
+    return unavailable("postgres: dropping role " + role + ": " +
+                       (dropped.ok() ? "a session outlived its termination" : dropped.message));
+  }
+  if (Reply committed = s.run("COMMIT"); !committed.ok())
+    return unavailable("postgres: dropping role " + role + ": " + committed.message);
+  return Status::success();
+}
+
+}  // namespace
+
+PostgresProvider::PostgresProvider(std::vector<policy::CredentialServer> servers, AdminUrl admin_url)
+    : servers_(std::move(servers)), admin_url_(std::move(admin_url)) {}
+
+const policy::CredentialServer* PostgresProvider::find_server(const std::string& name) const {
+  for (const auto& s : servers_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+Result<nlohmann::json> PostgresProvider::target(const policy::CredentialSpec& spec, const Lease& lease) const {
+  const auto* pg = std::get_if<policy::PostgresCredential>(&spec.source);
+  if (pg == nullptr) return Error::make("invalid_argument", "postgres provider: the spec is not a postgres credential");
+  if (find_server(pg->server) == nullptr)
+    return unavailable("postgres: credential server '" + pg->server + "' is not configured");
+  if (lease.id.empty()) return Error::make("invalid_argument", "postgres provider: the lease has no id");
+  return nlohmann::json{{"server", pg->server}, {"role", "airlock_" + lease.id}};
+}
+
+Result<Issued> PostgresProvider::issue(const policy::CredentialSpec& spec, const Lease& lease,
+                                       const LeaseContext& context) {
+  auto where = target(spec, lease);
+  if (!where) return where.error();
+  const auto& pg = std::get<policy::PostgresCredential>(spec.source);
+  const auto& server = *find_server(pg.server);
+  const std::string role = lease.target.value("role", (*where)["role"].get<std::string>());
+  const auto ttl = std::min(pg.ttl, context.max_ttl);
+  if (ttl.count() <= 0) return Error::make("invalid_argument", "postgres: the credential's ttl is not positive");
+  auto grants = parse_grants(pg);
+  if (!grants) return grants.error();
+
+  auto url = admin_url_(server.postgres.admin_secret);
+  if (!url) return unavailable("postgres server '" + server.name + "': admin secret '" + server.postgres.admin_secret +
+                               "': " + url.error().message);
+  auto session = Session::open(server.name, *url, server.postgres.database);
+  if (!session) return session.error();
+  auto password = random_password();
+  if (!password) return password.error();
+  session->add_secret(*password);
+  auto verifier = session->verifier(role, *password);
+  if (!verifier) return verifier.error();
+  session->add_secret(*verifier);
+
+  // The end by the server's clock, which is the one that enforces it.
+  Reply until = session->run("SELECT (now() + make_interval(secs => " + std::to_string(ttl.count()) + "))::text");
+  if (!until.ok()) return unavailable("postgres server '" + server.name + "': " + until.message);
+  Reply made = session->run(create_statements(*session, role, *verifier, until.value(0, 0), pg.connection_limit, *grants));
+  if (!made.ok()) return unavailable("postgres server '" + server.name + "': creating role " + role + ": " + made.message);
+
+  Issued issued;
+  const std::string database = server.postgres.database.empty() ? session->database() : server.postgres.database;
+  issued.value = "postgresql://" + percent_encode(role) + ":" + *password + "@" + endpoint(server.postgres, context) +
+                 "/" + percent_encode(database);
+  for (const auto& g : *grants) issued.scopes.push_back(g.scope);
+  issued.expires_at = context.now + ttl;
+  return issued;
+}
+
+Status PostgresProvider::revoke(const Lease& lease, const std::string* /*value*/) {
+  const auto& t = lease.target;
+  if (!t.is_object() || !t.contains("server") || !t.contains("role") || !t["server"].is_string() || !t["role"].is_string())
+    return Error::make("invalid_argument", "postgres revoke: lease " + lease.id + " has no server and role");
+  const std::string server_name = t["server"].get<std::string>();
+  const std::string role = t["role"].get<std::string>();
+  const auto* server = find_server(server_name);
+  if (server == nullptr) return unavailable("postgres: credential server '" + server_name + "' is not configured");
+  auto url = admin_url_(server->postgres.admin_secret);
+  if (!url) return unavailable("postgres server '" + server_name + "': admin secret '" + server->postgres.admin_secret +
+                               "': " + url.error().message);
+  auto session = Session::open(server_name, *url, server->postgres.database);
+  if (!session) return session.error();
+  // Once more when a session appeared between the termination and the drop.
+  Status dropped = drop_role(*session, role);
+  if (!dropped) dropped = drop_role(*session, role);
+  return dropped;
+}
+
+}  // namespace airlock::creds
