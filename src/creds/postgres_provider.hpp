@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,8 +29,11 @@ class PostgresProvider final : public Provider {
   static constexpr int kConnectTimeoutSeconds = 5;
 
   PostgresProvider(std::vector<policy::CredentialServer> servers, AdminUrl admin_url);
+  ~PostgresProvider() override;
 
   std::string_view kind() const override { return "postgres"; }
+  struct Pool;  // idle admin connections, reused across calls and threads
+
   // {"server": name, "role": "airlock_<lease id>"}.
   Result<nlohmann::json> target(const policy::CredentialSpec& spec, const Lease& lease) const override;
   // The value: postgresql://<role>:<password>@<host>:<port>/<database>, where host:port is the
@@ -43,6 +47,7 @@ class PostgresProvider final : public Provider {
 
   std::vector<policy::CredentialServer> servers_;
   AdminUrl admin_url_;
+  std::unique_ptr<Pool> pool_;
 };
 
 }  // namespace airlock::creds

@@ -561,5 +561,39 @@ TEST_F(PostgresProviderTest, TheRoleHasNoPowersBeyondItsGrants) {
   EXPECT_TRUE(p.revoke(lease, &issued.value));
 }
 
+TEST_F(PostgresProviderTest, APooledAdminConnectionTheServerClosedIsReplaced) {
+  auto p = provider();
+  auto s = spec({{"orders", {"select"}}});
+  auto first = lease_for(p, s);
+  auto issued = issue(p, s, first);
+  ASSERT_TRUE(p.revoke(first, &issued.value));
+  // The admin's idle connections are killed (a server restart, idle_session_timeout).
+  ASSERT_TRUE(cluster_->exec("SELECT pg_terminate_backend(pid, 2000) FROM pg_stat_activity WHERE usename = 'shop_admin'"));
+  auto second = lease_for(p, s);
+  auto again = p.issue(s, second, context());
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(login_error(again->value), "");
+  EXPECT_TRUE(p.revoke(second, &again->value));
+  // Connections kept stay few.
+  auto admins = cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usename = 'shop_admin'");
+  EXPECT_LE(std::stoi(admins->front()), 4);
+}
+
+TEST_F(PostgresProviderTest, AChangedAdminSecretTakesEffectAtTheNextCall) {
+  // A pooled connection must not outlive the secret it was opened with.
+  auto url = std::make_shared<std::string>(admin_url());
+  PostgresProvider p({server()}, [url](const std::string&) -> Result<std::string> { return *url; });
+  auto s = spec({{"orders", {"select"}}});
+  auto first = lease_for(p, s);
+  auto issued = issue(p, s, first);
+  ASSERT_TRUE(p.revoke(first, &issued.value));
+  *url = cluster_->url("shop_admin", kAdminPassword + "-rotated-away", "shop");
+  auto second = lease_for(p, s);
+  auto refused = p.issue(s, second, context());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("password authentication failed"), std::string::npos) << refused.error().message;
+  EXPECT_FALSE(role_exists(role_of(second)));
+}
+
 }  // namespace
 }  // namespace airlock::creds
