@@ -32,6 +32,14 @@ const std::string kSerialize = "SELECT pg_advisory_xact_lock(1095912523, 1); "; 
 // How long revoke waits for each terminated session to exit.
 constexpr int kTerminateWaitMs = 2000;
 
+// The only roles issue() makes and revoke() drops: DROP OWNED BY another role (a tampered
+// lease naming the admin) would drop the tables it owns.
+bool is_lease_role(const std::string& role) {
+  constexpr std::string_view kPrefix = "airlock_";
+  if (role.size() != kPrefix.size() + 32 || role.compare(0, kPrefix.size(), kPrefix) != 0) return false;
+  return std::all_of(role.begin() + kPrefix.size(), role.end(), [](char c) { return hex_digit_value(c) >= 0 && !std::isupper(static_cast<unsigned char>(c)); });
+}
+
 Error unavailable(std::string message) { return Error::make("credential_unavailable", std::move(message)); }
 
 std::string trim(std::string text) {
@@ -392,8 +400,9 @@ Result<nlohmann::json> PostgresProvider::target(const policy::CredentialSpec& sp
   if (pg == nullptr) return Error::make("invalid_argument", "postgres provider: the spec is not a postgres credential");
   if (find_server(pg->server) == nullptr)
     return unavailable("postgres: credential server '" + pg->server + "' is not configured");
-  if (lease.id.empty()) return Error::make("invalid_argument", "postgres provider: the lease has no id");
-  return nlohmann::json{{"server", pg->server}, {"role", "airlock_" + lease.id}};
+  const std::string role = "airlock_" + lease.id;
+  if (!is_lease_role(role)) return Error::make("invalid_argument", "postgres provider: the lease id is not 32 hex digits");
+  return nlohmann::json{{"server", pg->server}, {"role", role}};
 }
 
 namespace {
@@ -441,8 +450,10 @@ Result<Issued> PostgresProvider::issue(const policy::CredentialSpec& spec, const
   if (ttl.count() <= 0) return Error::make("invalid_argument", "postgres: the credential's ttl is not positive");
   auto grants = parse_grants(pg);
   if (!grants) return grants.error();
-  const IssueRequest request{*find_server(pg.server), lease.target.value("role", (*where)["role"].get<std::string>()),
-                             ttl, pg.connection_limit, *grants, context};
+  // The role revoke() will drop: the one stored with the lease.
+  const std::string role = lease.target.value("role", (*where)["role"].get<std::string>());
+  if (!is_lease_role(role)) return Error::make("invalid_argument", "postgres: the lease names a role Airlock does not make: " + role);
+  const IssueRequest request{*find_server(pg.server), role, ttl, pg.connection_limit, *grants, context};
   return with_admin(*pool_, admin_url_, request.server, [&](Session& s) { return issue_on(s, request); });
 }
 
@@ -452,6 +463,8 @@ Status PostgresProvider::revoke(const Lease& lease, const std::string* /*value*/
     return Error::make("invalid_argument", "postgres revoke: lease " + lease.id + " has no server and role");
   const std::string server_name = t["server"].get<std::string>();
   const std::string role = t["role"].get<std::string>();
+  if (!is_lease_role(role))
+    return Error::make("invalid_argument", "postgres revoke: lease " + lease.id + " names a role Airlock does not make: " + role);
   const auto* server = find_server(server_name);
   if (server == nullptr) return unavailable("postgres: credential server '" + server_name + "' is not configured");
   return with_admin(*pool_, admin_url_, *server, [&](Session& s) {

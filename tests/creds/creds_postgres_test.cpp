@@ -561,6 +561,32 @@ TEST_F(PostgresProviderTest, TheRoleHasNoPowersBeyondItsGrants) {
   EXPECT_TRUE(p.revoke(lease, &issued.value));
 }
 
+TEST_F(PostgresProviderTest, ATamperedLeaseCannotMakeRevokeDropAnotherRole) {
+  // The stored lease names the admin (or any role that owns things): DROP OWNED BY it would
+  // drop the tables.
+  auto p = provider();
+  ASSERT_TRUE(cluster_->exec("CREATE ROLE airlock_bystander LOGIN"));
+  for (std::string victim : {"shop_admin", "airlock_bystander", "airlock_0123456789ABCDEF0123456789ABCDEF", "postgres"}) {
+    Lease lease;
+    lease.id = random_hex(32);
+    lease.target = {{"server", "shop"}, {"role", victim}};
+    auto revoked = p.revoke(lease, nullptr);
+    ASSERT_FALSE(revoked.ok()) << victim;
+    EXPECT_EQ(revoked.error().code, "invalid_argument");
+    auto issued = p.issue(spec({{"orders", {"select"}}}), lease, context());
+    EXPECT_FALSE(issued.ok()) << victim;
+  }
+  EXPECT_TRUE(role_exists("shop_admin"));
+  EXPECT_TRUE(role_exists("airlock_bystander"));
+  EXPECT_EQ(cluster_->column("SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'customers', 'payroll')", "shop")
+                ->front(),
+            "3");
+  Lease bad_id;
+  bad_id.id = "x; DROP TABLE orders";
+  EXPECT_FALSE(p.target(spec({{"orders", {"select"}}}), bad_id).ok());
+  ASSERT_TRUE(cluster_->exec("DROP ROLE airlock_bystander"));
+}
+
 TEST_F(PostgresProviderTest, APooledAdminConnectionTheServerClosedIsReplaced) {
   auto p = provider();
   auto s = spec({{"orders", {"select"}}});
