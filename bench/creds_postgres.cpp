@@ -45,9 +45,10 @@ struct Setup {
                             "CREATE DATABASE shop OWNER shop_admin",
                             "REVOKE CONNECT, TEMPORARY ON DATABASE shop FROM PUBLIC"})
       if (Status s = cluster->exec(sql); !s) fail(s.error().message);
-    if (Status s = cluster->exec("SET ROLE shop_admin; CREATE TABLE orders (id int); CREATE TABLE customers (id int);"
-                                 "CREATE TABLE payroll (id int)",
-                                 "shop");
+    if (Status s = cluster->exec(
+            "SET ROLE shop_admin; CREATE TABLE orders (id int); CREATE TABLE customers (id int);"
+            "CREATE TABLE payroll (id int)",
+            "shop");
         !s)
       fail(s.error().message);
     admin_url = cluster->url("shop_admin", kAdminPassword, "shop");
@@ -139,15 +140,23 @@ void lease_cycle(benchmark::State& state, Timed timed) {
       start = Clock::now();
     }
     check(s.provider->revoke(lease, issued ? &issued->value : nullptr), state);
-    if (timed == Timed::issue) state.ResumeTiming();
-    else us.push_back(us_since(start));
+    if (timed == Timed::issue)
+      state.ResumeTiming();
+    else
+      us.push_back(us_since(start));
   }
   report(state, us);
 }
 
-void BM_Issue(benchmark::State& state) { lease_cycle(state, Timed::issue); }
-void BM_Revoke(benchmark::State& state) { lease_cycle(state, Timed::revoke); }
-void BM_LeaseRevoke(benchmark::State& state) { lease_cycle(state, Timed::both); }
+void BM_Issue(benchmark::State& state) {
+  lease_cycle(state, Timed::issue);
+}
+void BM_Revoke(benchmark::State& state) {
+  lease_cycle(state, Timed::revoke);
+}
+void BM_LeaseRevoke(benchmark::State& state) {
+  lease_cycle(state, Timed::both);
+}
 
 }  // namespace
 
@@ -156,7 +165,11 @@ BENCHMARK(BM_AdminConnect)->Unit(benchmark::kMillisecond)->Iterations(300);
 BENCHMARK(BM_Issue)->Unit(benchmark::kMillisecond)->Iterations(500);
 BENCHMARK(BM_Revoke)->Unit(benchmark::kMillisecond)->Iterations(500);
 BENCHMARK(BM_LeaseRevoke)->Unit(benchmark::kMillisecond)->Iterations(1000);
-BENCHMARK(BM_LeaseRevoke)->Unit(benchmark::kMillisecond)->Iterations(500)->Threads(2)->UseRealTime();
+BENCHMARK(BM_LeaseRevoke)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(500)
+    ->Threads(2)
+    ->UseRealTime();
 
 // The cluster is started here, on the main thread: its postmaster dies with the thread that
 // started it.

@@ -36,11 +36,16 @@ constexpr int kTerminateWaitMs = 2000;
 // lease naming the admin) would drop the tables it owns.
 bool is_lease_role(const std::string& role) {
   constexpr std::string_view kPrefix = "airlock_";
-  if (role.size() != kPrefix.size() + 32 || role.compare(0, kPrefix.size(), kPrefix) != 0) return false;
-  return std::all_of(role.begin() + kPrefix.size(), role.end(), [](char c) { return hex_digit_value(c) >= 0 && !std::isupper(static_cast<unsigned char>(c)); });
+  if (role.size() != kPrefix.size() + 32 || role.compare(0, kPrefix.size(), kPrefix) != 0)
+    return false;
+  return std::all_of(role.begin() + kPrefix.size(), role.end(), [](char c) {
+    return hex_digit_value(c) >= 0 && !std::isupper(static_cast<unsigned char>(c));
+  });
 }
 
-Error unavailable(std::string message) { return Error::make("credential_unavailable", std::move(message)); }
+Error unavailable(std::string message) {
+  return Error::make("credential_unavailable", std::move(message));
+}
 
 std::string trim(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -85,7 +90,8 @@ std::string redact(std::string text, const std::vector<std::string>& secrets) {
 
 // An admin connection to a server, its dbname the server's database when it names one.
 // `secrets` (the URL, its password) are kept out of the error.
-Result<ConnPtr> connect_admin(const std::string& server, const std::string& url, const std::string& database,
+Result<ConnPtr> connect_admin(const std::string& server, const std::string& url,
+                              const std::string& database,
                               const std::vector<std::string>& secrets) {
   const std::string timeout = std::to_string(PostgresProvider::kConnectTimeoutSeconds);
   // expand_dbname: the first dbname is the URL; the later one (the server's database) wins.
@@ -99,7 +105,9 @@ Result<ConnPtr> connect_admin(const std::string& server, const std::string& url,
   values.push_back(nullptr);
   ConnPtr conn(PQconnectdbParams(keys.data(), values.data(), 1), &PQfinish);
   if (conn == nullptr) return unavailable("postgres server '" + server + "': out of memory");
-  if (PQstatus(conn.get()) != CONNECTION_OK) return unavailable("postgres server '" + server + "': " + redact(PQerrorMessage(conn.get()), secrets));
+  if (PQstatus(conn.get()) != CONNECTION_OK)
+    return unavailable("postgres server '" + server +
+                       "': " + redact(PQerrorMessage(conn.get()), secrets));
   return conn;
 }
 
@@ -107,7 +115,10 @@ Result<ConnPtr> connect_admin(const std::string& server, const std::string& url,
 class Session {
  public:
   Session(std::string server, std::vector<std::string> secrets, ConnPtr conn, bool pooled)
-      : server_(std::move(server)), secrets_(std::move(secrets)), conn_(std::move(conn)), pooled_(pooled) {}
+      : server_(std::move(server)),
+        secrets_(std::move(secrets)),
+        conn_(std::move(conn)),
+        pooled_(pooled) {}
 
   // Strings that must not appear in any message from here on.
   void add_secret(std::string secret) { secrets_.push_back(std::move(secret)); }
@@ -122,12 +133,17 @@ class Session {
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return reply;
     const char* state = PQresultErrorField(reply.result.get(), PG_DIAG_SQLSTATE);
     reply.sqlstate = state != nullptr ? state : "08006";  // no result: the connection failed
-    reply.message = redact(reply.result ? PQresultErrorMessage(reply.result.get()) : PQerrorMessage(conn_.get()));
+    reply.message = redact(reply.result ? PQresultErrorMessage(reply.result.get())
+                                        : PQerrorMessage(conn_.get()));
     return reply;
   }
 
-  std::string identifier(const std::string& name) const { return escaped(PQescapeIdentifier(conn_.get(), name.data(), name.size())); }
-  std::string literal(const std::string& text) const { return escaped(PQescapeLiteral(conn_.get(), text.data(), text.size())); }
+  std::string identifier(const std::string& name) const {
+    return escaped(PQescapeIdentifier(conn_.get(), name.data(), name.size()));
+  }
+  std::string literal(const std::string& text) const {
+    return escaped(PQescapeLiteral(conn_.get(), text.data(), text.size()));
+  }
 
   std::string database() const { return PQdb(conn_.get()); }
   const std::string& server() const { return server_; }
@@ -136,7 +152,8 @@ class Session {
 
  private:
   static std::string escaped(char* text) {
-    if (text == nullptr) return "''";  // only when out of memory or invalid encoding; fails the statement
+    if (text == nullptr)
+      return "''";  // only when out of memory or invalid encoding; fails the statement
     std::string out = text;
     PQfreemem(text);
     return out;
@@ -170,12 +187,15 @@ Result<std::vector<Grant>> parse_grants(const policy::PostgresCredential& spec) 
     std::string schema = dot == std::string::npos ? "public" : table.substr(0, dot);
     std::string name = dot == std::string::npos ? table : table.substr(dot + 1);
     if (schema.empty() || name.empty() || name.find('.') != std::string::npos)
-      return Error::make("invalid_argument", "postgres grant: '" + table + "' is not a table or schema.table");
+      return Error::make("invalid_argument",
+                         "postgres grant: '" + table + "' is not a table or schema.table");
     for (const auto& privilege : privileges) {
       if (std::find(kPrivileges.begin(), kPrivileges.end(), privilege) == kPrivileges.end())
-        return Error::make("invalid_argument", "postgres grant: '" + privilege + "' is not a table privilege");
+        return Error::make("invalid_argument",
+                           "postgres grant: '" + privilege + "' is not a table privilege");
       std::string upper = privilege;
-      std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+      std::transform(upper.begin(), upper.end(), upper.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
       grants.push_back({upper, schema, name, privilege + ":" + table});
     }
   }
@@ -191,7 +211,8 @@ Result<std::string> random_bytes(std::size_t n) {
 
 std::string base64(const unsigned char* data, std::size_t size) {
   std::string out(4 * ((size + 2) / 3) + 1, '\0');
-  out.resize(static_cast<std::size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size))));
+  out.resize(static_cast<std::size_t>(
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size))));
   return out;
 }
 
@@ -206,16 +227,20 @@ Result<std::string> scram_verifier(const std::string& password) {
   unsigned char salted[32], client_key[32], stored_key[32], server_key[32];
   unsigned int len = 0;
   const auto* salt_bytes = reinterpret_cast<const unsigned char*>(salt->data());
-  bool ok = PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()), salt_bytes,
-                              static_cast<int>(salt->size()), kIterations, EVP_sha256(), sizeof salted, salted) == 1 &&
-            HMAC(EVP_sha256(), salted, sizeof salted, reinterpret_cast<const unsigned char*>("Client Key"), 10, client_key, &len) &&
-            EVP_Digest(client_key, sizeof client_key, stored_key, &len, EVP_sha256(), nullptr) == 1 &&
-            HMAC(EVP_sha256(), salted, sizeof salted, reinterpret_cast<const unsigned char*>("Server Key"), 10, server_key, &len);
+  bool ok =
+      PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()), salt_bytes,
+                        static_cast<int>(salt->size()), kIterations, EVP_sha256(), sizeof salted,
+                        salted) == 1 &&
+      HMAC(EVP_sha256(), salted, sizeof salted,
+           reinterpret_cast<const unsigned char*>("Client Key"), 10, client_key, &len) &&
+      EVP_Digest(client_key, sizeof client_key, stored_key, &len, EVP_sha256(), nullptr) == 1 &&
+      HMAC(EVP_sha256(), salted, sizeof salted,
+           reinterpret_cast<const unsigned char*>("Server Key"), 10, server_key, &len);
   OPENSSL_cleanse(salted, sizeof salted);
   OPENSSL_cleanse(client_key, sizeof client_key);
   if (!ok) return unavailable("postgres: could not compute a SCRAM verifier");
-  return "SCRAM-SHA-256$" + std::to_string(kIterations) + ":" + base64(salt_bytes, salt->size()) + "$" +
-         base64(stored_key, sizeof stored_key) + ":" + base64(server_key, sizeof server_key);
+  return "SCRAM-SHA-256$" + std::to_string(kIterations) + ":" + base64(salt_bytes, salt->size()) +
+         "$" + base64(stored_key, sizeof stored_key) + ":" + base64(server_key, sizeof server_key);
 }
 
 // 32 random bytes, hex: nothing in it needs quoting in a URL or SASLprep.
@@ -226,32 +251,35 @@ Result<std::string> random_password() {
 }
 
 // The statements that make the role, in one transaction (a failure leaves nothing).
-std::string create_statements(const Session& s, const std::string& role, const std::string& verifier,
-                              const std::string& valid_until, std::uint32_t connection_limit,
-                              const std::vector<Grant>& grants) {
+std::string create_statements(const Session& s, const std::string& role,
+                              const std::string& verifier, const std::string& valid_until,
+                              std::uint32_t connection_limit, const std::vector<Grant>& grants) {
   const std::string r = s.identifier(role);
   // Committed without waiting for the WAL flush: a server crash can lose the role, which fails
   // closed (the tool cannot log in; revoking what is gone succeeds).
-  std::string sql = "BEGIN; SET LOCAL statement_timeout = '10s'; SET LOCAL synchronous_commit = off; " + kSerialize +
-                    "CREATE ROLE " + r + " LOGIN PASSWORD " +
-                    s.literal(verifier) + " VALID UNTIL " + s.literal(valid_until) + " CONNECTION LIMIT " +
-                    std::to_string(connection_limit) +
-                    " NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; ";
+  std::string sql =
+      "BEGIN; SET LOCAL statement_timeout = '10s'; SET LOCAL synchronous_commit = off; " +
+      kSerialize + "CREATE ROLE " + r + " LOGIN PASSWORD " + s.literal(verifier) + " VALID UNTIL " +
+      s.literal(valid_until) + " CONNECTION LIMIT " + std::to_string(connection_limit) +
+      " NOSUPERUSER NOINHERIT NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS; ";
   // The admin's membership lets it terminate the role's sessions and DROP OWNED BY it.
   sql += "GRANT " + r + " TO CURRENT_USER; ";
   sql += "GRANT CONNECT ON DATABASE " + s.identifier(s.database()) + " TO " + r + "; ";
   std::vector<std::string> schemas;
   for (const auto& g : grants)
-    if (std::find(schemas.begin(), schemas.end(), g.schema) == schemas.end()) schemas.push_back(g.schema);
-  for (const auto& schema : schemas) sql += "GRANT USAGE ON SCHEMA " + s.identifier(schema) + " TO " + r + "; ";
+    if (std::find(schemas.begin(), schemas.end(), g.schema) == schemas.end())
+      schemas.push_back(g.schema);
+  for (const auto& schema : schemas)
+    sql += "GRANT USAGE ON SCHEMA " + s.identifier(schema) + " TO " + r + "; ";
   for (const auto& g : grants)
-    sql += "GRANT " + g.privilege + " ON TABLE " + s.identifier(g.schema) + "." + s.identifier(g.table) + " TO " + r + "; ";
+    sql += "GRANT " + g.privilege + " ON TABLE " + s.identifier(g.schema) + "." +
+           s.identifier(g.table) + " TO " + r + "; ";
   return sql + "COMMIT;";
 }
 
 bool is_unreserved(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-         c == '_' || c == '~';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
 }
 
 std::string percent_encode(const std::string& text) {
@@ -272,7 +300,8 @@ std::string percent_encode(const std::string& text) {
 // Where the tool reaches the server: the sandbox's end of a forward to it, else the server.
 std::string endpoint(const policy::PostgresServer& server, const LeaseContext& context) {
   for (const auto& f : context.forwards)
-    if (f.host == server.host && f.port == server.port) return "127.0.0.1:" + std::to_string(f.listen_port);
+    if (f.host == server.host && f.port == server.port)
+      return "127.0.0.1:" + std::to_string(f.listen_port);
   const bool ipv6 = server.host.find(':') != std::string::npos;
   return (ipv6 ? "[" + server.host + "]" : server.host) + ":" + std::to_string(server.port);
 }
@@ -281,7 +310,8 @@ std::string endpoint(const policy::PostgresServer& server, const LeaseContext& c
 // the role does not exist. Fails (to be retried) when a session survived the termination.
 Status drop_role(const Session& s, const std::string& role) {
   const std::string r = s.identifier(role);
-  Reply found = s.run("SELECT oid, pg_has_role(oid, 'USAGE') FROM pg_roles WHERE rolname = " + s.literal(role));
+  Reply found = s.run("SELECT oid, pg_has_role(oid, 'USAGE') FROM pg_roles WHERE rolname = " +
+                      s.literal(role));
   if (!found.ok()) return unavailable("postgres: looking up role " + role + ": " + found.message);
   if (found.rows() == 0) return Status::success();
   const std::string oid = found.value(0, 0);
@@ -292,13 +322,17 @@ Status drop_role(const Session& s, const std::string& role) {
   if (found.value(0, 1) != "t") forbid += " GRANT " + r + " TO CURRENT_USER;";
   if (Reply reply = s.run(forbid + " COMMIT"); !reply.ok()) {
     (void)s.run("ROLLBACK");
-    return reply.sqlstate == "42704" ? Status::success() : unavailable("postgres: disabling role " + role + ": " + reply.message);
+    return reply.sqlstate == "42704"
+               ? Status::success()
+               : unavailable("postgres: disabling role " + role + ": " + reply.message);
   }
   Reply ended = s.run("SELECT pg_terminate_backend(pid, " + std::to_string(kTerminateWaitMs) +
                       ") FROM pg_stat_activity WHERE usesysid = " + oid);
-  if (!ended.ok()) return unavailable("postgres: terminating the sessions of " + role + ": " + ended.message);
+  if (!ended.ok())
+    return unavailable("postgres: terminating the sessions of " + role + ": " + ended.message);
   // pg_stat_activity is read once per transaction: the count is of after the termination.
-  Reply dropped = s.run("BEGIN; SET LOCAL statement_timeout = '10s'; " + kSerialize + "DROP OWNED BY " + r + "; DROP ROLE IF EXISTS " + r +
+  Reply dropped = s.run("BEGIN; SET LOCAL statement_timeout = '10s'; " + kSerialize +
+                        "DROP OWNED BY " + r + "; DROP ROLE IF EXISTS " + r +
                         "; SELECT count(*) FROM pg_stat_activity WHERE usesysid = " + oid);
   if (!dropped.ok() || dropped.value(0, 0) != "0") {
     (void)s.run("ROLLBACK");
@@ -358,12 +392,17 @@ namespace {
 // connection back. A pooled connection the server had closed is replaced, once.
 template <typename Work>
 auto with_admin(PostgresProvider::Pool& pool, const PostgresProvider::AdminUrl& admin_url,
-                const policy::CredentialServer& server, Work work) -> decltype(work(std::declval<Session&>())) {
+                const policy::CredentialServer& server, Work work)
+    -> decltype(work(std::declval<Session&>())) {
   const auto& pg = server.postgres;
   auto url = admin_url(pg.admin_secret);
-  if (!url) return unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret + "': " + url.error().message);
+  if (!url)
+    return unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret +
+                       "': " + url.error().message);
   auto password = admin_password(*url);
-  if (!password) return unavailable("postgres server '" + server.name + "': its admin URL is not a libpq connection string");
+  if (!password)
+    return unavailable("postgres server '" + server.name +
+                       "': its admin URL is not a libpq connection string");
   const std::vector<std::string> secrets = {*url, *password};
   const std::string key = server.name + '\n' + *url + '\n' + pg.database;
   for (int attempt = 0;; ++attempt) {
@@ -384,8 +423,11 @@ auto with_admin(PostgresProvider::Pool& pool, const PostgresProvider::AdminUrl& 
 
 }  // namespace
 
-PostgresProvider::PostgresProvider(std::vector<policy::CredentialServer> servers, AdminUrl admin_url)
-    : servers_(std::move(servers)), admin_url_(std::move(admin_url)), pool_(std::make_unique<Pool>()) {}
+PostgresProvider::PostgresProvider(std::vector<policy::CredentialServer> servers,
+                                   AdminUrl admin_url)
+    : servers_(std::move(servers)),
+      admin_url_(std::move(admin_url)),
+      pool_(std::make_unique<Pool>()) {}
 
 PostgresProvider::~PostgresProvider() = default;
 
@@ -395,13 +437,17 @@ const policy::CredentialServer* PostgresProvider::find_server(const std::string&
   return nullptr;
 }
 
-Result<nlohmann::json> PostgresProvider::target(const policy::CredentialSpec& spec, const Lease& lease) const {
+Result<nlohmann::json> PostgresProvider::target(const policy::CredentialSpec& spec,
+                                                const Lease& lease) const {
   const auto* pg = std::get_if<policy::PostgresCredential>(&spec.source);
-  if (pg == nullptr) return Error::make("invalid_argument", "postgres provider: the spec is not a postgres credential");
+  if (pg == nullptr)
+    return Error::make("invalid_argument",
+                       "postgres provider: the spec is not a postgres credential");
   if (find_server(pg->server) == nullptr)
     return unavailable("postgres: credential server '" + pg->server + "' is not configured");
   const std::string role = "airlock_" + lease.id;
-  if (!is_lease_role(role)) return Error::make("invalid_argument", "postgres provider: the lease id is not 32 hex digits");
+  if (!is_lease_role(role))
+    return Error::make("invalid_argument", "postgres provider: the lease id is not 32 hex digits");
   return nlohmann::json{{"server", pg->server}, {"role", role}};
 }
 
@@ -424,16 +470,20 @@ Result<Issued> issue_on(Session& s, const IssueRequest& request) {
   if (!verifier) return verifier.error();
   s.add_secret(*verifier);
   // The end by the server's clock, which is the one that enforces it.
-  Reply until = s.run("SELECT (now() + make_interval(secs => " + std::to_string(request.ttl.count()) + "))::text");
+  Reply until = s.run("SELECT (now() + make_interval(secs => " +
+                      std::to_string(request.ttl.count()) + "))::text");
   if (!until.ok()) return unavailable("postgres server '" + s.server() + "': " + until.message);
-  Reply made = s.run(create_statements(s, request.role, *verifier, until.value(0, 0), request.connection_limit, request.grants));
-  if (!made.ok()) return unavailable("postgres server '" + s.server() + "': creating role " + request.role + ": " + made.message);
+  Reply made = s.run(create_statements(s, request.role, *verifier, until.value(0, 0),
+                                       request.connection_limit, request.grants));
+  if (!made.ok())
+    return unavailable("postgres server '" + s.server() + "': creating role " + request.role +
+                       ": " + made.message);
 
   const auto& pg = request.server.postgres;
   Issued issued;
   const std::string database = pg.database.empty() ? s.database() : pg.database;
-  issued.value = "postgresql://" + percent_encode(request.role) + ":" + *password + "@" + endpoint(pg, request.context) +
-                 "/" + percent_encode(database);
+  issued.value = "postgresql://" + percent_encode(request.role) + ":" + *password + "@" +
+                 endpoint(pg, request.context) + "/" + percent_encode(database);
   for (const auto& g : request.grants) issued.scopes.push_back(g.scope);
   issued.expires_at = request.context.now + request.ttl;
   return issued;
@@ -447,26 +497,35 @@ Result<Issued> PostgresProvider::issue(const policy::CredentialSpec& spec, const
   if (!where) return where.error();
   const auto& pg = std::get<policy::PostgresCredential>(spec.source);
   const auto ttl = std::min(pg.ttl, context.max_ttl);
-  if (ttl.count() <= 0) return Error::make("invalid_argument", "postgres: the credential's ttl is not positive");
+  if (ttl.count() <= 0)
+    return Error::make("invalid_argument", "postgres: the credential's ttl is not positive");
   auto grants = parse_grants(pg);
   if (!grants) return grants.error();
   // The role revoke() will drop: the one stored with the lease.
   const std::string role = lease.target.value("role", (*where)["role"].get<std::string>());
-  if (!is_lease_role(role)) return Error::make("invalid_argument", "postgres: the lease names a role Airlock does not make: " + role);
-  const IssueRequest request{*find_server(pg.server), role, ttl, pg.connection_limit, *grants, context};
-  return with_admin(*pool_, admin_url_, request.server, [&](Session& s) { return issue_on(s, request); });
+  if (!is_lease_role(role))
+    return Error::make("invalid_argument",
+                       "postgres: the lease names a role Airlock does not make: " + role);
+  const IssueRequest request{*find_server(pg.server), role,    ttl,
+                             pg.connection_limit,     *grants, context};
+  return with_admin(*pool_, admin_url_, request.server,
+                    [&](Session& s) { return issue_on(s, request); });
 }
 
 Status PostgresProvider::revoke(const Lease& lease, const std::string* /*value*/) {
   const auto& t = lease.target;
-  if (!t.is_object() || !t.contains("server") || !t.contains("role") || !t["server"].is_string() || !t["role"].is_string())
-    return Error::make("invalid_argument", "postgres revoke: lease " + lease.id + " has no server and role");
+  if (!t.is_object() || !t.contains("server") || !t.contains("role") || !t["server"].is_string() ||
+      !t["role"].is_string())
+    return Error::make("invalid_argument",
+                       "postgres revoke: lease " + lease.id + " has no server and role");
   const std::string server_name = t["server"].get<std::string>();
   const std::string role = t["role"].get<std::string>();
   if (!is_lease_role(role))
-    return Error::make("invalid_argument", "postgres revoke: lease " + lease.id + " names a role Airlock does not make: " + role);
+    return Error::make("invalid_argument", "postgres revoke: lease " + lease.id +
+                                               " names a role Airlock does not make: " + role);
   const auto* server = find_server(server_name);
-  if (server == nullptr) return unavailable("postgres: credential server '" + server_name + "' is not configured");
+  if (server == nullptr)
+    return unavailable("postgres: credential server '" + server_name + "' is not configured");
   return with_admin(*pool_, admin_url_, *server, [&](Session& s) {
     // Once more when a session appeared between the termination and the drop.
     Status dropped = drop_role(s, role);

@@ -35,7 +35,8 @@ class PostgresProvider final : public Provider {
   struct Pool;  // idle admin connections, reused across calls and threads
 
   // {"server": name, "role": "airlock_<lease id>"}.
-  Result<nlohmann::json> target(const policy::CredentialSpec& spec, const Lease& lease) const override;
+  Result<nlohmann::json> target(const policy::CredentialSpec& spec,
+                                const Lease& lease) const override;
   // The value: postgresql://<role>:<password>@<host>:<port>/<database>, where host:port is the
   // sandbox's side of a forward to the server when the call has one. Scopes: "select:orders".
   Result<Issued> issue(const policy::CredentialSpec& spec, const Lease& lease,

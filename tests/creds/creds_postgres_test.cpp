@@ -32,8 +32,12 @@ constexpr const char* kInvalidPassword = "28P01";
 
 using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 
-ConnPtr connect(const std::string& url) { return ConnPtr(PQconnectdb(url.c_str()), &PQfinish); }
-bool connected(const ConnPtr& c) { return PQstatus(c.get()) == CONNECTION_OK; }
+ConnPtr connect(const std::string& url) {
+  return ConnPtr(PQconnectdb(url.c_str()), &PQfinish);
+}
+bool connected(const ConnPtr& c) {
+  return PQstatus(c.get()) == CONNECTION_OK;
+}
 
 // What a connection attempt failed with ("" when it worked): SQLSTATE is not reported for
 // connection failures, so the server's words.
@@ -58,7 +62,8 @@ Outcome query(PGconn* c, const std::string& sql) {
     o.message = PQerrorMessage(c);
     return o;
   }
-  for (int i = 0; i < PQntuples(r.get()); ++i) o.first_column.emplace_back(PQgetvalue(r.get(), i, 0));
+  for (int i = 0; i < PQntuples(r.get()); ++i)
+    o.first_column.emplace_back(PQgetvalue(r.get(), i, 0));
   return o;
 }
 
@@ -87,12 +92,14 @@ class PostgresProviderTest : public ::testing::Test {
     auto started = PgCluster::start(options);
     ASSERT_TRUE(started.ok()) << started.error().message;
     cluster_ = std::move(*started).release();
-    ASSERT_TRUE(cluster_->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD '" + kAdminPassword + "'"));
+    ASSERT_TRUE(cluster_->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD '" +
+                               kAdminPassword + "'"));
     ASSERT_TRUE(cluster_->exec("CREATE DATABASE shop OWNER shop_admin"));
     ASSERT_TRUE(cluster_->exec("REVOKE CONNECT, TEMPORARY ON DATABASE shop FROM PUBLIC"));
     auto made = cluster_->exec(
         "SET ROLE shop_admin;"
-        "CREATE TABLE orders (id int, item text); INSERT INTO orders VALUES (1, 'tea'), (2, 'cake');"
+        "CREATE TABLE orders (id int, item text); INSERT INTO orders VALUES (1, 'tea'), (2, "
+        "'cake');"
         "CREATE TABLE customers (id int, name text); INSERT INTO customers VALUES (1, 'ann');"
         "CREATE TABLE payroll (name text, salary int); INSERT INTO payroll VALUES ('ann', 100000);",
         "shop");
@@ -127,7 +134,8 @@ class PostgresProviderTest : public ::testing::Test {
   }
 
   static policy::CredentialSpec spec(std::map<std::string, std::vector<std::string>> grant,
-                                     std::chrono::seconds ttl = 60s, std::uint32_t connection_limit = 4) {
+                                     std::chrono::seconds ttl = 60s,
+                                     std::uint32_t connection_limit = 4) {
     policy::PostgresCredential pg;
     pg.server = "shop";
     pg.grant = std::move(grant);
@@ -189,7 +197,8 @@ TEST_F(PostgresProviderTest, TargetNamesTheServerAndARoleOfTheLease) {
   lease.id = "0123456789abcdef0123456789abcdef";
   auto target = p.target(spec({{"orders", {"select"}}}), lease);
   ASSERT_TRUE(target.ok());
-  EXPECT_EQ(*target, (nlohmann::json{{"server", "shop"}, {"role", "airlock_0123456789abcdef0123456789abcdef"}}));
+  EXPECT_EQ(*target, (nlohmann::json{{"server", "shop"},
+                                     {"role", "airlock_0123456789abcdef0123456789abcdef"}}));
   EXPECT_EQ(p.kind(), "postgres");
 }
 
@@ -215,7 +224,8 @@ TEST_F(PostgresProviderTest, TheGrantedTableIsReadableAndNoOtherIs) {
   EXPECT_EQ(issued.scopes, std::vector<std::string>{"select:orders"});
   auto c = connect(issued.value);
   ASSERT_TRUE(connected(c)) << PQerrorMessage(c.get());
-  EXPECT_EQ(query(c.get(), "SELECT item FROM orders ORDER BY id").first_column, (std::vector<std::string>{"tea", "cake"}));
+  EXPECT_EQ(query(c.get(), "SELECT item FROM orders ORDER BY id").first_column,
+            (std::vector<std::string>{"tea", "cake"}));
   EXPECT_EQ(query(c.get(), "SELECT salary FROM payroll").sqlstate, kPermissionDenied);
   EXPECT_EQ(query(c.get(), "SELECT name FROM customers").sqlstate, kPermissionDenied);
   c.reset();
@@ -246,10 +256,12 @@ TEST_F(PostgresProviderTest, SeveralGrantsAndQualifiedTables) {
   auto s = spec({{"public.customers", {"select"}}, {"orders", {"select", "insert"}}});
   auto lease = lease_for(p, s);
   auto issued = issue(p, s, lease);
-  EXPECT_EQ(issued.scopes, (std::vector<std::string>{"select:orders", "insert:orders", "select:public.customers"}));
+  EXPECT_EQ(issued.scopes, (std::vector<std::string>{"select:orders", "insert:orders",
+                                                     "select:public.customers"}));
   auto c = connect(issued.value);
   ASSERT_TRUE(connected(c)) << PQerrorMessage(c.get());
-  EXPECT_EQ(query(c.get(), "SELECT name FROM customers").first_column, std::vector<std::string>{"ann"});
+  EXPECT_EQ(query(c.get(), "SELECT name FROM customers").first_column,
+            std::vector<std::string>{"ann"});
   EXPECT_EQ(query(c.get(), "INSERT INTO orders VALUES (9, 'granted')").sqlstate, "");
   EXPECT_EQ(query(c.get(), "DELETE FROM orders").sqlstate, kPermissionDenied);
   c.reset();
@@ -269,9 +281,10 @@ TEST_F(PostgresProviderTest, AfterRevokeTheLoginFailsAndTheRoleIsGone) {
   EXPECT_NE(login_error(issued.value), "");
   EXPECT_FALSE(role_exists(role_of(lease)));
   // Nothing it was granted is left behind either (DROP OWNED BY).
-  auto acl = cluster_->column("SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = '" +
-                                  role_of(lease) + "'",
-                              "shop");
+  auto acl = cluster_->column(
+      "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = '" +
+          role_of(lease) + "'",
+      "shop");
   EXPECT_EQ(acl->front(), "0");
 }
 
@@ -315,7 +328,11 @@ TEST_F(PostgresProviderTest, RevokeTerminatesAnOpenSession) {
   auto after = query(c.get(), "SELECT item FROM orders");
   EXPECT_NE(after.sqlstate, "");
   EXPECT_TRUE(after.first_column.empty());
-  EXPECT_EQ(cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role_of(lease) + "'")->front(), "0");
+  EXPECT_EQ(
+      cluster_
+          ->column("SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role_of(lease) + "'")
+          ->front(),
+      "0");
 }
 
 TEST_F(PostgresProviderTest, RevokeWinsAgainstAClientThatKeepsReconnecting) {
@@ -350,7 +367,10 @@ TEST_F(PostgresProviderTest, RevokeWinsAgainstAClientThatKeepsReconnecting) {
   ASSERT_TRUE(revoked) << revoked.error().message;
   EXPECT_FALSE(role_exists(role_of(lease)));
   EXPECT_EQ(sessions.load(), after_revoke) << "a session started after the revoke";
-  EXPECT_EQ(cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usesysid = " + oid->front())->front(), "0");
+  EXPECT_EQ(
+      cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usesysid = " + oid->front())
+          ->front(),
+      "0");
 }
 
 TEST_F(PostgresProviderTest, AnExpiredLeaseCannotLogInEvenIfNeverRevoked) {
@@ -374,8 +394,9 @@ TEST_F(PostgresProviderTest, TheTtlIsCappedByTheCall) {
   auto c = context(30s);
   auto issued = issue(p, s, lease, c);
   EXPECT_EQ(issued.expires_at, c.now + 30s);
-  auto left = cluster_->column("SELECT extract(epoch FROM rolvaliduntil - now())::int FROM pg_roles WHERE rolname = '" +
-                               role_of(lease) + "'");
+  auto left = cluster_->column(
+      "SELECT extract(epoch FROM rolvaliduntil - now())::int FROM pg_roles WHERE rolname = '" +
+      role_of(lease) + "'");
   ASSERT_TRUE(left.ok() && left->size() == 1);
   EXPECT_LE(std::stoi(left->front()), 30);
   EXPECT_GE(std::stoi(left->front()), 25);
@@ -390,7 +411,8 @@ TEST_F(PostgresProviderTest, ConcurrentLeasesGetDifferentRolesAndPasswords) {
   for (int i = 0; i < kLeases; ++i) leases.push_back(lease_for(p, s));
   std::vector<Result<Issued>> issued(kLeases, Error::make("not_run", ""));
   std::vector<std::thread> threads;
-  for (int i = 0; i < kLeases; ++i) threads.emplace_back([&, i] { issued[i] = p.issue(s, leases[i], context()); });
+  for (int i = 0; i < kLeases; ++i)
+    threads.emplace_back([&, i] { issued[i] = p.issue(s, leases[i], context()); });
   for (auto& t : threads) t.join();
   std::set<std::string> roles, passwords;
   for (int i = 0; i < kLeases; ++i) {
@@ -399,7 +421,8 @@ TEST_F(PostgresProviderTest, ConcurrentLeasesGetDifferentRolesAndPasswords) {
     passwords.insert(password_of(issued[i]->value));
     auto c = connect(issued[i]->value);
     ASSERT_TRUE(connected(c));
-    EXPECT_EQ(query(c.get(), "SELECT current_user").first_column, std::vector<std::string>{role_of(leases[i])});
+    EXPECT_EQ(query(c.get(), "SELECT current_user").first_column,
+              std::vector<std::string>{role_of(leases[i])});
   }
   EXPECT_EQ(roles.size(), std::size_t{kLeases});
   EXPECT_EQ(passwords.size(), std::size_t{kLeases});
@@ -410,7 +433,8 @@ TEST_F(PostgresProviderTest, ConcurrentLeasesGetDifferentRolesAndPasswords) {
   EXPECT_NE(login_error(swapped), "");
   threads.clear();
   std::vector<Status> revoked(kLeases);
-  for (int i = 0; i < kLeases; ++i) threads.emplace_back([&, i] { revoked[i] = p.revoke(leases[i], nullptr); });
+  for (int i = 0; i < kLeases; ++i)
+    threads.emplace_back([&, i] { revoked[i] = p.revoke(leases[i], nullptr); });
   for (auto& t : threads) t.join();
   for (int i = 0; i < kLeases; ++i) {
     EXPECT_TRUE(revoked[i]) << revoked[i].error().message;
@@ -427,7 +451,8 @@ TEST_F(PostgresProviderTest, TheConnectionLimitHolds) {
   ASSERT_TRUE(connected(first) && connected(second));
   auto third = connect(issued.value);
   EXPECT_FALSE(connected(third));
-  EXPECT_NE(std::string(PQerrorMessage(third.get())).find("too many connections for role"), std::string::npos)
+  EXPECT_NE(std::string(PQerrorMessage(third.get())).find("too many connections for role"),
+            std::string::npos)
       << PQerrorMessage(third.get()) << " (SQLSTATE " << kTooManyConnections << ")";
   first.reset();
   second.reset();
@@ -437,22 +462,27 @@ TEST_F(PostgresProviderTest, TheConnectionLimitHolds) {
 
 TEST_F(PostgresProviderTest, AnInjectionInATableNameIsQuoted) {
   auto p = provider();
-  for (std::string table : {"orders; DROP TABLE payroll", "orders TO PUBLIC; GRANT SELECT ON payroll",
-                            "orders\" TO PUBLIC; DROP TABLE payroll; --", "x'; DROP TABLE payroll; --"}) {
+  for (std::string table :
+       {"orders; DROP TABLE payroll", "orders TO PUBLIC; GRANT SELECT ON payroll",
+        "orders\" TO PUBLIC; DROP TABLE payroll; --", "x'; DROP TABLE payroll; --"}) {
     auto s = spec({{table, {"select"}}});
     auto lease = lease_for(p, s);
     auto issued = p.issue(s, lease, context());
     ASSERT_FALSE(issued.ok()) << table;
     EXPECT_EQ(issued.error().code, "credential_unavailable");
-    EXPECT_NE(issued.error().message.find("does not exist"), std::string::npos) << issued.error().message;
+    EXPECT_NE(issued.error().message.find("does not exist"), std::string::npos)
+        << issued.error().message;
     EXPECT_FALSE(role_exists(role_of(lease))) << "the failed transaction left its role";
   }
   EXPECT_EQ(cluster_->column("SELECT count(*) FROM payroll", "shop")->front(), "1");
-  EXPECT_EQ(cluster_->column("SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'PUBLIC' "
-                             "AND table_name IN ('orders', 'payroll')",
-                             "shop")
-                ->front(),
-            "0");
+  EXPECT_EQ(
+      cluster_
+          ->column(
+              "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'PUBLIC' "
+              "AND table_name IN ('orders', 'payroll')",
+              "shop")
+          ->front(),
+      "0");
 }
 
 TEST_F(PostgresProviderTest, OnlyTablePrivilegesAreGranted) {
@@ -477,7 +507,8 @@ TEST_F(PostgresProviderTest, AFailedIssueNeverShowsTheAdminPassword) {
       cluster_->url("shop_admin", kAdminPassword + "-wrong", "shop"),
       // not a URL libpq reads: its own message would quote it
       "postgresql://shop_admin:" + kAdminPassword + "%zz@127.0.0.1:" + port + "/shop",
-      "postgresql://shop_admin:" + kAdminPassword + "@127.0.0.1:" + port + "/shop?sslmode=" + kAdminPassword,
+      "postgresql://shop_admin:" + kAdminPassword + "@127.0.0.1:" + port +
+          "/shop?sslmode=" + kAdminPassword,
       // nothing listening
       "postgresql://shop_admin:" + kAdminPassword + "@127.0.0.1:1/shop",
   };
@@ -488,11 +519,13 @@ TEST_F(PostgresProviderTest, AFailedIssueNeverShowsTheAdminPassword) {
     auto issued = p.issue(s, lease, context());
     ASSERT_FALSE(issued.ok()) << url;
     EXPECT_EQ(issued.error().code, "credential_unavailable");
-    EXPECT_EQ(issued.error().message.find(kAdminPassword), std::string::npos) << issued.error().message;
+    EXPECT_EQ(issued.error().message.find(kAdminPassword), std::string::npos)
+        << issued.error().message;
     EXPECT_EQ(issued.error().message.find(url), std::string::npos) << issued.error().message;
     auto revoked = p.revoke(lease, nullptr);
     ASSERT_FALSE(revoked.ok());
-    EXPECT_EQ(revoked.error().message.find(kAdminPassword), std::string::npos) << revoked.error().message;
+    EXPECT_EQ(revoked.error().message.find(kAdminPassword), std::string::npos)
+        << revoked.error().message;
   }
 }
 
@@ -503,8 +536,10 @@ TEST_F(PostgresProviderTest, AFailedIssueNeverShowsTheLeasedPassword) {
   auto lease = lease_for(p, s);
   auto issued = p.issue(s, lease, context());
   ASSERT_FALSE(issued.ok());
-  EXPECT_FALSE(std::regex_search(issued.error().message, std::regex("[0-9a-f]{64}"))) << issued.error().message;
-  EXPECT_EQ(issued.error().message.find("SCRAM-SHA-256$"), std::string::npos) << issued.error().message;
+  EXPECT_FALSE(std::regex_search(issued.error().message, std::regex("[0-9a-f]{64}")))
+      << issued.error().message;
+  EXPECT_EQ(issued.error().message.find("SCRAM-SHA-256$"), std::string::npos)
+      << issued.error().message;
 }
 
 TEST_F(PostgresProviderTest, ThePasswordNeverReachesTheServerLog) {
@@ -518,14 +553,16 @@ TEST_F(PostgresProviderTest, ThePasswordNeverReachesTheServerLog) {
     auto c = connect(issued.value);
     ASSERT_TRUE(connected(c));
     EXPECT_EQ(query(c.get(), "SELECT count(*) FROM orders").sqlstate, "");
-    EXPECT_NE(query(c.get(), "SELECT * FROM payroll").sqlstate, "");  // an error report in the log too
+    EXPECT_NE(query(c.get(), "SELECT * FROM payroll").sqlstate,
+              "");  // an error report in the log too
   }
   ASSERT_TRUE(p.revoke(lease, &issued.value));
   const std::string log = cluster_->log();
   // The log does record the statements: the role's creation, with what was sent instead.
   ASSERT_NE(log.find("CREATE ROLE \"" + role_of(lease) + "\""), std::string::npos);
   EXPECT_NE(log.find("SCRAM-SHA-256$4096:"), std::string::npos);
-  EXPECT_EQ(log.find(password), std::string::npos) << "the leased password is in " << cluster_->log_file();
+  EXPECT_EQ(log.find(password), std::string::npos)
+      << "the leased password is in " << cluster_->log_file();
   EXPECT_EQ(log.find(kAdminPassword + "-wrong"), std::string::npos);
 }
 
@@ -543,7 +580,8 @@ TEST_F(PostgresProviderTest, TheUrlPointsWhereTheToolConnects) {
   c.forwards.push_back({25432, cluster_->host(), cluster_->port()});
   auto forwarded_lease = lease_for(p, s);
   auto forwarded = issue(p, s, forwarded_lease, c);
-  EXPECT_NE(forwarded.value.find("@127.0.0.1:25432/shop"), std::string::npos) << "the sandbox's end of the forward";
+  EXPECT_NE(forwarded.value.find("@127.0.0.1:25432/shop"), std::string::npos)
+      << "the sandbox's end of the forward";
   EXPECT_TRUE(p.revoke(direct_lease, nullptr));
   EXPECT_TRUE(p.revoke(forwarded_lease, nullptr));
 }
@@ -554,8 +592,10 @@ TEST_F(PostgresProviderTest, TheRoleHasNoPowersBeyondItsGrants) {
   auto lease = lease_for(p, s);
   auto issued = issue(p, s, lease);
   auto flags = cluster_->column(
-      "SELECT concat_ws(',', rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls, "
-      "rolconnlimit) FROM pg_roles WHERE rolname = '" + role_of(lease) + "'");
+      "SELECT concat_ws(',', rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolreplication, "
+      "rolbypassrls, "
+      "rolconnlimit) FROM pg_roles WHERE rolname = '" +
+      role_of(lease) + "'");
   ASSERT_TRUE(flags.ok());
   EXPECT_EQ(*flags, std::vector<std::string>{"f,f,f,f,f,f,4"});
   EXPECT_TRUE(p.revoke(lease, &issued.value));
@@ -566,7 +606,8 @@ TEST_F(PostgresProviderTest, ATamperedLeaseCannotMakeRevokeDropAnotherRole) {
   // drop the tables.
   auto p = provider();
   ASSERT_TRUE(cluster_->exec("CREATE ROLE airlock_bystander LOGIN"));
-  for (std::string victim : {"shop_admin", "airlock_bystander", "airlock_0123456789ABCDEF0123456789ABCDEF", "postgres"}) {
+  for (std::string victim : {"shop_admin", "airlock_bystander",
+                             "airlock_0123456789ABCDEF0123456789ABCDEF", "postgres"}) {
     Lease lease;
     lease.id = random_hex(32);
     lease.target = {{"server", "shop"}, {"role", victim}};
@@ -578,7 +619,10 @@ TEST_F(PostgresProviderTest, ATamperedLeaseCannotMakeRevokeDropAnotherRole) {
   }
   EXPECT_TRUE(role_exists("shop_admin"));
   EXPECT_TRUE(role_exists("airlock_bystander"));
-  EXPECT_EQ(cluster_->column("SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'customers', 'payroll')", "shop")
+  EXPECT_EQ(cluster_
+                ->column("SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', "
+                         "'customers', 'payroll')",
+                         "shop")
                 ->front(),
             "3");
   Lease bad_id;
@@ -594,14 +638,16 @@ TEST_F(PostgresProviderTest, APooledAdminConnectionTheServerClosedIsReplaced) {
   auto issued = issue(p, s, first);
   ASSERT_TRUE(p.revoke(first, &issued.value));
   // The admin's idle connections are killed (a server restart, idle_session_timeout).
-  ASSERT_TRUE(cluster_->exec("SELECT pg_terminate_backend(pid, 2000) FROM pg_stat_activity WHERE usename = 'shop_admin'"));
+  ASSERT_TRUE(cluster_->exec(
+      "SELECT pg_terminate_backend(pid, 2000) FROM pg_stat_activity WHERE usename = 'shop_admin'"));
   auto second = lease_for(p, s);
   auto again = p.issue(s, second, context());
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_EQ(login_error(again->value), "");
   EXPECT_TRUE(p.revoke(second, &again->value));
   // Connections kept stay few.
-  auto admins = cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usename = 'shop_admin'");
+  auto admins =
+      cluster_->column("SELECT count(*) FROM pg_stat_activity WHERE usename = 'shop_admin'");
   EXPECT_LE(std::stoi(admins->front()), 4);
 }
 
@@ -617,7 +663,8 @@ TEST_F(PostgresProviderTest, AChangedAdminSecretTakesEffectAtTheNextCall) {
   auto second = lease_for(p, s);
   auto refused = p.issue(s, second, context());
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("password authentication failed"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("password authentication failed"), std::string::npos)
+      << refused.error().message;
   EXPECT_FALSE(role_exists(role_of(second)));
 }
 

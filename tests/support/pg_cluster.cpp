@@ -32,7 +32,9 @@ constexpr const char* kUser = "airlock-test";  // as tests/run-unprivileged.sh
 constexpr auto kReadyTimeout = 30s;
 constexpr auto kStopTimeout = 10s;
 
-Error setup(std::string message) { return Error::make("setup_error", std::move(message)); }
+Error setup(std::string message) {
+  return Error::make("setup_error", std::move(message));
+}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -66,10 +68,13 @@ Result<pid_t> spawn(const std::vector<std::string>& args, const SpawnOptions& o)
   if (pid > 0) return pid;
   int null = ::open("/dev/null", O_RDONLY);
   int out = ::open(output.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) ::_exit(126);
-  if (o.drop && (::setgroups(0, nullptr) != 0 || ::setgid(o.gid) != 0 || ::setuid(o.uid) != 0)) ::_exit(126);
+  if (null < 0 || out < 0 || ::dup2(null, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0)
+    ::_exit(126);
+  if (o.drop && (::setgroups(0, nullptr) != 0 || ::setgid(o.gid) != 0 || ::setuid(o.uid) != 0))
+    ::_exit(126);
   // After setuid, which clears it; and the parent may already be gone.
-  if (o.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)) ::_exit(126);
+  if (o.die_with_parent && (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent))
+    ::_exit(126);
   if (::chdir(cwd.c_str()) != 0) ::_exit(126);
   ::execv(argv[0], argv.data());
   ::_exit(127);
@@ -87,15 +92,16 @@ Status run_tool(const std::vector<std::string>& args, const SpawnOptions& o) {
   if (!pid) return pid.error();
   const int status = wait_for(*pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::success();
-  return setup(args[0] + " failed (status " + std::to_string(status) + "): " + tail(read_file(o.output)));
+  return setup(args[0] + " failed (status " + std::to_string(status) +
+               "): " + tail(read_file(o.output)));
 }
 
 Status ensure_user() {
   if (::getpwnam(kUser) != nullptr) return Status::success();
   SpawnOptions o;
   o.output = "/dev/null";
-  return run_tool({"/usr/sbin/useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell",
-                   "/usr/sbin/nologin", kUser},
+  return run_tool({"/usr/sbin/useradd", "--system", "--no-create-home", "--home-dir",
+                   "/nonexistent", "--shell", "/usr/sbin/nologin", kUser},
                   o);
 }
 
@@ -142,7 +148,8 @@ std::string percent_encode(const std::string& text) {
 
 Result<std::unique_ptr<PgCluster>> PgCluster::start(Options options) {
   std::string pattern = (fs::temp_directory_path() / "airlock-pg-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) return setup("mkdtemp: " + std::string(strerror(errno)));
+  if (::mkdtemp(pattern.data()) == nullptr)
+    return setup("mkdtemp: " + std::string(strerror(errno)));
   // From here the destructor removes the directory, whatever fails.
   std::unique_ptr<PgCluster> cluster(new PgCluster(pattern, std::move(options)));
   if (Status s = cluster->init(); !s) return s.error();
@@ -164,19 +171,22 @@ Status PgCluster::init() {
     uid_ = pw->pw_uid;
     gid_ = pw->pw_gid;
     drop_privileges_ = true;
-    if (::chown(dir_.c_str(), uid_, gid_) != 0) return setup("chown " + dir_.string() + ": " + strerror(errno));
+    if (::chown(dir_.c_str(), uid_, gid_) != 0)
+      return setup("chown " + dir_.string() + ": " + strerror(errno));
   }
   const fs::path pwfile = dir_ / "pwfile";
   {
     std::ofstream out(pwfile);
     out << options_.superuser_password << "\n";
   }
-  if (drop_privileges_ && ::chown(pwfile.c_str(), uid_, gid_) != 0) return setup("chown pwfile: " + std::string(strerror(errno)));
+  if (drop_privileges_ && ::chown(pwfile.c_str(), uid_, gid_) != 0)
+    return setup("chown pwfile: " + std::string(strerror(errno)));
   SpawnOptions o{drop_privileges_, uid_, gid_, dir_, dir_ / "initdb.log", false};
-  Status made = run_tool({std::string(kBinDir) + "/initdb", "-D", (dir_ / "data").string(), "-U", options_.superuser,
-                          "--pwfile=" + pwfile.string(), "--auth-local=trust", "--auth-host=scram-sha-256", "-E",
-                          "UTF8", "--no-locale", "--no-sync", "--no-instructions"},
-                         o);
+  Status made = run_tool(
+      {std::string(kBinDir) + "/initdb", "-D", (dir_ / "data").string(), "-U", options_.superuser,
+       "--pwfile=" + pwfile.string(), "--auth-local=trust", "--auth-host=scram-sha-256", "-E",
+       "UTF8", "--no-locale", "--no-sync", "--no-instructions"},
+      o);
   std::error_code ignored;
   fs::remove(pwfile, ignored);
   return made;
@@ -188,8 +198,15 @@ Status PgCluster::launch() {
     auto port = free_port();
     if (!port) return port.error();
     port_ = *port;
-    std::vector<std::string> args = {std::string(kBinDir) + "/postgres", "-D", (dir_ / "data").string(), "-p",
-                                     std::to_string(port_), "-k", dir_.string(), "-c", "listen_addresses=127.0.0.1"};
+    std::vector<std::string> args = {std::string(kBinDir) + "/postgres",
+                                     "-D",
+                                     (dir_ / "data").string(),
+                                     "-p",
+                                     std::to_string(port_),
+                                     "-k",
+                                     dir_.string(),
+                                     "-c",
+                                     "listen_addresses=127.0.0.1"};
     for (const auto& [name, value] : options_.settings) {
       args.push_back("-c");
       args.push_back(name + "=" + value);
@@ -210,7 +227,8 @@ Status PgCluster::launch() {
       if (PQping(info.c_str()) == PQPING_OK) return Status::success();
       std::this_thread::sleep_for(20ms);
     }
-    if (postmaster_ > 0) return setup("postgres did not accept connections within 30 s: " + tail(log()));
+    if (postmaster_ > 0)
+      return setup("postgres did not accept connections within 30 s: " + tail(log()));
   }
   return setup("postgres exited: " + why);
 }
@@ -231,11 +249,14 @@ void PgCluster::stop() {
   postmaster_ = -1;
 }
 
-std::string PgCluster::log() const { return read_file(log_file()); }
+std::string PgCluster::log() const {
+  return read_file(log_file());
+}
 
-std::string PgCluster::url(const std::string& user, const std::string& password, const std::string& database) const {
-  return "postgresql://" + percent_encode(user) + ":" + percent_encode(password) + "@" + host() + ":" +
-         std::to_string(port_) + "/" + percent_encode(database);
+std::string PgCluster::url(const std::string& user, const std::string& password,
+                           const std::string& database) const {
+  return "postgresql://" + percent_encode(user) + ":" + percent_encode(password) + "@" + host() +
+         ":" + std::to_string(port_) + "/" + percent_encode(database);
 }
 
 std::string PgCluster::superuser_conninfo(const std::string& database) const {
@@ -243,15 +264,19 @@ std::string PgCluster::superuser_conninfo(const std::string& database) const {
          " user=" + conninfo_value(options_.superuser) + " dbname=" + conninfo_value(database);
 }
 
-Result<std::vector<std::string>> PgCluster::column(const std::string& sql, const std::string& database) const {
-  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(superuser_conninfo(database).c_str()), &PQfinish);
-  if (PQstatus(conn.get()) != CONNECTION_OK) return setup(std::string("connect: ") + PQerrorMessage(conn.get()));
+Result<std::vector<std::string>> PgCluster::column(const std::string& sql,
+                                                   const std::string& database) const {
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn(
+      PQconnectdb(superuser_conninfo(database).c_str()), &PQfinish);
+  if (PQstatus(conn.get()) != CONNECTION_OK)
+    return setup(std::string("connect: ") + PQerrorMessage(conn.get()));
   std::unique_ptr<PGresult, decltype(&PQclear)> res(PQexec(conn.get(), sql.c_str()), &PQclear);
   auto status = PQresultStatus(res.get());
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK)
     return setup(sql + ": " + PQresultErrorMessage(res.get()));
   std::vector<std::string> out;
-  for (int row = 0; row < PQntuples(res.get()); ++row) out.emplace_back(PQgetvalue(res.get(), row, 0));
+  for (int row = 0; row < PQntuples(res.get()); ++row)
+    out.emplace_back(PQgetvalue(res.get(), row, 0));
   return out;
 }
 

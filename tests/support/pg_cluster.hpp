@@ -50,17 +50,20 @@ class PgCluster {
   std::string log() const;  // the server's log so far
 
   // postgresql://user:password@127.0.0.1:port/database (percent-encoded).
-  std::string url(const std::string& user, const std::string& password, const std::string& database) const;
+  std::string url(const std::string& user, const std::string& password,
+                  const std::string& database) const;
   // The superuser over the cluster's own socket (trust): for set-up and inspection.
   std::string superuser_conninfo(const std::string& database = "postgres") const;
 
   // Runs `sql` (several statements are one implicit transaction) as the superuser.
   Status exec(const std::string& sql, const std::string& database = "postgres") const;
   // The first column of each row of `sql` as the superuser.
-  Result<std::vector<std::string>> column(const std::string& sql, const std::string& database = "postgres") const;
+  Result<std::vector<std::string>> column(const std::string& sql,
+                                          const std::string& database = "postgres") const;
 
  private:
-  PgCluster(std::filesystem::path dir, Options options) : dir_(std::move(dir)), options_(std::move(options)) {}
+  PgCluster(std::filesystem::path dir, Options options)
+      : dir_(std::move(dir)), options_(std::move(options)) {}
   Status init();
   Status launch();
   void stop();
