@@ -22,7 +22,8 @@ namespace airlock::creds {
 
 class PostgresProvider final : public Provider {
  public:
-  // The admin libpq URL stored under a server's admin_secret.
+  // The admin libpq URL stored under a server's admin_secret. Called from every issue and
+  // revoke, from several threads at once; read per call, so a changed secret applies at once.
   using AdminUrl = std::function<Result<std::string>(const std::string& secret_name)>;
 
   // Seconds libpq waits for each connection (it rounds anything below 2 up to 2).

@@ -3,7 +3,8 @@
 // over TCP, trust over its socket), everything stopped and removed by the destructor. Never
 // the system cluster, never port 5432. PostgreSQL refuses to run as root: as root, initdb and
 // postgres run as the `airlock-test` system user (created when missing, as by
-// tests/run-unprivileged.sh), which owns the directory.
+// tests/run-unprivileged.sh), which owns the directory (under TMPDIR, else /tmp: its parents
+// must be searchable by that user).
 //
 // The postmaster is a child of the process that started the cluster and dies with it
 // (PR_SET_PDEATHSIG): a test that crashes leaves no server behind, only the directory. Start
