@@ -117,6 +117,8 @@ Result<std::uint16_t> free_port() {
             ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   ::close(fd);
   if (!ok) return setup("bind 127.0.0.1:0: " + std::string(strerror(errno)));
+  // Never the system cluster's port (not in the ephemeral range, but a host may set it so).
+  if (ntohs(addr.sin_port) == 5432) return setup("the kernel handed out port 5432");
   return ntohs(addr.sin_port);
 }
 
