@@ -28,6 +28,12 @@ pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
 pkg_check_modules(HS REQUIRED IMPORTED_TARGET libhs)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
 
+# Credentials: libpq for the postgres provider's roles (and the tests' throwaway clusters).
+# Shared always: Debian's libpq.a needs libpgcommon, libpgport, GSSAPI and LDAP after it.
+pkg_check_modules(PQ REQUIRED IMPORTED_TARGET libpq)
+add_library(airlock_dep_pq INTERFACE)
+target_link_libraries(airlock_dep_pq INTERFACE PkgConfig::PQ)
+
 # The libraries above that every `airlock` process loads are linked from their static archives
 # by default: loading six shared objects and resolving ~7,900 symbols cost ~1.5 ms of every
 # `airlock run` (docs/performance.md). AIRLOCK_STATIC_DEPS=OFF links the shared ones.

@@ -16,6 +16,9 @@ PACKAGES=(
   libsqlite3-dev libssl-dev
   # daemon: /metrics
   prometheus-cpp-dev
+  # credentials: libpq for the postgres provider; the server for its tests' throwaway clusters
+  # (initdb and postgres from /usr/lib/postgresql/15/bin)
+  libpq-dev postgresql-15 postgresql-client-15
   # DLP: Vectorscan and RE2
   libvectorscan-dev libre2-dev
   # validate: the parse worker's C tree walk is a module for Debian's python3

@@ -25,7 +25,7 @@ inline constexpr const char* kJwtTokenType = "urn:ietf:params:oauth:token-type:j
 class OAuthExchangeProvider : public Provider {
  public:
   // A secret's value by its name (SecretStore::get).
-  using SecretLookup = std::function<Result<std::string>(const std::string& name)>;
+
 
   explicit OAuthExchangeProvider(SecretLookup secrets, identity::FetchOptions fetch = default_fetch())
       : secrets_(std::move(secrets)), fetch_(std::move(fetch)) {}
