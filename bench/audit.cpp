@@ -75,7 +75,7 @@ nlohmann::json invocation_fields(std::uint64_t n) {
   r.input = ContentDigest::of("{\"code\":\"print(sum(range(" + std::to_string(n) + ")))\"}");
   r.output = ContentDigest::of(std::to_string(n * (n + 1) / 2) + "\n");
   r.error_output = ContentDigest::of("");
-  r.credentials.push_back({"PYPI_TOKEN", std::string(64, 'c')});
+  r.credentials.push_back({"PYPI_TOKEN", std::string(64, 'c'), "", "", {}, 0});
   return to_fields(r);
 }
 

@@ -176,7 +176,7 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
 }
 
 Result<std::string> Daemon::State::secret(const std::string& name) {
-  std::lock_guard lock(secrets_mu);
+  std::lock_guard held(secrets_mu);
   if (!secrets) {
     PrivateFiles private_files;
     auto opened = creds::SecretStore::open(data_dir);

@@ -402,7 +402,7 @@ TEST(InvocationRecord, HoldsDigestsAndFingerprintsNeverSecrets) {
   record.output = ContentDigest::of("body with " + secret);
   record.output->redacted = "body with [REDACTED:api_key] \xff";
   record.findings.push_back({"no-subprocess", "high", "subprocess.run call", 3});
-  record.credentials.push_back({"EXAMPLE_TOKEN", (*log)->credential_fingerprint(secret)});
+  record.credentials.push_back({"EXAMPLE_TOKEN", (*log)->credential_fingerprint(secret), "", "", {}, 0});
   auto receipt = (*log)->append(to_fields(record));
   ASSERT_TRUE(receipt) << receipt.error().message;
   ASSERT_TRUE((*log)->close());
