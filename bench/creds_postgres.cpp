@@ -60,7 +60,7 @@ struct Setup {
         [url = admin_url](const std::string&) -> Result<std::string> { return url; });
     policy::PostgresCredential pg;
     pg.server = "shop";
-    pg.grant = {{"orders", {"select"}}, {"customers", {"select"}}};
+    pg.grant = {{"select", {"orders", "customers"}}};
     spec.env = "DATABASE_URL";
     spec.source = pg;
   }

@@ -182,20 +182,18 @@ struct Grant {
 
 Result<std::vector<Grant>> parse_grants(const policy::PostgresCredential& spec) {
   std::vector<Grant> grants;
-  for (const auto& [table, privileges] : spec.grant) {
-    auto dot = table.find('.');
-    std::string schema = dot == std::string::npos ? "public" : table.substr(0, dot);
-    std::string name = dot == std::string::npos ? table : table.substr(dot + 1);
-    if (schema.empty() || name.empty() || name.find('.') != std::string::npos)
-      return Error::make("invalid_argument",
-                         "postgres grant: '" + table + "' is not a table or schema.table");
-    for (const auto& privilege : privileges) {
-      if (std::find(kPrivileges.begin(), kPrivileges.end(), privilege) == kPrivileges.end())
-        return Error::make("invalid_argument",
-                           "postgres grant: '" + privilege + "' is not a table privilege");
-      std::string upper = privilege;
-      std::transform(upper.begin(), upper.end(), upper.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const auto& [privilege, tables] : spec.grant) {  // privilege -> the tables it is granted on
+    if (std::find(kPrivileges.begin(), kPrivileges.end(), privilege) == kPrivileges.end())
+      return Error::make("invalid_argument", "postgres grant: '" + privilege + "' is not a table privilege");
+    std::string upper = privilege;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    for (const auto& table : tables) {
+      auto dot = table.find('.');
+      std::string schema = dot == std::string::npos ? "public" : table.substr(0, dot);
+      std::string name = dot == std::string::npos ? table : table.substr(dot + 1);
+      if (schema.empty() || name.empty() || name.find('.') != std::string::npos)
+        return Error::make("invalid_argument", "postgres grant: '" + table + "' is not a table or schema.table");
       grants.push_back({upper, schema, name, privilege + ":" + table});
     }
   }

@@ -133,12 +133,14 @@ class PostgresProviderTest : public ::testing::Test {
     });
   }
 
-  static policy::CredentialSpec spec(std::map<std::string, std::vector<std::string>> grant,
+  // `grant`: table -> privileges, turned into the config's privilege -> tables.
+  static policy::CredentialSpec spec(const std::map<std::string, std::vector<std::string>>& grant,
                                      std::chrono::seconds ttl = 60s,
                                      std::uint32_t connection_limit = 4) {
     policy::PostgresCredential pg;
     pg.server = "shop";
-    pg.grant = std::move(grant);
+    for (const auto& [table, privileges] : grant)
+      for (const auto& privilege : privileges) pg.grant[privilege].push_back(table);
     pg.ttl = ttl;
     pg.connection_limit = connection_limit;
     policy::CredentialSpec s;

@@ -106,7 +106,7 @@ TEST_F(CredentialsTest, AToolThatPrintsItsSecretInEveryEncodingLeaksNone) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto body = r.json();
   ASSERT_EQ(body["status"], "ok") << r.body;
-  const auto& shown = body["result"]["API_KEY"];
+  const auto& shown = body["output"]["API_KEY"];
   for (const char* form : {"raw", "base64", "base64url", "hex", "HEX", "url"})
     EXPECT_EQ(shown[form], "[REDACTED:CREDENTIAL]") << form << ": " << shown.dump();
   EXPECT_EQ(shown["in_text"], "the credential is [REDACTED:CREDENTIAL], use it well");
@@ -186,7 +186,7 @@ TEST_F(CredentialsTest, ASandboxCannotReadAnotherSandboxsCredentialThroughProc) 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the holder is running now
   auto snoop = invoke(port(), "proc-snoop", {{"needle", kSnoopValue}});
   ASSERT_EQ(snoop.json()["status"], "ok") << snoop.body;
-  EXPECT_EQ(snoop.json()["result"]["found"], json::array()) << snoop.body;
+  EXPECT_EQ(snoop.json()["output"]["found"], json::array()) << snoop.body;
   EXPECT_EQ(holder.get().json()["status"], "ok");
 }
 
@@ -225,8 +225,8 @@ class PostgresCredentialsTest : public ::testing::Test {
     auto cluster = airlock::test::PgCluster::start();
     ASSERT_TRUE(cluster.ok()) << cluster.error().message;
     pg_ = std::move(*cluster);
-    ASSERT_TRUE(pg_->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD 'admin-pw-7f3a'; "
-                          "CREATE DATABASE shop OWNER shop_admin").ok());
+    ASSERT_TRUE(pg_->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD 'admin-pw-7f3a'").ok());
+    ASSERT_TRUE(pg_->exec("CREATE DATABASE shop OWNER shop_admin").ok());
     ASSERT_TRUE(pg_->exec("SET ROLE shop_admin; CREATE TABLE orders (id int); CREATE TABLE customers (id int);"
                           " CREATE TABLE payroll (salary int); INSERT INTO orders VALUES (1), (2), (3)",
                           "shop").ok());
@@ -258,13 +258,14 @@ credentialServers:
     ws_.reset();
     pg_.reset();
   }
+  // The roles leases make (airlock_<lease id>), not the fixture's airlock_super.
   std::vector<std::string> airlock_roles() {
-    auto roles = pg_->column("SELECT rolname FROM pg_roles WHERE rolname LIKE 'airlock\\_%'");
+    auto roles = pg_->column("SELECT rolname FROM pg_roles WHERE rolname ~ '^airlock_[0-9a-f]{32}$'");
     EXPECT_TRUE(roles.ok());
     return roles.ok() ? *roles : std::vector<std::string>{"?"};
   }
   std::vector<std::string> airlock_sessions() {
-    auto s = pg_->column("SELECT usename FROM pg_stat_activity WHERE usename LIKE 'airlock\\_%'");
+    auto s = pg_->column("SELECT usename FROM pg_stat_activity WHERE usename ~ '^airlock_[0-9a-f]{32}$'");
     return s.ok() ? *s : std::vector<std::string>{"?"};
   }
 
@@ -275,8 +276,9 @@ credentialServers:
 
 TEST_F(PostgresCredentialsTest, TheRoleReadsWhatItWasGrantedNothingElseAndIsGoneAfterTheCall) {
   auto r = invoke(daemon_->port, "orders-report", json::object());
-  ASSERT_EQ(r.json()["status"], "ok") << r.body;
-  const auto& out = r.json()["result"];
+  const json body = r.json();
+  ASSERT_EQ(body["status"], "ok") << r.body;
+  const json& out = body["output"];
   EXPECT_EQ(out["orders"], "3") << out.dump();
   EXPECT_NE(out["payroll_error"].get<std::string>().find("permission denied"), std::string::npos) << out.dump();
   EXPECT_NE(out["insert_error"].get<std::string>().find("permission denied"), std::string::npos) << out.dump();
@@ -291,7 +293,7 @@ TEST_F(PostgresCredentialsTest, TheRoleReadsWhatItWasGrantedNothingElseAndIsGone
 TEST_F(PostgresCredentialsTest, AChildThatOutlivesTheCallAndRetriesTheCredentialGetsNowhere) {
   auto r = invoke(daemon_->port, "outlive-call", {{"var", "ORDERS_DB_URL"}});
   ASSERT_EQ(r.json()["status"], "ok") << r.body;
-  EXPECT_EQ(r.json()["result"]["orders"], "3") << r.body;
+  EXPECT_EQ(r.json()["output"]["orders"], "3") << r.body;
   // The detached child died with the sandbox, and its role is gone: for two seconds no
   // session of an Airlock role appears.
   for (int i = 0; i < 20; ++i) {

@@ -2,6 +2,8 @@
 
 #include <openssl/crypto.h>
 
+#include <cctype>
+
 #include "common/split.hpp"
 
 namespace airlock::pipeline {
@@ -62,12 +64,34 @@ Result<std::shared_ptr<const dlp::Scanner>> literal_scanner() {
   return std::make_shared<const dlp::Scanner>(std::move(*scanner));
 }
 
+constexpr std::string_view kMarker = "[REDACTED:CREDENTIAL]";
+
+bool is_base64_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
+}
+
+// DLP finds a value's base64 form by its whole 4-character groups; the last 1 to 3
+// characters (and padding) of a standalone encoding still carry bits of the value's last
+// bytes. A marker followed by such a short tail, and then by no more base64, absorbs it:
+// at worst three characters of the text after a raw value are redacted with it.
+void absorb_base64_tails(std::string& text) {
+  for (std::size_t at = text.find(kMarker); at != std::string::npos; at = text.find(kMarker, at + kMarker.size())) {
+    std::size_t end = at + kMarker.size(), n = 0;
+    while (end + n < text.size() && n < 4 && is_base64_char(text[end + n])) ++n;
+    if (n == 0 || n == 4) continue;
+    std::size_t pad = 0;
+    while (end + n + pad < text.size() && pad < 2 && text[end + n + pad] == '=') ++pad;
+    text.erase(end, n + pad);
+  }
+}
+
 // Redacts `text` in place; true when something was found.
 bool redact_text(std::string& text, const dlp::Scanner& scanner, const dlp::ScanOptions& options) {
   if (text.empty()) return false;
   auto found = scanner.scan(text, options);
   if (found.findings.empty()) return false;
   text = scanner.redact(text, found);
+  absorb_base64_tails(text);
   return true;
 }
 
