@@ -20,6 +20,8 @@
 #include "audit/log_reader.hpp"
 #include "audit/verify.hpp"
 #include "sandbox/cgroup.hpp"
+#include "creds/secret_store.hpp"
+#include "pg_cluster.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -135,6 +137,15 @@ json introspect(std::uint16_t port, const std::string& token) {
 // next start revokes it before serving.
 TEST(Restart, TheCredentialsOfACallKilledWithItsDaemonAreRevokedAtTheNextStart) {
   Collector collector;
+  auto pg = airlock::test::PgCluster::start();
+  ASSERT_TRUE(pg.ok()) << pg.error().message;
+  ASSERT_TRUE((*pg)->exec("CREATE ROLE shop_admin LOGIN CREATEROLE PASSWORD 'admin-pw'").ok());
+  ASSERT_TRUE((*pg)->exec("CREATE DATABASE shop OWNER shop_admin").ok());
+  ASSERT_TRUE((*pg)->exec("SET ROLE shop_admin; CREATE TABLE orders (id int)", "shop").ok());
+  auto lease_roles = [&] {
+    auto roles = (*pg)->column("SELECT rolname FROM pg_roles WHERE rolname ~ '^airlock_[0-9a-f]{32}$'");
+    return roles.ok() ? roles->size() : 99u;
+  };
   Workspace ws("", R"(  - name: send-token
     runtime: {type: python, file: tools/send_credential.py}
     limits: {timeout: 120s}
@@ -142,7 +153,17 @@ TEST(Restart, TheCredentialsOfACallKilledWithItsDaemonAreRevokedAtTheNextStart) 
     credentials:
       - env: REPORTS_TOKEN
         token: {audience: "https://reports.internal", scopes: ["reports:write"], ttl: 5m}
+      - env: ORDERS_DB_URL
+        postgres: {server: orders, grant: {select: [orders]}, ttl: 5m}
+credentialServers:
+  - name: orders
+    postgres: {host: 127.0.0.1, port: )" + std::to_string((*pg)->port()) + R"(, database: shop, adminSecret: orders-admin}
 )");
+  {
+    auto store = creds::SecretStore::open(ws.dir() + "/data");
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    ASSERT_TRUE((*store)->set("orders-admin", (*pg)->url("shop_admin", "admin-pw", "shop")).ok());
+  }
   const std::uint16_t port = free_port(21000);
   const std::string log = ws.dir() + "/daemon.log";
   pid_t daemon = start_serving(ws, port, log);
@@ -152,6 +173,7 @@ TEST(Restart, TheCredentialsOfACallKilledWithItsDaemonAreRevokedAtTheNextStart) 
   const std::string token = collector.next();
   ASSERT_FALSE(token.empty()) << "the tool never sent its token";
   ASSERT_EQ(introspect(port, token)["active"], true);
+  ASSERT_EQ(lease_roles(), 1u);  // the call's role exists while it runs
 
   ::kill(daemon, SIGKILL);
   ::waitpid(daemon, nullptr, 0);
@@ -160,9 +182,10 @@ TEST(Restart, TheCredentialsOfACallKilledWithItsDaemonAreRevokedAtTheNextStart) 
   pid_t second = start_serving(ws, port, log);
   ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
   EXPECT_EQ(introspect(port, token), json({{"active", false}}));
+  EXPECT_EQ(lease_roles(), 0u) << "the killed call's postgres role was not dropped";
   std::ifstream in(log);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("revoked 1 credential lease(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("revoked 2 credential lease(s)"), std::string::npos) << text;
   EXPECT_EQ(text.find(token), std::string::npos) << "the daemon logged a credential";
   ::kill(second, SIGTERM);
   ::waitpid(second, nullptr, 0);
