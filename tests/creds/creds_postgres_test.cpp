@@ -258,7 +258,8 @@ TEST_F(PostgresProviderTest, SeveralGrantsAndQualifiedTables) {
   auto s = spec({{"public.customers", {"select"}}, {"orders", {"select", "insert"}}});
   auto lease = lease_for(p, s);
   auto issued = issue(p, s, lease);
-  EXPECT_EQ(issued.scopes, (std::vector<std::string>{"select:orders", "insert:orders",
+  // In the config's order: by privilege, then the tables listed for it.
+  EXPECT_EQ(issued.scopes, (std::vector<std::string>{"insert:orders", "select:orders",
                                                      "select:public.customers"}));
   auto c = connect(issued.value);
   ASSERT_TRUE(connected(c)) << PQerrorMessage(c.get());

@@ -4,6 +4,8 @@
 // issued value is anywhere in the data directory afterwards.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -12,6 +14,7 @@
 #include "audit/log_reader.hpp"
 #include "creds/secret_store.hpp"
 #include "pg_cluster.hpp"
+#include "tls_fixtures.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -301,6 +304,68 @@ TEST_F(PostgresCredentialsTest, AChildThatOutlivesTheCallAndRetriesTheCredential
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_TRUE(airlock_roles().empty());
+}
+
+// Egress injection through the daemon: the sandbox holds the placeholder, the verified upstream
+// gets the secret, and no other host does.
+class InjectedCredentialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::signal(SIGPIPE, SIG_IGN);
+    ::setenv("SSL_CERT_FILE", pki_.ca_file().c_str(), 1);  // the daemon's trust store
+    upstream_ = std::make_unique<egress::fixtures::TlsServer>(pki_.server("api.slack.example", "ca"));
+    other_ = std::make_unique<egress::fixtures::TlsServer>(pki_.server("other.example", "ca"));
+    const std::string up = std::to_string(upstream_->port()), other = std::to_string(other_->port());
+    ws_ = std::make_unique<Workspace>("", R"(  - name: call-api
+    runtime: {type: python, file: tools/call_api.py}
+    network:
+      allow: ["other.example:)" + other + R"("]
+      resolve: {api.slack.example: 127.0.0.1, other.example: 127.0.0.1}
+    credentials:
+      - env: SLACK_TOKEN
+        secret: slack-bot
+        inject: {host: api.slack.example, port: )" + up + R"(, header: Authorization, value: "Bearer ${SLACK_TOKEN}"}
+)");
+    auto store = creds::SecretStore::open(ws_->dir() + "/data");
+    ASSERT_TRUE(store.ok()) << store.error().message;
+    ASSERT_TRUE((*store)->set("slack-bot", kSlackValue).ok());
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    ws_.reset();
+    ::unsetenv("SSL_CERT_FILE");
+  }
+  static constexpr const char* kSlackValue = "xoxb-1111-2222-aaaabbbbccccdddd";
+  egress::fixtures::TestPki pki_;
+  std::unique_ptr<egress::fixtures::TlsServer> upstream_, other_;
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+TEST_F(InjectedCredentialTest, TheSandboxSeesAPlaceholderAndOnlyTheUpstreamGetsTheSecret) {
+  auto r = invoke(daemon_->port, "call-api", {{"host", "api.slack.example"}, {"port", upstream_->port()}});
+  const json body = r.json();
+  ASSERT_EQ(body["status"], "ok") << r.body;
+  EXPECT_EQ(body["output"]["env"], "airlock-injected-by-egress-proxy:SLACK_TOKEN") << r.body;
+  EXPECT_EQ(body["output"]["status"], 200) << r.body;
+  auto requests = upstream_->requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_NE(requests[0].find(std::string("\r\nAuthorization: Bearer ") + kSlackValue + "\r\n"), std::string::npos)
+      << requests[0];
+  EXPECT_EQ(r.body.find(kSlackValue), std::string::npos);
+
+  // Another host the tool may reach gets the placeholder it sent, never the secret.
+  auto o = invoke(daemon_->port, "call-api", {{"host", "other.example"}, {"port", other_->port()}, {"unverified", true}});
+  ASSERT_EQ(o.json()["status"], "ok") << o.body;
+  auto elsewhere = other_->requests();
+  ASSERT_EQ(elsewhere.size(), 1u) << o.body;
+  EXPECT_EQ(elsewhere[0].find(kSlackValue), std::string::npos) << elsewhere[0];
+  EXPECT_NE(elsewhere[0].find("airlock-injected-by-egress-proxy:SLACK_TOKEN"), std::string::npos);
+
+  // A host it was not allowed is refused outright.
+  auto denied = invoke(daemon_->port, "call-api", {{"host", "evil.example"}, {"port", 443}});
+  EXPECT_EQ(denied.json()["output"]["status"], 0) << denied.body;
 }
 
 }  // namespace
