@@ -43,15 +43,12 @@ Result<Leased> Broker::lease_one(const policy::CredentialSpec& spec, const Lease
     (void)revoke_one(lease, nullptr);  // whatever was half made
     return Error::make(issued.error().code, what + ": " + issued.error().message);
   }
+  // The row is not written again until revocation (with the scopes and expiry learned here):
+  // leasing and active are the same to recovery, and a write is most of a lease's cost.
   out.value = std::move(issued->value);
   lease.scopes = std::move(issued->scopes);
   if (issued->expires_at != Clock::time_point{}) lease.expires_at = issued->expires_at;
   lease.state = Lease::State::active;
-  if (auto s = store_.update(lease); !s) {
-    (void)revoke_one(lease, &out.value);
-    wipe(out.value);
-    return Error::make("credential_unavailable", what + ": the lease could not be stored: " + s.error().message);
-  }
   return out;
 }
 

@@ -25,6 +25,8 @@ struct Lease {
   // What revocation needs besides the id, written before the credential exists (postgres:
   // {"server", "role"}; token: {"jti"}). Never a secret.
   nlohmann::json target = nlohmann::json::object();
+  // leasing: stored, its credential maybe made (the stored state until revocation); active:
+  // issued (in memory); revoked; revoke_failed (its provider could not end it).
   enum class State { leasing, active, revoked, revoke_failed } state = State::leasing;
 };
 

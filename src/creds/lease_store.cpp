@@ -20,8 +20,16 @@ Error db_error(sqlite3* db, const std::string& what) {
 // A prepared statement that finalizes itself; binds text by copy.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) : db_(db) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
-  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
+  // One of the store's prepared statements, reset for this use and kept afterwards.
+  explicit Statement(sqlite3_stmt* cached) : stmt_(cached), ok_(cached != nullptr), owned_(false) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  ~Statement() {
+    if (owned_) sqlite3_finalize(stmt_);
+    else sqlite3_reset(stmt_);
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
   bool ok() const { return ok_; }
@@ -37,10 +45,16 @@ class Statement {
   std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
 
  private:
-  sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   bool ok_ = false;
+  bool owned_ = true;
 };
+
+constexpr const char* kAdd =
+    "INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"
+    " target, state, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+constexpr const char* kUpdate =
+    "UPDATE leases SET scopes = ?2, issued_ms = ?3, expires_ms = ?4, state = ?5, updated_ms = ?6 WHERE id = ?1";
 
 constexpr const char* kColumns =
     "id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms, target, state";
@@ -91,18 +105,24 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
       "CREATE INDEX IF NOT EXISTS leases_by_state ON leases(state);"
       "CREATE INDEX IF NOT EXISTS leases_by_invocation ON leases(invocation_id);";
   if (sqlite3_exec(db, schema, nullptr, nullptr, nullptr) != SQLITE_OK) return db_error(db, "creating the table");
+  // Prepared once: preparing is a good part of a write's cost (bench/creds).
+  if (sqlite3_prepare_v3(db, kAdd, -1, SQLITE_PREPARE_PERSISTENT, &store->add_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v3(db, kUpdate, -1, SQLITE_PREPARE_PERSISTENT, &store->update_, nullptr) != SQLITE_OK)
+    return db_error(db, "preparing the statements");
   return store;
 }
 
-LeaseStore::~LeaseStore() { sqlite3_close(db_); }
+LeaseStore::~LeaseStore() {
+  sqlite3_finalize(add_);
+  sqlite3_finalize(update_);
+  sqlite3_close(db_);
+}
 
 // WAL with synchronous=NORMAL: a committed lease survives the daemon being killed (the case
 // recovery is for); a power cut may lose the last ones, whose credentials still expire.
 Status LeaseStore::add(const Lease& lease) {
   std::lock_guard lock(mu_);
-  Statement s(db_,
-              "INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"
-              " target, state, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  Statement s(add_);
   if (!s.ok()) return db_error(db_, "adding a lease");
   s.bind(1, lease.id);
   s.bind(2, lease.invocation_id);
@@ -121,9 +141,7 @@ Status LeaseStore::add(const Lease& lease) {
 
 Status LeaseStore::update(const Lease& lease) {
   std::lock_guard lock(mu_);
-  Statement s(db_,
-              "UPDATE leases SET scopes = ?2, issued_ms = ?3, expires_ms = ?4, state = ?5, updated_ms = ?6"
-              " WHERE id = ?1");
+  Statement s(update_);
   if (!s.ok()) return db_error(db_, "updating a lease");
   s.bind(1, lease.id);
   s.bind(2, nlohmann::json(lease.scopes).dump());

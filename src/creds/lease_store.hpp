@@ -12,6 +12,7 @@
 #include "creds/lease.hpp"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace airlock::creds {
 
@@ -33,6 +34,8 @@ class LeaseStore {
   explicit LeaseStore(sqlite3* db) : db_(db) {}
   std::mutex mu_;
   sqlite3* db_;
+  sqlite3_stmt* add_ = nullptr;
+  sqlite3_stmt* update_ = nullptr;
 };
 
 // 32 random hex digits (128 bits from OpenSSL's generator).

@@ -82,9 +82,9 @@ TEST_F(BrokerTest, ALeaseIsStoredBeforeItsCredentialIsMadeAndRevokedAfter) {
   EXPECT_NE((*leased)[0].lease.id, (*leased)[1].lease.id);
   EXPECT_NE((*leased)[0].value, (*leased)[1].value);
   EXPECT_EQ(store_->outstanding()->size(), 2u);
-  auto active = store_->of_invocation("inv-1");
-  ASSERT_TRUE(active.ok());
-  EXPECT_EQ((*active)[0].state, Lease::State::active);
+  auto stored = store_->of_invocation("inv-1");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ((*stored)[0].state, Lease::State::leasing);
 
   ASSERT_TRUE(broker_->revoke(*leased).ok());
   EXPECT_EQ(provider_->revoked.size(), 2u);
