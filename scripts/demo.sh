@@ -26,7 +26,9 @@ IDP="python3 $(dirname "$0")/demo_idp.py"
 IDP_PORT=8752   # examples/airlock.yaml: identity.issuers demo-idp, jwksUrl
 
 step "Starting the daemon on the example config (examples/airlock.yaml)"
-rm -rf "$DATA"
+rm -rf "$DATA" "$DATA.secrets-key"
+# The Slack bot's secret, for the report-upload tool: from stdin, never an argument.
+printf %s "xoxb-demo-1234-5678-abcdefghijkl" | "$AIRLOCK" secrets set slack-bot --config "$EXAMPLES/airlock.yaml"
 python3 "$EXAMPLES/demo_weather_server.py" 8751 &
 WEATHER=$!
 # The users' identity provider (scripts/demo_idp.py): a fresh Ed25519 key, its JWKS on loopback.
@@ -69,7 +71,10 @@ step "   ... and airlock policy check, without a daemon, names the rule that dec
 "$AIRLOCK" policy check --config "$EXAMPLES/airlock.yaml" --agent demo-agent --user-token "$BOB" \
   --tool csv-summary | sed 's/^/  /' || true
 
-step "7. No key, no call"
+step "7. Credentials for one call: a minted token and a stored secret, leaked by the tool, redacted"
+call report-upload '{"report": "q3"}'
+
+step "8. No key, no call"
 curl -s -o /dev/null -w "  -> HTTP %{http_code} without an API key\n" -X POST "$SERVER/v1/tools/csv-summary/invoke" -d '{"arguments":{}}'
 
 step "Stopping the daemon (SIGTERM: drain, final checkpoint)"
