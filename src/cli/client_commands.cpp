@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
+#include "common/percent_encoding.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -87,23 +88,6 @@ Result<ServerAddress> parse_server(std::string_view url) {
   a.host = std::string(host);
   if (!port.empty()) a.port = std::string(port);
   return a;
-}
-
-// RFC 3986 unreserved characters stay, every other byte becomes %XX. A valid tool name
-// needs no escaping; this is the second line of defence, not the first.
-std::string percent_encode_segment(std::string_view segment) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : segment) {
-    if (is_host_char(static_cast<char>(c)) || c == '_' || c == '~') {  // ASCII only
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // An API key (and a subject token) goes into a header: visible ASCII only, so it cannot end
@@ -312,7 +296,7 @@ void add_client_commands(CLI::App& app, ExitStatus& status) {
       status.code = 2;
       return;
     }
-    const std::string path = "/v1/tools/" + percent_encode_segment(*tool) + "/invoke";
+    const std::string path = "/v1/tools/" + percent_encode(*tool) + "/invoke";
     auto reply = request(*call_opts, http::verb::post, path,
                          nlohmann::json{{"arguments", args}}.dump());
     if (!reply) {

@@ -1,5 +1,7 @@
 #include "creds/oauth_exchange_provider.hpp"
 
+#include "common/percent_encoding.hpp"
+
 #include <algorithm>
 
 #include "common/split.hpp"
@@ -108,7 +110,7 @@ Result<OAuthExchangeProvider::Client> OAuthExchangeProvider::client(const json& 
   } else {
     // RFC 6749 2.3.1: each form-encoded before they are joined.
     out.headers.emplace_back("Authorization",
-                             "Basic " + base64(identity::form_escape(id) + ":" + identity::form_escape(*secret)));
+                             "Basic " + base64(percent_encode(id) + ":" + percent_encode(*secret)));
   }
   return out;
 }

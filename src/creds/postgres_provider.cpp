@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "common/hex.hpp"
+#include "common/percent_encoding.hpp"
 
 namespace airlock::creds {
 
@@ -273,26 +274,6 @@ std::string create_statements(const Session& s, const std::string& role,
     sql += "GRANT " + g.privilege + " ON TABLE " + s.identifier(g.schema) + "." +
            s.identifier(g.table) + " TO " + r + "; ";
   return sql + "COMMIT;";
-}
-
-bool is_unreserved(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.' || c == '_' || c == '~';
-}
-
-std::string percent_encode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (is_unreserved(static_cast<char>(c))) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 // Where the tool reaches the server: the sandbox's end of a forward to it, else the server.

@@ -1,5 +1,7 @@
 #include "identity/http_fetch.hpp"
 
+#include "common/percent_encoding.hpp"
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -139,10 +141,6 @@ Result<FetchResponse> https_request(asio::io_context& io, const Url& url,
   return exchange(io, stream, beast::get_lowest_layer(stream), url, endpoints, request, options);
 }
 
-bool unreserved(unsigned char c) {
-  return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 }  // namespace
 
 Result<FetchResponse> http_request(const FetchRequest& request, const FetchOptions& options) {
@@ -161,25 +159,10 @@ Result<FetchResponse> http_request(const FetchRequest& request, const FetchOptio
   return exchange(io, stream, stream, *url, endpoints, request, options);
 }
 
-std::string form_escape(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (unreserved(c)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string form_urlencode(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string out;
   for (const auto& [name, value] : fields)
-    out += (out.empty() ? "" : "&") + form_escape(name) + "=" + form_escape(value);
+    out += (out.empty() ? "" : "&") + percent_encode(name) + "=" + percent_encode(value);
   return out;
 }
 

@@ -37,9 +37,8 @@ struct FetchResponse {
 // step that failed; never the request's headers or body (they may hold credentials).
 Result<FetchResponse> http_request(const FetchRequest& request, const FetchOptions& options);
 
-// One name or value of a form (RFC 6749 appendix B): all but A-Z a-z 0-9 - . _ ~ as %XX.
-std::string form_escape(std::string_view text);
-// application/x-www-form-urlencoded: name=value pairs, escaped, joined by '&'.
+// application/x-www-form-urlencoded: name=value pairs, each percent-encoded
+// (common/percent_encoding.hpp, as RFC 6749 appendix B asks), joined by '&'.
 std::string form_urlencode(const std::vector<std::pair<std::string, std::string>>& fields);
 
 // POST `fields` as a form to `url` with `headers` (Authorization...), `what` naming it.

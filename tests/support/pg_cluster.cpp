@@ -1,5 +1,7 @@
 #include "pg_cluster.hpp"
 
+#include "common/percent_encoding.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -129,21 +131,6 @@ std::string conninfo_value(const std::string& value) {
     out += c;
   }
   return out + "'";
-}
-
-std::string percent_encode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 }  // namespace
