@@ -138,7 +138,9 @@ StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
   const policy::ToolConfig* tool = ctx.tool(inv);
   if (!tool || tool->credentials.empty()) return StageResult::next();
   if (!broker_) return fail(ErrorKind::credential_unavailable, "this tool has credentials, and no credential broker runs here");
-  auto leased = broker_->lease(tool->credentials, context_for(inv, *tool));
+  creds::LeaseContext context = context_for(inv, *tool);
+  auto leased = broker_->lease(tool->credentials, context);
+  wipe(context.user_token);
   if (!leased) return lease_error(leased.error());
   auto held = std::make_shared<std::vector<creds::Leased>>(std::move(*leased));
   std::vector<std::string> values;
