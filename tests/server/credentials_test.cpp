@@ -210,6 +210,11 @@ TEST_F(CredentialsTest, NoIssuedValueIsAnywhereInTheDataDirectoryAfterwards) {
     ASSERT_EQ(call.get().json()["status"], "ok");
   }
   ASSERT_EQ(invoke(port(), "show-secret", {{"vars", {"API_KEY"}}}).json()["status"], "ok");
+  // Nor in the metrics.
+  const std::string metrics = http(port(), "GET", "/metrics").body;
+  ASSERT_NE(metrics.find("airlock_invocations_total"), std::string::npos);
+  expect_no_encoding_of(metrics, kApiKeyValue);
+  for (const auto& t : tokens) expect_no_encoding_of(metrics, t);
   daemon_.reset();
   const std::string bytes = data_dir_bytes();
   ASSERT_GT(bytes.size(), 0u);

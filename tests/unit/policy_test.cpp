@@ -52,7 +52,12 @@ TEST(Config, TheExampleConfigLoads) {
   // `make demo` runs it; the stricter rules of issue #13 must not refuse it.
   auto c = load_config(std::string(AIRLOCK_EXAMPLES_DIR) + "/airlock.yaml");
   ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->tools.size(), 5u);
+  EXPECT_EQ(c->tools.size(), 6u);
+  const auto* upload = c->find_tool("report-upload");  // demo step 7: per-call credentials
+  ASSERT_NE(upload, nullptr);
+  ASSERT_EQ(upload->credentials.size(), 2u);
+  EXPECT_EQ(upload->credentials[0].provider(), "token");
+  EXPECT_EQ(upload->credentials[1].provider(), "secret");
 }
 
 struct BadConfig {
