@@ -72,8 +72,10 @@ void read_value(const std::string& name, Plaintext& out) {
   const bool tty = ::isatty(STDIN_FILENO) == 1;
   std::optional<NoEcho> quiet;
   if (tty) {
-    std::cerr << "Value of secret " << name << " (not echoed): " << std::flush;
+    // Echo off before the prompt: what is typed once it shows is neither echoed nor flushed
+    // away by TCSAFLUSH.
     quiet.emplace(STDIN_FILENO);
+    std::cerr << "Value of secret " << name << " (not echoed): " << std::flush;
   }
   out.bytes.resize(kMaxInput);
   std::size_t size = 0;
