@@ -37,18 +37,30 @@ for p in "${PACKAGES[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+# Node.js and npm run the MCP tests' clients and servers. The machine's own Node (20, with
+# its npm) is used when there is one; otherwise Debian's.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
+
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then SUDO="sudo"; else
+      echo "install-deps: need root to install: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then
-  if command -v sudo >/dev/null; then SUDO="sudo"; else
-    echo "install-deps: need root to install: ${missing[*]}" >&2
-    exit 1
-  fi
+# MCP tests: the official SDK clients, servers and conformance suite (with the Node 22 it
+# needs), exactly as tests/mcp/package-lock.json pins them. Reinstalled when the lock changes.
+MCP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
+if [[ -f "$MCP_DIR/package-lock.json" ]] &&
+   ! cmp -s "$MCP_DIR/package-lock.json" "$MCP_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "install-deps: npm ci in tests/mcp"
+  (cd "$MCP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$MCP_DIR/package-lock.json" "$MCP_DIR/node_modules/.package-lock.json.installed"
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

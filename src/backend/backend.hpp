@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/cancel_signal.hpp"
 #include "egress/rules.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -55,6 +56,8 @@ nlohmann::json to_json(const RunResult& result);
 // Per-run wiring a backend may use; none of it is part of what runs.
 struct RunContext {
   std::string rule_set = "the sandbox's egress rules";  // named in egress denial messages
+  // Cancelled while the run is going: the backend stops it (the result is signaled, SIGKILL).
+  CancelSignal* cancel = nullptr;
 };
 
 class Backend {

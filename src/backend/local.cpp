@@ -110,6 +110,7 @@ RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
     auto launched = sandbox::Sandbox::launch(spec);
     if (!launched) return setup_failure(launched.error().message);
     Registration registration(options.registry, launched->get());
+    CancelHook hook(options.cancel, [s = launched->get()] { s->kill(); });
     return {(*launched)->wait(), {}};
   }
 
@@ -132,6 +133,7 @@ RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
   if (!launched) return setup_failure(launched.error().message);
   auto& sandbox = *launched;
   Registration registration(options.registry, sandbox.get());
+  CancelHook hook(options.cancel, [s = sandbox.get()] { s->kill(); });
   auto listeners = sandbox->take_listeners();
 
   std::size_t next = 0;
@@ -187,6 +189,7 @@ RunResult LocalBackend::run(const RunRequest& request, const RunContext& context
   options.rule_set = context.rule_set;
   if (forbidden_) options.forbidden = *forbidden_;
   options.registry = registry_;
+  options.cancel = context.cancel;
   return run_local(local_spec(request), request.egress, options);
 }
 

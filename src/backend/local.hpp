@@ -37,6 +37,7 @@ struct LocalRunOptions {
   std::string rule_set = "the sandbox's egress rules";  // named in denial messages
   std::vector<egress::Endpoint> forbidden;  // never reachable (the daemon's own endpoints)
   RunningSandboxes* registry = nullptr;
+  CancelSignal* cancel = nullptr;  // stops the run when cancelled
 };
 
 // Runs the spec with the egress rules. With rules, the proxy listens inside the sandbox on

@@ -13,6 +13,7 @@
 #include "creds/broker.hpp"
 #include "pipeline/authenticator.hpp"
 #include "pipeline/failed_auth.hpp"
+#include "pipeline/mcp_tool_caller.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace airlock::audit {
@@ -38,6 +39,9 @@ struct PipelineDeps {
   std::function<creds::Providers(const policy::Config&)> make_providers;
   // Airlock's tokens revoked since (creds::RevokedTokens); empty: none is refused as revoked.
   RevokedCheck token_revoked;
+  // Calls the tools of the config's MCP servers (the gateway); null: such a tool fails with
+  // tool_server_failed.
+  McpToolCaller* mcp = nullptr;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 22> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 25> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 22> kNames{{
     {ErrorKind::tier_unavailable, "tier_unavailable"},
     {ErrorKind::config_changed, "config_changed"},
     {ErrorKind::credential_denied, "credential_denied"},
+    {ErrorKind::tool_disabled, "tool_disabled"},
     {ErrorKind::timeout, "timeout"},
     {ErrorKind::cpu_time_limit, "cpu_time_limit"},
     {ErrorKind::memory_limit, "memory_limit"},
@@ -25,6 +26,8 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 22> kNames{{
     {ErrorKind::tool_crashed, "tool_crashed"},
     {ErrorKind::invalid_output, "invalid_output"},
     {ErrorKind::stopped, "stopped"},
+    {ErrorKind::cancelled, "cancelled"},
+    {ErrorKind::tool_server_failed, "tool_server_failed"},
     {ErrorKind::sandbox_setup, "sandbox_setup"},
     {ErrorKind::audit_failed, "audit_failed"},
     {ErrorKind::credential_unavailable, "credential_unavailable"},

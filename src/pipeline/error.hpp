@@ -22,6 +22,7 @@ enum class ErrorKind {
   tier_unavailable,   // the tool's risk tier cannot run here
   config_changed,     // a suspended invocation resumed under another configuration
   credential_denied,  // a credential the tool needs cannot be given for this call (scopes, no user)
+  tool_disabled,      // an MCP server's tool changed since it was pinned; an admin must approve it
   // Failures of the tool's run (status "error").
   timeout,
   cpu_time_limit,
@@ -31,6 +32,8 @@ enum class ErrorKind {
   tool_crashed,       // exited non-zero or was killed by a signal
   invalid_output,     // its stdout was not one JSON object matching its outputSchema
   stopped,            // the daemon stopped it while shutting down
+  cancelled,          // the client cancelled it (MCP notifications/cancelled)
+  tool_server_failed, // the MCP server providing the tool could not start, crashed or broke protocol
   // Failures of Airlock itself (status "error").
   sandbox_setup,
   audit_failed,

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "backend/backend.hpp"
 #include "creds/lease.hpp"
 #include "pipeline/error.hpp"
+#include "pipeline/invocation_control.hpp"
 #include "policy/config.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -57,6 +59,8 @@ struct Invocation {
   std::optional<policy::ClientCertificate> client_certificate;  // verified by TLS; not persisted
   std::string raw_body;  // {"arguments": {...}} as received
   std::string peer;      // the client's address ("" when unknown)
+  // Set by a transport that can cancel the call or follow its progress (MCP); not persisted.
+  std::shared_ptr<InvocationControl> control;
   nlohmann::json arguments = nlohmann::json::object();  // parsed by check_input
   std::chrono::system_clock::time_point received = std::chrono::system_clock::now();
 

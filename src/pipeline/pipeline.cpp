@@ -61,7 +61,16 @@ void Pipeline::run(Invocation& inv) const {
   StageContext ctx(*config_);
   if (resume_allowed(inv)) {
     while (inv.cursor < stages_.size()) {
-      Stage& stage = *stages_[inv.cursor++];
+      Stage& stage = *stages_[inv.cursor];
+      if (inv.control && inv.control->cancel.cancelled()) {
+        inv.error = fail(ErrorKind::cancelled, "the client cancelled the call before " +
+                                                   std::string(stage.name()));
+        break;
+      }
+      ++inv.cursor;
+      if (inv.control && inv.control->progress)
+        inv.control->progress({static_cast<double>(inv.cursor), static_cast<double>(stages_.size()),
+                               std::string(stage.name())});
       StageResult result = run_stage(stage, inv, ctx, observer_);
       if (const auto* error = result.error()) {
         inv.error = *error;

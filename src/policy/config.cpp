@@ -165,6 +165,12 @@ const CredentialServer* Config::find_credential_server(std::string_view name) co
   return nullptr;
 }
 
+const McpServerConfig* Config::find_mcp_server(std::string_view name) const {
+  for (const auto& s : mcp_servers)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
 const Principal* Config::find_principal_by_key(std::string_view api_key) const {
   const std::string hash = sha256_hex(api_key);
   const Principal* found = nullptr;

@@ -18,6 +18,7 @@
 #include "common/result.hpp"
 #include "egress/rules.hpp"
 #include "policy/credentials_config.hpp"
+#include "policy/mcp_servers_config.hpp"
 #include "policy/identity_config.hpp"
 #include "policy/risk.hpp"
 #include "sandbox/spec.hpp"
@@ -53,6 +54,7 @@ struct ServerConfig {
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
   std::optional<TlsConfig> tls;                       // none: plain HTTP
+  McpEndpointConfig mcp;                              // /mcp (policy/mcp_servers_config.hpp)
 };
 
 struct StorageConfig {
@@ -117,6 +119,9 @@ struct ToolConfig {
   std::map<std::string, std::string> env;
   bool requires_user = false;           // a call not on behalf of a user is refused
   std::vector<CredentialSpec> credentials;  // leased per call (docs/credentials.md)
+  // Set for a tool an MCP server provides (the gateway adds these once it has listed and
+  // pinned them): the execute stage calls the server instead of running `runtime`.
+  std::optional<McpToolSource> mcp;
   std::string where;                    // "file:line" of its definition
 };
 
@@ -143,11 +148,13 @@ struct Config {
   std::vector<Role> roles;
   std::vector<RoleBinding> bindings;
   std::vector<CredentialServer> credential_servers;
+  std::vector<McpServerConfig> mcp_servers;
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;
   const Role* find_role(std::string_view name) const;
   const CredentialServer* find_credential_server(std::string_view name) const;
+  const McpServerConfig* find_mcp_server(std::string_view name) const;
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;

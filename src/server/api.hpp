@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,11 +40,27 @@ struct HttpRequest {
   std::optional<PeerCertificate> client_certificate;
 };
 
+// The body of a response written while it is produced (Server-Sent Events on /mcp). Usable
+// from any thread; writes are sent in order.
+class BodyWriter {
+ public:
+  virtual ~BodyWriter() = default;
+  // False once the client has gone (nothing more will be sent).
+  virtual bool write(std::string bytes) = 0;
+  // Ends the body; the connection is kept alive if the request allowed it.
+  virtual void finish() = 0;
+  // Called once if the client goes away before finish() (at once if it already has).
+  virtual void on_client_gone(std::function<void()> callback) = 0;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Set: `body` is ignored; the server sends the head (chunked), then calls `stream` once
+  // with the writer of the body. Not read timeout bound.
+  std::function<void(std::shared_ptr<BodyWriter>)> stream;
 };
 
 // Everything a request may touch, owned by the daemon.

@@ -37,6 +37,7 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::subject_required: return 401;
     case ErrorKind::forbidden:
     case ErrorKind::credential_denied:
+    case ErrorKind::tool_disabled:
     case ErrorKind::tier_unavailable: return 403;
     case ErrorKind::unknown_tool: return 404;
     case ErrorKind::config_changed: return 409;
@@ -54,7 +55,9 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::seccomp_violation:
     case ErrorKind::tool_crashed:
     case ErrorKind::invalid_output:
-    case ErrorKind::stopped: return 200;
+    case ErrorKind::stopped:
+    case ErrorKind::cancelled:
+    case ErrorKind::tool_server_failed: return 200;
   }
   return 500;
 }

@@ -145,13 +145,17 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
     return deny(ErrorKind::tier_unavailable, "tool '" + inv.tool_name + "' is " +
                                                  std::string(policy::risk_name(tool->risk)) +
                                                  " risk: no backend runs that tier here");
+  if (tool->mcp) return call_mcp_server(inv, *tool);
   backend::RunContext context;
   context.rule_set = "the egress rules of tool " + inv.tool_name;
+  if (inv.control) context.cancel = &inv.control->cancel;
   inv.request = request_for(inv, *tool);
   inv.outcome = backend->second->run(*inv.request, context);
   const auto& o = *inv.outcome;
   inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
   inv.notes = egress_notes(o);
+  if (inv.control && inv.control->cancel.cancelled())
+    return fail(ErrorKind::cancelled, "the client cancelled the call; its sandbox was stopped");
   if (o.verdict != sandbox::Verdict::ok) return run_error(o, inv.limits, backend->second->stopping());
 
   // The tool's output is as hostile as a request: bounded like one.
@@ -165,6 +169,59 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
   if (auto it = output_schemas_.find(inv.tool_name); it != output_schemas_.end())
     if (auto problem = it->second->check(output))
       return fail(ErrorKind::invalid_output, "output" + problem->first + ": " + problem->second);
+  inv.output = std::move(output);
+  return StageResult::next();
+}
+
+namespace {
+
+// Whose server process a call runs in: two users (or two agents) never share one.
+std::string server_owner(const Invocation& inv) {
+  if (inv.subject) return "user " + inv.subject->issuer + " " + inv.subject->sub;
+  return "agent " + inv.principal_name();
+}
+
+InvocationError mcp_error(const Error& e, const std::string& tool) {
+  if (e.code == "tool_disabled") return deny(ErrorKind::tool_disabled, e.message);
+  if (e.code == "timeout") return fail(ErrorKind::timeout, e.message);
+  if (e.code == "cancelled") return fail(ErrorKind::cancelled, e.message);
+  if (e.code == "stopped") return fail(ErrorKind::stopped, e.message);
+  return fail(ErrorKind::tool_server_failed, "tool " + tool + ": " + e.message);
+}
+
+}  // namespace
+
+// A tool of an MCP server: the gateway calls it in that server's sandbox. Its result is the
+// output as the server gave it ({content, structuredContent?, isError?}), scanned by DLP
+// next like any output; isError stays in the output (the MCP answer carries it on).
+StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const {
+  if (!options_.mcp)
+    return fail(ErrorKind::tool_server_failed, "tool " + inv.tool_name + ": no MCP gateway runs here");
+  McpToolCall call;
+  call.invocation_id = inv.id;
+  call.server = tool.mcp->server;
+  call.remote_tool = tool.mcp->remote_name;
+  call.arguments = inv.arguments;
+  call.owner = server_owner(inv);
+  call.timeout = inv.limits.wall_time;
+  if (inv.control) {
+    call.cancel = &inv.control->cancel;
+    call.progress = inv.control->progress;
+  }
+  auto result = options_.mcp->call(call);
+  if (!result) return mcp_error(result.error(), inv.tool_name);
+  inv.tool_log = result->server_log.substr(0, options_.max_log_bytes);
+  nlohmann::json output{{"content", std::move(result->content)}};
+  if (result->structured_content) {
+    if (!result->structured_content->is_object())
+      return fail(ErrorKind::invalid_output, "the server's structuredContent is not a JSON object");
+    if (auto it = output_schemas_.find(inv.tool_name); it != output_schemas_.end())
+      if (auto problem = it->second->check(*result->structured_content))
+        return fail(ErrorKind::invalid_output,
+                    "structuredContent" + problem->first + ": " + problem->second);
+    output["structuredContent"] = std::move(*result->structured_content);
+  }
+  if (result->is_error) output["isError"] = true;
   inv.output = std::move(output);
   return StageResult::next();
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backend/backend.hpp"
+#include "pipeline/mcp_tool_caller.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/stages/check_input.hpp"
 
@@ -14,6 +15,7 @@ struct ExecuteOptions {
   std::string runner_dir;  // holds airlock_runner.py (mounted read-only at /airlock)
   std::map<policy::Risk, backend::Backend*> backends;  // the backend each tier runs on
   std::size_t max_log_bytes = 64 * 1024;
+  McpToolCaller* mcp = nullptr;  // for tools an MCP server provides (ToolConfig::mcp)
 };
 
 // Every tier that runs today (low, medium) on `backend`; the tier stage refuses the others.
@@ -29,6 +31,8 @@ class ExecuteStage : public Stage {
   backend::RunRequest request_for(const Invocation& inv, const policy::ToolConfig& tool) const;
 
  private:
+  StageResult call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const;
+
   ExecuteOptions options_;
   std::map<std::string, std::shared_ptr<const JsonSchema>> output_schemas_;
   std::size_t max_depth_ = kDefaultMaxJsonDepth;  // of the tool's output

@@ -1,0 +1,66 @@
+// The gateway: third-party MCP servers (the config's mcpServers) run in Airlock's sandbox,
+// one long-lived sandbox per (server, owner), so that two users never share a server
+// process. Started on first use, stopped after idleTimeout and at shutdown, restarted with
+// backoff after a crash. Each start lists the server's tools (and again on its
+// notifications/tools/list_changed) and hands the listing to `listed`, which pins it
+// (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/local.hpp"
+#include "common/result.hpp"
+#include "mcp/listed_tool.hpp"
+#include "pipeline/mcp_tool_caller.hpp"
+#include "policy/config.hpp"
+
+namespace airlock::mcp {
+
+struct GatewayOptions {
+  backend::RunningSandboxes* registry = nullptr;  // every server sandbox is registered here
+  // Endpoints a server may never reach (the daemon's own), as for tool runs.
+  std::shared_ptr<const std::vector<egress::Endpoint>> forbidden;
+  // Each listing of a server's tools, from any owner's instance: at its start and on
+  // notifications/tools/list_changed. Called from the gateway's threads, never under a lock
+  // a call() holds. The callee decides what is admitted (pinning).
+  std::function<void(const std::string& server, const std::vector<ListedTool>& tools)> listed;
+  // Whether a tool may be called now (the pin of what this instance listed is approved).
+  // Empty: all may. A call of a tool it refuses ends with code "tool_disabled".
+  std::function<Status(const std::string& server, const ListedTool& tool)> admitted;
+  std::size_t max_log_bytes = 64 * 1024;   // of a server's stderr kept per call
+  std::chrono::milliseconds start_timeout{30'000};  // spawn to initialize answered
+};
+
+class Gateway : public pipeline::McpToolCaller {
+ public:
+  explicit Gateway(GatewayOptions options);
+  ~Gateway() override;  // shutdown()
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // The servers (from a config, at start and on each reload; the gateway keeps its own copy).
+  // Instances of servers removed or changed are stopped; the others keep running.
+  void configure(const std::vector<policy::McpServerConfig>& servers);
+
+  // Starts the server (owner "airlock listing", its own sandbox, stopped after idleTimeout
+  // like any) if it is not running, and returns what it lists; `listed` is told too.
+  Result<std::vector<ListedTool>> list_tools(const std::string& server);
+
+  // Runs one tools/call in the (server, owner) instance, starting it if needed.
+  Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call) override;
+
+  // Running instances, as "server owner" strings (tests, metrics).
+  std::vector<std::string> running() const;
+  // Stops every instance and refuses new calls ("stopped"); nothing is left behind.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace airlock::mcp
