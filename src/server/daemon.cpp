@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -18,11 +19,14 @@
 #include "creds/secret_store.hpp"
 #include "egress/policy.hpp"
 #include "identity/signer.hpp"
+#include "mcp/gateway.hpp"
+#include "mcp/pin_store.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "sandbox/cgroup.hpp"
 #include "server/data_dir_lock.hpp"
+#include "server/gateway_tools.hpp"
 #include "server/generation.hpp"
 #include "server/http_server.hpp"
 
@@ -114,6 +118,7 @@ struct Daemon::State {
   std::unique_ptr<InvocationStore> store;
   std::unique_ptr<creds::LeaseStore> leases;  // in state.db
   std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
+  std::unique_ptr<mcp::PinStore> pins;                   // in state.db: MCP tool pins
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
   // tools use none never creates the key file beside its data directory.
   std::string data_dir;
@@ -122,6 +127,10 @@ struct Daemon::State {
   Result<std::string> secret(const std::string& name);
   backend::RunningSandboxes registry;
   std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
+  // The config's MCP servers in their sandboxes, and the tools they list as published.
+  std::unique_ptr<GatewayTools> gateway_tools;
+  std::unique_ptr<mcp::Gateway> gateway;
+  std::thread discovery;  // lists each server's tools once the daemon serves
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
   pipeline::PipelineDeps pipeline_deps;
@@ -141,6 +150,8 @@ struct Daemon::State {
   void revoke_leftover_leases(const policy::Config& cfg);
   void describe_metrics();
   void make_api(const policy::Config& cfg);
+  Status make_gateway(std::shared_ptr<const policy::Config> cfg);
+  void discover_mcp_tools(const policy::Config& cfg);
 };
 
 // <dataDir>/audit.db (+ .key), state.db, runtime/airlock_runner.py.
@@ -172,7 +183,54 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto revoked = creds::RevokedTokens::open(dir + "/state.db");
   if (!revoked) return revoked.error();
   revoked_tokens = std::move(*revoked);
+  auto pin_store = mcp::PinStore::open(dir + "/state.db");
+  if (!pin_store) return pin_store.error();
+  pins = std::move(*pin_store);
   return {};
+}
+
+// The gateway, and the first generation: the config with the MCP servers' tools (none until
+// they are listed). Each listing publishes a generation with what it admitted.
+Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
+  auto log = [](const std::string& line) { std::cerr << "airlock: " << line << "\n"; };
+  gateway_tools = std::make_unique<GatewayTools>(
+      *pins,
+      [this](policy::Config config) -> Status {
+        auto next = build_generation(std::make_shared<const policy::Config>(std::move(config)), pipeline_deps);
+        if (!next) return next.error();
+        generation.store(std::move(*next));
+        return {};
+      },
+      log);
+  mcp::GatewayOptions gateway_options;
+  gateway_options.registry = &registry;
+  gateway_options.forbidden = forbidden;
+  gateway_options.listed = [this](const std::string& server, const std::vector<mcp::ListedTool>& tools) {
+    gateway_tools->on_listing(server, tools);
+  };
+  gateway_options.admitted = [this](const std::string& server, const mcp::ListedTool& tool) {
+    return gateway_tools->admitted(server, tool);
+  };
+  gateway = std::make_unique<mcp::Gateway>(std::move(gateway_options));
+  gateway->configure(cfg->mcp_servers);
+  pipeline_deps.mcp = gateway.get();
+  return gateway_tools->set_config(std::move(cfg));
+}
+
+// Lists every server's tools, one after another, off the serving threads: a server that is
+// slow to start delays only its own tools.
+void Daemon::State::discover_mcp_tools(const policy::Config& cfg) {
+  std::vector<std::string> servers;
+  for (const auto& s : cfg.mcp_servers) servers.push_back(s.name);
+  if (servers.empty()) return;
+  if (discovery.joinable()) discovery.join();
+  discovery = std::thread([this, servers] {
+    for (const auto& name : servers) {
+      if (draining) return;
+      if (auto listed = gateway->list_tools(name); !listed)
+        std::cerr << "airlock: mcp server " << name << ": " << listed.error().message << "\n";
+    }
+  });
 }
 
 Result<std::string> Daemon::State::secret(const std::string& name) {
@@ -296,9 +354,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     return creds::make_providers(c, services);
   };
   st->revoke_leftover_leases(*cfg);
-  auto generation = build_generation(cfg, deps);
-  if (!generation) return generation.error();
-  st->generation.store(std::move(*generation));
+  if (auto s = st->make_gateway(cfg); !s) return s.error();
 
   st->describe_metrics();
   st->make_api(*cfg);
@@ -318,6 +374,7 @@ Status Daemon::start() {
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
   state_->failed_auth->start();
   state_->http->serve();
+  state_->discover_mcp_tools(state_->config());
   return {};
 }
 std::uint16_t Daemon::port() const { return state_->http->port(); }
@@ -340,20 +397,20 @@ Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
     return Error::make("reload",
                        "only a restart can change " + joined(fixed) + "; kept the running config");
   }
-  auto next = build_generation(std::make_shared<const policy::Config>(std::move(*config)),
-                               s.pipeline_deps);
-  if (!next) {
+  auto loaded = std::make_shared<const policy::Config>(std::move(*config));
+  if (auto published = s.gateway_tools->set_config(loaded); !published) {
     outcome("failed");
-    return Error::make("reload", next.error().message + "; kept the running config");
+    return Error::make("reload", published.error().message + "; kept the running config");
   }
+  s.gateway->configure(loaded->mcp_servers);
+  s.discover_mcp_tools(*loaded);
   ReloadReport report;
-  const auto before = tool_names(*current->config), after = tool_names(*(*next)->config);
+  const auto before = tool_names(*current->config), after = tool_names(*s.generation.load()->config);
   for (const auto& n : after)
     if (!before.count(n)) report.added.push_back(n);
   for (const auto& n : before)
     if (!after.count(n)) report.removed.push_back(n);
-  report.tools = after.size();
-  s.generation.store(std::move(*next));  // the old one lives on in the invocations that hold it
+  report.tools = after.size();  // the old generation lives on in the invocations that hold it
   outcome("ok");
   return report;
 }
@@ -368,6 +425,8 @@ void Daemon::shutdown() {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
     s.executor->drain(std::chrono::seconds(30));
   }
+  s.gateway->shutdown();  // every server sandbox ends; a listing under way fails
+  if (s.discovery.joinable()) s.discovery.join();
   s.http->stop();
   s.executor.reset();
   s.failed_auth->stop();   // what is pending is written
