@@ -45,20 +45,25 @@ std::unique_ptr<mcp::PinStore> open_store(const std::string& db) {
 }
 
 nlohmann::json pin_json(const mcp::Pin& p) {
-  nlohmann::json j{{"server", p.server}, {"tool", p.tool}, {"name", p.server + "." + p.tool},
-                   {"sha256", p.sha256}, {"pinned_at", p.pinned_at}};
+  nlohmann::json j{{"server", p.server},
+                   {"tool", p.tool},
+                   {"name", p.server + "." + p.tool},
+                   {"sha256", p.sha256},
+                   {"pinned_at", p.pinned_at}};
   if (!p.pending_sha256.empty())
-    j["pending"] = {{"sha256", p.pending_sha256}, {"since", p.pending_since}, {"listing", p.pending}};
+    j["pending"] = {
+        {"sha256", p.pending_sha256}, {"since", p.pending_since}, {"listing", p.pending}};
   return j;
 }
 
 void print_pin(const mcp::Pin& p) {
-  std::cout << p.server << "." << p.tool << "  pinned " << p.pinned_at << "  sha256 " << p.sha256 << "\n";
+  std::cout << p.server << "." << p.tool << "  pinned " << p.pinned_at << "  sha256 " << p.sha256
+            << "\n";
   if (p.pending_sha256.empty()) return;
   std::cout << "  CHANGED since " << p.pending_since << ": listed now " << p.pending_sha256
             << ", disabled until approved (the listing: --json)\n"
-            << "  airlock mcp pins approve " << p.server << " " << p.tool << " --sha256 " << p.pending_sha256
-            << " --config FILE\n";
+            << "  airlock mcp pins approve " << p.server << " " << p.tool << " --sha256 "
+            << p.pending_sha256 << " --config FILE\n";
 }
 
 int list_command(const PinsOptions& o) {
@@ -68,35 +73,41 @@ int list_command(const PinsOptions& o) {
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& p : pins) out.push_back(pin_json(p));
-    std::cout << nlohmann::json{{"pins", out}}.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << nlohmann::json{{"pins", out}}.dump(2, ' ', false,
+                                                    nlohmann::json::error_handler_t::replace)
               << "\n";
     return 0;
   }
-  if (pins.empty()) std::cerr << "no pins in " << db << " (the gateway pins a tool when a server first lists it)\n";
+  if (pins.empty())
+    std::cerr << "no pins in " << db << " (the gateway pins a tool when a server first lists it)\n";
   for (const auto& p : pins) print_pin(p);
   return 0;
 }
 
 void check_names(const PinsOptions& o) {
   if (!policy::valid_tool_name(o.server) || o.server.find('.') != std::string::npos)
-    throw UsageError{"'" + o.server + "' is not a server name: use lower-case letters, digits, '-' and '_'"};
+    throw UsageError{"'" + o.server +
+                     "' is not a server name: use lower-case letters, digits, '-' and '_'"};
   if (!policy::valid_tool_name(o.tool))
     throw UsageError{"'" + o.tool + "' is not a tool name: " + policy::kToolNameRule};
   const bool hex = o.sha256.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (!o.sha256.empty() && (o.sha256.size() != 64 || !hex))
-    throw UsageError{"--sha256: expected 64 lower-case hex digits (as `airlock mcp pins list` shows)"};
+    throw UsageError{
+        "--sha256: expected 64 lower-case hex digits (as `airlock mcp pins list` shows)"};
 }
 
 int approve_command(const PinsOptions& o) {
   check_names(o);
   const std::string db = state_db(o);
   auto store = open_store(db);
-  if (!store) throw Error::make("not_found", "no pin for tool " + o.server + "." + o.tool + ": no " + db);
+  if (!store)
+    throw Error::make("not_found", "no pin for tool " + o.server + "." + o.tool + ": no " + db);
   const auto before = store->get(o.server, o.tool);
   if (auto s = store->approve(o.server, o.tool, o.sha256); !s) throw s.error();
   const auto after = store->get(o.server, o.tool);
   std::cout << "tool " << o.server << "." << o.tool << " approved: pinned "
-            << (after ? after->sha256 : std::string("?")) << " (was " << (before ? before->sha256 : "?") << ")\n";
+            << (after ? after->sha256 : std::string("?")) << " (was "
+            << (before ? before->sha256 : "?") << ")\n";
   return 0;
 }
 
@@ -116,23 +127,27 @@ int run(const char* what, int (*command)(const PinsOptions&), const PinsOptions&
 }  // namespace
 
 void add_mcp_pins_command(CLI::App& mcp, ExitStatus& status) {
-  auto* pins = mcp.add_subcommand("pins", "List the tool pins of MCP servers; approve a changed tool");
+  auto* pins =
+      mcp.add_subcommand("pins", "List the tool pins of MCP servers; approve a changed tool");
   pins->require_subcommand(1);
   auto opts = std::make_shared<PinsOptions>();
   auto add = [&](const char* name, const char* summary, int (*command)(const PinsOptions&)) {
     auto* sub = pins->add_subcommand(name, summary);
-    sub->add_option("--config", opts->config_file, "The daemon's configuration file (its storage.dataDir)")
+    sub->add_option("--config", opts->config_file,
+                    "The daemon's configuration file (its storage.dataDir)")
         ->required();
     sub->callback([opts, &status, name, command] { status.code = run(name, command, *opts); });
     return sub;
   };
   add("list", "Each pinned tool, and each change waiting for approval", list_command)
       ->add_flag("--json", opts->json, "Print them as JSON, with the changed listings");
-  auto* approve = add("approve", "Make a changed tool's pending listing its pin (enables the tool)", approve_command);
+  auto* approve = add("approve", "Make a changed tool's pending listing its pin (enables the tool)",
+                      approve_command);
   approve->add_option("server", opts->server, "The server (mcpServers[].name)")->required();
   approve->add_option("tool", opts->tool, "The server's name for the tool")->required();
-  approve->add_option("--sha256", opts->sha256,
-                      "Approve only if this is the pending listing's hash (as `pins list` shows it)");
+  approve->add_option(
+      "--sha256", opts->sha256,
+      "Approve only if this is the pending listing's hash (as `pins list` shows it)");
 }
 
 }  // namespace airlock::cli

@@ -12,7 +12,8 @@ namespace airlock {
 inline std::string truncate_utf8(std::string_view text, std::size_t max) {
   if (text.size() <= max) return std::string(text);
   std::size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;  // a continuation byte
+  // Back to the first byte of the character that does not fit (not a continuation byte).
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
   return std::string(text.substr(0, end));
 }
 

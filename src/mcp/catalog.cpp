@@ -18,7 +18,7 @@ namespace {
 constexpr std::size_t kMaxDescriptionBytes = 4 * 1024;
 constexpr std::size_t kMaxRemoteNameBytes = 128;  // MCP's own bound on a tool name
 constexpr std::size_t kMaxToolsPerListing = 1000;
-constexpr std::size_t kMaxQuotedNameBytes = 80;   // of a refused name, in a message
+constexpr std::size_t kMaxQuotedNameBytes = 80;  // of a refused name, in a message
 
 // A name the server chose, safe in a message: as it is when it follows the name rule, else
 // JSON-quoted (no line breaks, no escapes) and short.
@@ -38,26 +38,32 @@ bool allowed(const policy::McpServerConfig& server, const std::string& name) {
 std::string name_problem(const std::string& server, const ListedTool& tool) {
   if (tool.name.empty() || tool.name.size() > kMaxRemoteNameBytes ||
       !policy::valid_tool_name(server + "." + tool.name))
-    return "tool " + server + "." + quoted(tool.name) + ": the name does not follow the tool name rule (" +
-           policy::kToolNameRule + ", 1 to " + std::to_string(kMaxRemoteNameBytes) + " bytes)";
+    return "tool " + server + "." + quoted(tool.name) +
+           ": the name does not follow the tool name rule (" + policy::kToolNameRule + ", 1 to " +
+           std::to_string(kMaxRemoteNameBytes) + " bytes)";
   return "";
 }
 
 Status compile_schemas(const ListedTool& listed, const std::string& name, policy::ToolConfig& t) {
   auto input = compile_listed_schema(listed.input_schema);
-  if (!input) return Error::make("invalid_schema", "tool " + name + ": inputSchema: " + input.error().message);
+  if (!input)
+    return Error::make("invalid_schema",
+                       "tool " + name + ": inputSchema: " + input.error().message);
   t.input_check = *input;
   t.input_schema = listed.input_schema;
   if (!listed.output_schema) return {};
   auto output = compile_listed_schema(*listed.output_schema);
-  if (!output) return Error::make("invalid_schema", "tool " + name + ": outputSchema: " + output.error().message);
+  if (!output)
+    return Error::make("invalid_schema",
+                       "tool " + name + ": outputSchema: " + output.error().message);
   t.output_check = *output;
   t.output_schema = listed.output_schema;
   return {};
 }
 
 // The registry's tool, before its pin is looked at; an error is one line of `refused`.
-Result<policy::ToolConfig> make_tool(const policy::McpServerConfig& server, const ListedTool& listed) {
+Result<policy::ToolConfig> make_tool(const policy::McpServerConfig& server,
+                                     const ListedTool& listed) {
   policy::ToolConfig t;
   t.name = server.name + "." + listed.name;
   if (auto s = compile_schemas(listed, t.name, t); !s) return s.error();
@@ -77,13 +83,17 @@ Result<std::string> compare_with_pin(const std::string& server, const ListedTool
     if (!created) return created.error();
     if (*created) return std::string();
     pin = pins.get(server, listed.name);  // pinned meanwhile by another listing
-    if (!pin) return Error::make("storage", "tool pins: the pin of " + server + "." + listed.name + " vanished");
+    if (!pin)
+      return Error::make("storage",
+                         "tool pins: the pin of " + server + "." + listed.name + " vanished");
   }
   if (pin->sha256 == sha) return std::string();
-  if (auto s = pins.record_pending(server, listed.name, sha, pinned_json(listed)); !s) return s.error();
-  return "tool " + server + "." + listed.name + " changed since it was pinned on " + pin->pinned_at +
-         " (pinned " + pin->sha256 + ", listed now " + sha + "): disabled until approved: airlock mcp pins approve " +
-         server + " " + listed.name + " --sha256 " + sha;
+  if (auto s = pins.record_pending(server, listed.name, sha, pinned_json(listed)); !s)
+    return s.error();
+  return "tool " + server + "." + listed.name + " changed since it was pinned on " +
+         pin->pinned_at + " (pinned " + pin->sha256 + ", listed now " + sha +
+         "): disabled until approved: airlock mcp pins approve " + server + " " + listed.name +
+         " --sha256 " + sha;
 }
 
 // Names listed more than once: which of them a call would reach is the server's choice, so none.
@@ -102,11 +112,12 @@ Status admit_one(const policy::McpServerConfig& server, const ListedTool& listed
   };
   const std::string name = server.name + "." + listed.name;
   if (!allowed(server, listed.name))
-    return refuse("tool " + server.name + "." + quoted(listed.name) + ": not allowed by mcp server " +
-                  server.name + "'s tools.allow");
+    return refuse("tool " + server.name + "." + quoted(listed.name) +
+                  ": not allowed by mcp server " + server.name + "'s tools.allow");
   if (auto problem = name_problem(server.name, listed); !problem.empty()) return refuse(problem);
   if (times_listed > 1)
-    return refuse("tool " + name + ": listed " + std::to_string(times_listed) + " times by the server");
+    return refuse("tool " + name + ": listed " + std::to_string(times_listed) +
+                  " times by the server");
   auto tool = make_tool(server, listed);
   if (!tool) return refuse(tool.error().message);
   const std::string sha = pin_sha256(listed);
@@ -120,21 +131,24 @@ Status admit_one(const policy::McpServerConfig& server, const ListedTool& listed
 
 }  // namespace
 
-Result<Admission> admit_listing(const policy::McpServerConfig& server, const std::vector<ListedTool>& listing,
-                                PinStore& pins) {
+Result<Admission> admit_listing(const policy::McpServerConfig& server,
+                                const std::vector<ListedTool>& listing, PinStore& pins) {
   Admission out;
   const auto counts = name_counts(listing);
   const std::size_t considered = std::min(listing.size(), kMaxToolsPerListing);
   for (std::size_t i = 0; i < considered; ++i) {
     try {
-      if (auto s = admit_one(server, listing[i], counts.at(listing[i].name), pins, out); !s) return s.error();
+      if (auto s = admit_one(server, listing[i], counts.at(listing[i].name), pins, out); !s)
+        return s.error();
     } catch (const nlohmann::json::exception&) {  // text that is not UTF-8 cannot be hashed
-      out.refused.push_back("tool " + server.name + "." + quoted(listing[i].name) + ": not valid UTF-8");
+      out.refused.push_back("tool " + server.name + "." + quoted(listing[i].name) +
+                            ": not valid UTF-8");
     }
   }
   if (listing.size() > considered)
-    out.refused.push_back(std::to_string(listing.size() - considered) + " more tools of mcp server " + server.name +
-                          ": not admitted, a server lists at most " + std::to_string(kMaxToolsPerListing));
+    out.refused.push_back(
+        std::to_string(listing.size() - considered) + " more tools of mcp server " + server.name +
+        ": not admitted, a server lists at most " + std::to_string(kMaxToolsPerListing));
   return out;
 }
 
@@ -149,13 +163,15 @@ Status check_pin(const std::string& server, const ListedTool& tool, PinStore& pi
     return Error::make("tool_disabled", "tool " + name + " is not valid UTF-8");
   }
   if (sha != pin->sha256)
-    return Error::make("tool_disabled", "tool " + name + " changed since it was pinned on " + pin->pinned_at +
-                                            ": disabled until approved (airlock mcp pins approve " + server + " " +
-                                            tool.name + ")");
+    return Error::make("tool_disabled", "tool " + name + " changed since it was pinned on " +
+                                            pin->pinned_at +
+                                            ": disabled until approved (airlock mcp pins approve " +
+                                            server + " " + tool.name + ")");
   return {};
 }
 
-policy::Config with_mcp_tools(const policy::Config& config, const std::vector<policy::ToolConfig>& tools) {
+policy::Config with_mcp_tools(const policy::Config& config,
+                              const std::vector<policy::ToolConfig>& tools) {
   policy::Config out = config;
   if (tools.empty()) return out;
   std::vector<std::pair<std::string, std::string>> covered;  // (name, pin), sorted

@@ -15,7 +15,9 @@ namespace {
 // A prepared statement that finalizes itself; binds text by copy.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
+  Statement(sqlite3* db, const char* sql) {
+    ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
+  }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
@@ -26,7 +28,9 @@ class Statement {
   int step() { return sqlite3_step(stmt_); }
   std::string text(int i) const {
     auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+             : "";
   }
 
  private:
@@ -41,10 +45,12 @@ constexpr const char* kSchema =
     " pending_json TEXT NOT NULL DEFAULT '', pending_since TEXT NOT NULL DEFAULT '',"
     " PRIMARY KEY (server, tool))";
 constexpr const char* kColumns =
-    "SELECT server, tool, sha256, pinned_at, pending_sha256, pending_json, pending_since FROM mcp_pins";
+    "SELECT server, tool, sha256, pinned_at, pending_sha256, pending_json, pending_since FROM "
+    "mcp_pins";
 // The pending listing's first sighting is kept while the same listing is seen again.
 constexpr const char* kRecordPending =
-    "UPDATE mcp_pins SET pending_since = CASE WHEN pending_sha256 = ?3 THEN pending_since ELSE ?5 END,"
+    "UPDATE mcp_pins SET pending_since = CASE WHEN pending_sha256 = ?3 THEN pending_since ELSE ?5 "
+    "END,"
     " pending_sha256 = ?3, pending_json = ?4 WHERE server = ?1 AND tool = ?2";
 // Only what is pending, and only the listing the admin saw when a hash is given.
 constexpr const char* kApprove =
@@ -73,7 +79,8 @@ Pin pin_of(const Statement& row) {
   p.sha256 = row.text(2);
   p.pinned_at = row.text(3);
   p.pending_sha256 = row.text(4);
-  if (auto json = row.text(5); !json.empty()) p.pending = nlohmann::json::parse(json, nullptr, false);
+  if (auto json = row.text(5); !json.empty())
+    p.pending = nlohmann::json::parse(json, nullptr, false);
   p.pending_since = row.text(6);
   return p;
 }
@@ -92,7 +99,8 @@ PinStore::~PinStore() = default;
 Result<std::unique_ptr<PinStore>> PinStore::open(const std::string& db_path) {
   auto impl = std::make_unique<Impl>();
   if (sqlite3_open_v2(db_path.c_str(), &impl->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK)
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
     return Error::make("storage", "opening " + db_path + ": " +
                                       (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
   sqlite3_busy_timeout(impl->db, 5000);
@@ -118,7 +126,8 @@ std::vector<Pin> PinStore::list() {
   return out;
 }
 
-Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& tool, const std::string& sha256) {
+Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& tool,
+                                  const std::string& sha256) {
   std::lock_guard lock(impl_->mu);
   Statement s(impl_->db,
               "INSERT INTO mcp_pins (server, tool, sha256, pinned_at) VALUES (?1, ?2, ?3, ?4)"
@@ -127,12 +136,13 @@ Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& 
   s.bind(2, tool);
   s.bind(3, sha256);
   s.bind(4, utc_now());
-  if (!s.ok() || s.step() != SQLITE_DONE) return db_error(impl_->db, "pinning " + server + "." + tool);
+  if (!s.ok() || s.step() != SQLITE_DONE)
+    return db_error(impl_->db, "pinning " + server + "." + tool);
   return sqlite3_changes(impl_->db) == 1;
 }
 
-Status PinStore::record_pending(const std::string& server, const std::string& tool, const std::string& sha256,
-                                const nlohmann::json& listing) {
+Status PinStore::record_pending(const std::string& server, const std::string& tool,
+                                const std::string& sha256, const nlohmann::json& listing) {
   std::lock_guard lock(impl_->mu);
   Statement s(impl_->db, kRecordPending);
   s.bind(1, server);
@@ -147,7 +157,8 @@ Status PinStore::record_pending(const std::string& server, const std::string& to
   return {};
 }
 
-Status PinStore::approve(const std::string& server, const std::string& tool, const std::string& expected_sha256) {
+Status PinStore::approve(const std::string& server, const std::string& tool,
+                         const std::string& expected_sha256) {
   {
     std::lock_guard lock(impl_->mu);
     Statement s(impl_->db, kApprove);
@@ -155,18 +166,23 @@ Status PinStore::approve(const std::string& server, const std::string& tool, con
     s.bind(2, tool);
     s.bind(3, expected_sha256);
     s.bind(4, utc_now());
-    if (!s.ok() || s.step() != SQLITE_DONE) return db_error(impl_->db, "approving " + server + "." + tool);
+    if (!s.ok() || s.step() != SQLITE_DONE)
+      return db_error(impl_->db, "approving " + server + "." + tool);
     if (sqlite3_changes(impl_->db) == 1) return {};
   }
   // Nothing approved: say why, from the row as it is now.
   const std::string name = server + "." + tool;
   auto pin = get(server, tool);
-  if (!pin) return Error::make("not_found", "no pin for tool " + name + " (server " + server + ", tool " + tool + ")");
+  if (!pin)
+    return Error::make("not_found",
+                       "no pin for tool " + name + " (server " + server + ", tool " + tool + ")");
   if (pin->pending_sha256.empty())
-    return Error::make("not_pending", "tool " + name + " has no pending change to approve (pinned " +
+    return Error::make("not_pending", "tool " + name +
+                                          " has no pending change to approve (pinned " +
                                           pin->sha256 + " on " + pin->pinned_at + ")");
-  return Error::make("pin_mismatch", "the pending listing of tool " + name + " is " + pin->pending_sha256 +
-                                         ", not " + expected_sha256 + ": nothing approved");
+  return Error::make("pin_mismatch", "the pending listing of tool " + name + " is " +
+                                         pin->pending_sha256 + ", not " + expected_sha256 +
+                                         ": nothing approved");
 }
 
 }  // namespace airlock::mcp

@@ -17,9 +17,9 @@ using std::chrono::milliseconds;
 
 // Where a server's data may not go: what the sandbox itself lays out (system trees, its
 // work dir and /tmp, the kernel's file systems), so a bind can never hide or replace them.
-constexpr const char* kReservedInside[] = {"/proc", "/sys", "/dev", "/etc", "/usr",  "/bin",
-                                           "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-                                           "/tmp",  "/work", "/run"};
+constexpr const char* kReservedInside[] = {"/proc",   "/sys",  "/dev",  "/etc",   "/usr",
+                                           "/bin",    "/sbin", "/lib",  "/lib32", "/lib64",
+                                           "/libx32", "/tmp",  "/work", "/run"};
 
 // Variables the sandbox sets for every run (sandbox/plan.cpp, backend/ca_bundle.cpp): a
 // server's env may not point them elsewhere (the proxy, the CA bundle, its home).
@@ -51,7 +51,8 @@ bool valid_server_name(const std::string& name) {
 bool valid_tool_glob(const std::string& glob) {
   if (glob.empty()) return false;
   std::string letters = glob;
-  std::replace_if(letters.begin(), letters.end(), [](char c) { return c == '*' || c == '?'; }, 'a');
+  std::replace_if(
+      letters.begin(), letters.end(), [](char c) { return c == '*' || c == '?'; }, 'a');
   return valid_tool_name(letters);
 }
 
@@ -60,8 +61,7 @@ std::string inside_problem(const std::string& inside) {
   if (inside == "/") return "cannot bind onto / (the sandbox's root)";
   const bool normal = fs::path(inside).lexically_normal().string() == inside &&
                       inside.back() != '/' && inside.find("//") == std::string::npos;
-  if (!normal)
-    return "'" + inside + "' is not in normal form (no '.', '..', '//' or trailing '/')";
+  if (!normal) return "'" + inside + "' is not in normal form (no '.', '..', '//' or trailing '/')";
   for (const char* reserved : kReservedInside)
     if (is_within(inside, reserved))
       return "cannot bind onto " + inside + ": " + reserved + " is the sandbox's own";
@@ -72,8 +72,8 @@ McpDataPath parse_data_path(Reader& r, const YAML::Node& item, const std::string
   const std::string text = r.string(item, what);
   const auto parts = split_nonempty(text, ':');
   const auto colons = static_cast<std::size_t>(std::count(text.begin(), text.end(), ':'));
-  const bool shape = colons + 1 == parts.size() &&
-                     (parts.size() == 2 || (parts.size() == 3 && parts[2] == "rw"));
+  const bool shape =
+      colons + 1 == parts.size() && (parts.size() == 2 || (parts.size() == 3 && parts[2] == "rw"));
   if (!shape)
     fail(item, what + ": expected HOST:INSIDE or HOST:INSIDE:rw (no ':' in either path), got '" +
                    text + "'");
@@ -94,7 +94,8 @@ void read_data_paths(Reader& r, const YAML::Node& n, const std::string& what,
   r.items(n, what, [&](const YAML::Node& item) {
     McpDataPath p = parse_data_path(r, item, what);
     for (const auto& before : out)
-      if (is_within(p.path_inside, before.path_inside) || is_within(before.path_inside, p.path_inside))
+      if (is_within(p.path_inside, before.path_inside) ||
+          is_within(before.path_inside, p.path_inside))
         fail(item, what + ": " + p.path_inside + " overlaps " + before.path_inside +
                        ", given before: one bind per directory");
     out.push_back(std::move(p));
@@ -107,9 +108,9 @@ void read_overrides(Reader& r, const YAML::Node& n, const std::string& what, Mcp
     r.guard([&] {
       const std::string name = kv.first.as<std::string>();
       if (!valid_tool_name(name)) fail(kv.first, what + ": '" + name + "': " + kToolNameRule);
-      const bool allowed =
-          s.tools_allow.empty() || std::any_of(s.tools_allow.begin(), s.tools_allow.end(),
-                                               [&](const std::string& g) { return glob_match(g, name); });
+      const bool allowed = s.tools_allow.empty() ||
+                           std::any_of(s.tools_allow.begin(), s.tools_allow.end(),
+                                       [&](const std::string& g) { return glob_match(g, name); });
       if (!allowed) fail(kv.first, what + ": '" + name + "' is not allowed by tools.allow");
       s.risk_overrides[name] = r.risk(kv.second, what + "." + name);
     });
@@ -154,7 +155,8 @@ void read_name(Reader& r, const YAML::Node& n, const std::string& what,
   s.name = r.string(n["name"], what + ".name");
   if (!valid_server_name(s.name))
     fail(n["name"], what + ".name: '" + s.name +
-                        "': a server's name is its tools' first segment: use lower-case letters, digits, '-' and '_'");
+                        "': a server's name is its tools' first segment: use lower-case letters, "
+                        "digits, '-' and '_'");
   for (const auto& t : tools)
     if (t.name.starts_with(s.name + "."))
       fail(n["name"], what + ".name: tool " + t.name + " (" + t.where + ") is named as " + s.name +
@@ -180,12 +182,14 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
   McpServerConfig s;
   s.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (r.guard([&] { read_name(r, n, what, tools, s); })) what = "mcp server " + s.name;
-  r.only_keys(n, what, {"name", "command", "dataPaths", "network", "risk", "tools", "env",
-                        "idleTimeout", "callTimeout"});
+  r.only_keys(n, what,
+              {"name", "command", "dataPaths", "network", "risk", "tools", "env", "idleTimeout",
+               "callTimeout"});
   read_command(r, n, what, s);
   r.field(n, "dataPaths",
           [&](const YAML::Node& v) { read_data_paths(r, v, what + ".dataPaths", s.data_paths); });
-  r.field(n, "network", [&](const YAML::Node& v) { read_network(r, v, what + ".network", s.network); });
+  r.field(n, "network",
+          [&](const YAML::Node& v) { read_network(r, v, what + ".network", s.network); });
   r.field(n, "risk", [&](const YAML::Node& v) { s.risk = r.risk(v, what + ".risk"); });
   r.field(n, "tools", [&](const YAML::Node& v) { read_tool_filter(r, v, what + ".tools", s); });
   r.field(n, "env", [&](const YAML::Node& v) { read_server_env(r, v, what + ".env", s.env); });

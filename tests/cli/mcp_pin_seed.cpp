@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     std::cerr << admitted.error().message << "\n";
     return 1;
   }
-  for (const auto& t : admitted->tools) std::cout << "admitted " << t.name << " " << t.mcp->pin_sha256 << "\n";
+  for (const auto& t : admitted->tools)
+    std::cout << "admitted " << t.name << " " << t.mcp->pin_sha256 << "\n";
   for (const auto& r : admitted->refused) std::cout << "refused " << r << "\n";
   return 0;
 }

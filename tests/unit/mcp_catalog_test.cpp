@@ -31,8 +31,9 @@ bool contains(const std::string& haystack, const std::string& needle) {
 class Catalog : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("airlock-mcp-catalog-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("airlock-mcp-catalog-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     auto opened = PinStore::open((dir_ / "state.db").string());
     ASSERT_TRUE(opened.ok()) << opened.error().message;
@@ -159,13 +160,15 @@ TEST_F(Catalog, ApproveRefusesWhatIsNotPending) {
   auto nothing = pins_->approve("files", "read_file");
   ASSERT_FALSE(nothing.ok());
   EXPECT_EQ(nothing.error().code, "not_pending");
-  EXPECT_TRUE(contains(nothing.error().message, "tool files.read_file has no pending change to approve"));
+  EXPECT_TRUE(
+      contains(nothing.error().message, "tool files.read_file has no pending change to approve"));
   admit({changed});
   auto wrong = pins_->approve("files", "read_file", std::string(64, 'a'));
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code, "pin_mismatch");
-  EXPECT_EQ(wrong.error().message, "the pending listing of tool files.read_file is " + pin_sha256(changed) +
-                                       ", not " + std::string(64, 'a') + ": nothing approved");
+  EXPECT_EQ(wrong.error().message, "the pending listing of tool files.read_file is " +
+                                       pin_sha256(changed) + ", not " + std::string(64, 'a') +
+                                       ": nothing approved");
   EXPECT_EQ(pins_->get("files", "read_file")->sha256, pin_sha256(tool("read_file")));  // unchanged
   EXPECT_TRUE(pins_->approve("files", "read_file").ok());  // no hash given: what is pending
   EXPECT_EQ(pins_->get("files", "read_file")->sha256, pin_sha256(changed));
@@ -191,8 +194,8 @@ TEST_F(Catalog, AllowGlobsDecideWhatIsExposed) {
 }
 
 TEST_F(Catalog, NamesOutsideTheRuleAreRefused) {
-  const std::string names[] = {"Read_File", "read file", "a/b", "", "tab\there", "line\nbreak",
-                               std::string(129, 'a')};
+  const std::string names[] = {"Read_File",   "read file",          "a/b", "", "tab\there",
+                               "line\nbreak", std::string(129, 'a')};
   std::vector<ListedTool> listing;
   for (const auto& n : names) listing.push_back(tool(n));
   listing.push_back(tool("ok"));
@@ -219,7 +222,8 @@ TEST_F(Catalog, ANameListedTwiceIsRefusedBothTimes) {
 // Hostile schemas: each refused with its reason, without a pin, the others admitted.
 TEST_F(Catalog, HostileSchemasAreRefusedWithoutHarm) {
   auto huge = tool("huge");
-  for (int i = 0; i < 20'000; ++i) huge.input_schema["properties"]["p" + std::to_string(i)] = {{"type", "string"}};
+  for (int i = 0; i < 20'000; ++i)
+    huge.input_schema["properties"]["p" + std::to_string(i)] = {{"type", "string"}};
   auto deep = tool("deep");
   json nested = json::object();
   json* at = &nested;
@@ -234,25 +238,34 @@ TEST_F(Catalog, HostileSchemasAreRefusedWithoutHarm) {
   auto lookahead = tool("lookahead");
   lookahead.input_schema = {{"type", "string"}, {"pattern", "^(?!x)(a+)+$"}};
   auto loop = tool("loop");
-  loop.input_schema = {{"definitions", {{"a", {{"$ref", "#/definitions/a"}}}}}, {"$ref", "#/definitions/a"}};
+  loop.input_schema = {{"definitions", {{"a", {{"$ref", "#/definitions/a"}}}}},
+                       {"$ref", "#/definitions/a"}};
   auto bad_output = tool("bad_output");
   bad_output.output_schema = json{{"minLength", -1}};
   std::vector<ListedTool> listing;
-  for (auto* t : {&huge, &deep, &wide_string, &invalid, &remote_ref, &lookahead, &loop, &bad_output})
+  for (auto* t :
+       {&huge, &deep, &wide_string, &invalid, &remote_ref, &lookahead, &loop, &bad_output})
     listing.push_back(std::move(*t));
   listing.push_back(tool("ok"));
   auto a = admit(listing);
   ASSERT_EQ(a.tools.size(), 1u) << refused_text(a);
   EXPECT_EQ(a.tools[0].name, "files.ok");
   const std::string all = refused_text(a);
-  EXPECT_TRUE(contains(all, "tool files.huge: inputSchema: the schema has more than 10000 values")) << all;
-  EXPECT_TRUE(contains(all, "tool files.deep: inputSchema: the schema nests deeper than 32 levels")) << all;
-  EXPECT_TRUE(contains(all, "tool files.wide: inputSchema: the schema is larger than 65536 bytes")) << all;
-  EXPECT_TRUE(contains(all, "tool files.invalid: inputSchema: the schema does not compile: ")) << all;
-  EXPECT_TRUE(contains(all, "tool files.remote_ref: inputSchema: the schema does not compile: ")) << all;
-  EXPECT_TRUE(contains(all, "tool files.lookahead: inputSchema: the schema does not compile: ")) << all;
+  EXPECT_TRUE(contains(all, "tool files.huge: inputSchema: the schema has more than 10000 values"))
+      << all;
+  EXPECT_TRUE(contains(all, "tool files.deep: inputSchema: the schema nests deeper than 32 levels"))
+      << all;
+  EXPECT_TRUE(contains(all, "tool files.wide: inputSchema: the schema is larger than 65536 bytes"))
+      << all;
+  EXPECT_TRUE(contains(all, "tool files.invalid: inputSchema: the schema does not compile: "))
+      << all;
+  EXPECT_TRUE(contains(all, "tool files.remote_ref: inputSchema: the schema does not compile: "))
+      << all;
+  EXPECT_TRUE(contains(all, "tool files.lookahead: inputSchema: the schema does not compile: "))
+      << all;
   EXPECT_TRUE(contains(all, "tool files.loop: inputSchema: the schema does not compile: ")) << all;
-  EXPECT_TRUE(contains(all, "tool files.bad_output: outputSchema: the schema does not compile: ")) << all;
+  EXPECT_TRUE(contains(all, "tool files.bad_output: outputSchema: the schema does not compile: "))
+      << all;
   EXPECT_EQ(a.refused.size(), 8u) << all;
   EXPECT_EQ(pins_->list().size(), 1u);  // only "ok"
 }
@@ -292,7 +305,8 @@ TEST_F(Catalog, ManyToolsAreCut) {
   auto a = admit(listing);
   EXPECT_EQ(a.tools.size(), 1000u);
   ASSERT_EQ(a.refused.size(), 1u);
-  EXPECT_EQ(a.refused[0], "5 more tools of mcp server files: not admitted, a server lists at most 1000");
+  EXPECT_EQ(a.refused[0],
+            "5 more tools of mcp server files: not admitted, a server lists at most 1000");
 }
 
 TEST_F(Catalog, WithMcpToolsCoversTheToolsInItsVersion) {

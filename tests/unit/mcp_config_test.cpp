@@ -34,26 +34,32 @@ class McpConfig : public ::testing::Test {
     return parse("mcpServers:\n  - name: files\n    command: [npx, server]\n" + fields);
   }
 
-  std::string error_of(const Result<Config>& c) const { return c.ok() ? "(loaded)" : c.error().message; }
+  std::string error_of(const Result<Config>& c) const {
+    return c.ok() ? "(loaded)" : c.error().message;
+  }
 
   fs::path dir_;
 };
 
 TEST_F(McpConfig, TheIssuesExampleParses) {
-  auto c = parse("mcpServers:\n"
-                 "  - name: files\n"
-                 "    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", /data]\n"
-                 "    dataPaths: [" + docs() + ":/data]\n"
-                 "    network: {allow: []}\n"
-                 "    risk: medium\n"
-                 "    tools: {allow: [\"read_*\", \"list_*\"], riskOverrides: {read_secret: high}}\n"
-                 "    env: {LOG_LEVEL: info}\n"
-                 "    idleTimeout: 5m\n");
+  auto c = parse(
+      "mcpServers:\n"
+      "  - name: files\n"
+      "    command: [npx, -y, \"@modelcontextprotocol/server-filesystem\", /data]\n"
+      "    dataPaths: [" +
+      docs() +
+      ":/data]\n"
+      "    network: {allow: []}\n"
+      "    risk: medium\n"
+      "    tools: {allow: [\"read_*\", \"list_*\"], riskOverrides: {read_secret: high}}\n"
+      "    env: {LOG_LEVEL: info}\n"
+      "    idleTimeout: 5m\n");
   ASSERT_TRUE(c.ok()) << c.error().message;
   ASSERT_EQ(c->mcp_servers.size(), 1u);
   const auto* s = c->find_mcp_server("files");
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->command, (std::vector<std::string>{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"}));
+  EXPECT_EQ(s->command, (std::vector<std::string>{
+                            "npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"}));
   ASSERT_EQ(s->data_paths.size(), 1u);
   EXPECT_EQ(s->data_paths[0].host_path, docs());
   EXPECT_EQ(s->data_paths[0].path_inside, "/data");
@@ -81,7 +87,8 @@ TEST_F(McpConfig, Defaults) {
 }
 
 TEST_F(McpConfig, WritableDataPathNetworkAndCallTimeout) {
-  auto c = server("    dataPaths: [\"" + docs() + ":/data:rw\"]\n"
+  auto c = server("    dataPaths: [\"" + docs() +
+                  ":/data:rw\"]\n"
                   "    network: {allow: [\"api.example.com:443\"]}\n"
                   "    callTimeout: 30s\n");
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -92,8 +99,8 @@ TEST_F(McpConfig, WritableDataPathNetworkAndCallTimeout) {
 }
 
 struct Refusal {
-  std::string fields;    // under the server
-  std::string message;   // "t.yaml:LINE:COL: ..." expected in the error
+  std::string fields;   // under the server
+  std::string message;  // "t.yaml:LINE:COL: ..." expected in the error
 };
 
 TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
@@ -108,8 +115,10 @@ TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
        "the host path /nonexistent-airlock-dir does not exist"},
       {"    dataPaths: [\"" + d + ":data\"]\n", "'data' is not an absolute path"},
       {"    dataPaths: [\"" + d + ":/\"]\n", "cannot bind onto / (the sandbox's root)"},
-      {"    dataPaths: [\"" + d + ":/etc/x\"]\n", "cannot bind onto /etc/x: /etc is the sandbox's own"},
-      {"    dataPaths: [\"" + d + ":/proc\"]\n", "cannot bind onto /proc: /proc is the sandbox's own"},
+      {"    dataPaths: [\"" + d + ":/etc/x\"]\n",
+       "cannot bind onto /etc/x: /etc is the sandbox's own"},
+      {"    dataPaths: [\"" + d + ":/proc\"]\n",
+       "cannot bind onto /proc: /proc is the sandbox's own"},
       {"    dataPaths: [\"" + d + ":/usr/local\"]\n", "/usr is the sandbox's own"},
       {"    dataPaths: [\"" + d + ":/work\"]\n", "/work is the sandbox's own"},
       {"    dataPaths: [\"" + d + ":/data/../etc\"]\n", "is not in normal form"},
@@ -119,7 +128,8 @@ TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
        "/data/sub overlaps /data, given before: one bind per directory"},
       {"    network: {allow: [\"not a rule!\"]}\n", "mcp server files.network.allow:"},
       {"    network: {deny: []}\n", "mcp server files.network: unknown field 'deny'"},
-      {"    risk: extreme\n", "mcp server files.risk: expected low, medium, high or critical, got 'extreme'"},
+      {"    risk: extreme\n",
+       "mcp server files.risk: expected low, medium, high or critical, got 'extreme'"},
       {"    tools: {allow: [\"Read_*\"]}\n", "tools.allow: 'Read_*': use lower-case letters"},
       {"    tools: {allow: [\"read_*\"], riskOverrides: {write_file: high}}\n",
        "tools.riskOverrides: 'write_file' is not allowed by tools.allow"},
@@ -127,7 +137,8 @@ TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
        "tools.riskOverrides.write_file: expected low, medium, high or critical"},
       {"    tools: {deny: [x]}\n", "mcp server files.tools: unknown field 'deny'"},
       {"    env: {1BAD: x}\n", "mcp server files.env: '1BAD' is not a valid variable name"},
-      {"    env: {HTTPS_PROXY: x}\n", "mcp server files.env: HTTPS_PROXY is set by Airlock for every sandbox"},
+      {"    env: {HTTPS_PROXY: x}\n",
+       "mcp server files.env: HTTPS_PROXY is set by Airlock for every sandbox"},
       {"    env: {no_proxy: x}\n", "no_proxy is set by Airlock"},
       {"    env: {NODE_EXTRA_CA_CERTS: x}\n", "NODE_EXTRA_CA_CERTS is set by Airlock"},
       {"    env: {HOME: /x}\n", "HOME is set by Airlock"},
@@ -149,13 +160,16 @@ TEST_F(McpConfig, NamesAndCommands) {
   const Refusal cases[] = {
       {"mcpServers:\n  - command: [x]\n", "t.yaml:4:5: mcpServers[0]: missing name"},
       {"mcpServers:\n  - name: my.files\n    command: [x]\n",
-       "mcpServers[0].name: 'my.files': a server's name is its tools' first segment: use lower-case "
+       "mcpServers[0].name: 'my.files': a server's name is its tools' first segment: use "
+       "lower-case "
        "letters, digits, '-' and '_'"},
       {"mcpServers:\n  - name: Files\n    command: [x]\n", "mcpServers[0].name: 'Files'"},
       {"mcpServers:\n  - name: files\n", "t.yaml:4:5: mcp server files: missing command"},
       {"mcpServers:\n  - name: files\n    command: []\n", "mcp server files.command: empty"},
-      {"mcpServers:\n  - name: files\n    command: [\"\"]\n", "mcp server files.command: the program is empty"},
-      {"mcpServers:\n  - name: files\n    command: npx\n", "mcp server files.command: expected a list of strings"},
+      {"mcpServers:\n  - name: files\n    command: [\"\"]\n",
+       "mcp server files.command: the program is empty"},
+      {"mcpServers:\n  - name: files\n    command: npx\n",
+       "mcp server files.command: expected a list of strings"},
       {"mcpServers:\n  - name: files\n    command: [x]\n  - name: files\n    command: [y]\n",
        "t.yaml:6:5: mcpServers: 'files' is defined twice"},
       {"mcpServers: {name: files}\n", "mcpServers: expected a list"},
@@ -169,15 +183,18 @@ TEST_F(McpConfig, NamesAndCommands) {
 }
 
 TEST_F(McpConfig, AToolNamedLikeTheServersToolsIsRefused) {
-  const std::string tools = "tools:\n  - name: files.read_file\n    runtime: {type: command, command: [/bin/cat]}\n";
+  const std::string tools =
+      "tools:\n  - name: files.read_file\n    runtime: {type: command, command: [/bin/cat]}\n";
   auto c = parse("mcpServers:\n  - name: files\n    command: [x]\n", tools);
   ASSERT_FALSE(c.ok());
-  EXPECT_NE(error_of(c).find("t.yaml:7:11: mcpServers[0].name: tool files.read_file (t.yaml:4) is named "
-                             "as files's tools are: rename one"),
-            std::string::npos)
+  EXPECT_NE(
+      error_of(c).find("t.yaml:7:11: mcpServers[0].name: tool files.read_file (t.yaml:4) is named "
+                       "as files's tools are: rename one"),
+      std::string::npos)
       << error_of(c);
   // A tool merely starting with the same letters is another name.
-  const std::string other = "tools:\n  - name: filesystem\n    runtime: {type: command, command: [/bin/cat]}\n";
+  const std::string other =
+      "tools:\n  - name: filesystem\n    runtime: {type: command, command: [/bin/cat]}\n";
   EXPECT_TRUE(parse("mcpServers:\n  - name: files\n    command: [x]\n", other).ok());
 }
 

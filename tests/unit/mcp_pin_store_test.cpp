@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 class PinStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("airlock-mcp-pins-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("airlock-mcp-pins-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     db_ = (dir_ / "state.db").string();
   }
@@ -54,7 +55,9 @@ TEST_F(PinStoreTest, TwoConnectionsSeeEachOthersChanges) {
   ASSERT_TRUE(daemon && cli);
   ASSERT_TRUE(daemon->pin_if_new("files", "read_file", std::string(64, 'a')).ok());
   ASSERT_TRUE(daemon->pin_if_new("everything", "echo", std::string(64, 'c')).ok());
-  ASSERT_TRUE(daemon->record_pending("files", "read_file", std::string(64, 'b'), {{"name", "read_file"}}).ok());
+  ASSERT_TRUE(
+      daemon->record_pending("files", "read_file", std::string(64, 'b'), {{"name", "read_file"}})
+          .ok());
   auto listed = cli->list();
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0].server, "everything");  // ordered by server, then tool
@@ -73,7 +76,9 @@ TEST_F(PinStoreTest, PendingSinceIsTheFirstSightingOfThatListing) {
   // Rewrite the time so that a second record of the same listing would visibly change it.
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "UPDATE mcp_pins SET pending_since = 'then'", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(raw, "UPDATE mcp_pins SET pending_since = 'then'", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(raw);
   ASSERT_TRUE(store->record_pending("files", "read_file", std::string(64, 'b'), {}).ok());
   EXPECT_EQ(store->get("files", "read_file")->pending_since, "then");
@@ -87,8 +92,10 @@ TEST_F(PinStoreTest, AWriteWaitsForAnotherConnectionsTransaction) {
   ASSERT_TRUE(store);
   sqlite3* other = nullptr;
   ASSERT_EQ(sqlite3_open(db_.c_str(), &other), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE; INSERT INTO mcp_pins (server, tool, sha256, pinned_at)"
-                                " VALUES ('x', 'y', 'z', 'now')", nullptr, nullptr, nullptr),
+  ASSERT_EQ(sqlite3_exec(other,
+                         "BEGIN IMMEDIATE; INSERT INTO mcp_pins (server, tool, sha256, pinned_at)"
+                         " VALUES ('x', 'y', 'z', 'now')",
+                         nullptr, nullptr, nullptr),
             SQLITE_OK);
   std::thread committer([other] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
