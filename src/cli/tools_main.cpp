@@ -1,5 +1,5 @@
 // airlock-tools: every airlock command, with every library they need. `airlock` executes it
-// for validate, scan, audit, call, tools, policy, secrets and run --audit (cli_main.hpp says
+// for validate, scan, audit, call, tools, policy, secrets, mcp and run --audit (cli_main.hpp says
 // why); it also works when called directly.
 #include "cli/cli_main.hpp"
 
@@ -15,5 +15,6 @@ int main(int argc, char** argv) {
     airlock::cli::add_validate_command(app, status);
     airlock::cli::add_policy_command(app, status);
     airlock::cli::add_secrets_command(app, status);
+    airlock::cli::add_mcp_command(app, status);
   });
 }

@@ -32,12 +32,15 @@ Result<std::vector<ListedTool>> parse_tools_list(const nlohmann::json& result) {
   return listed;
 }
 
+nlohmann::json pinned_json(const ListedTool& tool) {
+  return {{"name", tool.name},
+          {"description", tool.description},
+          {"inputSchema", tool.input_schema},
+          {"outputSchema", tool.output_schema ? *tool.output_schema : nlohmann::json()}};
+}
+
 std::string pin_sha256(const ListedTool& tool) {
-  nlohmann::json pinned{{"name", tool.name},
-                        {"description", tool.description},
-                        {"inputSchema", tool.input_schema},
-                        {"outputSchema", tool.output_schema ? *tool.output_schema : nlohmann::json()}};
-  return sha256_hex(pinned.dump());  // nlohmann's objects are key-sorted: dump() is canonical
+  return sha256_hex(pinned_json(tool).dump());  // nlohmann's objects are key-sorted: dump() is canonical
 }
 
 }  // namespace airlock::mcp

@@ -25,8 +25,11 @@ struct ListedTool {
 // or hostile; nothing of it is trusted).
 Result<std::vector<ListedTool>> parse_tools_list(const nlohmann::json& result);
 
-// The pin: SHA-256 (hex) of the canonical JSON of {name, description, inputSchema,
-// outputSchema} (keys sorted, no spaces). Title and annotations are not pinned.
+// What is pinned: {name, description, inputSchema, outputSchema} (outputSchema null when
+// none). Title and annotations are not pinned.
+nlohmann::json pinned_json(const ListedTool& tool);
+
+// The pin: SHA-256 (hex) of pinned_json's canonical JSON (keys sorted, no spaces).
 std::string pin_sha256(const ListedTool& tool);
 
 }  // namespace airlock::mcp

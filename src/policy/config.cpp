@@ -1,6 +1,7 @@
 // The configuration as a whole: the checks of the YAML text, then each section
 // (config_server.cpp, config_identity.cpp, config_roles.cpp, config_principals.cpp,
-// config_tiers.cpp, config_tools.cpp, config_credentials.cpp), every error collected and reported in file order.
+// config_tiers.cpp, config_tools.cpp, config_credentials.cpp, config_mcp_servers.cpp), every
+// error collected and reported in file order.
 #include "policy/config.hpp"
 
 #include <yaml-cpp/yaml.h>
@@ -39,7 +40,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   if (!is_airlock_config(r, root)) return c;
   r.only_keys(root, "the configuration",
               {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
-               "principals", "tiers", "tools", "dlp", "credentialServers"});
+               "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
@@ -58,6 +59,10 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
           [&](const YAML::Node& v) { detail::read_credential_servers(r, v, c.credential_servers); });
   r.field(root, "tools", [&](const YAML::Node& v) {
     detail::read_tools(r, v, label, c.credential_servers, c.tools);
+  });
+  // After tools: a server's name may not be the first segment of a tool's.
+  r.field(root, "mcpServers", [&](const YAML::Node& v) {
+    detail::read_mcp_servers(r, v, label, c.tools, c.mcp_servers);
   });
   return c;
 }

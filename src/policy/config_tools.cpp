@@ -11,9 +11,53 @@
 #include "sandbox/plan.hpp"
 
 namespace airlock::policy::detail {
-namespace {
 
 namespace fs = std::filesystem;
+
+// Shared with the mcpServers section (config_mcp_servers.cpp).
+void read_network(Reader& r, const YAML::Node& n, const std::string& what,
+                  egress::EgressRules& net) {
+  r.only_keys(n, what, {"allow", "forward", "resolve"});
+  const std::size_t errors_before = r.error_count();
+  r.field(n, "allow", [&](const YAML::Node& v) {
+    r.items(v, what + ".allow", [&](const YAML::Node& item) {
+      auto rule = egress::parse_allow_rule(r.string(item, what + ".allow"));
+      if (!rule) fail(item, what + ".allow: " + rule.error().message);
+      net.allow.push_back(*rule);
+    });
+  });
+  r.field(n, "forward", [&](const YAML::Node& v) {
+    r.items(v, what + ".forward", [&](const YAML::Node& item) {
+      auto f = egress::parse_forward(r.string(item, what + ".forward"));
+      if (!f) fail(item, what + ".forward: " + f.error().message);
+      net.forwards.push_back(*f);
+    });
+  });
+  r.field(n, "resolve", [&](const YAML::Node& v) {
+    r.expect_map(v, what + ".resolve");
+    for (const auto& kv : v)
+      r.guard([&] {
+        net.resolve[kv.first.as<std::string>()] = r.string(kv.second, what + ".resolve");
+      });
+  });
+  if (r.error_count() != errors_before) return;  // the rules as a whole only when each parsed
+  if (auto compiled = egress::EgressPolicy::compile(net); !compiled)
+    fail(n, what + ": " + compiled.error().message);
+}
+
+void read_env(Reader& r, const YAML::Node& n, const std::string& what,
+              std::map<std::string, std::string>& out) {
+  r.expect_map(n, what);
+  for (const auto& kv : n)
+    r.guard([&] {
+      std::string key = kv.first.as<std::string>();
+      if (!is_variable_name(key))
+        fail(kv.first, what + ": '" + key + "' is not a valid variable name");
+      out[key] = r.string(kv.second, what + "." + key);
+    });
+}
+
+namespace {
 
 void read_runtime(Reader& r, const YAML::Node& rt, const std::string& what, ToolRuntime& out) {
   r.only_keys(rt, what, {"type", "file", "command", "interpreter"});
@@ -52,36 +96,6 @@ void check_program(const YAML::Node& rt, const std::string& what, const ToolConf
   fail(rt[field] ? rt[field] : rt, what + ".runtime." + field + ": " + found.error().message);
 }
 
-void read_network(Reader& r, const YAML::Node& n, const std::string& what,
-                  egress::EgressRules& net) {
-  r.only_keys(n, what, {"allow", "forward", "resolve"});
-  const std::size_t errors_before = r.error_count();
-  r.field(n, "allow", [&](const YAML::Node& v) {
-    r.items(v, what + ".allow", [&](const YAML::Node& item) {
-      auto rule = egress::parse_allow_rule(r.string(item, what + ".allow"));
-      if (!rule) fail(item, what + ".allow: " + rule.error().message);
-      net.allow.push_back(*rule);
-    });
-  });
-  r.field(n, "forward", [&](const YAML::Node& v) {
-    r.items(v, what + ".forward", [&](const YAML::Node& item) {
-      auto f = egress::parse_forward(r.string(item, what + ".forward"));
-      if (!f) fail(item, what + ".forward: " + f.error().message);
-      net.forwards.push_back(*f);
-    });
-  });
-  r.field(n, "resolve", [&](const YAML::Node& v) {
-    r.expect_map(v, what + ".resolve");
-    for (const auto& kv : v)
-      r.guard([&] {
-        net.resolve[kv.first.as<std::string>()] = r.string(kv.second, what + ".resolve");
-      });
-  });
-  if (r.error_count() != errors_before) return;  // the rules as a whole only when each parsed
-  if (auto compiled = egress::EgressPolicy::compile(net); !compiled)
-    fail(n, what + ": " + compiled.error().message);
-}
-
 void read_validation(Reader& r, const YAML::Node& v, const std::string& what,
                      ValidationConfig& out) {
   r.only_keys(v, what,
@@ -106,18 +120,6 @@ void read_data_paths(Reader& r, const YAML::Node& n, const std::string& what,
     if (!fs::exists(p)) fail(item, what + ": " + p + " does not exist");
     out.push_back(p);
   });
-}
-
-void read_env(Reader& r, const YAML::Node& n, const std::string& what,
-              std::map<std::string, std::string>& out) {
-  r.expect_map(n, what);
-  for (const auto& kv : n)
-    r.guard([&] {
-      std::string key = kv.first.as<std::string>();
-      if (!is_variable_name(key))
-        fail(kv.first, what + ": '" + key + "' is not a valid variable name");
-      out[key] = r.string(kv.second, what + "." + key);
-    });
 }
 
 // A tool's schema compiled, or null with every problem in it recorded, each at the YAML node

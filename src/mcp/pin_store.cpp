@@ -1,0 +1,188 @@
+// The table mcp_pins of state.db. The daemon and `airlock mcp pins` open it at the same time:
+// WAL lets the CLI read while the daemon writes, and the busy timeout makes each wait for
+// the other's write instead of failing. Each change is one statement, so it is atomic.
+#include "mcp/pin_store.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <ctime>
+#include <mutex>
+
+namespace airlock::mcp {
+namespace {
+
+// A prepared statement that finalizes itself; binds text by copy.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return ok_; }
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  int step() { return sqlite3_step(stmt_); }
+  std::string text(int i) const {
+    auto* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p),
+                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+             : "";
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  bool ok_ = false;
+};
+
+constexpr const char* kSchema =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS mcp_pins (server TEXT NOT NULL, tool TEXT NOT NULL,"
+    " sha256 TEXT NOT NULL, pinned_at TEXT NOT NULL, pending_sha256 TEXT NOT NULL DEFAULT '',"
+    " pending_json TEXT NOT NULL DEFAULT '', pending_since TEXT NOT NULL DEFAULT '',"
+    " PRIMARY KEY (server, tool))";
+constexpr const char* kColumns =
+    "SELECT server, tool, sha256, pinned_at, pending_sha256, pending_json, pending_since FROM "
+    "mcp_pins";
+// The pending listing's first sighting is kept while the same listing is seen again.
+constexpr const char* kRecordPending =
+    "UPDATE mcp_pins SET pending_since = CASE WHEN pending_sha256 = ?3 THEN pending_since ELSE ?5 "
+    "END,"
+    " pending_sha256 = ?3, pending_json = ?4 WHERE server = ?1 AND tool = ?2";
+// Only what is pending, and only the listing the admin saw when a hash is given.
+constexpr const char* kApprove =
+    "UPDATE mcp_pins SET sha256 = pending_sha256, pinned_at = ?4, pending_sha256 = '',"
+    " pending_json = '', pending_since = '' WHERE server = ?1 AND tool = ?2"
+    " AND pending_sha256 <> '' AND (?3 = '' OR pending_sha256 = ?3)";
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "tool pins: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// 2026-12-01T18:04:05Z
+std::string utc_now() {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  ::gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+Pin pin_of(const Statement& row) {
+  Pin p;
+  p.server = row.text(0);
+  p.tool = row.text(1);
+  p.sha256 = row.text(2);
+  p.pinned_at = row.text(3);
+  p.pending_sha256 = row.text(4);
+  if (auto json = row.text(5); !json.empty())
+    p.pending = nlohmann::json::parse(json, nullptr, false);
+  p.pending_since = row.text(6);
+  return p;
+}
+
+}  // namespace
+
+struct PinStore::Impl {
+  sqlite3* db = nullptr;
+  std::mutex mu;
+  ~Impl() { sqlite3_close(db); }
+};
+
+PinStore::PinStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PinStore::~PinStore() = default;
+
+Result<std::unique_ptr<PinStore>> PinStore::open(const std::string& db_path) {
+  auto impl = std::make_unique<Impl>();
+  if (sqlite3_open_v2(db_path.c_str(), &impl->db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
+    return Error::make("storage", "opening " + db_path + ": " +
+                                      (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
+  sqlite3_busy_timeout(impl->db, 5000);
+  if (sqlite3_exec(impl->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db_error(impl->db, "creating the table in " + db_path);
+  return std::unique_ptr<PinStore>(new PinStore(std::move(impl)));
+}
+
+std::optional<Pin> PinStore::get(const std::string& server, const std::string& tool) {
+  std::lock_guard lock(impl_->mu);
+  Statement s(impl_->db, (std::string(kColumns) + " WHERE server = ?1 AND tool = ?2").c_str());
+  s.bind(1, server);
+  s.bind(2, tool);
+  if (!s.ok() || s.step() != SQLITE_ROW) return std::nullopt;
+  return pin_of(s);
+}
+
+std::vector<Pin> PinStore::list() {
+  std::lock_guard lock(impl_->mu);
+  Statement s(impl_->db, (std::string(kColumns) + " ORDER BY server, tool").c_str());
+  std::vector<Pin> out;
+  while (s.ok() && s.step() == SQLITE_ROW) out.push_back(pin_of(s));
+  return out;
+}
+
+Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& tool,
+                                  const std::string& sha256) {
+  std::lock_guard lock(impl_->mu);
+  Statement s(impl_->db,
+              "INSERT INTO mcp_pins (server, tool, sha256, pinned_at) VALUES (?1, ?2, ?3, ?4)"
+              " ON CONFLICT (server, tool) DO NOTHING");
+  s.bind(1, server);
+  s.bind(2, tool);
+  s.bind(3, sha256);
+  s.bind(4, utc_now());
+  if (!s.ok() || s.step() != SQLITE_DONE)
+    return db_error(impl_->db, "pinning " + server + "." + tool);
+  return sqlite3_changes(impl_->db) == 1;
+}
+
+Status PinStore::record_pending(const std::string& server, const std::string& tool,
+                                const std::string& sha256, const nlohmann::json& listing) {
+  std::lock_guard lock(impl_->mu);
+  Statement s(impl_->db, kRecordPending);
+  s.bind(1, server);
+  s.bind(2, tool);
+  s.bind(3, sha256);
+  s.bind(4, listing.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  s.bind(5, utc_now());
+  if (!s.ok() || s.step() != SQLITE_DONE)
+    return db_error(impl_->db, "recording the new listing of " + server + "." + tool);
+  if (sqlite3_changes(impl_->db) != 1)
+    return Error::make("not_found", "tool " + server + "." + tool + " has no pin to differ from");
+  return {};
+}
+
+Status PinStore::approve(const std::string& server, const std::string& tool,
+                         const std::string& expected_sha256) {
+  {
+    std::lock_guard lock(impl_->mu);
+    Statement s(impl_->db, kApprove);
+    s.bind(1, server);
+    s.bind(2, tool);
+    s.bind(3, expected_sha256);
+    s.bind(4, utc_now());
+    if (!s.ok() || s.step() != SQLITE_DONE)
+      return db_error(impl_->db, "approving " + server + "." + tool);
+    if (sqlite3_changes(impl_->db) == 1) return {};
+  }
+  // Nothing approved: say why, from the row as it is now.
+  const std::string name = server + "." + tool;
+  auto pin = get(server, tool);
+  if (!pin)
+    return Error::make("not_found",
+                       "no pin for tool " + name + " (server " + server + ", tool " + tool + ")");
+  if (pin->pending_sha256.empty())
+    return Error::make("not_pending", "tool " + name +
+                                          " has no pending change to approve (pinned " +
+                                          pin->sha256 + " on " + pin->pinned_at + ")");
+  return Error::make("pin_mismatch", "the pending listing of tool " + name + " is " +
+                                         pin->pending_sha256 + ", not " + expected_sha256 +
+                                         ": nothing approved");
+}
+
+}  // namespace airlock::mcp
