@@ -118,7 +118,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
 // error names how its sandbox ended.
 Error Gateway::Impl::crashed(const std::shared_ptr<Slot>& slot,
                              const std::shared_ptr<ServerInstance>& inst, const Error& error) {
-  inst->kill();
+  inst->end_after_failure();
   const std::string verdict = inst->end_verdict(std::chrono::seconds(10));
   std::shared_ptr<ServerInstance> dead;
   {

@@ -59,6 +59,7 @@ void Gateway::Impl::relist(const std::shared_ptr<Slot>& slot, std::unique_lock<s
   lock.unlock();
   auto listed = inst->relist();
   if (listed && options.listed) options.listed(slot->server, *listed);
+  inst.reset();  // may be the last reference (stopped meanwhile): never dropped under the lock
   lock.lock();
 }
 

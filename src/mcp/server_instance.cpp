@@ -35,7 +35,7 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
   // A failed step ends the instance here (~ServerInstance); the verdict says why it died.
   auto version = inst->client_->initialize(s.start_timeout);
   if (!version) {
-    inst->kill();
+    inst->end_after_failure();
     return failed("initialize: " + version.error().message + " (" +
                   inst->end_verdict(std::chrono::seconds(5)) + ")");
   }
@@ -87,6 +87,11 @@ Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall
 }
 
 void ServerInstance::kill() { session_->kill(); }
+
+void ServerInstance::end_after_failure() {
+  if (client_->server_hung_up() && session_->wait_for_end(std::chrono::seconds(5))) return;
+  session_->kill();
+}
 
 bool ServerInstance::ended() const { return session_->ended(); }
 

@@ -53,6 +53,10 @@ class ServerInstance {
   Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call);
 
   void kill();
+  // After a failed call: a server that hung up is given a moment to end on its own (so its
+  // verdict is its own exit, not our kill); one that is still there, or spoke nonsense, is
+  // killed.
+  void end_after_failure();
   bool ended() const;
   // How the sandbox ended, from its Outcome: "exit_nonzero: the program exited with code 3".
   // Waits up to `timeout` for the end (after a kill it is quick).

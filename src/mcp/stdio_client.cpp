@@ -70,6 +70,11 @@ bool StdioClient::closed() const {
   return impl_->is_closed;
 }
 
+bool StdioClient::server_hung_up() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->hung_up;
+}
+
 Error StdioClient::close_reason() const {
   std::lock_guard lock(impl_->mu);
   return impl_->reason;
@@ -163,6 +168,8 @@ void StdioClient::Impl::read_loop() {
     }
     if (!*line) {
       why = server_failed("the server closed its stdout");
+      std::lock_guard lock(mu);
+      hung_up = !stopping;
       break;
     }
     if (line->value().empty()) continue;

@@ -67,6 +67,8 @@ class StdioClient {
   // Whether the connection is over, and why.
   bool closed() const;
   Error close_reason() const;
+  // The server closed its stdout (it is exiting, or has): not a protocol error.
+  bool server_hung_up() const;
 
   struct Impl;
 

@@ -38,6 +38,7 @@ struct StdioClient::Impl {
   std::map<std::string, std::shared_ptr<PendingRequest>> by_progress_token;
   bool stopping = false;
   bool is_closed = false;
+  bool hung_up = false;  // EOF on the server's stdout
   Error reason;
   std::thread reader;
 
