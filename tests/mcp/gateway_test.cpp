@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -193,7 +194,9 @@ TEST_F(GatewayTest, FilesystemServerSeesOnlyItsBind) {
   fsrv.data_paths.push_back({f.data, "/data", false});
   // A host path given as its allowed directory: the server sees no such directory.
   auto hostdir = node_server("hostdir", {kFilesystem, f.outside});
-  gateway_->configure({fsrv, hostdir});
+  auto fsroot = node_server("fsroot", {kFilesystem, "/"});
+  fsroot.data_paths.push_back({f.data, "/data", false});
+  gateway_->configure({fsrv, hostdir, fsroot});
 
   auto read = [&](const std::string& server, const std::string& path) {
     return gateway_->call(tool_call(server, "read_text_file", {{"path", path}}));
@@ -208,10 +211,27 @@ TEST_F(GatewayTest, FilesystemServerSeesOnlyItsBind) {
     auto r = read("files", path);
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_TRUE(r->is_error) << path << ": " << text_of(*r);
+    if (getenv("MCP_TEST_VERBOSE")) std::cerr << path << " -> " << text_of(*r);
     EXPECT_EQ(text_of(*r).find(f.marker), std::string::npos) << path;
     EXPECT_EQ(text_of(*r).find("root:"), std::string::npos) << path;
   }
+  // The server's own path checks out of the way (it may read all it sees, "/"): the sandbox
+  // alone stops it, for it has no such files.
+  for (const std::string& path : {f.outside + "/secret.txt", std::string("/etc/shadow"),
+                                  std::string("/data/link.txt"), f.data + "/hello.txt"}) {
+    auto open_read = read("fsroot", path);
+    ASSERT_TRUE(open_read) << open_read.error().message;
+    EXPECT_TRUE(open_read->is_error) << path << ": " << text_of(*open_read);
+    EXPECT_EQ(text_of(*open_read).find(f.marker), std::string::npos) << path;
+    EXPECT_EQ(text_of(*open_read).find("root:"), std::string::npos) << path;
+    if (getenv("MCP_TEST_VERBOSE")) std::cerr << "fsroot " << path << " -> " << text_of(*open_read);
+  }
+  auto inside = read("fsroot", "/data/hello.txt");  // the control: what it sees, it reads
+  ASSERT_TRUE(inside) << inside.error().message;
+  EXPECT_NE(text_of(*inside).find("hello from data"), std::string::npos) << text_of(*inside);
+
   auto r = read("hostdir", f.outside + "/secret.txt");
+  if (getenv("MCP_TEST_VERBOSE")) std::cerr << "hostdir -> " << (r ? text_of(*r) : r.error().message) << "\n";
   if (r) {
     EXPECT_TRUE(r->is_error) << text_of(*r);
     EXPECT_EQ(text_of(*r).find(f.marker), std::string::npos);
