@@ -23,6 +23,7 @@
 #include "backend/local.hpp"
 #include "common/unique_fd.hpp"
 #include "mcp/gateway.hpp"
+#include "netrules/address.hpp"
 
 namespace airlock::mcp {
 namespace {
@@ -333,6 +334,71 @@ TEST_F(GatewayTest, MaliciousServerIsContained) {
   auto after = gateway_->call(tool_call("evil", "whoami"));
   ASSERT_FALSE(after);
   EXPECT_EQ(after.error().code, "stopped");
+}
+
+// A listening socket on the host's 127.0.0.1 and its port.
+std::pair<UniqueFd, int> host_listener() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::listen(fd.get(), 8), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+  return {std::move(fd), ntohs(addr.sin_port)};
+}
+
+// Answers every HTTP request with "hello from the host" until the listener is shut down.
+struct HostHttpServer {
+  std::pair<UniqueFd, int> listener = host_listener();
+  std::thread thread{[this] {
+    for (;;) {
+      int c = ::accept4(listener.first.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      char buf[4096];
+      (void)!::read(c, buf, sizeof buf);
+      const std::string reply =
+          "HTTP/1.1 200 OK\r\nContent-Length: 19\r\nConnection: close\r\n\r\nhello from the host";
+      (void)!::write(c, reply.data(), reply.size());
+      ::close(c);
+    }
+  }};
+  int port() const { return listener.second; }
+  ~HostHttpServer() {
+    ::shutdown(listener.first.get(), SHUT_RDWR);
+    thread.join();
+  }
+};
+
+TEST_F(GatewayTest, NetworkRulesGoThroughTheEgressProxy) {
+  HostHttpServer http;
+  auto c = malicious_server();
+  c.network.allow.push_back({"127.0.0.1", static_cast<std::uint16_t>(http.port())});
+  gateway_->configure({c});
+  const std::string url = "http://127.0.0.1:" + std::to_string(http.port()) + "/";
+  auto allowed = gateway_->call(tool_call("evil", "fetch", {{"url", url}}));
+  ASSERT_TRUE(allowed) << allowed.error().message;
+  EXPECT_NE(text_of(*allowed).find("hello from the host"), std::string::npos) << text_of(*allowed);
+  auto other = host_listener();  // a port no rule names
+  auto denied = gateway_->call(tool_call(
+      "evil", "fetch", {{"url", "http://127.0.0.1:" + std::to_string(other.second) + "/"}}));
+  ASSERT_TRUE(denied) << denied.error().message;
+  EXPECT_NE(text_of(*denied).find("fetch: failed"), std::string::npos) << text_of(*denied);
+
+  // The daemon's own endpoints stay out of reach whatever a server's rules say.
+  gateway_->shutdown();
+  GatewayOptions o;
+  o.registry = &registry_;
+  auto address = netrules::parse_ip_literal("127.0.0.1");
+  ASSERT_TRUE(address);
+  o.forbidden = std::make_shared<const std::vector<egress::Endpoint>>(
+      std::vector<egress::Endpoint>{{*address, static_cast<std::uint16_t>(http.port())}});
+  gateway_ = std::make_unique<Gateway>(std::move(o));
+  gateway_->configure({c});
+  auto forbidden = gateway_->call(tool_call("evil", "fetch", {{"url", url}}));
+  ASSERT_TRUE(forbidden) << forbidden.error().message;
+  EXPECT_NE(text_of(*forbidden).find("fetch: failed"), std::string::npos) << text_of(*forbidden);
 }
 
 TEST_F(GatewayTest, DisabledToolIsRefused) {
