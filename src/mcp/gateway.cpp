@@ -35,6 +35,7 @@ std::shared_ptr<Slot> slot_for(Gateway::Impl& g, const std::string& server,
 std::shared_ptr<ServerInstance> Gateway::Impl::detach(Slot& slot, bool crash,
                                                       const std::string& why) {
   auto inst = std::move(slot.instance);
+  if (inst && !crash) inst->mark_retired();
   if (crash) {
     ++slot.failures;
     slot.retry_at = Clock::now() + backoff_after(slot.failures);
@@ -52,7 +53,7 @@ void Gateway::Impl::poke() {
 // The slot's live instance, or a new one; a crashed one is replaced once its backoff is over.
 Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     const std::shared_ptr<Slot>& slot) {
-  std::lock_guard start_lock(slot->start_mu);
+  std::unique_lock start_lock(slot->start_mu);
   std::shared_ptr<ServerInstance> dead;
   policy::McpServerConfig config;
   {
@@ -72,7 +73,10 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     config = it->second;
   }
   dead.reset();
-  return start_instance(slot, config);
+  auto started = start_instance(slot, config);
+  start_lock.unlock();  // `listed` may call into the gateway: no lock of ours is held
+  if (started && options.listed) options.listed(slot->server, (*started)->tools());
+  return started;
 }
 
 Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
@@ -110,7 +114,6 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
   poked = true;
   cv.notify_all();
   lock.unlock();
-  if (options.listed) options.listed(slot->server, (*started)->tools());
   return *started;
 }
 
@@ -124,9 +127,10 @@ Error Gateway::Impl::crashed(const std::shared_ptr<Slot>& slot,
   {
     std::lock_guard lock(mu);
     if (stopped) return stopped_error();
-    if (slot->instance != inst)  // stopped on purpose meanwhile (configure)
+    if (inst->retired())  // stopped on purpose meanwhile (configure)
       return failed(who(*slot) + " was stopped while the call ran (its config changed)");
-    dead = detach(*slot, true, error.message + "; " + verdict);
+    // The reaper may have retired it first (its sandbox ended): counted once.
+    if (slot->instance == inst) dead = detach(*slot, true, error.message + "; " + verdict);
   }
   return failed(who(*slot) + " failed during the call: " + error.message + "; " + verdict);
 }
@@ -182,7 +186,6 @@ void Gateway::configure(const std::vector<policy::McpServerConfig>& servers) {
 }
 
 Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
-  pipeline::McpToolCall none;
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard lock(impl_->mu);

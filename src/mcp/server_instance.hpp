@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -53,6 +54,10 @@ class ServerInstance {
   Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call);
 
   void kill();
+  // Set when the gateway stops it on purpose (idle, config change, shutdown), so a call that
+  // fails under it is not taken for a crash.
+  void mark_retired() { retired_ = true; }
+  bool retired() const { return retired_; }
   // After a failed call: a server that hung up is given a moment to end on its own (so its
   // verdict is its own exit, not our kill); one that is still there, or spoke nonsense, is
   // killed.
@@ -71,6 +76,7 @@ class ServerInstance {
   std::unique_ptr<StdioClient> client_;
   mutable std::mutex mu_;
   std::vector<ListedTool> tools_;
+  std::atomic<bool> retired_{false};
 };
 
 }  // namespace airlock::mcp
