@@ -250,6 +250,7 @@ TEST_F(GatewayTest, TwoOwnersNeverShareAProcess) {
   EXPECT_NE(text_of(*a), text_of(*b));
   EXPECT_EQ(gateway_->running().size(), 2u);
   EXPECT_EQ(processes_with("/fixtures/malicious_server.py").size(), 2u);
+  EXPECT_EQ(registry_.count(), 2u);  // each sandbox is registered while it runs
 
   auto wrote = gateway_->call(tool_call("evil", "write_tmp", {{"text", "B's secret"}}, "user B"));
   ASSERT_TRUE(wrote) << wrote.error().message;
@@ -258,6 +259,72 @@ TEST_F(GatewayTest, TwoOwnersNeverShareAProcess) {
   ASSERT_TRUE(b_reads && a_reads);
   EXPECT_NE(text_of(*b_reads).find("B's secret"), std::string::npos);  // the control
   EXPECT_EQ(text_of(*a_reads).find("B's secret"), std::string::npos) << text_of(*a_reads);
+}
+
+TEST_F(GatewayTest, ConcurrentFirstCallsStartOneProcess) {
+  gateway_->configure({malicious_server()});
+  std::vector<std::string> ids(6);
+  std::vector<std::thread> threads;
+  for (auto& id : ids)
+    threads.emplace_back([&] {
+      auto r = gateway_->call(tool_call("evil", "whoami"));
+      id = r ? text_of(*r) : "error: " + r.error().message;
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& id : ids) EXPECT_EQ(id, ids[0]);
+  EXPECT_EQ(ids[0].find("error"), std::string::npos) << ids[0];
+  EXPECT_EQ(processes_with("/fixtures/malicious_server.py").size(), 1u);
+}
+
+TEST_F(GatewayTest, CancelAndTimeoutKeepTheInstance) {
+  gateway_->configure({node_server("everything", {kEverything, "stdio"})});
+  auto warm = gateway_->call(tool_call("everything", "echo", {{"message", "warm"}}));
+  ASSERT_TRUE(warm) << warm.error().message;
+
+  CancelSignal cancel;
+  auto long_op = tool_call("everything", "trigger-long-running-operation",
+                           {{"duration", 30}, {"steps", 30}});
+  long_op.cancel = &cancel;
+  long_op.progress = [&](const pipeline::Progress&) { cancel.cancel(); };  // at the first step
+  auto cancelled = gateway_->call(long_op);
+  ASSERT_FALSE(cancelled);
+  EXPECT_EQ(cancelled.error().code, "cancelled");
+
+  auto slow = tool_call("everything", "trigger-long-running-operation",
+                        {{"duration", 30}, {"steps", 1}});
+  slow.timeout = 200ms;
+  auto timed_out = gateway_->call(slow);
+  ASSERT_FALSE(timed_out);
+  EXPECT_EQ(timed_out.error().code, "timeout");
+
+  auto after = gateway_->call(tool_call("everything", "echo", {{"message", "still here"}}));
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(gateway_->running().size(), 1u);
+}
+
+TEST_F(GatewayTest, ConfigureStopsChangedAndRemovedServers) {
+  auto evil = malicious_server();
+  auto other = malicious_server("other");
+  gateway_->configure({evil, other});
+  auto first = gateway_->call(tool_call("evil", "whoami"));
+  ASSERT_TRUE(first && gateway_->call(tool_call("other", "whoami")));
+  ASSERT_EQ(gateway_->running().size(), 2u);
+
+  auto moved = evil;
+  moved.where = "elsewhere.yaml:9";  // where it is written is not what it runs
+  gateway_->configure({moved, other});
+  EXPECT_EQ(gateway_->running().size(), 2u);
+
+  auto changed = evil;
+  changed.env["MODE"] = "new";
+  gateway_->configure({changed});  // evil changed, other removed
+  EXPECT_TRUE(eventually([&] { return gateway_->running().empty(); }));
+  auto second = gateway_->call(tool_call("evil", "whoami"));
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_NE(text_of(*first), text_of(*second));  // a new process
+  auto gone = gateway_->call(tool_call("other", "whoami"));
+  ASSERT_FALSE(gone);
+  EXPECT_NE(gone.error().message.find("no MCP server named other"), std::string::npos);
 }
 
 TEST_F(GatewayTest, IdleInstancesStop) {
