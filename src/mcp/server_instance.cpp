@@ -30,6 +30,10 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
 
   StdioClientOptions co;
   co.on_tools_changed = s.on_tools_changed;
+  // A server that spoke nonsense is ended at once, whether or not a call is waiting.
+  co.on_closed = [session = inst->session_.get()](const Error&, bool hung_up) {
+    if (!hung_up) session->kill();
+  };
   inst->client_ = std::make_unique<StdioClient>(inst->session_->take_stdin(),
                                                 inst->session_->take_stdout(), std::move(co));
   // A failed step ends the instance here (~ServerInstance); the verdict says why it died.

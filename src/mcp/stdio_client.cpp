@@ -178,14 +178,15 @@ void StdioClient::Impl::read_loop() {
       break;
     }
   }
-  bool stopped;
+  bool stopped, eof;
   {
     std::lock_guard lock(mu);
     stopped = stopping;
+    eof = hung_up;
   }
   if (stopped) return;  // the destructor closes
   close(why);
-  if (options.on_closed) options.on_closed(why);
+  if (options.on_closed) options.on_closed(why, eof);
 }
 
 }  // namespace airlock::mcp

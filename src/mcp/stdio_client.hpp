@@ -36,9 +36,9 @@ struct StdioClientOptions {
   // The server sent notifications/tools/list_changed. Called on the reader thread: it must
   // not wait for this client's answers (hand the re-listing to another thread).
   std::function<void()> on_tools_changed;
-  // The connection is over (EOF, a protocol error): called once, on the reader thread, with
-  // the reason. The owner ends the server.
-  std::function<void(const Error&)> on_closed;
+  // The connection is over: called once, on the reader thread, with the reason and whether
+  // the server hung up (EOF) rather than spoke nonsense. The owner ends the server.
+  std::function<void(const Error&, bool hung_up)> on_closed;
 };
 
 struct ToolCallRequest {

@@ -358,6 +358,18 @@ TEST_F(GatewayTest, CrashFailsTheCallAndRestartsAfterBackoff) {
   EXPECT_TRUE(restarted);
 }
 
+TEST_F(GatewayTest, AnEndlessLineEndsTheInstance) {
+  gateway_->configure({malicious_server()});
+  auto r = gateway_->call(tool_call("evil", "flood"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, "tool_server_failed");
+  EXPECT_NE(r.error().message.find("protocol error"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("longer than 4194304 bytes"), std::string::npos)
+      << r.error().message;
+  EXPECT_TRUE(eventually([&] { return processes_with("/fixtures/malicious_server.py").empty(); }));
+  EXPECT_TRUE(gateway_->running().empty());
+}
+
 TEST_F(GatewayTest, MaliciousServerIsContained) {
   // The test's listener on the host's loopback: the server must never reach it.
   UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));

@@ -269,7 +269,7 @@ void expect_protocol_error(const std::string& line, const std::string& why) {
   std::string closed;
   StdioClientOptions o;
   o.max_line_bytes = 4096;
-  o.on_closed = [&](const Error& e) {
+  o.on_closed = [&](const Error& e, bool) {
     std::lock_guard lock(mu);
     closed = e.message;
   };
