@@ -26,8 +26,9 @@
 
 namespace airlock::backend {
 
-// A session's wall time: days. A session lives until its owner stops it (idle timeout).
-inline constexpr std::chrono::milliseconds kSessionWallTime{30LL * 24 * 3600 * 1000};
+// A session's wall time: 20 days. A session lives until its owner stops it (idle timeout).
+// Below 2^31 ms: the sandbox's setup wait polls with the deadline as an int of milliseconds.
+inline constexpr std::chrono::milliseconds kSessionWallTime{20LL * 24 * 3600 * 1000};
 
 struct LocalSessionOptions {
   std::string rule_set = "the sandbox's egress rules";  // named in denial messages

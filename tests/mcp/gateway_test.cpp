@@ -170,6 +170,8 @@ TEST_F(GatewayTest, EverythingListsToolsEchoesAndReportsProgress) {
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[1].progress, 2);
   EXPECT_EQ(seen[1].total, 2);
+  gateway_->shutdown();
+  EXPECT_TRUE(processes_with(kEverything).empty());
 }
 
 // A directory the filesystem server is given, and a secret beside it that it must never see.
