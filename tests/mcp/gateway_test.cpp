@@ -43,6 +43,10 @@ std::string random_hex() {
   return std::to_string(rd()) + std::to_string(rd());
 }
 
+// On the command line of every server a test starts (servers ignore it), so that a test
+// counts its own processes even while others run beside it (ctest -j).
+std::string g_tag;
+
 // Polls `done` until it holds or a generous bound passes (no timing is asserted).
 bool eventually(const std::function<bool()>& done, std::chrono::seconds bound = 60s) {
   const auto until = std::chrono::steady_clock::now() + bound;
@@ -90,7 +94,7 @@ policy::McpServerConfig node_server(const std::string& name, std::vector<std::st
 policy::McpServerConfig malicious_server(const std::string& name = "evil") {
   policy::McpServerConfig c;
   c.name = name;
-  c.command = {"/usr/bin/python3", "/fixtures/malicious_server.py"};
+  c.command = {"/usr/bin/python3", "/fixtures/malicious_server.py", g_tag};
   c.data_paths.push_back({kFixtures, "/fixtures", false});
   return c;
 }
@@ -129,6 +133,7 @@ class GatewayTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "the gateway's sandboxes need root here";
+    g_tag = "airlock-test-" + random_hex();
     GatewayOptions o;
     o.registry = &registry_;
     o.listed = [this](const std::string& s, const std::vector<ListedTool>& t) { listings_.add(s, t); };
@@ -145,7 +150,7 @@ class GatewayTest : public ::testing::Test {
 };
 
 TEST_F(GatewayTest, EverythingListsToolsEchoesAndReportsProgress) {
-  gateway_->configure({node_server("everything", {kEverything, "stdio"})});
+  gateway_->configure({node_server("everything", {kEverything, "stdio", g_tag})});
   auto tools = gateway_->list_tools("everything");
   ASSERT_TRUE(tools) << tools.error().message;
   bool has_echo = false;
@@ -171,7 +176,7 @@ TEST_F(GatewayTest, EverythingListsToolsEchoesAndReportsProgress) {
   EXPECT_EQ(seen[1].progress, 2);
   EXPECT_EQ(seen[1].total, 2);
   gateway_->shutdown();
-  EXPECT_TRUE(processes_with(kEverything).empty());
+  EXPECT_TRUE(processes_with(g_tag).empty());
 }
 
 // A directory the filesystem server is given, and a secret beside it that it must never see.
@@ -251,7 +256,7 @@ TEST_F(GatewayTest, TwoOwnersNeverShareAProcess) {
   ASSERT_TRUE(b) << b.error().message;
   EXPECT_NE(text_of(*a), text_of(*b));
   EXPECT_EQ(gateway_->running().size(), 2u);
-  EXPECT_EQ(processes_with("/fixtures/malicious_server.py").size(), 2u);
+  EXPECT_EQ(processes_with(g_tag).size(), 2u);
   EXPECT_EQ(registry_.count(), 2u);  // each sandbox is registered while it runs
 
   auto wrote = gateway_->call(tool_call("evil", "write_tmp", {{"text", "B's secret"}}, "user B"));
@@ -275,11 +280,11 @@ TEST_F(GatewayTest, ConcurrentFirstCallsStartOneProcess) {
   for (auto& t : threads) t.join();
   for (const auto& id : ids) EXPECT_EQ(id, ids[0]);
   EXPECT_EQ(ids[0].find("error"), std::string::npos) << ids[0];
-  EXPECT_EQ(processes_with("/fixtures/malicious_server.py").size(), 1u);
+  EXPECT_EQ(processes_with(g_tag).size(), 1u);
 }
 
 TEST_F(GatewayTest, CancelAndTimeoutKeepTheInstance) {
-  gateway_->configure({node_server("everything", {kEverything, "stdio"})});
+  gateway_->configure({node_server("everything", {kEverything, "stdio", g_tag})});
   auto warm = gateway_->call(tool_call("everything", "echo", {{"message", "warm"}}));
   ASSERT_TRUE(warm) << warm.error().message;
 
@@ -336,7 +341,7 @@ TEST_F(GatewayTest, IdleInstancesStop) {
   auto r = gateway_->call(tool_call("evil", "whoami"));
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(eventually([&] { return gateway_->running().empty(); }));
-  EXPECT_TRUE(eventually([&] { return processes_with("/fixtures/malicious_server.py").empty(); }));
+  EXPECT_TRUE(eventually([&] { return processes_with(g_tag).empty(); }));
   EXPECT_TRUE(eventually([&] { return registry_.count() == 0; }));
 }
 
@@ -368,7 +373,7 @@ TEST_F(GatewayTest, AnEndlessLineEndsTheInstance) {
   EXPECT_NE(r.error().message.find("protocol error"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("longer than 4194304 bytes"), std::string::npos)
       << r.error().message;
-  EXPECT_TRUE(eventually([&] { return processes_with("/fixtures/malicious_server.py").empty(); }));
+  EXPECT_TRUE(eventually([&] { return processes_with(g_tag).empty(); }));
   EXPECT_TRUE(gateway_->running().empty());
 }
 
@@ -411,7 +416,7 @@ TEST_F(GatewayTest, MaliciousServerIsContained) {
   EXPECT_TRUE(eventually([&] { return !processes_with(daemon_marker).empty(); }));
   gateway_->shutdown();
   EXPECT_TRUE(processes_with(daemon_marker).empty());
-  EXPECT_TRUE(processes_with("/fixtures/malicious_server.py").empty());
+  EXPECT_TRUE(processes_with(g_tag).empty());
   auto after = gateway_->call(tool_call("evil", "whoami"));
   ASSERT_FALSE(after);
   EXPECT_EQ(after.error().code, "stopped");
