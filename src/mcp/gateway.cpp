@@ -175,7 +175,10 @@ void Gateway::configure(const std::vector<policy::McpServerConfig>& servers) {
       const bool keep = now != impl_->servers.end() &&
                         (!slot.instance || same_server(now->second, slot.config));
       if (!keep && slot.instance) retired.push_back(impl_->detach(slot, false, ""));
-      if (!keep) slot.failures = 0, slot.retry_at = {};
+      if (!keep) {
+        slot.failures = 0;  // a new config starts afresh
+        slot.retry_at = {};
+      }
       if (now == impl_->servers.end() && slot.active == 0)
         it = impl_->slots.erase(it);
       else
@@ -208,6 +211,9 @@ Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
 }
 
 Result<pipeline::McpToolResult> Gateway::call(const pipeline::McpToolCall& call) {
+  // Fail closed: calls without an owner would share one process.
+  if (call.owner.empty() || call.owner == kListingOwner)
+    return Error::make("invalid_argument", "an MCP gateway call needs the owner it runs for");
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard lock(impl_->mu);

@@ -499,6 +499,9 @@ TEST_F(GatewayTest, DisabledToolIsRefused) {
   auto r = gateway_->call(tool_call("evil", "harvest"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, "tool_disabled");
+  auto anonymous = gateway_->call(tool_call("evil", "whoami", {}, ""));
+  ASSERT_FALSE(anonymous);
+  EXPECT_EQ(anonymous.error().code, "invalid_argument");
   auto missing = gateway_->call(tool_call("evil", "no_such_tool"));
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("does not list a tool named no_such_tool"),
