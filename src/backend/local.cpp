@@ -1,12 +1,8 @@
 #include "backend/local.hpp"
 
-#include <optional>
-#include <set>
-
 #include <nlohmann/json.hpp>
 
-#include "backend/ca_bundle.hpp"
-#include "egress/proxy.hpp"
+#include "backend/sandbox_egress.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::backend {
@@ -18,23 +14,6 @@ RunResult setup_failure(const std::string& message) {
   r.message = message;
   return r;
 }
-
-// Registers a running sandbox for as long as it runs.
-class Registration {
- public:
-  Registration(RunningSandboxes* registry, sandbox::Sandbox* s) : registry_(registry), sandbox_(s) {
-    if (registry_) registry_->add(sandbox_);
-  }
-  ~Registration() {
-    if (registry_) registry_->remove(sandbox_);
-  }
-  Registration(const Registration&) = delete;
-  Registration& operator=(const Registration&) = delete;
-
- private:
-  RunningSandboxes* registry_;
-  sandbox::Sandbox* sandbox_;
-};
 
 }  // namespace
 
@@ -65,86 +44,24 @@ bool RunningSandboxes::stopping() const {
   return stopping_;
 }
 
-namespace {
-
-// The spec as it runs behind the proxy: listeners for the proxy's port (first) and each
-// forward's, the only ports it may connect to, and the proxy's environment.
-Result<sandbox::Spec> spec_behind_proxy(const sandbox::Spec& spec,
-                                        const egress::EgressRules& rules) {
-  const bool proxy = !rules.allow.empty();
-  std::set<std::uint16_t> ports;
-  if (proxy) ports.insert(egress::kProxyPort);
-  for (const auto& f : rules.forwards)
-    if (!ports.insert(f.listen_port).second)
-      return Error::make("egress", "--forward " + std::to_string(f.listen_port) + ": port " +
-                                       std::to_string(f.listen_port) +
-                                       " is already taken inside the sandbox" +
-                                       (f.listen_port == egress::kProxyPort
-                                            ? " (by the egress proxy)" : ""));
-  sandbox::Spec behind = spec;
-  auto& net = behind.network;
-  net.loopback_listeners.clear();
-  if (proxy) net.loopback_listeners.push_back(egress::kProxyPort);
-  for (const auto& f : rules.forwards) net.loopback_listeners.push_back(f.listen_port);
-  net.tcp_connect_ports = net.loopback_listeners;
-  if (proxy)
-    for (const auto& [name, value] : egress::proxy_environment()) behind.env.emplace(name, value);
-  return behind;
-}
-
-// Header injection: the proxy's per-run CA, trusted inside through a CA bundle of the run.
-Result<RunCaBundle> trust_interception_ca(egress::EgressProxy& proxy, sandbox::Spec& spec) {
-  auto pem = proxy.make_interception_ca();
-  if (!pem) return pem.error();
-  auto bundle = RunCaBundle::write(*pem);
-  if (!bundle) return bundle.error();
-  bundle->trust_inside(spec);
-  return bundle;
-}
-
-}  // namespace
-
 RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
                     const LocalRunOptions& options) {
-  if (!rules.has_egress()) {
-    auto launched = sandbox::Sandbox::launch(spec);
-    if (!launched) return setup_failure(launched.error().message);
-    Registration registration(options.registry, launched->get());
-    CancelHook hook(options.cancel, [s = launched->get()] { s->kill(); });
-    return {(*launched)->wait(), {}};
+  sandbox::Spec behind = spec;
+  // Declared before the sandbox: the proxy (and the CA bundle's file) outlive the run.
+  std::unique_ptr<SandboxEgress> egress;
+  if (rules.has_egress()) {
+    auto prepared = SandboxEgress::prepare(behind, rules, options.rule_set, options.forbidden);
+    if (!prepared) return setup_failure(prepared.error().message);
+    egress = std::move(*prepared);
   }
-
-  auto policy = egress::EgressPolicy::compile(rules);
-  if (!policy) return setup_failure(policy.error().message);
-  for (const auto& e : options.forbidden) policy->forbid(e);
-  auto behind = spec_behind_proxy(spec, rules);
-  if (!behind) return setup_failure(behind.error().message);
-
-  egress::EgressProxy egress_proxy(std::move(*policy), options.rule_set);
-  // Declared before the sandbox: the file outlives the run and goes when this returns.
-  std::optional<RunCaBundle> ca_bundle;
-  if (!rules.inject.empty()) {
-    auto bundle = trust_interception_ca(egress_proxy, *behind);
-    if (!bundle) return setup_failure(bundle.error().message);
-    ca_bundle.emplace(std::move(*bundle));
-  }
-
-  auto launched = sandbox::Sandbox::launch(*behind);
+  auto launched = sandbox::Sandbox::launch(behind);
   if (!launched) return setup_failure(launched.error().message);
   auto& sandbox = *launched;
-  Registration registration(options.registry, sandbox.get());
+  SandboxRegistration registration(options.registry, sandbox.get());
   CancelHook hook(options.cancel, [s = sandbox.get()] { s->kill(); });
-  auto listeners = sandbox->take_listeners();
-
-  std::size_t next = 0;
-  if (!rules.allow.empty()) egress_proxy.add_proxy_listener(std::move(listeners[next++]));
-  for (const auto& f : rules.forwards)
-    egress_proxy.add_forward_listener(std::move(listeners[next++]), f);
-  egress_proxy.start();
-
+  if (egress) egress->start(sandbox->take_listeners());
   RunResult result{sandbox->wait(), {}};
-  egress_proxy.stop();
-  result.egress = egress_proxy.records();
+  if (egress) result.egress = egress->stop();
   return result;
 }
 

@@ -33,6 +33,24 @@ class RunningSandboxes {
   bool stopping_ = false;
 };
 
+// Registers a running sandbox with a registry (may be null) for as long as it lives.
+class SandboxRegistration {
+ public:
+  SandboxRegistration(RunningSandboxes* registry, sandbox::Sandbox* s)
+      : registry_(registry), sandbox_(s) {
+    if (registry_) registry_->add(sandbox_);
+  }
+  ~SandboxRegistration() {
+    if (registry_) registry_->remove(sandbox_);
+  }
+  SandboxRegistration(const SandboxRegistration&) = delete;
+  SandboxRegistration& operator=(const SandboxRegistration&) = delete;
+
+ private:
+  RunningSandboxes* registry_;
+  sandbox::Sandbox* sandbox_;
+};
+
 struct LocalRunOptions {
   std::string rule_set = "the sandbox's egress rules";  // named in denial messages
   std::vector<egress::Endpoint> forbidden;  // never reachable (the daemon's own endpoints)

@@ -6,7 +6,9 @@
 // (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ struct GatewayOptions {
   // Whether a tool may be called now (the pin of what this instance listed is approved).
   // Empty: all may. A call of a tool it refuses ends with code "tool_disabled".
   std::function<Status(const std::string& server, const ListedTool& tool)> admitted;
+  // The limits of each risk tier (a server's sandbox has those of its `risk`, but for the
+  // wall time: an instance lives until its idle timeout). Empty: policy::default_tiers().
+  std::map<policy::Risk, sandbox::Limits> tiers;
   std::size_t max_log_bytes = 64 * 1024;   // of a server's stderr kept per call
   std::chrono::milliseconds start_timeout{30'000};  // spawn to initialize answered
 };

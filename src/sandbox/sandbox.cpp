@@ -150,6 +150,10 @@ pid_t Sandbox::pid() const { return state_->pid; }
 std::vector<UniqueFd> Sandbox::take_listeners() { return std::move(state_->listeners); }
 UniqueFd Sandbox::take_stdin() { return std::move(state_->stdin_w); }
 UniqueFd Sandbox::take_stdout() { return std::move(state_->stdout_r); }
+UniqueFd Sandbox::take_stderr() {
+  if (state_->spec.output_mode != OutputMode::caller) return {};
+  return std::move(state_->stderr_r);
+}
 
 void Sandbox::kill() {
   std::uint64_t one = 1;

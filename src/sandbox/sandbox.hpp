@@ -46,6 +46,9 @@ class Sandbox {
   // OutputMode::caller: the write end of the child's stdin and the read end of its stdout.
   UniqueFd take_stdin();
   UniqueFd take_stdout();
+  // OutputMode::caller, optional: the read end of its stderr. Taken before wait(), stderr is
+  // the caller's to read (a long-lived server's log, read as it comes) and is not collected.
+  UniqueFd take_stderr();
 
   // Supervises until the sandbox's processes have all ended; then removes everything.
   Outcome wait();

@@ -51,7 +51,8 @@ struct StdinSource {
 enum class OutputMode {
   collect,  // kept (up to the limit) in Outcome::stdout_data / stderr_data
   forward,  // copied as it arrives to forward_stdout_fd / forward_stderr_fd (up to the limit)
-  caller,   // stdin and stdout are pipes owned by the caller (Sandbox::take_stdio); stderr collected
+  caller,   // stdin and stdout are pipes owned by the caller (Sandbox::take_stdin/take_stdout);
+            // stderr collected, unless the caller takes it too (Sandbox::take_stderr)
 };
 
 // `--tty`: the program's stdin, stdout and stderr are the slave of a pseudo-terminal made in a

@@ -1,0 +1,264 @@
+#include "mcp/gateway.hpp"
+
+#include <algorithm>
+
+#include "mcp/gateway_impl.hpp"
+#include "mcp/server_spec.hpp"
+
+namespace airlock::mcp {
+namespace {
+
+Error failed(const std::string& message) { return Error::make("tool_server_failed", message); }
+Error stopped_error() { return Error::make("stopped", "the MCP gateway is shutting down"); }
+
+std::string who(const Slot& s) { return "MCP server " + s.server + " (for " + s.owner + ")"; }
+
+std::chrono::milliseconds backoff_after(int failures) {
+  auto delay = kFirstBackoff;
+  for (int i = 1; i < failures && delay < kMaxBackoff; ++i) delay *= 2;
+  return std::min(delay, kMaxBackoff);
+}
+
+std::shared_ptr<Slot> slot_for(Gateway::Impl& g, const std::string& server,
+                               const std::string& owner) {
+  auto& slot = g.slots[{server, owner}];
+  if (!slot) {
+    slot = std::make_shared<Slot>();
+    slot->server = server;
+    slot->owner = owner;
+  }
+  return slot;
+}
+
+}  // namespace
+
+std::shared_ptr<ServerInstance> Gateway::Impl::detach(Slot& slot, bool crash,
+                                                      const std::string& why) {
+  auto inst = std::move(slot.instance);
+  if (inst && !crash) inst->mark_retired();
+  if (crash) {
+    ++slot.failures;
+    slot.retry_at = Clock::now() + backoff_after(slot.failures);
+    slot.last_failure = why;
+  }
+  return inst;
+}
+
+void Gateway::Impl::poke() {
+  std::lock_guard lock(mu);
+  poked = true;
+  cv.notify_all();
+}
+
+// The slot's live instance, or a new one; a crashed one is replaced once its backoff is over.
+Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
+    const std::shared_ptr<Slot>& slot) {
+  std::unique_lock start_lock(slot->start_mu);
+  std::shared_ptr<ServerInstance> dead;
+  policy::McpServerConfig config;
+  {
+    std::lock_guard lock(mu);
+    if (stopped) return stopped_error();
+    if (slot->instance && !slot->instance->ended()) return slot->instance;
+    if (slot->instance)
+      dead = detach(*slot, true, slot->instance->end_verdict(std::chrono::milliseconds(0)));
+    const auto now = Clock::now();
+    if (now < slot->retry_at) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(slot->retry_at - now);
+      return failed(who(*slot) + " failed (" + slot->last_failure + "); it is restarted in " +
+                    std::to_string(left.count()) + " ms, not before");
+    }
+    auto it = servers.find(slot->server);
+    if (it == servers.end()) return failed("no MCP server named " + slot->server + " is configured");
+    config = it->second;
+  }
+  dead.reset();
+  auto started = start_instance(slot, config);
+  start_lock.unlock();  // `listed` may call into the gateway: no lock of ours is held
+  if (started && options.listed) options.listed(slot->server, (*started)->tools());
+  return started;
+}
+
+Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
+    const std::shared_ptr<Slot>& slot, const policy::McpServerConfig& config) {
+  InstanceSetup setup;
+  setup.server = config;
+  setup.owner = slot->owner;
+  setup.limits = server_limits(config, options.tiers);
+  if (options.forbidden) setup.forbidden = *options.forbidden;
+  setup.registry = options.registry;
+  setup.start_timeout = options.start_timeout;
+  setup.max_log_bytes = options.max_log_bytes;
+  setup.on_end = [this] { poke(); };
+  setup.on_tools_changed = [this, weak = std::weak_ptr<Slot>(slot)] {
+    if (auto s = weak.lock()) {
+      std::lock_guard lock(mu);
+      s->relist = true;
+      poked = true;
+      cv.notify_all();
+    }
+  };
+  auto started = ServerInstance::start(std::move(setup));
+  std::unique_lock lock(mu);
+  if (!started) {
+    (void)detach(*slot, true, started.error().message);
+    return failed(who(*slot) + " could not start: " + started.error().message);
+  }
+  if (stopped) {
+    lock.unlock();
+    return stopped_error();  // the instance goes with `started`
+  }
+  slot->instance = *started;
+  slot->config = config;
+  slot->last_used = Clock::now();
+  poked = true;
+  cv.notify_all();
+  lock.unlock();
+  return *started;
+}
+
+// The call failed because the server did (closed, nonsense, unwritable): it is ended, and the
+// error names how its sandbox ended.
+Error Gateway::Impl::crashed(const std::shared_ptr<Slot>& slot,
+                             const std::shared_ptr<ServerInstance>& inst, const Error& error) {
+  inst->end_after_failure();
+  const std::string verdict = inst->end_verdict(std::chrono::seconds(10));
+  std::shared_ptr<ServerInstance> dead;
+  {
+    std::lock_guard lock(mu);
+    if (stopped) return stopped_error();
+    if (inst->retired())  // stopped on purpose meanwhile (configure)
+      return failed(who(*slot) + " was stopped while the call ran (its config changed)");
+    // The reaper may have retired it first (its sandbox ended): counted once.
+    if (slot->instance == inst) dead = detach(*slot, true, error.message + "; " + verdict);
+  }
+  return failed(who(*slot) + " failed during the call: " + error.message + "; " + verdict);
+}
+
+Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slot>& slot,
+                                                       const pipeline::McpToolCall& call) {
+  auto inst = ensure_running(slot);
+  if (!inst) return inst.error();
+  auto tool = (*inst)->find_tool(call.remote_tool);
+  if (!tool)
+    return failed(who(*slot) + " does not list a tool named " + call.remote_tool);
+  if (options.admitted) {
+    if (auto ok = options.admitted(slot->server, *tool); !ok)
+      return Error::make("tool_disabled", ok.error().message);
+  }
+  auto result = (*inst)->call(call);
+  if (!result && result.error().code == "tool_server_failed")
+    return crashed(slot, *inst, result.error());
+  if (result) {
+    std::lock_guard lock(mu);
+    slot->failures = 0;
+  }
+  return result;
+}
+
+Gateway::Gateway(GatewayOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->reaper = std::thread([impl = impl_.get()] { impl->reap_loop(); });
+}
+
+Gateway::~Gateway() { shutdown(); }
+
+void Gateway::configure(const std::vector<policy::McpServerConfig>& servers) {
+  std::vector<std::shared_ptr<ServerInstance>> retired;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->servers.clear();
+    for (const auto& s : servers) impl_->servers[s.name] = s;
+    for (auto it = impl_->slots.begin(); it != impl_->slots.end();) {
+      Slot& slot = *it->second;
+      auto now = impl_->servers.find(slot.server);
+      const bool keep = now != impl_->servers.end() &&
+                        (!slot.instance || same_server(now->second, slot.config));
+      if (!keep && slot.instance) retired.push_back(impl_->detach(slot, false, ""));
+      if (!keep) {
+        slot.failures = 0;  // a new config starts afresh
+        slot.retry_at = {};
+      }
+      if (now == impl_->servers.end() && slot.active == 0)
+        it = impl_->slots.erase(it);
+      else
+        ++it;
+    }
+  }
+  for (auto& inst : retired) inst->kill();
+}
+
+Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped) return stopped_error();
+    if (!impl_->servers.count(server))
+      return failed("no MCP server named " + server + " is configured");
+    slot = slot_for(*impl_, server, kListingOwner);
+    ++slot->active;
+  }
+  auto inst = impl_->ensure_running(slot);
+  Result<std::vector<ListedTool>> out =
+      inst ? Result<std::vector<ListedTool>>((*inst)->tools()) : inst.error();
+  if (inst) inst->reset();
+  std::lock_guard lock(impl_->mu);
+  --slot->active;
+  slot->last_used = Clock::now();
+  impl_->poked = true;
+  impl_->cv.notify_all();
+  return out;
+}
+
+Result<pipeline::McpToolResult> Gateway::call(const pipeline::McpToolCall& call) {
+  // Fail closed: calls without an owner would share one process.
+  if (call.owner.empty() || call.owner == kListingOwner)
+    return Error::make("invalid_argument", "an MCP gateway call needs the owner it runs for");
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped) return stopped_error();
+    if (!impl_->servers.count(call.server))
+      return failed("no MCP server named " + call.server + " is configured");
+    slot = slot_for(*impl_, call.server, call.owner);
+    ++slot->active;
+  }
+  auto result = impl_->call_in(slot, call);  // every instance reference is gone after it
+  std::lock_guard lock(impl_->mu);
+  --slot->active;
+  slot->last_used = Clock::now();
+  impl_->poked = true;
+  impl_->cv.notify_all();
+  return result;
+}
+
+std::vector<std::string> Gateway::running() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<std::string> out;
+  for (const auto& [key, slot] : impl_->slots)
+    if (slot->instance && !slot->instance->ended()) out.push_back(key.first + " " + key.second);
+  return out;
+}
+
+void Gateway::shutdown() {
+  std::vector<std::shared_ptr<ServerInstance>> retired;
+  {
+    std::unique_lock lock(impl_->mu);
+    if (impl_->stopped && !impl_->reaper.joinable()) return;
+    impl_->stopped = true;
+    for (auto& [key, slot] : impl_->slots)
+      if (slot->instance) retired.push_back(impl_->detach(*slot, false, ""));
+    impl_->cv.notify_all();
+  }
+  for (auto& inst : retired) inst->kill();
+  retired.clear();  // destroyed here unless a call still holds one; it ends soon (killed)
+  std::unique_lock lock(impl_->mu);
+  impl_->cv.wait(lock, [&] {
+    return std::all_of(impl_->slots.begin(), impl_->slots.end(),
+                       [](const auto& kv) { return kv.second->active == 0; });
+  });
+  lock.unlock();
+  if (impl_->reaper.joinable()) impl_->reaper.join();
+}
+
+}  // namespace airlock::mcp

@@ -1,0 +1,66 @@
+// Gateway's internals, shared by its call path (gateway.cpp) and its reaper thread
+// (gateway_reaper.cpp). Not for other users.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "mcp/gateway.hpp"
+#include "mcp/server_instance.hpp"
+
+namespace airlock::mcp {
+
+using Clock = std::chrono::steady_clock;
+
+inline constexpr const char* kListingOwner = "airlock listing";
+inline constexpr std::chrono::milliseconds kFirstBackoff{500};
+inline constexpr std::chrono::milliseconds kMaxBackoff{30'000};
+
+// One (server, owner): at most one instance at a time, and what its failures were.
+struct Slot {
+  std::string server, owner;
+  std::mutex start_mu;  // held while an instance starts: two first calls start one process
+  // The rest under Gateway::Impl::mu.
+  std::shared_ptr<ServerInstance> instance;
+  policy::McpServerConfig config;  // what `instance` runs
+  int failures = 0;                // in a row, since a call last succeeded
+  Clock::time_point retry_at{};
+  std::string last_failure;
+  int active = 0;                  // calls in it now (starting included)
+  Clock::time_point last_used{};
+  bool relist = false;             // the server said its tools changed
+};
+
+struct Gateway::Impl {
+  GatewayOptions options;
+  mutable std::mutex mu;
+  std::condition_variable cv;  // the reaper waits on it; calls ending wait in shutdown()
+  std::map<std::string, policy::McpServerConfig> servers;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<Slot>> slots;
+  bool stopped = false;
+  bool poked = false;  // the reaper has something to look at
+  std::thread reaper;
+
+  // Under mu: the slot's instance taken away (the caller kills and drops it outside the
+  // lock). A crash counts towards the backoff.
+  std::shared_ptr<ServerInstance> detach(Slot& slot, bool crashed, const std::string& why);
+  void poke();
+
+  Result<std::shared_ptr<ServerInstance>> ensure_running(const std::shared_ptr<Slot>& slot);
+  Result<std::shared_ptr<ServerInstance>> start_instance(const std::shared_ptr<Slot>& slot,
+                                                         const policy::McpServerConfig& config);
+  Result<pipeline::McpToolResult> call_in(const std::shared_ptr<Slot>& slot,
+                                          const pipeline::McpToolCall& call);
+  Error crashed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<ServerInstance>& inst,
+                const Error& error);
+
+  void reap_loop();
+  void reap_once(std::unique_lock<std::mutex>& lock);
+  void relist(const std::shared_ptr<Slot>& slot, std::unique_lock<std::mutex>& lock);
+};
+
+}  // namespace airlock::mcp

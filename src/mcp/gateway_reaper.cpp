@@ -1,0 +1,66 @@
+// The gateway's own thread: stops instances idle for their idleTimeout, retires those whose
+// sandbox ended on its own (a crash, counted for the backoff), and lists a server's tools
+// again when it says they changed. It sleeps until the next deadline or a poke: no polling.
+#include <optional>
+
+#include "mcp/gateway_impl.hpp"
+
+namespace airlock::mcp {
+
+void Gateway::Impl::reap_loop() {
+  std::unique_lock lock(mu);
+  while (!stopped) {
+    poked = false;
+    reap_once(lock);
+    if (stopped) break;
+    if (poked) continue;
+    std::optional<Clock::time_point> next;
+    for (const auto& [key, slot] : slots) {
+      if (!slot->instance || slot->active > 0) continue;
+      auto at = slot->last_used + slot->config.idle_timeout;
+      if (!next || at < *next) next = at;
+    }
+    if (next)
+      cv.wait_until(lock, *next, [&] { return poked || stopped; });
+    else
+      cv.wait(lock, [&] { return poked || stopped; });
+  }
+}
+
+// One pass over the slots. Instances are dropped (and re-listings run) without the lock.
+void Gateway::Impl::reap_once(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::shared_ptr<ServerInstance>> retired;
+  std::vector<std::shared_ptr<Slot>> to_relist;
+  const auto now = Clock::now();
+  for (auto& [key, slot] : slots) {
+    if (!slot->instance) continue;
+    if (slot->instance->ended()) {
+      retired.push_back(
+          detach(*slot, true, slot->instance->end_verdict(std::chrono::milliseconds(0))));
+    } else if (slot->active == 0 && now >= slot->last_used + slot->config.idle_timeout) {
+      retired.push_back(detach(*slot, false, ""));
+    } else if (slot->relist) {
+      to_relist.push_back(slot);
+    }
+  }
+  if (retired.empty() && to_relist.empty()) return;
+  lock.unlock();
+  for (auto& inst : retired) inst->kill();
+  retired.clear();
+  lock.lock();
+  for (auto& slot : to_relist) relist(slot, lock);
+}
+
+// notifications/tools/list_changed: the new listing goes to `listed` (pinning decides).
+void Gateway::Impl::relist(const std::shared_ptr<Slot>& slot, std::unique_lock<std::mutex>& lock) {
+  slot->relist = false;
+  auto inst = slot->instance;
+  if (!inst || stopped) return;
+  lock.unlock();
+  auto listed = inst->relist();
+  if (listed && options.listed) options.listed(slot->server, *listed);
+  inst.reset();  // may be the last reference (stopped meanwhile): never dropped under the lock
+  lock.lock();
+}
+
+}  // namespace airlock::mcp

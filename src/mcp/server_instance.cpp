@@ -1,0 +1,111 @@
+#include "mcp/server_instance.hpp"
+
+#include "mcp/server_spec.hpp"
+
+namespace airlock::mcp {
+namespace {
+
+Error failed(const std::string& message) { return Error::make("tool_server_failed", message); }
+
+backend::LocalSessionOptions session_options(const InstanceSetup& s) {
+  backend::LocalSessionOptions o;
+  o.rule_set = "the network rules of MCP server " + s.server.name;
+  o.forbidden = s.forbidden;
+  o.registry = s.registry;
+  o.stderr_ring_bytes = std::max<std::size_t>(s.max_log_bytes, 4096);
+  o.on_end = s.on_end;
+  return o;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setup) {
+  std::shared_ptr<ServerInstance> inst(new ServerInstance());
+  inst->setup_ = std::move(setup);
+  const auto& s = inst->setup_;
+  auto session = backend::LocalSession::start(server_spec(s.server, s.limits), s.server.network,
+                                              session_options(s));
+  if (!session) return failed("starting its sandbox: " + session.error().message);
+  inst->session_ = std::move(*session);
+
+  StdioClientOptions co;
+  co.on_tools_changed = s.on_tools_changed;
+  // A server that spoke nonsense is ended at once, whether or not a call is waiting.
+  co.on_closed = [session = inst->session_.get()](const Error&, bool hung_up) {
+    if (!hung_up) session->kill();
+  };
+  inst->client_ = std::make_unique<StdioClient>(inst->session_->take_stdin(),
+                                                inst->session_->take_stdout(), std::move(co));
+  // A failed step ends the instance here (~ServerInstance); the verdict says why it died.
+  auto version = inst->client_->initialize(s.start_timeout);
+  if (!version) {
+    inst->end_after_failure();
+    return failed("initialize: " + version.error().message + " (" +
+                  inst->end_verdict(std::chrono::seconds(5)) + ")");
+  }
+  auto listed = inst->relist();
+  if (!listed) {
+    inst->kill();
+    return failed("tools/list: " + listed.error().message);
+  }
+  return inst;
+}
+
+ServerInstance::~ServerInstance() {
+  if (session_) session_->kill();
+  client_.reset();   // the reader sees EOF, or is woken
+  session_.reset();  // joins the supervisor once the sandbox is gone
+}
+
+Result<std::vector<ListedTool>> ServerInstance::relist() {
+  auto listed = client_->list_tools(setup_.start_timeout);
+  if (!listed) return listed.error();
+  std::lock_guard lock(mu_);
+  tools_ = *listed;
+  return listed;
+}
+
+std::vector<ListedTool> ServerInstance::tools() const {
+  std::lock_guard lock(mu_);
+  return tools_;
+}
+
+std::optional<ListedTool> ServerInstance::find_tool(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& t : tools_)
+    if (t.name == name) return t;
+  return std::nullopt;
+}
+
+Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall& call) {
+  const auto mark = session_->stderr_mark();
+  ToolCallRequest request;
+  request.name = call.remote_tool;
+  request.arguments = call.arguments;
+  request.timeout = std::min(call.timeout, setup_.server.call_timeout);
+  request.cancel = call.cancel;
+  request.progress = call.progress;
+  auto result = client_->call_tool(request);
+  if (result) result->server_log = session_->stderr_since(mark, setup_.max_log_bytes);
+  return result;
+}
+
+void ServerInstance::kill() { session_->kill(); }
+
+void ServerInstance::end_after_failure() {
+  if (client_->server_hung_up() && session_->wait_for_end(std::chrono::seconds(5))) return;
+  session_->kill();
+}
+
+bool ServerInstance::ended() const { return session_->ended(); }
+
+pid_t ServerInstance::pid() const { return session_->pid(); }
+
+std::string ServerInstance::end_verdict(std::chrono::milliseconds timeout) const {
+  auto outcome = session_->wait_for_end(timeout);
+  if (!outcome) return "its sandbox is still running";
+  return "its sandbox ended: " + std::string(sandbox::verdict_name(outcome->verdict)) + ": " +
+         outcome->message;
+}
+
+}  // namespace airlock::mcp

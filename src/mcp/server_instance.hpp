@@ -1,0 +1,82 @@
+// One running third-party MCP server: its long-lived sandbox (backend::LocalSession), the
+// stdio client on its pipes, and what it listed last. Started and initialized as a whole, or
+// not at all; the gateway (gateway.cpp) decides when.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/local.hpp"
+#include "backend/local_session.hpp"
+#include "common/result.hpp"
+#include "mcp/listed_tool.hpp"
+#include "mcp/stdio_client.hpp"
+#include "pipeline/mcp_tool_caller.hpp"
+#include "policy/mcp_servers_config.hpp"
+
+namespace airlock::mcp {
+
+struct InstanceSetup {
+  policy::McpServerConfig server;
+  std::string owner;
+  sandbox::Limits limits;
+  std::vector<egress::Endpoint> forbidden;
+  backend::RunningSandboxes* registry = nullptr;
+  std::chrono::milliseconds start_timeout{30'000};
+  std::size_t max_log_bytes = 64 * 1024;
+  std::function<void()> on_end;            // the sandbox ended (its supervisor thread)
+  std::function<void()> on_tools_changed;  // notifications/tools/list_changed (reader thread)
+};
+
+class ServerInstance {
+ public:
+  // Launches the sandbox, initializes, lists the tools. Errors ("tool_server_failed") name
+  // the step; nothing of a failed start is left running.
+  static Result<std::shared_ptr<ServerInstance>> start(InstanceSetup setup);
+  ~ServerInstance();  // kills the sandbox and joins its threads
+  ServerInstance(const ServerInstance&) = delete;
+  ServerInstance& operator=(const ServerInstance&) = delete;
+
+  // tools/list again (on list_changed); the listing replaces the last one.
+  Result<std::vector<ListedTool>> relist();
+  std::vector<ListedTool> tools() const;
+  std::optional<ListedTool> find_tool(const std::string& name) const;
+
+  // tools/call; the result's server_log is what the server wrote on stderr meanwhile.
+  Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call);
+
+  void kill();
+  // Set when the gateway stops it on purpose (idle, config change, shutdown), so a call that
+  // fails under it is not taken for a crash.
+  void mark_retired() { retired_ = true; }
+  bool retired() const { return retired_; }
+  // After a failed call: a server that hung up is given a moment to end on its own (so its
+  // verdict is its own exit, not our kill); one that is still there, or spoke nonsense, is
+  // killed.
+  void end_after_failure();
+  bool ended() const;
+  // How the sandbox ended, from its Outcome: "exit_nonzero: the program exited with code 3".
+  // Waits up to `timeout` for the end (after a kill it is quick).
+  std::string end_verdict(std::chrono::milliseconds timeout) const;
+  pid_t pid() const;
+
+ private:
+  ServerInstance() = default;
+
+  InstanceSetup setup_;
+  std::unique_ptr<backend::LocalSession> session_;
+  std::unique_ptr<StdioClient> client_;
+  mutable std::mutex mu_;
+  std::vector<ListedTool> tools_;
+  std::atomic<bool> retired_{false};
+};
+
+}  // namespace airlock::mcp
