@@ -205,6 +205,7 @@ Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
   mcp::GatewayOptions gateway_options;
   gateway_options.registry = &registry;
   gateway_options.forbidden = forbidden;
+  gateway_options.tiers = cfg->tiers;  // as at start: a reload does not resize running servers
   gateway_options.listed = [this](const std::string& server, const std::vector<mcp::ListedTool>& tools) {
     gateway_tools->on_listing(server, tools);
   };
