@@ -1,13 +1,13 @@
 // The conformance suite cannot send a credential; Airlock's /mcp requires one. This proxy
 // passes every request through to the daemon unchanged (Host and Origin included, so the
 // DNS-rebinding scenario still reaches the daemon's checks) with the API key added, and
-// streams the answers back as they come (SSE). Prints the port it listens on.
-//   node auth_proxy.mjs UPSTREAM_PORT API_KEY
+// streams the answers back as they come (SSE). Prints the port it listens on (0: any).
+//   node auth_proxy.mjs LISTEN_PORT UPSTREAM_PORT API_KEY
 import http from "node:http";
 
-const [upstreamPort, apiKey] = process.argv.slice(2);
-if (!upstreamPort || !apiKey) {
-  console.error("usage: auth_proxy.mjs UPSTREAM_PORT API_KEY");
+const [listenPort, upstreamPort, apiKey] = process.argv.slice(2);
+if (!listenPort || !upstreamPort || !apiKey) {
+  console.error("usage: auth_proxy.mjs LISTEN_PORT UPSTREAM_PORT API_KEY");
   process.exit(2);
 }
 
@@ -26,4 +26,4 @@ const server = http.createServer((req, res) => {
   req.pipe(upstream);
 });
 
-server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+server.listen(Number(listenPort), "127.0.0.1", () => console.log(server.address().port));

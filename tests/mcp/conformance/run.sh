@@ -39,15 +39,19 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# Sets $url: Airlock on a copy of the fixture, its /mcp reached through the auth proxy.
+# Sets $url: Airlock on a copy of the fixture, its /mcp reached through the auth proxy. The
+# proxy's origin (the suite's) is the one origin the daemon allows (server.mcp.allowedOrigins).
 start_airlock() {
-  cp -r "$here/airlock.yaml" "$here/tools" "$tmp/"
+  local proxy_port
+  proxy_port=$(free_port)
+  cp -r "$here/tools" "$tmp/"
+  sed "s|@SUITE_ORIGIN@|http://127.0.0.1:$proxy_port|" "$here/airlock.yaml" >"$tmp/airlock.yaml"
   (cd "$tmp" && exec "$1" serve --config "$tmp/airlock.yaml") 2>"$tmp/airlock.log" &
   pids+=($!)
   local port
   port=$(wait_for "$tmp/airlock.log" 's/^airlock serve: listening on port \([0-9]*\).*/\1/p') ||
     { echo "FAIL: airlock serve did not start:"; cat "$tmp/airlock.log"; exit 1; }
-  "$node22" "$here/auth_proxy.mjs" "$port" "$key" >"$tmp/proxy.port" 2>"$tmp/proxy.log" &
+  "$node22" "$here/auth_proxy.mjs" "$proxy_port" "$port" "$key" >"$tmp/proxy.port" 2>"$tmp/proxy.log" &
   pids+=($!)
   local proxy
   proxy=$(wait_for "$tmp/proxy.port" '/^[0-9][0-9]*$/p') ||
