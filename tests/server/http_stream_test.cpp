@@ -211,6 +211,29 @@ TEST_F(StreamServer, ConnectionIsKeptAliveAfterAStream) {
   EXPECT_EQ(c.chunk(), "one");
 }
 
+// The next request sent before the stream ends (pipelined) is kept, and answered after it.
+TEST_F(StreamServer, RequestPipelinedDuringAStreamIsAnsweredAfterIt) {
+  Acks acks;
+  produce = [&acks](std::shared_ptr<BodyWriter> w) {
+    w->write("before");
+    if (!acks.wait_for(1)) return;  // the client has sent its next request meanwhile
+    w->write("after");
+    w->finish();
+  };
+  start();
+  Client c(server->port());
+  c.get("/stream");
+  c.head();
+  EXPECT_EQ(c.chunk(), "before");
+  c.get("/plain");
+  acks.ack();
+  EXPECT_EQ(c.chunk(), "after");
+  EXPECT_EQ(c.chunk(), "");
+  auto head = c.head();
+  EXPECT_NE(head.find("HTTP/1.1 200"), std::string::npos) << head;
+  EXPECT_NE(head.find("application/json"), std::string::npos) << head;
+}
+
 TEST_F(StreamServer, ClientLeavingMidStreamIsReportedOnceAndWritesFail) {
   std::promise<void> gone;
   std::atomic<int> gone_calls{0};
