@@ -557,6 +557,15 @@ std::string raw_stream_answer(const HttpResponse& resp, bool head_only) {
 }  // namespace
 
 std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
+  return handle_raw_request(
+      [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+        api.handle(request, std::move(reply));
+      },
+      bytes, max_body_bytes);
+}
+
+std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
+                               std::uint64_t max_body_bytes) {
   http::request_parser<http::string_body> parser;
   parser.body_limit(max_body_bytes);
   parser.header_limit(16 * 1024);
@@ -569,7 +578,7 @@ std::string handle_raw_request(const Api& api, const std::string& bytes, std::ui
     resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
   } else {
     std::promise<HttpResponse> answer;
-    api.handle(to_request(parser.get()), [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
+    handler(to_request(parser.get()), [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
     resp = answer.get_future().get();
   }
   const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;

@@ -67,5 +67,8 @@ Status check_tls(const policy::TlsConfig& tls);
 // A streamed answer is collected as its chunks; one that has not finished within 2 s or has
 // written more than 1 MiB is cut there (the writer is told the client has gone).
 std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes);
+// The same with any handler (tests).
+std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
+                               std::uint64_t max_body_bytes);
 
 }  // namespace airlock::server

@@ -355,5 +355,28 @@ TEST(CollectChunked, OverTheByteLimitIsCut) {
   EXPECT_EQ(out.find("0\r\n\r\n"), std::string::npos) << out;
 }
 
+// handle_raw_request (the fuzz target's path): a streamed answer as its chunked bytes.
+TEST(RawRequest, StreamedAnswerIsCollectedAsChunks) {
+  std::thread producer;
+  RequestHandler handler = [&producer](const HttpRequest&, std::function<void(HttpResponse)> reply) {
+    HttpResponse resp;
+    resp.content_type = "text/event-stream";
+    resp.stream = [&producer](std::shared_ptr<BodyWriter> w) {
+      producer = std::thread([w] {
+        w->write("data: 1\n\n");
+        w->finish();
+      });
+    };
+    reply(std::move(resp));
+  };
+  auto out = handle_raw_request(handler, "GET /s HTTP/1.1\r\nHost: x\r\n\r\n", 1024);
+  producer.join();
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << out;
+  EXPECT_NE(out.find("Transfer-Encoding: chunked\r\n"), std::string::npos) << out;
+  const auto body = out.substr(out.find("\r\n\r\n") + 4);
+  EXPECT_EQ(body, "9\r\ndata: 1\n\n\r\n0\r\n\r\n");
+  EXPECT_EQ(dechunk(body), "data: 1\n\n");
+}
+
 }  // namespace
 }  // namespace airlock::server
