@@ -41,8 +41,9 @@ std::uint16_t free_port() {
 
 // The daemon's own output goes to serve.log in its directory (read it when a start fails).
 Result<pid_t> spawn_daemon(const std::string& dir, std::uint16_t port) {
-  std::vector<std::string> argv = {AIRLOCK_BINARY, "serve", "--config", dir + "/airlock.yaml",
-                                   "--listen", "127.0.0.1:" + std::to_string(port)};
+  std::vector<std::string> argv = {AIRLOCK_BINARY, "serve",
+                                   "--config",     dir + "/airlock.yaml",
+                                   "--listen",     "127.0.0.1:" + std::to_string(port)};
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -74,7 +75,8 @@ std::string bench_principal_yaml() {
 Result<std::unique_ptr<Daemon>> Daemon::start(const std::map<std::string, std::string>& files) {
   std::unique_ptr<Daemon> d(new Daemon());
   d->dir_ = (fs::temp_directory_path() / ("airlock-bench-mcp-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(free_port()))).string();
+                                          std::to_string(free_port())))
+                .string();
   for (const auto& [path, content] : files) {
     const fs::path file = fs::path(d->dir_) / path;
     fs::create_directories(file.parent_path());

@@ -27,21 +27,26 @@ int calls() {
 }
 
 std::string gateway_config() {
-  return std::string("apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
-                     "server: {listen: 127.0.0.1:0}\nstorage: {dataDir: data}\n") +
+  return std::string(
+             "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
+             "server: {listen: 127.0.0.1:0}\nstorage: {dataDir: data}\n") +
          bench_principal_yaml() +
          "mcpServers:\n  - name: everything\n"
-         "    command: [" AIRLOCK_NODE22 ", " AIRLOCK_SERVER_EVERYTHING ", stdio]\n"
-         "    dataPaths: [\"" AIRLOCK_MCP_NODE_MODULES ":" AIRLOCK_MCP_NODE_MODULES "\"]\n"
+         "    command: [" AIRLOCK_NODE22 ", " AIRLOCK_SERVER_EVERYTHING
+         ", stdio]\n"
+         "    dataPaths: [\"" AIRLOCK_MCP_NODE_MODULES ":" AIRLOCK_MCP_NODE_MODULES
+         "\"]\n"
          "    risk: low\n";
 }
 
 void BM_DirectStdio(benchmark::State& state) {
   auto server = StdioServer::spawn({AIRLOCK_NODE22, AIRLOCK_SERVER_EVERYTHING, "stdio"});
   if (!server) return state.SkipWithError(server.error().message.c_str());
-  if (auto s = (*server)->initialize(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  if (auto s = (*server)->initialize(); !s.ok())
+    return state.SkipWithError(s.error().message.c_str());
   for (int i = 0; i < kWarmup; ++i)
-    if (auto r = (*server)->call_tool("echo", kEchoArguments); !r) return state.SkipWithError(r.error().message.c_str());
+    if (auto r = (*server)->call_tool("echo", kEchoArguments); !r)
+      return state.SkipWithError(r.error().message.c_str());
   Latencies latencies;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -53,11 +58,13 @@ void BM_DirectStdio(benchmark::State& state) {
 }
 
 Status gateway_call(HttpClient& client) {
-  auto reply = client.post("/v1/tools/everything.echo/invoke", nlohmann::json{{"arguments", kEchoArguments}}.dump(),
+  auto reply = client.post("/v1/tools/everything.echo/invoke",
+                           nlohmann::json{{"arguments", kEchoArguments}}.dump(),
                            {{"Authorization", std::string("Bearer ") + kBenchKey}});
   if (!reply) return reply.error();
   if (reply->status != 200 || reply->body.find("\"status\":\"ok\"") == std::string::npos)
-    return Error::make("gateway", "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 300));
+    return Error::make("gateway",
+                       "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 300));
   return {};
 }
 
@@ -67,7 +74,8 @@ void BM_GatewayEcho(benchmark::State& state) {
   HttpClient client((*daemon)->port());
   if (auto c = client.connect(); !c.ok()) return state.SkipWithError(c.error().message.c_str());
   for (int i = 0; i < kWarmup; ++i)  // the first starts the server's sandbox
-    if (auto s = gateway_call(client); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+    if (auto s = gateway_call(client); !s.ok())
+      return state.SkipWithError(s.error().message.c_str());
   Latencies latencies;
   for (auto _ : state) {
     const auto t0 = Clock::now();

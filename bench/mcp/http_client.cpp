@@ -32,13 +32,17 @@ struct HttpClient::Impl {
   }
 };
 
-HttpClient::HttpClient(std::uint16_t port) : impl_(std::make_unique<Impl>()) { impl_->port = port; }
+HttpClient::HttpClient(std::uint16_t port) : impl_(std::make_unique<Impl>()) {
+  impl_->port = port;
+}
 HttpClient::~HttpClient() = default;
 
 Status HttpClient::connect() {
   beast::error_code ec;
-  impl_->stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), impl_->port), ec);
-  if (ec) return Error::make("connect", "127.0.0.1:" + std::to_string(impl_->port) + ": " + ec.message());
+  impl_->stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), impl_->port),
+                        ec);
+  if (ec)
+    return Error::make("connect", "127.0.0.1:" + std::to_string(impl_->port) + ": " + ec.message());
   return {};
 }
 

@@ -42,11 +42,13 @@ Result<Daemon*> daemon() {
 }
 
 Status v1_call(HttpClient& client, int n) {
-  auto reply = client.post("/v1/tools/trivial/invoke", nlohmann::json{{"arguments", {{"n", n}}}}.dump(),
-                           {{"Authorization", std::string("Bearer ") + kBenchKey}});
+  auto reply =
+      client.post("/v1/tools/trivial/invoke", nlohmann::json{{"arguments", {{"n", n}}}}.dump(),
+                  {{"Authorization", std::string("Bearer ") + kBenchKey}});
   if (!reply) return reply.error();
   if (reply->status != 200 || reply->body.find("\"status\":\"ok\"") == std::string::npos)
-    return Error::make("v1", "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200));
+    return Error::make("v1",
+                       "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200));
   return {};
 }
 
@@ -76,7 +78,8 @@ void BM_McpToolsCall(benchmark::State& state) {
   McpHttpSession session(client, kBenchKey);
   if (auto s = session.initialize(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
   for (int i = 0; i < kWarmup; ++i)
-    if (auto r = session.call_tool("trivial", {{"n", i}}); !r) return state.SkipWithError(r.error().message.c_str());
+    if (auto r = session.call_tool("trivial", {{"n", i}}); !r)
+      return state.SkipWithError(r.error().message.c_str());
   Latencies latencies;
   int n = 0;
   for (auto _ : state) {

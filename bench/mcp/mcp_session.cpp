@@ -57,12 +57,17 @@ Result<HttpReply> McpHttpSession::send(const nlohmann::json& message) {
 
 Status McpHttpSession::initialize() {
   const nlohmann::json id = next_id_++;
-  auto reply = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "initialize"},
-                     {"params", {{"protocolVersion", kMcpProtocolVersion}, {"capabilities", nlohmann::json::object()},
-                                 {"clientInfo", {{"name", "airlock-bench"}, {"version", "1"}}}}}});
+  auto reply = send({{"jsonrpc", "2.0"},
+                     {"id", id},
+                     {"method", "initialize"},
+                     {"params",
+                      {{"protocolVersion", kMcpProtocolVersion},
+                       {"capabilities", nlohmann::json::object()},
+                       {"clientInfo", {{"name", "airlock-bench"}, {"version", "1"}}}}}});
   if (!reply) return reply.error();
   if (reply->status != 200)
-    return Error::make("mcp", "initialize: HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200));
+    return Error::make("mcp", "initialize: HTTP " + std::to_string(reply->status) + " " +
+                                  reply->body.substr(0, 200));
   auto response = jsonrpc_response(reply->body, id);
   if (!response) return response.error();
   if (!response->contains("result")) return Error::make("mcp", "initialize: " + response->dump());
@@ -74,12 +79,16 @@ Status McpHttpSession::initialize() {
   return {};
 }
 
-Result<nlohmann::json> McpHttpSession::call_tool(const std::string& name, const nlohmann::json& arguments) {
+Result<nlohmann::json> McpHttpSession::call_tool(const std::string& name,
+                                                 const nlohmann::json& arguments) {
   const nlohmann::json id = next_id_++;
-  auto reply = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+  auto reply = send({{"jsonrpc", "2.0"},
+                     {"id", id},
+                     {"method", "tools/call"},
                      {"params", {{"name", name}, {"arguments", arguments}}}});
   if (!reply) return reply.error();
-  if (reply->status != 200) return Error::make("mcp", "tools/call: HTTP " + std::to_string(reply->status));
+  if (reply->status != 200)
+    return Error::make("mcp", "tools/call: HTTP " + std::to_string(reply->status));
   auto response = jsonrpc_response(reply->body, id);
   if (!response) return response.error();
   const auto& result = response->value("result", nlohmann::json());

@@ -18,7 +18,8 @@ Result<nlohmann::json> jsonrpc_response(const std::string& body, const nlohmann:
 
 class McpHttpSession {
  public:
-  McpHttpSession(HttpClient& client, std::string bearer) : client_(client), bearer_(std::move(bearer)) {}
+  McpHttpSession(HttpClient& client, std::string bearer)
+      : client_(client), bearer_(std::move(bearer)) {}
   Status initialize();
   // The result of tools/call; a JSON-RPC error or isError is an error.
   Result<nlohmann::json> call_tool(const std::string& name, const nlohmann::json& arguments);

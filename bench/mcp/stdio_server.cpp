@@ -17,7 +17,8 @@ namespace airlock::bench {
 
 Result<std::unique_ptr<StdioServer>> StdioServer::spawn(const std::vector<std::string>& argv) {
   int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return Error::make("spawn", "pipe");
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
+    return Error::make("spawn", "pipe");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in[0], 0);
@@ -68,7 +69,8 @@ Result<std::string> StdioServer::line() {
       return out;
     }
     pollfd p{from_server_, POLLIN, 0};
-    if (::poll(&p, 1, 10'000) <= 0) return Error::make("stdio", "no answer from the server within 10 s");
+    if (::poll(&p, 1, 10'000) <= 0)
+      return Error::make("stdio", "no answer from the server within 10 s");
     char chunk[65536];
     const ssize_t n = ::read(from_server_, chunk, sizeof chunk);
     if (n <= 0) return Error::make("stdio", "the server closed its stdout");
@@ -81,15 +83,20 @@ Result<nlohmann::json> StdioServer::response(long id) {
     auto text = line();
     if (!text) return text.error();
     auto message = nlohmann::json::parse(*text, nullptr, false);
-    if (message.is_object() && message.value("id", nlohmann::json()) == nlohmann::json(id)) return message;
+    if (message.is_object() && message.value("id", nlohmann::json()) == nlohmann::json(id))
+      return message;
   }
 }
 
 Status StdioServer::initialize() {
   const long id = next_id_++;
-  auto sent = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "initialize"},
-                    {"params", {{"protocolVersion", "2025-06-18"}, {"capabilities", nlohmann::json::object()},
-                                {"clientInfo", {{"name", "airlock-bench"}, {"version", "1"}}}}}});
+  auto sent = send({{"jsonrpc", "2.0"},
+                    {"id", id},
+                    {"method", "initialize"},
+                    {"params",
+                     {{"protocolVersion", "2025-06-18"},
+                      {"capabilities", nlohmann::json::object()},
+                      {"clientInfo", {{"name", "airlock-bench"}, {"version", "1"}}}}}});
   if (!sent.ok()) return sent;
   auto answer = response(id);
   if (!answer) return answer.error();
@@ -97,9 +104,12 @@ Status StdioServer::initialize() {
   return send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
 }
 
-Result<nlohmann::json> StdioServer::call_tool(const std::string& name, const nlohmann::json& arguments) {
+Result<nlohmann::json> StdioServer::call_tool(const std::string& name,
+                                              const nlohmann::json& arguments) {
   const long id = next_id_++;
-  auto sent = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", "tools/call"},
+  auto sent = send({{"jsonrpc", "2.0"},
+                    {"id", id},
+                    {"method", "tools/call"},
                     {"params", {{"name", name}, {"arguments", arguments}}}});
   if (!sent.ok()) return sent.error();
   auto answer = response(id);

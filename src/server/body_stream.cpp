@@ -86,7 +86,8 @@ std::function<void()> BodyStream::take_gone_callback_locked() {
 
 std::string frame_chunk(std::string_view bytes) {
   namespace http = boost::beast::http;
-  return boost::beast::buffers_to_string(http::make_chunk(boost::asio::buffer(bytes.data(), bytes.size())));
+  return boost::beast::buffers_to_string(
+      http::make_chunk(boost::asio::buffer(bytes.data(), bytes.size())));
 }
 
 std::string frame_last_chunk() {

@@ -48,7 +48,7 @@ class BodyStream final : public BodyWriter {
   std::deque<std::string> queue_;
   std::size_t queued_bytes_ = 0;
   const std::size_t max_queued_bytes_;
-  bool finished_ = false;   // finish() was called
+  bool finished_ = false;  // finish() was called
   bool last_taken_ = false;
   bool overflow_ = false;
   bool gone_ = false;

@@ -58,7 +58,8 @@ http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_a
 }
 
 // The head of a streamed answer: chunked on HTTP/1.1; on 1.0 the body ends with the connection.
-http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep_alive, unsigned version) {
+http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep_alive,
+                                             unsigned version) {
   http::response<http::empty_body> out{static_cast<http::status>(resp.status), version};
   out.set(http::field::server, "airlock");
   out.set(http::field::content_type, resp.content_type);
@@ -293,13 +294,15 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   void start_stream(HttpResponse resp, bool keep_alive, unsigned version, bool head_only) {
     chunked_ = version >= 11;
     after_stream_ = keep_alive && chunked_ ? AfterStream::kRead : AfterStream::kClose;
-    auto head = std::make_shared<http::response<http::empty_body>>(stream_head(resp, keep_alive, version));
+    auto head =
+        std::make_shared<http::response<http::empty_body>>(stream_head(resp, keep_alive, version));
     auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
     tcp_layer().expires_after(server_.options.read_timeout);
     auto self = this->shared_from_this();
     http::async_write_header(
         stream_, *sr,
-        [this, self, head, sr, stream = std::move(resp.stream), head_only](error_code ec, std::size_t) {
+        [this, self, head, sr, stream = std::move(resp.stream), head_only](error_code ec,
+                                                                           std::size_t) {
           if (ec || head_only) {
             stream(gone_writer());  // a HEAD answer has no body; a failed head, no client
             done_answering();
@@ -345,13 +348,16 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     auto data = std::make_shared<std::string>(std::move(bytes));
     tcp_layer().expires_after(server_.options.read_timeout);  // the pending read keeps its own
     auto self = this->shared_from_this();
-    asio::async_write(stream_, asio::buffer(*data), [this, self, data, last](error_code ec, std::size_t) {
-      sending_ = false;
-      if (!body_) return;  // the stream ended meanwhile (the client left)
-      if (ec) return end_stream(false);
-      if (last) return end_stream(true);
-      pump();
-    });
+    auto sent = [this, self, data, last](error_code ec, std::size_t) { on_sent(ec, last); };
+    asio::async_write(stream_, asio::buffer(*data), std::move(sent));
+  }
+
+  void on_sent(error_code ec, bool last) {
+    sending_ = false;
+    if (!body_) return;  // the stream ended meanwhile (the client left)
+    if (ec) return end_stream(false);
+    if (last) return end_stream(true);
+    pump();
   }
 
   // A read kept open while the body is sent: its failure is the client leaving. Bytes that
@@ -578,7 +584,8 @@ std::string handle_raw_request(const RequestHandler& handler, const std::string&
     resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
   } else {
     std::promise<HttpResponse> answer;
-    handler(to_request(parser.get()), [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
+    handler(to_request(parser.get()),
+            [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
     resp = answer.get_future().get();
   }
   const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;

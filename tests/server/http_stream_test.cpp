@@ -62,8 +62,13 @@ class Client {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
-  void send(const std::string& text) { ASSERT_EQ(::send(fd_, text.data(), text.size(), MSG_NOSIGNAL), static_cast<ssize_t>(text.size())); }
-  void get(const std::string& target) { send("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); }
+  void send(const std::string& text) {
+    ASSERT_EQ(::send(fd_, text.data(), text.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(text.size()));
+  }
+  void get(const std::string& target) {
+    send("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  }
 
   // The head up to its blank line; "" if the connection ended first.
   std::string head() { return until("\r\n\r\n"); }
@@ -244,7 +249,8 @@ TEST_F(StreamServer, ClientLeavingMidStreamIsReportedOnceAndWritesFail) {
     });
     w->write("first");
     // Nothing more is written until the client has gone: the server notices by itself.
-    if (gone.get_future().wait_for(kBound) != std::future_status::ready) return write_after.set_value(true);
+    if (gone.get_future().wait_for(kBound) != std::future_status::ready)
+      return write_after.set_value(true);
     write_after.set_value(w->write("after"));
     w->finish();
   };
@@ -281,7 +287,8 @@ TEST_F(StreamServer, ClientThatDoesNotReadIsCutOff) {
   ASSERT_EQ(result.wait_for(kBound), std::future_status::ready);
   EXPECT_TRUE(result.get());
   // The callback runs on the server's side once it drops the connection.
-  for (int i = 0; i < 3000 && !gone; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 3000 && !gone; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(gone);
 }
 
@@ -358,7 +365,8 @@ TEST(CollectChunked, OverTheByteLimitIsCut) {
 // handle_raw_request (the fuzz target's path): a streamed answer as its chunked bytes.
 TEST(RawRequest, StreamedAnswerIsCollectedAsChunks) {
   std::thread producer;
-  RequestHandler handler = [&producer](const HttpRequest&, std::function<void(HttpResponse)> reply) {
+  RequestHandler handler = [&producer](const HttpRequest&,
+                                       std::function<void(HttpResponse)> reply) {
     HttpResponse resp;
     resp.content_type = "text/event-stream";
     resp.stream = [&producer](std::shared_ptr<BodyWriter> w) {
