@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "server/body_stream.hpp"
 #include "server/tls_context.hpp"
 
 namespace airlock::server {
@@ -56,6 +57,26 @@ http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_a
   return out;
 }
 
+// The head of a streamed answer: chunked on HTTP/1.1; on 1.0 the body ends with the connection.
+http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep_alive,
+                                             unsigned version) {
+  http::response<http::empty_body> out{static_cast<http::status>(resp.status), version};
+  out.set(http::field::server, "airlock");
+  out.set(http::field::content_type, resp.content_type);
+  for (const auto& [k, v] : resp.headers) out.set(k, v);
+  out.keep_alive(keep_alive && version >= 11);
+  if (version >= 11) out.chunked(true);
+  return out;
+}
+
+// A writer whose client has already gone: for a stream that will not be sent (HEAD, a head
+// that could not be written).
+std::shared_ptr<BodyWriter> gone_writer() {
+  auto writer = std::make_shared<BodyStream>(nullptr, 0);
+  writer->client_gone();
+  return writer;
+}
+
 HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
   if (ec == http::error::body_limit)
     return error_response(413, "body_too_large", "the request body is larger than " + std::to_string(max_body) + " bytes");
@@ -96,10 +117,32 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::shared_ptr<asio::ssl::context> tls;  // set by bind() when options.tls is
+  // The streamed bodies being sent (under mu): stop() tells their writers the client has
+  // gone before the io_context stops, so no writer posts to it afterwards.
+  std::vector<std::weak_ptr<BodyStream>> streams;
 
   Impl(RequestHandler h, HttpServerOptions o) : handler(std::move(h)), options(std::move(o)) {}
   void accept();
+  void add_stream(const std::shared_ptr<BodyStream>& body);
+  void end_streams();
 };
+
+void HttpServer::Impl::add_stream(const std::shared_ptr<BodyStream>& body) {
+  std::lock_guard lock(mu);
+  std::erase_if(streams, [](const auto& w) { return w.expired(); });
+  streams.push_back(body);
+}
+
+void HttpServer::Impl::end_streams() {
+  std::vector<std::shared_ptr<BodyStream>> open;
+  {
+    std::lock_guard lock(mu);
+    for (auto& w : streams)
+      if (auto body = w.lock()) open.push_back(std::move(body));
+    streams.clear();
+  }
+  for (auto& body : open) body->client_gone();
+}
 
 // One client connection: (over TLS, a handshake first) read a request, answer it, repeat
 // while keep-alive. Its handlers run on one strand. The read has its own deadline (a timer,
@@ -118,6 +161,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
         peer_(peer_address(socket)),
         stream_(std::move(socket), tls_context...),
         read_deadline_(stream_.get_executor()) {}
+
+  ~Connection() {
+    if (body_) body_->client_gone();  // the io_context is going: so is the client
+  }
 
   void start() {
     if constexpr (kTls)
@@ -220,6 +267,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   }
 
   void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
+    if (resp.stream) return start_stream(std::move(resp), keep_alive, version, head_only);
     auto out = std::make_shared<http::response<http::string_body>>(
         to_beast(resp, keep_alive, version, head_only));
     tcp_layer().expires_after(server_.options.read_timeout);
@@ -237,6 +285,116 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     } else {
       http::async_write(stream_, *out, done);
     }
+  }
+
+  // A streamed answer: the head, then the handler's writer is given the body. No read
+  // deadline applies while it is sent; each send is bounded by the read timeout instead (a
+  // client that stops reading is closed), and a client that leaves is noticed by a read kept
+  // open on the connection.
+  void start_stream(HttpResponse resp, bool keep_alive, unsigned version, bool head_only) {
+    chunked_ = version >= 11;
+    after_stream_ = keep_alive && chunked_ ? AfterStream::kRead : AfterStream::kClose;
+    auto head =
+        std::make_shared<http::response<http::empty_body>>(stream_head(resp, keep_alive, version));
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
+    http::async_write_header(
+        stream_, *sr,
+        [this, self, head, sr, stream = std::move(resp.stream), head_only](error_code ec,
+                                                                           std::size_t) {
+          if (ec || head_only) {
+            stream(gone_writer());  // a HEAD answer has no body; a failed head, no client
+            done_answering();
+            if (ec) return close_socket();
+            return continue_after_stream({});
+          }
+          begin_body(stream);
+        });
+  }
+
+  void begin_body(const std::function<void(std::shared_ptr<BodyWriter>)>& stream) {
+    tcp_layer().expires_never();
+    auto wake = [weak = this->weak_from_this(), ex = stream_.get_executor()] {
+      asio::post(ex, [weak] {
+        if (auto self = weak.lock()) self->pump();
+      });
+    };
+    body_ = std::make_shared<BodyStream>(std::move(wake), server_.options.max_stream_queue_bytes);
+    server_.add_stream(body_);
+    watch_client();
+    stream(body_);
+  }
+
+  // Sends what the writer has queued, one write at a time, in order.
+  void pump() {
+    if (!body_) return;
+    if (body_->overflowed()) return end_stream(false);  // too slow a reader, even mid-send
+    if (sending_) return;
+    auto next = body_->next();
+    switch (next.kind) {
+      case BodyStream::Next::kNothing:
+        return;
+      case BodyStream::Next::kBytes:
+        return send(chunked_ ? frame_chunk(next.bytes) : std::move(next.bytes), false);
+      case BodyStream::Next::kLast:
+        if (chunked_) return send(frame_last_chunk(), true);
+        return end_stream(true);
+    }
+  }
+
+  void send(std::string bytes, bool last) {
+    sending_ = true;
+    auto data = std::make_shared<std::string>(std::move(bytes));
+    tcp_layer().expires_after(server_.options.read_timeout);  // the pending read keeps its own
+    auto self = this->shared_from_this();
+    auto sent = [this, self, data, last](error_code ec, std::size_t) { on_sent(ec, last); };
+    asio::async_write(stream_, asio::buffer(*data), std::move(sent));
+  }
+
+  void on_sent(error_code ec, bool last) {
+    sending_ = false;
+    if (!body_) return;  // the stream ended meanwhile (the client left)
+    if (ec) return end_stream(false);
+    if (last) return end_stream(true);
+    pump();
+  }
+
+  // A read kept open while the body is sent: its failure is the client leaving. Bytes that
+  // arrive (a pipelined request) are kept for the next request, up to a head's worth.
+  void watch_client() {
+    if (buffer_.size() >= server_.options.max_header_bytes) return;
+    watching_ = true;
+    auto self = this->shared_from_this();
+    stream_.async_read_some(buffer_.prepare(1024), [this, self](error_code ec, std::size_t n) {
+      watching_ = false;
+      if (!ec) buffer_.commit(n);
+      if (!body_) return continue_after_stream(ec);
+      if (ec) return end_stream(false);
+      watch_client();
+    });
+  }
+
+  // `clean`: the last chunk is sent; else the client has gone (or is too slow) and the
+  // connection is dropped.
+  void end_stream(bool clean) {
+    auto body = std::exchange(body_, nullptr);
+    body->client_gone();  // after finish(), this only stops the writer's wakes
+    done_answering();
+    if (!clean) {
+      after_stream_ = AfterStream::kNothing;
+      return close_socket();
+    }
+    if (!watching_) return continue_after_stream({});
+    tcp_layer().cancel();  // the watch's handler continues
+  }
+
+  void continue_after_stream(error_code ec) {
+    const auto then = std::exchange(after_stream_, AfterStream::kNothing);
+    if (then == AfterStream::kNothing) return;
+    if (ec && ec != asio::error::operation_aborted) return close_socket();
+    if (then == AfterStream::kRead) return read();
+    close();
   }
 
   // Marks this connection's request answered (once), waking a stop() that waits for it.
@@ -279,6 +437,13 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   bool answered_ = true;  // no request of ours is with the Api
   bool tls_up_ = false;   // the handshake is done and no close_notify was sent
   std::optional<PeerCertificate> client_certificate_;  // verified at the handshake
+  // A streamed answer being sent (start_stream).
+  enum class AfterStream { kNothing, kRead, kClose };
+  std::shared_ptr<BodyStream> body_;
+  bool chunked_ = true;
+  bool sending_ = false;
+  bool watching_ = false;
+  AfterStream after_stream_ = AfterStream::kNothing;
 };
 
 void HttpServer::Impl::accept() {
@@ -354,6 +519,7 @@ void HttpServer::stop() {
     std::unique_lock lock(impl_->mu);
     impl_->idle.wait_for(lock, std::chrono::seconds(5), [this] { return impl_->in_flight == 0; });
   }
+  impl_->end_streams();
   impl_->work.reset();
   impl_->io.stop();
   for (auto& t : impl_->threads) t.join();
@@ -366,7 +532,46 @@ Status check_tls(const policy::TlsConfig& tls) {
   return {};
 }
 
+namespace {
+
+std::string head_text(http::response<http::empty_body>& head) {
+  http::response_serializer<http::empty_body> sr{head};
+  sr.split(true);
+  std::string out;
+  error_code ec;
+  while (!ec && !sr.is_header_done()) {
+    sr.next(ec, [&](error_code& e, const auto& buffers) {
+      e = {};
+      out += beast::buffers_to_string(buffers);
+      sr.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  return out;
+}
+
+// No socket to watch: the collection stops where a client would have stopped waiting.
+std::string raw_stream_answer(const HttpResponse& resp, bool head_only) {
+  auto head = stream_head(resp, false, 11);
+  std::string out = head_text(head);
+  if (head_only) {
+    resp.stream(gone_writer());
+    return out;
+  }
+  return out + collect_chunked(resp.stream, std::chrono::seconds(2), 1u << 20);
+}
+
+}  // namespace
+
 std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
+  return handle_raw_request(
+      [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+        api.handle(request, std::move(reply));
+      },
+      bytes, max_body_bytes);
+}
+
+std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
+                               std::uint64_t max_body_bytes) {
   http::request_parser<http::string_body> parser;
   parser.body_limit(max_body_bytes);
   parser.header_limit(16 * 1024);
@@ -379,11 +584,13 @@ std::string handle_raw_request(const Api& api, const std::string& bytes, std::ui
     resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
   } else {
     std::promise<HttpResponse> answer;
-    api.handle(to_request(parser.get()), [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
+    handler(to_request(parser.get()),
+            [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
     resp = answer.get_future().get();
   }
-  std::ostringstream out;
   const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;
+  if (resp.stream) return raw_stream_answer(resp, head_only);
+  std::ostringstream out;
   out << to_beast(resp, false, 11, head_only);
   return out.str();
 }

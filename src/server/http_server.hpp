@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,9 @@ struct HttpServerOptions {
   // A request (head and body) must arrive within this, or it is answered 408.
   std::chrono::milliseconds read_timeout{30'000};
   unsigned io_threads = 2;
+  // A streamed body (HttpResponse::stream) with more than this written and not yet sent: the
+  // client reads too slowly; it is disconnected and the writer told it has gone.
+  std::size_t max_stream_queue_bytes = 4u << 20;
   // Set: every connection is TLS (1.2 or later); the handshake is under read_timeout too.
   // With a client CA file, a client certificate is asked for (not required) and verified.
   std::optional<policy::TlsConfig> tls;
@@ -60,6 +64,11 @@ Status check_tls(const policy::TlsConfig& tls);
 
 // Runs one request through the same parser and Api as the server, without sockets: the raw
 // bytes of an HTTP/1.1 request in, the raw response out (used by the fuzz target and tests).
+// A streamed answer is collected as its chunks; one that has not finished within 2 s or has
+// written more than 1 MiB is cut there (the writer is told the client has gone).
 std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes);
+// The same with any handler (tests).
+std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
+                               std::uint64_t max_body_bytes);
 
 }  // namespace airlock::server

@@ -1,0 +1,100 @@
+// bench_mcp: a trivial Python tool called over Streamable HTTP (/mcp, tools/call) beside the
+// same call over POST /v1/tools/trivial/invoke: one daemon, one run, one keep-alive
+// connection each, calls one after another; p50/p99 per path (docs/mcp-bench-notes.md).
+// AIRLOCK_MCP_BENCH_CALLS: calls per path (default 1000), after 20 unmeasured ones.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "daemon.hpp"
+#include "http_client.hpp"
+#include "mcp_session.hpp"
+#include "percentiles.hpp"
+
+namespace airlock::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kWarmup = 20;
+
+int calls() {
+  const char* s = std::getenv("AIRLOCK_MCP_BENCH_CALLS");
+  return s ? std::max(1, std::atoi(s)) : 1000;
+}
+
+// The one daemon both benchmarks call (started by the first, stopped at exit).
+Result<Daemon*> daemon() {
+  static auto started = Daemon::start({
+      {"tools/trivial.py", "def run(args):\n    return {\"n\": args.get(\"n\", 0) + 1}\n"},
+      {"airlock.yaml",
+       "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
+       "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 4}\n"
+       "storage: {dataDir: data}\n" +
+           bench_principal_yaml() +
+           "tools:\n  - name: trivial\n    description: Adds one.\n"
+           "    runtime: {type: python, file: tools/trivial.py}\n"
+           "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"},
+  });
+  if (!started) return started.error();
+  return started->get();
+}
+
+Status v1_call(HttpClient& client, int n) {
+  auto reply =
+      client.post("/v1/tools/trivial/invoke", nlohmann::json{{"arguments", {{"n", n}}}}.dump(),
+                  {{"Authorization", std::string("Bearer ") + kBenchKey}});
+  if (!reply) return reply.error();
+  if (reply->status != 200 || reply->body.find("\"status\":\"ok\"") == std::string::npos)
+    return Error::make("v1",
+                       "HTTP " + std::to_string(reply->status) + " " + reply->body.substr(0, 200));
+  return {};
+}
+
+void BM_V1Invoke(benchmark::State& state) {
+  auto d = daemon();
+  if (!d) return state.SkipWithError(d.error().message.c_str());
+  HttpClient client((*d)->port());
+  if (auto c = client.connect(); !c.ok()) return state.SkipWithError(c.error().message.c_str());
+  for (int i = 0; i < kWarmup; ++i)
+    if (auto s = v1_call(client, i); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  Latencies latencies;
+  int n = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto s = v1_call(client, n++);
+    latencies.add(Clock::now() - t0);
+    if (!s.ok()) return state.SkipWithError(s.error().message.c_str());
+  }
+  latencies.report(state);
+}
+
+void BM_McpToolsCall(benchmark::State& state) {
+  auto d = daemon();
+  if (!d) return state.SkipWithError(d.error().message.c_str());
+  HttpClient client((*d)->port());
+  if (auto c = client.connect(); !c.ok()) return state.SkipWithError(c.error().message.c_str());
+  McpHttpSession session(client, kBenchKey);
+  if (auto s = session.initialize(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  for (int i = 0; i < kWarmup; ++i)
+    if (auto r = session.call_tool("trivial", {{"n", i}}); !r)
+      return state.SkipWithError(r.error().message.c_str());
+  Latencies latencies;
+  int n = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto r = session.call_tool("trivial", {{"n", n++}});
+    latencies.add(Clock::now() - t0);
+    if (!r) return state.SkipWithError(r.error().message.c_str());
+  }
+  latencies.report(state);
+}
+
+BENCHMARK(BM_V1Invoke)->Iterations(calls())->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_McpToolsCall)->Iterations(calls())->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace airlock::bench
+
+BENCHMARK_MAIN();
