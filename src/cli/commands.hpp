@@ -39,6 +39,7 @@ inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand
 void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
 void add_doctor_command(CLI::App& app, ExitStatus& status);
 void add_serve_command(CLI::App& app, ExitStatus& status);
+void add_mcp_command(CLI::App& app, ExitStatus& status);
 void add_client_commands(CLI::App& app, ExitStatus& status);
 void add_audit_command(CLI::App& app, ExitStatus& status);
 void add_scan_command(CLI::App& app, ExitStatus& status);

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     airlock::cli::add_run_command(app, status, trailing);
     airlock::cli::add_doctor_command(app, status);
     airlock::cli::add_serve_command(app, status);
+    airlock::cli::add_mcp_command(app, status);
     for (const auto& c : airlock::cli::kToolsCommands)
       app.add_subcommand(c.name, c.summary);  // listed only: main() executes airlock-tools for them
   });

@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
     airlock::cli::add_run_command(app, status, trailing);
     airlock::cli::add_doctor_command(app, status);
     airlock::cli::add_serve_command(app, status);
+    airlock::cli::add_mcp_command(app, status);
     airlock::cli::add_client_commands(app, status);
     airlock::cli::add_audit_command(app, status);
     airlock::cli::add_scan_command(app, status);
