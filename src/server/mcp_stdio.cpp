@@ -50,14 +50,17 @@ void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& 
     }
     ctx.http = false;
     ctx.channel = "stdio";
+    const auto& message = std::get<nlohmann::json>(parsed);
+    // JSON-RPC never answers a notification, not even to refuse it (HTTP has its status).
+    const bool notification = message.is_object() && message.contains("method") && !message.contains("id");
     server.handle(
-        ctx, std::get<nlohmann::json>(parsed), [writer](const nlohmann::json& n) { writer->write(n); },
-        [writer, session](McpReply reply) {
+        ctx, message, [writer](const nlohmann::json& n) { writer->write(n); },
+        [writer, session, notification](McpReply reply) {
           if (!reply.session_id.empty()) {
             std::lock_guard lock(session->mu);
             session->id = reply.session_id;
           }
-          if (reply.message) writer->write(*reply.message);
+          if (reply.message && !notification) writer->write(*reply.message);
         });
   }
 }

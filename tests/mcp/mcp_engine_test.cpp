@@ -61,6 +61,9 @@ TEST_F(McpEngineTest, CancelledNotificationStopsTheRunningTool) {
   const auto& result = (*reply.message)["result"];
   EXPECT_EQ(result["isError"], true) << reply.message->dump();
   EXPECT_EQ(result["structuredContent"]["error"]["kind"], "cancelled");
+  // The execute stage stopped the sandbox (a tool left to finish its sleep would be refused
+  // later, "before <the next stage>", with another message).
+  EXPECT_EQ(result["structuredContent"]["error"]["message"], "the client cancelled the call; its sandbox was stopped");
 }
 
 // A BodyWriter that keeps what it is given.
@@ -122,15 +125,19 @@ TEST_F(McpEngineTest, StdioAnswersLineByLine) {
   in << rpc(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump() << "\n"
      << R"({"jsonrpc":"2.0","method":"notifications/initialized"})" << "\n"
      << "not json\n"
+     << std::string(70 * 1024, ' ') + "{}" << "\n"  // over server.maxBodyBytes (64Ki)
+     << R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}})" << "\n"
      << rpc(2, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 3}}}}).dump() << "\n";
   run_mcp_stdio(server(), kKey, in, out);
   d.daemon->shutdown();  // lets the call finish and answer
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(out, line);) lines.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(lines.size(), 3u) << out.str();
+  // Notifications get no line; the oversized message is refused by name.
+  ASSERT_EQ(lines.size(), 4u) << out.str();
   EXPECT_EQ(lines[0]["result"]["protocolVersion"], "2025-06-18");
   EXPECT_EQ(lines[1]["error"]["code"], -32700);
-  EXPECT_EQ(lines[2]["result"]["structuredContent"]["echo"]["n"], 3);
+  EXPECT_NE(lines[2]["error"]["message"].get<std::string>().find("server.maxBodyBytes"), std::string::npos);
+  EXPECT_EQ(lines[3]["result"]["structuredContent"]["echo"]["n"], 3);
 }
 
 TEST_F(McpEngineTest, StdioWithAWrongKeyIsRefused) {
