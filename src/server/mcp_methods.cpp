@@ -67,8 +67,8 @@ void McpServer::call_tool(Call& call) const {
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
                             nlohmann::json{{"arguments", params.value("arguments", nlohmann::json::object())}}.dump(),
                             call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
-  if (wants_progress(mcp::make_request(call.message.id, call.message.method, params)))
-    request.control->progress = progress_to(call.notify, params["_meta"]["progressToken"]);
+  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken"))
+    request.control->progress = progress_to(call.notify, (*meta)["progressToken"]);
   const std::string key = McpCallsInFlight::key(call.channel, call.message.id.dump());
   if (!call.channel.empty()) calls_->add(key, request.control);
   // The worker answers after this returns: it holds copies, never `call` itself.

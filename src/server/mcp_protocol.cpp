@@ -64,9 +64,10 @@ std::optional<std::string> name_in_body(const mcp::Message& m) {
 
 std::optional<Refusal> check_headers(const mcp::Message& m, const std::string& revision,
                                      const std::map<std::string, std::string>& headers) {
+  // Notifications carry no standard headers: their body alone says what they are.
+  if (m.kind != mcp::Message::Kind::request) return std::nullopt;
   if (header(headers, "mcp-protocol-version") != revision)
     return refuse(m, kHeaderMismatch, "the MCP-Protocol-Version header must be " + revision + ", as the request's _meta says");
-  if (m.kind != mcp::Message::Kind::request) return std::nullopt;  // notifications: the body alone
   if (header(headers, "mcp-method") != m.method)
     return refuse(m, kHeaderMismatch, "the Mcp-Method header must be the request's method, " + m.method);
   if (auto name = name_in_body(m)) {
