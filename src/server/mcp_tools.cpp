@@ -56,7 +56,9 @@ nlohmann::json mcp_error_result(const std::string& kind, const std::string& mess
   return result;
 }
 
-nlohmann::json mcp_call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv) {
+namespace {
+
+nlohmann::json call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv) {
   const bool structured = !(tool && tool->output_schema);
   if (inv.error) return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured);
   if (inv.suspended) {
@@ -72,6 +74,16 @@ nlohmann::json mcp_call_result(const policy::ToolConfig* tool, const pipeline::I
   const nlohmann::json output = inv.output ? *inv.output : nlohmann::json::object();
   if (tool && tool->mcp) return passed_through(output);
   return {{"content", nlohmann::json::array({text_block(dump(output))})}, {"structuredContent", output}};
+}
+
+}  // namespace
+
+nlohmann::json mcp_call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv) {
+  auto result = call_result(tool, inv);
+  // The invocation's id, as POST /v1/tools/{name}/invoke answers it: its row at
+  // GET /v1/invocations/{id}, its audit record.
+  if (!inv.id.empty()) result["_meta"][kInvocationIdMeta] = inv.id;
+  return result;
 }
 
 }  // namespace airlock::server

@@ -14,7 +14,11 @@ namespace airlock::server {
 // risk, destructiveHint for high and critical, openWorldHint when the tool has egress.
 nlohmann::json mcp_tool_entry(const policy::ToolConfig& tool);
 
-// The CallToolResult of a finished invocation of `tool` (null: not a configured tool).
+// Where a CallToolResult's _meta names the invocation.
+inline constexpr const char* kInvocationIdMeta = "airlock.dev/invocationId";
+
+// The CallToolResult of a finished invocation of `tool` (null: not a configured tool), its
+// _meta naming the invocation.
 nlohmann::json mcp_call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv);
 
 // The isError result of a call that did not run (the daemon draining, the queue full).

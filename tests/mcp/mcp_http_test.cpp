@@ -54,6 +54,23 @@ TEST_F(McpHttpTest, StatelessHeadersMustMatchTheBody) {
   EXPECT_EQ(right.json()["result"]["resultType"], "complete");
 }
 
+// tools/call is the invocation POST /v1/tools/{name}/invoke makes: stored, counted, audited.
+TEST_F(McpHttpTest, ToolsCallIsAStoredAndCountedInvocation) {
+  const auto before = audit_records(ws.audit_path());
+  const auto id = open_session(d.port, "2025-11-25");
+  auto r = mcp_post(d.port, rpc(2, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 6}}}}), kKey,
+                    session_headers(id, "2025-11-25"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string invocation = r.json()["result"]["_meta"]["airlock.dev/invocationId"];
+  auto stored = http(d.port, "GET", "/v1/invocations/" + invocation);
+  ASSERT_EQ(stored.status, 200) << stored.body;
+  EXPECT_EQ(stored.json()["tool"], "echo");
+  EXPECT_EQ(stored.json()["output"]["echo"]["n"], 6);
+  EXPECT_EQ(audit_records(ws.audit_path()), before + 1);
+  auto metrics = http(d.port, "GET", "/metrics", "", "");
+  EXPECT_NE(metrics.body.find(R"(airlock_invocations_total{status="ok",tool="echo"} 1)"), std::string::npos) << metrics.body;
+}
+
 TEST_F(McpHttpTest, BatchesAreRefused) {
   auto r = mcp_post(d.port, nlohmann::json::array({rpc(1, "ping"), rpc(2, "ping")}));
   EXPECT_EQ(r.status, 400);
