@@ -32,7 +32,7 @@ inline constexpr ToolsCommand kCallCommand{"call", "Invoke a tool on the daemon 
 inline constexpr ToolsCommand kToolsListCommand{"tools", "Tools on the daemon"};
 inline constexpr ToolsCommand kPolicyCommand{"policy", "Check what the access policy allows a call, offline"};
 inline constexpr ToolsCommand kSecretsCommand{"secrets", "Set, list and remove the secrets credentials are given from"};
-inline constexpr ToolsCommand kMcpCommand{"mcp", "MCP: the gateway's tool pins"};
+inline constexpr ToolsCommand kMcpCommand{"mcp", "Serve Airlock's tools over MCP on stdin and stdout; the gateway's tool pins"};
 inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand,      kAuditCommand,
                                                   kCallCommand,     kToolsListCommand, kPolicyCommand,
                                                   kSecretsCommand,  kMcpCommand};

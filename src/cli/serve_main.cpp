@@ -1,22 +1,31 @@
 // airlock-serve: the daemon's own program (`airlock serve` runs it; see serve_command.cpp).
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+
 #include "server/daemon.hpp"
+#include "server/mcp_stdio.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};
   app.set_version_flag("--version", "airlock-serve 0.1.0");
   std::string config, listen;
-  bool check = false;
+  bool check = false, mcp_stdio = false;
   app.add_option("--config", config, "The configuration file (YAML, see docs/config.md)")->required();
   app.add_option("--listen", listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
   app.add_flag("--check", check,
                "Validate the configuration and exit (0 valid, 1 not) without serving");
+  app.add_flag("--mcp-stdio", mcp_stdio,
+               "Serve MCP on stdin and stdout instead of listening (`airlock mcp`; the key in $AIRLOCK_API_KEY)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  if (mcp_stdio) {
+    const char* key = std::getenv("AIRLOCK_API_KEY");
+    return airlock::server::serve_mcp_stdio(config, key ? key : "");
   }
   return airlock::server::serve(config, listen, check);
 }

@@ -81,13 +81,43 @@ TlsConfig read_tls(Reader& r, const YAML::Node& n) {
   return tls;
 }
 
+bool is_http_url(std::string_view s) {
+  return s.starts_with("http://") || s.starts_with("https://");
+}
+
+// An origin as browsers send it: scheme://host[:port], nothing after.
+bool is_origin(std::string_view s) {
+  if (!is_http_url(s)) return false;
+  auto rest = s.substr(s.find("://") + 3);
+  return !rest.empty() && rest.find_first_of("/?#") == std::string_view::npos;
+}
+
+McpEndpointConfig read_mcp_endpoint(Reader& r, const YAML::Node& n) {
+  r.only_keys(n, "server.mcp", {"enabled", "allowedOrigins", "resource"});
+  McpEndpointConfig mcp;
+  r.field(n, "enabled", [&](const YAML::Node& v) { mcp.enabled = r.boolean(v, "server.mcp.enabled"); });
+  r.field(n, "allowedOrigins", [&](const YAML::Node& v) {
+    mcp.allowed_origins = r.strings(v, "server.mcp.allowedOrigins");
+    for (const auto& o : mcp.allowed_origins)
+      if (!is_origin(o))
+        fail(v, "server.mcp.allowedOrigins: '" + o + "' is not an origin (scheme://host[:port], as browsers send it)");
+  });
+  r.field(n, "resource", [&](const YAML::Node& v) {
+    mcp.resource = r.string(v, "server.mcp.resource");
+    const auto rest = std::string_view(mcp.resource).substr(std::min(mcp.resource.size(), mcp.resource.find("://") + 3));
+    if (!is_http_url(mcp.resource) || rest.empty() || rest.starts_with('/') || mcp.resource.find('#') != std::string::npos)
+      fail(v, "server.mcp.resource: '" + mcp.resource + "' is not an absolute http(s) URL without a fragment");
+  });
+  return mcp;
+}
+
 }  // namespace
 
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
-       "readTimeout", "maxJsonDepth", "tls"});
+       "readTimeout", "maxJsonDepth", "tls", "mcp"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -113,6 +143,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
     if (s.max_json_depth == 0) fail(v, "server.maxJsonDepth: must be at least 1");
   });
   r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
+  r.field(n, "mcp", [&](const YAML::Node& v) { s.mcp = read_mcp_endpoint(r, v); });
 }
 
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {

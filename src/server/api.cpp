@@ -5,6 +5,9 @@
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/invocation_response.hpp"
+#include "server/invocation_runner.hpp"
+#include "server/mcp_http.hpp"
+#include "server/mcp_server.hpp"
 #include "server/token_exchange.hpp"
 #include "server/token_introspection.hpp"
 
@@ -64,7 +67,10 @@ HttpResponse use_get() {
 
 }  // namespace
 
-Api::Api(ApiServices services) : s_(std::move(services)) {
+Api::Api(ApiServices services)
+    : s_(std::move(services)),
+      mcp_(std::make_shared<McpServer>(s_)),
+      mcp_http_(std::make_shared<McpHttp>(mcp_, s_.generation)) {
   if (s_.token_signer && s_.revoked_tokens)
     if (auto made = TokenIntrospection::create(*s_.token_signer, *s_.revoked_tokens)) introspection_ = std::move(*made);
 }
@@ -97,6 +103,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     if (!get) return reply(use_get());
     return reply(jwks_response(*s_.token_signer));
   }
+  if (is_mcp_path(parts) || is_resource_metadata_path(parts)) return handle_mcp(r, parts, std::move(reply));
   if (parts.empty() || parts[0] != "v1") return reply(error_response(404, "not_found", "no such endpoint"));
   // POST /v1/token: RFC 8693 token exchange (server/token_exchange.hpp).
   if (parts.size() == 2 && parts[1] == "token" && s_.token_signer) {
@@ -116,6 +123,16 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     return invoke(r, parts[2], std::move(reply));
   }
   handle_v1(r, parts, std::move(reply));
+}
+
+// /mcp and its protected resource metadata, unless server.mcp.enabled is false.
+void Api::handle_mcp(const HttpRequest& r, const std::vector<std::string>& parts,
+                     std::function<void(HttpResponse)> reply) const {
+  if (!s_.generation->load()->config->server.mcp.enabled)
+    return reply(error_response(404, "not_found", "the MCP endpoint is disabled (server.mcp.enabled)"));
+  if (is_mcp_path(parts)) return mcp_http_->handle(r, std::move(reply));
+  if (!is_get(r)) return reply(use_get());
+  reply(mcp_http_->resource_metadata(r));
 }
 
 namespace {
@@ -209,28 +226,9 @@ std::string server_timing(const pipeline::Invocation& inv) {
   return timing;
 }
 
-void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const std::string& tool_label) {
-  metrics.count("airlock_invocations_total", {{"tool", tool_label}, {"status", inv.status()}});
-  if (inv.error && inv.error->error_class == pipeline::ErrorClass::denied)
-    metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
-  if (!inv.redactions.empty())
-    metrics.count("airlock_redactions_total", {}, static_cast<double>(inv.redactions.size()));
-  double total_ms = 0;
-  for (const auto& t : inv.stage_times) total_ms += t.ms;
-  metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
-}
-
-// After the pipeline: the stored row, the metrics, the answer.
-HttpResponse finish(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
-  const std::string tool_label = server::tool_label(*generation.config, inv.tool_name);
-  nlohmann::json response = to_response(inv);
-  nlohmann::json stored = response;
-  stored["principal"] = inv.principal_name();
-  stored["log"] = pipeline::log_with_notes(inv);  // the tool's stderr, capped and DLP-redacted
-  // Only authenticated invocations are kept (their row began in the record_start stage).
-  if (inv.actor || inv.subject) (void)s.store->finish(inv.id, inv.status(), stored);
-  count_invocation(*s.metrics, inv, tool_label);
-  HttpResponse resp = json_response(http_status(inv), response);
+// The HTTP answer of a finished invocation (its row and metrics are the runner's).
+HttpResponse invocation_answer(const pipeline::Invocation& inv) {
+  HttpResponse resp = json_response(http_status(inv), to_response(inv));
   if (auto timing = server_timing(inv); !timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
   if (inv.error && inv.error->kind == pipeline::ErrorKind::unauthenticated)
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
@@ -255,28 +253,15 @@ void Api::token(const HttpRequest& r, std::function<void(HttpResponse)> reply) c
 }
 
 void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
-  if (s_.draining && s_.draining->load()) {
-    s_.metrics->count("airlock_rejected_total", {{"reason", "draining"}});
+  InvocationRequest request{tool, r.headers, r.client_certificate, r.body, r.peer, nullptr};
+  auto rejected = run_invocation(s_, std::move(request), [reply](const Generation&, const pipeline::Invocation& inv) {
+    reply(invocation_answer(inv));
+  });
+  if (rejected == Rejection::draining) {
     auto resp = error_response(503, "draining", "the server is shutting down");
     resp.headers.emplace_back("Retry-After", "5");
-    return reply(resp);
-  }
-  auto inv = std::make_shared<pipeline::Invocation>();
-  inv->id = s_.new_id();
-  inv->tool_name = tool;
-  inv->headers = r.headers;
-  inv->client_certificate = r.client_certificate;
-  inv->raw_body = r.body;
-  inv->peer = r.peer;
-  // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
-  // The job holds copies of what it uses: it may outlive this Api.
-  auto generation = s_.generation->load();
-  bool accepted = s_.executor->submit([services = s_, generation, inv, reply] {
-    generation->pipeline->run(*inv);
-    reply(finish(services, *generation, *inv));
-  });
-  if (!accepted) {
-    s_.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
+    reply(resp);
+  } else if (rejected == Rejection::queue_full) {
     auto resp = error_response(429, "queue_full", "too many invocations are queued; retry later");
     resp.headers.emplace_back("Retry-After", "1");
     reply(resp);

@@ -77,21 +77,29 @@ struct ApiServices {
 };
 
 class TokenIntrospection;
+class McpServer;
+class McpHttp;
 
 class Api {
  public:
   explicit Api(ApiServices services);
   // `reply` is called exactly once, perhaps later and from a worker thread.
   void handle(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
+  // The MCP server behind /mcp, for the other transport (`airlock mcp`, stdio).
+  McpServer& mcp() const { return *mcp_; }
 
  private:
   void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
   void token(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
+  void handle_mcp(const HttpRequest& request, const std::vector<std::string>& parts,
+                  std::function<void(HttpResponse)> reply) const;
   void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,
                  std::function<void(HttpResponse)> reply) const;
 
   ApiServices s_;
   std::shared_ptr<const TokenIntrospection> introspection_;  // POST /v1/token/{introspect,revoke}
+  std::shared_ptr<McpServer> mcp_;
+  std::shared_ptr<const McpHttp> mcp_http_;  // /mcp and /.well-known/oauth-protected-resource
 };
 
 HttpResponse json_response(int status, const nlohmann::json& body);

@@ -85,6 +85,9 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string token_form =
       "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
       "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&subject_token=a.b.c";
+  const std::string mcp_initialize =
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}})";
+  const std::map<std::string, std::string> mcp_accept = {{"Accept", "application/json, text/event-stream"}};
   const std::vector<Call> calls = {
       {invoke_path, "post", "/v1/tools/echo/invoke", ok_body, kKey},                  // 200 ok
       {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kKey},                 // 200 error
@@ -129,10 +132,23 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/healthz", "head", "/healthz", "", ""},
       {"/metrics", "get", "/metrics", "", ""},
       {"/openapi.json", "get", "/openapi.json", "", ""},
+      {"/mcp", "post", "/mcp", mcp_initialize, kKey, mcp_accept},                     // 200
+      {"/mcp", "post", "/mcp", R"({"jsonrpc":"2.0","method":"notifications/initialized"})", kKey, mcp_accept},  // 400 no session
+      {"/mcp", "post", "/mcp", "[" + mcp_initialize + "]", kKey, mcp_accept},         // 400 batch
+      {"/mcp", "post", "/mcp", mcp_initialize, "", mcp_accept},                       // 401
+      {"/mcp", "post", "/mcp", mcp_initialize, kKey, {{"Accept", "text/event-stream"}, {"Origin", "http://evil.example"}}},  // 403
+      {"/mcp", "post", "/mcp", mcp_initialize, kKey, {{"Accept", "text/event-stream"}}},  // 406
+      {"/mcp", "post", "/mcp", std::string(8000, 'x'), kKey, mcp_accept},             // 413
+      {"/mcp", "post", "/mcp", mcp_initialize, kKey, {{"Accept", "*/*"}, {"Content-Type", "text/plain"}}},  // 415
+      {"/mcp", "get", "/mcp", "", kKey},                                              // 405
+      {"/mcp", "delete", "/mcp", "", kKey, {{"Mcp-Session-Id", "nope"}}},             // 404
+      {"/mcp", "delete", "/mcp", "", kKey},                                           // 400
+      {"/.well-known/oauth-protected-resource", "get", "/.well-known/oauth-protected-resource", "", ""},
+      {"/.well-known/oauth-protected-resource/mcp", "get", "/.well-known/oauth-protected-resource/mcp", "", ""},
   };
   std::set<std::pair<std::string, std::string>> exercised;
   for (const auto& c : calls) {
-    std::string method = c.method == "post" ? "POST" : c.method == "head" ? "HEAD" : "GET";
+    std::string method = c.method == "post" ? "POST" : c.method == "head" ? "HEAD" : c.method == "delete" ? "DELETE" : "GET";
     auto reply = c.headers.empty() ? http(d.port, method, c.target, c.body, c.key)
                                    : http_with(d.port, method, c.target, c.body, c.key, c.headers);
     SCOPED_TRACE(c.method + " " + c.target + " -> " + std::to_string(reply.status) + " " + reply.body.substr(0, 300));

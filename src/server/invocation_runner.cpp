@@ -1,0 +1,58 @@
+#include "server/invocation_runner.hpp"
+
+#include "server/api.hpp"
+#include "server/invocation_response.hpp"
+
+namespace airlock::server {
+namespace {
+
+void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const std::string& tool_label) {
+  metrics.count("airlock_invocations_total", {{"tool", tool_label}, {"status", inv.status()}});
+  if (inv.error && inv.error->error_class == pipeline::ErrorClass::denied)
+    metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
+  if (!inv.redactions.empty())
+    metrics.count("airlock_redactions_total", {}, static_cast<double>(inv.redactions.size()));
+  double total_ms = 0;
+  for (const auto& t : inv.stage_times) total_ms += t.ms;
+  metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
+}
+
+// After the pipeline: the stored row and the metrics.
+void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
+  nlohmann::json stored = to_response(inv);
+  stored["principal"] = inv.principal_name();
+  stored["log"] = pipeline::log_with_notes(inv);  // the tool's stderr, capped and DLP-redacted
+  // Only authenticated invocations are kept (their row began in the record_start stage).
+  if (inv.actor || inv.subject) (void)s.store->finish(inv.id, inv.status(), stored);
+  count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
+}
+
+}  // namespace
+
+Rejection run_invocation(const ApiServices& s, InvocationRequest request, InvocationDone done) {
+  if (s.draining && s.draining->load()) {
+    s.metrics->count("airlock_rejected_total", {{"reason", "draining"}});
+    return Rejection::draining;
+  }
+  auto inv = std::make_shared<pipeline::Invocation>();
+  inv->id = s.new_id();
+  inv->tool_name = std::move(request.tool);
+  inv->headers = std::move(request.headers);
+  inv->client_certificate = std::move(request.client_certificate);
+  inv->raw_body = std::move(request.raw_body);
+  inv->peer = std::move(request.peer);
+  inv->control = std::move(request.control);
+  // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
+  // The job holds copies of what it uses: it may outlive the caller.
+  auto generation = s.generation->load();
+  bool accepted = s.executor->submit([services = s, generation, inv, done = std::move(done)] {
+    generation->pipeline->run(*inv);
+    record_finished(services, *generation, *inv);
+    done(*generation, *inv);
+  });
+  if (accepted) return Rejection::none;
+  s.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
+  return Rejection::queue_full;
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,58 @@
+// The MCP server's state between messages: the sessions that initialize opened (2025-06-18,
+// 2025-11-25), each bound to the principal that opened it and bounded in number, and the
+// tools/call requests in flight, which notifications/cancelled finds by their request id.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "pipeline/invocation_control.hpp"
+
+namespace airlock::server {
+
+inline constexpr std::size_t kMaxMcpSessions = 1024;
+
+class McpSessions {
+ public:
+  explicit McpSessions(std::size_t capacity = kMaxMcpSessions) : capacity_(capacity) {}
+  // A new session of `principal` under `revision`: its id (128 random bits, hex). When the
+  // table is full, the session idle longest goes.
+  std::string open(const std::string& principal, const std::string& revision);
+  // The revision of session `id` when `principal` owns it; nullopt for a session that does
+  // not exist, has gone, or is another principal's (the caller cannot tell which).
+  std::optional<std::string> revision(const std::string& id, const std::string& principal);
+  // Ends session `id` of `principal`; false when there is none of theirs.
+  bool close(const std::string& id, const std::string& principal);
+  std::size_t size() const;
+
+ private:
+  struct Session {
+    std::string principal, revision;
+    std::uint64_t last_used = 0;
+  };
+  mutable std::mutex mu_;
+  std::size_t capacity_;
+  std::uint64_t clock_ = 0;  // a counter, not time: only the order of use matters
+  std::map<std::string, Session> sessions_;
+};
+
+// tools/call requests running now, by (channel, request id): a channel is a session, or the
+// stdio connection.
+class McpCallsInFlight {
+ public:
+  void add(const std::string& key, std::shared_ptr<pipeline::InvocationControl> control);
+  void remove(const std::string& key);
+  // Cancels the call; false when none runs under `key`.
+  bool cancel(const std::string& key);
+  static std::string key(const std::string& channel, const std::string& request_id);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<pipeline::InvocationControl>> calls_;
+};
+
+}  // namespace airlock::server

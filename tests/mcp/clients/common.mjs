@@ -1,0 +1,35 @@
+// Shared by the client scripts: assertions that exit non-zero with a message.
+export function check(condition, message, detail) {
+  if (!condition) {
+    console.error(`FAIL: ${message}${detail === undefined ? '' : `: ${JSON.stringify(detail)}`}`);
+    process.exit(1);
+  }
+  console.log(`ok: ${message}`);
+}
+
+// The checks every client makes once connected: the listing, a call, an error result.
+export async function listCallAndFail(client) {
+  const { tools } = await client.listTools();
+  const echo = tools.find((t) => t.name === 'echo');
+  check(echo !== undefined, 'tools/list has echo', tools.map((t) => t.name));
+  check(echo.annotations?.readOnlyHint === true, 'echo (low risk) is readOnlyHint', echo.annotations);
+  check(echo.inputSchema?.type === 'object', 'echo has an object inputSchema', echo.inputSchema);
+  const called = await client.callTool({ name: 'echo', arguments: { n: 4 } });
+  check(called.isError !== true, 'tools/call echo succeeds', called);
+  check(called.structuredContent?.echo?.n === 4, 'echo answers its arguments as structuredContent', called);
+  check(called.content?.[0]?.type === 'text', 'the result has a text block', called.content);
+  const crashed = await client.callTool({ name: 'crash', arguments: {} });
+  check(crashed.isError === true, 'a crashing tool is an error result', crashed);
+  check(crashed.structuredContent?.error?.kind === 'tool_crashed', 'the error result names its kind', crashed);
+}
+
+// A call that asked for progress: the notifications it got, in order, before its result.
+export async function callWithProgress(client) {
+  const seen = [];
+  const result = await client.callTool({ name: 'echo', arguments: { n: 5 } }, undefined, {
+    onprogress: (p) => seen.push(p),
+  });
+  check(result.structuredContent?.echo?.n === 5, 'the call with a progress token succeeds', result);
+  check(seen.length > 0, 'progress notifications arrived before the result', seen);
+  check(seen.some((p) => p.message === 'execute'), 'one of them is the execute stage', seen);
+}

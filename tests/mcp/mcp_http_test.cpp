@@ -1,0 +1,182 @@
+// /mcp over real sockets: revisions, sessions, headers, RBAC, auth, Origin.
+#include <gtest/gtest.h>
+
+#include "mcp_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+class McpHttpTest : public ::testing::Test {
+ protected:
+  Workspace ws{"server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, "
+               "drainTimeout: 20s, mcp: {allowedOrigins: ['https://app.example.com']}}"};
+  RunningDaemon d{ws};
+};
+
+TEST_F(McpHttpTest, InitializeNegotiatesEachSessionRevision) {
+  for (const std::string revision : {"2025-06-18", "2025-11-25"}) {
+    auto r = mcp_post(d.port, rpc(1, "initialize", {{"protocolVersion", revision}, {"capabilities", nlohmann::json::object()}}));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["result"]["protocolVersion"], revision);
+    EXPECT_EQ(r.json()["result"]["serverInfo"]["name"], "airlock");
+    EXPECT_FALSE(r.headers["mcp-session-id"].empty());
+  }
+  // A revision it does not speak: answered with its newest session revision.
+  auto r = mcp_post(d.port, rpc(1, "initialize", {{"protocolVersion", "2024-01-01"}, {"capabilities", nlohmann::json::object()}}));
+  EXPECT_EQ(r.json()["result"]["protocolVersion"], "2025-11-25");
+}
+
+TEST_F(McpHttpTest, StatelessDiscoverAndUnsupportedRevision) {
+  auto discover = rpc(1, "server/discover", {{"_meta", stateless_meta()}});
+  auto r = mcp_post(d.port, discover, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "server/discover"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["result"]["resultType"], "complete");
+  EXPECT_NE(r.json()["result"]["supportedVersions"].dump().find("2026-07-28"), std::string::npos);
+
+  auto future = rpc(2, "tools/list", {{"_meta", stateless_meta("2030-01-01")}});
+  r = mcp_post(d.port, future, kKey, {{"mcp-protocol-version", "2030-01-01"}, {"mcp-method", "tools/list"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["code"], -32022);
+  EXPECT_EQ(r.json()["error"]["data"]["requested"], "2030-01-01");
+}
+
+TEST_F(McpHttpTest, StatelessHeadersMustMatchTheBody) {
+  auto call = rpc(3, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 1}}}, {"_meta", stateless_meta()}});
+  auto wrong_method = mcp_post(d.port, call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/list"}, {"mcp-name", "echo"}});
+  EXPECT_EQ(wrong_method.status, 400);
+  EXPECT_EQ(wrong_method.json()["error"]["code"], -32020);
+  auto wrong_name = mcp_post(d.port, call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "crash"}});
+  EXPECT_EQ(wrong_name.status, 400);
+  EXPECT_EQ(wrong_name.json()["error"]["code"], -32020);
+  auto right = mcp_post(d.port, call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "=?base64?ZWNobw==?="}});
+  ASSERT_EQ(right.status, 200) << right.body;
+  EXPECT_EQ(right.json()["result"]["structuredContent"]["echo"]["n"], 1);
+  EXPECT_EQ(right.json()["result"]["resultType"], "complete");
+}
+
+// tools/call is the invocation POST /v1/tools/{name}/invoke makes: stored, counted, audited.
+TEST_F(McpHttpTest, ToolsCallIsAStoredAndCountedInvocation) {
+  const auto before = audit_records(ws.audit_path());
+  const auto id = open_session(d.port, "2025-11-25");
+  auto r = mcp_post(d.port, rpc(2, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 6}}}}), kKey,
+                    session_headers(id, "2025-11-25"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string invocation = r.json()["result"]["_meta"]["airlock.dev/invocationId"];
+  auto stored = http(d.port, "GET", "/v1/invocations/" + invocation);
+  ASSERT_EQ(stored.status, 200) << stored.body;
+  EXPECT_EQ(stored.json()["tool"], "echo");
+  EXPECT_EQ(stored.json()["output"]["echo"]["n"], 6);
+  EXPECT_EQ(audit_records(ws.audit_path()), before + 1);
+  auto metrics = http(d.port, "GET", "/metrics", "", "");
+  EXPECT_NE(metrics.body.find(R"(airlock_invocations_total{status="ok",tool="echo"} 1)"), std::string::npos) << metrics.body;
+}
+
+TEST_F(McpHttpTest, BatchesAreRefused) {
+  auto r = mcp_post(d.port, nlohmann::json::array({rpc(1, "ping"), rpc(2, "ping")}));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.json()["error"]["code"], -32600);
+}
+
+TEST_F(McpHttpTest, SessionRequestsCheckTheProtocolVersionHeader) {
+  const auto id = open_session(d.port, "2025-06-18");
+  ASSERT_FALSE(id.empty());
+  auto ok = mcp_post(d.port, rpc(2, "ping"), kKey, session_headers(id, "2025-06-18"));
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  auto bad = mcp_post(d.port, rpc(3, "ping"), kKey, session_headers(id, "1999-01-01"));
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.json()["error"]["message"].get<std::string>().find("Unsupported protocol version"), std::string::npos);
+  auto none = mcp_post(d.port, rpc(4, "ping"));
+  EXPECT_EQ(none.status, 400);  // no session, no _meta
+}
+
+TEST_F(McpHttpTest, SessionIsBoundToThePrincipalThatOpenedIt) {
+  const auto id = open_session(d.port, "2025-11-25");
+  auto theirs = mcp_post(d.port, rpc(2, "tools/list"), kOtherKey, session_headers(id, "2025-11-25"));
+  EXPECT_EQ(theirs.status, 404);
+  auto mine = mcp_post(d.port, rpc(2, "tools/list"), kKey, session_headers(id, "2025-11-25"));
+  EXPECT_EQ(mine.status, 200);
+}
+
+TEST_F(McpHttpTest, ToolsListFollowsRbacAndRisk) {
+  const auto other = open_session(d.port, "2025-11-25", kOtherKey);
+  auto r = mcp_post(d.port, rpc(2, "tools/list"), kOtherKey, session_headers(other, "2025-11-25"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto tools = r.json()["result"]["tools"];
+  ASSERT_EQ(tools.size(), 1u) << tools.dump();
+  EXPECT_EQ(tools[0]["name"], "echo");
+  EXPECT_EQ(tools[0]["inputSchema"]["type"], "object");
+  EXPECT_EQ(tools[0]["annotations"]["readOnlyHint"], true);
+
+  const auto mine = open_session(d.port, "2025-11-25");
+  r = mcp_post(d.port, rpc(3, "tools/list"), kKey, session_headers(mine, "2025-11-25"));
+  bool saw_dangerous = false;
+  const auto all = r.json();
+  for (const auto& t : all["result"]["tools"]) {
+    if (t["name"] != "dangerous") continue;
+    saw_dangerous = true;
+    EXPECT_EQ(t["annotations"]["destructiveHint"], true);
+    EXPECT_EQ(t["annotations"]["readOnlyHint"], false);
+  }
+  EXPECT_TRUE(saw_dangerous) << r.body;
+}
+
+TEST_F(McpHttpTest, DenialsAndFailuresAreErrorResults) {
+  const auto id = open_session(d.port, "2025-11-25", kOtherKey);
+  auto r = mcp_post(d.port, rpc(2, "tools/call", {{"name", "dangerous"}, {"arguments", nlohmann::json::object()}}), kOtherKey,
+                    session_headers(id, "2025-11-25"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["result"]["isError"], true);
+  EXPECT_EQ(r.json()["result"]["structuredContent"]["error"]["kind"], "forbidden");
+  EXPECT_EQ(r.json()["result"]["content"][0]["type"], "text");
+
+  const auto mine = open_session(d.port, "2025-11-25");
+  r = mcp_post(d.port, rpc(3, "tools/call", {{"name", "crash"}}), kKey, session_headers(mine, "2025-11-25"));
+  EXPECT_EQ(r.json()["result"]["isError"], true);
+  EXPECT_EQ(r.json()["result"]["structuredContent"]["error"]["kind"], "tool_crashed");
+}
+
+TEST_F(McpHttpTest, UnauthenticatedIsPointedAtTheResourceMetadata) {
+  auto r = mcp_post(d.port, rpc(1, "initialize", {{"protocolVersion", "2025-11-25"}}), "");
+  EXPECT_EQ(r.status, 401);
+  const std::string expected = "Bearer resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource/mcp\"";
+  EXPECT_EQ(r.headers["www-authenticate"], expected);
+  auto prm = http(d.port, "GET", "/.well-known/oauth-protected-resource/mcp", "", "");
+  ASSERT_EQ(prm.status, 200);
+  EXPECT_EQ(prm.json()["resource"], "http://127.0.0.1/mcp");
+  EXPECT_TRUE(prm.json()["authorization_servers"].is_array());
+  EXPECT_EQ(prm.json()["bearer_methods_supported"], nlohmann::json::array({"header"}));
+  EXPECT_EQ(http(d.port, "GET", "/.well-known/oauth-protected-resource", "", "").status, 200);
+}
+
+TEST_F(McpHttpTest, ForeignOriginIsForbidden) {
+  auto evil = mcp_post(d.port, rpc(1, "ping"), kKey, {{"origin", "http://evil.example"}});
+  EXPECT_EQ(evil.status, 403);
+  const auto id = open_session(d.port, "2025-11-25");
+  auto headers = session_headers(id, "2025-11-25");
+  headers["origin"] = "https://app.example.com";
+  EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kKey, headers).status, 200);
+}
+
+TEST_F(McpHttpTest, AcceptContentTypeAndMethodsAreChecked) {
+  auto no_sse = http_with(d.port, "POST", "/mcp", rpc(1, "ping").dump(), kKey, {{"accept", "application/json"}});
+  EXPECT_EQ(no_sse.status, 406);
+  auto text = http_with(d.port, "POST", "/mcp", rpc(1, "ping").dump(), kKey,
+                        {{"accept", "application/json, text/event-stream"}, {"content-type", "text/plain"}});
+  EXPECT_EQ(text.status, 415);
+  EXPECT_EQ(http(d.port, "GET", "/mcp").status, 405);
+  const auto id = open_session(d.port, "2025-11-25");
+  EXPECT_EQ(http_with(d.port, "DELETE", "/mcp", "", kKey, {{"mcp-session-id", id}}).status, 204);
+  EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kKey, session_headers(id, "2025-11-25")).status, 404);
+}
+
+TEST_F(McpHttpTest, NotificationsAreAccepted) {
+  const auto id = open_session(d.port, "2025-11-25");
+  nlohmann::json note = {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}};
+  auto r = mcp_post(d.port, note, kKey, session_headers(id, "2025-11-25"));
+  EXPECT_EQ(r.status, 202);
+  auto unknown = mcp_post(d.port, rpc(5, "resources/list"), kKey, session_headers(id, "2025-11-25"));
+  EXPECT_EQ(unknown.json()["error"]["code"], -32601);
+}
+
+}  // namespace
+}  // namespace airlock::server::test

@@ -1,0 +1,113 @@
+// Pure parts of the MCP server: the session table, tools/list entries, call results, and
+// the server.mcp configuration.
+#include <gtest/gtest.h>
+
+#include "mcp_test_support.hpp"
+#include "server/mcp_protocol.hpp"
+#include "server/mcp_sessions.hpp"
+#include "server/mcp_tools.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
+  McpSessions sessions(2);
+  const auto a = sessions.open("agent:a", "2025-11-25");
+  const auto b = sessions.open("agent:b", "2025-06-18");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(sessions.revision(a, "agent:a"), "2025-11-25");
+  EXPECT_FALSE(sessions.revision(a, "agent:b"));  // another principal: as if it did not exist
+  EXPECT_FALSE(sessions.close(a, "agent:b"));
+  (void)sessions.revision(a, "agent:a");          // a is now the more recently used
+  const auto c = sessions.open("agent:c", "2025-11-25");
+  EXPECT_EQ(sessions.size(), 2u);
+  EXPECT_FALSE(sessions.revision(b, "agent:b"));  // the one idle longest went
+  EXPECT_TRUE(sessions.revision(a, "agent:a"));
+  EXPECT_TRUE(sessions.close(c, "agent:c"));
+  EXPECT_FALSE(sessions.revision(c, "agent:c"));
+}
+
+TEST(McpTools, AnnotationsFollowRiskAndEgress) {
+  policy::ToolConfig t;
+  t.name = "fetch";
+  t.risk = policy::Risk::critical;
+  t.output_schema = nlohmann::json{{"required", {"x"}}};
+  t.network.allow.emplace_back();
+  auto e = mcp_tool_entry(t);
+  EXPECT_EQ(e["annotations"]["readOnlyHint"], false);
+  EXPECT_EQ(e["annotations"]["destructiveHint"], true);
+  EXPECT_EQ(e["annotations"]["openWorldHint"], true);
+  EXPECT_EQ(e["inputSchema"]["type"], "object");
+  EXPECT_EQ(e["outputSchema"]["type"], "object");
+  t.risk = policy::Risk::medium;
+  t.network = {};
+  e = mcp_tool_entry(t);
+  EXPECT_EQ(e["annotations"]["readOnlyHint"], false);
+  EXPECT_EQ(e["annotations"]["destructiveHint"], false);
+  EXPECT_EQ(e["annotations"]["openWorldHint"], false);
+}
+
+TEST(McpTools, SuspendedCallNamesTheInvocationToPoll) {
+  pipeline::Invocation inv;
+  inv.id = "inv-123";
+  inv.suspended = pipeline::Suspension{"approve", "a human must approve launch-codes", {}};
+  auto r = mcp_call_result(nullptr, inv);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_EQ(r["structuredContent"]["error"]["kind"], "suspended");
+  EXPECT_EQ(r["structuredContent"]["invocationId"], "inv-123");
+  EXPECT_NE(r["content"][0]["text"].get<std::string>().find("GET /v1/invocations/inv-123"), std::string::npos);
+}
+
+TEST(McpTools, GatewayToolResultsPassThroughAndSchemaToolsKeepErrorsOutOfStructuredContent) {
+  policy::ToolConfig gateway;
+  gateway.name = "files.read";
+  gateway.mcp = policy::McpToolSource{"files", "read", "pin"};
+  pipeline::Invocation inv;
+  inv.output = nlohmann::json{{"content", {{{"type", "text"}, {"text", "hi"}}}}, {"isError", true}};
+  auto r = mcp_call_result(&gateway, inv);
+  EXPECT_EQ(r["content"][0]["text"], "hi");
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_FALSE(r.contains("structuredContent"));
+
+  policy::ToolConfig typed;
+  typed.output_schema = nlohmann::json{{"type", "object"}, {"required", {"answer"}}};
+  pipeline::Invocation failed;
+  failed.error = pipeline::fail(pipeline::ErrorKind::timeout, "it ran out of time");
+  r = mcp_call_result(&typed, failed);
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_FALSE(r.contains("structuredContent"));
+  EXPECT_EQ(nlohmann::json::parse(r["content"][1]["text"].get<std::string>())["error"]["kind"], "timeout");
+}
+
+TEST(McpProtocol, HeaderValuesDecodeFromBase64) {
+  EXPECT_EQ(mcp_protocol::decode_header_value("echo"), "echo");
+  EXPECT_EQ(mcp_protocol::decode_header_value("=?base64?ZWNobw==?="), "echo");
+  EXPECT_FALSE(mcp_protocol::decode_header_value("=?base64?***?="));
+}
+
+TEST(McpConfig, ServerMcpIsParsedAndChecked) {
+  Workspace good("server: {listen: 127.0.0.1:0, mcp: {enabled: false, allowedOrigins: ['https://a.example:8443'], "
+                 "resource: 'https://airlock.example/mcp'}}");
+  auto config = good.config();
+  EXPECT_FALSE(config.server.mcp.enabled);
+  EXPECT_EQ(config.server.mcp.allowed_origins, std::vector<std::string>{"https://a.example:8443"});
+  EXPECT_EQ(config.server.mcp.resource, "https://airlock.example/mcp");
+  Workspace bad("server: {listen: 127.0.0.1:0, mcp: {allowedOrigins: ['https://a.example/path']}}");
+  try {
+    (void)bad.config();
+    FAIL() << "an origin with a path was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("server.mcp.allowedOrigins: 'https://a.example/path' is not an origin"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(McpConfig, DisabledEndpointIsNotServed) {
+  Workspace ws("server: {listen: 127.0.0.1:0, mcp: {enabled: false}}");
+  RunningDaemon d(ws);
+  EXPECT_EQ(mcp_post(d.port, rpc(1, "ping")).status, 404);
+  EXPECT_EQ(http(d.port, "GET", "/.well-known/oauth-protected-resource/mcp", "", "").status, 404);
+}
+
+}  // namespace
+}  // namespace airlock::server::test
