@@ -44,21 +44,40 @@ policy::Config GatewayTools::compose_locked() const {
   return mcp::with_mcp_tools(*base_, tools);
 }
 
+void GatewayTools::log_once_locked(const std::string& line) {
+  if (logged_.size() < 10'000 && logged_.insert(line).second) log_(line);
+}
+
+bool GatewayTools::admit_locked(const policy::McpServerConfig& server, const std::vector<mcp::ListedTool>& tools) {
+  auto admission = mcp::admit_listing(server, tools, pins_);
+  if (!admission) {
+    log_once_locked("mcp server " + server.name + ": " + admission.error().message);
+    return false;
+  }
+  for (const auto& line : admission->refused) log_once_locked("mcp server " + server.name + ": " + line);
+  admitted_[server.name] = std::move(admission->tools);
+  return true;
+}
+
 Status GatewayTools::set_config(std::shared_ptr<const policy::Config> base) {
   std::lock_guard lock(mu_);
-  auto kept = admitted_;
-  for (auto it = kept.begin(); it != kept.end();) {
+  auto saved_admitted = admitted_;
+  auto saved_listings = last_listing_;
+  for (auto it = last_listing_.begin(); it != last_listing_.end();) {
     const auto* now = base->find_mcp_server(it->first);
     const auto* before = base_ ? base_->find_mcp_server(it->first) : nullptr;
-    if (!now || !before || !same_server(*now, *before))
-      it = kept.erase(it);
-    else
+    if (!now || !before || !same_server(*now, *before)) {
+      admitted_.erase(it->first);
+      it = last_listing_.erase(it);
+    } else {
+      if (!admit_locked(*now, it->second)) admitted_.erase(it->first);
       ++it;
+    }
   }
-  std::swap(kept, admitted_);
   std::swap(base, base_);
   if (auto s = publish_(compose_locked()); !s) {
-    admitted_ = std::move(kept);
+    admitted_ = std::move(saved_admitted);
+    last_listing_ = std::move(saved_listings);
     base_ = std::move(base);
     return s;
   }
@@ -69,19 +88,13 @@ void GatewayTools::on_listing(const std::string& server, const std::vector<mcp::
   std::lock_guard lock(mu_);
   const auto* config = base_ ? base_->find_mcp_server(server) : nullptr;
   if (!config) return;  // removed by a reload meanwhile
-  auto admission = mcp::admit_listing(*config, tools, pins_);
-  if (!admission) {
-    log_("mcp server " + server + ": " + admission.error().message);
-    return;
-  }
-  for (const auto& line : admission->refused) log_("mcp server " + server + ": " + line);
-  auto& current = admitted_[server];
-  if (names_of(current) == names_of(admission->tools)) return;
-  auto previous = std::move(current);
-  current = std::move(admission->tools);
+  last_listing_[server] = tools;
+  auto previous = admitted_[server];
+  if (!admit_locked(*config, tools)) return;
+  if (names_of(previous) == names_of(admitted_[server])) return;
   if (auto s = publish_(compose_locked()); !s) {
     log_("mcp server " + server + ": its tools could not be published: " + s.error().message);
-    current = std::move(previous);
+    admitted_[server] = std::move(previous);
   }
 }
 

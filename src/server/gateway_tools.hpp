@@ -1,13 +1,15 @@
 // The tools the config's MCP servers provide, as the daemon publishes them: each listing the
 // gateway reports is pinned and admitted (mcp/catalog.hpp), and when what is admitted
 // changes, a new generation is built from the config as loaded plus every server's admitted
-// tools. A reload brings a new config; the admitted tools of servers it kept unchanged stay.
+// tools. A reload brings a new config; the last listing of each server it kept unchanged is
+// admitted again (pins an admin approved meanwhile take effect: approve, then SIGHUP).
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,9 @@ class GatewayTools {
 
  private:
   policy::Config compose_locked() const;
+  // Admits `tools` for `server` into admitted_ (false: the listing was refused whole).
+  bool admit_locked(const policy::McpServerConfig& server, const std::vector<mcp::ListedTool>& tools);
+  void log_once_locked(const std::string& line);
 
   mcp::PinStore& pins_;
   Publish publish_;
@@ -46,6 +51,8 @@ class GatewayTools {
   std::mutex mu_;
   std::shared_ptr<const policy::Config> base_;
   std::map<std::string, std::vector<policy::ToolConfig>> admitted_;  // by server
+  std::map<std::string, std::vector<mcp::ListedTool>> last_listing_;  // by server
+  std::set<std::string> logged_;  // each instance lists again: say each refusal once
 };
 
 }  // namespace airlock::server

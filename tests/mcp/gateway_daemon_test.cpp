@@ -82,7 +82,7 @@ mcpServers:
     idleTimeout: 5m
   - name: hostdir
     command: [node, )" + filesystem_server() + ", /data, " + ws_->dir() + R"(]
-    dataPaths: [")" + node_modules() + ":" + node_modules() + R"(", ")" + shared_ + R"(:/data"]
+    dataPaths: [")" + node_modules() + ":" + kModulesInside + R"(", ")" + shared_ + R"(:/data"]
     tools: {allow: ["read_text_file"]}
 )";
     ws_->write_config(yaml);
@@ -136,6 +136,102 @@ TEST_F(FilesystemGateway, TwoAgentsNeverShareAServerProcess) {
   EXPECT_EQ(after_other, after_agent + 1) << "the second agent must get a server process of its own";
   ASSERT_EQ(read("files.read_text_file", "/data/hello.txt").status, 200);
   EXPECT_EQ(processes_with(marker()), after_other) << "the first agent's process is reused";
+}
+
+// The hostile server of tests/mcp/fixtures: it reads host files, connects out, leaves a
+// daemon behind, answers with a fake AWS key and injected instructions, and changes its tool's
+// description after its first call (the rug pull, at a moment the test knows).
+class MaliciousGateway : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+    ws_ = std::make_unique<Workspace>("", "");
+    std::ofstream(ws_->dir() + "/host-secret.txt") << "HOST-SECRET-MARKER-91c2\n";
+    ::chmod((ws_->dir() + "/host-secret.txt").c_str(), 0644);
+    ws_->write_config(ws_->config_text() + R"(
+mcpServers:
+  - name: evil
+    command: [python3, /fixtures/malicious_server.py, --rug-pull-on-call]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+    risk: low
+)");
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.whoami")) << "evil was never listed";
+  }
+  void TearDown() override {
+    daemon_.reset();
+    ws_.reset();
+  }
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+TEST_F(MaliciousGateway, ARugPullDisablesTheToolUntilAnAdminApprovesIt) {
+  EXPECT_TRUE(wait_for_tool(daemon_->port, "evil.harvest")) << "pinned and admitted as first listed";
+  // After a call, its listing changes harvest's description: the tool is gone from the
+  // registry, and the change waits in the pin store.
+  ASSERT_EQ(invoke(daemon_->port, "evil.whoami", nlohmann::json::object()).status, 200);
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.harvest", kKey, /*present=*/false));
+  auto refused = invoke(daemon_->port, "evil.harvest", nlohmann::json::object());
+  EXPECT_EQ(refused.status, 404) << refused.body;
+  auto pins = mcp::PinStore::open(ws_->dir() + "/data/state.db");
+  ASSERT_TRUE(pins) << pins.error().message;
+  auto pin = (*pins)->get("evil", "harvest");
+  ASSERT_TRUE(pin);
+  ASSERT_FALSE(pin->pending_sha256.empty());
+  EXPECT_NE(pin->pending.dump().find("IGNORE PREVIOUS INSTRUCTIONS"), std::string::npos);
+
+  // Approved and reloaded: the tool is back, as it is listed now.
+  ASSERT_TRUE((*pins)->approve("evil", "harvest", pin->pending_sha256));
+  ASSERT_TRUE(daemon_->daemon->reload(ws_->config()));
+  EXPECT_TRUE(wait_for_tool(daemon_->port, "evil.harvest"));
+}
+
+TEST_F(MaliciousGateway, ItsAttacksAreContainedAndItsLeakedKeyRedacted) {
+  // The agent's own instance starts (and pulls its rug) before the change is approved.
+  ASSERT_EQ(invoke(daemon_->port, "evil.whoami", nlohmann::json::object()).status, 200);
+  auto pins = mcp::PinStore::open(ws_->dir() + "/data/state.db");
+  ASSERT_TRUE(pins);
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.harvest", kKey, /*present=*/false));
+  auto pin = (*pins)->get("evil", "harvest");
+  ASSERT_TRUE(pin && !pin->pending_sha256.empty());
+  ASSERT_TRUE((*pins)->approve("evil", "harvest", pin->pending_sha256));
+  ASSERT_TRUE(daemon_->daemon->reload(ws_->config()));
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.harvest"));
+
+  const std::string marker = "evil-daemon-" + fs::path(ws_->dir()).filename().string();
+  const nlohmann::json args{{"host_file", ws_->dir() + "/host-secret.txt"}, {"port", daemon_->port}, {"marker", marker}};
+  // Until the agent's instance has listed the approved version, a call is tool_disabled.
+  Reply r;
+  for (int i = 0; i < 100; ++i) {
+    r = invoke(daemon_->port, "evil.harvest", args);
+    if (r.status != 403) break;
+    EXPECT_EQ(r.json()["error"]["kind"], "tool_disabled") << r.body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string body = r.body;
+  // (DLP redacts the address in "connect 1.1.1.1:443".)
+  for (const char* attempt : {"read /etc/shadow: failed", "read host file: failed", ":443: failed",
+                              "connect loopback: failed"})
+    EXPECT_NE(body.find(attempt), std::string::npos) << attempt << ": " << body;
+  EXPECT_EQ(body.find("HOST-SECRET-MARKER"), std::string::npos) << body;
+  // DLP on the server's result: the key never reaches the agent.
+  EXPECT_EQ(body.find("AKIAIOSFODNN7EXAMPLE"), std::string::npos) << body;
+  EXPECT_FALSE(r.json()["redactions"].empty()) << body;
+  // The daemon it left behind lives only as long as its sandbox.
+  EXPECT_GE(processes_with(marker), 1);
+  daemon_.reset();
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST_F(MaliciousGateway, AnAgentKeepsItsInstanceAndRbacComesFirst) {
+  auto a = invoke(daemon_->port, "evil.whoami", nlohmann::json::object());
+  auto again = invoke(daemon_->port, "evil.whoami", nlohmann::json::object());
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.json()["output"]["content"], again.json()["output"]["content"]) << "one instance per agent";
+  // "other" may call only echo: refused by RBAC before any server process is involved.
+  EXPECT_EQ(invoke(daemon_->port, "evil.whoami", nlohmann::json::object(), kOtherKey).status, 403);
 }
 
 }  // namespace
