@@ -27,7 +27,7 @@ struct HttpClient::Impl {
     if (!ec) http::read(stream, buffer, parser, ec);
     if (ec) return Error::make("http", std::string(req.target()) + ": " + ec.message());
     const auto& res = parser.get();
-    return HttpReply{res.result_int(), std::string(res[http::field::content_type]),
+    return HttpReply{static_cast<int>(res.result_int()), std::string(res[http::field::content_type]),
                      std::string(res["Mcp-Session-Id"]), res.body()};
   }
 };
