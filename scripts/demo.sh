@@ -74,7 +74,11 @@ step "   ... and airlock policy check, without a daemon, names the rule that dec
 step "7. Credentials for one call: a minted token and a stored secret, leaked by the tool, redacted"
 call report-upload '{"report": "q3"}'
 
-step "8. No key, no call"
+step "8. MCP: the official SDK client over /mcp; a third-party MCP server (npm) in its own sandbox"
+for _ in $(seq 100); do "$AIRLOCK" tools list --server "$SERVER" 2>/dev/null | grep -q docs.read_text_file && break; sleep 0.2; done
+node "$(dirname "$0")/demo_mcp_client.mjs" "$SERVER/mcp" "$AIRLOCK_API_KEY" || true
+
+step "9. No key, no call"
 curl -s -o /dev/null -w "  -> HTTP %{http_code} without an API key\n" -X POST "$SERVER/v1/tools/csv-summary/invoke" -d '{"arguments":{}}'
 
 step "Stopping the daemon (SIGTERM: drain, final checkpoint)"

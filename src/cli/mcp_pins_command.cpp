@@ -1,6 +1,6 @@
 // airlock mcp pins list --config FILE [--json]
 // airlock mcp pins approve SERVER TOOL [--sha256 H] --config FILE
-// The tool pins of the gateway (docs/mcp-pins-notes.md) in <dataDir>/state.db, while the
+// The tool pins of the gateway (docs/mcp-pins.md) in <dataDir>/state.db, while the
 // daemon runs or not (the store waits for the daemon's writes). Nothing is created: with no
 // state.db there is no pin. The text listing never prints what a server wrote (a description
 // may carry terminal escapes or an injection); --json does, escaped. Exit 0 done, 1 the store

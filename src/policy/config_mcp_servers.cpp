@@ -77,9 +77,8 @@ McpDataPath parse_data_path(Reader& r, const YAML::Node& item, const std::string
   if (!shape)
     fail(item, what + ": expected HOST:INSIDE or HOST:INSIDE:rw (no ':' in either path), got '" +
                    text + "'");
-  McpDataPath p{std::string(parts[0]), std::string(parts[1]), parts.size() == 3};
-  if (!fs::path(p.host_path).is_absolute())
-    fail(item, what + ": the host path '" + p.host_path + "' is not absolute");
+  // The host path, like every path of the config, relative to the config file's directory.
+  McpDataPath p{r.resolve(std::string(parts[0])), std::string(parts[1]), parts.size() == 3};
   std::error_code ec;
   if (!fs::exists(p.host_path, ec))
     fail(item, what + ": the host path " + p.host_path + " does not exist");

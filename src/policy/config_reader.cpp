@@ -72,6 +72,10 @@ std::uint64_t Reader::size(const YAML::Node& n, const std::string& what) {
 std::string Reader::path(const YAML::Node& n, const std::string& what) {
   std::string p = string(n, what);
   if (p.empty()) fail(n, what + ": empty path");
+  return resolve(p);
+}
+
+std::string Reader::resolve(const std::string& p) const {
   return fs::path(p).is_absolute() ? p : (fs::path(base_dir_) / p).lexically_normal().string();
 }
 

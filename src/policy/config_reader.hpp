@@ -81,6 +81,7 @@ class Reader {
   std::uint64_t size(const YAML::Node& n, const std::string& what);
   // Relative paths are relative to the config file's directory.
   std::string path(const YAML::Node& n, const std::string& what);
+  std::string resolve(const std::string& path) const;  // against the config file's directory
 
   // YAML to JSON for schemas; numbers stay numbers, strings strings. The document has no
   // aliases and bounded depth (scan_document), so this expands nothing.

@@ -1,4 +1,4 @@
-// MCP's Streamable HTTP transport at /mcp (docs/mcp-server-notes.md), and the OAuth protected
+// MCP's Streamable HTTP transport at /mcp (docs/mcp-server.md), and the OAuth protected
 // resource metadata (RFC 9728) that tells a client which issuers' tokens /mcp takes.
 //   POST /mcp    one JSON-RPC message; answered application/json, or text/event-stream when
 //                a tools/call asked for progress and the client accepts a stream

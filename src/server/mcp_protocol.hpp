@@ -1,5 +1,5 @@
 // The protocol revisions Airlock's MCP server speaks, and the checks that tell which one a
-// message is under (docs/mcp-server-notes.md):
+// message is under (docs/mcp-server.md):
 //   2025-06-18, 2025-11-25  the initialize handshake opens a session (Mcp-Session-Id); later
 //                           requests name its revision in the MCP-Protocol-Version header.
 //   2026-07-28              stateless: every request names its revision in

@@ -1,5 +1,5 @@
 // Airlock's own MCP server, without a transport: JSON-RPC messages in, answers and
-// notifications out (docs/mcp-server-notes.md). Streamable HTTP (mcp_http.hpp) and stdio
+// notifications out (docs/mcp-server.md). Streamable HTTP (mcp_http.hpp) and stdio
 // (mcp_stdio.hpp) carry it. Every message is authenticated as the HTTP API authenticates;
 // tools/list shows what RBAC lets the caller invoke; tools/call runs the same invocation
 // as POST /v1/tools/{name}/invoke (invocation_runner.hpp).

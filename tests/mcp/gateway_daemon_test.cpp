@@ -45,15 +45,19 @@ bool wait_for_tool(std::uint16_t port, const std::string& tool, const std::strin
 }
 
 // Processes on this host whose command line holds `marker` (the servers this test started).
+// readdir, not a directory_iterator: processes come and go while /proc is read.
 int processes_with(const std::string& marker) {
   int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline");
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return -1;
+  while (dirent* e = ::readdir(proc)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in("/proc/" + name + "/cmdline");
     std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (cmd.find(marker) != std::string::npos) ++n;
   }
+  ::closedir(proc);
   return n;
 }
 
@@ -129,12 +133,15 @@ TEST_F(FilesystemGateway, PathTraversalSymlinksAndHostPathsFailAtTheSandboxBound
 }
 
 TEST_F(FilesystemGateway, TwoAgentsNeverShareAServerProcess) {
-  ASSERT_EQ(read("files.read_text_file", "/data/hello.txt").status, 200);
+  auto first = read("files.read_text_file", "/data/hello.txt");
+  ASSERT_EQ(first.status, 200) << first.body;
   const int after_agent = processes_with(marker());
-  ASSERT_EQ(read("files.read_text_file", "/data/hello.txt", kOtherKey).status, 200);
+  auto other = read("files.read_text_file", "/data/hello.txt", kOtherKey);
+  ASSERT_EQ(other.status, 200) << other.body;
   const int after_other = processes_with(marker());
   EXPECT_EQ(after_other, after_agent + 1) << "the second agent must get a server process of its own";
-  ASSERT_EQ(read("files.read_text_file", "/data/hello.txt").status, 200);
+  auto again = read("files.read_text_file", "/data/hello.txt");
+  ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(processes_with(marker()), after_other) << "the first agent's process is reused";
 }
 

@@ -110,7 +110,7 @@ TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
       {"    dataPaths: [" + d + "]\n", "expected HOST:INSIDE or HOST:INSIDE:rw"},
       {"    dataPaths: [\"" + d + ":/data:ro\"]\n", "expected HOST:INSIDE or HOST:INSIDE:rw"},
       {"    dataPaths: [\"" + d + ":/data:\"]\n", "expected HOST:INSIDE or HOST:INSIDE:rw"},
-      {"    dataPaths: [\"docs:/data\"]\n", "the host path 'docs' is not absolute"},
+      {"    dataPaths: [\"no-such-dir:/data\"]\n", "no-such-dir does not exist"},  // relative to the config
       {"    dataPaths: [\"/nonexistent-airlock-dir:/data\"]\n",
        "the host path /nonexistent-airlock-dir does not exist"},
       {"    dataPaths: [\"" + d + ":data\"]\n", "'data' is not an absolute path"},
