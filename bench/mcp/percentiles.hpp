@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 namespace airlock::bench {
@@ -14,11 +15,11 @@ class Latencies {
   void add(std::chrono::steady_clock::duration d) {
     ms_.push_back(std::chrono::duration<double, std::milli>(d).count());
   }
-  // p50_ms, p99_ms and the number of calls, on the benchmark's row.
-  void report(benchmark::State& state) const {
-    state.counters["p50_ms"] = at(0.50);
-    state.counters["p99_ms"] = at(0.99);
-    state.counters["calls"] = static_cast<double>(ms_.size());
+  // p50_ms, p99_ms and the number of calls, on the benchmark's row (names after `prefix`).
+  void report(benchmark::State& state, const std::string& prefix = "") const {
+    state.counters[prefix + "p50_ms"] = at(0.50);
+    state.counters[prefix + "p99_ms"] = at(0.99);
+    state.counters[prefix + "calls"] = static_cast<double>(ms_.size());
   }
 
  private:
