@@ -34,6 +34,19 @@ struct Credential {
   std::string value;
 };
 
+// Where a run may be placed, for a backend that chooses among nodes (Kubernetes): the
+// image it runs in, the node architecture, GPUs and tolerations. The local backends ignore it.
+struct Placement {
+  struct Toleration {
+    std::string key, op = "Equal", value, effect;
+  };
+  std::string image;  // "": the backend's default image
+  std::string arch;   // "", amd64, arm64
+  unsigned gpus = 0;
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+};
+
 struct RunRequest {
   std::vector<std::string> argv;           // argv[0] without '/' is looked up in PATH inside
   std::map<std::string, std::string> env;  // added to PATH, HOME, LANG
@@ -42,6 +55,7 @@ struct RunRequest {
   std::vector<Mount> mounts;
   egress::EgressRules egress;
   std::string stdin_bytes;  // all of the program's stdin
+  Placement placement;
 };
 
 // What a run did: the sandbox's Outcome, and every connection attempt its egress proxy saw.
@@ -58,6 +72,9 @@ struct RunContext {
   std::string rule_set = "the sandbox's egress rules";  // named in egress denial messages
   // Cancelled while the run is going: the backend stops it (the result is signaled, SIGKILL).
   CancelSignal* cancel = nullptr;
+  // Names the run in what a backend leaves outside the process (pod labels, container ids).
+  std::string invocation_id;
+  std::string tool_name;
 };
 
 class Backend {
@@ -69,6 +86,9 @@ class Backend {
   virtual std::string_view name() const = 0;
   // True once the backend is shutting down: runs that end signaled now were stopped by it.
   virtual bool stopping() const { return false; }
+  // The daemon is going down: stop every run in flight (they end signaled) and every run
+  // started from now on. Runs must still clean up what they made.
+  virtual void shutdown() {}
 };
 
 }  // namespace airlock::backend

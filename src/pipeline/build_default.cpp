@@ -44,6 +44,8 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   ExecuteOptions exec_options;
   exec_options.runner_dir = deps.runner_dir;
   if (deps.backend) exec_options.backends = runnable_tiers_on(*deps.backend);
+  for (const auto& [risk, b] : deps.tier_backends) exec_options.backends[risk] = b;
+  exec_options.unavailable = deps.tier_unavailable;
   exec_options.mcp = deps.mcp;
   auto execute = ExecuteStage::create(cfg, exec_options);
   if (!execute) return execute.error();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,10 @@ struct PipelineDeps {
   audit::AuditLog* audit = nullptr;  // null: no audit stage (`airlock serve --check`)
   FailedAuthLog* failed_auth = nullptr;
   backend::Backend* backend = nullptr;  // runs low and medium tools; null: `serve --check`
+  // Tiers that run elsewhere (tiers.<risk>.backend: gvisor, kubernetes), over `backend`'s;
+  // and the tiers no backend runs here, with why (named in the tier_unavailable error).
+  std::map<policy::Risk, backend::Backend*> tier_backends;
+  std::map<policy::Risk, std::string> tier_unavailable;
   std::string runner_dir;
   StageObserver* observer = nullptr;
   // Called for each invocation once it is authenticated (the daemon's invocation store).

@@ -54,7 +54,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
           [&](const YAML::Node& v) { detail::read_principals(r, v, c.identity, c.principals); });
   if (root["principals"])
     detail::check_certificates_need_client_ca(r, root["principals"], c.server);
-  r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers); });
+  r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers, c.tier_backends); });
   r.field(root, "credentialServers",
           [&](const YAML::Node& v) { detail::read_credential_servers(r, v, c.credential_servers); });
   r.field(root, "tools", [&](const YAML::Node& v) {

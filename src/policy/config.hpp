@@ -17,6 +17,7 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
+#include "policy/backends_config.hpp"
 #include "policy/credentials_config.hpp"
 #include "policy/mcp_servers_config.hpp"
 #include "policy/identity_config.hpp"
@@ -122,6 +123,7 @@ struct ToolConfig {
   // Set for a tool an MCP server provides (the gateway adds these once it has listed and
   // pinned them): the execute stage calls the server instead of running `runtime`.
   std::optional<McpToolSource> mcp;
+  ToolPlacement placement;              // tools[].kubernetes: for the kubernetes backend
   std::string where;                    // "file:line" of its definition
 };
 
@@ -142,6 +144,7 @@ struct Config {
   StorageConfig storage;
   std::vector<Principal> principals;
   std::map<Risk, sandbox::Limits> tiers;
+  std::map<Risk, TierBackend> tier_backends;  // tiers.<risk>.backend; absent: the default
   std::vector<ToolConfig> tools;
   std::string dlp_policy;  // a DLP policy file (docs/dlp.md); empty: the built-in defaults
   IdentityConfig identity;

@@ -98,8 +98,11 @@ nlohmann::json Reader::json(const YAML::Node& n) {
   }
 }
 
-LimitOverrides Reader::overrides(const YAML::Node& n, const std::string& what) {
-  only_keys(n, what, {"timeout", "cpuTime", "memory", "pids", "disk", "output", "openFiles"});
+LimitOverrides Reader::overrides(const YAML::Node& n, const std::string& what,
+                                 const std::set<std::string>& also) {
+  std::set<std::string> keys = {"timeout", "cpuTime", "memory", "pids", "disk", "output", "openFiles"};
+  keys.insert(also.begin(), also.end());
+  only_keys(n, what, std::move(keys));
   LimitOverrides o;
   field(n, "timeout", [&](const YAML::Node& v) { o.timeout = duration(v, what + ".timeout"); });
   field(n, "cpuTime", [&](const YAML::Node& v) { o.cpu_time = duration(v, what + ".cpuTime"); });

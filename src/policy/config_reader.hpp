@@ -86,7 +86,9 @@ class Reader {
   // YAML to JSON for schemas; numbers stay numbers, strings strings. The document has no
   // aliases and bounded depth (scan_document), so this expands nothing.
   nlohmann::json json(const YAML::Node& n);
-  LimitOverrides overrides(const YAML::Node& n, const std::string& what);
+  // `also`: other keys the mapping may have, read by the caller (tiers.<risk>.backend...).
+  LimitOverrides overrides(const YAML::Node& n, const std::string& what,
+                           const std::set<std::string>& also = {});
   Risk risk(const YAML::Node& n, const std::string& what);
 
  private:
@@ -114,7 +116,15 @@ void check_issuer_name(const YAML::Node& at, const std::string& what, const std:
 // principals[].certificate is refused unless server.tls.clientCAFile is set.
 void check_certificates_need_client_ca(Reader& r, const YAML::Node& principals,
                                        const ServerConfig& server);
-void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers);
+void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers,
+                std::map<Risk, TierBackend>& backends);
+// tiers.<risk>'s backend keys (backend, gvisor, kubernetes), beside its limits.
+inline const std::set<std::string> kTierBackendKeys = {"backend", "gvisor", "kubernetes"};
+void read_tier_backend(Reader& r, const YAML::Node& n, const std::string& what, TierBackend& out);
+void read_gvisor(Reader& r, const YAML::Node& n, const std::string& what, GvisorConfig& out);
+void read_kubernetes(Reader& r, const YAML::Node& n, const std::string& what, KubernetesConfig& out);
+// tools[].kubernetes
+void read_placement(Reader& r, const YAML::Node& n, const std::string& what, ToolPlacement& out);
 // After credentialServers: a tool's postgres credential names one of them.
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out);

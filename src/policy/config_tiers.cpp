@@ -39,13 +39,17 @@ sandbox::Limits with_overrides(sandbox::Limits l, const LimitOverrides& o) {
   return l;
 }
 
-void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers) {
+void read_tiers(Reader& r, const YAML::Node& n, std::map<Risk, sandbox::Limits>& tiers,
+                std::map<Risk, TierBackend>& backends) {
   r.expect_map(n, "tiers");
   for (const auto& kv : n)
     r.guard([&] {
       Risk risk = r.risk(kv.first, "tiers");
       auto what = "tiers." + std::string(risk_name(risk));
-      tiers[risk] = with_overrides(tiers[risk], r.overrides(kv.second, what));
+      tiers[risk] = with_overrides(tiers[risk], r.overrides(kv.second, what, kTierBackendKeys));
+      TierBackend backend;
+      read_tier_backend(r, kv.second, what, backend);
+      if (backend != TierBackend{}) backends[risk] = backend;
     });
 }
 

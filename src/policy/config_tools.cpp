@@ -138,7 +138,8 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   std::string what = "tools[" + std::to_string(i) + "]";
   r.only_keys(n, what,
               {"name", "description", "risk", "runtime", "inputSchema", "outputSchema", "limits",
-               "network", "validation", "dataPaths", "env", "requiresUser", "credentials"});
+               "network", "validation", "dataPaths", "env", "requiresUser", "credentials",
+               "kubernetes"});
   ToolConfig t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -168,6 +169,8 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
     t.output_check = compile_schema(r, v, *t.output_schema, what + ".outputSchema");
   });
   r.field(n, "limits", [&](const YAML::Node& v) { t.limits = r.overrides(v, what + ".limits"); });
+  r.field(n, "kubernetes",
+          [&](const YAML::Node& v) { read_placement(r, v, what + ".kubernetes", t.placement); });
   r.field(n, "requiresUser",
           [&](const YAML::Node& v) { t.requires_user = r.boolean(v, what + ".requiresUser"); });
   r.field(n, "network",

@@ -1,5 +1,7 @@
 #include "server/daemon.hpp"
 
+#include "server/tier_backends.hpp"
+
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -92,6 +94,8 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
   check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,
         "storage.checkpointInterval");
+  // The backends are made at start (server/tier_backends.hpp).
+  check(a.tier_backends == b.tier_backends, "tiers.<risk>.backend");
   return changed;
 }
 
@@ -126,7 +130,7 @@ struct Daemon::State {
   std::unique_ptr<creds::SecretStore> secrets;
   Result<std::string> secret(const std::string& name);
   backend::RunningSandboxes registry;
-  std::unique_ptr<backend::LocalBackend> local_backend;  // outlives the pipelines that use it
+  std::unique_ptr<TierBackends> backends;  // outlive the pipelines that use them
   // The config's MCP servers in their sandboxes, and the tools they list as published.
   std::unique_ptr<GatewayTools> gateway_tools;
   std::unique_ptr<mcp::Gateway> gateway;
@@ -338,8 +342,18 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   deps.token_revoked = [revoked = st->revoked_tokens.get()](std::string_view jti) { return revoked->is_revoked(jti); };
   deps.failed_auth = st->failed_auth.get();
   st->forbidden = std::make_shared<std::vector<egress::Endpoint>>();
-  st->local_backend = std::make_unique<backend::LocalBackend>(&st->registry, st->forbidden);
-  deps.backend = st->local_backend.get();
+  BackendServices backend_services;
+  backend_services.registry = &st->registry;
+  backend_services.forbidden = st->forbidden;
+  backend_services.data_dir = cfg->storage.data_dir;
+  backend_services.runner_dir = deps.runner_dir;
+  auto backends = TierBackends::create(*cfg, backend_services);
+  if (!backends) return backends.error();
+  st->backends = std::move(*backends);
+  for (const auto& line : st->backends->describe()) std::cerr << "airlock: tier " << line << "\n";
+  deps.backend = &st->backends->local();
+  deps.tier_backends = st->backends->tiers();
+  deps.tier_unavailable = st->backends->unavailable();
   deps.observer = st->observer.get();
   InvocationStore* store = st->store.get();
   deps.record_start = [store](const pipeline::Invocation& inv) {
@@ -424,6 +438,7 @@ void Daemon::shutdown() {
   s.http->stop_accepting();
   if (!s.executor->drain(s.config().server.drain_timeout)) {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
+    s.backends->shutdown();
     s.executor->drain(std::chrono::seconds(30));
   }
   s.gateway->shutdown();  // every server sandbox ends; a listing under way fails

@@ -99,6 +99,20 @@ std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& ba
   return {{policy::Risk::low, &backend}, {policy::Risk::medium, &backend}};
 }
 
+namespace {
+
+backend::Placement placement_for(const policy::ToolPlacement& p) {
+  backend::Placement out;
+  out.image = p.image;
+  out.arch = p.arch;
+  out.gpus = p.gpus;
+  out.node_selector = p.node_selector;
+  for (const auto& t : p.tolerations) out.tolerations.push_back({t.key, t.op, t.value, t.effect});
+  return out;
+}
+
+}  // namespace
+
 backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const policy::ToolConfig& tool) const {
   using Mount = backend::Mount;
   backend::RunRequest request;
@@ -112,6 +126,7 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
   for (const auto& p : tool.data_paths) request.mounts.push_back({Mount::Kind::data, p, p, true});
   request.mounts.push_back({Mount::Kind::runner, options_.runner_dir, "/airlock", true});
   request.stdin_bytes = inv.arguments.dump();
+  request.placement = placement_for(tool.placement);
   switch (tool.runtime.kind) {
     case policy::ToolRuntime::Kind::python: {
       fs::path file(tool.runtime.file);
@@ -141,13 +156,18 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
   const policy::ToolConfig* tool = ctx.tool(inv);
   if (!tool) return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
   auto backend = options_.backends.find(tool->risk);
-  if (backend == options_.backends.end() || !backend->second)
-    return deny(ErrorKind::tier_unavailable, "tool '" + inv.tool_name + "' is " +
-                                                 std::string(policy::risk_name(tool->risk)) +
-                                                 " risk: no backend runs that tier here");
+  if (backend == options_.backends.end() || !backend->second) {
+    auto why = options_.unavailable.find(tool->risk);
+    return deny(ErrorKind::tier_unavailable,
+                "tool '" + inv.tool_name + "' is " + std::string(policy::risk_name(tool->risk)) +
+                    " risk: " +
+                    (why != options_.unavailable.end() ? why->second : "no backend runs that tier here"));
+  }
   if (tool->mcp) return call_mcp_server(inv, *tool);
   backend::RunContext context;
   context.rule_set = "the egress rules of tool " + inv.tool_name;
+  context.invocation_id = inv.id;
+  context.tool_name = inv.tool_name;
   if (inv.control) context.cancel = &inv.control->cancel;
   inv.request = request_for(inv, *tool);
   inv.outcome = backend->second->run(*inv.request, context);

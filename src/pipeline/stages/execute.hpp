@@ -14,11 +14,13 @@ namespace airlock::pipeline {
 struct ExecuteOptions {
   std::string runner_dir;  // holds airlock_runner.py (mounted read-only at /airlock)
   std::map<policy::Risk, backend::Backend*> backends;  // the backend each tier runs on
+  std::map<policy::Risk, std::string> unavailable;     // why a tier without one has none
   std::size_t max_log_bytes = 64 * 1024;
   McpToolCaller* mcp = nullptr;  // for tools an MCP server provides (ToolConfig::mcp)
 };
 
-// Every tier that runs today (low, medium) on `backend`; the tier stage refuses the others.
+// The local tiers (low, medium) on `backend`; high and critical run where the config says
+// (PipelineDeps::tier_backends).
 std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& backend);
 
 class ExecuteStage : public Stage {
