@@ -52,13 +52,17 @@ void Gateway::Impl::poke() {
 
 // The slot's live instance, or a new one; a crashed one is replaced once its backoff is over.
 Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
-    const std::shared_ptr<Slot>& slot) {
+    const std::shared_ptr<Slot>& slot, const pipeline::McpToolCall* call) {
   std::unique_lock start_lock(slot->start_mu);
   std::shared_ptr<ServerInstance> dead;
   policy::McpServerConfig config;
   {
     std::lock_guard lock(mu);
     if (stopped) return stopped_error();
+    if (slot->instance && !slot->instance->ended() && call &&
+        slot->instance->credentials_expire_before(creds::Clock::now() + call->timeout +
+                                                  kCredentialRenewMargin))
+      dead = detach(*slot, false, "");  // its credentials would run out during the call
     if (slot->instance && !slot->instance->ended()) return slot->instance;
     if (slot->instance)
       dead = detach(*slot, true, slot->instance->end_verdict(std::chrono::milliseconds(0)));
@@ -72,16 +76,23 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     if (it == servers.end()) return failed("no MCP server named " + slot->server + " is configured");
     config = it->second;
   }
-  dead.reset();
-  auto started = start_instance(slot, config);
+  dead.reset();  // a replaced instance ends once a call still in it is done
+  auto started = start_instance(slot, config, call);
   start_lock.unlock();  // `listed` may call into the gateway: no lock of ours is held
   if (started && options.listed) options.listed(slot->server, (*started)->tools());
   return started;
 }
 
 Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
-    const std::shared_ptr<Slot>& slot, const policy::McpServerConfig& config) {
+    const std::shared_ptr<Slot>& slot, const policy::McpServerConfig& config,
+    const pipeline::McpToolCall* call) {
   InstanceSetup setup;
+  if (call && call->lease_credentials) {
+    // Leased for this call's owner; a refusal is the owner's, not the server's: no backoff.
+    auto leased = call->lease_credentials();
+    if (!leased) return leased.error();
+    setup.credentials = std::move(*leased);
+  }
   setup.server = config;
   setup.owner = slot->owner;
   setup.limits = server_limits(config, options.tiers);
@@ -137,7 +148,7 @@ Error Gateway::Impl::crashed(const std::shared_ptr<Slot>& slot,
 
 Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slot>& slot,
                                                        const pipeline::McpToolCall& call) {
-  auto inst = ensure_running(slot);
+  auto inst = ensure_running(slot, &call);
   if (!inst) return inst.error();
   auto tool = (*inst)->find_tool(call.remote_tool);
   if (!tool)
@@ -198,7 +209,7 @@ Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
     slot = slot_for(*impl_, server, kListingOwner);
     ++slot->active;
   }
-  auto inst = impl_->ensure_running(slot);
+  auto inst = impl_->ensure_running(slot, nullptr);
   Result<std::vector<ListedTool>> out =
       inst ? Result<std::vector<ListedTool>>((*inst)->tools()) : inst.error();
   if (inst) inst->reset();

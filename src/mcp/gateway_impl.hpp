@@ -19,6 +19,8 @@ using Clock = std::chrono::steady_clock;
 inline constexpr const char* kListingOwner = "airlock listing";
 inline constexpr std::chrono::milliseconds kFirstBackoff{500};
 inline constexpr std::chrono::milliseconds kMaxBackoff{30'000};
+// An instance whose credentials expire within a call's timeout and this is replaced first.
+inline constexpr std::chrono::seconds kCredentialRenewMargin{10};
 
 // One (server, owner): at most one instance at a time, and what its failures were.
 struct Slot {
@@ -50,9 +52,13 @@ struct Gateway::Impl {
   std::shared_ptr<ServerInstance> detach(Slot& slot, bool crashed, const std::string& why);
   void poke();
 
-  Result<std::shared_ptr<ServerInstance>> ensure_running(const std::shared_ptr<Slot>& slot);
+  // `call`: the call it is for (its owner's credentials are leased from it); null for a
+  // listing, which runs without the server's credentials.
+  Result<std::shared_ptr<ServerInstance>> ensure_running(const std::shared_ptr<Slot>& slot,
+                                                         const pipeline::McpToolCall* call);
   Result<std::shared_ptr<ServerInstance>> start_instance(const std::shared_ptr<Slot>& slot,
-                                                         const policy::McpServerConfig& config);
+                                                         const policy::McpServerConfig& config,
+                                                         const pipeline::McpToolCall* call);
   Result<pipeline::McpToolResult> call_in(const std::shared_ptr<Slot>& slot,
                                           const pipeline::McpToolCall& call);
   Error crashed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<ServerInstance>& inst,

@@ -18,6 +18,12 @@ void Gateway::Impl::reap_loop() {
     for (const auto& [key, slot] : slots) {
       if (!slot->instance || slot->active > 0) continue;
       auto at = slot->last_used + slot->config.idle_timeout;
+      // An idle instance also ends when its credentials do (they are revoked then).
+      const auto expires = slot->instance->credentials_expire_at();
+      if (expires != creds::Clock::time_point::max()) {
+        const auto left = expires - kCredentialRenewMargin - creds::Clock::now();
+        at = std::min(at, Clock::now() + std::chrono::duration_cast<Clock::duration>(left));
+      }
       if (!next || at < *next) next = at;
     }
     if (next)
@@ -38,6 +44,9 @@ void Gateway::Impl::reap_once(std::unique_lock<std::mutex>& lock) {
       retired.push_back(
           detach(*slot, true, slot->instance->end_verdict(std::chrono::milliseconds(0))));
     } else if (slot->active == 0 && now >= slot->last_used + slot->config.idle_timeout) {
+      retired.push_back(detach(*slot, false, ""));
+    } else if (slot->active == 0 && slot->instance->credentials_expire_before(
+                                        creds::Clock::now() + kCredentialRenewMargin)) {
       retired.push_back(detach(*slot, false, ""));
     } else if (slot->relist) {
       to_relist.push_back(slot);

@@ -23,8 +23,13 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
   std::shared_ptr<ServerInstance> inst(new ServerInstance());
   inst->setup_ = std::move(setup);
   const auto& s = inst->setup_;
-  auto session = backend::LocalSession::start(server_spec(s.server, s.limits), s.server.network,
-                                              session_options(s));
+  sandbox::Spec spec = server_spec(s.server, s.limits);
+  egress::EgressRules rules = s.server.network;
+  if (s.credentials) {
+    for (const auto& [name, value] : s.credentials->env) spec.env[name] = value;
+    for (const auto& h : s.credentials->inject) rules.inject.push_back(h);
+  }
+  auto session = backend::LocalSession::start(spec, rules, session_options(s));
   if (!session) return failed("starting its sandbox: " + session.error().message);
   inst->session_ = std::move(*session);
 
@@ -55,6 +60,7 @@ ServerInstance::~ServerInstance() {
   if (session_) session_->kill();
   client_.reset();   // the reader sees EOF, or is woken
   session_.reset();  // joins the supervisor once the sandbox is gone
+  setup_.credentials.reset();  // revoked (when no call still holds them) now that it is gone
 }
 
 Result<std::vector<ListedTool>> ServerInstance::relist() {
@@ -87,7 +93,19 @@ Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall
   request.progress = call.progress;
   auto result = client_->call_tool(request);
   if (result) result->server_log = session_->stderr_since(mark, setup_.max_log_bytes);
+  if (result && setup_.credentials) {
+    result->credential_values = setup_.credentials->values;
+    result->credential_uses = setup_.credentials->uses;
+  }
   return result;
+}
+
+creds::Clock::time_point ServerInstance::credentials_expire_at() const {
+  return setup_.credentials ? setup_.credentials->expires_at : creds::Clock::time_point::max();
+}
+
+bool ServerInstance::credentials_expire_before(creds::Clock::time_point t) const {
+  return credentials_expire_at() < t;
 }
 
 void ServerInstance::kill() { session_->kill(); }

@@ -34,6 +34,8 @@ struct InstanceSetup {
   std::size_t max_log_bytes = 64 * 1024;
   std::function<void()> on_end;            // the sandbox ended (its supervisor thread)
   std::function<void()> on_tools_changed;  // notifications/tools/list_changed (reader thread)
+  // Its credentials (null: none), held until the instance is gone: then they are revoked.
+  std::shared_ptr<pipeline::McpServerCredentials> credentials;
 };
 
 class ServerInstance {
@@ -67,6 +69,11 @@ class ServerInstance {
   // Waits up to `timeout` for the end (after a kill it is quick).
   std::string end_verdict(std::chrono::milliseconds timeout) const;
   pid_t pid() const;
+  // Whether its credentials (if any) expire before `t`: the gateway starts a new instance
+  // rather than let a call run with a credential that runs out under it.
+  bool credentials_expire_before(creds::Clock::time_point t) const;
+  // When the earliest of its credentials expires (time_point::max() when it has none).
+  creds::Clock::time_point credentials_expire_at() const;
 
  private:
   ServerInstance() = default;

@@ -1,5 +1,6 @@
 #include "mcp/server_spec.hpp"
 
+#include <algorithm>
 #include <tuple>
 
 #include "policy/config.hpp"
@@ -54,11 +55,18 @@ sandbox::Spec server_spec(const policy::McpServerConfig& server, const sandbox::
   return spec;
 }
 
+static bool same_credentials(const std::vector<policy::CredentialSpec>& a,
+                      const std::vector<policy::CredentialSpec>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const auto& x, const auto& y) { return x.same_as(y); });
+}
+
 bool same_server(const policy::McpServerConfig& a, const policy::McpServerConfig& b) {
   return a.name == b.name && a.command == b.command && same_list(a.data_paths, b.data_paths) &&
          same_rules(a.network, b.network) && a.risk == b.risk && a.tools_allow == b.tools_allow &&
          a.risk_overrides == b.risk_overrides && a.env == b.env &&
-         a.idle_timeout == b.idle_timeout && a.call_timeout == b.call_timeout;
+         a.idle_timeout == b.idle_timeout && a.call_timeout == b.call_timeout &&
+         same_credentials(a.credentials, b.credentials);
 }
 
 }  // namespace airlock::mcp

@@ -21,6 +21,7 @@
 #include "creds/lease.hpp"
 #include "pipeline/error.hpp"
 #include "pipeline/invocation_control.hpp"
+#include "pipeline/mcp_tool_caller.hpp"
 #include "policy/config.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -94,6 +95,11 @@ struct Invocation {
   std::vector<CredentialLease> credential_leases;
   std::vector<backend::Credential> credentials;    // the variables the run gets
   std::vector<egress::HeaderInjection> injections;  // headers the egress proxy sets
+  // A tool of an MCP server with credentials: leases them for this call's owner should its
+  // instance start now (the credentials stage sets it); and the values of the instance's
+  // credentials the call ran with, redacted from what leaves like the call's own.
+  McpCredentialLeaser lease_server_credentials;
+  std::vector<std::string> server_credential_values;
   std::optional<backend::RunRequest> request;  // what the execute stage ran
   std::optional<backend::RunResult> outcome;
   std::optional<nlohmann::json> output;

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,9 +15,37 @@
 #include "backend/backend.hpp"
 #include "common/cancel_signal.hpp"
 #include "common/result.hpp"
+#include "creds/lease.hpp"
+#include "egress/rules.hpp"
 #include "pipeline/invocation_control.hpp"
 
 namespace airlock::pipeline {
+
+// The credentials a server instance runs with (mcpServers[].credentials): leased for its
+// owner when it starts, and revoked when the last holder lets go of them (the instance, once
+// its sandbox has ended). The values stay in memory only and are redacted from every call's
+// result.
+struct McpServerCredentials {
+  std::map<std::string, std::string> env;      // added to the server's environment
+  std::vector<egress::HeaderInjection> inject;  // headers its egress proxy sets
+  std::vector<std::string> values;             // what each call's result is redacted of
+  struct Use {
+    creds::Lease lease;
+    std::string hmac_sha256;  // of the value, for the audit record of each call
+  };
+  std::vector<Use> uses;
+  creds::Clock::time_point expires_at = creds::Clock::time_point::max();  // the earliest lease's
+  std::function<void()> revoke;  // called once, by the destructor
+
+  McpServerCredentials() = default;
+  McpServerCredentials(const McpServerCredentials&) = delete;
+  McpServerCredentials& operator=(const McpServerCredentials&) = delete;
+  ~McpServerCredentials();  // revokes, then wipes the values
+};
+
+// Leases a server's credentials for the call's owner; the gateway calls it only when it
+// starts an instance. Error codes: credential_denied, credential_unavailable.
+using McpCredentialLeaser = std::function<Result<std::shared_ptr<McpServerCredentials>>()>;
 
 struct McpToolCall {
   std::string invocation_id;
@@ -28,6 +58,7 @@ struct McpToolCall {
   std::chrono::milliseconds timeout{30'000};
   CancelSignal* cancel = nullptr;                    // may be null
   std::function<void(const Progress&)> progress;     // may be empty
+  McpCredentialLeaser lease_credentials;             // empty: the server has none
 };
 
 // The server's CallToolResult.
@@ -36,12 +67,17 @@ struct McpToolResult {
   std::optional<nlohmann::json> structured_content;
   bool is_error = false;
   std::string server_log;  // what the server wrote on stderr meanwhile (capped), for the log
+  // The instance's credentials: their values (to redact from what the call returns) and
+  // leases (for its audit record). Empty when it has none.
+  std::vector<std::string> credential_values;
+  std::vector<McpServerCredentials::Use> credential_uses;
 };
 
 class McpToolCaller {
  public:
   virtual ~McpToolCaller() = default;
-  // Error codes: "tool_server_failed" (could not start, crashed, closed its pipe, spoke
+  // Error codes: "credential_denied", "credential_unavailable" (its credentials could not be
+  // leased for the owner), "tool_server_failed" (could not start, crashed, closed its pipe, spoke
   // nonsense), "tool_disabled" (its listing changed since it was pinned), "timeout",
   // "cancelled", "stopped" (the gateway is shutting down). The message says what and why.
   virtual Result<McpToolResult> call(const McpToolCall& call) = 0;

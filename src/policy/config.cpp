@@ -62,7 +62,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   });
   // After tools: a server's name may not be the first segment of a tool's.
   r.field(root, "mcpServers", [&](const YAML::Node& v) {
-    detail::read_mcp_servers(r, v, label, c.tools, c.mcp_servers);
+    detail::read_mcp_servers(r, v, label, c.tools, c.credential_servers, c.mcp_servers);
   });
   return c;
 }

@@ -218,17 +218,19 @@ void read_credential_servers(Reader& r, const YAML::Node& n, std::vector<Credent
 }
 
 void read_credentials(Reader& r, const YAML::Node& n, const std::string& what,
-                      const std::vector<CredentialServer>& servers, ToolConfig& tool) {
+                      const std::vector<CredentialServer>& servers,
+                      const std::map<std::string, std::string>& env, egress::EgressRules& network,
+                      std::vector<CredentialSpec>& out) {
   std::set<std::string> vars;
   std::size_t index = 0;
   r.items(n, what, [&](const YAML::Node& item) {
     auto c = read_credential(r, item, what + "[" + std::to_string(index++) + "]", servers);
     if (!c.env.empty() && !vars.insert(c.env).second)
       fail(item, what + ": two credentials are given as " + c.env);
-    if (tool.env.count(c.env)) fail(item, what + ": " + c.env + " is also set in env");
+    if (env.count(c.env)) fail(item, what + ": " + c.env + " is also set in env");
     // An injected header goes only to its host: the egress rules allow that host and port.
-    if (c.inject) tool.network.allow.push_back({c.inject->host, c.inject->port});
-    tool.credentials.push_back(std::move(c));
+    if (c.inject) network.allow.push_back({c.inject->host, c.inject->port});
+    out.push_back(std::move(c));
   });
 }
 

@@ -174,16 +174,27 @@ void read_command(Reader& r, const YAML::Node& n, const std::string& what, McpSe
   });
 }
 
+// After env and network: a credential's variable is neither in env nor one the sandbox sets.
+void read_server_credentials(Reader& r, const YAML::Node& n, const std::string& what,
+                             const std::vector<CredentialServer>& credential_servers,
+                             McpServerConfig& s) {
+  read_credentials(r, n, what, credential_servers, s.env, s.network, s.credentials);
+  for (const auto& c : s.credentials)
+    if (is_reserved_variable(c.env))
+      fail(n, what + ": " + c.env + " is set by the sandbox itself; give the credential another variable");
+}
+
 McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
-                            const std::vector<ToolConfig>& tools) {
+                            const std::vector<ToolConfig>& tools,
+                            const std::vector<CredentialServer>& credential_servers) {
   std::string what = "mcpServers[" + std::to_string(i) + "]";
   r.expect_map(n, what);
   McpServerConfig s;
   s.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (r.guard([&] { read_name(r, n, what, tools, s); })) what = "mcp server " + s.name;
   r.only_keys(n, what,
-              {"name", "command", "dataPaths", "network", "risk", "tools", "env", "idleTimeout",
-               "callTimeout"});
+              {"name", "command", "dataPaths", "network", "risk", "tools", "env", "credentials",
+               "idleTimeout", "callTimeout"});
   read_command(r, n, what, s);
   r.field(n, "dataPaths",
           [&](const YAML::Node& v) { read_data_paths(r, v, what + ".dataPaths", s.data_paths); });
@@ -192,6 +203,9 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
   r.field(n, "risk", [&](const YAML::Node& v) { s.risk = r.risk(v, what + ".risk"); });
   r.field(n, "tools", [&](const YAML::Node& v) { read_tool_filter(r, v, what + ".tools", s); });
   r.field(n, "env", [&](const YAML::Node& v) { read_server_env(r, v, what + ".env", s.env); });
+  r.field(n, "credentials", [&](const YAML::Node& v) {
+    read_server_credentials(r, v, what + ".credentials", credential_servers, s);
+  });
   r.field(n, "idleTimeout", [&](const YAML::Node& v) {
     s.idle_timeout = bounded_duration(r, v, what + ".idleTimeout", kMaxIdleTimeout, "24h");
   });
@@ -204,11 +218,13 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
 }  // namespace
 
 void read_mcp_servers(Reader& r, const YAML::Node& n, const std::string& label,
-                      const std::vector<ToolConfig>& tools, std::vector<McpServerConfig>& out) {
+                      const std::vector<ToolConfig>& tools,
+                      const std::vector<CredentialServer>& credential_servers,
+                      std::vector<McpServerConfig>& out) {
   std::set<std::string> names;
   std::size_t i = 0;
   r.items(n, "mcpServers", [&](const YAML::Node& item) {
-    auto server = read_server(r, item, i++, label, tools);
+    auto server = read_server(r, item, i++, label, tools, credential_servers);
     if (!server.name.empty() && !names.insert(server.name).second)
       fail(item, "mcpServers: '" + server.name + "' is defined twice");
     out.push_back(std::move(server));

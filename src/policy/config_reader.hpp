@@ -131,16 +131,21 @@ void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
 void read_credential_servers(Reader& r, const YAML::Node& n, std::vector<CredentialServer>& out);
 // After tools: a server's name must not be the first segment of a configured tool's name.
 void read_mcp_servers(Reader& r, const YAML::Node& n, const std::string& label,
-                      const std::vector<ToolConfig>& tools, std::vector<McpServerConfig>& out);
+                      const std::vector<ToolConfig>& tools,
+                      const std::vector<CredentialServer>& credential_servers,
+                      std::vector<McpServerConfig>& out);
 // A `network` block (allow, forward, resolve), compiled as a whole once each rule parsed:
 // tools[].network and mcpServers[].network.
 void read_network(Reader& r, const YAML::Node& n, const std::string& what, egress::EgressRules& net);
 // An `env` mapping: each name a variable name, each value a string.
 void read_env(Reader& r, const YAML::Node& n, const std::string& what,
               std::map<std::string, std::string>& out);
-// tools[].credentials, after the tool's env and network (an injected host is allowed).
+// tools[].credentials and mcpServers[].credentials, after the env and network of what they
+// are for (an injected host is added to `network`'s allowed endpoints).
 void read_credentials(Reader& r, const YAML::Node& n, const std::string& what,
-                      const std::vector<CredentialServer>& servers, ToolConfig& tool);
+                      const std::vector<CredentialServer>& servers,
+                      const std::map<std::string, std::string>& env, egress::EgressRules& network,
+                      std::vector<CredentialSpec>& out);
 // An environment variable's name: letters, digits and '_', not starting with a digit.
 bool is_variable_name(const std::string& key);
 

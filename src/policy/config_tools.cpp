@@ -184,7 +184,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
       r.field(n, "env", [&](const YAML::Node& v) { read_env(r, v, what + ".env", t.env); });
   if (runtime_ok && paths_ok && env_ok) r.guard([&] { check_program(n["runtime"], what, t); });
   r.field(n, "credentials", [&](const YAML::Node& v) {
-    read_credentials(r, v, what + ".credentials", servers, t);
+    read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
     for (auto& c : t.credentials) c.where = t.where;
   });
   return t;

@@ -25,6 +25,7 @@ struct TokenCredential {
   std::string audience;             // the `aud`; never Airlock's own ("airlock")
   std::vector<std::string> scopes;  // the `scope`, narrowed by the user's when theirs has one
   std::chrono::seconds ttl = kDefaultCredentialTtl;
+  bool operator==(const TokenCredential&) const = default;
 };
 
 // `postgres`: a role made for the call on a credentialServers entry, granted only `grant`.
@@ -35,6 +36,7 @@ struct PostgresCredential {
   std::map<std::string, std::vector<std::string>> grant;
   std::chrono::seconds ttl = kDefaultCredentialTtl;
   std::uint32_t connection_limit = 4;
+  bool operator==(const PostgresCredential&) const = default;
 };
 
 // `oauth-exchange`: the user's token exchanged (RFC 8693) at an upstream security token
@@ -47,11 +49,13 @@ struct OAuthExchangeCredential {
   std::string client_id;      // with client_secret: HTTP Basic (RFC 6749 2.3.1)
   std::string client_secret;  // a secret's name; without client_id sent as a bearer token
   std::string ca_file;        // PEM CAs for https; "": the system's
+  bool operator==(const OAuthExchangeCredential&) const = default;
 };
 
 // `secret`: a static value from Airlock's encrypted store (`airlock secrets set NAME`).
 struct SecretCredential {
   std::string name;
+  bool operator==(const SecretCredential&) const = default;
 };
 
 // `inject`: the sandbox sees only a placeholder in `env`; the egress proxy terminates TLS
@@ -61,6 +65,7 @@ struct HeaderInjection {
   std::uint16_t port = 443;
   std::string header;          // "Authorization"
   std::string value_template;  // "Bearer ${SLACK_TOKEN}"
+  bool operator==(const HeaderInjection&) const = default;
 };
 
 struct CredentialSpec {
@@ -71,6 +76,10 @@ struct CredentialSpec {
 
   // "token", "postgres", "oauth-exchange" or "secret".
   std::string_view provider() const;
+  // The same credential, wherever it is written.
+  bool same_as(const CredentialSpec& o) const {
+    return env == o.env && source == o.source && inject == o.inject;
+  }
 };
 
 struct PostgresServer {

@@ -31,6 +31,9 @@ struct McpServerConfig {
   std::vector<std::string> tools_allow;     // globs on the server's tool names; empty: all
   std::map<std::string, Risk> risk_overrides;  // server tool name -> risk
   std::map<std::string, std::string> env;
+  // Leased for the instance's owner when an instance starts (as tools[].credentials are per
+  // call), given as its environment, revoked when it stops (docs/mcp-gateway.md).
+  std::vector<CredentialSpec> credentials;
   std::chrono::milliseconds idle_timeout{5 * 60'000};
   std::chrono::milliseconds call_timeout{60'000};  // per tools/call (the tier's timeout caps it)
   std::string where;                 // "file:line"

@@ -12,7 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "audit/log_reader.hpp"
 #include "common/digest.hpp"
+#include "creds/lease_store.hpp"
+#include "creds/secret_store.hpp"
 #include "mcp/pin_store.hpp"
 #include "server_test_support.hpp"
 
@@ -239,6 +242,164 @@ TEST_F(MaliciousGateway, AnAgentKeepsItsInstanceAndRbacComesFirst) {
   EXPECT_EQ(a.json()["output"]["content"], again.json()["output"]["content"]) << "one instance per agent";
   // "other" may call only echo: refused by RBAC before any server process is involved.
   EXPECT_EQ(invoke(daemon_->port, "evil.whoami", nlohmann::json::object(), kOtherKey).status, 403);
+}
+
+// mcpServers[].credentials: leased for the instance's owner when it starts, given as its
+// environment, redacted from every result, revoked when the instance stops (idle, replaced,
+// daemon shutdown), and replaced before they run out.
+constexpr const char* kServerSecret = "keyed-server-secret-5d1e9a7c3b";
+
+class CredentialedGateway : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+    ws_ = std::make_unique<Workspace>("", "");
+    auto secrets = creds::SecretStore::open(ws_->dir() + "/data");
+    ASSERT_TRUE(secrets.ok()) << secrets.error().message;
+    ASSERT_TRUE((*secrets)->set("keyed-key", kServerSecret).ok());
+    std::string yaml = ws_->config_text();
+    yaml.replace(yaml.find(R"(tools: ["echo"])"), 15, R"(tools: ["echo", "keyed.*", "renewed.*"])");
+    const std::string fixtures = std::string(MCP_FIXTURES_DIR) + ":/fixtures";
+    yaml += R"(
+mcpServers:
+  - name: keyed
+    command: [python3, /fixtures/malicious_server.py]
+    dataPaths: [")" + fixtures + R"("]
+    risk: low
+    idleTimeout: 3s
+    credentials:
+      - {env: KEYED_API_KEY, secret: keyed-key}
+      - {env: KEYED_TOKEN, token: {audience: keyed-api, ttl: 10m}}
+  - name: renewed
+    command: [python3, /fixtures/malicious_server.py]
+    dataPaths: [")" + fixtures + R"("]
+    risk: low
+    credentials:
+      - {env: RENEWED_TOKEN, token: {audience: renewed-api, ttl: 23s}}
+  - name: unkeyed
+    command: [python3, /fixtures/malicious_server.py]
+    dataPaths: [")" + fixtures + R"("]
+    risk: low
+    credentials:
+      - {env: NEVER_SET, secret: never-set}
+)";
+    ws_->write_config(yaml);
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "keyed.getenv")) << "keyed was never listed";
+    auto leases = creds::LeaseStore::open(ws_->dir() + "/data/state.db");
+    ASSERT_TRUE(leases.ok()) << leases.error().message;
+    leases_ = std::move(*leases);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    leases_.reset();
+    ws_.reset();
+  }
+  // The leases of the server's instances not revoked yet.
+  std::vector<creds::Lease> outstanding(const std::string& server = "keyed") {
+    auto all = leases_->outstanding();
+    EXPECT_TRUE(all.ok());
+    std::vector<creds::Lease> out;
+    for (auto& l : all.ok() ? *all : std::vector<creds::Lease>{})
+      if (l.tool == "mcp server " + server) out.push_back(l);
+    return out;
+  }
+  bool all_revoked(const std::string& invocation_id) {
+    for (int i = 0; i < 150; ++i) {
+      auto of = leases_->of_invocation(invocation_id);
+      bool revoked = of.ok() && !of->empty();
+      for (const auto& l : of.ok() ? *of : std::vector<creds::Lease>{})
+        revoked &= l.state == creds::Lease::State::revoked;
+      if (revoked) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  std::string text_of(const Reply& r) { return r.json()["output"]["content"][0].value("text", ""); }
+
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+  std::unique_ptr<creds::LeaseStore> leases_;
+};
+
+TEST_F(CredentialedGateway, TheServerGetsItsOwnersCredentialsAndNoResultCarriesThem) {
+  auto r = invoke(daemon_->port, "keyed.getenv", {{"name", "KEYED_API_KEY"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The server had the value: what it printed (raw and hex) is redacted on the way out.
+  EXPECT_EQ(r.body.find(kServerSecret), std::string::npos) << r.body;
+  std::string hex;
+  for (unsigned char c : std::string(kServerSecret)) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+  EXPECT_EQ(r.body.find(hex), std::string::npos) << r.body;
+  EXPECT_NE(text_of(r).find("[REDACTED:CREDENTIAL] hex [REDACTED:CREDENTIAL]"), std::string::npos) << r.body;
+  bool listed = false;
+  const auto body = r.json();
+  for (const auto& red : body["redactions"]) listed |= red["detector"] == "credential";
+  EXPECT_TRUE(listed) << r.body;
+  auto token = invoke(daemon_->port, "keyed.getenv", {{"name", "KEYED_TOKEN"}});
+  ASSERT_EQ(token.status, 200) << token.body;
+  EXPECT_EQ(text_of(token).find("(unset)"), std::string::npos) << "the token is in its environment";
+  EXPECT_EQ(text_of(token).find("eyJ"), std::string::npos) << token.body;
+
+  // Two leases for this owner's instance, made by the call that started it; another agent
+  // gets an instance, and leases, of its own.
+  const std::string first_call = r.json()["id"];
+  auto mine = outstanding();
+  ASSERT_EQ(mine.size(), 2u);
+  for (const auto& l : mine) EXPECT_EQ(l.invocation_id, first_call);
+  ASSERT_EQ(invoke(daemon_->port, "keyed.getenv", {{"name", "KEYED_API_KEY"}}, kOtherKey).status, 200);
+  EXPECT_EQ(outstanding().size(), 4u);
+
+  // The stored invocation holds no value either, and the audit record names the leases.
+  auto stored = http(daemon_->port, "GET", "/v1/invocations/" + first_call);
+  EXPECT_EQ(stored.body.find(kServerSecret), std::string::npos) << stored.body;
+  daemon_.reset();  // stops every instance: every lease is revoked
+  EXPECT_TRUE(outstanding().empty());
+  EXPECT_TRUE(all_revoked(first_call));
+  auto reader = audit::LogReader::open(ws_->audit_path());
+  ASSERT_TRUE(reader.ok());
+  nlohmann::json record;
+  ASSERT_TRUE(reader->for_each_record(0, [&](std::uint64_t, std::string_view text) {
+    auto parsed = nlohmann::json::parse(text, nullptr, false);
+    const auto& fields = parsed.contains("fields") ? parsed["fields"] : parsed;
+    if (fields.value("invocation_id", fields.value("id", "")) == first_call) record = fields;
+    return true;
+  }).ok());
+  ASSERT_FALSE(record.is_null());
+  ASSERT_EQ(record["credentials"].size(), 2u) << record.dump();
+  EXPECT_EQ(record.dump().find(kServerSecret), std::string::npos);
+}
+
+TEST_F(CredentialedGateway, AnIdleInstanceEndsAndItsLeasesAreRevoked) {
+  auto r = invoke(daemon_->port, "keyed.whoami", nlohmann::json::object());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(outstanding().size(), 2u);
+  // idleTimeout: 3s. Then the instance stops, and its leases end with it.
+  EXPECT_TRUE(all_revoked(r.json()["id"]));
+  EXPECT_TRUE(outstanding().empty());
+}
+
+TEST_F(CredentialedGateway, AnInstanceIsReplacedBeforeItsCredentialsRunOut) {
+  // renewed's token lives 23 s; a call may take the tier's 10 s and the renewal margin is 10 s: from
+  // 3 s on, the next call starts a new instance with new leases rather than let it run out.
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "renewed.whoami"));
+  auto first = invoke(daemon_->port, "renewed.whoami", nlohmann::json::object());
+  ASSERT_EQ(first.status, 200) << first.body;
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  auto second = invoke(daemon_->port, "renewed.whoami", nlohmann::json::object());
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_NE(text_of(first), text_of(second)) << "a new server process";
+  EXPECT_TRUE(all_revoked(first.json()["id"])) << "the replaced instance's leases are revoked";
+  auto now = outstanding("renewed");
+  ASSERT_EQ(now.size(), 1u);
+  for (const auto& l : now) EXPECT_EQ(l.invocation_id, second.json()["id"]);
+}
+
+TEST_F(CredentialedGateway, ACredentialThatCannotBeMadeFailsTheCallAndStartsNothing) {
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "unkeyed.whoami")) << "listed without its credentials";
+  auto r = invoke(daemon_->port, "unkeyed.whoami", nlohmann::json::object());
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.json()["error"]["kind"], "credential_unavailable") << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("NEVER_SET"), std::string::npos) << r.body;
 }
 
 }  // namespace

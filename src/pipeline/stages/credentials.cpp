@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include <cctype>
+#include <cstdio>
 
 #include "common/split.hpp"
 
@@ -136,6 +137,7 @@ Result<std::unique_ptr<CredentialsStage>> CredentialsStage::create(
 
 StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
   const policy::ToolConfig* tool = ctx.tool(inv);
+  if (tool && tool->mcp) return arm_server_credentials(inv, ctx, *tool);
   if (!tool || tool->credentials.empty()) return StageResult::next();
   if (!broker_) return fail(ErrorKind::credential_unavailable, "this tool has credentials, and no credential broker runs here");
   creds::LeaseContext context = context_for(inv, *tool);
@@ -161,6 +163,91 @@ StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
                   tool->credentials[i].env + ": the value is shorter than 4 bytes, too short to redact from the output");
     hand_over(inv, tool->credentials[i], (*held)[i], fingerprint_);
   }
+  return StageResult::next();
+}
+
+McpServerCredentials::~McpServerCredentials() {
+  if (revoke) revoke();
+  for (auto& v : values) wipe(v);
+  for (auto& [name, value] : env) wipe(value);
+  for (auto& h : inject) wipe(h.value);
+}
+
+namespace {
+
+// An instance lives on past the call that started it: its leases ask for the longest life a
+// credential may have, and each credential's own ttl decides; the gateway starts a new
+// instance (new leases) before the earliest runs out.
+creds::LeaseContext context_for_server(const Invocation& inv, const policy::McpServerConfig& server) {
+  creds::LeaseContext c;
+  c.invocation_id = inv.id;
+  c.tool = "mcp server " + server.name;
+  c.agent = inv.principal_name();
+  if (inv.subject) {
+    c.user_issuer = inv.subject->issuer;
+    c.user_sub = inv.subject->sub;
+    c.user_scopes = user_scopes(*inv.subject);
+  }
+  c.user_token = inv.user_token;
+  c.max_ttl = policy::kMaxCredentialTtl;
+  for (const auto& f : server.network.forwards) c.forwards.push_back({f.listen_port, f.host, f.port});
+  return c;
+}
+
+Result<std::shared_ptr<McpServerCredentials>> lease_for_server(
+    const std::shared_ptr<creds::Broker>& broker, const std::vector<policy::CredentialSpec>& specs,
+    creds::LeaseContext context, const std::function<std::string(std::string_view)>& fingerprint) {
+  context.now = creds::Clock::now();
+  auto leased = broker->lease(specs, context);
+  wipe(context.user_token);
+  if (!leased) return leased.error();
+  auto held = std::make_shared<std::vector<creds::Leased>>(std::move(*leased));
+  auto out = std::make_shared<McpServerCredentials>();
+  // From here the leases end with `out`, however this ends.
+  out->revoke = [broker, held] {
+    if (auto revoked = broker->revoke(*held); !revoked)
+      std::fprintf(stderr, "airlock: revoking an MCP server's credentials: %s\n", revoked.error().message.c_str());
+  };
+  for (std::size_t i = 0; i < held->size(); ++i) {
+    const auto& spec = specs[i];
+    const auto& l = (*held)[i];
+    if (l.value.size() < 4)
+      return Error::make("credential_unavailable", spec.env + ": the value is shorter than 4 bytes, too short to redact from the output");
+    out->values.push_back(l.value);
+    out->uses.push_back({l.lease, fingerprint(l.value)});
+    out->expires_at = std::min(out->expires_at, l.lease.expires_at);
+    if (!spec.inject) {
+      out->env[spec.env] = l.value;
+      continue;
+    }
+    const auto& h = *spec.inject;
+    out->inject.push_back({h.host, h.port, h.header, substituted(h.value_template, spec.env, l.value)});
+    out->env[spec.env] = injection_placeholder(spec.env);
+  }
+  return out;
+}
+
+}  // namespace
+
+StageResult CredentialsStage::arm_server_credentials(Invocation& inv, StageContext& ctx,
+                                                     const policy::ToolConfig& tool) {
+  const policy::McpServerConfig* server = ctx.config().find_mcp_server(tool.mcp->server);
+  if (!server || server->credentials.empty()) return StageResult::next();
+  if (!broker_)
+    return fail(ErrorKind::credential_unavailable, "this tool's MCP server has credentials, and no credential broker runs here");
+  auto context = std::make_shared<creds::LeaseContext>(context_for_server(inv, *server));
+  inv.lease_server_credentials = [broker = broker_, specs = server->credentials, context,
+                                  fingerprint = fingerprint_] {
+    return lease_for_server(broker, specs, *context, fingerprint);
+  };
+  ctx.defer("redact the MCP server's credentials", [scanner = literal_scanner_, context](Invocation& ended) -> Status {
+    wipe(context->user_token);
+    ended.lease_server_credentials = nullptr;
+    Status redacted = redact_credentials(ended, *scanner, ended.server_credential_values);
+    for (auto& v : ended.server_credential_values) wipe(v);
+    ended.server_credential_values.clear();
+    return redacted;
+  });
   return StageResult::next();
 }
 

@@ -31,6 +31,9 @@ class CredentialsStage : public Stage {
 
  private:
   CredentialsStage() = default;
+  // A tool of an MCP server: its server's credentials are leased when its instance starts
+  // (for the call's owner), not per call; this arms the leaser and the redaction.
+  StageResult arm_server_credentials(Invocation& inv, StageContext& ctx, const policy::ToolConfig& tool);
   std::shared_ptr<creds::Broker> broker_;
   std::function<std::string(std::string_view)> fingerprint_;
   std::shared_ptr<const dlp::Scanner> literal_scanner_;  // only the values, always redacted

@@ -163,7 +163,15 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
                     " risk: " +
                     (why != options_.unavailable.end() ? why->second : "no backend runs that tier here"));
   }
-  if (tool->mcp) return call_mcp_server(inv, *tool);
+  if (tool->mcp) {
+    // A server runs in a local sandbox (the gateway's): only a tier that runs locally may call it.
+    if (backend->second->name() != "local")
+      return deny(ErrorKind::tier_unavailable,
+                  "tool '" + inv.tool_name + "' is " + std::string(policy::risk_name(tool->risk)) +
+                      " risk: that tier runs on the " + std::string(backend->second->name()) +
+                      " backend, and MCP servers run only in the local sandbox");
+    return call_mcp_server(inv, *tool);
+  }
   backend::RunContext context;
   context.rule_set = "the egress rules of tool " + inv.tool_name;
   context.invocation_id = inv.id;
@@ -203,6 +211,11 @@ std::string server_owner(const Invocation& inv) {
 
 InvocationError mcp_error(const Error& e, const std::string& tool) {
   if (e.code == "tool_disabled") return deny(ErrorKind::tool_disabled, e.message);
+  if (e.code == "credential_denied")
+    return deny(ErrorKind::credential_denied, "a credential of this tool's MCP server: " + e.message);
+  if (e.code == "credential_unavailable")
+    return fail(ErrorKind::credential_unavailable,
+                "a credential of this tool's MCP server could not be made: " + e.message);
   if (e.code == "timeout") return fail(ErrorKind::timeout, e.message);
   if (e.code == "cancelled") return fail(ErrorKind::cancelled, e.message);
   if (e.code == "stopped") return fail(ErrorKind::stopped, e.message);
@@ -224,12 +237,18 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
   call.arguments = inv.arguments;
   call.owner = server_owner(inv);
   call.timeout = inv.limits.wall_time;
+  call.lease_credentials = inv.lease_server_credentials;
   if (inv.control) {
     call.cancel = &inv.control->cancel;
     call.progress = inv.control->progress;
   }
   auto result = options_.mcp->call(call);
   if (!result) return mcp_error(result.error(), inv.tool_name);
+  // The instance's credentials: redacted from what leaves (the credentials stage's finalizer)
+  // and named in the audit record, as a call's own are.
+  inv.server_credential_values = std::move(result->credential_values);
+  for (auto& use : result->credential_uses)
+    inv.credential_leases.push_back({std::move(use.lease), std::move(use.hmac_sha256)});
   inv.tool_log = result->server_log.substr(0, options_.max_log_bytes);
   nlohmann::json output{{"content", std::move(result->content)}};
   if (result->structured_content) {
