@@ -65,7 +65,8 @@ class RunDirectory {
     std::ofstream in(paths_.stdin_file, std::ios::binary | std::ios::trunc);
     in << stdin_bytes;
     in.close();
-    if (!in) return Error::make("setup_error", "gvisor: cannot write " + paths_.stdin_file);
+    if (!in || ::chmod(paths_.stdin_file.c_str(), 0600) != 0)
+      return Error::make("setup_error", "gvisor: cannot write " + paths_.stdin_file);
     return write_oci_bundle(paths_.bundle, spec);
   }
   const GvisorRunPaths& paths() const { return paths_; }

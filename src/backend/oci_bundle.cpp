@@ -81,11 +81,12 @@ json process(const sandbox::Spec& spec) {
              {"soft", spec.limits.open_files}}}}};
 }
 
-Status write_text(const std::string& path, const std::string& text) {
+Status write_text(const std::string& path, const std::string& text, mode_t mode = 0644) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   out.close();
-  if (!out) return Error::make("gvisor", "bundle: cannot write " + path);
+  if (!out || ::chmod(path.c_str(), mode) != 0)
+    return Error::make("gvisor", "bundle: cannot write " + path);
   return {};
 }
 
@@ -140,7 +141,8 @@ nlohmann::json oci_config(const sandbox::Spec& spec) {
 
 Status write_oci_bundle(const std::string& dir, const sandbox::Spec& spec) {
   if (auto s = write_rootfs(dir + "/rootfs", spec); !s) return s;
-  return write_text(dir + "/config.json", oci_config(spec).dump(2));
+  // 0600: the environment in it carries the run's credentials.
+  return write_text(dir + "/config.json", oci_config(spec).dump(2), 0600);
 }
 
 }  // namespace airlock::backend
