@@ -16,6 +16,7 @@
 #include "backend/local.hpp"
 #include "backend/runsc_platform.hpp"
 #include "egress/rules.hpp"
+#include "sandbox/cgroup.hpp"
 
 namespace airlock::backend {
 namespace {
@@ -353,6 +354,21 @@ TEST_F(Gvisor, CgroupsAreRemoved) {
   RunResult o = run(r);
   EXPECT_EQ(o.verdict, Verdict::ok) << describe(o);
   EXPECT_EQ(count_ours(), 0);
+}
+
+// Unprivileged without a delegated cgroup the limits could not hold: a clear refusal.
+TEST(GvisorRefusal, WithoutACgroupTheBackendRefusesToStart) {
+  if (!find_runsc("runsc")) GTEST_SKIP() << "runsc is not installed (apt-get install runsc)";
+  const auto& support = sandbox::cgroup_support();
+  if (support.limits_memory() && support.limits_pids())
+    GTEST_SKIP() << "a cgroup limits memory and pids here: the backend runs (the other tests)";
+  TempDir dir;
+  GvisorOptions options;
+  options.state_dir = dir.path() + "/gvisor";
+  auto made = GvisorBackend::create(options);
+  ASSERT_FALSE(made);
+  EXPECT_NE(made.error().message.find("delegate a cgroup subtree"), std::string::npos)
+      << made.error().message;
 }
 
 TEST(GvisorLeftovers, ARunDirectoryOfADeadDaemonIsRemoved) {
