@@ -249,10 +249,11 @@ sandbox::Outcome GvisorRun::wait() {
   while (!reaped_) {
     auto now = std::chrono::steady_clock::now();
     if (!stopping) {
+      // The first reason found stops the run; the caller's kill needs no other.
       if (now >= deadline) timed_out_ = true;
-      else if (killed_by_caller_) {
-      } else if (over_cpu_budget()) cpu_exceeded_ = true;
-      else if (spec_.kill_on_output_limit && (out_.discarded || err_.discarded)) output_killed_ = true;
+      else if (!killed_by_caller_ && over_cpu_budget()) cpu_exceeded_ = true;
+      else if (!killed_by_caller_ && spec_.kill_on_output_limit && (out_.discarded || err_.discarded))
+        output_killed_ = true;
       if (timed_out_ || cpu_exceeded_ || output_killed_ || killed_by_caller_) {
         stopping = true;
         kill_everything();

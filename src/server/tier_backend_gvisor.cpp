@@ -1,4 +1,6 @@
 // tiers.<risk>.backend: gvisor (backend/gvisor_backend.hpp).
+#include <filesystem>
+
 #include "backend/gvisor_backend.hpp"
 #include "server/tier_backends.hpp"
 
@@ -12,7 +14,8 @@ Result<std::unique_ptr<backend::Backend>> make_gvisor_backend(const policy::Gvis
   backend::GvisorOptions options;
   options.runsc = config.runsc;
   options.platform = config.platform;
-  options.state_dir = services.data_dir + "/gvisor";
+  std::error_code ec;
+  options.state_dir = (std::filesystem::absolute(services.data_dir, ec) / "gvisor").string();
   options.forbidden = services.forbidden;
   auto made = backend::GvisorBackend::create(options);
   if (!made) return made.error();
