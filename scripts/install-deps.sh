@@ -29,6 +29,8 @@ PACKAGES=(
   python3-cryptography
   # benchmarks: the reference sandbox
   bubblewrap
+  # the gvisor backend (tiers.<risk>.backend: gvisor): gVisor's runsc
+  runsc
 )
 
 missing=()

@@ -3,9 +3,26 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "backend/runsc_platform.hpp"
 #include "sandbox/doctor.hpp"
 
 namespace airlock::cli {
+namespace {
+
+// The gVisor platform the gvisor backend would use here (tiers.<risk>.backend: gvisor with
+// its default runsc and platform): not required by the local sandbox.
+sandbox::MechanismCheck gvisor_check() {
+  auto found = backend::detect_runsc_platform("runsc", "");
+  if (!found)
+    return {"gvisor platform", false, found.error().message,
+            "risk tiers on the gvisor backend (high, critical by default) are unavailable", false};
+  std::string tried;
+  for (const auto& t : found->tried) tried += (tried.empty() ? "" : "; ") + t;
+  return {"gvisor platform", true, found->platform + " (" + found->runsc + "; " + tried + ")", "",
+          false};
+}
+
+}  // namespace
 
 void add_doctor_command(CLI::App& app, ExitStatus& status) {
   auto json = std::make_shared<bool>(false);
@@ -13,6 +30,7 @@ void add_doctor_command(CLI::App& app, ExitStatus& status) {
   cmd->add_flag("--json", *json, "Print the checks as JSON");
   cmd->callback([json, &status] {
     auto checks = sandbox::check_mechanisms();
+    checks.push_back(gvisor_check());
     bool usable = true;
     for (const auto& c : checks) usable &= (c.works || !c.required);
     if (*json) {

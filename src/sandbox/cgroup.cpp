@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <fstream>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -457,6 +458,20 @@ CgroupStats SandboxCgroup::read_stats() const {
 
 void SandboxCgroup::kill_all() const {
   if (mode_ == CgroupMode::v2 && !dirs_.empty()) (void)write_file(dirs_.front() + "/cgroup.kill", "1");
+}
+
+std::vector<std::string> SandboxCgroup::procs_files() const {
+  std::vector<std::string> out;
+  for (const auto& dir : dirs_) out.push_back(dir + "/cgroup.procs");
+  return out;
+}
+
+void SandboxCgroup::kill_listed() const {
+  for (const auto& dir : dirs_) {
+    std::ifstream procs(dir + "/cgroup.procs");
+    for (long pid = 0; procs >> pid;)
+      if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
 }
 
 Status SandboxCgroup::remove() {

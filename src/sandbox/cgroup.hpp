@@ -81,6 +81,11 @@ class SandboxCgroup {
   std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
   CgroupStats read_stats() const;
   void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace
+  // SIGKILL to every process listed in the cgroup(s), v1 and v2: for processes that are not
+  // in a pid namespace of ours (gVisor's sandbox and gofer).
+  void kill_listed() const;
+  // The cgroup.procs files to write "0" into to join (v1: each hierarchy; v2: the one).
+  std::vector<std::string> procs_files() const;
   Status remove();        // rmdir; also done by the destructor
 
  private:

@@ -79,22 +79,6 @@ class LayoutBuilder {
   std::set<std::string> created_;
 };
 
-std::string passwd_text(const std::string& home) {
-  return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
-         "sandbox:x:" + std::to_string(kSandboxUid) + ":" + std::to_string(kSandboxGid) +
-         ":airlock sandbox:" + home + ":/bin/sh\n"
-         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-}
-
-std::string group_text() {
-  return "root:x:0:\nsandbox:x:" + std::to_string(kSandboxGid) + ":\nnogroup:x:65534:\n";
-}
-
-struct SystemEntry {
-  const char* path;
-  bool is_file;
-};
-
 }  // namespace
 
 HostIds host_ids() {
@@ -121,6 +105,28 @@ Result<std::string> normalize_absolute(const std::string& path) {
     out += "/" + part;
   }
   return out.empty() ? std::string("/") : out;
+}
+
+std::string passwd_text(const std::string& home) {
+  return "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+         "sandbox:x:" + std::to_string(kSandboxUid) + ":" + std::to_string(kSandboxGid) +
+         ":airlock sandbox:" + home + ":/bin/sh\n"
+         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+}
+
+std::string group_text() {
+  return "root:x:0:\nsandbox:x:" + std::to_string(kSandboxGid) + ":\nnogroup:x:65534:\n";
+}
+
+std::vector<SystemEtcEntry> system_etc_entries() {
+  std::vector<SystemEtcEntry> out;
+  for (SystemEtcEntry entry : {SystemEtcEntry{"/etc/ld.so.cache", true},
+                               SystemEtcEntry{"/etc/alternatives", false},
+                               SystemEtcEntry{"/etc/ssl/certs", false}}) {
+    struct stat st {};
+    if (::stat(entry.path, &st) == 0) out.push_back(entry);
+  }
+  return out;
 }
 
 std::vector<std::string> system_read_only_roots() {
@@ -211,11 +217,7 @@ void plan_etc(LayoutBuilder& layout, LandlockPlan& ll, std::vector<std::string>&
   layout.step(MountStep::Kind::write_file, "etc/hosts",
               "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t" + spec.hostname + "\n", 0644);
   layout.step(MountStep::Kind::write_file, "etc/hostname", spec.hostname + "\n", 0644);
-  for (SystemEntry entry : {SystemEntry{"/etc/ld.so.cache", true},
-                            SystemEntry{"/etc/alternatives", false},
-                            SystemEntry{"/etc/ssl/certs", false}}) {
-    struct stat st {};
-    if (::stat(entry.path, &st) != 0) continue;
+  for (SystemEtcEntry entry : system_etc_entries()) {
     layout.attach(entry.path, relative(entry.path), kSystemAttr, !entry.is_file);
     system_mounts.push_back(entry.path);
   }

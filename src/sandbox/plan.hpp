@@ -29,6 +29,18 @@ inline constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 // /sbin, /lib* the host has (directories bound, symlinks made the same). Binds come on top.
 std::vector<std::string> system_read_only_roots();
 
+// The sandbox's /etc/passwd and /etc/group: root, the sandbox user (home `home`), nobody.
+std::string passwd_text(const std::string& home);
+std::string group_text();
+
+// The host files of /etc every sandbox shows read-only at the same place (those the host has);
+// the rest of its /etc is generated (passwd, group, hosts, hostname).
+struct SystemEtcEntry {
+  const char* path;
+  bool is_file;
+};
+std::vector<SystemEtcEntry> system_etc_entries();
+
 // Where execve will look for argv[0]: the program itself if it has a '/', else each absolute
 // directory of `path` in order.
 std::vector<std::string> exec_candidates(const std::string& program, const std::string& path);

@@ -96,7 +96,7 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {invoke_path, "post", "/v1/tools/crash/invoke", ok_body, kOtherKey},            // 403
       {invoke_path, "post", "/v1/tools/nope/invoke", ok_body, kKey},                  // 404
       {invoke_path, "post", "/v1/tools/echo/invoke", std::string(8000, 'x'), kKey},   // 413
-      {invoke_path, "post", "/v1/tools/dangerous/invoke", ok_body, kKey},             // 403 tier
+      {invoke_path, "post", "/v1/tools/launch-codes/invoke", ok_body, kKey},          // 403 tier
       {invoke_path, "post", "/v1/tools/run-python/invoke", rejected_code, kKey},      // 422
       {"/v1/tools", "get", "/v1/tools", "", kKey},
       {"/v1/tools", "get", "/v1/tools", "", ""},

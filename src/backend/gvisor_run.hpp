@@ -1,0 +1,75 @@
+// One runsc process running one bundle (docs/gvisor.md, "How a call runs"): started in the
+// run's cgroup and in a network namespace of its own whose only interface is loopback, where
+// the egress proxy's listeners are made before runsc starts (runsc runs with --network=host,
+// so gVisor's sockets are the namespace's: the listeners and nothing else). Not root: the
+// namespace is owned by a user namespace of its own and runsc runs with --rootless.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/runsc_command.hpp"
+#include "common/result.hpp"
+#include "common/unique_fd.hpp"
+#include "sandbox/cgroup.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::backend {
+
+struct GvisorRunPaths {
+  std::string bundle;      // holds config.json and rootfs
+  std::string state_root;  // runsc --root
+  std::string stdin_file;  // the program's stdin, as a file
+  std::string container_id;
+};
+
+class GvisorRun {
+ public:
+  // Starts runsc; returns once it has been exec'd. `cgroup` must outlive the run.
+  static Result<std::unique_ptr<GvisorRun>> launch(const RunscInvocation& runsc,
+                                                   const GvisorRunPaths& paths,
+                                                   const sandbox::Spec& spec,
+                                                   const sandbox::SandboxCgroup& cgroup);
+  ~GvisorRun();
+  GvisorRun(const GvisorRun&) = delete;
+  GvisorRun& operator=(const GvisorRun&) = delete;
+
+  // Listening sockets on the namespace's 127.0.0.1, one per spec.network.loopback_listeners.
+  std::vector<UniqueFd> take_listeners();
+  // Supervises until runsc has ended (collecting output, enforcing the wall time, the CPU
+  // budget and the output cap), and judges the run. Call on the thread that launched it.
+  sandbox::Outcome wait();
+  // Ends the run from any thread (reported as signaled by SIGKILL, "stopped by ...").
+  void kill();
+
+ private:
+  struct Stream {
+    UniqueFd fd;
+    std::string data;
+    std::uint64_t discarded = 0;
+    bool open = true;
+  };
+  GvisorRun(const sandbox::Spec& spec, const sandbox::SandboxCgroup& cgroup);
+  void read_stream(Stream& s);
+  void kill_everything();
+  bool over_cpu_budget() const;
+  sandbox::Outcome judge_outcome(int wait_status);
+
+  sandbox::Spec spec_;
+  const sandbox::SandboxCgroup& cgroup_;
+  pid_t pid_ = -1;
+  UniqueFd pidfd_, wake_;
+  Stream out_, err_;
+  std::vector<UniqueFd> listeners_;
+  std::chrono::steady_clock::time_point started_;
+  std::atomic<bool> killed_by_caller_{false};
+  bool timed_out_ = false, cpu_exceeded_ = false, output_killed_ = false, reaped_ = false;
+};
+
+}  // namespace airlock::backend
