@@ -62,14 +62,16 @@ class KubernetesBackendTest : public ::testing::Test {
 
   std::vector<json> created(const std::string& kind) {
     std::vector<json> out;
-    for (const auto& object : standin.state()["created"])
+    json state = standin.state();
+    for (const auto& object : state["created"])
       if (object["kind"] == kind) out.push_back(object);
     return out;
   }
 
   int count_requests(const std::string& method, const std::string& prefix) {
     int n = 0;
-    for (const auto& r : standin.state()["requests"])
+    json state = standin.state();
+    for (const auto& r : state["requests"])
       if (r["method"] == method && r["path"].get<std::string>().rfind(prefix, 0) == 0) ++n;
     return n;
   }
@@ -251,16 +253,18 @@ TEST_F(KubernetesBackendTest, A429IsRetriedAfterItsRetryAfterAndThenGivenUp) {
 TEST_F(KubernetesBackendTest, AWatchThatBreaksMidStreamIsReListedAndResumed) {
   auto backend = make_backend();
   standin.inject({{"kind", "broken-watch"}, {"count", 3}});
-  RunResult result = backend->run(request(), context());
+  // patient: the stand-in's pod ends only once an unbroken watch follows it.
+  RunResult result = backend->run(request("registry.example/tools/patient:1"), context());
   EXPECT_EQ(result.verdict, Verdict::ok) << result.message;
-  EXPECT_GE(count_requests("GET", kPods + "?watch=true"), 4);
+  EXPECT_GE(count_requests("GET", kPods + "?watch=true"), 4) << standin.state()["requests"].dump(1);
   expect_clean();
 }
 
 // Waits until the stand-in shows a pod Running (the test's own pacing, not an assertion).
 void wait_running(StandIn& standin) {
   for (int i = 0; i < 500; ++i) {
-    for (const auto& pod : standin.state()["objects"]["pods"])
+    json state = standin.state();
+    for (const auto& pod : state["objects"]["pods"])
       if (pod["status"].value("phase", "") == "Running") return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -61,7 +61,11 @@ bool is_ip_address(const std::string& host) {
   return !ec;
 }
 
-// Connects and handshakes, checking the certificate names the host (DNS name or IP address).
+// A request, and a watch's connection, that the server leaves hanging ends after this.
+constexpr std::chrono::seconds kIoTimeout{30};
+
+// Connects and handshakes within kIoTimeout, checking the certificate names the host (DNS
+// name or IP address).
 Result<std::unique_ptr<Stream>> connect(asio::io_context& io, asio::ssl::context& context,
                                         const KubeEndpoint& endpoint) {
   auto stream = std::make_unique<Stream>(io, context);
@@ -75,14 +79,21 @@ Result<std::unique_ptr<Stream>> connect(asio::io_context& io, asio::ssl::context
   boost::system::error_code ec;
   tcp::resolver resolver(io);
   auto addresses = resolver.resolve(endpoint.host, endpoint.port, ec);
-  if (!ec) beast::get_lowest_layer(*stream).connect(addresses, ec);
-  if (ec)
-    return Error::make("kubernetes", "cannot reach the API server " + endpoint.host + ":" +
-                                         endpoint.port + ": " + ec.message());
-  stream->handshake(asio::ssl::stream_base::client, ec);
-  if (ec)
-    return Error::make("kubernetes", "TLS with the API server " + endpoint.host + " failed: " +
-                                         ec.message());
+  const std::string where = endpoint.host + ":" + endpoint.port;
+  if (ec) return Error::make("kubernetes", "cannot resolve the API server " + where + ": " + ec.message());
+  bool connected = false;
+  beast::get_lowest_layer(*stream).expires_after(kIoTimeout);
+  beast::get_lowest_layer(*stream).async_connect(addresses, [&](boost::system::error_code e, const tcp::endpoint&) {
+    ec = e;
+    if (e) return;
+    connected = true;
+    stream->async_handshake(asio::ssl::stream_base::client, [&](boost::system::error_code h) { ec = h; });
+  });
+  io.run();
+  io.restart();
+  if (!connected) return Error::make("kubernetes", "cannot reach the API server " + where + ": " + ec.message());
+  if (ec) return Error::make("kubernetes", "TLS with the API server " + where + " failed: " + ec.message());
+  beast::get_lowest_layer(*stream).expires_never();
   return stream;
 }
 
@@ -125,12 +136,18 @@ Result<KubeResponse> KubeClient::request(const std::string& method, const std::s
   auto stream = connect(io, tls_->context, endpoint_);
   if (!stream) return stream.error();
   boost::system::error_code ec;
-  http::write(**stream, make_request(endpoint_, method, target, body, content_type), ec);
+  auto req = make_request(endpoint_, method, target, body, content_type);
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64ULL << 20);
-  if (!ec) http::read(**stream, buffer, parser, ec);
-  close_quietly(**stream);
+  Stream& s = **stream;
+  beast::get_lowest_layer(s).expires_after(kIoTimeout);
+  http::async_write(s, req, [&](boost::system::error_code w, std::size_t) {
+    ec = w;
+    if (!w) http::async_read(s, buffer, parser, [&](boost::system::error_code r, std::size_t) { ec = r; });
+  });
+  io.run();
+  close_quietly(s);
   if (ec) return Error::make("kubernetes", method + " " + target + ": " + ec.message());
   auto& res = parser.get();
   return KubeResponse{res.result_int(), res.body(), retry_after(res)};
@@ -174,7 +191,7 @@ Result<unsigned> KubeClient::watch(const std::string& target,
   while (!ec && status == 200 && !parser.is_done()) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof chunk;
-    http::read(**stream, buffer, parser, ec);
+    http::read_some(**stream, buffer, parser, ec);  // returns with what has arrived
     if (ec == http::error::need_buffer) ec = {};
     pending.append(chunk, sizeof chunk - parser.get().body().size);
     if (!deliver_lines(pending, on_event)) break;

@@ -2,7 +2,7 @@
 // speaks the API's wire format (JSON objects, Status errors, chunked watch streams, pod logs)
 // over TLS with a bearer token, validates every object it receives against the official
 // schemas (kubernetes-models), and plays a pod's lifecycle from its image's name:
-//   .../ok  .../exit3  .../oom  .../deadline  .../pullfail  .../stuck  .../sleep
+//   .../ok  .../exit3  .../oom  .../deadline  .../pullfail  .../stuck  .../sleep  .../patient
 // Faults are queued through POST /standin/faults; GET /standin/state shows what it holds.
 // Env: STANDIN_CERT, STANDIN_KEY (PEM files), STANDIN_TOKEN. Prints "listening PORT".
 import https from "node:https";
@@ -100,18 +100,29 @@ function run(pod) {
   step(10, () => setPhase(pod, { phase: "Running", startTime: new Date().toISOString(),
     containerStatuses: containerStatus(pod, { running: { startedAt: new Date().toISOString() } }) }));
   if (kind === "sleep") return;
+  // patient: ends only once an unbroken watch follows it (the broken-watch tests' pod).
+  if (kind === "patient") { pod.patient = true; step(10, () => finishIfWatched(pod)); return; }
   const ends = {
     ok: { phase: "Succeeded", state: { terminated: { exitCode: 0, reason: "Completed", message: "a line on stderr" } } },
     exit3: { phase: "Failed", state: { terminated: { exitCode: 3, reason: "Error", message: "it went wrong" } } },
     oom: { phase: "Failed", state: { terminated: { exitCode: 137, reason: "OOMKilled" } } },
     deadline: { phase: "Failed", reason: "DeadlineExceeded", state: { terminated: { exitCode: 137, reason: "Error" } } },
   };
-  const end = ends[kind] || ends.ok;
-  step(30, () => {
+  finish(pod, ends[kind] || ends.ok, 30);
+}
+
+const OK_END = { phase: "Succeeded", state: { terminated: { exitCode: 0, reason: "Completed", message: "a line on stderr" } } };
+
+function finishIfWatched(pod) {
+  if (pod.patient && pod.status.phase === "Running" && pod.unbrokenWatches > 0) { pod.patient = false; finish(pod, OK_END, 5); }
+}
+
+function finish(pod, end, ms) {
+  setTimeout(() => {
     pod.log = toolOutput(pod);
     setPhase(pod, { phase: end.phase, ...(end.reason ? { reason: end.reason, message: "Pod was active on the node longer than the specified deadline" } : {}),
       containerStatuses: containerStatus(pod, end.state) });
-  });
+  }, ms);
 }
 
 function takeFault(method, resource, isWatch) {
@@ -222,8 +233,13 @@ function watch(req, res, url) {
     res.write(JSON.stringify({ type: event.type, object: event.object }) + "\n");
   };
   for (const event of history) write(event);
-  if (broken && !res.socket?.destroyed) { res.write('{"type":"MODIFIED","obj'); setTimeout(() => res.socket?.destroy(), 5); return; }
+  if (broken) {  // mid-stream: half an event, then the connection is gone
+    if (res.socket && !res.socket.destroyed) { res.write('{"type":"MODIFIED","obj'); setTimeout(() => res.socket?.destroy(), 5); }
+    return;
+  }
   watchers.add(write);
+  const followed = name && store.pods.get(name);
+  if (followed) { followed.unbrokenWatches = (followed.unbrokenWatches || 0) + 1; finishIfWatched(followed); }
   const timer = setTimeout(() => res.end(), seconds * 1000);
   req.on("close", () => { watchers.delete(write); clearTimeout(timer); });
 }
