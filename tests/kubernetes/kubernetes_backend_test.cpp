@@ -105,6 +105,7 @@ TEST_F(KubernetesBackendTest, ThePodIsHardenedPlacedAndOwnsItsSecretAndPolicy) {
   r.placement.node_selector = {{"pool", "tools"}};
   r.placement.tolerations = {{"nvidia.com/gpu", "Exists", "", "NoSchedule"}};
   r.egress.allow = {{"203.0.113.0/24", 443}};
+  r.env["API_TOKEN"] = "a-plain-value";  // the credential of that name wins, and alone
   ASSERT_EQ(backend->run(r, context("Inv_ABC.7")).verdict, Verdict::ok);
   auto pods = created("Pod");
   ASSERT_EQ(pods.size(), 1u);
@@ -128,7 +129,12 @@ TEST_F(KubernetesBackendTest, ThePodIsHardenedPlacedAndOwnsItsSecretAndPolicy) {
   EXPECT_EQ(c["resources"]["requests"], c["resources"]["limits"]);
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_EQ(c["resources"]["limits"]["memory"], std::to_string(256ULL << 20));
-  for (const auto& env : c["env"]) EXPECT_NE(env.value("value", ""), "s3cret-value");
+  int api_token_entries = 0;
+  for (const auto& env : c["env"]) {
+    EXPECT_NE(env.value("value", ""), "s3cret-value");
+    if (env["name"] == "API_TOKEN") ++api_token_entries;
+  }
+  EXPECT_EQ(api_token_entries, 1);
   EXPECT_EQ(spec["volumes"][0]["emptyDir"]["sizeLimit"], std::to_string(32ULL << 20));
   EXPECT_EQ(pod["metadata"]["labels"][kManagedByLabel], "airlock");
   EXPECT_EQ(pod["metadata"]["labels"][kInvocationLabel], "inv-abc-7");
@@ -157,6 +163,17 @@ TEST_F(KubernetesBackendTest, ExitCodesOomAndDeadlineMapToTheirVerdicts) {
   EXPECT_EQ(exit3.stderr_data, "it went wrong");
   EXPECT_EQ(backend->run(request("registry.example/tools/oom:1"), context()).verdict, Verdict::memory_limit);
   EXPECT_EQ(backend->run(request("registry.example/tools/deadline:1"), context()).verdict, Verdict::timeout);
+  expect_clean();
+}
+
+TEST_F(KubernetesBackendTest, OutputPastItsCapIsCutAndTheVerdictSaysSo) {
+  auto backend = make_backend();
+  RunRequest r = request("registry.example/tools/bigout:1");  // the stand-in logs 5000 bytes
+  r.limits.output_bytes = 1000;
+  RunResult result = backend->run(r, context());
+  EXPECT_EQ(result.verdict, Verdict::output_limit) << result.message;
+  EXPECT_EQ(result.stdout_data.size(), 1000u);
+  EXPECT_TRUE(result.stdout_truncated);
   expect_clean();
 }
 
@@ -234,6 +251,25 @@ TEST_F(KubernetesBackendTest, TheStandInRefusesAnInvalidPodWith422) {
   ASSERT_FALSE(made.ok());
   EXPECT_NE(made.error().message.find("422 Invalid"), std::string::npos) << made.error().message;
   EXPECT_NE(made.error().message.find("name"), std::string::npos);
+}
+
+// And its ordering check is real: a pod that can start before its Secret and NetworkPolicy
+// exist (no scheduling gate) is a violation, which expect_clean() would report.
+TEST_F(KubernetesBackendTest, TheStandInFlagsAPodThatStartsBeforeItsSecretAndPolicy) {
+  KubeClient client(standin.endpoint());
+  KubeApi api(client, "airlock-tools");
+  PodPlan plan;
+  plan.name = "airlock-ungated-1";
+  plan.namespace_name = "airlock-tools";
+  plan.image = "registry.example/tools/ok:1";
+  plan.argv = {"true"};
+  json pod = pod_json(plan);
+  pod["spec"].erase("schedulingGates");
+  ASSERT_TRUE(api.create("pods", pod).ok());
+  json violations = standin.state()["violations"];
+  ASSERT_EQ(violations.size(), 2u) << violations;
+  EXPECT_NE(violations[0].get<std::string>().find("before its Secret"), std::string::npos);
+  EXPECT_NE(violations[1].get<std::string>().find("NetworkPolicy"), std::string::npos);
 }
 
 TEST_F(KubernetesBackendTest, A429IsRetriedAfterItsRetryAfterAndThenGivenUp) {

@@ -47,11 +47,17 @@ json owned_metadata(const PodPlan& plan, const std::string& pod_uid) {
   return meta;
 }
 
+// PATH, HOME and LANG, the request's env over them, the credentials over both (one entry
+// per name: a credential's name never also carries a plain value).
 json env_list(const PodPlan& plan) {
-  json env = json::array({{{"name", "PATH"}, {"value", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
-                          {{"name", "HOME"}, {"value", "/work"}},
-                          {{"name", "LANG"}, {"value", "C.UTF-8"}}});
-  for (const auto& [name, value] : plan.env) env.push_back({{"name", name}, {"value", value}});
+  std::map<std::string, std::string> plain = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", "/work"},
+      {"LANG", "C.UTF-8"}};
+  for (const auto& [name, value] : plan.env) plain[name] = value;
+  for (const auto& credential : plan.credentials) plain.erase(credential.env_name);
+  json env = json::array();
+  for (const auto& [name, value] : plain) env.push_back({{"name", name}, {"value", value}});
   for (std::size_t i = 0; i < plan.credentials.size(); ++i)
     env.push_back({{"name", plan.credentials[i].env_name},
                    {"valueFrom", {{"secretKeyRef", {{"name", plan.name}, {"key", credential_key(i)}}}}}});
