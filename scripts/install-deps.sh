@@ -66,3 +66,13 @@ if [[ -f "$MCP_DIR/package-lock.json" ]] &&
   (cd "$MCP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$MCP_DIR/package-lock.json" "$MCP_DIR/node_modules/.package-lock.json.installed"
 fi
+
+# Kubernetes tests: the official Kubernetes schemas (kubernetes-models) for the API-server
+# stand-in and the deploy/kubernetes/ check, exactly as tests/kubernetes/package-lock.json pins.
+K8S_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/kubernetes"
+if [[ -f "$K8S_DIR/package-lock.json" ]] &&
+   ! cmp -s "$K8S_DIR/package-lock.json" "$K8S_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "install-deps: npm ci in tests/kubernetes"
+  (cd "$K8S_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$K8S_DIR/package-lock.json" "$K8S_DIR/node_modules/.package-lock.json.installed"
+fi

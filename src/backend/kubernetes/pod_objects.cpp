@@ -1,0 +1,242 @@
+#include "backend/kubernetes/pod_objects.hpp"
+
+#include <cctype>
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
+#include <openssl/evp.h>
+
+namespace airlock::backend::kubernetes {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kNobody = 65534;
+constexpr const char* kStdinKey = "stdin";
+
+std::string credential_key(std::size_t index) { return "credential-" + std::to_string(index); }
+std::string file_key(std::size_t index) { return "file-" + std::to_string(index); }
+
+json labels(const PodPlan& plan) {
+  return {{kManagedByLabel, "airlock"},
+          {kInvocationLabel, label_value(plan.invocation_id)},
+          {kPodLabel, plan.name}};
+}
+
+json metadata(const PodPlan& plan) {
+  return {{"name", plan.name},
+          {"namespace", plan.namespace_name},
+          {"labels", labels(plan)},
+          {"annotations",
+           {{kInstanceAnnotation, plan.instance},
+            {kExpiresAnnotation, std::to_string(plan.expires_at)},
+            {"airlock.dev/invocation-id", plan.invocation_id},
+            {"airlock.dev/tool", plan.tool_name}}}};
+}
+
+// Deleting the Pod deletes what it owns (the cluster's garbage collector).
+json owned_metadata(const PodPlan& plan, const std::string& pod_uid) {
+  json meta = metadata(plan);
+  meta["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                          {"kind", "Pod"},
+                                          {"name", plan.name},
+                                          {"uid", pod_uid},
+                                          {"blockOwnerDeletion", false}}});
+  return meta;
+}
+
+// PATH, HOME and LANG, the request's env over them, the credentials over both (one entry
+// per name: a credential's name never also carries a plain value).
+json env_list(const PodPlan& plan) {
+  std::map<std::string, std::string> plain = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", "/work"},
+      {"LANG", "C.UTF-8"}};
+  for (const auto& [name, value] : plan.env) plain[name] = value;
+  for (const auto& credential : plan.credentials) plain.erase(credential.env_name);
+  json env = json::array();
+  for (const auto& [name, value] : plain) env.push_back({{"name", name}, {"value", value}});
+  for (std::size_t i = 0; i < plan.credentials.size(); ++i)
+    env.push_back({{"name", plan.credentials[i].env_name},
+                   {"valueFrom", {{"secretKeyRef", {{"name", plan.name}, {"key", credential_key(i)}}}}}});
+  return env;
+}
+
+json resources(const PodPlan& plan) {
+  json amounts = {{"memory", std::to_string(plan.limits.memory_bytes)},
+                  {"ephemeral-storage", std::to_string(plan.limits.disk_bytes)}};
+  if (plan.placement.gpus > 0) amounts["nvidia.com/gpu"] = std::to_string(plan.placement.gpus);
+  return {{"requests", amounts}, {"limits", amounts}};
+}
+
+json container_security() {
+  return {{"runAsNonRoot", true},
+          {"runAsUser", kNobody},
+          {"runAsGroup", kNobody},
+          {"allowPrivilegeEscalation", false},
+          {"privileged", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", {{"drop", json::array({"ALL"})}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+// stdin from the projected file; stderr to the termination message (Kubernetes keeps its
+// first 4 KiB in the pod's status), so the log holds stdout alone.
+json command(const PodPlan& plan) {
+  json cmd = json::array({"/bin/sh", "-c",
+                          std::string("exec \"$0\" \"$@\" <") + kInputDir + "/stdin 2>/dev/termination-log"});
+  for (const auto& arg : plan.argv) cmd.push_back(arg);
+  return cmd;
+}
+
+json volume_mounts(const PodPlan& plan) {
+  json mounts = json::array({{{"name", "work"}, {"mountPath", "/work"}, {"subPath", "work"}},
+                             {{"name", "work"}, {"mountPath", "/tmp"}, {"subPath", "tmp"}},
+                             {{"name", "input"}, {"mountPath", kInputDir}, {"readOnly", true}}});
+  for (std::size_t i = 0; i < plan.files.size(); ++i)
+    mounts.push_back({{"name", "input"},
+                      {"mountPath", plan.files[i].path_inside},
+                      {"subPath", file_key(i)},
+                      {"readOnly", true}});
+  return mounts;
+}
+
+json volumes(const PodPlan& plan) {
+  json items = json::array({{{"key", kStdinKey}, {"path", "stdin"}}});
+  for (std::size_t i = 0; i < plan.files.size(); ++i)
+    items.push_back({{"key", file_key(i)}, {"path", file_key(i)}});
+  return json::array({{{"name", "work"}, {"emptyDir", {{"sizeLimit", std::to_string(plan.limits.disk_bytes)}}}},
+                      {{"name", "input"},
+                       {"secret", {{"secretName", plan.name}, {"items", items}, {"defaultMode", 0444}}}}});
+}
+
+json placement_selector(const PodPlan& plan) {
+  json selector = json::object();
+  for (const auto& [key, value] : plan.placement.node_selector) selector[key] = value;
+  if (!plan.placement.arch.empty()) selector["kubernetes.io/arch"] = plan.placement.arch;
+  return selector;
+}
+
+json tolerations(const PodPlan& plan) {
+  json list = json::array();
+  for (const auto& t : plan.placement.tolerations) {
+    json entry = {{"key", t.key}, {"operator", t.op}};
+    if (t.op != "Exists") entry["value"] = t.value;
+    if (!t.effect.empty()) entry["effect"] = t.effect;
+    list.push_back(entry);
+  }
+  return list;
+}
+
+json pod_spec(const PodPlan& plan) {
+  auto deadline = (plan.limits.wall_time.count() + 999) / 1000;
+  json spec = {
+      {"restartPolicy", "Never"},
+      {"activeDeadlineSeconds", deadline < 1 ? 1 : deadline},
+      {"automountServiceAccountToken", false},
+      {"enableServiceLinks", false},
+      {"terminationGracePeriodSeconds", 1},
+      {"schedulingGates", json::array({{{"name", kSchedulingGate}}})},
+      {"securityContext",
+       {{"runAsNonRoot", true}, {"runAsUser", kNobody}, {"runAsGroup", kNobody},
+        {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+      {"containers", json::array({{{"name", "tool"},
+                                   {"image", plan.image},
+                                   {"imagePullPolicy", "IfNotPresent"},
+                                   {"command", command(plan)},
+                                   {"workingDir", "/work"},
+                                   {"env", env_list(plan)},
+                                   {"resources", resources(plan)},
+                                   {"securityContext", container_security()},
+                                   {"terminationMessagePolicy", "File"},
+                                   {"volumeMounts", volume_mounts(plan)}}})},
+      {"volumes", volumes(plan)}};
+  if (!plan.runtime_class.empty()) spec["runtimeClassName"] = plan.runtime_class;
+  if (json selector = placement_selector(plan); !selector.empty()) spec["nodeSelector"] = selector;
+  if (json list = tolerations(plan); !list.empty()) spec["tolerations"] = list;
+  return spec;
+}
+
+Result<std::string> as_cidr(const std::string& host) {
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(host, ec);
+  if (!ec) return host + (address.is_v4() ? "/32" : "/128");
+  auto v4 = boost::asio::ip::make_network_v4(host, ec);
+  if (!ec) return v4.canonical().to_string();
+  auto v6 = boost::asio::ip::make_network_v6(host, ec);
+  if (!ec) return v6.canonical().to_string();
+  return Error::make("kubernetes", "egress to " + host +
+                                       " needs a host name checked per invocation, which the kubernetes backend does not do yet: allow addresses or CIDRs only (docs/kubernetes.md)");
+}
+
+}  // namespace
+
+std::string label_value(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
+    else if (c == '-' || c == '.' || c == '_') out += '-';
+    if (out.size() == 63) break;
+  }
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.back()))) out.pop_back();
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.front()))) out.erase(0, 1);
+  return out.empty() ? "none" : out;
+}
+
+std::string base64_encode(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+json pod_json(const PodPlan& plan) {
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata(plan)}, {"spec", pod_spec(plan)}};
+}
+
+json secret_json(const PodPlan& plan, const std::string& pod_uid) {
+  json data = {{kStdinKey, base64_encode(plan.stdin_bytes)}};
+  for (std::size_t i = 0; i < plan.credentials.size(); ++i)
+    data[credential_key(i)] = base64_encode(plan.credentials[i].value);
+  for (std::size_t i = 0; i < plan.files.size(); ++i) data[file_key(i)] = base64_encode(plan.files[i].content);
+  return {{"apiVersion", "v1"}, {"kind", "Secret"}, {"type", "Opaque"}, {"immutable", true},
+          {"metadata", owned_metadata(plan, pod_uid)}, {"data", data}};
+}
+
+// Only this pod; no ingress at all; egress to the allowed CIDRs on their ports, and nothing
+// else (no DNS: every rule is an address, so nothing needs a name resolved).
+json network_policy_json(const PodPlan& plan, const std::string& pod_uid) {
+  json egress = json::array();
+  for (const auto& rule : plan.egress) {
+    json entry = {{"to", json::array({{{"ipBlock", {{"cidr", rule.cidr}}}}})}};
+    if (rule.port) entry["ports"] = json::array({{{"protocol", "TCP"}, {"port", *rule.port}}});
+    egress.push_back(entry);
+  }
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata", owned_metadata(plan, pod_uid)},
+          {"spec",
+           {{"podSelector", {{"matchLabels", {{kPodLabel, plan.name}}}}},
+            {"policyTypes", json::array({"Ingress", "Egress"})},
+            {"ingress", json::array()},
+            {"egress", egress}}}};
+}
+
+Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules) {
+  if (!rules.forwards.empty() || !rules.inject.empty())
+    return Error::make("kubernetes", "port forwards and header injection need the per-invocation egress proxy, which the kubernetes backend does not run yet");
+  std::vector<EgressCidr> out;
+  for (const auto& rule : rules.allow) {
+    auto cidr = as_cidr(rule.host);
+    if (!cidr) return cidr.error();
+    out.push_back({*cidr, rule.port});
+  }
+  return out;
+}
+
+}  // namespace airlock::backend::kubernetes
