@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "identity/signer.hpp"
