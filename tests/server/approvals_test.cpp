@@ -160,8 +160,9 @@ Pending pending_of(const Reply& r) {
 void expect_error(const Reply& r, int status, const std::string& kind, const std::string& words = "") {
   EXPECT_EQ(r.status, status) << r.body;
   EXPECT_EQ(r.json()["error"]["kind"], kind) << r.body;
-  if (!words.empty())
+  if (!words.empty()) {
     EXPECT_NE(r.json()["error"].value("message", "").find(words), std::string::npos) << r.body;
+  }
 }
 
 TEST_F(Approvals, ACriticalCallAnswers202RunsNothingAndRunsOnceApproved) {
@@ -377,7 +378,9 @@ TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {
   auto call = rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 3}}}, {"_meta", stateless_meta()}});
   auto r = mcp_post(port(), call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}});
   ASSERT_EQ(r.status, 200) << r.body;
-  const auto& result = r.json()["result"];
+  const json body = r.json();
+  ASSERT_TRUE(body.contains("result")) << r.body;
+  const auto& result = body["result"];
   EXPECT_EQ(result["isError"], true) << r.body;
   const auto& error = result["structuredContent"]["error"];
   EXPECT_EQ(error["kind"], "pending_approval") << r.body;
