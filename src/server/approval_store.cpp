@@ -179,7 +179,7 @@ std::vector<ApprovalRecord> ApprovalStore::pending() {
   std::lock_guard lock(mu_);
   std::vector<ApprovalRecord> out;
   {
-    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, id").c_str());
+    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
     while (s.step_row()) out.push_back(row_of(s, false));
   }
   // The decisions of all of them at once: one query, not one per approval.

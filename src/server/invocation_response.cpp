@@ -74,7 +74,8 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   j["id"] = inv.id;
   j["tool"] = inv.tool_name;
   // A critical call waiting for its approvers: {"status": "pending_approval", "approval": ...}
-  const bool pending = inv.suspended && !inv.error && inv.suspended->stage == "approval";
+  const bool pending = inv.suspended && !inv.error && inv.suspended->stage == "approval" &&
+                       inv.suspended->data.is_object();
   j["status"] = pending ? std::string("pending_approval") : inv.status();
   if (pending) j["approval"] = inv.suspended->data.value("approval", nlohmann::json::object());
   j["actor"] = inv.actor ? nlohmann::json{{"principal", inv.actor->principal}} : nlohmann::json();

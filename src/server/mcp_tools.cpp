@@ -65,7 +65,8 @@ nlohmann::json call_result(const policy::ToolConfig* tool, const pipeline::Invoc
     // A call waiting for a human (a critical tool's approval): an error naming the approval
     // and the invocation, which the client polls at GET /v1/invocations/{id}?wait=30s. (An
     // MCP task is the protocol's later form of this.)
-    const auto approval = inv.suspended->data.value("approval", nlohmann::json::object());
+    const auto& data = inv.suspended->data;
+    const auto approval = data.is_object() ? data.value("approval", nlohmann::json::object()) : nlohmann::json::object();
     const std::string kind = inv.suspended->stage == "approval" ? "pending_approval" : "suspended";
     std::string message = "invocation " + inv.id + " is waiting: " + inv.suspended->reason;
     if (approval.contains("id"))
