@@ -96,12 +96,29 @@ std::string member_text(const nlohmann::json& record, const char* key) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-int show_command(const std::string& path, std::uint64_t from, bool json) {
+// An approval's record (server/approvals.hpp): the event, and who decided for whom.
+void print_approval_record(const nlohmann::json& record) {
+  std::cout << utc_time(record.value("time", std::int64_t{0})) << "  " << member_text(record, "event") << "  "
+            << member_text(record, "tool") << "  approval " << member_text(record, "approval_id");
+  if (record.contains("approver")) {
+    std::cout << "  " << member_text(record, "decision") << " by "
+              << member_text(record.value("approver", nlohmann::json::object()), "sub");
+    if (record.contains("relayed_by") && !record["relayed_by"].is_null())
+      std::cout << " (relayed by " << member_text(record, "relayed_by") << ")";
+    std::cout << "  reason " << member_text(record, "reason");
+  }
+  if (record.contains("status")) std::cout << "  -> " << member_text(record, "status");
+  std::cout << "\n";
+}
+
+// `invocation`: only the records of that invocation (its chain: request, decisions, outcome).
+int show_command(const std::string& path, std::uint64_t from, bool json, const std::string& invocation) {
   auto reader = audit::LogReader::open(path);
   if (!reader) return fail("show", reader.error().message);
   auto records = nlohmann::json::array();
   auto status = reader->for_each_record(from, [&](std::uint64_t index, std::string_view text) {
     auto record = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!invocation.empty() && (!record.is_object() || record.value("invocation_id", "") != invocation)) return true;
     if (json) {
       records.push_back(record.is_discarded() ? nlohmann::json(std::string(text)) : record);
       return true;
@@ -109,6 +126,8 @@ int show_command(const std::string& path, std::uint64_t from, bool json) {
     std::cout << "#" << index << "  ";
     if (record.is_discarded() || !record.is_object()) {
       std::cout << "(not JSON) " << text << "\n";
+    } else if (record.value("schema", "") == "airlock.approval/v1") {
+      print_approval_record(record);
     } else if (record.contains("schema") && record["schema"] == audit::kInvocationSchema) {
       const auto& exit = record.value("exit", nlohmann::json::object());
       std::cout << utc_time(record.value("time", std::int64_t{0})) << "  "
@@ -196,7 +215,7 @@ void add_audit_command(CLI::App& app, ExitStatus& status) {
   audit->require_subcommand(1);
 
   struct Options {
-    std::string path, trusted;
+    std::string path, trusted, invocation;
     bool json = false, jsonl = false;
     std::uint64_t from = 0, index = 0;
   };
@@ -215,7 +234,10 @@ void add_audit_command(CLI::App& app, ExitStatus& status) {
   show->add_option("path", o->path, "The audit log")->required();
   show->add_option("--from", o->from, "First index to print (default 0)");
   show->add_flag("--json", o->json, "Print a JSON array of records");
-  show->callback([o, &status] { status.code = show_command(o->path, o->from, o->json); });
+  show->add_option("--invocation", o->invocation,
+                   "Only the records of this invocation: its chain (an approval's request, each decision, "
+                   "the expiry, the execution)");
+  show->callback([o, &status] { status.code = show_command(o->path, o->from, o->json, o->invocation); });
 
   auto* prove = audit->add_subcommand(
       "prove", "Print a record, its inclusion proof and the latest checkpoint as JSON");

@@ -11,6 +11,7 @@
 #include <openssl/x509_vfy.h>
 
 #include "cli/commands.hpp"
+#include "cli/daemon_client.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
 #include "common/percent_encoding.hpp"
@@ -23,19 +24,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 namespace ssl = asio::ssl;
-
-struct ClientOptions {
-  std::string server = "http://127.0.0.1:8750";
-  std::string key;
-  std::string cacert;     // https: the CAs to verify the server with; "": the system's
-  std::string cert, key_file;  // https: a client certificate and its key (mTLS)
-  std::string subject_token;   // the user's token: the Airlock-Subject-Token header
-};
-
-struct Reply {
-  int status = 0;
-  std::string body;
-};
 
 // The daemon's address from --server: http[s]://HOST[:PORT][/], HOST a DNS name, an IPv4
 // address or a bracketed IPv6 address. Nothing else: the authority goes into the Host header
@@ -225,6 +213,8 @@ Status check_tls_options(const ServerAddress& server, const ClientOptions& o) {
   return {};
 }
 
+}  // namespace
+
 // One request to the daemon. Errors (unreachable, bad URL or key, TLS) come back as an
 // Error; those of the URL, key and options before anything is sent.
 Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
@@ -266,7 +256,6 @@ void key_from_environment(ClientOptions& o) {
     if (const char* k = std::getenv("AIRLOCK_API_KEY")) o.key = k;
 }
 
-}  // namespace
 
 void add_client_commands(CLI::App& app, ExitStatus& status) {
   auto call_opts = std::make_shared<ClientOptions>();

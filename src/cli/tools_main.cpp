@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
     airlock::cli::add_policy_command(app, status);
     airlock::cli::add_secrets_command(app, status);
     airlock::cli::add_mcp_command(app, status);
+    airlock::cli::add_approvals_command(app, status);
   });
 }

@@ -3,6 +3,7 @@
 #include "audit/audit_log.hpp"
 
 #include "pipeline/stages/access.hpp"
+#include "pipeline/stages/approval.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/stages/check_input.hpp"
 #include "pipeline/stages/content.hpp"
@@ -12,6 +13,15 @@
 
 namespace airlock::pipeline {
 namespace {
+
+// Why no backend runs the critical tier here ("" when one does): as the execute stage sees it.
+std::string critical_unavailable(const PipelineDeps& deps) {
+  if (auto b = deps.tier_backends.find(policy::Risk::critical); b != deps.tier_backends.end() && b->second) return "";
+  if (deps.backend && runnable_tiers_on(*deps.backend).count(policy::Risk::critical)) return "";
+  if (auto why = deps.tier_unavailable.find(policy::Risk::critical); why != deps.tier_unavailable.end())
+    return why->second;
+  return "no backend runs that tier here";
+}
 
 Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Config> config,
                                               const PipelineDeps& deps,
@@ -32,6 +42,7 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   if (!scanner) return scanner.error();
   p->add(std::make_unique<ScanStage>(*scanner, ScanStage::Direction::input));
   p->add(std::make_unique<TierStage>());
+  p->add(std::make_unique<ApprovalStage>(deps.hold_for_approval, critical_unavailable(deps)));
   std::shared_ptr<creds::Broker> broker;
   if (deps.leases && deps.make_providers)
     broker = std::make_shared<creds::Broker>(*deps.leases, deps.make_providers(cfg));

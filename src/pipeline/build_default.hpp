@@ -1,7 +1,7 @@
 // The daemon's pipeline, composed in one place (the stage table in docs/pipeline.md):
 //
 //   authenticate -> record_start -> authorize -> check_input -> validate_code -> scan_input ->
-//   tier -> credentials -> execute -> scan_output, then (always, when the invocation ends)
+//   tier -> approval -> credentials -> execute -> scan_output, then (always, when the invocation ends)
 //   the finalizers (credentials revoked) and audit
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/stages/approval.hpp"
 
 namespace airlock::audit {
 class AuditLog;
@@ -47,6 +48,9 @@ struct PipelineDeps {
   // Calls the tools of the config's MCP servers (the gateway); null: such a tool fails with
   // tool_server_failed.
   McpToolCaller* mcp = nullptr;
+  // Keeps a critical call's pending approval (the daemon's approval service); empty: a
+  // critical tool is refused (tier_unavailable).
+  ApprovalHold hold_for_approval;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

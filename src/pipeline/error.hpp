@@ -23,6 +23,8 @@ enum class ErrorKind {
   config_changed,     // a suspended invocation resumed under another configuration
   credential_denied,  // a credential the tool needs cannot be given for this call (scopes, no user)
   tool_disabled,      // an MCP server's tool changed since it was pinned; an admin must approve it
+  approval_denied,    // a critical call an approver denied (or whose approval could not hold)
+  approval_expired,   // a critical call nobody decided before its approval's timeout
   // Failures of the tool's run (status "error").
   timeout,
   cpu_time_limit,

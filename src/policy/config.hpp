@@ -17,6 +17,7 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
+#include "policy/approvals_config.hpp"
 #include "policy/backends_config.hpp"
 #include "policy/credentials_config.hpp"
 #include "policy/mcp_servers_config.hpp"
@@ -124,6 +125,7 @@ struct ToolConfig {
   // pinned them): the execute stage calls the server instead of running `runtime`.
   std::optional<McpToolSource> mcp;
   ToolPlacement placement;              // tools[].kubernetes: for the kubernetes backend
+  ApprovalPolicy approval;              // tools[].approval: read for critical tools only
   std::string where;                    // "file:line" of its definition
 };
 

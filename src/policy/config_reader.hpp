@@ -125,6 +125,8 @@ void read_gvisor(Reader& r, const YAML::Node& n, const std::string& what, Gvisor
 void read_kubernetes(Reader& r, const YAML::Node& n, const std::string& what, KubernetesConfig& out);
 // tools[].kubernetes
 void read_placement(Reader& r, const YAML::Node& n, const std::string& what, ToolPlacement& out);
+// tools[].approval (config_approvals.cpp)
+void read_approval(Reader& r, const YAML::Node& n, const std::string& what, ApprovalPolicy& out);
 // After credentialServers: a tool's postgres credential names one of them.
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out);

@@ -139,7 +139,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   r.only_keys(n, what,
               {"name", "description", "risk", "runtime", "inputSchema", "outputSchema", "limits",
                "network", "validation", "dataPaths", "env", "requiresUser", "credentials",
-               "kubernetes"});
+               "kubernetes", "approval"});
   ToolConfig t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -171,6 +171,12 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   r.field(n, "limits", [&](const YAML::Node& v) { t.limits = r.overrides(v, what + ".limits"); });
   r.field(n, "kubernetes",
           [&](const YAML::Node& v) { read_placement(r, v, what + ".kubernetes", t.placement); });
+  r.field(n, "approval", [&](const YAML::Node& v) {
+    if (t.risk != Risk::critical)
+      fail(v, what + ".approval: only a risk: critical tool waits for an approval (this one is " +
+                  std::string(risk_name(t.risk)) + ")");
+    read_approval(r, v, what + ".approval", t.approval);
+  });
   r.field(n, "requiresUser",
           [&](const YAML::Node& v) { t.requires_user = r.boolean(v, what + ".requiresUser"); });
   r.field(n, "network",

@@ -4,7 +4,10 @@
 #include "common/split.hpp"
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
+#include "server/approvals_api.hpp"
 #include "server/invocation_response.hpp"
+#include "server/invocation_waiters.hpp"
+#include "common/units.hpp"
 #include "server/invocation_runner.hpp"
 #include "server/mcp_http.hpp"
 #include "server/mcp_server.hpp"
@@ -122,6 +125,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
     return invoke(r, parts[2], std::move(reply));
   }
+  if (is_approvals_path(parts)) return handle_approvals(s_, r, parts, reply);
   handle_v1(r, parts, std::move(reply));
 }
 
@@ -145,6 +149,26 @@ bool owns(const pipeline::Caller& caller, const nlohmann::json& stored) {
   if (stored.value("status", "") == "running") return true;
   return subject != stored.end() && subject->is_object() &&
          subject->value("issuer", "") == caller.subject->issuer && subject->value("sub", "") == caller.subject->sub;
+}
+
+// ?wait=30s: how long GET /v1/invocations/{id} may hold an unfinished invocation's answer
+// (at most 60 s; 0 without one).
+Result<std::chrono::milliseconds> wait_of(const std::string& target) {
+  const auto q = target.find('?');
+  if (q == std::string::npos) return std::chrono::milliseconds(0);
+  for (const auto& param : split_nonempty(std::string_view(target).substr(q + 1), '&')) {
+    if (param.rfind("wait=", 0) != 0) continue;
+    auto d = parse_duration(param.substr(5));
+    if (!d || *d < std::chrono::nanoseconds(0) || *d > std::chrono::seconds(60))
+      return Error::make("invalid_input", "wait: a duration up to 60s (\"30s\"), got '" + param.substr(5) + "'");
+    return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  }
+  return std::chrono::milliseconds(0);
+}
+
+bool is_unfinished(const nlohmann::json& stored) {
+  const std::string status = stored.value("status", "");
+  return status == "running" || status == "pending_approval" || status == "suspended";
 }
 
 }  // namespace
@@ -187,6 +211,21 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
         access::decide(config, actor, subject, policy::Action::read_all_invocations, "").allowed;
     if (!stored || (!reads_all && !owns(caller, *stored)))
       return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
+    auto wait = wait_of(r.target);
+    if (!wait) return reply(error_response(400, "invalid_input", wait.error().message));
+    if (*wait > std::chrono::milliseconds(0) && is_unfinished(*stored) && s_.waiters) {
+      // Long poll: answered when the invocation finishes, or with what is stored at the deadline.
+      auto answer = [store = s_.store, id = parts[2], reply] {
+        auto now = store->get(id);
+        if (!now) return reply(error_response(404, "not_found", "no invocation " + id + " of yours"));
+        now->erase("principal");
+        reply(json_response(200, *now));
+      };
+      if (s_.waiters->add(parts[2], InvocationWaiters::Clock::now() + *wait, answer)) {
+        if (auto again = s_.store->get(parts[2]); again && !is_unfinished(*again)) s_.waiters->notify(parts[2]);
+        return;
+      }
+    }
     stored->erase("principal");
     return reply(json_response(200, *stored));
   }

@@ -29,6 +29,9 @@ class RevokedTokens;
 
 namespace airlock::server {
 
+class ApprovalService;
+class InvocationWaiters;
+
 struct HttpRequest {
   std::string method;
   std::string target;
@@ -74,6 +77,8 @@ struct ApiServices {
   Metrics* metrics = nullptr;
   const std::atomic<bool>* draining = nullptr;
   std::function<std::string()> new_id;
+  ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
+  InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
 };
 
 class TokenIntrospection;

@@ -1,6 +1,10 @@
 #include "server/daemon.hpp"
 
 #include "server/tier_backends.hpp"
+#include "server/approval_store.hpp"
+#include "server/approval_sweeper.hpp"
+#include "server/approvals.hpp"
+#include "server/invocation_waiters.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -123,6 +127,10 @@ struct Daemon::State {
   std::unique_ptr<creds::LeaseStore> leases;  // in state.db
   std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
   std::unique_ptr<mcp::PinStore> pins;                   // in state.db: MCP tool pins
+  std::unique_ptr<ApprovalStore> approval_store;         // in state.db: critical calls' approvals
+  std::unique_ptr<ApprovalService> approvals;
+  InvocationWaiters waiters;                             // GET /v1/invocations/{id}?wait=
+  std::unique_ptr<ApprovalSweeper> sweeper;
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
   // tools use none never creates the key file beside its data directory.
   std::string data_dir;
@@ -190,6 +198,10 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto pin_store = mcp::PinStore::open(dir + "/state.db");
   if (!pin_store) return pin_store.error();
   pins = std::move(*pin_store);
+  auto approval_store_opened = ApprovalStore::open(dir + "/state.db");
+  if (!approval_store_opened) return approval_store_opened.error();
+  approval_store = std::move(*approval_store_opened);
+  approvals = std::make_unique<ApprovalService>(*approval_store);
   return {};
 }
 
@@ -307,6 +319,12 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.metrics = &metrics;
   services.draining = &draining;
   services.new_id = [] { return audit::new_invocation_id(); };
+  services.approvals = approvals.get();
+  services.waiters = &waiters;
+  approvals->set_services(services);
+  // What expired while the daemon was down is denied before anything is served.
+  approvals->expire_due();
+  sweeper = std::make_unique<ApprovalSweeper>(*approvals, waiters);
   api = std::make_unique<Api>(services);
   HttpServerOptions http_options;
   http_options.host = cfg.server.listen_host;
@@ -360,6 +378,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     (void)store->begin(inv.id, inv.tool_name);
   };
   deps.leases = st->leases.get();
+  deps.hold_for_approval = [approvals = st->approvals.get()](const pipeline::Invocation& inv,
+                                                             const pipeline::ApprovalRequest& request) {
+    return approvals->hold(inv, request);
+  };
   deps.make_providers = [state = st.get()](const policy::Config& c) {
     creds::ProviderServices services;
     services.signer = &*state->token_signer;
@@ -388,6 +410,7 @@ Status Daemon::start() {
       state_->forbidden->push_back({*egress::parse_ip_strict(loopback), port});
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
   state_->failed_auth->start();
+  state_->sweeper->start();
   state_->http->serve();
   state_->discover_mcp_tools(state_->config());
   return {};
@@ -436,6 +459,7 @@ void Daemon::shutdown() {
   s.shut_down = true;
   s.draining = true;
   s.http->stop_accepting();
+  s.sweeper->stop();  // no approved call starts now (it resumes after a restart)
   if (!s.executor->drain(s.config().server.drain_timeout)) {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
     s.backends->shutdown();

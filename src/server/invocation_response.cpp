@@ -38,7 +38,9 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::forbidden:
     case ErrorKind::credential_denied:
     case ErrorKind::tool_disabled:
-    case ErrorKind::tier_unavailable: return 403;
+    case ErrorKind::tier_unavailable:
+    case ErrorKind::approval_denied:
+    case ErrorKind::approval_expired: return 403;
     case ErrorKind::unknown_tool: return 404;
     case ErrorKind::config_changed: return 409;
     case ErrorKind::invalid_input: return 400;
@@ -71,7 +73,11 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   nlohmann::json j;
   j["id"] = inv.id;
   j["tool"] = inv.tool_name;
-  j["status"] = inv.status();
+  // A critical call waiting for its approvers: {"status": "pending_approval", "approval": ...}
+  const bool pending = inv.suspended && !inv.error && inv.suspended->stage == "approval" &&
+                       inv.suspended->data.is_object();
+  j["status"] = pending ? std::string("pending_approval") : inv.status();
+  if (pending) j["approval"] = inv.suspended->data.value("approval", nlohmann::json::object());
   j["actor"] = inv.actor ? nlohmann::json{{"principal", inv.actor->principal}} : nlohmann::json();
   j["subject"] = inv.subject ? nlohmann::json{{"issuer", inv.subject->issuer}, {"sub", inv.subject->sub}}
                              : nlohmann::json();

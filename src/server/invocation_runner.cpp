@@ -2,6 +2,7 @@
 
 #include "server/api.hpp"
 #include "server/invocation_response.hpp"
+#include "server/invocation_waiters.hpp"
 
 namespace airlock::server {
 namespace {
@@ -17,17 +18,20 @@ void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const s
   metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
 }
 
-// After the pipeline: the stored row and the metrics.
+}  // namespace
+
 void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
   nlohmann::json stored = to_response(inv);
   stored["principal"] = inv.principal_name();
   stored["log"] = pipeline::log_with_notes(inv);  // the tool's stderr, capped and DLP-redacted
   // Only authenticated invocations are kept (their row began in the record_start stage).
-  if (inv.actor || inv.subject) (void)s.store->finish(inv.id, inv.status(), stored);
+  // A call held for approval has its row already (written by the approval service before
+  // the approval could be decided, so that this cannot overwrite its outcome).
+  const bool held = inv.suspended && !inv.error && inv.suspended->stage == "approval";
+  if ((inv.actor || inv.subject) && !held) (void)s.store->finish(inv.id, inv.status(), stored);
   count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
+  if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
 }
-
-}  // namespace
 
 Rejection run_invocation(const ApiServices& s, InvocationRequest request, InvocationDone done) {
   if (s.draining && s.draining->load()) {

@@ -35,6 +35,9 @@ enum class Rejection { none, draining, queue_full };
 // counted. `generation` is the one it ran under.
 using InvocationDone = std::function<void(const Generation& generation, const pipeline::Invocation& inv)>;
 
+// After the pipeline: the invocation's stored row, its metrics, and whoever long-polls it.
+void record_finished(const ApiServices& services, const Generation& generation, const pipeline::Invocation& inv);
+
 // Submits the invocation; `done` is called exactly once unless the answer is not none.
 Rejection run_invocation(const ApiServices& services, InvocationRequest request, InvocationDone done);
 

@@ -62,13 +62,21 @@ nlohmann::json call_result(const policy::ToolConfig* tool, const pipeline::Invoc
   const bool structured = !(tool && tool->output_schema);
   if (inv.error) return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured);
   if (inv.suspended) {
-    // The approval hook: a call waiting for a human. Reported as an error naming the
-    // invocation, which the client polls at GET /v1/invocations/{id}. The future form of
-    // this is an MCP task (a tasks/get the client polls within the protocol).
-    auto result = mcp_error_result(
-        "suspended", "invocation " + inv.id + " is waiting: " + inv.suspended->reason +
-                         " (poll GET /v1/invocations/" + inv.id + " for its outcome)", structured);
-    if (structured) result["structuredContent"]["invocationId"] = inv.id;
+    // A call waiting for a human (a critical tool's approval): an error naming the approval
+    // and the invocation, which the client polls at GET /v1/invocations/{id}?wait=30s. (An
+    // MCP task is the protocol's later form of this.)
+    const auto& data = inv.suspended->data;
+    const auto approval = data.is_object() ? data.value("approval", nlohmann::json::object()) : nlohmann::json::object();
+    const std::string kind = inv.suspended->stage == "approval" ? "pending_approval" : "suspended";
+    std::string message = "invocation " + inv.id + " is waiting: " + inv.suspended->reason;
+    if (approval.contains("id"))
+      message += "; approval " + approval.value("id", "") + " at " + approval.value("url", "");
+    message += " (poll GET /v1/invocations/" + inv.id + "?wait=30s for its outcome)";
+    auto result = mcp_error_result(kind, message, structured);
+    if (structured) {
+      result["structuredContent"]["invocationId"] = inv.id;
+      if (!approval.empty()) result["structuredContent"]["error"]["approval"] = approval;
+    }
     return result;
   }
   const nlohmann::json output = inv.output ? *inv.output : nlohmann::json::object();

@@ -105,6 +105,15 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/tools/{name}", "get", "/v1/tools/nope", "", kKey},
       {"/v1/invocations/{id}", "get", "/v1/invocations/" + id, "", kKey},
       {"/v1/invocations/{id}", "get", "/v1/invocations/nope", "", kKey},
+      {"/v1/approvals", "get", "/v1/approvals", "", kKey},                            // 200 (none)
+      {"/v1/approvals", "get", "/v1/approvals", "", ""},                              // 401
+      {"/v1/approvals/{id}", "get", "/v1/approvals/apr-nope", "", kKey},              // 404
+      {"/v1/approvals/{id}", "get", "/v1/approvals/apr-nope", "", ""},                // 401
+      {"/v1/approvals/{id}/approve", "post", "/v1/approvals/apr-nope/approve", "{}", kKey},   // 404
+      {"/v1/approvals/{id}/approve", "post", "/v1/approvals/apr-nope/approve", "[", kKey},    // 400
+      {"/v1/approvals/{id}/approve", "post", "/v1/approvals/apr-nope/approve", "{}", ""},     // 401
+      {"/v1/approvals/{id}/deny", "post", "/v1/approvals/apr-nope/deny", "{}", kKey},         // 404
+      {"/v1/approvals/{id}/deny", "post", "/v1/approvals/apr-nope/deny", "{}", ""},           // 401
       {"/v1/audit/checkpoint", "get", "/v1/audit/checkpoint", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/0", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/x", "", kKey},

@@ -59,16 +59,9 @@ StageResult AuthorizeStage::run(Invocation& inv, StageContext& ctx) {
 StageResult TierStage::run(Invocation& inv, StageContext& ctx) {
   const policy::ToolConfig* tool = ctx.tool(inv);
   if (!tool) return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
-  switch (tool->risk) {
-    case policy::Risk::critical:
-      return deny(ErrorKind::tier_unavailable,
-                  "tool '" + inv.tool_name +
-                      "' is critical risk: not available: it needs a human approval, which this "
-                      "daemon does not ask for yet");
-    default:
-      inv.limits = ctx.config().limits_for(*tool);
-      return StageResult::next();
-  }
+  // A critical tool runs on its tier's backend once approved (the approval stage, next).
+  inv.limits = ctx.config().limits_for(*tool);
+  return StageResult::next();
 }
 
 }  // namespace airlock::pipeline

@@ -1,0 +1,77 @@
+#include "pipeline/stages/approval.hpp"
+
+#include <ctime>
+
+#include "audit/canonical_json.hpp"
+#include "audit/hash.hpp"
+#include "audit/invocation_record.hpp"
+
+namespace airlock::pipeline {
+
+Result<std::string> canonical_sha256(const nlohmann::json& value) {
+  auto canonical = audit::canonical_json(value);
+  if (!canonical) return canonical.error();
+  return audit::to_hex(audit::sha256(std::string_view(*canonical)));
+}
+
+std::string rfc3339(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[40];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  char millis[8];
+  std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms % 1000));
+  return std::string(text) + millis;
+}
+
+namespace {
+
+Result<ApprovalRequest> make_request(const Invocation& inv, const policy::ToolConfig& tool) {
+  auto digest = canonical_sha256(inv.arguments);
+  if (!digest) return digest.error();
+  ApprovalRequest r;
+  r.approval_id = "apr-" + audit::new_invocation_id();
+  r.arguments_sha256 = std::move(*digest);
+  r.approvers = tool.approval.approvers;
+  r.requested_at = std::chrono::system_clock::now();
+  r.expires_at = r.requested_at + tool.approval.timeout;
+  return r;
+}
+
+// What the 202 says (to_response: "approval") and what the resumed invocation keeps.
+nlohmann::json suspension_data(const ApprovalRequest& r) {
+  return {{"approval",
+           {{"id", r.approval_id},
+            {"expires_at", rfc3339(r.expires_at)},
+            {"url", "/v1/approvals/" + r.approval_id},
+            {"approvers", r.approvers}}},
+          {"arguments_sha256", r.arguments_sha256}};
+}
+
+}  // namespace
+
+StageResult ApprovalStage::run(Invocation& inv, StageContext& ctx) {
+  const policy::ToolConfig* tool = ctx.tool(inv);
+  if (!tool) return deny(ErrorKind::unknown_tool, "there is no tool named '" + inv.tool_name + "'");
+  if (tool->risk != policy::Risk::critical) return StageResult::next();
+  if (!no_backend_.empty())
+    return deny(ErrorKind::tier_unavailable, "tool '" + inv.tool_name + "' is critical risk: " + no_backend_);
+  if (!hold_)
+    return deny(ErrorKind::tier_unavailable,
+                "tool '" + inv.tool_name + "' is critical risk and needs a human approval; this "
+                "daemon has no approval store");
+  auto request = make_request(inv, *tool);
+  if (!request) return fail(ErrorKind::internal, "the approval request: " + request.error().message);
+  const std::string reason = "waiting for " + std::to_string(request->approvers) +
+                             " approval(s) until " + rfc3339(request->expires_at);
+  nlohmann::json data = suspension_data(*request);
+  Invocation suspended = inv;  // as it will be restored: resumes at the next stage
+  suspended.suspended = Suspension{std::string(name()), reason, data};
+  if (auto held = hold_(suspended, *request); !held)
+    return fail(ErrorKind::internal, "the pending approval could not be stored: " + held.error().message);
+  return StageResult::suspend(reason, std::move(data));
+}
+
+}  // namespace airlock::pipeline

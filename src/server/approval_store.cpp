@@ -1,0 +1,278 @@
+#include "server/approval_store.hpp"
+
+#include <sqlite3.h>
+
+#include <map>
+
+namespace airlock::server {
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  sqlite3_stmt* get() const { return stmt_; }
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  bool step_row() { return sqlite3_step(stmt_) == SQLITE_ROW; }
+  bool step_done() { return sqlite3_step(stmt_) == SQLITE_DONE; }
+  std::string text(int i) const {
+    auto* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+             : "";
+  }
+  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+constexpr const char* kSchema =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS approvals ("
+    " id TEXT PRIMARY KEY, invocation_id TEXT NOT NULL UNIQUE, tool TEXT NOT NULL,"
+    " config_version TEXT NOT NULL, arguments_sha256 TEXT NOT NULL, approvers_required INTEGER NOT NULL,"
+    " requester_principal TEXT NOT NULL, requester_issuer TEXT NOT NULL, requester_sub TEXT NOT NULL,"
+    " requested_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, state TEXT NOT NULL,"
+    " decided_ms INTEGER NOT NULL DEFAULT 0, resumed INTEGER NOT NULL DEFAULT 0, invocation TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state, expires_ms);"
+    "CREATE TABLE IF NOT EXISTS approval_decisions ("
+    " approval_id TEXT NOT NULL, approver_issuer TEXT NOT NULL, approver_sub TEXT NOT NULL,"
+    " relayed_by TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL, at_ms INTEGER NOT NULL,"
+    " PRIMARY KEY (approval_id, approver_issuer, approver_sub))";
+
+constexpr const char* kColumns =
+    "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
+    " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
+    " decided_ms, resumed, invocation FROM approvals ";
+
+ApprovalRecord row_of(const Statement& s, bool with_invocation) {
+  ApprovalRecord r;
+  r.id = s.text(0);
+  r.invocation_id = s.text(1);
+  r.tool = s.text(2);
+  r.config_version = s.text(3);
+  r.arguments_sha256 = s.text(4);
+  r.approvers_required = static_cast<std::uint32_t>(s.integer(5));
+  r.requester_principal = s.text(6);
+  r.requester_issuer = s.text(7);
+  r.requester_sub = s.text(8);
+  r.requested_ms = s.integer(9);
+  r.expires_ms = s.integer(10);
+  r.state = s.text(11);
+  r.decided_ms = s.integer(12);
+  r.resumed = s.integer(13) != 0;
+  if (with_invocation) r.invocation = nlohmann::json::parse(s.text(14), nullptr, false);
+  return r;
+}
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back unless committed.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) { ok_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK; }
+  ~Transaction() {
+    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  bool ok() const { return ok_; }
+  bool commit() { return done_ = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK; }
+
+ private:
+  sqlite3* db_;
+  bool ok_ = false, done_ = false;
+};
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", what + ": " + sqlite3_errmsg(db));
+}
+
+}  // namespace
+
+std::size_t ApprovalRecord::approvals() const {
+  std::size_t n = 0;
+  for (const auto& d : decisions) n += d.verdict == "approve";
+  return n;
+}
+
+Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return e;
+  }
+  auto store = std::unique_ptr<ApprovalStore>(new ApprovalStore(db));
+  sqlite3_busy_timeout(db, 5000);
+  if (auto s = store->exec(kSchema); !s) return s.error();
+  return store;
+}
+
+ApprovalStore::~ApprovalStore() { sqlite3_close(db_); }
+
+Status ApprovalStore::exec(const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string m = message ? message : "unknown error";
+    sqlite3_free(message);
+    return Error::make("storage", "state database (approvals): " + m);
+  }
+  return {};
+}
+
+Status ApprovalStore::create(const ApprovalRecord& r) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
+              " approvers_required, requester_principal, requester_issuer, requester_sub, requested_ms,"
+              " expires_ms, state, invocation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
+  s.bind(1, r.id);
+  s.bind(2, r.invocation_id);
+  s.bind(3, r.tool);
+  s.bind(4, r.config_version);
+  s.bind(5, r.arguments_sha256);
+  s.bind(6, static_cast<std::int64_t>(r.approvers_required));
+  s.bind(7, r.requester_principal);
+  s.bind(8, r.requester_issuer);
+  s.bind(9, r.requester_sub);
+  s.bind(10, r.requested_ms);
+  s.bind(11, r.expires_ms);
+  s.bind(12, r.invocation.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!s.step_done()) return db_error(db_, "storing approval " + r.id);
+  return {};
+}
+
+std::vector<ApprovalDecision> ApprovalStore::decisions_of(const std::string& id) {
+  Statement s(db_,
+              "SELECT approver_issuer, approver_sub, relayed_by, verdict, reason, at_ms"
+              " FROM approval_decisions WHERE approval_id = ? ORDER BY at_ms, rowid");
+  s.bind(1, id);
+  std::vector<ApprovalDecision> out;
+  while (s.step_row()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.integer(5)});
+  return out;
+}
+
+std::optional<ApprovalRecord> ApprovalStore::load(const char* where, const std::string& key, bool with_invocation) {
+  Statement s(db_, (std::string(kColumns) + where).c_str());
+  s.bind(1, key);
+  if (!s.step_row()) return std::nullopt;
+  ApprovalRecord r = row_of(s, with_invocation);
+  r.decisions = decisions_of(r.id);
+  return r;
+}
+
+std::optional<ApprovalRecord> ApprovalStore::get(const std::string& id) {
+  std::lock_guard lock(mu_);
+  return load("WHERE id = ?", id, true);
+}
+
+std::optional<ApprovalRecord> ApprovalStore::by_invocation(const std::string& invocation_id) {
+  std::lock_guard lock(mu_);
+  return load("WHERE invocation_id = ?", invocation_id, true);
+}
+
+std::vector<ApprovalRecord> ApprovalStore::pending() {
+  std::lock_guard lock(mu_);
+  std::vector<ApprovalRecord> out;
+  {
+    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
+    while (s.step_row()) out.push_back(row_of(s, false));
+  }
+  // The decisions of all of them at once: one query, not one per approval.
+  Statement d(db_,
+              "SELECT d.approval_id, d.approver_issuer, d.approver_sub, d.relayed_by, d.verdict, d.reason, d.at_ms"
+              " FROM approval_decisions d JOIN approvals a ON a.id = d.approval_id WHERE a.state = 'pending'");
+  std::map<std::string, std::vector<ApprovalDecision>> by_id;
+  while (d.step_row())
+    by_id[d.text(0)].push_back({d.text(1), d.text(2), d.text(3), d.text(4), d.text(5), d.integer(6)});
+  for (auto& r : out)
+    if (auto it = by_id.find(r.id); it != by_id.end()) r.decisions = std::move(it->second);
+  return out;
+}
+
+Result<ApprovalRecord> ApprovalStore::decide(const std::string& id, const ApprovalDecision& decision,
+                                             std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  if (!tx.ok()) return db_error(db_, "deciding approval " + id);
+  auto current = load("WHERE id = ?", id, false);
+  if (!current) return Error::make("not_found", "no approval " + id);
+  if (current->state != "pending")
+    return Error::make("not_pending", "approval " + id + " is already " + current->state);
+  if (current->expires_ms <= now_ms) return Error::make("expired", "approval " + id + " has expired");
+  for (const auto& d : current->decisions)
+    if (d.approver_issuer == decision.approver_issuer && d.approver_sub == decision.approver_sub)
+      return Error::make("already_decided", decision.approver_sub + " has already decided approval " + id +
+                                                " (" + d.verdict + "): each approver counts once");
+  Statement ins(db_,
+                "INSERT INTO approval_decisions (approval_id, approver_issuer, approver_sub, relayed_by,"
+                " verdict, reason, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  ins.bind(1, id);
+  ins.bind(2, decision.approver_issuer);
+  ins.bind(3, decision.approver_sub);
+  ins.bind(4, decision.relayed_by);
+  ins.bind(5, decision.verdict);
+  ins.bind(6, decision.reason);
+  ins.bind(7, now_ms);
+  if (!ins.step_done()) return db_error(db_, "recording a decision on approval " + id);
+  current->decisions.push_back(decision);
+  current->decisions.back().at_ms = now_ms;
+  std::string next = decision.verdict == "deny" ? "denied"
+                     : current->approvals() >= current->approvers_required ? "approved"
+                                                                            : "pending";
+  if (next != "pending") {
+    Statement up(db_, "UPDATE approvals SET state = ?, decided_ms = ? WHERE id = ?");
+    up.bind(1, next);
+    up.bind(2, now_ms);
+    up.bind(3, id);
+    if (!up.step_done()) return db_error(db_, "deciding approval " + id);
+    current->state = next;
+    current->decided_ms = now_ms;
+  }
+  if (!tx.commit()) return db_error(db_, "committing the decision on approval " + id);
+  return *current;
+}
+
+std::vector<ApprovalRecord> ApprovalStore::expire_due(std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  std::vector<ApprovalRecord> out;
+  if (!tx.ok()) return out;
+  {
+    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' AND expires_ms <= ?").c_str());
+    s.bind(1, now_ms);
+    while (s.step_row()) out.push_back(row_of(s, true));
+  }
+  Statement up(db_, "UPDATE approvals SET state = 'expired', decided_ms = ? WHERE state = 'pending' AND expires_ms <= ?");
+  up.bind(1, now_ms);
+  up.bind(2, now_ms);
+  if (!up.step_done() || !tx.commit()) return {};
+  for (auto& r : out) {
+    r.state = "expired";
+    r.decided_ms = now_ms;
+    r.decisions = decisions_of(r.id);
+  }
+  return out;
+}
+
+std::vector<ApprovalRecord> ApprovalStore::approved_not_resumed() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, (std::string(kColumns) + "WHERE state = 'approved' AND resumed = 0").c_str());
+  std::vector<ApprovalRecord> out;
+  while (s.step_row()) out.push_back(row_of(s, true));
+  for (auto& r : out) r.decisions = decisions_of(r.id);
+  return out;
+}
+
+bool ApprovalStore::claim_resume(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "UPDATE approvals SET resumed = 1 WHERE id = ? AND state = 'approved' AND resumed = 0");
+  s.bind(1, id);
+  return s.step_done() && sqlite3_changes(db_) == 1;
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,275 @@
+#include "server/approvals.hpp"
+
+#include "access/decide.hpp"
+#include "audit/audit_log.hpp"
+#include "pipeline/invocation_state.hpp"
+#include "pipeline/stages/audit_record.hpp"
+#include "server/invocation_response.hpp"
+#include "server/invocation_runner.hpp"
+#include "server/invocation_waiters.hpp"
+
+namespace airlock::server {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t to_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
+std::string rfc3339_ms(std::int64_t ms) {
+  return pipeline::rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+}
+
+json decision_json(const ApprovalDecision& d) {
+  return {{"approver", {{"issuer", d.approver_issuer}, {"sub", d.approver_sub}}},
+          {"relayed_by", d.relayed_by.empty() ? json() : json(d.relayed_by)},
+          {"decision", d.verdict},
+          {"reason", d.reason},
+          {"at", rfc3339_ms(d.at_ms)}};
+}
+
+// The person who decides: the subject of a token from a configured issuer (the bearer, or
+// relayed by an agent in Airlock-Subject-Token). Airlock's own tokens and agents alone do not.
+Result<ApprovalDecision> approver_of(const pipeline::Caller& caller) {
+  if (!caller.subject || caller.user_token.empty())
+    return Error::make("forbidden",
+                       "a decision is a person's: send your own token from a configured issuer as the "
+                       "bearer, or have an agent relay it in Airlock-Subject-Token");
+  ApprovalDecision d;
+  d.approver_issuer = caller.subject->issuer;
+  d.approver_sub = caller.subject->sub;
+  d.relayed_by = caller.actor ? caller.actor->principal : "";
+  return d;
+}
+
+// Separation of duties: neither the user nor the agent that asked may decide.
+std::optional<std::string> own_request(const ApprovalRecord& r, const pipeline::Caller& caller) {
+  if (caller.subject && !r.requester_sub.empty() && caller.subject->issuer == r.requester_issuer &&
+      caller.subject->sub == r.requester_sub)
+    return "user " + r.requester_sub + " asked for this call and may not decide it (separation of duties)";
+  if (caller.actor && caller.actor->principal == r.requester_principal)
+    return "agent " + r.requester_principal + " asked for this call and may not decide it, for any user "
+           "(separation of duties)";
+  return std::nullopt;
+}
+
+bool may_approve(const policy::Config& config, const pipeline::Caller& caller, const std::string& tool) {
+  if (!caller.subject || caller.user_token.empty()) return false;
+  return access::decide(config, nullptr, &*caller.subject, policy::Action::approve, tool).allowed;
+}
+
+bool is_requester(const ApprovalRecord& r, const pipeline::Caller& caller) {
+  if (caller.actor) return caller.actor->principal == r.requester_principal;
+  return caller.subject && caller.subject->issuer == r.requester_issuer && caller.subject->sub == r.requester_sub;
+}
+
+ApprovalAnswer answer_error(int status, const std::string& kind, const std::string& message) {
+  return {status, {{"error", {{"kind", kind}, {"message", message}}}}};
+}
+
+}  // namespace
+
+json approval_json(const ApprovalRecord& r, bool with_arguments) {
+  json decisions = json::array();
+  for (const auto& d : r.decisions) decisions.push_back(decision_json(d));
+  json j = {{"id", r.id},
+            {"invocation_id", r.invocation_id},
+            {"tool", r.tool},
+            {"status", r.state},
+            {"config_version", r.config_version},
+            {"arguments_sha256", r.arguments_sha256},
+            {"approvers_required", r.approvers_required},
+            {"approvals", r.approvals()},
+            {"requested_by",
+             {{"principal", r.requester_principal.empty() ? json() : json(r.requester_principal)},
+              {"subject", r.requester_sub.empty() ? json()
+                                                  : json{{"issuer", r.requester_issuer}, {"sub", r.requester_sub}}}}},
+            {"requested_at", rfc3339_ms(r.requested_ms)},
+            {"expires_at", rfc3339_ms(r.expires_ms)},
+            {"decided_at", r.decided_ms ? json(rfc3339_ms(r.decided_ms)) : json()},
+            {"decisions", std::move(decisions)},
+            {"url", "/v1/approvals/" + r.id}};
+  if (with_arguments && r.invocation.is_object()) j["arguments"] = r.invocation.value("arguments", json::object());
+  return j;
+}
+
+Status ApprovalService::audit_event(const ApprovalRecord& r, const std::string& event, json extra) {
+  if (!s_.audit) return {};
+  json fields = {{"schema", kApprovalSchema}, {"event", event},
+                 {"invocation_id", r.invocation_id}, {"approval_id", r.id}, {"tool", r.tool}};
+  for (auto& [k, v] : extra.items()) fields[k] = v;
+  auto receipt = s_.audit->append(fields);
+  if (!receipt) return receipt.error();
+  return {};
+}
+
+Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::ApprovalRequest& request) {
+  auto persisted = pipeline::persist(inv);
+  if (!persisted) return persisted.error();
+  ApprovalRecord r;
+  r.id = request.approval_id;
+  r.invocation_id = inv.id;
+  r.tool = inv.tool_name;
+  r.config_version = inv.config_version;
+  r.arguments_sha256 = request.arguments_sha256;
+  r.approvers_required = request.approvers;
+  r.requester_principal = inv.actor ? inv.actor->principal : "";
+  if (inv.subject) {
+    r.requester_issuer = inv.subject->issuer;
+    r.requester_sub = inv.subject->sub;
+  }
+  r.requested_ms = to_ms(request.requested_at);
+  r.expires_ms = to_ms(request.expires_at);
+  r.state = "pending";
+  r.invocation = std::move(*persisted);
+  // The invocation's row first (GET /v1/invocations/{id}: pending_approval), then the
+  // approval: once that exists it may be decided, and the outcome's row must come after.
+  json row = to_response(inv);
+  row["principal"] = inv.principal_name();
+  if (auto s = s_.store->finish(inv.id, "suspended", row); !s) return s;
+  if (auto s = store_.create(r); !s) return s;
+  return audit_event(r, "approval.requested",
+                     {{"arguments_sha256", r.arguments_sha256},
+                      {"config_version", r.config_version},
+                      {"approvers_required", r.approvers_required},
+                      {"principal", r.requester_principal},
+                      {"subject", r.requester_sub.empty() ? json() : json{{"issuer", r.requester_issuer}, {"sub", r.requester_sub}}},
+                      {"expires_at", rfc3339_ms(r.expires_ms)}});
+}
+
+json ApprovalService::list(const pipeline::Caller& caller, const policy::Config& config) {
+  json out = json::array();
+  std::map<std::string, bool> approvable;  // by tool: one RBAC decision per tool, not per row
+  for (const auto& r : store_.pending()) {
+    auto [it, fresh] = approvable.try_emplace(r.tool, false);
+    if (fresh) it->second = may_approve(config, caller, r.tool);
+    if (it->second && !own_request(r, caller)) out.push_back(approval_json(r, false));
+  }
+  return out;
+}
+
+ApprovalAnswer ApprovalService::show(const std::string& id, const pipeline::Caller& caller,
+                                     const policy::Config& config) {
+  auto r = store_.get(id);
+  if (!r || !(may_approve(config, caller, r->tool) || is_requester(*r, caller)))
+    return answer_error(404, "not_found", "no approval " + id + " you may see");
+  return {200, approval_json(*r, true)};
+}
+
+ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Caller& caller,
+                                       const policy::Config& config, const std::string& verdict,
+                                       const json& body) {
+  auto current = store_.get(id);
+  if (!current || !(may_approve(config, caller, current->tool) || is_requester(*current, caller)))
+    return answer_error(404, "not_found", "no approval " + id + " you may see");
+  auto approver = approver_of(caller);
+  if (!approver) return answer_error(403, "forbidden", approver.error().message);
+  if (auto own = own_request(*current, caller)) return answer_error(403, "forbidden", *own);
+  if (auto d = access::decide(config, nullptr, &*caller.subject, policy::Action::approve, current->tool); !d.allowed)
+    return answer_error(403, "forbidden", d.reason + " (decided by: " + d.rule + ")");
+  if (!body.is_object() || (body.contains("reason") && !body["reason"].is_string()))
+    return answer_error(400, "invalid_input", "the body must be {\"reason\": string}");
+  // What the approver saw: approving other arguments than those is refused.
+  if (auto seen = body.find("arguments_sha256"); seen != body.end() &&
+                                                 (!seen->is_string() || *seen != current->arguments_sha256))
+    return answer_error(409, "arguments_changed",
+                        "approval " + id + " is for arguments with SHA-256 " + current->arguments_sha256 +
+                            ", not those you approved");
+  approver->verdict = verdict;
+  approver->reason = body.value("reason", "");
+  auto decided = store_.decide(id, *approver, now_ms());
+  if (!decided) {
+    if (decided.error().code == "expired") expire_due();  // record the expiry now, once
+    const std::string kind = decided.error().code == "expired" ? "approval_expired" : decided.error().code;
+    return answer_error(409, kind, decided.error().message);
+  }
+  (void)audit_event(*decided, "approval.decision",
+                    {{"decision", verdict},
+                     {"approver", {{"issuer", approver->approver_issuer}, {"sub", approver->approver_sub}}},
+                     {"relayed_by", approver->relayed_by.empty() ? json() : json(approver->relayed_by)},
+                     {"reason", approver->reason},
+                     {"approvals", decided->approvals()},
+                     {"approvers_required", decided->approvers_required},
+                     {"status", decided->state}});
+  auto full = store_.get(id);
+  if (full && full->state == "denied")
+    end_unrun(*full, pipeline::deny(pipeline::ErrorKind::approval_denied,
+                                    "approval " + id + " was denied by " + approver->approver_sub +
+                                        (approver->reason.empty() ? "" : ": " + approver->reason)));
+  if (full && full->state == "approved") schedule(*full);
+  return {200, approval_json(full ? *full : *decided, false)};
+}
+
+void ApprovalService::tick() {
+  expire_due();
+  schedule_approved();
+}
+
+void ApprovalService::expire_due() {
+  for (const auto& r : store_.expire_due(now_ms())) {
+    (void)audit_event(r, "approval.expired", {{"approvals", r.approvals()}, {"approvers_required", r.approvers_required}});
+    end_unrun(r, pipeline::deny(pipeline::ErrorKind::approval_expired,
+                                "approval " + r.id + " expired at " + rfc3339_ms(r.expires_ms) + " with " +
+                                    std::to_string(r.approvals()) + " of " + std::to_string(r.approvers_required) +
+                                    " approval(s): no decision in time is a deny"));
+  }
+}
+
+void ApprovalService::schedule_approved() {
+  for (const auto& r : store_.approved_not_resumed()) schedule(r);
+}
+
+bool ApprovalService::schedule(const ApprovalRecord& r) {
+  {
+    std::lock_guard lock(scheduled_mu_);
+    if (!scheduled_.insert(r.id).second) return true;
+  }
+  const std::string id = r.id;
+  if (s_.executor && s_.executor->submit([this, id] { run_approved(id); })) return true;
+  std::lock_guard lock(scheduled_mu_);  // the queue is full or draining: the next tick retries
+  scheduled_.erase(id);
+  return false;
+}
+
+// On a worker: the approved invocation goes on from the stage after the gate, under the
+// current configuration (a changed one refuses it: config_changed), with the arguments it was
+// approved for, byte for byte.
+void ApprovalService::run_approved(const std::string& id) {
+  if (!store_.claim_resume(id)) return;  // another worker ran it (or it is not approved)
+  auto r = store_.get(id);
+  if (!r) return;
+  auto inv = pipeline::restore(r->invocation);
+  auto digest = inv ? pipeline::canonical_sha256(inv->arguments) : Result<std::string>(inv.error());
+  if (!inv || !digest || *digest != r->arguments_sha256) {
+    (void)audit_event(*r, "approval.refused", {{"reason", "the stored invocation is not what was approved"}});
+    return end_unrun(*r, pipeline::deny(pipeline::ErrorKind::approval_denied,
+                                        "the stored invocation of approval " + id +
+                                            " is not what was approved (its arguments' SHA-256 differs): not run"));
+  }
+  (void)s_.store->finish(inv->id, "running", {{"id", inv->id}, {"tool", inv->tool_name}, {"status", "running"}});
+  auto generation = s_.generation->load();
+  generation->pipeline->run(*inv);
+  record_finished(s_, *generation, *inv);
+}
+
+void ApprovalService::end_unrun(const ApprovalRecord& r, pipeline::InvocationError error) {
+  auto restored = pipeline::restore(r.invocation);
+  pipeline::Invocation inv;
+  if (restored) inv = std::move(*restored);
+  inv.id = r.invocation_id;
+  inv.tool_name = r.tool;
+  if (!inv.actor && !r.requester_principal.empty()) inv.actor = pipeline::Actor{r.requester_principal};
+  inv.suspended.reset();
+  inv.error = std::move(error);
+  auto generation = s_.generation->load();
+  if (s_.audit) {
+    pipeline::AuditStage record(*s_.audit);
+    pipeline::StageContext ctx(*generation->config);
+    const pipeline::StageResult recorded = record.run(inv, ctx);
+    if (const auto* failed = recorded.error()) inv.error = *failed;
+  }
+  record_finished(s_, *generation, inv);
+}
+
+}  // namespace airlock::server

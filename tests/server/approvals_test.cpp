@@ -1,0 +1,434 @@
+// Issue #19 end to end: the approval gate of critical tools, against a real daemon through
+// its HTTP API. The users' issuer is real (an Ed25519 key, its JWKS in a file the config
+// names); the tools run in the local sandbox (tiers.critical.backend: local). Each test runs
+// an attack on the gate or one of its rules and asserts what the daemon answered, stored
+// and recorded.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include <sys/wait.h>
+
+#include "audit/log_reader.hpp"
+#include "identity/signer.hpp"
+#include "pipeline/stages/approval.hpp"
+#include "mcp_test_support.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCorp = "https://idp.corp.example";
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// alice asks (through the agent); bob, carol and alice may approve; mallory may not.
+const char* kSections = R"(server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}
+identity:
+  issuers:
+    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
+roles:
+  - name: requester
+    rules:
+      - {effect: allow, actions: [invoke], tools: ["danger*"]}
+  - name: approver
+    rules:
+      - {effect: allow, actions: [approve], tools: ["danger*"]}
+bindings:
+  - role: requester
+    users: [{issuer: corp, claim: groups, value: staff}]
+  - role: approver
+    users: [{issuer: corp, claim: groups, value: approvers}])";
+
+const char* kTools = R"(
+  - name: danger
+    risk: critical
+    approval: {approvers: 1, timeout: 60s}
+    runtime: {type: python, file: tools/echo.py}
+  - name: danger-two
+    risk: critical
+    approval: {approvers: 2, timeout: 60s}
+    runtime: {type: python, file: tools/echo.py}
+  - name: danger-brief
+    risk: critical
+    approval: {approvers: 1, timeout: 1s}
+    runtime: {type: python, file: tools/echo.py})";
+
+class Approvals : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto corp = identity::TokenSigner::load_or_create(ws_.dir() + "/corp.key");
+    ASSERT_TRUE(corp.ok());
+    corp_.emplace(std::move(*corp));
+    std::ofstream(ws_.dir() + "/corp-jwks.json") << corp_->jwks().dump();
+    ws_.rewrite(kSections, kTools);
+    std::string yaml = ws_.config_text();
+    yaml.replace(yaml.find("tiers:\n"), 7, "tiers:\n  critical: {backend: local}\n");
+    ws_.write_config(yaml);
+    start();
+  }
+
+  void start() { daemon_ = std::make_unique<RunningDaemon>(ws_); }
+  void stop() { daemon_.reset(); }
+  std::uint16_t port() const { return daemon_->port; }
+
+  std::string token(const std::string& sub) const {
+    json groups = json::array({"staff"});
+    if (sub != "mallory") groups.push_back("approvers");
+    json claims = {{"iss", kCorp}, {"aud", "airlock"}, {"sub", sub}, {"iat", now_s()},
+                   {"exp", now_s() + 600}, {"jti", "jti-" + sub}, {"groups", groups}};
+    return *corp_->issue(claims);
+  }
+
+  // The agent calls `tool` for alice.
+  Reply request(const std::string& tool, const json& arguments, const std::string& user = "alice",
+                const std::string& agent_key = kKey) {
+    return http_with(port(), "POST", "/v1/tools/" + tool + "/invoke", json{{"arguments", arguments}}.dump(),
+                     agent_key, {{"Airlock-Subject-Token", token(user)}});
+  }
+
+  // `user` decides with their own token as the bearer, or relayed by the agent of `relay_key`.
+  Reply decide(const std::string& approval, const std::string& verdict, const std::string& user,
+               const std::string& relay_key = "", json body = {{"reason", "checked"}}) {
+    const std::string target = "/v1/approvals/" + approval + "/" + verdict;
+    if (relay_key.empty()) return http_with(port(), "POST", target, body.dump(), token(user), {});
+    return http_with(port(), "POST", target, body.dump(), relay_key, {{"Airlock-Subject-Token", token(user)}});
+  }
+
+  json invocation(const std::string& id, const std::string& wait = "") {
+    auto r = http(port(), "GET", "/v1/invocations/" + id + (wait.empty() ? "" : "?wait=" + wait));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json();
+  }
+
+  // The invocation's outcome: polls (each poll long, at most 30 s) until it is not waiting.
+  json outcome(const std::string& id) {
+    for (int i = 0; i < 10; ++i) {
+      auto j = invocation(id, "5s");
+      const std::string status = j.value("status", "");
+      if (status != "pending_approval" && status != "running" && status != "suspended") return j;
+    }
+    return invocation(id);
+  }
+
+  // The audit records of an invocation, as their fields, in order.
+  std::vector<json> chain(const std::string& invocation_id) const {
+    std::vector<json> out;
+    auto reader = audit::LogReader::open(ws_.audit_path());
+    EXPECT_TRUE(reader.ok());
+    (void)reader->for_each_record(0, [&](std::uint64_t, std::string_view text) {
+      auto record = json::parse(text, nullptr, false);
+      const json fields = record.contains("fields") ? record["fields"] : record;
+      if (fields.value("invocation_id", "") == invocation_id) out.push_back(fields);
+      return true;
+    });
+    return out;
+  }
+
+  static std::vector<std::string> events(const std::vector<json>& records) {
+    std::vector<std::string> out;
+    for (const auto& r : records) out.push_back(r.value("event", r.value("verdict", "?")));
+    return out;
+  }
+
+  Workspace ws_;
+  std::optional<identity::TokenSigner> corp_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+struct Pending {
+  std::string invocation, approval;
+};
+
+Pending pending_of(const Reply& r) {
+  EXPECT_EQ(r.status, 202) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j["status"], "pending_approval") << r.body;
+  return {j.value("id", ""), j["approval"].value("id", "")};
+}
+
+void expect_error(const Reply& r, int status, const std::string& kind, const std::string& words = "") {
+  EXPECT_EQ(r.status, status) << r.body;
+  EXPECT_EQ(r.json()["error"]["kind"], kind) << r.body;
+  if (!words.empty()) {
+    EXPECT_NE(r.json()["error"].value("message", "").find(words), std::string::npos) << r.body;
+  }
+}
+
+TEST_F(Approvals, ACriticalCallAnswers202RunsNothingAndRunsOnceApproved) {
+  auto r = request("danger", {{"x", 1}});
+  auto p = pending_of(r);
+  auto j = r.json();
+  EXPECT_EQ(j["approval"]["url"], "/v1/approvals/" + p.approval);
+  EXPECT_TRUE(j["approval"]["expires_at"].is_string());
+  EXPECT_TRUE(j["output"].is_null());
+  EXPECT_TRUE(j["usage"].is_null()) << "nothing ran";
+  EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval");
+
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"));
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json()["arguments"], (json{{"x", 1}}));
+  EXPECT_EQ(shown.json()["requested_by"]["subject"]["sub"], "alice");
+  EXPECT_EQ(shown.json()["requested_by"]["principal"], "agent");
+
+  auto approved = decide(p.approval, "approve", "bob");
+  ASSERT_EQ(approved.status, 200) << approved.body;
+  EXPECT_EQ(approved.json()["status"], "approved");
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["status"], "ok") << done.dump();
+  EXPECT_EQ(done["output"]["echo"], (json{{"x", 1}}));
+
+  auto records = chain(p.invocation);
+  ASSERT_EQ(records.size(), 3u) << json(records).dump();
+  EXPECT_EQ(records[0]["event"], "approval.requested");
+  EXPECT_EQ(records[1]["event"], "approval.decision");
+  EXPECT_EQ(records[1]["approver"]["sub"], "bob");
+  EXPECT_EQ(records[1]["reason"], "checked");
+  EXPECT_EQ(records[2]["verdict"], "ok");  // the execution
+}
+
+TEST_F(Approvals, NeitherTheRequestingUserNorTheRequestingAgentMayApprove) {
+  auto p = pending_of(request("danger", {{"x", 1}}));
+  // alice herself, with her own token.
+  expect_error(decide(p.approval, "approve", "alice"), 403, "forbidden", "separation of duties");
+  // alice through another agent.
+  expect_error(decide(p.approval, "approve", "alice", kOtherKey), 403, "forbidden", "separation of duties");
+  // The requesting agent, relaying another user's token.
+  expect_error(decide(p.approval, "approve", "bob", kKey), 403, "forbidden", "separation of duties");
+  // An agent alone is nobody's decision; mallory has no approve rule.
+  auto alone = http(port(), "POST", "/v1/approvals/" + p.approval + "/approve", "{}", kOtherKey);
+  EXPECT_TRUE(alone.status == 403 || alone.status == 404) << alone.body;
+  EXPECT_EQ(decide(p.approval, "approve", "mallory").status, 404);
+  EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval") << "none of those counted";
+
+  // The requesting agent does not see it in its list; bob does, relayed by another agent too.
+  auto bobs = http(port(), "GET", "/v1/approvals", "", token("bob"));
+  ASSERT_EQ(bobs.status, 200);
+  EXPECT_EQ(bobs.json()["approvals"].size(), 1u);
+  auto alices = http(port(), "GET", "/v1/approvals", "", token("alice"));
+  EXPECT_EQ(alices.json()["approvals"].size(), 0u) << "her own request is not hers to decide";
+
+  auto relayed = decide(p.approval, "approve", "bob", kOtherKey);
+  ASSERT_EQ(relayed.status, 200) << relayed.body;
+  EXPECT_EQ(outcome(p.invocation)["status"], "ok");
+  auto records = chain(p.invocation);
+  ASSERT_GE(records.size(), 2u);
+  EXPECT_EQ(records[1]["approver"]["sub"], "bob") << "the person is the approver";
+  EXPECT_EQ(records[1]["relayed_by"], "other");
+}
+
+TEST_F(Approvals, AnApprovalDoesNotCoverChangedArguments) {
+  auto first = pending_of(request("danger", {{"x", 1}}));
+  auto other_hash = pipeline::canonical_sha256(json{{"x", 2}});
+  ASSERT_TRUE(other_hash.ok());
+  // bob saw {"x": 2}: his approval of that is not one of this request.
+  expect_error(decide(first.approval, "approve", "bob", "", {{"reason", "ok"}, {"arguments_sha256", *other_hash}}),
+               409, "arguments_changed");
+  // The same call with other arguments is a new request, which the first approval does not cover.
+  auto second = pending_of(request("danger", {{"x", 2}}));
+  EXPECT_NE(first.approval, second.approval);
+  auto own_hash = pipeline::canonical_sha256(json{{"x", 1}});
+  ASSERT_EQ(decide(first.approval, "approve", "bob", "", {{"reason", "ok"}, {"arguments_sha256", *own_hash}}).status, 200);
+  EXPECT_EQ(outcome(first.invocation)["output"]["echo"], (json{{"x", 1}}));
+  EXPECT_EQ(invocation(second.invocation)["status"], "pending_approval");
+}
+
+TEST_F(Approvals, ArgumentsChangedInTheStateDatabaseAreNotRun) {
+  auto p = pending_of(request("danger", {{"x", 1}}));
+  stop();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((ws_.dir() + "/data/state.db").c_str(), &db), SQLITE_OK);
+  const std::string sql = "UPDATE approvals SET invocation = replace(invocation, '\"x\":1', '\"x\":666') WHERE id = '" +
+                          p.approval + "'";
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  start();
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["status"], "denied") << done.dump();
+  EXPECT_EQ(done["error"]["kind"], "approval_denied");
+  EXPECT_TRUE(done["output"].is_null());
+  EXPECT_TRUE(done["usage"].is_null()) << "the changed arguments never ran";
+}
+
+TEST_F(Approvals, NoDecisionBeforeTheTimeoutIsADenyAndALateApprovalIsRefused) {
+  auto p = pending_of(request("danger-brief", {{"x", 1}}));
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["status"], "denied") << done.dump();
+  EXPECT_EQ(done["error"]["kind"], "approval_expired");
+  auto late = decide(p.approval, "approve", "bob");
+  EXPECT_EQ(late.status, 409) << late.body;
+  EXPECT_EQ(outcome(p.invocation)["error"]["kind"], "approval_expired") << "the late approval changed nothing";
+  EXPECT_EQ(events(chain(p.invocation)), (std::vector<std::string>{"approval.requested", "approval.expired", "approval_expired"}));
+}
+
+TEST_F(Approvals, TwoDistinctApproversAreNeededAndTheSamePersonCountsOnce) {
+  auto p = pending_of(request("danger-two", {{"x", 1}}));
+  auto first = decide(p.approval, "approve", "bob");
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.json()["status"], "pending");
+  EXPECT_EQ(first.json()["approvals"], 1);
+  expect_error(decide(p.approval, "approve", "bob"), 409, "already_decided");
+  expect_error(decide(p.approval, "approve", "bob", kOtherKey), 409, "already_decided");
+  EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval");
+  auto second = decide(p.approval, "approve", "carol");
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(second.json()["status"], "approved");
+  EXPECT_EQ(outcome(p.invocation)["status"], "ok");
+}
+
+TEST_F(Approvals, ADenyByAnyoneEndsIt) {
+  auto p = pending_of(request("danger-two", {{"x", 1}}));
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto denied = decide(p.approval, "deny", "carol", "", {{"reason", "not today"}});
+  ASSERT_EQ(denied.status, 200) << denied.body;
+  EXPECT_EQ(denied.json()["status"], "denied");
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["error"]["kind"], "approval_denied");
+  EXPECT_NE(done["error"].value("message", "").find("not today"), std::string::npos);
+  expect_error(decide(p.approval, "approve", "dave"), 409, "not_pending");
+}
+
+TEST_F(Approvals, ARestartBetweenRequestAndApprovalKeepsItPending) {
+  auto p = pending_of(request("danger", {{"x", 7}}));
+  stop();
+  start();
+  EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval");
+  auto listed = http(port(), "GET", "/v1/approvals", "", token("bob"));
+  ASSERT_EQ(listed.json()["approvals"].size(), 1u) << listed.body;
+  EXPECT_EQ(listed.json()["approvals"][0]["id"], p.approval);
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["status"], "ok") << done.dump();
+  EXPECT_EQ(done["output"]["echo"], (json{{"x", 7}}));
+}
+
+TEST_F(Approvals, ADaemonDownPastTheTimeoutDeniesIt) {
+  auto p = pending_of(request("danger-brief", {{"x", 1}}));
+  stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // past the 1 s timeout
+  start();
+  // Decided at start, before anything is served: no wait needed.
+  auto j = invocation(p.invocation);
+  EXPECT_EQ(j["status"], "denied") << j.dump();
+  EXPECT_EQ(j["error"]["kind"], "approval_expired");
+  EXPECT_EQ(decide(p.approval, "approve", "bob").status, 409);
+}
+
+// The approval and the sweeper's expiry race near the deadline: each time there is exactly
+// one outcome, and it is recorded once.
+TEST_F(Approvals, AnApprovalRacingItsExpiryEndsOneWayRecordedOnce) {
+  for (int delay_ms : {900, 960, 990, 1000, 1010, 1040}) {
+    auto p = pending_of(request("danger-brief", {{"delay", delay_ms}}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    auto r = decide(p.approval, "approve", "bob");
+    auto done = outcome(p.invocation);
+    auto ev = events(chain(p.invocation));
+    const bool approved = r.status == 200;
+    if (approved) {
+      EXPECT_EQ(done["status"], "ok") << done.dump();
+      EXPECT_EQ(ev, (std::vector<std::string>{"approval.requested", "approval.decision", "ok"}));
+    } else {
+      EXPECT_EQ(r.status, 409) << r.body;
+      EXPECT_EQ(done["error"]["kind"], "approval_expired") << done.dump();
+      EXPECT_EQ(ev, (std::vector<std::string>{"approval.requested", "approval.expired", "approval_expired"}));
+    }
+  }
+}
+
+TEST_F(Approvals, AThousandPendingApprovalsAreListedAndShown) {
+  std::vector<Pending> all;
+  for (int i = 0; i < 1000; ++i) all.push_back(pending_of(request("danger", {{"i", i}})));
+  auto listed = http(port(), "GET", "/v1/approvals", "", token("bob"));
+  ASSERT_EQ(listed.status, 200);
+  ASSERT_EQ(listed.json()["approvals"].size(), 1000u);
+  EXPECT_EQ(listed.json()["approvals"][999]["id"], all[999].approval) << "oldest first";
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + all[500].approval, "", token("bob")).json()["arguments"],
+            (json{{"i", 500}}));
+  ASSERT_EQ(decide(all[500].approval, "approve", "bob").status, 200);
+  EXPECT_EQ(outcome(all[500].invocation)["output"]["echo"], (json{{"i", 500}}));
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals", "", token("bob")).json()["approvals"].size(), 999u);
+}
+
+TEST_F(Approvals, ALongPollAnswersWhenTheInvocationEnds) {
+  auto p = pending_of(request("danger", {{"x", 1}}));
+  auto poll = std::async(std::launch::async, [&] { return invocation(p.invocation, "30s"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto j = poll.get();
+  // The poll was answered by the outcome (or by its "running" row, polled again).
+  if (j["status"] == "running") j = outcome(p.invocation);
+  EXPECT_EQ(j["status"], "ok") << j.dump();
+  auto bad = http(port(), "GET", "/v1/invocations/" + p.invocation + "?wait=forever");
+  EXPECT_EQ(bad.status, 400);
+}
+
+TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {
+  auto call = rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 3}}}, {"_meta", stateless_meta()}});
+  auto r = mcp_post(port(), call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json body = r.json();
+  ASSERT_TRUE(body.contains("result")) << r.body;
+  const auto& result = body["result"];
+  EXPECT_EQ(result["isError"], true) << r.body;
+  const auto& error = result["structuredContent"]["error"];
+  EXPECT_EQ(error["kind"], "pending_approval") << r.body;
+  const std::string approval = error["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty()) << r.body;
+  EXPECT_EQ(error["approval"]["url"], "/v1/approvals/" + approval);
+  const std::string invocation_id = result["structuredContent"].value("invocationId", "");
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  auto done = outcome(invocation_id);
+  EXPECT_EQ(done["output"]["echo"], (json{{"x", 3}})) << done.dump();
+}
+
+// `airlock approvals` is a client of the same API: bob lists, shows and approves from a shell.
+std::string run_cli(const std::string& args, int& status) {
+  std::string out;
+  FILE* p = ::popen((std::string(AIRLOCK_TOOLS_BINARY) + " approvals " + args + " 2>&1").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  status = WEXITSTATUS(::pclose(p));
+  return out;
+}
+
+TEST_F(Approvals, TheCommandLineListsShowsAndDecides) {
+  auto p = pending_of(request("danger-two", {{"x", 5}}));
+  const std::string server = " --server http://127.0.0.1:" + std::to_string(port());
+  int status = -1;
+  auto listed = run_cli("list" + server + " --key " + token("bob"), status);
+  EXPECT_EQ(status, 0) << listed;
+  EXPECT_NE(listed.find(p.approval), std::string::npos) << listed;
+  auto shown = run_cli("show " + p.approval + server + " --key " + token("bob"), status);
+  EXPECT_EQ(status, 0) << shown;
+  EXPECT_NE(shown.find("{\"x\":5}"), std::string::npos) << shown;
+  // alice may not approve her own request from the shell either.
+  auto own = run_cli("approve " + p.approval + server + " --key " + token("alice"), status);
+  EXPECT_EQ(status, 1) << own;
+  EXPECT_NE(own.find("separation of duties"), std::string::npos) << own;
+  auto first = run_cli("approve " + p.approval + server + " --key " + token("bob") + " --reason looked", status);
+  EXPECT_EQ(status, 0) << first;
+  // carol's decision relayed by the other agent.
+  auto second = run_cli("approve " + p.approval + server + " --key " + std::string(kOtherKey) +
+                            " --subject-token " + token("carol") + " --reason fine",
+                        status);
+  EXPECT_EQ(status, 0) << second;
+  EXPECT_EQ(outcome(p.invocation)["output"]["echo"], (json{{"x", 5}}));
+  auto bad = run_cli("deny not-an-id" + server + " --key " + token("bob"), status);
+  EXPECT_EQ(status, 2) << bad;
+}
+
+}  // namespace
+}  // namespace airlock::server::test
