@@ -80,6 +80,12 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
   auto started = start_instance(slot, config, call);
   start_lock.unlock();  // `listed` may call into the gateway: no lock of ours is held
   if (started && options.listed) options.listed(slot->server, (*started)->tools());
+  if (started) {
+    std::lock_guard lock(mu);
+    if (slot->instance == *started) slot->first_listing_told = true;
+    poked = true;  // a re-listing it asked for meanwhile runs now
+    cv.notify_all();
+  }
   return started;
 }
 
@@ -120,6 +126,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
     return stopped_error();  // the instance goes with `started`
   }
   slot->instance = *started;
+  slot->first_listing_told = false;
   slot->config = config;
   slot->last_used = Clock::now();
   poked = true;

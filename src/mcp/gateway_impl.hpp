@@ -35,6 +35,9 @@ struct Slot {
   int active = 0;                  // calls in it now (starting included)
   Clock::time_point last_used{};
   bool relist = false;             // the server said its tools changed
+  // The instance's first listing has gone to `listed`. Until then it is not listed again:
+  // a re-listing first would make its second version the one pinned at first sight.
+  bool first_listing_told = false;
 };
 
 struct Gateway::Impl {

@@ -48,7 +48,7 @@ void Gateway::Impl::reap_once(std::unique_lock<std::mutex>& lock) {
     } else if (slot->active == 0 && slot->instance->credentials_expire_before(
                                         creds::Clock::now() + kCredentialRenewMargin)) {
       retired.push_back(detach(*slot, false, ""));
-    } else if (slot->relist) {
+    } else if (slot->relist && slot->first_listing_told) {
       to_relist.push_back(slot);
     }
   }

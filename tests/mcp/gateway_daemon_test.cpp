@@ -229,8 +229,14 @@ TEST_F(MaliciousGateway, ItsAttacksAreContainedAndItsLeakedKeyRedacted) {
   // DLP on the server's result: the key never reaches the agent.
   EXPECT_EQ(body.find("AKIAIOSFODNN7EXAMPLE"), std::string::npos) << body;
   EXPECT_FALSE(r.json()["redactions"].empty()) << body;
-  // The daemon it left behind lives only as long as its sandbox.
-  EXPECT_GE(processes_with(marker), 1);
+  // The daemon it left behind lives only as long as its sandbox (it may take a moment to
+  // appear: the server answers while its grandchild starts).
+  int left_behind = 0;
+  for (int i = 0; i < 100 && left_behind < 1; ++i) {
+    left_behind = processes_with(marker);
+    if (left_behind < 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(left_behind, 1);
   daemon_.reset();
   EXPECT_EQ(processes_with(marker), 0);
 }
