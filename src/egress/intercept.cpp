@@ -297,12 +297,12 @@ bool HeaderInjector::sent(error_code ec, std::size_t n, bool upward) {
 }  // namespace
 
 void Session::intercept(std::string client_bytes) {
-  if (!proxy_.ca || !proxy_.upstream_tls)
+  if (!tenant_->ca || !tenant_->upstream_tls)
     return finish("header injection without an interception CA");
-  auto server = proxy_.ca->server_context(injections_.front()->host);
+  auto server = tenant_->ca->server_context(injections_.front()->host);
   if (!server) return finish(server.error().message);
   interception_ =
-      std::make_unique<HeaderInjector>(*this, injections_, std::move(*server), proxy_.upstream_tls);
+      std::make_unique<HeaderInjector>(*this, injections_, std::move(*server), tenant_->upstream_tls);
   last_activity_ = Clock::now();
   interception_->start(std::move(client_bytes));
 }

@@ -8,7 +8,7 @@
 
 namespace airlock::egress {
 
-void EgressProxy::Impl::accept(std::size_t index) {
+void ProxyCore::accept(std::size_t index) {
   acceptors[index]->async_accept([this, index](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptors[index]->is_open()) return;
     if (!ec) {
@@ -20,8 +20,31 @@ void EgressProxy::Impl::accept(std::size_t index) {
   });
 }
 
+void ProxyCore::start() {
+  work.emplace(io.get_executor());
+  for (std::size_t i = 0; i < acceptors.size(); ++i) accept(i);
+  thread = std::thread([this] { io.run(); });
+}
+
+void ProxyCore::stop() {
+  if (!thread.joinable()) return;
+  asio::post(io, [this] {
+    for (auto& a : acceptors) {
+      error_code ignored;
+      a->close(ignored);
+    }
+    // Copy: finish() removes sessions from `live` once their handlers drain.
+    std::vector<Session*> open(live.begin(), live.end());
+    for (auto* s : open) s->finish("the sandbox ended");
+  });
+  work.reset();
+  thread.join();
+}
+
 EgressProxy::EgressProxy(EgressPolicy policy, std::string rule_set)
-    : impl_(std::make_unique<Impl>(std::move(policy), std::move(rule_set))) {}
+    : impl_(std::make_unique<Impl>()) {
+  impl_->first_tenant = std::make_shared<Tenant>(std::move(policy), std::move(rule_set));
+}
 
 EgressProxy::~EgressProxy() { stop(); }
 
@@ -40,35 +63,19 @@ Result<std::string> EgressProxy::make_interception_ca() {
   if (!ca) return ca.error();
   auto upstream = make_upstream_tls_context();
   if (!upstream) return upstream.error();
-  impl_->ca = std::move(*ca);
-  impl_->upstream_tls = std::move(*upstream);
-  return impl_->ca->certificate_pem();
+  auto& tenant = *impl_->first_tenant;
+  tenant.ca = std::move(*ca);
+  tenant.upstream_tls = std::move(*upstream);
+  return tenant.ca->certificate_pem();
 }
 
-void EgressProxy::start() {
-  impl_->work.emplace(impl_->io.get_executor());
-  for (std::size_t i = 0; i < impl_->acceptors.size(); ++i) impl_->accept(i);
-  impl_->thread = std::thread([this] { impl_->io.run(); });
-}
+void EgressProxy::start() { impl_->start(); }
 
-void EgressProxy::stop() {
-  if (!impl_->thread.joinable()) return;
-  asio::post(impl_->io, [this] {
-    for (auto& a : impl_->acceptors) {
-      error_code ignored;
-      a->close(ignored);
-    }
-    // Copy: finish() removes sessions from `live` once their handlers drain.
-    std::vector<Session*> open(impl_->live.begin(), impl_->live.end());
-    for (auto* s : open) s->finish("the sandbox ended");
-  });
-  impl_->work.reset();
-  impl_->thread.join();
-}
+void EgressProxy::stop() { impl_->stop(); }
 
 std::vector<EgressRecord> EgressProxy::records() const {
-  std::lock_guard lock(impl_->mu);
-  return impl_->records;
+  std::lock_guard lock(impl_->first_tenant->mu);
+  return impl_->first_tenant->records;
 }
 
 std::vector<std::pair<std::string, std::string>> proxy_environment() {

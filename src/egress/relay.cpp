@@ -89,7 +89,7 @@ void Session::end_direction(Direction& d) {
 }
 
 void Session::watch_idle() {
-  auto idle = proxy_.policy.limits().idle_timeout;
+  auto idle = tenant_->policy.limits().idle_timeout;
   auto due = last_activity_ + idle;
   timer_.expires_at(due);
   timer_.async_wait([this, self = self(), idle](error_code ec) {
@@ -101,14 +101,14 @@ void Session::watch_idle() {
 
 bool Session::count_up(std::size_t n) {
   record_.bytes_up += n;
-  proxy_.bytes_up += n;
-  return proxy_.bytes_up <= proxy_.policy.limits().max_bytes_up;
+  tenant_->bytes_up += n;
+  return tenant_->bytes_up <= tenant_->policy.limits().max_bytes_up;
 }
 
 bool Session::count_down(std::size_t n) {
   record_.bytes_down += n;
-  proxy_.bytes_down += n;
-  return proxy_.bytes_down <= proxy_.policy.limits().max_bytes_down;
+  tenant_->bytes_down += n;
+  return tenant_->bytes_down <= tenant_->policy.limits().max_bytes_down;
 }
 
 }  // namespace airlock::egress

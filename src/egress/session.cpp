@@ -27,9 +27,9 @@ asio::ip::address to_asio(const IpAddress& a) {
 
 }  // namespace
 
-Session::Session(EgressProxy::Impl& proxy, tcp::socket client,
-                 std::optional<PortForward> forward)
+Session::Session(ProxyCore& proxy, tcp::socket client, std::optional<PortForward> forward)
     : proxy_(proxy),
+      tenant_(proxy.first_tenant),
       client_(std::move(client)),
       upstream_(proxy.io),
       resolver_(proxy.io),
@@ -37,17 +37,17 @@ Session::Session(EgressProxy::Impl& proxy, tcp::socket client,
       forward_(std::move(forward)),
       started_(Clock::now()) {
   proxy_.live.insert(this);
-  ++proxy_.active;
+  ++tenant_->active;
 }
 
 Session::~Session() {
   proxy_.live.erase(this);
-  --proxy_.active;
+  --tenant_->active;
 }
 
 void Session::start() {
-  const auto& limits = proxy_.policy.limits();
-  over_limit_ = proxy_.active > limits.max_connections;
+  const auto& limits = tenant_->policy.limits();
+  over_limit_ = tenant_->active > limits.max_connections;
   if (over_limit_)
     record_.rule =
         "refused: more than " + std::to_string(limits.max_connections) + " connections at once";
@@ -89,7 +89,23 @@ void Session::finish(const std::string& why) {
   upstream_.close(ignored);
   record_.ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
-  proxy_.add_record(record_);
+  tenant_->add_record(record_);
+}
+
+std::optional<std::string> Session::present_credentials(std::string_view user,
+                                                        std::string_view password) {
+  auto named = proxy_.authenticate ? proxy_.authenticate(user, password) : nullptr;
+  if (!named) return "no admitted invocation has these proxy credentials (unknown, or its call ended)";
+  --tenant_->active;
+  tenant_ = std::move(named);
+  ++tenant_->active;
+  authenticated_ = true;
+  record_.rule.clear();
+  const auto max = tenant_->policy.limits().max_connections;
+  over_limit_ = tenant_->active > max;
+  if (over_limit_)
+    return "refused: more than " + std::to_string(max) + " connections at once";
+  return std::nullopt;
 }
 
 void Session::finish_after(std::chrono::seconds after) {
@@ -130,12 +146,12 @@ void Session::refuse(Refusal refusal, const std::string& why) {
 void Session::decided(const EgressPolicy::Decision& d, std::uint16_t port) {
   if (!d.host.empty()) record_.host = d.host;
   if (!d.allowed) return refuse(Refusal::denied, d.reason);
-  const auto& limits = proxy_.policy.limits();
-  if (proxy_.bytes_up >= limits.max_bytes_up || proxy_.bytes_down >= limits.max_bytes_down)
+  const auto& limits = tenant_->policy.limits();
+  if (tenant_->bytes_up >= limits.max_bytes_up || tenant_->bytes_down >= limits.max_bytes_down)
     return refuse(Refusal::denied, "the sandbox's egress byte budget is spent");
   record_.allowed = true;
   record_.rule = d.rule;
-  if (!forward_) injections_ = proxy_.policy.injections_for(d, port);
+  if (!forward_) injections_ = tenant_->policy.injections_for(d, port);
   for (std::size_t i = 0; i < injections_.size(); ++i)
     record_.rule += (i == 0 ? " (TLS intercepted to set " : ", ") + injections_[i]->header +
                     (i + 1 == injections_.size() ? ")" : "");
@@ -152,7 +168,7 @@ void Session::resolve_and_connect(const EgressPolicy::Decision& d, std::uint16_t
     std::vector<IpAddress> found;
     for (const auto& r : results) found.push_back(to_ip(r.endpoint().address()));
     std::string why;
-    auto ok = proxy_.policy.admissible(d, found, port, &why);
+    auto ok = tenant_->policy.admissible(d, found, port, &why);
     if (ok.empty()) return refuse(Refusal::denied, why);
     connect(ok, port);
   };
@@ -163,7 +179,7 @@ void Session::resolve_and_connect(const EgressPolicy::Decision& d, std::uint16_t
 void Session::connect(const std::vector<IpAddress>& addresses, std::uint16_t port) {
   std::vector<tcp::endpoint> endpoints;
   for (const auto& a : addresses) endpoints.emplace_back(to_asio(a), port);
-  arm_deadline(proxy_.policy.limits().connect_timeout,
+  arm_deadline(tenant_->policy.limits().connect_timeout,
                "connecting to " + record_.host + ":" + std::to_string(port) + " timed out",
                Refusal::connect_timeout);
   asio::async_connect(

@@ -7,6 +7,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,31 +31,49 @@ using boost::system::error_code;
 
 class Session;
 
-struct EgressProxy::Impl {
+// One sandbox's share of a proxy: its rules, its byte budget, its open connections and their
+// records. An EgressProxy has one; the EgressGateway one per admitted invocation, plus a
+// deny-all one that a connection belongs to until it proves whose it is.
+struct Tenant {
+  Tenant(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
   EgressPolicy policy;
   std::string rule_set;
-  asio::io_context io;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
-  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  std::vector<std::optional<PortForward>> acceptor_forwards;
-  std::thread thread;
-  std::set<Session*> live;  // io thread only
-
-  mutable std::mutex mu;
-  std::vector<EgressRecord> records;
   std::uint64_t bytes_up = 0, bytes_down = 0;  // io thread only
   std::uint32_t active = 0;                    // io thread only
   // Header injection (make_interception_ca): the per-run CA and the upstream TLS context.
   std::unique_ptr<InterceptCa> ca;  // io thread only once started
   std::shared_ptr<asio::ssl::context> upstream_tls;
 
-  Impl(EgressPolicy p, std::string name) : policy(std::move(p)), rule_set(std::move(name)) {}
-  void accept(std::size_t index);
+  mutable std::mutex mu;
+  std::vector<EgressRecord> records;
   void add_record(EgressRecord r) {
     std::lock_guard lock(mu);
     records.push_back(std::move(r));
   }
 };
+
+// The listeners and the thread that serves them, shared by EgressProxy and EgressGateway.
+struct ProxyCore {
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+  std::vector<std::optional<PortForward>> acceptor_forwards;
+  std::thread thread;
+  std::set<Session*> live;  // io thread only
+  // Whose a new connection is: the sandbox's (EgressProxy) or nobody's (EgressGateway).
+  std::shared_ptr<Tenant> first_tenant;
+  // EgressGateway only: the tenant that proxy credentials name, or null. Set, a connection
+  // must present them before it is decided (Proxy-Authorization, SOCKS5 username/password).
+  std::function<std::shared_ptr<Tenant>(std::string_view user, std::string_view password)>
+      authenticate;
+
+  void accept(std::size_t index);
+  void start();
+  // Closes the listeners, ends every open connection (recording it) and joins the thread.
+  void stop();
+};
+
+struct EgressProxy::Impl : ProxyCore {};
 
 // Why a connection gets no upstream; each protocol answers it in its own way.
 enum class Refusal {
@@ -98,8 +117,7 @@ class Interception {
 // every pending handler holds it alive (shared_from_this).
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(EgressProxy::Impl& proxy, tcp::socket client,
-          std::optional<PortForward> forward);
+  Session(ProxyCore& proxy, tcp::socket client, std::optional<PortForward> forward);
   ~Session();
 
   void start();
@@ -129,8 +147,16 @@ class Session : public std::enable_shared_from_this<Session> {
   tcp::socket& client() { return client_; }
   tcp::socket& upstream() { return upstream_; }
   EgressRecord& record() { return record_; }
-  const EgressPolicy& policy() const { return proxy_.policy; }
-  const std::string& rule_set() const { return proxy_.rule_set; }
+  const EgressPolicy& policy() const { return tenant_->policy; }
+  const std::string& rule_set() const { return tenant_->rule_set; }
+  // Gateway connections: credentials are still to be presented before anything is decided.
+  bool needs_credentials() const { return proxy_.authenticate && !authenticated_; }
+  // Makes the connection the named tenant's. Refused (the reason): unknown or revoked
+  // credentials, or more connections at once than that tenant's limits allow.
+  std::optional<std::string> present_credentials(std::string_view user, std::string_view password);
+  // Whether it belongs to `t` (the gateway ends a revoked tenant's connections).
+  bool belongs_to(const Tenant* t) const { return tenant_.get() == t; }
+  bool over_limit() const { return over_limit_; }
   bool finished() const { return finished_; }
   bool timed_out() const { return timed_out_; }
 
@@ -157,7 +183,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void end_direction(Direction& d);
   void watch_idle();
 
-  EgressProxy::Impl& proxy_;
+  ProxyCore& proxy_;
+  std::shared_ptr<Tenant> tenant_;  // proxy_.first_tenant until credentials say otherwise
+  bool authenticated_ = false;
   tcp::socket client_, upstream_;
   tcp::resolver resolver_;
   asio::steady_timer timer_;

@@ -1,5 +1,6 @@
-// SOCKS5 (RFC 1928) on a proxy listener: no authentication, CONNECT only, with a domain name
-// (resolved by the proxy), an IPv4 or an IPv6 address.
+// SOCKS5 (RFC 1928) on a proxy listener: CONNECT only, with a domain name (resolved by the
+// proxy), an IPv4 or an IPv6 address. No authentication in a sandbox's own proxy; on the
+// shared gateway, username/password (RFC 1929) naming the invocation, and nothing else.
 #include <array>
 
 #include "egress/session.hpp"
@@ -47,6 +48,8 @@ class Socks5Session final : public Protocol {
  private:
   void read_greeting();
   void choose_method(std::size_t methods);
+  void read_credentials();
+  void on_credentials(std::size_t user_length, std::size_t password_length);
   void read_request();
   void read_address(std::uint8_t atyp);
   void read_address_and_port(std::uint8_t atyp, std::size_t length);
@@ -54,7 +57,7 @@ class Socks5Session final : public Protocol {
   void reply(SocksReply code);
 
   Session& session_;
-  std::array<std::uint8_t, 262> buffer_{};
+  std::array<std::uint8_t, 516> buffer_{};  // the largest: RFC 1929 credentials
 };
 
 // VER NMETHODS METHODS...
@@ -71,16 +74,58 @@ void Socks5Session::read_greeting() {
                    });
 }
 
-// Accepts "no authentication" if the client offers it, else refuses and ends.
+// Accepts "no authentication" (or, where credentials are needed, username/password) if the
+// client offers it, else refuses and ends.
 void Socks5Session::choose_method(std::size_t methods) {
-  bool no_auth = false;
-  for (std::size_t i = 0; i < methods; ++i) no_auth |= (buffer_[i] == 0x00);
-  static const std::uint8_t kAccept[2] = {0x05, 0x00};
-  static const std::uint8_t kRefuse[2] = {0x05, 0xff};
-  asio::async_write(session_.client(), asio::buffer(no_auth ? kAccept : kRefuse, 2),
-                    [this, self = session_.self(), no_auth](error_code ec, std::size_t) {
-                      if (ec || !no_auth)
-                        return session_.finish("SOCKS client wants authentication");
+  const std::uint8_t wanted = session_.needs_credentials() ? 0x02 : 0x00;
+  bool offered = false;
+  for (std::size_t i = 0; i < methods; ++i) offered |= (buffer_[i] == wanted);
+  auto answer = std::make_shared<std::array<std::uint8_t, 2>>(
+      std::array<std::uint8_t, 2>{0x05, offered ? wanted : std::uint8_t{0xff}});
+  asio::async_write(
+      session_.client(), asio::buffer(*answer),
+      [this, self = session_.self(), answer, offered, wanted](error_code ec, std::size_t) {
+        if (ec || !offered)
+          return session_.finish(wanted == 0x02 ? "SOCKS client offers no username/password"
+                                                : "SOCKS client wants authentication");
+        if (wanted == 0x02) return read_credentials();
+        read_request();
+      });
+}
+
+// RFC 1929: VER(1) ULEN UNAME PLEN PASSWD, read into buffer_ as it comes.
+void Socks5Session::read_credentials() {
+  asio::async_read(session_.client(), asio::buffer(buffer_, 2), [this, self = session_.self()](
+                                                                    error_code ec, std::size_t) {
+    if (ec || buffer_[0] != 0x01) return session_.finish("malformed SOCKS credentials");
+    const std::size_t user_length = buffer_[1];
+    // The name and the password's length byte.
+    asio::async_read(session_.client(), asio::buffer(buffer_.data() + 2, user_length + 1),
+                     [this, self, user_length](error_code ec2, std::size_t) {
+                       if (ec2) return session_.finish("malformed SOCKS credentials");
+                       const std::size_t password_length = buffer_[2 + user_length];
+                       asio::async_read(
+                           session_.client(),
+                           asio::buffer(buffer_.data() + 3 + user_length, password_length),
+                           [this, self, user_length, password_length](error_code ec3, std::size_t) {
+                             if (ec3) return session_.finish("malformed SOCKS credentials");
+                             on_credentials(user_length, password_length);
+                           });
+                     });
+  });
+}
+
+void Socks5Session::on_credentials(std::size_t user_length, std::size_t password_length) {
+  const char* base = reinterpret_cast<const char*>(buffer_.data());
+  auto refused = session_.present_credentials(std::string_view(base + 2, user_length),
+                                              std::string_view(base + 3 + user_length, password_length));
+  if (refused) session_.record().rule = *refused;
+  auto answer = std::make_shared<std::array<std::uint8_t, 2>>(
+      std::array<std::uint8_t, 2>{0x01, refused ? std::uint8_t{0x01} : std::uint8_t{0x00}});
+  asio::async_write(session_.client(), asio::buffer(*answer),
+                    [this, self = session_.self(), answer, failed = refused.has_value()](
+                        error_code ec, std::size_t) {
+                      if (ec || failed) return session_.finish();
                       read_request();
                     });
 }

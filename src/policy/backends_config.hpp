@@ -29,10 +29,17 @@ struct KubernetesConfig {
   std::string namespace_name = "airlock-tools";
   std::string runtime_class;               // runtimeClassName of the pods; "": the cluster's default
   std::string image;                       // for tools without tools[].kubernetes.image
-  // Where the pods' egress goes: Airlock's egress proxy, as the pods reach it.
-  std::string egress_proxy_host;           // a Service DNS name
+  // egressProxy: the daemon's egress gateway (egress/gateway.hpp), as the pods reach it. Set
+  // (host not empty): the daemon serves it on `listen` and pods with egress go through it.
+  std::string egress_proxy_host;           // an address or a Service DNS name
   std::uint16_t egress_proxy_port = 3128;
-  std::vector<std::string> egress_proxy_cidrs;  // the proxy's addresses, for the NetworkPolicy
+  // The gateway as the pods' NetworkPolicy names it: its addresses, and/or the daemon's pods
+  // by namespace and labels (a Service's ClusterIP is not what most CNIs match ipBlock on).
+  std::vector<std::string> egress_proxy_cidrs;
+  std::string egress_proxy_pod_namespace;
+  std::map<std::string, std::string> egress_proxy_pod_labels;
+  std::string egress_proxy_listen_address = "0.0.0.0";  // where the daemon listens for it
+  std::uint16_t egress_proxy_listen_port = 3128;
   std::chrono::milliseconds gc_interval{60'000};
   bool operator==(const KubernetesConfig&) const = default;
 };

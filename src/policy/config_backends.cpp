@@ -1,6 +1,7 @@
 // tiers.<risk>.backend, .gvisor and .kubernetes, and tools[].kubernetes (placement).
 #include <cctype>
 
+#include "netrules/address.hpp"
 #include "policy/config_reader.hpp"
 
 namespace airlock::policy {
@@ -46,6 +47,17 @@ std::string dns_field(Reader& r, const YAML::Node& v, const std::string& what, b
   return s;
 }
 
+// "ADDRESS/PREFIX", as a NetworkPolicy's ipBlock takes it.
+bool is_cidr(const std::string& text) {
+  auto slash = text.find('/');
+  if (slash == std::string::npos || slash + 1 >= text.size() || text.size() - slash > 4) return false;
+  auto address = netrules::parse_ip_strict(std::string_view(text).substr(0, slash));
+  if (!address) return false;
+  const std::string prefix = text.substr(slash + 1);
+  if (prefix.find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoi(prefix) <= (address->v6 ? 128 : 32);
+}
+
 }  // namespace
 
 void read_gvisor(Reader& r, const YAML::Node& n, const std::string& what, GvisorConfig& out) {
@@ -75,12 +87,43 @@ void read_kubernetes(Reader& r, const YAML::Node& n, const std::string& what, Ku
   r.field(n, "egressProxy", [&](const YAML::Node& v) {
     const std::string at = what + ".egressProxy";
     r.expect_map(v, at);
-    r.only_keys(v, at, {"host", "port", "cidrs"});
-    r.field(v, "host", [&](const YAML::Node& h) { out.egress_proxy_host = dns_field(r, h, at + ".host", true); });
+    r.only_keys(v, at, {"host", "port", "cidrs", "pods", "listen"});
+    r.field(v, "host", [&](const YAML::Node& h) {
+      std::string host = r.string(h, at + ".host");
+      out.egress_proxy_host = netrules::parse_ip_strict(host) ? host : dns_field(r, h, at + ".host", true);
+    });
     r.field(v, "port", [&](const YAML::Node& p) {
       out.egress_proxy_port = static_cast<std::uint16_t>(r.unsigned_int(p, at + ".port", 65535));
+      out.egress_proxy_listen_port = out.egress_proxy_port;
     });
-    r.field(v, "cidrs", [&](const YAML::Node& c) { out.egress_proxy_cidrs = r.strings(c, at + ".cidrs"); });
+    r.field(v, "cidrs", [&](const YAML::Node& c) {
+      out.egress_proxy_cidrs = r.strings(c, at + ".cidrs");
+      for (const auto& cidr : out.egress_proxy_cidrs)
+        if (!is_cidr(cidr)) fail(c, at + ".cidrs: '" + cidr + "' is not ADDRESS/PREFIX (10.96.0.0/12)");
+    });
+    r.field(v, "pods", [&](const YAML::Node& p) {
+      r.expect_map(p, at + ".pods");
+      r.only_keys(p, at + ".pods", {"namespace", "labels"});
+      r.field(p, "namespace", [&](const YAML::Node& ns) {
+        out.egress_proxy_pod_namespace = dns_field(r, ns, at + ".pods.namespace", false);
+      });
+      r.field(p, "labels", [&](const YAML::Node& l) {
+        r.expect_map(l, at + ".pods.labels");
+        for (const auto& entry : l)
+          out.egress_proxy_pod_labels[entry.first.as<std::string>()] = r.string(entry.second, at + ".pods.labels");
+      });
+      if (out.egress_proxy_pod_namespace.empty() || out.egress_proxy_pod_labels.empty())
+        fail(p, at + ".pods: needs the daemon's namespace and its pods' labels");
+    });
+    r.field(v, "listen", [&](const YAML::Node& l) {
+      auto listen = parse_listen(r.string(l, at + ".listen"));
+      if (!listen) fail(l, at + ".listen: " + listen.error().message);
+      out.egress_proxy_listen_address = listen->host;
+      out.egress_proxy_listen_port = listen->port;
+    });
+    if (out.egress_proxy_host.empty()) fail(v, at + ".host: the gateway's address or Service name, as the pods reach it, is required");
+    if (out.egress_proxy_cidrs.empty() && out.egress_proxy_pod_labels.empty())
+      fail(v, at + ": cidrs or pods is required: the pods' NetworkPolicy lets them reach only the gateway's addresses or the daemon's pods");
   });
 }
 

@@ -9,7 +9,10 @@
 #include <set>
 #include <thread>
 
+#include <openssl/evp.h>
+
 #include "backend/kubernetes/kubernetes_backend.hpp"
+#include "egress_fixtures.hpp"
 #include "standin_process.hpp"
 
 namespace airlock::backend::kubernetes {
@@ -402,6 +405,126 @@ TEST_F(KubernetesBackendTest, WhatAPodCannotHaveIsRefusedBeforeAnythingIsCreated
   huge.stdin_bytes.assign(2 << 20, 'x');
   EXPECT_EQ(backend->run(huge, context()).verdict, Verdict::setup_error);
   EXPECT_EQ(count_requests("POST", kPods), 0);
+}
+
+// Host-name egress through the daemon's egress gateway: the pod (the stand-in's "fetch" image)
+// GETs a URL through the HTTP_PROXY its Secret gave it; the gateway holds the connection to
+// this invocation's rules, another invocation's rules do not let it through, and the
+// credentials die with the call.
+class GatewayEgressTest : public KubernetesBackendTest {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(gateway->listen("127.0.0.1", 0).ok());
+    gateway->start();
+  }
+  KubernetesOptions options(const std::string& host = "127.0.0.1") {
+    KubernetesOptions o;
+    o.gateway = gateway;
+    o.gateway_route.host = host;
+    o.gateway_route.port = gateway->port();
+    o.gateway_route.cidrs = {"127.0.0.1/32"};
+    return o;
+  }
+  RunRequest fetch(const std::string& allowed_host) {
+    RunRequest r = request("registry.example/tools/fetch:1");
+    const auto port = static_cast<std::uint16_t>(upstream.port());
+    r.env["FETCH_URL"] = "http://api.example.test:" + std::to_string(port) + "/data";
+    r.egress.allow = {{allowed_host, port}};
+    r.egress.resolve = {{allowed_host, "127.0.0.1"}};
+    return r;
+  }
+  std::shared_ptr<egress::EgressGateway> gateway = std::make_shared<egress::EgressGateway>();
+  egress::fixtures::LoopbackServer upstream{[](int fd) {
+    egress::fixtures::read_head(fd);
+    egress::fixtures::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nthe-data");
+  }};
+};
+
+std::string decoded(const std::string& base64) {
+  std::string out(base64.size(), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(base64.data()), static_cast<int>(base64.size()));
+  out.resize(static_cast<std::size_t>(n));
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+TEST_F(GatewayEgressTest, AHostNameRuleIsDecidedByTheGatewayForThisInvocationOnly) {
+  auto backend = make_backend(options());
+  RunResult result = backend->run(fetch("api.example.test"), context("inv-gw-1"));
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  json fetched = json::parse(result.stdout_data);
+  EXPECT_EQ(fetched["status"], 200) << fetched;
+  EXPECT_EQ(fetched["body"], "the-data") << fetched;
+  ASSERT_EQ(result.egress.size(), 1u);
+  EXPECT_TRUE(result.egress[0].allowed);
+  EXPECT_EQ(result.egress[0].host, "api.example.test");
+
+  // The proxy URL (with its password) is in the Secret, and only referenced by the Pod.
+  auto secrets = created("Secret");
+  ASSERT_EQ(secrets.size(), 1u);
+  const std::string proxy_url = decoded(secrets[0]["data"]["egress-proxy-http"].get<std::string>());
+  EXPECT_EQ(proxy_url.rfind("http://inv-gw-1:", 0), 0u) << proxy_url;
+  const std::string password = proxy_url.substr(16, proxy_url.find('@') - 16);
+  EXPECT_EQ(password.size(), 64u);
+  const json pod = created("Pod")[0];
+  for (const auto& env : pod["spec"]["containers"][0]["env"]) {
+    EXPECT_EQ(env.dump().find(password), std::string::npos) << env;
+    if (env["name"] == "HTTP_PROXY" || env["name"] == "all_proxy") {
+      EXPECT_TRUE(env.contains("valueFrom")) << env;
+    }
+  }
+  // The NetworkPolicy: the gateway's address on its port, and no DNS (it is an address).
+  const json egress = created("NetworkPolicy")[0]["spec"]["egress"];
+  ASSERT_EQ(egress.size(), 1u) << egress;
+  EXPECT_EQ(egress[0]["to"][0]["ipBlock"]["cidr"], "127.0.0.1/32");
+  EXPECT_EQ(egress[0]["ports"][0]["port"], gateway->port());
+
+  // After the call the credentials are nobody's.
+  auto admitted_again = gateway->admit(*egress::EgressPolicy::compile({}), "x", "inv-gw-1");
+  EXPECT_TRUE(admitted_again.ok()) << "the call's admission is closed, its name free";
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(gateway->port());
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string target = "api.example.test:" + std::to_string(upstream.port());
+  egress::fixtures::send_all(fd, "GET http://" + target + "/data HTTP/1.1\r\nHost: " + target +
+                                     "\r\nProxy-Authorization: Basic " + base64_encode("inv-gw-1:" + password) + "\r\n\r\n");
+  EXPECT_NE(egress::fixtures::read_head(fd).find(" 407 "), std::string::npos);
+  ::close(fd);
+  EXPECT_EQ(upstream.connections(), 1);
+  expect_clean();
+}
+
+TEST_F(GatewayEgressTest, AnotherRuleSetDoesNotReachTheHost) {
+  auto backend = make_backend(options());
+  RunResult result = backend->run(fetch("elsewhere.example.test"), context("inv-gw-2"));
+  ASSERT_EQ(result.verdict, Verdict::ok) << result.message;
+  json fetched = json::parse(result.stdout_data);
+  EXPECT_EQ(fetched["status"], 403) << fetched;
+  ASSERT_EQ(result.egress.size(), 1u);
+  EXPECT_FALSE(result.egress[0].allowed);
+  EXPECT_EQ(upstream.connections(), 0);
+  expect_clean();
+}
+
+TEST_F(GatewayEgressTest, AGatewayNamedByAServiceLetsThePodAskTheClusterDnsAndNothingElse) {
+  auto backend = make_backend(options("airlock-egress.airlock.svc"));
+  RunRequest r = request();
+  r.egress.allow = {{"api.example.com", 443}, {"203.0.113.7", 8443}};
+  ASSERT_EQ(backend->run(r, context("inv-gw-3")).verdict, Verdict::ok);
+  const json egress = created("NetworkPolicy")[0]["spec"]["egress"];
+  ASSERT_EQ(egress.size(), 3u) << egress;  // the address rule, the gateway, DNS
+  EXPECT_EQ(egress[0]["to"][0]["ipBlock"]["cidr"], "203.0.113.7/32");
+  EXPECT_EQ(egress[1]["ports"][0]["port"], gateway->port());
+  EXPECT_EQ(egress[2]["to"][0]["podSelector"]["matchLabels"]["k8s-app"], "kube-dns");
+  EXPECT_EQ(egress[2]["ports"][0]["port"], 53);
+  auto secret = created("Secret")[0];
+  EXPECT_NE(decoded(secret["data"]["egress-proxy-socks"].get<std::string>()).find("@airlock-egress.airlock.svc:"),
+            std::string::npos);
+  expect_clean();
 }
 
 TEST_F(KubernetesBackendTest, ToolCodeAndRunnerFilesArriveAsProjectedSecretFiles) {

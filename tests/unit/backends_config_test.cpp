@@ -37,7 +37,12 @@ TEST(BackendsConfig, ReadsEachSection) {
       namespace: tools-ns
       runtimeClassName: gvisor
       image: registry.example/airlock-tool:1
-      egressProxy: {host: airlock-egress.airlock.svc, port: 3129, cidrs: [10.0.0.5/32]}
+      egressProxy:
+        host: airlock-egress.airlock.svc
+        port: 3129
+        cidrs: [10.0.0.5/32]
+        pods: {namespace: airlock, labels: {app.kubernetes.io/component: daemon}}
+        listen: 127.0.0.1:3130
       gcInterval: 30s
   critical:
     backend: gvisor
@@ -58,6 +63,10 @@ TEST(BackendsConfig, ReadsEachSection) {
   EXPECT_EQ(high.kubernetes.egress_proxy_host, "airlock-egress.airlock.svc");
   EXPECT_EQ(high.kubernetes.egress_proxy_port, 3129);
   EXPECT_EQ(high.kubernetes.egress_proxy_cidrs, std::vector<std::string>{"10.0.0.5/32"});
+  EXPECT_EQ(high.kubernetes.egress_proxy_pod_namespace, "airlock");
+  EXPECT_EQ(high.kubernetes.egress_proxy_pod_labels.at("app.kubernetes.io/component"), "daemon");
+  EXPECT_EQ(high.kubernetes.egress_proxy_listen_address, "127.0.0.1");
+  EXPECT_EQ(high.kubernetes.egress_proxy_listen_port, 3130);
   EXPECT_EQ(high.kubernetes.gc_interval, std::chrono::seconds(30));
   EXPECT_EQ(c->tiers.at(Risk::high).wall_time, std::chrono::seconds(60));
   const auto& critical = c->tier_backends.at(Risk::critical);
@@ -81,6 +90,12 @@ TEST(BackendsConfig, EachMistakeIsNamed) {
       {"  high: {gvisor: {rootless: true}}", "", "rootless"},
       {"  high: {kubernetes: {namespace: Tools_NS}}", "", "tiers.high.kubernetes.namespace: 'Tools_NS' is not a Kubernetes name"},
       {"  high: {backendd: local}", "", "backendd"},
+      {"  high: {kubernetes: {egressProxy: {host: gw.svc}}}", "", "egressProxy: cidrs or pods is required"},
+      {"  high: {kubernetes: {egressProxy: {cidrs: [10.0.0.1/32]}}}", "", "egressProxy.host: the gateway's address"},
+      {"  high: {kubernetes: {egressProxy: {host: gw.svc, cidrs: [10.0.0.1]}}}", "", "'10.0.0.1' is not ADDRESS/PREFIX"},
+      {"  high: {kubernetes: {egressProxy: {host: gw.svc, cidrs: [10.0.0.1/33]}}}", "", "'10.0.0.1/33' is not ADDRESS/PREFIX"},
+      {"  high: {kubernetes: {egressProxy: {host: gw.svc, cidrs: [10.0.0.1/32], listen: gw:80}}}", "", "egressProxy.listen: 'gw' is not an IP address"},
+      {"  high: {kubernetes: {egressProxy: {host: gw.svc, pods: {labels: {a: b}}}}}", "", "pods: needs the daemon's namespace"},
       {"  high: {}", "    kubernetes: {arch: s390x}\n", "tool wipe.kubernetes.arch: expected amd64 or arm64"},
       {"  high: {}", "    kubernetes: {tolerations: [{key: a, effect: Sometimes}]}\n", "effect: expected NoSchedule"},
   };

@@ -118,7 +118,7 @@ Result<PodPlan> KubernetesBackend::plan(const RunRequest& request, const RunCont
   if (request.argv.empty()) return Error::make("kubernetes", "nothing to run (empty argv)");
   auto files = projected_files(request.mounts);
   if (!files) return files.error();
-  auto cidrs = egress_cidrs(request.egress);
+  auto cidrs = egress_cidrs(request.egress, options_.gateway != nullptr);
   if (!cidrs) return cidrs.error();
   plan.files = std::move(*files);
   plan.egress = std::move(*cidrs);
@@ -140,6 +140,21 @@ Result<PodPlan> KubernetesBackend::plan(const RunRequest& request, const RunCont
     return Error::make("kubernetes", "stdin, files and credentials come to " + std::to_string(secret_bytes(plan)) +
                                          " bytes, over the " + std::to_string(options_.max_secret_bytes) + " a pod's Secret may hold");
   return plan;
+}
+
+Result<std::unique_ptr<egress::EgressGateway::Admission>> KubernetesBackend::admit_to_gateway(
+    const RunRequest& request, const RunContext& context, PodPlan& plan) const {
+  if (!options_.gateway || !request.egress.has_egress()) return std::unique_ptr<egress::EgressGateway::Admission>();
+  auto policy = egress::EgressPolicy::compile(request.egress);
+  if (!policy) return policy.error();
+  if (options_.forbidden)
+    for (const auto& e : *options_.forbidden) policy->forbid(e);
+  auto admitted = options_.gateway->admit(std::move(*policy), context.rule_set, context.invocation_id);
+  if (!admitted) return admitted.error();
+  plan.proxy = options_.gateway_route;
+  plan.proxy->username = (*admitted)->username();
+  plan.proxy->password = (*admitted)->password();
+  return admitted;
 }
 
 // The Pod first, gated (schedulingGates) so that it cannot start; then its Secret and
@@ -192,6 +207,8 @@ RunResult KubernetesBackend::run(const RunRequest& request, const RunContext& co
   auto started = Clock::now();
   auto planned = plan(request, context);
   if (!planned) return setup_error(planned.error().message);
+  auto admission = admit_to_gateway(request, context, *planned);
+  if (!admission) return setup_error(admission.error().message);
   WatchBreaker breaker;
   Made made;
   {
@@ -211,6 +228,7 @@ RunResult KubernetesBackend::run(const RunRequest& request, const RunContext& co
     if (!made.pod.empty()) running_.erase(made.pod);
   }
   delete_objects(made);
+  if (*admission) result.egress = (*admission)->close();  // the pod is gone: so are its credentials
   result.usage.wall_ms = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
   return result;

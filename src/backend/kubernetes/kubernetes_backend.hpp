@@ -14,6 +14,7 @@
 #include "backend/kubernetes/kube_api.hpp"
 #include "backend/kubernetes/kube_client.hpp"
 #include "backend/kubernetes/pod_objects.hpp"
+#include "egress/gateway.hpp"
 
 namespace airlock::backend::kubernetes {
 
@@ -27,6 +28,13 @@ struct KubernetesOptions {
   std::string instance;  // names this daemon in the pods' annotations
   RetryPolicy retry;
   std::uint64_t max_secret_bytes = 900 * 1024;  // stdin and files (a Secret holds 1 MiB)
+  // tiers.<risk>.kubernetes.egressProxy: the daemon's egress gateway, and how pods reach it
+  // (host, port, cidrs; username and password are per invocation). Unset: pods reach only
+  // the addresses and CIDRs their rules name.
+  std::shared_ptr<egress::EgressGateway> gateway;
+  ProxyRoute gateway_route;
+  // The daemon's own endpoints, never reachable through the gateway.
+  std::shared_ptr<const std::vector<egress::Endpoint>> forbidden;
 };
 
 class KubernetesBackend : public Backend {
@@ -46,6 +54,9 @@ class KubernetesBackend : public Backend {
  private:
   struct Made;  // what one run created, deleted at its end
   Result<PodPlan> plan(const RunRequest& request, const RunContext& context) const;
+  // Admits the invocation to the gateway (when its rules have egress and there is one).
+  Result<std::unique_ptr<egress::EgressGateway::Admission>> admit_to_gateway(
+      const RunRequest& request, const RunContext& context, PodPlan& plan) const;
   Result<std::string> create_objects(PodPlan& plan, Made& made);
   RunResult follow(const PodPlan& plan, WatchBreaker& breaker);
   void delete_objects(const Made& made);

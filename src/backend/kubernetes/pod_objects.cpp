@@ -15,6 +15,8 @@ namespace {
 
 constexpr int kNobody = 65534;
 constexpr const char* kStdinKey = "stdin";
+constexpr const char* kProxyHttpKey = "egress-proxy-http";    // http://USER:PASSWORD@host:port
+constexpr const char* kProxySocksKey = "egress-proxy-socks";  // socks5h://USER:PASSWORD@host:port
 
 std::string credential_key(std::size_t index) { return "credential-" + std::to_string(index); }
 std::string file_key(std::size_t index) { return "file-" + std::to_string(index); }
@@ -56,11 +58,22 @@ json env_list(const PodPlan& plan) {
       {"LANG", "C.UTF-8"}};
   for (const auto& [name, value] : plan.env) plain[name] = value;
   for (const auto& credential : plan.credentials) plain.erase(credential.env_name);
+  auto from_secret = [&](const std::string& name, const std::string& key) {
+    return json{{"name", name}, {"valueFrom", {{"secretKeyRef", {{"name", plan.name}, {"key", key}}}}}};
+  };
+  json proxied = json::array();
+  if (plan.proxy) {
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"})
+      proxied.push_back(from_secret(name, kProxyHttpKey));
+    for (const char* name : {"ALL_PROXY", "all_proxy"}) proxied.push_back(from_secret(name, kProxySocksKey));
+    for (const auto& entry : proxied) plain.erase(entry["name"].get<std::string>());
+    plain["NO_PROXY"] = plain["no_proxy"] = "";
+  }
   json env = json::array();
   for (const auto& [name, value] : plain) env.push_back({{"name", name}, {"value", value}});
+  for (auto& entry : proxied) env.push_back(std::move(entry));
   for (std::size_t i = 0; i < plan.credentials.size(); ++i)
-    env.push_back({{"name", plan.credentials[i].env_name},
-                   {"valueFrom", {{"secretKeyRef", {{"name", plan.name}, {"key", credential_key(i)}}}}}});
+    env.push_back(from_secret(plan.credentials[i].env_name, credential_key(i)));
   return env;
 }
 
@@ -167,8 +180,22 @@ Result<std::string> as_cidr(const std::string& host) {
   if (!ec) return v4.canonical().to_string();
   auto v6 = boost::asio::ip::make_network_v6(host, ec);
   if (!ec) return v6.canonical().to_string();
-  return Error::make("kubernetes", "egress to " + host +
-                                       " needs a host name checked per invocation, which the kubernetes backend does not do yet: allow addresses or CIDRs only (docs/kubernetes.md)");
+  return Error::make("kubernetes", "egress to " + host + " is not an address or a CIDR");
+}
+
+bool is_address(const std::string& host) {
+  boost::system::error_code ec;
+  (void)boost::asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+json tcp_port(std::uint16_t port) { return json::array({{{"protocol", "TCP"}, {"port", port}}}); }
+
+// The cluster's DNS (kube-dns / CoreDNS in kube-system), for a gateway named by a Service.
+json dns_egress() {
+  return {{"to", json::array({{{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", "kube-system"}}}}},
+                               {"podSelector", {{"matchLabels", {{"k8s-app", "kube-dns"}}}}}}})},
+          {"ports", json::array({{{"protocol", "UDP"}, {"port", 53}}, {{"protocol", "TCP"}, {"port", 53}}})}};
 }
 
 }  // namespace
@@ -204,18 +231,35 @@ json secret_json(const PodPlan& plan, const std::string& pod_uid) {
   for (std::size_t i = 0; i < plan.credentials.size(); ++i)
     data[credential_key(i)] = base64_encode(plan.credentials[i].value);
   for (std::size_t i = 0; i < plan.files.size(); ++i) data[file_key(i)] = base64_encode(plan.files[i].content);
+  if (const auto& route = plan.proxy) {
+    const std::string authority = route->username + ":" + route->password + "@" + route->host + ":" +
+                                  std::to_string(route->port);
+    data[kProxyHttpKey] = base64_encode("http://" + authority);
+    data[kProxySocksKey] = base64_encode("socks5h://" + authority);
+  }
   return {{"apiVersion", "v1"}, {"kind", "Secret"}, {"type", "Opaque"}, {"immutable", true},
           {"metadata", owned_metadata(plan, pod_uid)}, {"data", data}};
 }
 
-// Only this pod; no ingress at all; egress to the allowed CIDRs on their ports, and nothing
-// else (no DNS: every rule is an address, so nothing needs a name resolved).
+// Only this pod; no ingress at all; egress to the allowed CIDRs on their ports, to the egress
+// gateway's addresses on its port when it goes through one, and nothing else. DNS only where
+// a name must be resolved in the pod: the gateway's, when it is a Service name (the names in
+// the rules are resolved by the gateway, not in the pod).
 json network_policy_json(const PodPlan& plan, const std::string& pod_uid) {
   json egress = json::array();
   for (const auto& rule : plan.egress) {
     json entry = {{"to", json::array({{{"ipBlock", {{"cidr", rule.cidr}}}}})}};
-    if (rule.port) entry["ports"] = json::array({{{"protocol", "TCP"}, {"port", *rule.port}}});
+    if (rule.port) entry["ports"] = tcp_port(*rule.port);
     egress.push_back(entry);
+  }
+  if (const auto& route = plan.proxy) {
+    json to = json::array();
+    for (const auto& cidr : route->cidrs) to.push_back({{"ipBlock", {{"cidr", cidr}}}});
+    if (!route->pod_labels.empty())
+      to.push_back({{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", route->pod_namespace}}}}},
+                    {"podSelector", {{"matchLabels", route->pod_labels}}}});
+    egress.push_back({{"to", to}, {"ports", tcp_port(route->port)}});
+    if (!is_address(route->host)) egress.push_back(dns_egress());
   }
   return {{"apiVersion", "networking.k8s.io/v1"},
           {"kind", "NetworkPolicy"},
@@ -227,14 +271,18 @@ json network_policy_json(const PodPlan& plan, const std::string& pod_uid) {
             {"egress", egress}}}};
 }
 
-Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules) {
+Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules, bool via_gateway) {
   if (!rules.forwards.empty() || !rules.inject.empty())
-    return Error::make("kubernetes", "port forwards and header injection need the per-invocation egress proxy, which the kubernetes backend does not run yet");
+    return Error::make("kubernetes", "port forwards and header injection need a listener or a CA inside the sandbox, which a pod of the kubernetes backend does not get: run this tool on the local or gvisor backend (docs/kubernetes.md)");
   std::vector<EgressCidr> out;
   for (const auto& rule : rules.allow) {
     auto cidr = as_cidr(rule.host);
-    if (!cidr) return cidr.error();
-    out.push_back({*cidr, rule.port});
+    if (cidr) {
+      out.push_back({*cidr, rule.port});
+    } else if (!via_gateway) {
+      return Error::make("kubernetes", "egress to " + rule.host +
+                                           " names a host, which a NetworkPolicy cannot: set tiers.<risk>.kubernetes.egressProxy, so that the daemon's egress gateway decides it per invocation (docs/kubernetes.md)");
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,18 @@ struct EgressCidr {
   std::optional<std::uint16_t> port;
 };
 
+// How a pod reaches the daemon's egress gateway (egress/gateway.hpp): the host and port in
+// its proxy URLs, the gateway's addresses for its NetworkPolicy, and this invocation's
+// credentials (in the Secret, never in the Pod's spec).
+struct ProxyRoute {
+  std::string host;  // an address or a Service's DNS name (then the pod may ask kube-dns)
+  std::uint16_t port = 3128;
+  std::vector<std::string> cidrs;                 // and/or the daemon's pods:
+  std::string pod_namespace;
+  std::map<std::string, std::string> pod_labels;  // empty: by cidrs only
+  std::string username, password;
+};
+
 struct PodPlan {
   std::string name;  // of the Pod, the Secret and the NetworkPolicy
   std::string namespace_name;
@@ -50,7 +63,8 @@ struct PodPlan {
   std::string stdin_bytes;
   sandbox::Limits limits;
   Placement placement;
-  std::vector<EgressCidr> egress;
+  std::vector<EgressCidr> egress;     // reached directly (addresses and CIDRs)
+  std::optional<ProxyRoute> proxy;    // set: the rest through the gateway, per invocation
 };
 
 // A label value naming the invocation: [a-z0-9.-], at most 63, alphanumeric at both ends.
@@ -60,9 +74,11 @@ nlohmann::json pod_json(const PodPlan& plan);
 nlohmann::json secret_json(const PodPlan& plan, const std::string& pod_uid);
 nlohmann::json network_policy_json(const PodPlan& plan, const std::string& pod_uid);
 
-// The allow rules as CIDRs. A rule naming a host (not an address or a CIDR) is an error: a
-// NetworkPolicy cannot name hosts, and the per-invocation proxy is not there (kubernetes.md).
-Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules);
+// The allow rules that name addresses or CIDRs, which the NetworkPolicy lets the pod reach
+// directly. A rule naming a host is for the egress gateway to decide: an error when there is
+// none (`via_gateway` false), since a NetworkPolicy cannot name hosts. Port forwards and
+// header injection are refused either way (they need a listener or a CA in the pod).
+Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules, bool via_gateway);
 
 std::string base64_encode(const std::string& bytes);
 

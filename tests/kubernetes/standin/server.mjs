@@ -3,8 +3,10 @@
 // over TLS with a bearer token, validates every object it receives against the official
 // schemas (kubernetes-models), and plays a pod's lifecycle from its image's name:
 //   .../ok  .../exit3  .../oom  .../deadline  .../pullfail  .../stuck  .../sleep  .../patient
+//   .../fetch (GETs $FETCH_URL through its $HTTP_PROXY, as a real tool in the pod would)
 // Faults are queued through POST /standin/faults; GET /standin/state shows what it holds.
 // Env: STANDIN_CERT, STANDIN_KEY (PEM files), STANDIN_TOKEN. Prints "listening PORT".
+import http from "node:http";
 import https from "node:https";
 import fs from "node:fs";
 import { randomUUID } from "node:crypto";
@@ -74,6 +76,36 @@ function toolOutput(pod) {
   return JSON.stringify({ command: c.command, stdin: secretText(pod, "stdin") ?? "MISSING", env }) + "\n";
 }
 
+// The pod's env as the kubelet would give it: plain values, secretKeyRefs resolved.
+function podEnv(pod) {
+  const env = {};
+  for (const e of pod.spec.containers[0].env || [])
+    env[e.name] = e.valueFrom ? secretText(pod, e.valueFrom.secretKeyRef.key) : e.value;
+  return env;
+}
+
+// fetch: one GET of $FETCH_URL through $HTTP_PROXY (credentials from its userinfo), and what
+// came back: {"status", "body"} or {"error"}.
+function fetchThroughProxy(pod) {
+  const env = podEnv(pod);
+  return new Promise((resolve) => {
+    if (!env.HTTP_PROXY) return resolve({ error: "no HTTP_PROXY in the pod's env" });
+    const proxy = new URL(env.HTTP_PROXY);
+    const target = new URL(env.FETCH_URL);
+    const headers = { Host: target.host };
+    if (proxy.username)
+      headers["Proxy-Authorization"] = "Basic " + Buffer.from(
+        `${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString("base64");
+    const req = http.request({ host: proxy.hostname, port: proxy.port, path: target.href, headers }, (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve({ status: res.statusCode, body }));
+    });
+    req.on("error", (e) => resolve({ error: e.message }));
+    req.end();
+  });
+}
+
 function checkStartable(pod) {
   const name = pod.metadata.name;
   if (!store.secrets.has(name)) violations.push(`pod ${name} started before its Secret existed`);
@@ -100,6 +132,10 @@ function run(pod) {
   step(10, () => setPhase(pod, { phase: "Running", startTime: new Date().toISOString(),
     containerStatuses: containerStatus(pod, { running: { startedAt: new Date().toISOString() } }) }));
   if (kind === "sleep") return;
+  if (kind === "fetch") {
+    step(10, () => fetchThroughProxy(pod).then((fetched) => { pod.fetched = fetched; finish(pod, OK_END, 5); }));
+    return;
+  }
   // patient: ends only once an unbroken watch follows it (the broken-watch tests' pod).
   if (kind === "patient") { pod.patient = true; step(10, () => finishIfWatched(pod)); return; }
   const ends = {
@@ -119,7 +155,8 @@ function finishIfWatched(pod) {
 
 function finish(pod, end, ms) {
   setTimeout(() => {
-    pod.log = behaviour(pod) === "bigout" ? "x".repeat(5000) : toolOutput(pod);
+    pod.log = behaviour(pod) === "bigout" ? "x".repeat(5000)
+      : pod.fetched ? JSON.stringify(pod.fetched) + "\n" : toolOutput(pod);
     setPhase(pod, { phase: end.phase, ...(end.reason ? { reason: end.reason, message: "Pod was active on the node longer than the specified deadline" } : {}),
       containerStatuses: containerStatus(pod, end.state) });
   }, ms);

@@ -1,0 +1,117 @@
+// The kubernetes backend through the daemon: a `risk: high` tool whose tier runs on
+// kubernetes, invoked over HTTP like any tool, its pod played by the API-server stand-in
+// (standin/server.mjs). The whole pipeline runs (RBAC, schema, DLP, audit); the pod gets the
+// runner and the tool's files, its output comes back as the invocation's; host-name egress
+// goes through the daemon's egress gateway with the invocation's credentials.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "egress_fixtures.hpp"
+#include "server_test_support.hpp"
+#include "standin_process.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+using nlohmann::json;
+
+// A loopback port free now (the daemon binds it for its egress gateway).
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class KubernetesDaemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string yaml = ws.config_text();
+    const std::string low = "  low: {timeout: 10s, memory: 128Mi, pids: 16, output: 64Ki}\n";
+    const auto at = yaml.find(low);
+    ASSERT_NE(at, std::string::npos);
+    const std::string gateway = std::to_string(free_port());
+    yaml.insert(at + low.size(),
+                "  high:\n"
+                "    timeout: 10s\n"
+                "    backend: kubernetes\n"
+                "    kubernetes:\n"
+                "      kubeconfig: " + standin.write_kubeconfig() + "\n"
+                "      namespace: airlock-tools\n"
+                "      image: registry.example/tools/ok:1\n"
+                "      egressProxy: {host: 127.0.0.1, port: " + gateway + ", cidrs: [127.0.0.1/32], listen: 127.0.0.1:" + gateway + "}\n");
+    yaml += "  - name: fetch-high\n"
+            "    risk: high\n"
+            "    runtime: {type: python, file: tools/echo.py}\n"
+            "    kubernetes: {image: registry.example/tools/fetch:1}\n"
+            "    env: {FETCH_URL: 'http://api.example.test:" + std::to_string(upstream.port()) + "/data'}\n"
+            "    network:\n"
+            "      allow: ['api.example.test:" + std::to_string(upstream.port()) + "']\n"
+            "      resolve: {api.example.test: 127.0.0.1}\n";
+    ws.write_config(yaml);
+  }
+
+  std::vector<json> created(const std::string& kind) {
+    std::vector<json> out;
+    const json state = standin.state();  // held: a range over a temporary's member would dangle
+    for (const auto& object : state["created"])
+      if (object["kind"] == kind) out.push_back(object);
+    return out;
+  }
+
+  void expect_clean() {
+    json state = standin.state();
+    EXPECT_EQ(state["pods"], json::array()) << state["pods"];
+    EXPECT_EQ(state["secrets"], json::array());
+    EXPECT_EQ(state["networkpolicies"], json::array());
+    EXPECT_EQ(state["violations"], json::array()) << state["violations"];
+  }
+
+  backend::kubernetes::test::StandIn standin;
+  Workspace ws;
+  egress::fixtures::LoopbackServer upstream{[](int fd) {
+    egress::fixtures::read_head(fd);
+    egress::fixtures::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nthe-data");
+  }};
+};
+
+TEST_F(KubernetesDaemon, AHighToolRunsAsAPodThroughTheWholePipeline) {
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "dangerous", {{"n", 3}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json output = r.json()["output"];
+  // The stand-in's pod "prints" its command and stdin: the runner, with the call's arguments.
+  const std::string command = output["command"].dump();
+  EXPECT_NE(command.find("/airlock/airlock_runner.py"), std::string::npos) << command;
+  EXPECT_NE(output["stdin"].get<std::string>().find("\"n\":3"), std::string::npos) << output["stdin"];
+  auto pods = created("Pod");
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]["metadata"]["annotations"]["airlock.dev/invocation-id"], r.json()["id"]);
+  EXPECT_EQ(pods[0]["metadata"]["annotations"]["airlock.dev/tool"], "dangerous");
+  expect_clean();
+  // Stored like any other call.
+  auto stored = http(d.port, "GET", "/v1/invocations/" + r.json()["id"].get<std::string>());
+  EXPECT_EQ(stored.json()["status"], "ok") << stored.body;
+}
+
+TEST_F(KubernetesDaemon, HostNameEgressGoesThroughTheDaemonsGateway) {
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "fetch-high", json::object());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["output"]["status"], 200) << r.body;
+  EXPECT_EQ(r.json()["output"]["body"], "the-data") << r.body;
+  EXPECT_EQ(upstream.connections(), 1);
+  expect_clean();
+}
+
+}  // namespace
+}  // namespace airlock::server::test
