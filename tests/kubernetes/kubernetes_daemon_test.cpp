@@ -5,11 +5,6 @@
 // goes through the daemon's egress gateway with the invocation's credentials.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "egress_fixtures.hpp"
 #include "server_test_support.hpp"
 #include "standin_process.hpp"
@@ -19,19 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// A loopback port free now (the daemon binds it for its egress gateway).
-std::uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 class KubernetesDaemon : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,7 +21,7 @@ class KubernetesDaemon : public ::testing::Test {
     const std::string low = "  low: {timeout: 10s, memory: 128Mi, pids: 16, output: 64Ki}\n";
     const auto at = yaml.find(low);
     ASSERT_NE(at, std::string::npos);
-    const std::string gateway = std::to_string(free_port());
+    const std::string gateway = std::to_string(free_port(1100));  // below the ephemeral range
     yaml.insert(at + low.size(),
                 "  high:\n"
                 "    timeout: 10s\n"

@@ -105,7 +105,7 @@ std::string nested_arrays(std::size_t levels) {
 
 TEST(HostileInput, HundredThousandLevelsOfNestingAreRefusedNamingTheLimit) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port(30000));
+  Served d(ws, free_port(10000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   std::string body = R"({"arguments": {"a": )" + nested_arrays(100000) + "}}";
   auto r = http(d.port(), "POST", "/v1/tools/echo/invoke", body);
@@ -122,7 +122,7 @@ TEST(HostileInput, HundredThousandLevelsOfNestingAreRefusedNamingTheLimit) {
 
 TEST(HostileInput, HundredThousandCharactersAgainstAPatternAreAnswered) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port(30000));
+  Served d(ws, free_port(10000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   std::string letters(100000, 'a');
   auto ok = invoke(d.port(), "text-only", {{"text", letters}});
@@ -145,7 +145,7 @@ TEST(HostileInput, HundredThousandCharactersAgainstAPatternAreAnswered) {
 
 TEST(HostileInput, HundredThousandLevelsOfToolOutputAreATypedError) {
   Workspace ws(kServer, kHostileTools);
-  Served d(ws, free_port(30000));
+  Served d(ws, free_port(10000));
   ASSERT_TRUE(d.healthy()) << d.ending();
   auto r = invoke(d.port(), "deep-output", nlohmann::json::object());
   EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
@@ -181,7 +181,7 @@ TEST_P(BadSchemas, AreRefusedAtLoadWithFileLineColumn) {
   std::string where =
       ws.config_path() + ":" + std::to_string(line) + ":" + std::to_string(column) + ":";
 
-  Served d(ws, free_port(30000));
+  Served d(ws, free_port(10000));
   for (int i = 0; i < 500 && d.alive(); ++i) std::this_thread::sleep_for(20ms);
   ASSERT_FALSE(d.alive()) << "airlock serve accepted the schema `" << p.line << "`";
   std::string ending = d.ending();
