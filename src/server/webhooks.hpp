@@ -1,0 +1,73 @@
+// Webhooks (docs/webhooks.md): the events approval.requested and invocation.completed,
+// POSTed to the configured receivers, signed with HMAC-SHA256. An event is stored in the
+// outbox (state.db) before it is acknowledged; a thread of its own delivers it, off every
+// request thread, trying again with exponential backoff until the receiver answers 2xx or the
+// webhook's retry policy gives up (then the delivery is failed: a log line and an audit
+// record). A daemon that starts resumes what is pending.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+#include "server/generation.hpp"
+#include "server/webhook_outbox.hpp"
+
+namespace airlock::audit {
+class AuditLog;
+}
+
+namespace airlock::server {
+
+class Metrics;
+
+inline constexpr const char* kWebhookSchema = "airlock.webhook/v1";
+
+// "v1=" and the lower-case hex HMAC-SHA256 of `timestamp` "." `body`, keyed with `secret`:
+// the Airlock-Webhook-Signature header.
+std::string webhook_signature(const std::string& secret, const std::string& timestamp, const std::string& body);
+
+// The wait before attempt `attempts` + 1, after `attempts` failed ones (at least 1):
+// retry.initial doubled each time, at most retry.max.
+std::chrono::milliseconds webhook_backoff(const policy::WebhookRetry& retry, std::uint32_t attempts);
+
+class WebhookService {
+ public:
+  WebhookService(WebhookOutbox& outbox, const GenerationSlot& generation, audit::AuditLog* audit,
+                 Metrics* metrics);
+  ~WebhookService();
+
+  // Stores one delivery of `event` for each webhook of the current configuration that wants
+  // it for `tool`: {"id", "event", "created_at"} and `fields` ({"approval": ...} or
+  // {"invocation": ...}). Durable when it returns ok. `wake_now`: the deliverer sends it now;
+  // false: at its next round (the caller wakes it once what the event announces exists).
+  Status enqueue(const std::string& event, const std::string& tool, const std::string& invocation_id,
+                 const nlohmann::json& fields, bool wake_now = true);
+  void wake();
+
+  void start();  // the deliverer: pending rows (a restart's too) go out at once
+  void stop();   // after the attempt under way; what is pending stays for the next start
+
+ private:
+  void loop();
+  void deliver_due();
+  void attempt(const WebhookDelivery& delivery);
+  void give_up(const WebhookDelivery& delivery, std::uint32_t attempts, const std::string& error);
+
+  WebhookOutbox& outbox_;
+  const GenerationSlot& generation_;
+  audit::AuditLog* audit_;
+  Metrics* metrics_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false, woken_ = false;
+  std::thread thread_;
+};
+
+}  // namespace airlock::server
