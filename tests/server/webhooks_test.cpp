@@ -372,6 +372,24 @@ TEST_F(Webhooks, InvocationCompletedCarriesTheResultAsTheApiAnswersIt) {
   EXPECT_EQ(receiver.count(), 3u) << "one approval.requested, two invocation.completed";
 }
 
+TEST_F(Webhooks, ADeniedCallEndsWithAnInvocationCompletedThatSaysSo) {
+  Receiver receiver;
+  start(webhooks_yaml(receiver.port()));
+  auto r = request("danger", {{"x", 3}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  const std::string id = r.json()["id"], approval = r.json()["approval"]["id"];
+  auto denied = http_with(port(), "POST", "/v1/approvals/" + approval + "/deny", json{{"reason", "no"}}.dump(),
+                          token("bob"), {});
+  ASSERT_EQ(denied.status, 200) << denied.body;
+  auto got = receiver.nth(0, "/outcomes");
+  ASSERT_TRUE(got) << "no invocation.completed for a call that never ran";
+  EXPECT_TRUE(verify(kOutcomeSecret, *got));
+  const json body = got->json_body();
+  EXPECT_EQ(body["invocation"]["id"], id);
+  EXPECT_EQ(body["invocation"]["error"]["kind"], "approval_denied") << got->body;
+  EXPECT_EQ(body["invocation"], invocation(id));
+}
+
 TEST_F(Webhooks, AFailingReceiverGetsTheSameDeliveryAgainAfterGrowingWaits) {
   Receiver receiver(0, {500, 500, 200});
   start(webhooks_yaml(receiver.port()));
