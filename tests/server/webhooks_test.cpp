@@ -408,6 +408,16 @@ TEST_F(Webhooks, AFailingReceiverGetsTheSameDeliveryAgainAfterGrowingWaits) {
   EXPECT_GE(gap1.count(), 190) << "retry.initial is 200ms";
   EXPECT_GE(gap2.count(), 390) << "then doubled";
   EXPECT_GT(gap2, gap1);
+  // The metrics count each attempt's outcome (the last one lands just after the answer).
+  std::string metrics;
+  for (int i = 0; i < 50 && metrics.find("result=\"delivered\"") == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(milliseconds(100));
+    metrics = http(port(), "GET", "/metrics", "", "").body;
+  }
+  EXPECT_NE(metrics.find("airlock_webhook_deliveries_total{result=\"retried\",webhook=\"outcomes\"} 2"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("airlock_webhook_deliveries_total{result=\"delivered\",webhook=\"outcomes\"} 1"),
+            std::string::npos) << metrics;
   stop();
   auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db");
   ASSERT_TRUE(outbox.ok());
