@@ -453,6 +453,24 @@ TEST_F(Webhooks, AnEventWhileTheReceiverIsDownIsDeliveredAfterADaemonRestart) {
   EXPECT_EQ(got->json_body()["invocation"]["status"], "ok");
 }
 
+TEST_F(Webhooks, ARotatedSecretSignsTheNextAttemptAfterAReload) {
+  constexpr const char* kRotated = "whsec-rotated-0e9d8c7b6a5f4e3d";
+  const std::uint16_t receiver_port = free_port(23000);
+  start(webhooks_yaml(receiver_port));
+  auto r = request("show-secret", {{"vars", json::array()}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::this_thread::sleep_for(milliseconds(300));  // a failed attempt: nothing listens yet
+  std::ofstream(ws_.dir() + "/outcomes.secret") << kRotated << "\n";
+  auto reloaded = daemon_->daemon->reload(ws_.config());
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
+  Receiver receiver(receiver_port);
+  auto got = receiver.nth(0, "/outcomes");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->json_body()["invocation"]["id"], r.json()["id"]);
+  EXPECT_TRUE(verify(kRotated, *got));
+  EXPECT_FALSE(verify(kOutcomeSecret, *got));
+}
+
 TEST_F(Webhooks, ADeliveryThatNeverSucceedsIsFailedLoggedAndAudited) {
   Receiver receiver(0, {503, 503, 503, 503});
   start(webhooks_yaml(receiver.port(), "{initial: 100ms, max: 100ms, attempts: 2}"));
