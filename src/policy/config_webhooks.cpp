@@ -23,6 +23,9 @@ bool WebhookConfig::covers(std::string_view tool) const {
 namespace detail {
 namespace {
 
+// The shortest first wait before a retry: a failing receiver is not hammered.
+constexpr std::chrono::milliseconds kMinRetry{100};
+
 bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "[::1]" || (host.starts_with("127.") && host.size() > 4 &&
                                                     host.find_first_not_of("0123456789.") == std::string::npos);
@@ -89,7 +92,10 @@ void read_events(Reader& r, const YAML::Node& v, const std::string& what, Webhoo
 
 void read_retry(Reader& r, const YAML::Node& n, const std::string& what, WebhookRetry& out) {
   r.only_keys(n, what, {"initial", "max", "giveUpAfter", "attempts"});
-  r.field(n, "initial", [&](const YAML::Node& v) { out.initial = r.duration(v, what + ".initial"); });
+  r.field(n, "initial", [&](const YAML::Node& v) {
+    out.initial = r.duration(v, what + ".initial");
+    if (out.initial < kMinRetry) fail(v, what + ".initial: at least 100ms");
+  });
   r.field(n, "max", [&](const YAML::Node& v) { out.max = r.duration(v, what + ".max"); });
   r.field(n, "giveUpAfter", [&](const YAML::Node& v) {
     out.give_up_after = r.duration(v, what + ".giveUpAfter");

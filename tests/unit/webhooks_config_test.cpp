@@ -115,6 +115,8 @@ TEST_F(WebhooksConfig, EachMistakeIsNamed) {
       {"    url: https://hooks.corp.example/a\n" + secret + events + "    timeout: 5m\n",
        "webhooks.a.timeout: at most 60s"},
       {"    url: https://hooks.corp.example/a\n" + secret + events + "    tools: []\n", "webhooks.a.tools: an empty list"},
+      {"    url: https://hooks.corp.example/a\n" + secret + events + "    retry: {initial: 10ms}\n",
+       "webhooks.a.retry.initial: at least 100ms"},
   };
   for (const auto& c : cases) {
     auto parsed = parse(config_with("  a:\n" + c.webhook));
