@@ -17,7 +17,8 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::system_clock;
 
-constexpr int kBatch = 16;  // rows read per round
+constexpr int kBatch = 64;      // due rows read per round
+constexpr int kDeliverers = 4;  // threads; at most one attempt per webhook at a time
 constexpr std::size_t kMaxAnswerBytes = 1 << 20;
 
 std::int64_t now_ms() {
@@ -101,52 +102,66 @@ Status WebhookService::enqueue(const std::string& event, const std::string& tool
 
 void WebhookService::wake() {
   std::lock_guard lock(mu_);
-  woken_ = true;
-  cv_.notify_one();
+  ++wakes_;
+  cv_.notify_all();
 }
 
 void WebhookService::start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
+  if (!threads_.empty()) return;
   stopping_ = false;
-  thread_ = std::thread([this] { loop(); });
+  for (int i = 0; i < kDeliverers; ++i) threads_.emplace_back([this] { loop(); });
 }
 
 void WebhookService::stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
-    cv_.notify_one();
+    cv_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
-// Sends what is due, then sleeps until the next row is due, a new event, or stop().
+// Sends what is due, one attempt at a time; then sleeps until the next row is due, an event,
+// the end of another thread's attempt (its webhook is free again), or stop().
 void WebhookService::loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    woken_ = false;
+    const std::uint64_t seen = wakes_;
     lock.unlock();
-    deliver_due();
-    const auto next = outbox_.next_due();
+    const Round round = deliver_one();
+    const auto next = round == Round::idle ? outbox_.next_due() : std::nullopt;
     lock.lock();
-    const auto until = next ? Clock::time_point(std::chrono::milliseconds(*next)) : Clock::now() + std::chrono::minutes(1);
-    cv_.wait_until(lock, until, [this] { return stopping_ || woken_; });
+    if (round == Round::sent) continue;
+    const auto until = next ? Clock::time_point(std::chrono::milliseconds(*next))
+                            : Clock::now() + (round == Round::busy ? std::chrono::seconds(1) : std::chrono::seconds(60));
+    cv_.wait_until(lock, until, [&] { return stopping_ || wakes_ != seen; });
   }
 }
 
-void WebhookService::deliver_due() {
-  for (;;) {
-    auto due = outbox_.due(now_ms(), kBatch);
-    if (due.empty()) return;
-    for (const auto& d : due) {
-      {
-        std::lock_guard lock(mu_);
-        if (stopping_) return;
-      }
-      attempt(d);
-    }
-  }
+// The oldest due delivery whose webhook has no attempt under way, marked busy.
+std::optional<WebhookDelivery> WebhookService::claim(const std::vector<WebhookDelivery>& due) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return std::nullopt;
+  for (const auto& d : due)
+    if (busy_.insert(d.webhook).second) return d;
+  return std::nullopt;
+}
+
+WebhookService::Round WebhookService::deliver_one() {
+  const auto due = outbox_.due(now_ms(), kBatch);
+  if (due.empty()) return Round::idle;
+  const auto claimed = claim(due);
+  if (!claimed) return Round::busy;
+  // Read again now that its webhook is ours: another thread may have just attempted it.
+  const auto fresh = outbox_.get(claimed->id);
+  if (fresh && fresh->state == "pending" && fresh->next_ms <= now_ms()) attempt(*fresh);
+  std::lock_guard lock(mu_);
+  busy_.erase(claimed->webhook);
+  ++wakes_;
+  cv_.notify_all();
+  return Round::sent;
 }
 
 void WebhookService::attempt(const WebhookDelivery& d) {

@@ -3,15 +3,19 @@
 // outbox (state.db) before it is acknowledged; a thread of its own delivers it, off every
 // request thread, trying again with exponential backoff until the receiver answers 2xx or the
 // webhook's retry policy gives up (then the delivery is failed: a log line and an audit
-// record). A daemon that starts resumes what is pending.
+// record). A daemon that starts resumes what is pending. A few threads deliver, at most one
+// attempt per webhook at a time: a receiver that hangs delays its own deliveries only.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -51,12 +55,14 @@ class WebhookService {
                  const nlohmann::json& fields, bool wake_now = true);
   void wake();
 
-  void start();  // the deliverer: pending rows (a restart's too) go out at once
-  void stop();   // after the attempt under way; what is pending stays for the next start
+  void start();  // the deliverers: pending rows (a restart's too) go out at once
+  void stop();   // after the attempts under way; what is pending stays for the next start
 
  private:
+  enum class Round { sent, busy, idle };  // an attempt made; all due ones' webhooks busy; none due
   void loop();
-  void deliver_due();
+  Round deliver_one();
+  std::optional<WebhookDelivery> claim(const std::vector<WebhookDelivery>& due);
   void attempt(const WebhookDelivery& delivery);
   void give_up(const WebhookDelivery& delivery, std::uint32_t attempts, const std::string& error);
 
@@ -66,8 +72,10 @@ class WebhookService {
   Metrics* metrics_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false, woken_ = false;
-  std::thread thread_;
+  bool stopping_ = false;
+  std::uint64_t wakes_ = 0;            // counts wake(), and the end of each attempt
+  std::set<std::string> busy_;         // webhooks with an attempt under way: one each at a time
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace airlock::server

@@ -530,5 +530,27 @@ TEST_F(Webhooks, ASlowReceiverNeverHoldsUpTheCall) {
   ASSERT_TRUE(receiver.nth(1, "/outcomes", milliseconds(30000)));
 }
 
+TEST_F(Webhooks, AHangingReceiverDelaysOnlyItsOwnWebhook) {
+  Receiver slow(0, {}, milliseconds(5000)), fast;
+  auto hook = [](const std::string& name, std::uint16_t port) {
+    return "  " + name + ":\n    url: http://127.0.0.1:" + std::to_string(port) + "/" + name +
+           "\n    secret: {file: outcomes.secret}\n    events: [invocation.completed]\n";
+  };
+  start("webhooks:\n" + hook("slow", slow.port()) + hook("fast", fast.port()));
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    auto r = request("show-secret", {{"vars", json::array()}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    ids.push_back(r.json()["id"]);
+  }
+  auto first_slow = slow.nth(0, "/slow");
+  auto second_fast = fast.nth(1, "/fast");
+  ASSERT_TRUE(first_slow && second_fast);
+  EXPECT_LT(second_fast->at - first_slow->at, milliseconds(4000))
+      << "the fast receiver waited for the slow one's answer";
+  EXPECT_EQ(second_fast->json_body()["invocation"]["id"], ids[1]);
+  EXPECT_TRUE(verify(kOutcomeSecret, *second_fast));
+}
+
 }  // namespace
 }  // namespace airlock::server::test
