@@ -144,6 +144,18 @@ std::optional<WebhookDelivery> WebhookOutbox::get(const std::string& id) {
   return row_of(s);
 }
 
+Status WebhookOutbox::release(const std::string& event, const std::string& subject, std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE webhook_deliveries SET next_ms = ?"
+              " WHERE event = ? AND subject = ? AND state = 'pending' AND attempts = 0");
+  s.bind(1, now_ms);
+  s.bind(2, event);
+  s.bind(3, subject);
+  if (!s.step_done()) return db_error(db_, "releasing the " + event + " deliveries of " + subject);
+  return {};
+}
+
 Status WebhookOutbox::update(const std::string& id, const char* state, std::uint32_t attempts,
                              std::int64_t next_ms, const std::string& error) {
   std::lock_guard lock(mu_);

@@ -41,6 +41,8 @@ class WebhookOutbox {
   // When the earliest pending one is due; nullopt when none is pending.
   std::optional<std::int64_t> next_due();
   std::optional<WebhookDelivery> get(const std::string& id);
+  // The not yet attempted deliveries of `event` for `subject`, due at `now_ms` (they were held).
+  Status release(const std::string& event, const std::string& subject, std::int64_t now_ms);
   // An attempt's outcome: delivered, to be tried again at `next_ms`, or failed for good.
   Status delivered(const std::string& id, std::uint32_t attempts);
   Status retry(const std::string& id, std::uint32_t attempts, std::int64_t next_ms, const std::string& error);

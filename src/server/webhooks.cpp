@@ -79,7 +79,7 @@ WebhookService::WebhookService(WebhookOutbox& outbox, const GenerationSlot& gene
 WebhookService::~WebhookService() { stop(); }
 
 Status WebhookService::enqueue(const std::string& event, const std::string& tool, const std::string& invocation_id,
-                               const json& fields, bool wake_now) {
+                               const json& fields, bool held) {
   const auto generation = generation_.load();
   std::vector<WebhookDelivery> deliveries;
   for (const auto& w : generation->config->webhooks) {
@@ -90,14 +90,21 @@ Status WebhookService::enqueue(const std::string& event, const std::string& tool
     d.event = event;
     d.subject = invocation_id;
     d.body = body_of(d.id, event, fields);
-    d.created_ms = d.next_ms = now_ms();
+    d.created_ms = now_ms();
+    d.next_ms = d.created_ms + (held ? kHeldFor.count() : 0);
     deliveries.push_back(std::move(d));
   }
   if (deliveries.empty()) return {};
   if (auto s = outbox_.add(deliveries); !s)
     return Error::make("webhook", "storing the " + event + " deliveries: " + s.error().message);
-  if (wake_now) wake();
+  if (!held) wake();
   return {};
+}
+
+void WebhookService::release(const std::string& event, const std::string& invocation_id) {
+  if (auto s = outbox_.release(event, invocation_id, now_ms()); !s)
+    std::cerr << "airlock: webhook: " << s.error().message << "\n";  // sent kHeldFor later
+  wake();
 }
 
 void WebhookService::wake() {

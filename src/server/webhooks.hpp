@@ -32,6 +32,7 @@ namespace airlock::server {
 class Metrics;
 
 inline constexpr const char* kWebhookSchema = "airlock.webhook/v1";
+inline constexpr std::chrono::milliseconds kHeldFor{5000};
 
 // "v1=" and the lower-case hex HMAC-SHA256 of `timestamp` "." `body`, keyed with `secret`:
 // the Airlock-Webhook-Signature header.
@@ -49,10 +50,12 @@ class WebhookService {
 
   // Stores one delivery of `event` for each webhook of the current configuration that wants
   // it for `tool`: {"id", "event", "created_at"} and `fields` ({"approval": ...} or
-  // {"invocation": ...}). Durable when it returns ok. `wake_now`: the deliverer sends it now;
-  // false: at its next round (the caller wakes it once what the event announces exists).
+  // {"invocation": ...}). Durable when it returns ok. `held`: not sent before release() (or
+  // kHeldFor, should the caller never get there): the caller releases it once what the event
+  // announces exists.
   Status enqueue(const std::string& event, const std::string& tool, const std::string& invocation_id,
-                 const nlohmann::json& fields, bool wake_now = true);
+                 const nlohmann::json& fields, bool held = false);
+  void release(const std::string& event, const std::string& invocation_id);
   void wake();
 
   void start();  // the deliverers: pending rows (a restart's too) go out at once

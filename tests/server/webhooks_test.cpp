@@ -298,6 +298,7 @@ class Webhooks : public ::testing::Test {
 TEST_F(Webhooks, ApprovalRequestedReachesTheApproversSignedWithWhatTheyDecideOn) {
   Receiver receiver;
   start(webhooks_yaml(receiver.port()));
+  const auto asked = Clock::now();
   auto r = request("danger", {{"x", 1}});
   ASSERT_EQ(r.status, 202) << r.body;
   const std::string approval = r.json()["approval"]["id"];
@@ -305,6 +306,7 @@ TEST_F(Webhooks, ApprovalRequestedReachesTheApproversSignedWithWhatTheyDecideOn)
 
   auto got = receiver.nth(0, "/approvals");
   ASSERT_TRUE(got) << "no approval.requested delivery";
+  EXPECT_LT(got->at - asked, milliseconds(4000)) << "released once the approval exists, not after kHeldFor";
   EXPECT_TRUE(verify(kApproverSecret, *got)) << got->body;
   EXPECT_EQ(got->headers["airlock-webhook-event"], "approval.requested");
   EXPECT_EQ(got->headers["content-type"], "application/json");
