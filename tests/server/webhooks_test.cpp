@@ -22,6 +22,7 @@
 #include "creds/secret_store.hpp"
 #include "identity/signer.hpp"
 #include "server/webhook_outbox.hpp"
+#include "server/webhooks.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -552,6 +553,38 @@ TEST_F(Webhooks, AHangingReceiverDelaysOnlyItsOwnWebhook) {
       << "the fast receiver waited for the slow one's answer";
   EXPECT_EQ(second_fast->json_body()["invocation"]["id"], ids[1]);
   EXPECT_TRUE(verify(kOutcomeSecret, *second_fast));
+}
+
+TEST_F(Webhooks, ADeliveryIsFailedOnceGiveUpAfterHasPassed) {
+  Receiver receiver(0, std::vector<int>(200, 500));
+  start(webhooks_yaml(receiver.port(), "{initial: 100ms, max: 100ms, giveUpAfter: 600ms}"));
+  auto r = request("show-secret", {{"vars", json::array()}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto first = receiver.nth(0, "/outcomes");
+  ASSERT_TRUE(first);
+  std::this_thread::sleep_for(milliseconds(1500));
+  const std::size_t attempts = receiver.count();
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(receiver.count(), attempts) << "still trying after giveUpAfter";
+  stop();
+  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db");
+  ASSERT_TRUE(outbox.ok());
+  auto row = (*outbox)->get(first->headers["airlock-webhook-id"]);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->state, "failed");
+  EXPECT_EQ(row->attempts, attempts);
+  EXPECT_GE(row->attempts, 3u) << "about every 100ms for 600ms";
+  EXPECT_EQ(row->last_error, "HTTP 500");
+}
+
+TEST(WebhookBackoff, DoublesFromInitialUpToMax) {
+  policy::WebhookRetry retry;  // 1s doubling, at most 5m
+  EXPECT_EQ(webhook_backoff(retry, 1), std::chrono::seconds(1));
+  EXPECT_EQ(webhook_backoff(retry, 2), std::chrono::seconds(2));
+  EXPECT_EQ(webhook_backoff(retry, 5), std::chrono::seconds(16));
+  EXPECT_EQ(webhook_backoff(retry, 9), std::chrono::seconds(256));
+  EXPECT_EQ(webhook_backoff(retry, 10), std::chrono::minutes(5));
+  EXPECT_EQ(webhook_backoff(retry, 4000000000u), std::chrono::minutes(5)) << "no overflow";
 }
 
 }  // namespace
