@@ -1,6 +1,6 @@
 // The configuration as a whole: the checks of the YAML text, then each section
 // (config_server.cpp, config_identity.cpp, config_roles.cpp, config_principals.cpp,
-// config_tiers.cpp, config_tools.cpp, config_credentials.cpp, config_mcp_servers.cpp), every
+// config_tiers.cpp, config_tools.cpp, config_credentials.cpp, config_mcp_servers.cpp, config_webhooks.cpp), every
 // error collected and reported in file order.
 #include "policy/config.hpp"
 
@@ -40,7 +40,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   if (!is_airlock_config(r, root)) return c;
   r.only_keys(root, "the configuration",
               {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
-               "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers"});
+               "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers", "webhooks"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
@@ -64,6 +64,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   r.field(root, "mcpServers", [&](const YAML::Node& v) {
     detail::read_mcp_servers(r, v, label, c.tools, c.credential_servers, c.mcp_servers);
   });
+  r.field(root, "webhooks", [&](const YAML::Node& v) { detail::read_webhooks(r, v, label, c.webhooks); });
   return c;
 }
 

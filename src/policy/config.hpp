@@ -23,6 +23,7 @@
 #include "policy/mcp_servers_config.hpp"
 #include "policy/identity_config.hpp"
 #include "policy/risk.hpp"
+#include "policy/webhooks_config.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
@@ -154,6 +155,7 @@ struct Config {
   std::vector<RoleBinding> bindings;
   std::vector<CredentialServer> credential_servers;
   std::vector<McpServerConfig> mcp_servers;
+  std::vector<WebhookConfig> webhooks;  // docs/webhooks.md
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;

@@ -31,6 +31,7 @@ namespace airlock::server {
 
 class ApprovalService;
 class InvocationWaiters;
+class WebhookService;
 
 struct HttpRequest {
   std::string method;
@@ -79,6 +80,7 @@ struct ApiServices {
   std::function<std::string()> new_id;
   ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
+  WebhookService* webhooks = nullptr;     // null: no webhooks (docs/webhooks.md)
 };
 
 class TokenIntrospection;

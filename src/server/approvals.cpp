@@ -7,6 +7,7 @@
 #include "server/invocation_response.hpp"
 #include "server/invocation_runner.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/webhooks.hpp"
 
 namespace airlock::server {
 namespace {
@@ -104,6 +105,17 @@ Status ApprovalService::audit_event(const ApprovalRecord& r, const std::string& 
   return {};
 }
 
+// approval.requested: the approval as GET /v1/approvals/{id} shows it, with its tool's risk
+// and where the invocation's outcome will be.
+Status ApprovalService::announce_requested(const ApprovalRecord& r) {
+  if (!s_.webhooks) return {};
+  json approval = approval_json(r, true);
+  approval["risk"] = "critical";
+  approval["invocation_url"] = "/v1/invocations/" + r.invocation_id;
+  return s_.webhooks->enqueue(policy::kEventApprovalRequested, r.tool, r.invocation_id,
+                              {{"approval", std::move(approval)}}, /*held=*/true);
+}
+
 Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::ApprovalRequest& request) {
   auto persisted = pipeline::persist(inv);
   if (!persisted) return persisted.error();
@@ -128,7 +140,11 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
   json row = to_response(inv);
   row["principal"] = inv.principal_name();
   if (auto s = s_.store->finish(inv.id, "suspended", row); !s) return s;
+  // Stored before the approval exists (none is acknowledged without its webhooks), held until
+  // it does (an approver following the webhook finds it).
+  if (auto s = announce_requested(r); !s) return s;
   if (auto s = store_.create(r); !s) return s;
+  if (s_.webhooks) s_.webhooks->release(policy::kEventApprovalRequested, r.invocation_id);
   return audit_event(r, "approval.requested",
                      {{"arguments_sha256", r.arguments_sha256},
                       {"config_version", r.config_version},

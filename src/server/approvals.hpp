@@ -56,6 +56,7 @@ class ApprovalService {
   void run_approved(const std::string& id);
   // Ends an invocation that will not run (denied, expired, refused at resume).
   void end_unrun(const ApprovalRecord& record, pipeline::InvocationError error);
+  Status announce_requested(const ApprovalRecord& record);
   Status audit_event(const ApprovalRecord& record, const std::string& event, nlohmann::json extra);
 
   ApprovalStore& store_;

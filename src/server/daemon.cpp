@@ -5,6 +5,7 @@
 #include "server/approval_sweeper.hpp"
 #include "server/approvals.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/webhooks.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -131,6 +132,8 @@ struct Daemon::State {
   std::unique_ptr<ApprovalService> approvals;
   InvocationWaiters waiters;                             // GET /v1/invocations/{id}?wait=
   std::unique_ptr<ApprovalSweeper> sweeper;
+  std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
+  std::unique_ptr<WebhookService> webhooks;
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
   // tools use none never creates the key file beside its data directory.
   std::string data_dir;
@@ -202,6 +205,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   if (!approval_store_opened) return approval_store_opened.error();
   approval_store = std::move(*approval_store_opened);
   approvals = std::make_unique<ApprovalService>(*approval_store);
+  auto outbox = WebhookOutbox::open(dir + "/state.db");
+  if (!outbox) return outbox.error();
+  webhook_outbox = std::move(*outbox);
   return {};
 }
 
@@ -295,6 +301,8 @@ void Daemon::State::describe_metrics() {
                            "Requests refused before they became invocations.");
   metrics.describe_counter("airlock_config_reloads_total",
                            "Configuration reloads (SIGHUP) by result.");
+  metrics.describe_counter("airlock_webhook_deliveries_total",
+                           "Webhook delivery attempts by webhook and result (delivered, retried, failed).");
   metrics.describe_histogram("airlock_stage_seconds", "Time spent in each pipeline stage.",
                              kLatencyBuckets);
   metrics.describe_histogram("airlock_invocation_seconds", "End-to-end invocation time by tool.",
@@ -321,6 +329,8 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.new_id = [] { return audit::new_invocation_id(); };
   services.approvals = approvals.get();
   services.waiters = &waiters;
+  webhooks = std::make_unique<WebhookService>(*webhook_outbox, generation, audit.get(), &metrics);
+  services.webhooks = webhooks.get();
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
@@ -411,6 +421,7 @@ Status Daemon::start() {
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
   state_->failed_auth->start();
   state_->sweeper->start();
+  state_->webhooks->start();  // what a predecessor left pending goes out now
   state_->http->serve();
   state_->discover_mcp_tools(state_->config());
   return {};
@@ -469,6 +480,7 @@ void Daemon::shutdown() {
   if (s.discovery.joinable()) s.discovery.join();
   s.http->stop();
   s.executor.reset();
+  s.webhooks->stop();      // after the attempt under way; the pending rest goes at the next start
   s.failed_auth->stop();   // what is pending is written
   (void)s.audit->close();  // commits and signs a final checkpoint
 }

@@ -3,6 +3,9 @@
 #include "server/api.hpp"
 #include "server/invocation_response.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/webhooks.hpp"
+
+#include <iostream>
 
 namespace airlock::server {
 namespace {
@@ -18,6 +21,15 @@ void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const s
   metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
 }
 
+// invocation.completed: the row as GET /v1/invocations/{id} answers it, stored in the outbox
+// before anyone hears of the outcome (the caller, a long poll).
+void announce_completed(WebhookService& webhooks, const pipeline::Invocation& inv, nlohmann::json stored) {
+  stored.erase("principal");
+  auto queued = webhooks.enqueue(policy::kEventInvocationCompleted, inv.tool_name, inv.id,
+                                 {{"invocation", std::move(stored)}});
+  if (!queued) std::cerr << "airlock: invocation " << inv.id << ": " << queued.error().message << "\n";
+}
+
 }  // namespace
 
 void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
@@ -28,7 +40,10 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
   // A call held for approval has its row already (written by the approval service before
   // the approval could be decided, so that this cannot overwrite its outcome).
   const bool held = inv.suspended && !inv.error && inv.suspended->stage == "approval";
-  if ((inv.actor || inv.subject) && !held) (void)s.store->finish(inv.id, inv.status(), stored);
+  if ((inv.actor || inv.subject) && !held) {
+    (void)s.store->finish(inv.id, inv.status(), stored);
+    if (s.webhooks) announce_completed(*s.webhooks, inv, stored);
+  }
   count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
   if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
 }

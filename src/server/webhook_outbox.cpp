@@ -1,0 +1,187 @@
+#include "server/webhook_outbox.hpp"
+
+#include <sqlite3.h>
+
+namespace airlock::server {
+namespace {
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  bool step_row() { return sqlite3_step(stmt_) == SQLITE_ROW; }
+  bool step_done() { return sqlite3_step(stmt_) == SQLITE_DONE; }
+  std::string text(int i) const {
+    auto* p = sqlite3_column_text(stmt_, i);
+    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+             : "";
+  }
+  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+  bool is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+constexpr const char* kSchema =
+    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS webhook_deliveries ("
+    " id TEXT PRIMARY KEY, webhook TEXT NOT NULL, event TEXT NOT NULL, subject TEXT NOT NULL,"
+    " body TEXT NOT NULL, created_ms INTEGER NOT NULL, next_ms INTEGER NOT NULL,"
+    " attempts INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, last_error TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_ms)";
+
+constexpr const char* kColumns =
+    "SELECT id, webhook, event, subject, body, created_ms, next_ms, attempts, state, last_error"
+    " FROM webhook_deliveries ";
+
+WebhookDelivery row_of(const Statement& s) {
+  WebhookDelivery d;
+  d.id = s.text(0);
+  d.webhook = s.text(1);
+  d.event = s.text(2);
+  d.subject = s.text(3);
+  d.body = s.text(4);
+  d.created_ms = s.integer(5);
+  d.next_ms = s.integer(6);
+  d.attempts = static_cast<std::uint32_t>(s.integer(7));
+  d.state = s.text(8);
+  d.last_error = s.text(9);
+  return d;
+}
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "state database (webhook_deliveries): " + what + ": " + sqlite3_errmsg(db));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return e;
+  }
+  auto outbox = std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db));
+  sqlite3_busy_timeout(db, 5000);
+  if (auto s = outbox->exec(kSchema); !s) return s.error();
+  return outbox;
+}
+
+WebhookOutbox::~WebhookOutbox() { sqlite3_close(db_); }
+
+Status WebhookOutbox::exec(const std::string& sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string m = message ? message : "unknown error";
+    sqlite3_free(message);
+    return Error::make("storage", "state database (webhook_deliveries): " + m);
+  }
+  return {};
+}
+
+Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
+  if (deliveries.empty()) return {};
+  std::lock_guard lock(mu_);
+  if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+  for (const auto& d : deliveries) {
+    Statement s(db_,
+                "INSERT INTO webhook_deliveries (id, webhook, event, subject, body, created_ms, next_ms, state)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')");
+    s.bind(1, d.id);
+    s.bind(2, d.webhook);
+    s.bind(3, d.event);
+    s.bind(4, d.subject);
+    s.bind(5, d.body);
+    s.bind(6, d.created_ms);
+    s.bind(7, d.next_ms);
+    if (!s.step_done()) {
+      Error e = db_error(db_, "storing delivery " + d.id);
+      (void)exec("ROLLBACK");
+      return e;
+    }
+  }
+  if (auto s = exec("COMMIT"); !s) {
+    (void)exec("ROLLBACK");
+    return s;
+  }
+  return {};
+}
+
+std::vector<WebhookDelivery> WebhookOutbox::due(std::int64_t now_ms, int limit) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, (std::string(kColumns) +
+                    "WHERE state = 'pending' AND next_ms <= ? ORDER BY next_ms, created_ms LIMIT ?")
+                       .c_str());
+  s.bind(1, now_ms);
+  s.bind(2, static_cast<std::int64_t>(limit));
+  std::vector<WebhookDelivery> out;
+  while (s.step_row()) out.push_back(row_of(s));
+  return out;
+}
+
+std::optional<std::int64_t> WebhookOutbox::next_due() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT MIN(next_ms) FROM webhook_deliveries WHERE state = 'pending'");
+  if (!s.step_row() || s.is_null(0)) return std::nullopt;
+  return s.integer(0);
+}
+
+std::optional<WebhookDelivery> WebhookOutbox::get(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, (std::string(kColumns) + "WHERE id = ?").c_str());
+  s.bind(1, id);
+  if (!s.step_row()) return std::nullopt;
+  return row_of(s);
+}
+
+Status WebhookOutbox::release(const std::string& event, const std::string& subject, std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE webhook_deliveries SET next_ms = ?"
+              " WHERE event = ? AND subject = ? AND state = 'pending' AND attempts = 0");
+  s.bind(1, now_ms);
+  s.bind(2, event);
+  s.bind(3, subject);
+  if (!s.step_done()) return db_error(db_, "releasing the " + event + " deliveries of " + subject);
+  return {};
+}
+
+Status WebhookOutbox::update(const std::string& id, const char* state, std::uint32_t attempts,
+                             std::int64_t next_ms, const std::string& error) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE webhook_deliveries SET state = ?, attempts = ?, next_ms = ?, last_error = ?"
+              " WHERE id = ? AND state = 'pending'");
+  s.bind(1, std::string(state));
+  s.bind(2, static_cast<std::int64_t>(attempts));
+  s.bind(3, next_ms);
+  s.bind(4, error);
+  s.bind(5, id);
+  if (!s.step_done()) return db_error(db_, "updating delivery " + id);
+  return {};
+}
+
+Status WebhookOutbox::delivered(const std::string& id, std::uint32_t attempts) {
+  return update(id, "delivered", attempts, 0, "");
+}
+
+Status WebhookOutbox::retry(const std::string& id, std::uint32_t attempts, std::int64_t next_ms,
+                            const std::string& error) {
+  return update(id, "pending", attempts, next_ms, error);
+}
+
+Status WebhookOutbox::failed(const std::string& id, std::uint32_t attempts, const std::string& error) {
+  return update(id, "failed", attempts, 0, error);
+}
+
+}  // namespace airlock::server
