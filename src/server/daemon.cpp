@@ -375,7 +375,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   deps.observer = st->observer.get();
   InvocationStore* store = st->store.get();
   deps.record_start = [store](const pipeline::Invocation& inv) {
-    (void)store->begin(inv.id, inv.tool_name);
+    InvocationStore::Owner owner{inv.principal_name(), inv.subject ? inv.subject->issuer : "",
+                                 inv.subject ? inv.subject->sub : ""};
+    (void)store->begin(inv.id, inv.tool_name, owner);
   };
   deps.leases = st->leases.get();
   deps.hold_for_approval = [approvals = st->approvals.get()](const pipeline::Invocation& inv,
