@@ -377,7 +377,7 @@
     const prove = el("button", { type: "button", id: "prove" }, "Show the inclusion proof");
     prove.addEventListener("click", () => { location.hash = "#/proof/" + encodeURIComponent(index.value); });
     render(el("h1", {}, "Audit log"), el("h2", {}, "The latest signed checkpoint"),
-           dl([["Origin", cp.origin], ["Size", String(cp.size)], ["Root", cp.root], ["Time", new Date(cp.time).toISOString()],
+           dl([["Origin", cp.origin], ["Size", String(cp.size)], ["Root", cp.root], ["Time", cp.time ? new Date(cp.time).toISOString() : "—"],
                ["Key id", r.data.key_id], ["Signature", r.data.signature]]),
            el("p", { class: "note" }, "Verify now: the server reads the whole log again and checks every record, every "
               + "checkpoint's signature and their consistency (as airlock audit verify does)."),
