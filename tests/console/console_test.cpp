@@ -13,7 +13,9 @@
 #include "server/console/console.hpp"
 #include "server/console/console_session.hpp"
 #include "server/invocations_api.hpp"
+#include "server/http_server.hpp"
 #include "server_test_support.hpp"
+#include "tls_test_support.hpp"
 
 namespace airlock::server::test {
 namespace {
@@ -405,6 +407,29 @@ TEST_F(ConsoleDaemon, TheHistoryListShowsOwnInvocationsUnlessOneReadsAll) {
   EXPECT_EQ(http(port(), "GET", "/v1/invocations?limit=1", "", kKey).json()["invocations"].size(), 1u);
   EXPECT_EQ(http(port(), "GET", "/v1/invocations?status=nope", "", kKey).status, 400);
   EXPECT_EQ(http(port(), "GET", "/v1/invocations", "", "bad-key").status, 401);
+}
+
+// Over TLS the cookie is Secure and the origin a state change must come from is https://.
+TEST(ConsoleTls, TheCookieIsSecureAndTheOriginHttps) {
+  TestPki pki;
+  Workspace ws("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 4, drainTimeout: 20s, tls: {certFile: " +
+               pki.file("server.pem") + ", keyFile: " + pki.file("server.key") + "}}");
+  RunningDaemon daemon(ws);
+  auto sign_in = [&](const std::string& origin) {
+    const std::string body = json{{"credential", kKey}}.dump();
+    return handle_raw_request(daemon.daemon->api(),
+                              "POST /console/session HTTP/1.1\r\nHost: localhost:8750\r\nOrigin: " + origin +
+                                  "\r\nContent-Type: application/json\r\nContent-Length: " +
+                                  std::to_string(body.size()) + "\r\n\r\n" + body,
+                              1 << 20);
+  };
+  const std::string plain = sign_in("http://localhost:8750");
+  EXPECT_NE(plain.find(" 403 "), std::string::npos) << "an http:// page may not post to the TLS console";
+  const std::string tls = sign_in("https://localhost:8750");
+  EXPECT_NE(tls.find(" 200 "), std::string::npos) << tls.substr(0, 400);
+  EXPECT_TRUE(std::regex_search(tls, std::regex("Set-Cookie: airlock_console=[0-9a-f]{64}; Path=/console; HttpOnly; "
+                                                "SameSite=Strict; Secure\r\n")))
+      << tls.substr(0, 600);
 }
 
 }  // namespace

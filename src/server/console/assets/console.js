@@ -185,7 +185,8 @@
   function approvalRow(a) {
     const requester = el("span", {}, "user " + person(a.requested_by.subject), el("br"),
                          "agent " + agent(a.requested_by.principal));
-    const more = a.arguments_bytes > a.arguments_preview.length ? " … (" + a.arguments_bytes + " bytes)" : "";
+    const cut = new TextEncoder().encode(a.arguments_preview).length < a.arguments_bytes;
+    const more = cut ? " … (" + a.arguments_bytes + " bytes)" : "";
     const args = el("div", { class: "preview mono" }, a.arguments_preview + more);
     const hash = el("div", { class: "hash mono" }, "SHA-256 " + a.arguments_sha256);
     return el("tr", { "data-approval": a.id }, el("td", {}, link("approval", a.id, a.tool)), el("td", {}, "critical"),
