@@ -1,10 +1,10 @@
 #include "server/invocation_store.hpp"
 
+#include "pipeline/stages/approval.hpp"
+
 #include <sqlite3.h>
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 
 namespace airlock::server {
 namespace {
@@ -136,16 +136,10 @@ std::optional<nlohmann::json> InvocationStore::get(const std::string& id) {
 
 namespace {
 
+// The time of a row as the API writes times ("" when it has none).
 std::string rfc3339_or_null(std::int64_t ms, bool present) {
   if (!present) return "";
-  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(ms));
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(((ms % 1000) + 1000) % 1000));
-  return buf;
+  return pipeline::rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
 }
 
 nlohmann::json nullable(const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); }
