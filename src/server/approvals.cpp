@@ -40,13 +40,29 @@ json credential_summary(const policy::CredentialSpec& c) {
   return j;
 }
 
-// The first bytes of the arguments' JSON for a list (cut on a UTF-8 boundary) and its size.
-void add_preview(json& j, const json& arguments) {
-  const std::string text = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
-  std::size_t cut = std::min(text.size(), kArgumentsPreviewBytes);
-  while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  j["arguments_preview"] = text.substr(0, cut);
-  j["arguments_bytes"] = text.size();
+// `text` without a UTF-8 sequence cut at its end.
+std::string whole_characters(std::string text) {
+  for (std::size_t back = 1; back <= 4 && back <= text.size(); ++back) {
+    const auto c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need > back) text.resize(text.size() - back);
+    break;
+  }
+  return text;
+}
+
+// The first bytes of the arguments' JSON for a list (cut on a character) and its size.
+void add_preview(json& j, const ApprovalRecord& r) {
+  if (r.arguments_bytes < 0) {
+    const json arguments = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+    const std::string text = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    j["arguments_preview"] = whole_characters(text.substr(0, kArgumentsPreviewBytes));
+    j["arguments_bytes"] = text.size();
+    return;
+  }
+  j["arguments_preview"] = whole_characters(r.arguments_preview.substr(0, kArgumentsPreviewBytes));
+  j["arguments_bytes"] = r.arguments_bytes;
 }
 
 json decision_json(const ApprovalDecision& d) {
@@ -138,9 +154,8 @@ json approval_json(const ApprovalRecord& r, bool with_arguments) {
             {"decided_at", r.decided_ms ? json(rfc3339_ms(r.decided_ms)) : json()},
             {"decisions", std::move(decisions)},
             {"url", "/v1/approvals/" + r.id}};
-  const json arguments = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
-  if (with_arguments) j["arguments"] = arguments;
-  else add_preview(j, arguments);
+  if (with_arguments) j["arguments"] = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+  else add_preview(j, r);
   return j;
 }
 

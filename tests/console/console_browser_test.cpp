@@ -36,7 +36,7 @@ roles:
   - name: approver
     rules:
       - {effect: allow, actions: [approve], tools: ["danger*"]}
-      - {effect: allow, actions: [read_all_invocations, read_audit]}
+      - {effect: allow, actions: [read_all_invocations, read_audit], tools: ["*"]}
 bindings:
   - role: requester
     users: [{issuer: corp, claim: groups, value: staff}]

@@ -99,7 +99,7 @@ async function approverFlow(driver) {
   assert.match(rowText, /alice/);
   assert.match(rowText, /agent/);
   assert.match(rowText, /critical/);
-  assert.ok(rowText.includes("\\u202E"), "the bidi override is shown escaped in the list");
+  assert.ok(rowText.includes("\\u202E"), `the bidi override is shown escaped in the list: ${rowText}`);
   const bigRow = await driver.findElement(By.css(`tr[data-approval="${big.approval.id}"]`)).getAttribute("textContent");
   assert.ok(bigRow.length < 2000, `the 1 MB argument is truncated in the list (${bigRow.length} characters)`);
   assert.match(bigRow, /bytes\)/);
@@ -118,7 +118,9 @@ async function approverFlow(driver) {
   await driver.get(`${base}/console/#/approval/${hostile.approval.id}`);
   await driver.wait(until.elementLocated(By.id("approve")), WAIT);
   const view = await textOf(driver, "view");
-  for (const expected of [HOSTILE.script, HOSTILE.attr, HOSTILE.link, "payments.example.com", "PAYMENTS_TOKEN",
+  // The arguments are shown as JSON: a quote inside a string is \" there.
+  const asJson = (v) => JSON.stringify(v).slice(1, -1);
+  for (const expected of [HOSTILE.script, asJson(HOSTILE.attr), HOSTILE.link, "payments.example.com", "PAYMENTS_TOKEN",
                           "payments:write", "alice", "invoice_\\u202Efdp.exe", "\\u2066isolate\\u2069"])
     assert.ok(view.includes(expected), `the approval page shows ${expected}`);
   await assertInert(driver, "the approval page");
@@ -133,7 +135,8 @@ async function approverFlow(driver) {
   await driver.wait(async () => (await textOf(driver, "invocation-status").catch(() => "")) === "ok", 30000,
                     "the approved invocation ends ok");
   const output = await textOf(driver, "invocation-output");
-  assert.ok(output.includes(HOSTILE.script) && output.includes(HOSTILE.attr), "hostile output shown as text");
+  assert.ok(output.includes(HOSTILE.script) && output.includes(JSON.stringify(HOSTILE.attr).slice(1, -1)),
+            "hostile output shown as text");
   assert.ok(output.includes("\\u202E"), "bidi in the output shown escaped");
   await assertInert(driver, "the invocation page");
   await shot(driver, "invocation.png");
