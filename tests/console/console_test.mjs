@@ -209,7 +209,7 @@ async function main() {
   const options = new chrome.Options()
     .setChromeBinaryPath("/usr/bin/chromium")
     .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1280,1000", "--no-first-run", "--disable-extensions");
+                  "--window-size=1280,1500", "--no-first-run", "--disable-extensions");
   const service = new chrome.ServiceBuilder("/usr/bin/chromedriver");
   const driver = await new Builder().forBrowser("chrome").setChromeOptions(options).setChromeService(service).build();
   try {
