@@ -112,8 +112,9 @@ bool is_requester(const ApprovalRecord& r, const pipeline::Caller& caller) {
 // redacted, the egress the tool may reach and the credentials it would get (by scope; never a
 // value), as the current configuration says.
 json tool_context(const ApprovalRecord& r, const policy::Config& config) {
-  json egress = json::array(), credentials = json::array();
+  json egress = json::array(), credentials = json::array(), risk;
   if (const auto* tool = config.find_tool(r.tool)) {
+    risk = policy::risk_name(tool->risk);
     for (const auto& a : tool->network.allow)
       egress.push_back({{"host", a.host}, {"port", a.port ? json(*a.port) : json("*")}});
     for (const auto& f : tool->network.forwards)
@@ -121,7 +122,8 @@ json tool_context(const ApprovalRecord& r, const policy::Config& config) {
     for (const auto& c : tool->credentials) credentials.push_back(credential_summary(c));
   }
   const json& inv = r.invocation.is_object() ? r.invocation : json::object();
-  return {{"validator_findings", inv.value("validator_findings", json::array())},
+  return {{"risk", std::move(risk)},
+          {"validator_findings", inv.value("validator_findings", json::array())},
           {"validator_findings_total", inv.value("validator_findings_total", 0)},
           {"redactions", inv.value("redactions", json::array())},
           {"egress", std::move(egress)},

@@ -275,7 +275,7 @@
     if (!r.ok) return render(el("h1", {}, "Approval"), el("p", { class: "bad" }, errorText(r)));
     const a = r.data;
     const facts = dl([
-      ["Tool", a.tool], ["Risk", "critical"], ["Status", el("span", { id: "approval-status" }, a.status)],
+      ["Tool", a.tool], ["Risk", a.context.risk || "—"], ["Status", el("span", { id: "approval-status" }, a.status)],
       ["User", person(a.requested_by.subject)], ["Agent", agent(a.requested_by.principal)],
       ["Requested", a.requested_at], ["Expires", a.expires_at + " (" + timeLeft(a.expires_at) + " left)"],
       ["Approvals", a.approvals + " of " + a.approvers_required],
