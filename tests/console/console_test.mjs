@@ -78,6 +78,27 @@ async function assertInert(driver, where) {
   assert.equal(found.rawBidi, false, `${where}: a raw bidi control reached the page`);
 }
 
+// The second layer: even markup that did reach the DOM (here put there on purpose) cannot run
+// a script, an inline handler or load a foreign image, because of the Content-Security-Policy.
+async function assertCspHolds(driver) {
+  const found = await driver.executeAsyncScript((done) => {
+    const violations = [];
+    document.addEventListener("securitypolicyviolation", (e) => violations.push(e.violatedDirective));
+    const s = document.createElement("script");
+    s.textContent = "window.__inline = 1";
+    document.body.appendChild(s);
+    const box = document.createElement("div");
+    box.innerHTML = '<img src="https://evil.example/x.png" onerror="window.__handler = 1">';
+    document.body.appendChild(box);
+    setTimeout(() => { box.remove(); s.remove(); done({ inline: window.__inline ?? null, handler: window.__handler ?? null, violations }); }, 500);
+  });
+  assert.equal(found.inline, null, "an inline script ran: the CSP does not hold");
+  assert.equal(found.handler, null, "an inline handler ran: the CSP does not hold");
+  assert.ok(found.violations.some((v) => v.startsWith("script-src")), `script-src violations: ${found.violations}`);
+  assert.ok(found.violations.some((v) => v.startsWith("img-src")), `img-src violation: ${found.violations}`);
+  log("the CSP blocked an inline script, an inline handler and a foreign image");
+}
+
 async function textOf(driver, id) {
   return driver.findElement(By.id(id)).getAttribute("textContent");
 }
@@ -217,6 +238,7 @@ async function main() {
     await driver.wait(until.elementLocated(By.id("credential")), WAIT);
     await driver.wait(until.elementIsVisible(driver.findElement(By.id("credential"))), WAIT);
     await shot(driver, "sign-in.png");
+    await assertCspHolds(driver);
     const { big } = await approverFlow(driver);
     await noApproveFlow(driver, big);
     log("all passed");
