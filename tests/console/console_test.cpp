@@ -4,6 +4,7 @@
 // runs the attack (a forged request, a stolen or expired session, a cross-site post) and
 // asserts it was refused.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <fstream>
 #include <regex>
@@ -12,6 +13,7 @@
 #include "server/approvals.hpp"
 #include "server/console/console.hpp"
 #include "server/console/console_session.hpp"
+#include "server/invocation_store.hpp"
 #include "server/invocations_api.hpp"
 #include "server/http_server.hpp"
 #include "server_test_support.hpp"
@@ -234,6 +236,41 @@ TEST(InvocationQuery, FiltersParseAndMalformedOnesAreRefused) {
   for (const char* bad : {"?status=hacked", "?limit=0", "?limit=501", "?limit=1e3", "?since=yesterday",
                           "?since=2026-12-02T01:00:00+02:00", "?tool=%zz", "?tool=%4"})
     EXPECT_FALSE(invocation_query(std::string("/v1/invocations") + bad, agent, false).ok()) << bad;
+}
+
+// A state.db from before the history: its rows get their owner from their stored response,
+// so the owner filter (what a caller may see) holds for them too.
+TEST(InvocationHistory, RowsFromBeforeTheOwnerColumnsAreFilteredByOwner) {
+  Workspace ws;
+  const std::string path = ws.dir() + "/old-state.db";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const char* old_schema =
+      "CREATE TABLE invocations (id TEXT PRIMARY KEY, tool TEXT NOT NULL, status TEXT NOT NULL, response TEXT,"
+      " started_ms INTEGER, finished_ms INTEGER);"
+      "INSERT INTO invocations VALUES ('inv-a', 'echo', 'ok', '{\"principal\":\"agent\",\"subject\":null}', 1000, 2000);"
+      "INSERT INTO invocations VALUES ('inv-b', 'echo', 'ok',"
+      " '{\"principal\":\"\",\"subject\":{\"issuer\":\"corp\",\"sub\":\"alice\"}}', 3000, 4000);";
+  ASSERT_EQ(sqlite3_exec(db, old_schema, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto store = InvocationStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  InvocationStore::Query q;
+  q.owner = InvocationStore::Owner{"agent", "", ""};
+  auto agents = (*store)->list(q);
+  ASSERT_TRUE(agents.ok());
+  ASSERT_EQ(agents->size(), 1u);
+  EXPECT_EQ((*agents)[0]["id"], "inv-a");
+  q.owner = InvocationStore::Owner{"", "corp", "alice"};
+  auto alices = (*store)->list(q);
+  ASSERT_EQ(alices->size(), 1u);
+  EXPECT_EQ((*alices)[0]["id"], "inv-b");
+  q.owner = InvocationStore::Owner{"", "other-issuer", "alice"};
+  EXPECT_EQ((*store)->list(q)->size(), 0u) << "the same sub at another issuer is another person";
+  q.owner.reset();
+  EXPECT_EQ((*store)->list(q)->size(), 2u);
+  store->reset();
+  EXPECT_TRUE(InvocationStore::open(path).ok()) << "opening it again (the columns exist) works";
 }
 
 // ---- against a daemon ------------------------------------------------------------------
