@@ -204,23 +204,26 @@
     poll(viewApprovals);
   }
 
-  function argumentsBlock(a) {
-    const full = json(a.arguments);
-    const pre = el("pre", { id: "arguments" });
-    const shown = full.length > ARGS_SHOWN ? full.slice(0, ARGS_SHOWN) : full;
-    pre.appendChild(text(shown));
+  // A <pre> of `full` cut at ARGS_SHOWN characters, with a button that shows all of it.
+  function longText(id, full) {
+    const pre = el("pre", { id });
+    pre.appendChild(text(full.length > ARGS_SHOWN ? full.slice(0, ARGS_SHOWN) : full));
     const box = el("div", {}, pre);
-    if (full.length > ARGS_SHOWN) {
-      const more = el("button", { type: "button", id: "show-all-arguments" }, "Show all " + full.length + " characters");
-      more.addEventListener("click", () => {
-        pre.textContent = "";
-        pre.appendChild(text(full));
-        more.remove();
-      });
-      box.appendChild(el("p", { class: "note", id: "arguments-truncated" },
-                         "Truncated: " + ARGS_SHOWN + " of " + full.length + " characters shown. "));
-      box.appendChild(more);
-    }
+    if (full.length <= ARGS_SHOWN) return box;
+    const more = el("button", { type: "button", id: "show-all-" + id }, "Show all " + full.length + " characters");
+    more.addEventListener("click", () => {
+      pre.textContent = "";
+      pre.appendChild(text(full));
+      more.remove();
+    });
+    box.appendChild(el("p", { class: "note", id: id + "-truncated" },
+                       "Truncated: " + ARGS_SHOWN + " of " + full.length + " characters shown. "));
+    box.appendChild(more);
+    return box;
+  }
+
+  function argumentsBlock(a) {
+    const box = longText("arguments", json(a.arguments));
     box.appendChild(el("p", { class: "hash mono" }, "SHA-256 of the arguments: " + a.arguments_sha256));
     return box;
   }
@@ -353,8 +356,8 @@
                ["User", person(i.subject)], ["Agent", agent(i.actor && i.actor.principal)],
                ["Verdict", i.verdict || "—"], ["Error", i.error ? i.error.kind + ": " + i.error.message : "—"],
                ["Audit", proof]]),
-           el("h2", {}, "Output"), el("pre", { id: "invocation-output" }, json(i.output)),
-           el("h2", {}, "The full record"), el("pre", { id: "invocation-record" }, json(i)));
+           el("h2", {}, "Output"), longText("invocation-output", json(i.output)),
+           el("h2", {}, "The full record"), longText("invocation-record", json(i)));
     if (["running", "pending_approval", "suspended"].includes(i.status)) poll(() => viewInvocation(id));
   }
 
