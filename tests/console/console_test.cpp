@@ -348,6 +348,16 @@ TEST_F(ConsoleDaemon, SignInAuthenticatesLikeTheApiAndNeverReturnsTheCredential)
   EXPECT_EQ(daemon_->daemon->api().console().sessions().size(), 1u);
 }
 
+TEST_F(ConsoleDaemon, SigningInAgainEndsTheSessionTheBrowserHad) {
+  auto first = sign_in();
+  auto again = http_with(port(), "POST", "/console/session", json{{"credential", kOtherKey}}.dump(), "",
+                         browser(first.cookie));
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.headers["set-cookie"].find(first.cookie), std::string::npos) << "a fresh id, never the old one";
+  EXPECT_EQ(http_with(port(), "GET", "/console/session", "", "", browser(first.cookie)).status, 401);
+  EXPECT_EQ(daemon_->daemon->api().console().sessions().size(), 1u);
+}
+
 TEST_F(ConsoleDaemon, ApiCallsNeedTheSessionAndStateChangesItsCsrfTokenAndOrigin) {
   auto s = sign_in();
   auto listed = http_with(port(), "GET", "/console/api/approvals", "", "", browser(s.cookie));

@@ -115,6 +115,8 @@ HttpResponse Console::sign_in(const HttpRequest& r, bool tls) {
     return error_response(400, "invalid_input",
                           "the console takes an API key or a user token from a configured issuer, not a " +
                               caller.credential);
+  // A new sign-in never reuses a session: the one this browser had (if any) ends.
+  if (const std::string previous = session_id(r); !previous.empty()) sessions_.remove(previous);
   auto made = sessions_.create(credential);
   if (!made) return error_response(500, "internal", made.error().message);
   auto resp = describe(credential, made->csrf);
