@@ -7,6 +7,7 @@
 #include "server/approvals_api.hpp"
 #include "server/invocations_api.hpp"
 #include "server/console/console.hpp"
+#include "pipeline/failed_auth.hpp"
 #include "audit/verify.hpp"
 #include "server/invocation_response.hpp"
 #include "server/invocation_waiters.hpp"
@@ -80,7 +81,10 @@ Api::Api(ApiServices services)
   if (s_.token_signer && s_.revoked_tokens)
     if (auto made = TokenIntrospection::create(*s_.token_signer, *s_.revoked_tokens)) introspection_ = std::move(*made);
   console_ = std::make_shared<console::Console>(
-      *s_.generation, [this](const HttpRequest& r, std::function<void(HttpResponse)> reply) { handle(r, std::move(reply)); });
+      *s_.generation, [this](const HttpRequest& r, std::function<void(HttpResponse)> reply) { handle(r, std::move(reply)); },
+      [failed = s_.failed_auth](const std::string& peer) {
+        if (failed) failed->note(peer.empty() ? "unknown" : peer, console::kSignInLabel, "invalid_key");
+      });
 }
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {

@@ -26,6 +26,9 @@ class AuditLog;
 namespace airlock::creds {
 class RevokedTokens;
 }
+namespace airlock::pipeline {
+class FailedAuthLog;
+}
 
 namespace airlock::server {
 
@@ -79,6 +82,7 @@ struct ApiServices {
   std::function<std::string()> new_id;
   ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
+  pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
 };
 
 class TokenIntrospection;

@@ -321,6 +321,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.new_id = [] { return audit::new_invocation_id(); };
   services.approvals = approvals.get();
   services.waiters = &waiters;
+  services.failed_auth = failed_auth.get();
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 
+#include "audit/log_reader.hpp"
 #include "common/digest.hpp"
 #include "server/approvals.hpp"
 #include "server/console/console.hpp"
@@ -346,6 +347,26 @@ TEST_F(ConsoleDaemon, SignInAuthenticatesLikeTheApiAndNeverReturnsTheCredential)
       << set;
   EXPECT_EQ(good.json()["principal"], "agent");
   EXPECT_EQ(daemon_->daemon->api().console().sessions().size(), 1u);
+}
+
+TEST_F(ConsoleDaemon, ARefusedSignInIsAuditedAsAFailedAuthentication) {
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(http_with(port(), "POST", "/console/session", json{{"credential", "guess-" + std::to_string(i)}}.dump(),
+                        "", browser(""))
+                  .status,
+              401);
+  daemon_->daemon->shutdown();  // what is pending is written at the latest now
+  auto reader = audit::LogReader::open(ws_.audit_path());
+  ASSERT_TRUE(reader.ok());
+  std::uint64_t counted = 0;
+  (void)reader->for_each_record(0, [&](std::uint64_t, std::string_view text) {
+    auto record = json::parse(text, nullptr, false);
+    const json fields = record.contains("fields") ? record["fields"] : record;
+    if (fields.value("schema", "") == "airlock.failed_auth/v1" && fields["tools"].contains(kSignInLabel))
+      counted += fields["tools"][kSignInLabel].get<std::uint64_t>();
+    return true;
+  });
+  EXPECT_EQ(counted, 3u);
 }
 
 TEST_F(ConsoleDaemon, SigningInAgainEndsTheSessionTheBrowserHad) {

@@ -68,8 +68,12 @@ std::string forwarded_target(const std::string& method, const std::vector<std::s
   return path + query_of(target);
 }
 
-Console::Console(const GenerationSlot& generation, Dispatch dispatch, SessionOptions options)
-    : generation_(generation), dispatch_(std::move(dispatch)), sessions_(options) {}
+Console::Console(const GenerationSlot& generation, Dispatch dispatch,
+                 std::function<void(const std::string& peer)> refused_sign_in, SessionOptions options)
+    : generation_(generation),
+      dispatch_(std::move(dispatch)),
+      refused_sign_in_(std::move(refused_sign_in)),
+      sessions_(options) {}
 
 void Console::handle(const HttpRequest& r, const std::vector<std::string>& parts,
                      std::function<void(HttpResponse)> reply) {
@@ -108,8 +112,10 @@ HttpResponse Console::sign_in(const HttpRequest& r, bool tls) {
     return error_response(400, "invalid_input", "the body must be {\"credential\": \"<API key or user token>\"}");
   const std::string credential = (*parsed)["credential"];
   auto who = generation_.load()->authenticator->authenticate({{"authorization", "Bearer " + credential}});
-  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who))
+  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
+    if (refused_sign_in_) refused_sign_in_(r.peer);
     return error_response(401, "unauthenticated", "sign-in refused: " + refused->message);
+  }
   const auto& caller = std::get<pipeline::Caller>(who);
   if (caller.credential != "api_key" && caller.credential != "user_token")
     return error_response(400, "invalid_input",

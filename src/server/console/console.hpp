@@ -25,10 +25,15 @@ using Dispatch = std::function<void(const HttpRequest&, std::function<void(HttpR
 
 bool is_console_path(const std::vector<std::string>& parts);
 
+// The "tool" a refused sign-in is counted under in the failed-authentication audit records.
+inline constexpr const char* kSignInLabel = "(console sign-in)";
+
 class Console {
  public:
   // `dispatch`: the API's own handler (Api::handle), which /console/api/... is forwarded to.
-  Console(const GenerationSlot& generation, Dispatch dispatch, SessionOptions options = {});
+  // `refused_sign_in`: told the peer of each sign-in the authenticator refused.
+  Console(const GenerationSlot& generation, Dispatch dispatch,
+          std::function<void(const std::string& peer)> refused_sign_in = {}, SessionOptions options = {});
   void handle(const HttpRequest& request, const std::vector<std::string>& parts,
               std::function<void(HttpResponse)> reply);
   SessionStore& sessions() { return sessions_; }
@@ -43,6 +48,7 @@ class Console {
 
   const GenerationSlot& generation_;
   Dispatch dispatch_;
+  std::function<void(const std::string&)> refused_sign_in_;
   SessionStore sessions_;
 };
 
