@@ -211,7 +211,10 @@ json ApprovalService::list(const pipeline::Caller& caller, const policy::Config&
   for (const auto& r : store_.pending()) {
     auto [it, fresh] = approvable.try_emplace(r.tool, false);
     if (fresh) it->second = may_approve(config, caller, r.tool);
-    if (it->second && !own_request(r, caller)) out.push_back(approval_json(r, false));
+    if (!it->second || own_request(r, caller)) continue;
+    out.push_back(approval_json(r, false));
+    const auto* tool = config.find_tool(r.tool);
+    out.back()["risk"] = tool ? json(policy::risk_name(tool->risk)) : json();
   }
   return out;
 }

@@ -415,6 +415,7 @@ TEST_F(Approvals, AnApprovalCarriesItsContextAndWhetherTheCallerMayDecide) {
   EXPECT_EQ(listed[0]["arguments_preview"].get<std::string>().size(), kArgumentsPreviewBytes);
   EXPECT_EQ(listed[0]["arguments_bytes"], 5011);  // {"text":"x...x"}
   EXPECT_FALSE(listed[0].contains("arguments"));
+  EXPECT_EQ(listed[0]["risk"], "critical");
   auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob")).json();
   EXPECT_EQ(shown["may_decide"], true);
   EXPECT_EQ(shown["context"]["risk"], "critical");

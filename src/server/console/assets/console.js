@@ -189,7 +189,7 @@
     const more = cut ? " … (" + a.arguments_bytes + " bytes)" : "";
     const args = el("div", { class: "preview mono" }, a.arguments_preview + more);
     const hash = el("div", { class: "hash mono" }, "SHA-256 " + a.arguments_sha256);
-    return el("tr", { "data-approval": a.id }, el("td", {}, link("approval", a.id, a.tool)), el("td", {}, "critical"),
+    return el("tr", { "data-approval": a.id }, el("td", {}, link("approval", a.id, a.tool)), el("td", {}, a.risk || "—"),
               el("td", {}, requester), el("td", {}, args, hash),
               el("td", {}, a.approvals + " of " + a.approvers_required), el("td", {}, timeLeft(a.expires_at)));
   }
