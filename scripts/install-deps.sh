@@ -31,6 +31,8 @@ PACKAGES=(
   bubblewrap
   # the gvisor backend (tiers.<risk>.backend: gvisor): gVisor's runsc
   runsc
+  # the web console's browser test (tests/console): headless Chromium and its WebDriver
+  chromium chromium-driver
 )
 
 missing=()
@@ -75,4 +77,13 @@ if [[ -f "$K8S_DIR/package-lock.json" ]] &&
   echo "install-deps: npm ci in tests/kubernetes"
   (cd "$K8S_DIR" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$K8S_DIR/package-lock.json" "$K8S_DIR/node_modules/.package-lock.json.installed"
+fi
+
+# Console tests: selenium-webdriver (tests/console/package-lock.json) drives Debian's chromium.
+CONSOLE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/console"
+if [[ -f "$CONSOLE_DIR/package-lock.json" ]] &&
+   ! cmp -s "$CONSOLE_DIR/package-lock.json" "$CONSOLE_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
+  echo "install-deps: npm ci in tests/console"
+  (cd "$CONSOLE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$CONSOLE_DIR/package-lock.json" "$CONSOLE_DIR/node_modules/.package-lock.json.installed"
 fi

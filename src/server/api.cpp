@@ -5,6 +5,10 @@
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/approvals_api.hpp"
+#include "server/invocations_api.hpp"
+#include "server/console/console.hpp"
+#include "pipeline/failed_auth.hpp"
+#include "audit/verify.hpp"
 #include "server/invocation_response.hpp"
 #include "server/invocation_waiters.hpp"
 #include "common/units.hpp"
@@ -76,6 +80,11 @@ Api::Api(ApiServices services)
       mcp_http_(std::make_shared<McpHttp>(mcp_, s_.generation)) {
   if (s_.token_signer && s_.revoked_tokens)
     if (auto made = TokenIntrospection::create(*s_.token_signer, *s_.revoked_tokens)) introspection_ = std::move(*made);
+  console_ = std::make_shared<console::Console>(
+      *s_.generation, [this](const HttpRequest& r, std::function<void(HttpResponse)> reply) { handle(r, std::move(reply)); },
+      [failed = s_.failed_auth](const std::string& peer) {
+        if (failed) failed->note(peer.empty() ? "unknown" : peer, console::kSignInLabel, "invalid_key");
+      });
 }
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {
@@ -107,6 +116,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     return reply(jwks_response(*s_.token_signer));
   }
   if (is_mcp_path(parts) || is_resource_metadata_path(parts)) return handle_mcp(r, parts, std::move(reply));
+  if (console::is_console_path(parts)) return console_->handle(r, parts, std::move(reply));
   if (parts.empty() || parts[0] != "v1") return reply(error_response(404, "not_found", "no such endpoint"));
   // POST /v1/token: RFC 8693 token exchange (server/token_exchange.hpp).
   if (parts.size() == 2 && parts[1] == "token" && s_.token_signer) {
@@ -205,6 +215,11 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
     detail["outputSchema"] = tool->output_schema ? *tool->output_schema : nlohmann::json();
     return reply(json_response(200, detail));
   }
+  if (parts.size() == 2 && parts[1] == "invocations") {
+    const bool reads_all =
+        access::decide(config, actor, subject, policy::Action::read_all_invocations, "").allowed;
+    return reply(list_invocations(*s_.store, r.target, caller, reads_all));
+  }
   if (parts.size() == 3 && parts[1] == "invocations") {
     auto stored = s_.store->get(parts[2]);
     const bool reads_all =
@@ -238,6 +253,7 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
     if (!cp) return reply(error_response(500, "audit", cp.error().message));
     return reply(json_response(200, audit::checkpoint_envelope(*cp, s_.audit->public_key())));
   }
+  if (parts.size() == 3 && parts[1] == "audit" && parts[2] == "verify") return verify_audit(reply);
   if (parts.size() == 4 && parts[1] == "audit" && parts[2] == "proof") {
     std::uint64_t index = 0;
     if (parts[3].empty() || parts[3].size() > 19 || parts[3].find_first_not_of("0123456789") != std::string::npos)
@@ -275,6 +291,29 @@ HttpResponse invocation_answer(const pipeline::Invocation& inv) {
 }
 
 }  // namespace
+
+// GET /v1/audit/verify on a worker: the whole log verified from its records up, as `airlock
+// audit verify` does, under the daemon's own key.
+void Api::verify_audit(std::function<void(HttpResponse)> reply) const {
+  const std::string path = s_.audit->path();
+  const audit::PublicKey key = s_.audit->public_key();
+  bool accepted = s_.executor->submit([path, key, reply] {
+    auto reader = audit::LogReader::open(path);
+    if (!reader) return reply(error_response(500, "audit", reader.error().message));
+    audit::VerifyOptions options;
+    options.expected_key = key;
+    auto report = audit::verify_log(*reader, options);
+    if (!report) return reply(error_response(500, "audit", report.error().message));
+    nlohmann::json body = audit::to_json(*report);
+    if (!report->intact()) body["headline"] = audit::describe(report->findings.front());
+    reply(json_response(200, body));
+  });
+  if (!accepted) {
+    auto resp = error_response(429, "queue_full", "too many requests are queued; retry later");
+    resp.headers.emplace_back("Retry-After", "1");
+    reply(resp);
+  }
+}
 
 // POST /v1/token on a worker: verifying the user's token may fetch its issuer's keys.
 void Api::token(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {

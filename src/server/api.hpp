@@ -26,6 +26,9 @@ class AuditLog;
 namespace airlock::creds {
 class RevokedTokens;
 }
+namespace airlock::pipeline {
+class FailedAuthLog;
+}
 
 namespace airlock::server {
 
@@ -81,11 +84,15 @@ struct ApiServices {
   ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
   WebhookService* webhooks = nullptr;     // null: no webhooks (docs/webhooks.md)
+  pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
 };
 
 class TokenIntrospection;
 class McpServer;
 class McpHttp;
+namespace console {
+class Console;
+}
 
 class Api {
  public:
@@ -94,10 +101,13 @@ class Api {
   void handle(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
   // The MCP server behind /mcp, for the other transport (`airlock mcp`, stdio).
   McpServer& mcp() const { return *mcp_; }
+  // The web console behind /console (its sessions, for tests).
+  console::Console& console() const { return *console_; }
 
  private:
   void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
   void token(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
+  void verify_audit(std::function<void(HttpResponse)> reply) const;
   void handle_mcp(const HttpRequest& request, const std::vector<std::string>& parts,
                   std::function<void(HttpResponse)> reply) const;
   void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,
@@ -107,6 +117,7 @@ class Api {
   std::shared_ptr<const TokenIntrospection> introspection_;  // POST /v1/token/{introspect,revoke}
   std::shared_ptr<McpServer> mcp_;
   std::shared_ptr<const McpHttp> mcp_http_;  // /mcp and /.well-known/oauth-protected-resource
+  std::shared_ptr<console::Console> console_;  // /console (server/console/console.hpp)
 };
 
 HttpResponse json_response(int status, const nlohmann::json& body);

@@ -179,8 +179,17 @@ std::vector<ApprovalRecord> ApprovalStore::pending() {
   std::lock_guard lock(mu_);
   std::vector<ApprovalRecord> out;
   {
-    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
-    while (s.step_row()) out.push_back(row_of(s, false));
+    // The arguments' preview and size, without parsing the (perhaps large) document here.
+    std::string columns = kColumns;
+    columns.replace(columns.find(" FROM approvals "), 16,
+                    ", CAST(substr(CAST(json_extract(invocation, '$.arguments') AS BLOB), 1, 256) AS TEXT),"
+                    " length(CAST(json_extract(invocation, '$.arguments') AS BLOB)) FROM approvals ");
+    Statement s(db_, (columns + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
+    while (s.step_row()) {
+      out.push_back(row_of(s, false));
+      out.back().arguments_preview = s.text(15);
+      out.back().arguments_bytes = s.integer(16);
+    }
   }
   // The decisions of all of them at once: one query, not one per approval.
   Statement d(db_,

@@ -37,6 +37,10 @@ struct ApprovalRecord {
   bool resumed = false;     // an approved one has been handed to the executor
   nlohmann::json invocation;  // pipeline::persist() of the suspended invocation
   std::vector<ApprovalDecision> decisions;
+  // pending() only (which does not load `invocation`): the first kPreviewBytes of the
+  // arguments' JSON, as SQLite writes it, and its whole size (-1: not loaded).
+  std::string arguments_preview;
+  std::int64_t arguments_bytes = -1;
   std::size_t approvals() const;
 };
 

@@ -22,6 +22,50 @@ std::string rfc3339_ms(std::int64_t ms) {
   return pipeline::rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
 }
 
+// A credential by what it grants: the provider, the audience and scopes (or grants).
+json credential_summary(const policy::CredentialSpec& c) {
+  json j = {{"env", c.env}, {"provider", std::string(c.provider())}};
+  if (const auto* t = std::get_if<policy::TokenCredential>(&c.source)) {
+    j["audience"] = t->audience;
+    j["scopes"] = t->scopes;
+  } else if (const auto* p = std::get_if<policy::PostgresCredential>(&c.source)) {
+    j["server"] = p->server;
+    j["grant"] = p->grant;
+  } else if (const auto* o = std::get_if<policy::OAuthExchangeCredential>(&c.source)) {
+    j["audience"] = o->audience;
+    j["scopes"] = o->scopes;
+  } else if (const auto* s = std::get_if<policy::SecretCredential>(&c.source)) {
+    j["secret"] = s->name;
+  }
+  if (c.inject) j["injected_into"] = c.inject->host + ":" + std::to_string(c.inject->port);
+  return j;
+}
+
+// `text` without a UTF-8 sequence cut at its end.
+std::string whole_characters(std::string text) {
+  for (std::size_t back = 1; back <= 4 && back <= text.size(); ++back) {
+    const auto c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need > back) text.resize(text.size() - back);
+    break;
+  }
+  return text;
+}
+
+// The first bytes of the arguments' JSON for a list (cut on a character) and its size.
+void add_preview(json& j, const ApprovalRecord& r) {
+  if (r.arguments_bytes < 0) {
+    const json arguments = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+    const std::string text = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    j["arguments_preview"] = whole_characters(text.substr(0, kArgumentsPreviewBytes));
+    j["arguments_bytes"] = text.size();
+    return;
+  }
+  j["arguments_preview"] = whole_characters(r.arguments_preview.substr(0, kArgumentsPreviewBytes));
+  j["arguments_bytes"] = r.arguments_bytes;
+}
+
 json decision_json(const ApprovalDecision& d) {
   return {{"approver", {{"issuer", d.approver_issuer}, {"sub", d.approver_sub}}},
           {"relayed_by", d.relayed_by.empty() ? json() : json(d.relayed_by)},
@@ -65,6 +109,28 @@ bool is_requester(const ApprovalRecord& r, const pipeline::Caller& caller) {
   return caller.subject && caller.subject->issuer == r.requester_issuer && caller.subject->sub == r.requester_sub;
 }
 
+// What the approver needs besides the arguments: the validator's findings, what DLP
+// redacted, the egress the tool may reach and the credentials it would get (by scope; never a
+// value), as the current configuration says.
+json tool_context(const ApprovalRecord& r, const policy::Config& config) {
+  json egress = json::array(), credentials = json::array(), risk;
+  if (const auto* tool = config.find_tool(r.tool)) {
+    risk = policy::risk_name(tool->risk);
+    for (const auto& a : tool->network.allow)
+      egress.push_back({{"host", a.host}, {"port", a.port ? json(*a.port) : json("*")}});
+    for (const auto& f : tool->network.forwards)
+      egress.push_back({{"host", f.host}, {"port", f.port}, {"forward", f.listen_port}});
+    for (const auto& c : tool->credentials) credentials.push_back(credential_summary(c));
+  }
+  const json& inv = r.invocation.is_object() ? r.invocation : json::object();
+  return {{"risk", std::move(risk)},
+          {"validator_findings", inv.value("validator_findings", json::array())},
+          {"validator_findings_total", inv.value("validator_findings_total", 0)},
+          {"redactions", inv.value("redactions", json::array())},
+          {"egress", std::move(egress)},
+          {"credentials", std::move(credentials)}};
+}
+
 ApprovalAnswer answer_error(int status, const std::string& kind, const std::string& message) {
   return {status, {{"error", {{"kind", kind}, {"message", message}}}}};
 }
@@ -91,7 +157,8 @@ json approval_json(const ApprovalRecord& r, bool with_arguments) {
             {"decided_at", r.decided_ms ? json(rfc3339_ms(r.decided_ms)) : json()},
             {"decisions", std::move(decisions)},
             {"url", "/v1/approvals/" + r.id}};
-  if (with_arguments && r.invocation.is_object()) j["arguments"] = r.invocation.value("arguments", json::object());
+  if (with_arguments) j["arguments"] = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+  else add_preview(j, r);
   return j;
 }
 
@@ -160,7 +227,10 @@ json ApprovalService::list(const pipeline::Caller& caller, const policy::Config&
   for (const auto& r : store_.pending()) {
     auto [it, fresh] = approvable.try_emplace(r.tool, false);
     if (fresh) it->second = may_approve(config, caller, r.tool);
-    if (it->second && !own_request(r, caller)) out.push_back(approval_json(r, false));
+    if (!it->second || own_request(r, caller)) continue;
+    out.push_back(approval_json(r, false));
+    const auto* tool = config.find_tool(r.tool);
+    out.back()["risk"] = tool ? json(policy::risk_name(tool->risk)) : json();
   }
   return out;
 }
@@ -170,7 +240,14 @@ ApprovalAnswer ApprovalService::show(const std::string& id, const pipeline::Call
   auto r = store_.get(id);
   if (!r || !(may_approve(config, caller, r->tool) || is_requester(*r, caller)))
     return answer_error(404, "not_found", "no approval " + id + " you may see");
-  return {200, approval_json(*r, true)};
+  json j = approval_json(*r, true);
+  j["context"] = tool_context(*r, config);
+  // Whether this caller may decide it now (what decide() would check first): a console shows
+  // its buttons only then, and decide() refuses anyway.
+  const auto own = own_request(*r, caller);
+  const bool person = approver_of(caller).ok();
+  j["may_decide"] = r->state == "pending" && person && !own && may_approve(config, caller, r->tool);
+  return {200, std::move(j)};
 }
 
 ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Caller& caller,

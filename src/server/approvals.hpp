@@ -65,7 +65,11 @@ class ApprovalService {
   std::set<std::string> scheduled_;  // approved, submitted to the executor
 };
 
-// The JSON of an approval as the API shows it (a console shows the same).
+// The bytes of the arguments' JSON a list entry carries (`arguments_preview`).
+inline constexpr std::size_t kArgumentsPreviewBytes = 256;
+
+// The JSON of an approval as the API shows it (a console shows the same). Without the
+// arguments: their first kArgumentsPreviewBytes and their size instead.
 nlohmann::json approval_json(const ApprovalRecord& record, bool with_arguments);
 
 }  // namespace airlock::server

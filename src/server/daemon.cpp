@@ -331,6 +331,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.waiters = &waiters;
   webhooks = std::make_unique<WebhookService>(*webhook_outbox, generation, audit.get(), &metrics);
   services.webhooks = webhooks.get();
+  services.failed_auth = failed_auth.get();
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
@@ -385,7 +386,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   deps.observer = st->observer.get();
   InvocationStore* store = st->store.get();
   deps.record_start = [store](const pipeline::Invocation& inv) {
-    (void)store->begin(inv.id, inv.tool_name);
+    InvocationStore::Owner owner{inv.principal_name(), inv.subject ? inv.subject->issuer : "",
+                                 inv.subject ? inv.subject->sub : ""};
+    (void)store->begin(inv.id, inv.tool_name, owner);
   };
   deps.leases = st->leases.get();
   deps.hold_for_approval = [approvals = st->approvals.get()](const pipeline::Invocation& inv,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -22,10 +23,25 @@ class InvocationStore {
   static Result<std::unique_ptr<InvocationStore>> open(const std::string& path);
   ~InvocationStore();
 
-  Status begin(const std::string& id, const std::string& tool);
+  // Who an invocation is of: the agent's principal and the user (both "" when absent).
+  struct Owner {
+    std::string principal, issuer, sub;
+  };
+  Status begin(const std::string& id, const std::string& tool, const Owner& owner = {});
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response);
   // The stored response ({"id", "status": "running"} while it runs), or nullopt.
   std::optional<nlohmann::json> get(const std::string& id);
+
+  // GET /v1/invocations: the newest first, at most `limit`, each a summary (id, tool, status,
+  // actor, subject, started_at, finished_at, verdict, error_kind). Empty filters match all;
+  // `owner` set: only that owner's rows (an agent: its principal; a user: issuer and sub).
+  struct Query {
+    std::string tool, user, agent, status;  // status as stored: ok, error, denied, suspended, running
+    std::optional<std::int64_t> since_ms, until_ms;
+    std::optional<Owner> owner;
+    int limit = 50;
+  };
+  Result<nlohmann::json> list(const Query& query);
 
   struct Running {
     std::string id, tool;
@@ -35,6 +51,7 @@ class InvocationStore {
  private:
   explicit InvocationStore(sqlite3* db) : db_(db) {}
   Status exec(const std::string& sql);
+  Status migrate();
   std::mutex mu_;
   sqlite3* db_;
 };

@@ -18,6 +18,7 @@
 #include "identity/signer.hpp"
 #include "pipeline/stages/approval.hpp"
 #include "mcp_test_support.hpp"
+#include "server/approvals.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -402,6 +403,32 @@ std::string run_cli(const std::string& args, int& status) {
   while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   status = WEXITSTATUS(::pclose(p));
   return out;
+}
+
+// What a console shows: the list's bounded preview, one approval's context, and whether
+// the caller may decide it (an approver yes; the requester and a non-approver no, and decide()
+// refuses them anyway).
+TEST_F(Approvals, AnApprovalCarriesItsContextAndWhetherTheCallerMayDecide) {
+  auto p = pending_of(request("danger", {{"text", std::string(5000, 'x')}}));
+  auto listed = http(port(), "GET", "/v1/approvals", "", token("bob")).json()["approvals"];
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["arguments_preview"].get<std::string>().size(), kArgumentsPreviewBytes);
+  EXPECT_EQ(listed[0]["arguments_bytes"], 5011);  // {"text":"x...x"}
+  EXPECT_FALSE(listed[0].contains("arguments"));
+  EXPECT_EQ(listed[0]["risk"], "critical");
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob")).json();
+  EXPECT_EQ(shown["may_decide"], true);
+  EXPECT_EQ(shown["context"]["risk"], "critical");
+  EXPECT_TRUE(shown["context"]["egress"].is_array());
+  EXPECT_TRUE(shown["context"]["credentials"].is_array());
+  EXPECT_TRUE(shown["context"]["validator_findings"].is_array());
+  auto own = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("alice")).json();
+  EXPECT_EQ(own["may_decide"], false) << "the requester sees it, and may not decide it";
+  EXPECT_EQ(decide(p.approval, "approve", "alice").status, 403);
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + p.approval, "", token("mallory")).status, 404);
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob")).json()["may_decide"], false)
+      << "decided: nothing left to decide";
 }
 
 TEST_F(Approvals, TheCommandLineListsShowsAndDecides) {

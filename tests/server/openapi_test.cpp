@@ -103,6 +103,9 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/tools/{name}", "get", "/v1/tools/echo", "", kKey},
       {"/v1/tools/{name}", "get", "/v1/tools/crash", "", kOtherKey},
       {"/v1/tools/{name}", "get", "/v1/tools/nope", "", kKey},
+      {"/v1/invocations", "get", "/v1/invocations?tool=echo&limit=5", "", kKey},          // 200
+      {"/v1/invocations", "get", "/v1/invocations?status=nope", "", kKey},              // 400
+      {"/v1/invocations", "get", "/v1/invocations", "", ""},                            // 401
       {"/v1/invocations/{id}", "get", "/v1/invocations/" + id, "", kKey},
       {"/v1/invocations/{id}", "get", "/v1/invocations/nope", "", kKey},
       {"/v1/approvals", "get", "/v1/approvals", "", kKey},                            // 200 (none)
@@ -115,6 +118,8 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/approvals/{id}/deny", "post", "/v1/approvals/apr-nope/deny", "{}", kKey},         // 404
       {"/v1/approvals/{id}/deny", "post", "/v1/approvals/apr-nope/deny", "{}", ""},           // 401
       {"/v1/audit/checkpoint", "get", "/v1/audit/checkpoint", "", kKey},
+      {"/v1/audit/verify", "get", "/v1/audit/verify", "", kKey},
+      {"/v1/audit/verify", "get", "/v1/audit/verify", "", ""},                          // 401
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/0", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/x", "", kKey},
       {"/v1/audit/proof/{index}", "get", "/v1/audit/proof/999", "", kKey},

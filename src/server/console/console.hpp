@@ -1,0 +1,60 @@
+// The web console at /console (docs/console.md): its page and assets (embedded at build
+// time), sign-in and sign-out, and /console/api/..., which re-authenticates the session's
+// credential on every request and hands it to the same /v1 code the API runs (RBAC, the
+// approval service, the stores): the console decides nothing itself.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/api.hpp"
+#include "server/console/console_session.hpp"
+
+namespace airlock::server::console {
+
+// The embedded assets (generated from assets/ by embed_assets.cmake).
+struct Asset {
+  const char* path;  // "index.html", "console.css", "console.js"
+  const char* content_type;
+  const char* body;
+};
+const Asset* find_asset(const std::string& name);
+
+using Dispatch = std::function<void(const HttpRequest&, std::function<void(HttpResponse)>)>;
+
+bool is_console_path(const std::vector<std::string>& parts);
+
+// The "tool" a refused sign-in is counted under in the failed-authentication audit records.
+inline constexpr const char* kSignInLabel = "(console sign-in)";
+
+class Console {
+ public:
+  // `dispatch`: the API's own handler (Api::handle), which /console/api/... is forwarded to.
+  // `refused_sign_in`: told the peer of each sign-in the authenticator refused.
+  Console(const GenerationSlot& generation, Dispatch dispatch,
+          std::function<void(const std::string& peer)> refused_sign_in = {}, SessionOptions options = {});
+  void handle(const HttpRequest& request, const std::vector<std::string>& parts,
+              std::function<void(HttpResponse)> reply);
+  SessionStore& sessions() { return sessions_; }
+
+ private:
+  HttpResponse sign_in(const HttpRequest& request, bool tls);
+  HttpResponse session_info(const HttpRequest& request);
+  HttpResponse sign_out(const HttpRequest& request, bool tls);
+  void forward(const HttpRequest& request, const std::vector<std::string>& parts, bool tls,
+               std::function<void(HttpResponse)> reply);
+  HttpResponse describe(const std::string& credential, const std::string& csrf);
+
+  const GenerationSlot& generation_;
+  Dispatch dispatch_;
+  std::function<void(const std::string&)> refused_sign_in_;
+  SessionStore sessions_;
+};
+
+// The /v1 target a /console/api/... request is forwarded to, or "" when it is not one the
+// console uses (tool invocation, tokens and the rest are not reachable through it).
+std::string forwarded_target(const std::string& method, const std::vector<std::string>& parts,
+                             const std::string& target);
+
+}  // namespace airlock::server::console

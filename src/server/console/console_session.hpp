@@ -1,0 +1,90 @@
+// The web console's sessions and request checks (docs/console.md): a server-side session per
+// sign-in (a random 256-bit id in an HttpOnly cookie, the credential kept here and never sent
+// back), its CSRF token, the Origin / Sec-Fetch-Site check of every state change, and the
+// headers every console response carries.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.hpp"
+#include "server/api.hpp"
+
+namespace airlock::server::console {
+
+inline constexpr const char* kCookieName = "airlock_console";
+inline constexpr const char* kCsrfHeader = "x-airlock-csrf";  // lower case, as HttpRequest keeps it
+
+struct SessionOptions {
+  std::chrono::seconds idle{15 * 60};         // unused this long: gone
+  std::chrono::seconds absolute{8 * 60 * 60};  // gone this long after sign-in, used or not
+  std::size_t max_sessions = 1000;             // full: the least recently used is ended
+};
+
+struct Session {
+  std::string credential;  // the API key or user token signed in with
+  std::string csrf;        // required in kCsrfHeader on every state change
+};
+
+// Hex of `bytes` random bytes from OpenSSL's RAND_bytes; an error if it has no entropy.
+Result<std::string> random_hex(std::size_t bytes);
+
+// In memory: a restart signs everyone out. Sessions are kept under the SHA-256 of their id.
+class SessionStore {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit SessionStore(SessionOptions options = {}, std::function<Clock::time_point()> now = Clock::now)
+      : options_(options), now_(std::move(now)) {}
+
+  struct Created {
+    std::string id;  // for the cookie only
+    std::string csrf;
+  };
+  Result<Created> create(std::string credential);
+  // The session of `id`, touched (its idle time starts again); none when unknown or expired.
+  std::optional<Session> use(const std::string& id);
+  void remove(const std::string& id);
+  std::size_t size();
+
+ private:
+  struct Entry {
+    Session session;
+    Clock::time_point created, last_used;
+  };
+  bool expired(const Entry& e, Clock::time_point now) const;
+  void prune(Clock::time_point now);  // expired entries; then the LRU one while full
+
+  SessionOptions options_;
+  std::function<Clock::time_point()> now_;
+  std::mutex mu_;
+  std::map<std::string, Entry> sessions_;  // by sha256_hex(id)
+};
+
+// The Set-Cookie value of a session: HttpOnly, SameSite=Strict, Path=/console, and Secure
+// when served over TLS. Its clearing twin (Max-Age=0) for sign-out.
+std::string session_cookie(const std::string& id, bool secure);
+std::string cleared_cookie(bool secure);
+// The value of cookie `name` in a Cookie header; "" when absent.
+std::string cookie_value(std::string_view cookie_header, std::string_view name);
+
+// Why a state-changing request is refused before its session is looked at, or none: it must
+// come from the console's own origin (Origin equal to this server's, or Sec-Fetch-Site:
+// same-origin; neither present is refused) and carry JSON (a form cannot post it).
+std::optional<std::string> cross_site_refusal(const HttpRequest& request, bool tls);
+// The same plus the session's CSRF token in kCsrfHeader (compared in constant time).
+std::optional<std::string> csrf_refusal(const HttpRequest& request, const Session& session, bool tls);
+
+// Content-Security-Policy, X-Content-Type-Options, Referrer-Policy, Cache-Control and
+// X-Frame-Options: on every console response.
+void add_security_headers(HttpResponse& response);
+inline constexpr const char* kContentSecurityPolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+}  // namespace airlock::server::console

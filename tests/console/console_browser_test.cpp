@@ -1,0 +1,101 @@
+// Issue #19, the web console in a real browser: a daemon in this process (a real issuer for
+// the users, critical tools behind the approval gate, run in the local sandbox), and
+// tests/console/console_test.mjs driving Debian's headless chromium through chromedriver
+// (selenium-webdriver from tests/console/node_modules, npm ci). The script signs in, sees a
+// pending approval appear without reloading, approves it, sees the result, reads the
+// history and the audit log, feeds the page hostile values and checks a user without
+// `approve` gets no button and is refused by the API anyway. Screenshots go to the build dir.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/wait.h>
+
+#include "identity/signer.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCorp = "https://idp.corp.example";
+
+const char* kServer = "server: {listen: 127.0.0.1:0, maxBodyBytes: 4Mi, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}";
+
+const char* kSections = R"(identity:
+  issuers:
+    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
+roles:
+  - name: requester
+    rules:
+      - {effect: allow, actions: [invoke], tools: ["danger*"]}
+  - name: approver
+    rules:
+      - {effect: allow, actions: [approve], tools: ["danger*"]}
+      - {effect: allow, actions: [read_all_invocations, read_audit], tools: ["*"]}
+bindings:
+  - role: requester
+    users: [{issuer: corp, claim: groups, value: staff}]
+  - role: approver
+    users: [{issuer: corp, claim: groups, value: approvers}]
+)";
+
+const char* kTools = R"(
+  - name: danger
+    description: Pays an invoice.
+    risk: critical
+    approval: {approvers: 1, timeout: 10m}
+    runtime: {type: python, file: tools/echo.py}
+    network: {allow: ["payments.example.com:443"]}
+    credentials:
+      - env: PAYMENTS_TOKEN
+        token: {audience: https://payments.example.com, scopes: ["payments:write"], ttl: 2m})";
+
+std::int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+TEST(ConsoleBrowser, SignInApproveHistoryAuditAndHostileValues) {
+  ASSERT_TRUE(std::filesystem::exists(AIRLOCK_CONSOLE_NODE_MODULES "/selenium-webdriver"))
+      << "npm ci in tests/console (scripts/install-deps.sh)";
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/chromedriver")) << "apt-get install chromium chromium-driver";
+  Workspace ws(kServer, kTools);
+  auto corp = identity::TokenSigner::load_or_create(ws.dir() + "/corp.key");
+  ASSERT_TRUE(corp.ok());
+  std::ofstream(ws.dir() + "/corp-jwks.json") << corp->jwks().dump();
+  std::string yaml = ws.config_text();
+  yaml.replace(yaml.find("tiers:\n"), 7, std::string(kSections) + "tiers:\n  critical: {backend: local, output: 4Mi}\n");
+  ws.write_config(yaml);
+  RunningDaemon daemon(ws);
+  auto token = [&](const std::string& sub, json groups) {
+    json claims = {{"iss", kCorp}, {"aud", "airlock"}, {"sub", sub}, {"iat", now_s()},
+                   {"exp", now_s() + 900}, {"jti", "jti-" + sub}, {"groups", groups}};
+    return *corp->issue(claims);
+  };
+  const std::string shots = std::string(AIRLOCK_CONSOLE_SCREENSHOTS);
+  std::filesystem::create_directories(shots);
+  const std::string command =
+      "CONSOLE_URL=" + shell_quote("http://127.0.0.1:" + std::to_string(daemon.port)) +
+      " AGENT_KEY=" + shell_quote(kKey) + " TOKEN_ALICE=" + shell_quote(token("alice", {"staff"})) +
+      " TOKEN_BOB=" + shell_quote(token("bob", {"staff", "approvers"})) +
+      " TOKEN_MALLORY=" + shell_quote(token("mallory", {"staff"})) + " SCREENSHOT_DIR=" + shell_quote(shots) +
+      " NODE_PATH=" + shell_quote(AIRLOCK_CONSOLE_NODE_MODULES) + " " + shell_quote(AIRLOCK_NODE) + " " +
+      shell_quote(AIRLOCK_CONSOLE_SCRIPT) + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "the browser test was killed";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "tests/console/console_test.mjs failed (its output is above)";
+}
+
+}  // namespace
+}  // namespace airlock::server::test

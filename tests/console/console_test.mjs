@@ -1,0 +1,253 @@
+// The web console in Debian's headless chromium, driven by selenium-webdriver through
+// chromedriver (started by console_browser_test.cpp against a daemon it runs). Environment:
+// CONSOLE_URL, AGENT_KEY, TOKEN_ALICE (requester), TOKEN_BOB (approver, reads all and the
+// audit log), TOKEN_MALLORY (no approve), SCREENSHOT_DIR. Exits non-zero on the first failure.
+import { Builder, By, until } from "selenium-webdriver";
+import chrome from "selenium-webdriver/chrome.js";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const base = process.env.CONSOLE_URL;
+const shots = process.env.SCREENSHOT_DIR;
+const WAIT = 15000;
+const started = Date.now();
+
+function log(...args) {
+  console.log(`[console_test +${((Date.now() - started) / 1000).toFixed(1)}s]`, ...args);
+}
+
+// Hostile values: markup, attribute breakout, a javascript: link, a bidi override.
+const HOSTILE = {
+  script: "<script>window.__pwned = 'script'</script>",
+  attr: "\"><img src=x onerror=\"window.__pwned='img'\">",
+  link: "javascript:window.__pwned='link'",
+  bidi: "invoice_\u202Efdp.exe and \u2066isolate\u2069",
+  amount: 100,
+};
+
+async function invoke(args) {
+  const resp = await fetch(`${base}/v1/tools/danger/invoke`, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${process.env.AGENT_KEY}`,
+      "Airlock-Subject-Token": process.env.TOKEN_ALICE,
+      "Content-Type": "application/json",
+    },
+    body: JSON.stringify({ arguments: args }),
+  });
+  const body = await resp.json();
+  assert.equal(resp.status, 202, JSON.stringify(body).slice(0, 500));
+  return body;
+}
+
+async function shot(driver, name) {
+  writeFileSync(join(shots, name), await driver.takeScreenshot(), "base64");
+  log("screenshot", name);
+}
+
+async function signIn(driver, credential) {
+  await driver.get(`${base}/console/`);
+  const field = await driver.wait(until.elementLocated(By.id("credential")), WAIT);
+  await driver.wait(until.elementIsVisible(field), WAIT);
+  await field.sendKeys(credential);
+  await driver.findElement(By.id("sign-in-button")).click();
+  await driver.wait(until.elementIsVisible(await driver.findElement(By.id("sign-out"))), WAIT);
+}
+
+async function signOut(driver) {
+  await driver.findElement(By.id("sign-out")).click();
+  await driver.wait(until.elementIsVisible(await driver.findElement(By.id("credential"))), WAIT);
+}
+
+// Nothing hostile ran or was parsed as markup, and no bidi control reached a text node.
+async function assertInert(driver, where) {
+  const found = await driver.executeScript(() => ({
+    pwned: window.__pwned ?? null,
+    imgs: document.querySelectorAll("img").length,
+    scripts: [...document.querySelectorAll("script")].map((s) => s.getAttribute("src")),
+    jsLinks: [...document.querySelectorAll("a")].filter((a) => !a.getAttribute("href").startsWith("#/")).length,
+    onAttrs: [...document.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).length,
+    rawBidi: /[\u202A-\u202E\u2066-\u2069]/.test(document.body.textContent),
+  }));
+  assert.equal(found.pwned, null, `${where}: hostile script ran`);
+  assert.equal(found.imgs, 0, `${where}: an <img> from data was created`);
+  assert.deepEqual(found.scripts, ["console.js"], `${where}: a <script> from data was created`);
+  assert.equal(found.jsLinks, 0, `${where}: a link not inside the console`);
+  assert.equal(found.onAttrs, 0, `${where}: an on* attribute`);
+  assert.equal(found.rawBidi, false, `${where}: a raw bidi control reached the page`);
+}
+
+// The second layer: even markup that did reach the DOM (here put there on purpose) cannot run
+// a script, an inline handler or load a foreign image, because of the Content-Security-Policy.
+async function assertCspHolds(driver) {
+  const found = await driver.executeAsyncScript((done) => {
+    const violations = [];
+    document.addEventListener("securitypolicyviolation", (e) => violations.push(e.violatedDirective));
+    const s = document.createElement("script");
+    s.textContent = "window.__inline = 1";
+    document.body.appendChild(s);
+    const box = document.createElement("div");
+    box.innerHTML = '<img src="https://evil.example/x.png" onerror="window.__handler = 1">';
+    document.body.appendChild(box);
+    setTimeout(() => { box.remove(); s.remove(); done({ inline: window.__inline ?? null, handler: window.__handler ?? null, violations }); }, 500);
+  });
+  assert.equal(found.inline, null, "an inline script ran: the CSP does not hold");
+  assert.equal(found.handler, null, "an inline handler ran: the CSP does not hold");
+  assert.ok(found.violations.some((v) => v.startsWith("script-src")), `script-src violations: ${found.violations}`);
+  assert.ok(found.violations.some((v) => v.startsWith("img-src")), `img-src violation: ${found.violations}`);
+  log("the CSP blocked an inline script, an inline handler and a foreign image");
+}
+
+async function textOf(driver, id) {
+  return driver.findElement(By.id(id)).getAttribute("textContent");
+}
+
+async function approverFlow(driver) {
+  await signIn(driver, process.env.TOKEN_BOB);
+  await driver.wait(until.elementLocated(By.id("no-approvals")), WAIT);
+  log("bob signed in; the queue is empty");
+
+  // Requests made after the page loaded appear without a reload (polling).
+  const hostile = await invoke(HOSTILE);
+  const big = await invoke({ blob: "A".repeat(1024 * 1024), note: HOSTILE.bidi });
+  const row = By.css(`tr[data-approval="${hostile.approval.id}"]`);
+  await driver.wait(until.elementLocated(row), WAIT);
+  await driver.wait(until.elementLocated(By.css(`tr[data-approval="${big.approval.id}"]`)), WAIT);
+  log("both approvals appeared without a reload");
+  await assertInert(driver, "the queue");
+  const rowText = await driver.findElement(row).getAttribute("textContent");
+  assert.match(rowText, /alice/);
+  assert.match(rowText, /agent/);
+  assert.match(rowText, /critical/);
+  assert.ok(rowText.includes("\\u202E"), `the bidi override is shown escaped in the list: ${rowText}`);
+  const bigRow = await driver.findElement(By.css(`tr[data-approval="${big.approval.id}"]`)).getAttribute("textContent");
+  assert.ok(bigRow.length < 2000, `the 1 MB argument is truncated in the list (${bigRow.length} characters)`);
+  assert.match(bigRow, /bytes\)/);
+  assert.match(bigRow, /SHA-256 [0-9a-f]{64}/, "the full hash is in the list");
+  await shot(driver, "approvals.png");
+
+  // The big one: truncated with its hash, and "show all" shows all.
+  await driver.get(`${base}/console/#/approval/${big.approval.id}`);
+  await driver.wait(until.elementLocated(By.id("arguments-truncated")), WAIT);
+  assert.ok((await textOf(driver, "arguments")).length <= 64 * 1024 + 10);
+  await driver.findElement(By.id("show-all-arguments")).click();
+  assert.ok((await textOf(driver, "arguments")).length > 1024 * 1024);
+  await assertInert(driver, "the 1 MB approval");
+
+  // The hostile one, in full: everything an approver needs, shown as text.
+  await driver.get(`${base}/console/#/approval/${hostile.approval.id}`);
+  await driver.wait(until.elementLocated(By.id("approve")), WAIT);
+  const view = await textOf(driver, "view");
+  // The arguments are shown as JSON: a quote inside a string is \" there.
+  const asJson = (v) => JSON.stringify(v).slice(1, -1);
+  for (const expected of [HOSTILE.script, asJson(HOSTILE.attr), HOSTILE.link, "payments.example.com", "PAYMENTS_TOKEN",
+                          "payments:write", "alice", "invoice_\\u202Efdp.exe", "\\u2066isolate\\u2069"])
+    assert.ok(view.includes(expected), `the approval page shows ${expected}`);
+  await assertInert(driver, "the approval page");
+  await driver.findElement(By.id("reason")).sendKeys("checked the invoice with finance");
+  await shot(driver, "approval.png");
+  await driver.findElement(By.id("approve")).click();
+  await driver.wait(until.elementTextContains(driver.findElement(By.id("decision-result")), "approved"), WAIT);
+  log("approved");
+
+  // The result: the console moves to the invocation, which runs and ends ok.
+  await driver.wait(until.elementLocated(By.id("invocation-status")), WAIT);
+  await driver.wait(async () => (await textOf(driver, "invocation-status").catch(() => "")) === "ok", 30000,
+                    "the approved invocation ends ok");
+  const output = await textOf(driver, "invocation-output");
+  assert.ok(output.includes(HOSTILE.script) && output.includes(JSON.stringify(HOSTILE.attr).slice(1, -1)),
+            "hostile output shown as text");
+  assert.ok(output.includes("\\u202E"), "bidi in the output shown escaped");
+  await assertInert(driver, "the invocation page");
+  await shot(driver, "invocation.png");
+
+  // History with filters: bob reads all; the approved one is there with its user and agent.
+  await driver.get(`${base}/console/#/history?tool=danger&status=ok`);
+  const histRow = By.css(`tr[data-invocation="${hostile.id}"]`);
+  await driver.wait(until.elementLocated(histRow), WAIT);
+  const hist = await driver.findElement(histRow).getAttribute("textContent");
+  assert.match(hist, /alice/);
+  assert.match(hist, /agent/);
+  assert.equal((await driver.findElements(By.css(`tr[data-invocation="${big.id}"]`))).length, 0,
+               "status=ok leaves out the pending one");
+  await shot(driver, "history.png");
+
+  // The audit log: the checkpoint, verify now, one record's inclusion proof.
+  await driver.get(`${base}/console/#/audit`);
+  await driver.wait(until.elementLocated(By.id("verify")), WAIT);
+  await driver.findElement(By.id("verify")).click();
+  await driver.wait(until.elementTextContains(driver.findElement(By.id("verify-result")), "intact:"), WAIT);
+  await shot(driver, "audit.png");
+  await driver.findElement(By.id("prove")).click();
+  await driver.wait(until.elementLocated(By.id("proof")), WAIT);
+  assert.match(await textOf(driver, "proof"), /"index": 0/);
+  await signOut(driver);
+  return { hostile, big };
+}
+
+// What the page's own script could send: a decision with the session's CSRF token.
+async function forgeDecision(driver, approvalId) {
+  return driver.executeAsyncScript(async (id, done) => {
+    const s = await (await fetch("/console/session")).json();
+    const r = await fetch(`/console/api/approvals/${id}/approve`, {
+      method: "POST", headers: { "Content-Type": "application/json", "X-Airlock-CSRF": s.csrf },
+      body: JSON.stringify({ reason: "forged" }),
+    });
+    done({ status: r.status, body: await r.text() });
+  }, approvalId);
+}
+
+async function noApproveFlow(driver, pending) {
+  // mallory may not approve: an empty queue, no button on the approval, and the API refuses.
+  await signIn(driver, process.env.TOKEN_MALLORY);
+  await driver.wait(until.elementLocated(By.id("no-approvals")), WAIT);
+  await driver.get(`${base}/console/#/approval/${pending.approval.id}`);
+  await driver.wait(until.elementLocated(By.css("#view p.bad")), WAIT);
+  assert.equal((await driver.findElements(By.id("approve"))).length, 0, "mallory sees no approve button");
+  assert.equal((await driver.findElements(By.id("deny"))).length, 0, "mallory sees no deny button");
+  await shot(driver, "no-approve.png");
+  const forged = await forgeDecision(driver, pending.approval.id);
+  assert.ok(forged.status === 403 || forged.status === 404, `the console's API refused mallory: ${JSON.stringify(forged)}`);
+  const direct = await fetch(`${base}/v1/approvals/${pending.approval.id}/approve`, {
+    method: "POST", headers: { Authorization: `Bearer ${process.env.TOKEN_MALLORY}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ reason: "forged" }),
+  });
+  assert.ok(direct.status === 403 || direct.status === 404, `the API refused mallory: ${direct.status}`);
+  await signOut(driver);
+
+  // alice asked for it: she sees it, with no button (separation of duties), and is refused.
+  await signIn(driver, process.env.TOKEN_ALICE);
+  await driver.get(`${base}/console/#/approval/${pending.approval.id}`);
+  await driver.wait(until.elementLocated(By.id("no-decision")), WAIT);
+  assert.equal((await driver.findElements(By.id("approve"))).length, 0, "alice sees no approve button");
+  const own = await forgeDecision(driver, pending.approval.id);
+  assert.equal(own.status, 403, `alice may not approve her own call: ${JSON.stringify(own)}`);
+  await signOut(driver);
+}
+
+async function main() {
+  const options = new chrome.Options()
+    .setChromeBinaryPath("/usr/bin/chromium")
+    .addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--window-size=1280,1500", "--no-first-run", "--disable-extensions");
+  const service = new chrome.ServiceBuilder("/usr/bin/chromedriver");
+  const driver = await new Builder().forBrowser("chrome").setChromeOptions(options).setChromeService(service).build();
+  try {
+    await driver.get(`${base}/console/`);
+    await driver.wait(until.elementLocated(By.id("credential")), WAIT);
+    await driver.wait(until.elementIsVisible(driver.findElement(By.id("credential"))), WAIT);
+    await shot(driver, "sign-in.png");
+    await assertCspHolds(driver);
+    const { big } = await approverFlow(driver);
+    await noApproveFlow(driver, big);
+    log("all passed");
+  } finally {
+    await driver.quit();
+  }
+}
+
+main().catch((e) => {
+  console.error("[console_test] FAILED:", e && e.stack ? e.stack : e);
+  process.exit(1);
+});
