@@ -59,31 +59,21 @@ if ((${#missing[@]} > 0)); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# MCP tests: the official SDK clients, servers and conformance suite (with the Node 22 it
-# needs), exactly as tests/mcp/package-lock.json pins them. Reinstalled when the lock changes.
-MCP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/mcp"
-if [[ -f "$MCP_DIR/package-lock.json" ]] &&
-   ! cmp -s "$MCP_DIR/package-lock.json" "$MCP_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
-  echo "install-deps: npm ci in tests/mcp"
-  (cd "$MCP_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$MCP_DIR/package-lock.json" "$MCP_DIR/node_modules/.package-lock.json.installed"
-fi
+# `npm ci` in tests/DIR, exactly as its package-lock.json pins; again only when the lock changes.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+npm_ci_in() {
+  local dir="$ROOT/tests/$1"
+  [[ -f "$dir/package-lock.json" ]] || return 0
+  cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed" 2>/dev/null && return 0
+  echo "install-deps: npm ci in tests/$1"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed"
+}
 
+# MCP tests: the official SDK clients, servers and conformance suite (with the Node 22 it needs).
+npm_ci_in mcp
 # Kubernetes tests: the official Kubernetes schemas (kubernetes-models) for the API-server
-# stand-in and the deploy/kubernetes/ check, exactly as tests/kubernetes/package-lock.json pins.
-K8S_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/kubernetes"
-if [[ -f "$K8S_DIR/package-lock.json" ]] &&
-   ! cmp -s "$K8S_DIR/package-lock.json" "$K8S_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
-  echo "install-deps: npm ci in tests/kubernetes"
-  (cd "$K8S_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$K8S_DIR/package-lock.json" "$K8S_DIR/node_modules/.package-lock.json.installed"
-fi
-
-# Console tests: selenium-webdriver (tests/console/package-lock.json) drives Debian's chromium.
-CONSOLE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/console"
-if [[ -f "$CONSOLE_DIR/package-lock.json" ]] &&
-   ! cmp -s "$CONSOLE_DIR/package-lock.json" "$CONSOLE_DIR/node_modules/.package-lock.json.installed" 2>/dev/null; then
-  echo "install-deps: npm ci in tests/console"
-  (cd "$CONSOLE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$CONSOLE_DIR/package-lock.json" "$CONSOLE_DIR/node_modules/.package-lock.json.installed"
-fi
+# stand-in and the deploy/kubernetes/ check.
+npm_ci_in kubernetes
+# Console tests: selenium-webdriver drives Debian's chromium.
+npm_ci_in console
