@@ -46,6 +46,33 @@ constexpr const char* kSchema =
     " relayed_by TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL, at_ms INTEGER NOT NULL,"
     " PRIMARY KEY (approval_id, approver_issuer, approver_sub))";
 
+// The arguments' first 256 bytes and their size, for the list: made once, when the approval is
+// stored (as the list computed them, without parsing each stored invocation at every list).
+#define AIRLOCK_ARGUMENTS(doc) "CAST(json_extract(" doc ", '$.arguments') AS BLOB)"
+constexpr const char* kPreviewOf = "CAST(substr(" AIRLOCK_ARGUMENTS("?12") ", 1, 256) AS TEXT)";
+constexpr const char* kBytesOf = "length(" AIRLOCK_ARGUMENTS("?12") ")";
+
+// Databases made before those columns: added, and filled from the stored invocations.
+Status add_preview_columns(sqlite3* db) {
+  for (const char* column : {"arguments_preview TEXT", "arguments_bytes INTEGER"}) {
+    const std::string sql = std::string("ALTER TABLE approvals ADD COLUMN ") + column;
+    char* message = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string m = message ? message : "unknown error";
+      sqlite3_free(message);
+      if (m.find("duplicate column name") == std::string::npos)
+        return Error::make("storage", "state database (approvals): adding a column: " + m);
+    }
+  }
+  const char* fill = "UPDATE approvals SET arguments_preview = CAST(substr(" AIRLOCK_ARGUMENTS("invocation")
+                     ", 1, 256) AS TEXT), arguments_bytes = length(" AIRLOCK_ARGUMENTS("invocation")
+                     ") WHERE arguments_bytes IS NULL";
+  if (sqlite3_exec(db, fill, nullptr, nullptr, nullptr) != SQLITE_OK)
+    return Error::make("storage", std::string("state database (approvals): ") + sqlite3_errmsg(db));
+  return {};
+}
+#undef AIRLOCK_ARGUMENTS
+
 constexpr const char* kColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
@@ -109,6 +136,7 @@ Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& pa
   auto store = std::unique_ptr<ApprovalStore>(new ApprovalStore(db));
   sqlite3_busy_timeout(db, 5000);
   if (auto s = store->exec(kSchema); !s) return s.error();
+  if (auto s = add_preview_columns(db); !s) return s.error();
   return store;
 }
 
@@ -126,10 +154,13 @@ Status ApprovalStore::exec(const std::string& sql) {
 
 Status ApprovalStore::create(const ApprovalRecord& r) {
   std::lock_guard lock(mu_);
-  Statement s(db_,
-              "INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
-              " approvers_required, requester_principal, requester_issuer, requester_sub, requested_ms,"
-              " expires_ms, state, invocation) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)");
+  const std::string insert =
+      std::string("INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
+                  " approvers_required, requester_principal, requester_issuer, requester_sub, requested_ms,"
+                  " expires_ms, state, invocation, arguments_preview, arguments_bytes)"
+                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12, ") +
+      kPreviewOf + ", " + kBytesOf + ")";
+  Statement s(db_, insert.c_str());
   s.bind(1, r.id);
   s.bind(2, r.invocation_id);
   s.bind(3, r.tool);
@@ -179,11 +210,9 @@ std::vector<ApprovalRecord> ApprovalStore::pending() {
   std::lock_guard lock(mu_);
   std::vector<ApprovalRecord> out;
   {
-    // The arguments' preview and size, without parsing the (perhaps large) document here.
+    // The arguments' preview and size, stored with the approval: no document is parsed here.
     std::string columns = kColumns;
-    columns.replace(columns.find(" FROM approvals "), 16,
-                    ", CAST(substr(CAST(json_extract(invocation, '$.arguments') AS BLOB), 1, 256) AS TEXT),"
-                    " length(CAST(json_extract(invocation, '$.arguments') AS BLOB)) FROM approvals ");
+    columns.replace(columns.find(" FROM approvals "), 16, ", arguments_preview, arguments_bytes FROM approvals ");
     Statement s(db_, (columns + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
     while (s.step_row()) {
       out.push_back(row_of(s, false));
