@@ -1,6 +1,5 @@
 // airlock audit verify|show|prove|checkpoint|export|key: the tamper-evident audit log.
 // Exit status: 0 good, 1 tampered (verify, or a proof that does not check), 2 error.
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include "audit/invocation_record.hpp"
 #include "audit/log_reader.hpp"
 #include "audit/verify.hpp"
+#include "common/utc_time.hpp"
 #include "cli/commands.hpp"
 
 namespace airlock::cli {
@@ -22,17 +22,6 @@ constexpr int kError = 2;
 int fail(const std::string& command, const std::string& message) {
   std::cerr << "airlock audit " << command << ": " << message << "\n";
   return kError;
-}
-
-std::string utc_time(std::int64_t ms) {
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-  char millis[8];
-  std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms % 1000));
-  return std::string(text) + millis;
 }
 
 // The public part of the log's key file, when this user can read it: verify then also checks
@@ -98,7 +87,7 @@ std::string member_text(const nlohmann::json& record, const char* key) {
 
 // An approval's record (server/approvals.hpp): the event, and who decided for whom.
 void print_approval_record(const nlohmann::json& record) {
-  std::cout << utc_time(record.value("time", std::int64_t{0})) << "  " << member_text(record, "event") << "  "
+  std::cout << rfc3339_ms(record.value("time", std::int64_t{0})) << "  " << member_text(record, "event") << "  "
             << member_text(record, "tool") << "  approval " << member_text(record, "approval_id");
   if (record.contains("approver")) {
     std::cout << "  " << member_text(record, "decision") << " by "
@@ -130,12 +119,12 @@ int show_command(const std::string& path, std::uint64_t from, bool json, const s
       print_approval_record(record);
     } else if (record.contains("schema") && record["schema"] == audit::kInvocationSchema) {
       const auto& exit = record.value("exit", nlohmann::json::object());
-      std::cout << utc_time(record.value("time", std::int64_t{0})) << "  "
+      std::cout << rfc3339_ms(record.value("time", std::int64_t{0})) << "  "
                 << member_text(record, "principal") << "  " << member_text(record, "tool") << "  "
                 << member_text(record, "verdict") << "  exit=" << member_text(exit, "code") << "  "
                 << member_text(record, "command") << "\n";
     } else {
-      std::cout << utc_time(record.value("time", std::int64_t{0})) << "  " << text << "\n";
+      std::cout << rfc3339_ms(record.value("time", std::int64_t{0})) << "  " << text << "\n";
     }
     return true;
   });

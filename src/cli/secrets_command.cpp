@@ -11,12 +11,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "common/utc_time.hpp"
 #include "creds/secret_store.hpp"
 #include "policy/config.hpp"
 #include "policy/names.hpp"
@@ -111,16 +111,6 @@ std::unique_ptr<creds::SecretStore> open_store(const SecretsOptions& o) {
   return std::move(*store);
 }
 
-// 2026-12-01T18:04:05Z
-std::string utc_time(std::int64_t ms) {
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  ::gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
 int set_command(const SecretsOptions& o) {
   if (o.extra_arguments > 0)
     throw UsageError{std::to_string(o.extra_arguments) +
@@ -142,12 +132,12 @@ int list_command(const SecretsOptions& o) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& e : *entries)
       out.push_back(
-          {{"name", e.name}, {"updated", utc_time(e.updated_ms)}, {"updated_ms", e.updated_ms}});
+          {{"name", e.name}, {"updated", rfc3339_seconds(e.updated_ms / 1000)}, {"updated_ms", e.updated_ms}});
     std::cout << nlohmann::json{{"secrets", out}}.dump(2) << "\n";
     return 0;
   }
   if (entries->empty()) std::cerr << "no secrets (airlock secrets set NAME --config FILE)\n";
-  for (const auto& e : *entries) std::cout << e.name << "  " << utc_time(e.updated_ms) << "\n";
+  for (const auto& e : *entries) std::cout << e.name << "  " << rfc3339_seconds(e.updated_ms / 1000) << "\n";
   return 0;
 }
 

@@ -6,8 +6,9 @@
 #include <sqlite3.h>
 
 #include <chrono>
-#include <ctime>
 #include <mutex>
+
+#include "common/utc_time.hpp"
 
 namespace airlock::mcp {
 namespace {
@@ -64,12 +65,7 @@ Error db_error(sqlite3* db, const std::string& what) {
 
 // 2026-12-01T18:04:05Z
 std::string utc_now() {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  ::gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+  return rfc3339_seconds(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
 }
 
 Pin pin_of(const Statement& row) {

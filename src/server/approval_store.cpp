@@ -76,7 +76,7 @@ Status add_preview_columns(sqlite3* db) {
 constexpr const char* kColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
-    " decided_ms, resumed, invocation FROM approvals ";
+    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation FROM approvals ";
 
 ApprovalRecord row_of(const Statement& s, bool with_invocation) {
   ApprovalRecord r;
@@ -94,7 +94,9 @@ ApprovalRecord row_of(const Statement& s, bool with_invocation) {
   r.state = s.text(11);
   r.decided_ms = s.integer(12);
   r.resumed = s.integer(13) != 0;
-  if (with_invocation) r.invocation = nlohmann::json::parse(s.text(14), nullptr, false);
+  r.arguments_preview = s.text(14);
+  r.arguments_bytes = s.integer(15);
+  if (with_invocation) r.invocation = nlohmann::json::parse(s.text(16), nullptr, false);
   return r;
 }
 
@@ -210,15 +212,9 @@ std::vector<ApprovalRecord> ApprovalStore::pending() {
   std::lock_guard lock(mu_);
   std::vector<ApprovalRecord> out;
   {
-    // The arguments' preview and size, stored with the approval: no document is parsed here.
-    std::string columns = kColumns;
-    columns.replace(columns.find(" FROM approvals "), 16, ", arguments_preview, arguments_bytes FROM approvals ");
-    Statement s(db_, (columns + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
-    while (s.step_row()) {
-      out.push_back(row_of(s, false));
-      out.back().arguments_preview = s.text(15);
-      out.back().arguments_bytes = s.integer(16);
-    }
+    // The arguments' preview and size are stored with the approval: no document is parsed here.
+    Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
+    while (s.step_row()) out.push_back(row_of(s, false));
   }
   // The decisions of all of them at once: one query, not one per approval.
   Statement d(db_,

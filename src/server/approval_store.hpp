@@ -37,10 +37,10 @@ struct ApprovalRecord {
   bool resumed = false;     // an approved one has been handed to the executor
   nlohmann::json invocation;  // pipeline::persist() of the suspended invocation
   std::vector<ApprovalDecision> decisions;
-  // pending() only (which does not load `invocation`): the first kPreviewBytes of the
-  // arguments' JSON, as SQLite writes it, and its whole size (-1: not loaded).
+  // Stored with the approval (so a list parses no invocation): the first 256 bytes of the
+  // arguments' JSON, as SQLite writes it (kArgumentsPreviewBytes), and its whole size.
   std::string arguments_preview;
-  std::int64_t arguments_bytes = -1;
+  std::int64_t arguments_bytes = 0;
   std::size_t approvals() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
+#include "common/utc_time.hpp"
 #include "pipeline/invocation_state.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "server/invocation_response.hpp"
@@ -18,9 +19,6 @@ std::int64_t to_ms(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
-std::string rfc3339_ms(std::int64_t ms) {
-  return pipeline::rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
-}
 
 // A credential by what it grants: the provider, the audience and scopes (or grants).
 json credential_summary(const policy::CredentialSpec& c) {
@@ -53,15 +51,9 @@ std::string whole_characters(std::string text) {
   return text;
 }
 
-// The first bytes of the arguments' JSON for a list (cut on a character) and its size.
+// The first bytes of the arguments' JSON for a list (cut on a character) and its size, as
+// stored with the approval.
 void add_preview(json& j, const ApprovalRecord& r) {
-  if (r.arguments_bytes < 0) {
-    const json arguments = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
-    const std::string text = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
-    j["arguments_preview"] = whole_characters(text.substr(0, kArgumentsPreviewBytes));
-    j["arguments_bytes"] = text.size();
-    return;
-  }
   j["arguments_preview"] = whole_characters(r.arguments_preview.substr(0, kArgumentsPreviewBytes));
   j["arguments_bytes"] = r.arguments_bytes;
 }

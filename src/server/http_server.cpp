@@ -449,6 +449,10 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
 void HttpServer::Impl::accept() {
   acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    // Each answer is written whole: Nagle's algorithm would only hold its last segment back
+    // until the client's (delayed) ACK of the one before.
+    error_code ignored;
+    if (!ec) socket.set_option(tcp::no_delay(true), ignored);
     if (!ec && tls)
       std::make_shared<Connection<TlsStream>>(*this, std::move(socket), *tls)->start();
     else if (!ec)

@@ -1,6 +1,6 @@
 #include "server/invocation_store.hpp"
 
-#include "pipeline/stages/approval.hpp"
+#include "common/utc_time.hpp"
 
 #include <sqlite3.h>
 
@@ -139,7 +139,7 @@ namespace {
 // The time of a row as the API writes times ("" when it has none).
 std::string rfc3339_or_null(std::int64_t ms, bool present) {
   if (!present) return "";
-  return pipeline::rfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+  return rfc3339_ms(ms);
 }
 
 nlohmann::json nullable(const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); }

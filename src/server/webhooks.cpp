@@ -7,6 +7,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/digest.hpp"
+#include "common/utc_time.hpp"
 #include "identity/http_fetch.hpp"
 #include "pipeline/stages/approval.hpp"
 #include "server/metrics.hpp"
@@ -32,7 +33,7 @@ const policy::WebhookConfig* find_webhook(const policy::Config& config, const st
 }
 
 std::string body_of(const std::string& id, const std::string& event, const json& fields) {
-  json body = {{"id", id}, {"event", event}, {"created_at", pipeline::rfc3339(Clock::now())}};
+  json body = {{"id", id}, {"event", event}, {"created_at", rfc3339_ms(Clock::now())}};
   for (const auto& [k, v] : fields.items()) body[k] = v;
   return body.dump();
 }

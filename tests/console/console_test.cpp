@@ -11,6 +11,7 @@
 
 #include "audit/log_reader.hpp"
 #include "common/digest.hpp"
+#include "server/approval_store.hpp"
 #include "server/approvals.hpp"
 #include "server/console/console.hpp"
 #include "server/console/console_session.hpp"
@@ -202,21 +203,37 @@ TEST(ConsoleAssets, ThePageHasNoInlineScriptStyleOrHandlers) {
     EXPECT_EQ(js.find(sink), std::string::npos) << sink;
 }
 
+// The preview is made when the approval is stored: listed from the store, a 900 KB argument
+// of three-byte characters is cut on a character, within the bound, with its whole size.
 TEST(ConsolePreview, ListsCarryABoundedPreviewCutOnACharacterAndTheFullHash) {
+  Workspace ws;
+  auto store = ApprovalStore::open(ws.dir() + "/state.db");
+  ASSERT_TRUE(store.ok()) << store.error().message;
   ApprovalRecord r;
   r.id = "apr-1";
+  r.invocation_id = "inv-1";
+  r.tool = "danger";
   r.arguments_sha256 = std::string(64, 'f');
+  r.approvers_required = 1;
+  r.expires_ms = 4102444800000;  // 2100
   std::string big;
   for (int i = 0; i < 300000; ++i) big += "\xE2\x80\xAE";  // U+202E, three bytes each
   r.invocation = {{"arguments", {{"text", big}}}};
-  const json listed = approval_json(r, false);
+  ASSERT_TRUE((*store)->create(r).ok());
+  const auto pending = (*store)->pending();
+  ASSERT_EQ(pending.size(), 1u);
+  const json listed = approval_json(pending[0], false);
   const std::string preview = listed["arguments_preview"];
   EXPECT_LE(preview.size(), kArgumentsPreviewBytes);
+  EXPECT_GT(preview.size(), kArgumentsPreviewBytes - 3);  // only the cut character is left out
   EXPECT_FALSE(json(preview).dump().empty());  // valid UTF-8, or dump() would throw
-  EXPECT_GT(listed["arguments_bytes"].get<std::size_t>(), 900000u);
+  EXPECT_EQ(listed["arguments_bytes"].get<std::size_t>(), json(r.invocation["arguments"]).dump().size());
   EXPECT_EQ(listed["arguments_sha256"], r.arguments_sha256);
   EXPECT_FALSE(listed.contains("arguments"));
-  EXPECT_TRUE(approval_json(r, true).contains("arguments"));
+  auto loaded = (*store)->get("apr-1");
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(approval_json(*loaded, false)["arguments_preview"], preview);  // the same from get()
+  EXPECT_TRUE(approval_json(*loaded, true).contains("arguments"));
 }
 
 TEST(InvocationQuery, FiltersParseAndMalformedOnesAreRefused) {

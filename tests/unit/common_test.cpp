@@ -8,6 +8,7 @@
 #include "common/no_sigpipe.hpp"
 #include "common/split.hpp"
 #include "common/units.hpp"
+#include "common/utc_time.hpp"
 
 using namespace airlock;
 using namespace std::chrono_literals;
@@ -85,6 +86,16 @@ TEST(ParseJsonBounded, RefusesNestingPastTheLimit) {
   EXPECT_EQ(parse_json_bounded("{", 64).error().code, "invalid_json");
   EXPECT_EQ(parse_json_bounded("[1, 2", 64).error().code, "invalid_json");
   EXPECT_EQ(*parse_json_bounded("[[\"x\"]]", 2), nlohmann::json::parse("[[\"x\"]]"));
+}
+
+TEST(Rfc3339, MillisecondsAndSecondsInUtc) {
+  EXPECT_EQ(airlock::rfc3339_ms(std::int64_t{0}), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(airlock::rfc3339_ms(std::int64_t{1764637445007}), "2025-12-02T01:04:05.007Z");
+  // Before 1970 the millisecond part stays 0-999 (floor, not truncation toward zero).
+  EXPECT_EQ(airlock::rfc3339_ms(std::int64_t{-1}), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(airlock::rfc3339_seconds(1764637445), "2025-12-02T01:04:05Z");
+  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764637445123));
+  EXPECT_EQ(airlock::rfc3339_ms(t), "2025-12-02T01:04:05.123Z");
 }
 
 TEST(SplitNonempty, LeavesOutEmptyPieces) {

@@ -1,10 +1,9 @@
 #include "pipeline/stages/approval.hpp"
 
-#include <ctime>
-
 #include "audit/canonical_json.hpp"
 #include "audit/hash.hpp"
 #include "audit/invocation_record.hpp"
+#include "common/utc_time.hpp"
 
 namespace airlock::pipeline {
 
@@ -12,18 +11,6 @@ Result<std::string> canonical_sha256(const nlohmann::json& value) {
   auto canonical = audit::canonical_json(value);
   if (!canonical) return canonical.error();
   return audit::to_hex(audit::sha256(std::string_view(*canonical)));
-}
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[40];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
-  char millis[8];
-  std::snprintf(millis, sizeof millis, ".%03dZ", static_cast<int>(ms % 1000));
-  return std::string(text) + millis;
 }
 
 namespace {
@@ -44,7 +31,7 @@ Result<ApprovalRequest> make_request(const Invocation& inv, const policy::ToolCo
 nlohmann::json suspension_data(const ApprovalRequest& r) {
   return {{"approval",
            {{"id", r.approval_id},
-            {"expires_at", rfc3339(r.expires_at)},
+            {"expires_at", rfc3339_ms(r.expires_at)},
             {"url", "/v1/approvals/" + r.approval_id},
             {"approvers", r.approvers}}},
           {"arguments_sha256", r.arguments_sha256}};
@@ -65,7 +52,7 @@ StageResult ApprovalStage::run(Invocation& inv, StageContext& ctx) {
   auto request = make_request(inv, *tool);
   if (!request) return fail(ErrorKind::internal, "the approval request: " + request.error().message);
   const std::string reason = "waiting for " + std::to_string(request->approvers) +
-                             " approval(s) until " + rfc3339(request->expires_at);
+                             " approval(s) until " + rfc3339_ms(request->expires_at);
   nlohmann::json data = suspension_data(*request);
   Invocation suspended = inv;  // as it will be restored: resumes at the next stage
   suspended.suspended = Suspension{std::string(name()), reason, data};

@@ -29,8 +29,6 @@ using ApprovalHold = std::function<Status(const Invocation& suspended, const App
 
 // The SHA-256 (hex) of a value's canonical JSON: what an approver approves.
 Result<std::string> canonical_sha256(const nlohmann::json& value);
-// RFC 3339 in UTC with milliseconds: "2026-12-02T01:06:30.000Z".
-std::string rfc3339(std::chrono::system_clock::time_point t);
 
 class ApprovalStage : public Stage {
  public:
