@@ -118,17 +118,16 @@ std::string_view without_bom(std::string_view text) {
   return text.substr(0, kBom.size()) == kBom ? text.substr(kBom.size()) : text;
 }
 
-}  // namespace
-
-Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
+// `text` is followed by a NUL byte (the SSE2 string scan is for NUL-terminated input).
+Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_depth) {
   auto invalid = [] { return Error::make("invalid_json", "not valid JSON"); };
   text = without_bom(text);
   // A NUL byte is never valid JSON (nor inside a string: a control character), and RapidJSON
-  // reads a NUL-terminated copy: one inside would end its input early.
+  // stops at the first one: one inside would end its input early.
   if (std::memchr(text.data(), '\0', text.size()) != nullptr) return invalid();
+  // RapidJSON's string lengths are 32-bit.
   if (text.size() > std::numeric_limits<rapidjson::SizeType>::max()) return invalid();
-  const std::string terminated(text);  // the SSE2 string scan is for NUL-terminated input
-  rapidjson::StringStream stream(terminated.c_str());
+  rapidjson::StringStream stream(text.data());
   ValueBuilder builder(max_depth);
   rapidjson::Reader reader;
   constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
@@ -138,6 +137,16 @@ Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max
                                            std::to_string(max_depth) + " levels");
   if (parsed.IsError()) return invalid();
   return builder.take();
+}
+
+}  // namespace
+
+Result<nlohmann::json> parse_json_bounded(const std::string& text, std::size_t max_depth) {
+  return parse_terminated(text, max_depth);
+}
+
+Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
+  return parse_terminated(std::string(text), max_depth);
 }
 
 }  // namespace airlock

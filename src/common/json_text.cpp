@@ -43,7 +43,6 @@ void append_string(const std::string& s, std::string& out) {
     out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return;
   }
-  out.reserve(out.size() + s.size() + s.size() / 16 + 2);  // room for a few escapes
   out.push_back('"');
   std::size_t plain_from = 0, i = 0;
   while (i < s.size()) {

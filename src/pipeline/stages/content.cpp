@@ -155,7 +155,7 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
     if (f.action != dlp::Action::allow)
       inv.redactions.push_back({std::string(f.detector), input ? "input" : "output"});
   *value = std::move(*replaced);
-  (input ? inv.redacted_input : inv.redacted_output) = redacted;
+  (input ? inv.redacted_input : inv.redacted_output) = std::move(redacted);
   return StageResult::next();
 }
 
