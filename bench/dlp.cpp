@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <regex>
@@ -518,10 +520,13 @@ void BM_PathNlohmannParse1MiB(benchmark::State& state) {
 // Wall time of one process from fork to exit: `airlock scan FILE` on a 3-byte file and on
 // 100 MB of generated logs, beside `grep -c .` and `cat > /dev/null` on the same file.
 
+// Removed at exit with what was written into it.
 const std::string& scratch_dir() {
   static const std::string dir = [] {
     char tmpl[] = "/tmp/bench-dlp-XXXXXX";
-    return std::string(mkdtemp(tmpl));
+    std::string made = mkdtemp(tmpl);
+    std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
+    return made;
   }();
   return dir;
 }
