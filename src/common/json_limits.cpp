@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "common/utf8.hpp"
@@ -25,6 +26,30 @@
 namespace airlock {
 namespace {
 
+template <typename Integer>
+bool whole_integer(std::string_view token, Integer& value) {
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  return ec == std::errc() && end == token.data() + token.size();
+}
+
+// A JSON number's text as nlohmann's parser makes it: an integer that fits 64 bits is unsigned
+// (or signed when negative); anything else is a double, refused past its range (nlohmann's
+// "number overflow"); one too small for a double is 0 or a subnormal, as strtod makes it.
+std::optional<nlohmann::json> number_value(std::string_view token) {
+  if (token.find_first_of(".eE") == std::string_view::npos) {
+    std::int64_t negative = 0;
+    std::uint64_t positive = 0;
+    if (token[0] == '-' ? whole_integer(token, negative) : whole_integer(token, positive))
+      return token[0] == '-' ? nlohmann::json(negative) : nlohmann::json(positive);
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec == std::errc::result_out_of_range) value = std::strtod(std::string(token).c_str(), nullptr);
+  else if (ec != std::errc() || end != token.data() + token.size()) return std::nullopt;
+  if (!std::isfinite(value)) return std::nullopt;
+  return nlohmann::json(value);
+}
+
 // Builds the nlohmann value from RapidJSON's events, as nlohmann's parser would: non-negative
 // integers unsigned, negative ones signed, the rest (and integers past 64 bits) double; a
 // repeated key keeps its last value. One difference: a NUL byte outside a string ends
@@ -38,25 +63,8 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   // Numbers come as their text (RapidJSON checked the syntax): its own conversion of long
   // integers with full precision is wrong (184467440737095516156 became -2.0e264).
   bool RawNumber(const char* s, rapidjson::SizeType length, bool) {
-    const std::string_view token(s, length);
-    const char* end = s + length;
-    if (token.find_first_of(".eE") == std::string_view::npos) {
-      if (token[0] == '-') {
-        std::int64_t value = 0;
-        if (auto r = std::from_chars(s, end, value); r.ec == std::errc() && r.ptr == end) return put(value);
-      } else {
-        std::uint64_t value = 0;
-        if (auto r = std::from_chars(s, end, value); r.ec == std::errc() && r.ptr == end) return put(value);
-      }
-    }
-    // A fraction, an exponent or an integer past 64 bits: a double, refused past its range
-    // (nlohmann's "number overflow"); one too small for it is 0 or a subnormal, as strtod says.
-    double value = 0;
-    auto r = std::from_chars(s, end, value);
-    if (r.ec == std::errc::result_out_of_range) value = std::strtod(std::string(token).c_str(), nullptr);
-    else if (r.ec != std::errc() || r.ptr != end) return false;
-    if (!std::isfinite(value)) return false;
-    return put(value);
+    auto value = number_value(std::string_view(s, length));
+    return value && put(std::move(*value));
   }
   // RapidJSON does not check the UTF-8 it copies, and encodes a lone "\udc00" escape as a
   // surrogate: the strict check refuses both, as nlohmann does.
@@ -130,7 +138,8 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
   rapidjson::StringStream stream(text.data());
   ValueBuilder builder(max_depth);
   rapidjson::Reader reader;
-  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
+  constexpr unsigned kFlags =
+      rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
   rapidjson::ParseResult parsed = reader.Parse<kFlags>(stream, builder);
   if (builder.too_deep())
     return Error::make("too_deep", "the JSON nests arrays and objects deeper than the limit of " +

@@ -171,7 +171,8 @@ void DetectorSet::index_run_engines() {
 Status DetectorSet::compile_vectorscan(const std::string& database_cache) {
   for (std::uint32_t index = 0; index < literal_base_; ++index) {
     const CompiledDetector& d = detectors_[index];
-    if (d.enabled && d.spec->engine == Engine::vectorscan) patterns_.push_back({std::string(d.spec->pattern), index, 0});
+    if (d.enabled && d.spec->engine == Engine::vectorscan)
+      patterns_.push_back({std::string(d.spec->pattern), index, 0});
   }
   if (patterns_.empty()) return Status::success();
   auto entry = load_or_compile(patterns_, HS_MODE_BLOCK, database_cache, block_from_cache_);

@@ -122,7 +122,8 @@ TEST(ParseJsonBounded, AcceptsAndRefusesWhatNlohmannDoes) {
   const std::vector<std::string> cases = {
       "{}", "[]", "0", "-0", "1", "-1", "1.0", "-0.0", "1e2", "1E+2", "1e-2", "0.1", "123456789012345678",
       "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
-      "1e308", "1e309", "-1e400", "1e-400", "-1e-400", "4.9e-324", "184467440737095516156", "2.2250738585072011e-308", "0.30000000000000004",
+      "1e308", "1e309", "-1e400", "1e-400", "-1e-400", "4.9e-324", "184467440737095516156",
+      "2.2250738585072011e-308", "0.30000000000000004",
       "01", "-", "1.", ".5", "1e", "+1", "NaN", "Infinity", "-Infinity", "true", "false", "null",
       "tru", "nul", "\"\"", "\"a\"", "\"\\u0041\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ude00\"",
       "\"\\ud83dx\"", "\"\\ud83d\\u0041\"", "\"\\x\"", "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "\"\\u00e9\"",
@@ -143,7 +144,8 @@ TEST(ParseJsonBounded, AgreesWithNlohmannOnDamagedDocuments) {
   const std::string seed =
       "{\"s\":\"plain \\\"quoted\\\" \\u00e9\\ud83d\\ude00 \xc3\xa9\",\"n\":[0,-0,1.5e3,-12,"
       "18446744073709551616,0.1],\"o\":{\"t\":true,\"f\":false,\"z\":null},\"e\":[],\"k\":{}}";
-  const std::string alphabet = std::string("{}[]\",:\\u0123456789.eE+-tfnrl \xc3\xa9\xed\xa0\x80\xff\x01") + '\0';
+  const std::string alphabet =
+      std::string("{}[]\",:\\u0123456789.eE+-tfnrl \xc3\xa9\xed\xa0\x80\xff\x01") + '\0';
   std::mt19937 rng(20);
   for (int round = 0; round < 20000; ++round) {
     std::string text = seed;

@@ -211,7 +211,8 @@ TEST(DlpJson, FindingsAfterEscapesRedactToValidJson) {
   auto parsed = nlohmann::json::parse(redacted, nullptr, false);
   ASSERT_FALSE(parsed.is_discarded()) << redacted;
   const std::string text = parsed["text"];
-  for (const char* value : {"4539148803436467", "536-22-1234", "jane.doe@example.org", "10.1.2.3", "734-0001"})
+  for (const char* value :
+       {"4539148803436467", "536-22-1234", "jane.doe@example.org", "10.1.2.3", "734-0001"})
     EXPECT_EQ(text.find(value), std::string::npos) << value << " in " << text;
   EXPECT_NE(text.find("INFO start\n"), std::string::npos);  // the escapes outside findings stay
 }
