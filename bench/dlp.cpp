@@ -7,11 +7,22 @@
 //   - the naive way: a loop over std::regex, one regex at a time (on a 1 MiB slice).
 // The references only match (no validation, no redaction): they do less work than the scanner.
 // Rates are per CPU second of the benchmark thread (the machine is shared).
+//
+// The call path (issue #20), wall time: check_input, scan_input and scan_output on a 1 MiB body
+// through the daemon's own stage objects beside the library alone on the same bytes; and
+// `airlock scan` as a whole process on a 3-byte file and on 100 MB of logs beside `grep -c .`
+// and `cat` on the same file (run only these with --benchmark_filter='Path|Process').
 #include <benchmark/benchmark.h>
 #include <hs/hs.h>
 #include <re2/re2.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <regex>
@@ -21,6 +32,9 @@
 #include "dlp/detectors.hpp"
 #include "dlp/scanner.hpp"
 #include "dlp/vectorscan.hpp"
+#include "pipeline/stages/check_input.hpp"
+#include "pipeline/stages/content.hpp"
+#include "policy/config.hpp"
 
 namespace {
 
@@ -32,6 +46,15 @@ using airlock::dlp::detail::Engine;
 class MixedDataGenerator {
  public:
   explicit MixedDataGenerator(std::uint64_t seed) : rng_(seed) {}
+
+  // Log lines only, one in 200 sensitive.
+  std::string generate_logs(std::size_t bytes) {
+    std::string out;
+    out.reserve(bytes + 4096);
+    while (out.size() < bytes) pick(200) == 0 ? sensitive_line(out) : log_line(out);
+    out.resize(bytes);
+    return out;
+  }
 
   std::string generate(std::size_t bytes) {
     std::string out;
@@ -362,6 +385,230 @@ void BM_AirlockScanNaiveSlice(benchmark::State& state) {
   report(state, data.size(), found);
 }
 
+// ---------------------------------------------------------------- the call path (issue #20)
+// One 1 MiB body, {"arguments": {"source": ..., "text": <1 MiB of the mixed data>}}, through the
+// daemon's own stage objects (check_input, scan_input, scan_output), beside the library
+// scanning the same bytes (the reference: what the stages add is everything else).
+
+const char* kPathConfig = R"(apiVersion: airlock.dev/v1
+kind: AirlockConfig
+tools:
+  - name: ingest
+    runtime: {type: command, command: [/bin/cat]}
+    inputSchema:
+      type: object
+      required: [text]
+      additionalProperties: false
+      properties:
+        source: {type: string, pattern: '^[a-z0-9.-]+$'}
+        text: {type: string, maxLength: 4194304}
+)";
+
+constexpr std::size_t kBodyBytes = 1u << 20;
+
+// Mixed data without the lines the default policy blocks on (a blocked call ends at the first
+// finding); what is left is redacted, which the stages then do.
+const std::string& body_text() {
+  static const std::string text = [] {
+    std::string all = mixed_data().substr(0, 4 * kBodyBytes), kept;
+    auto scanner = *airlock::dlp::Scanner::create(airlock::dlp::Policy::defaults());
+    for (std::size_t at = 0; at < all.size() && kept.size() < kBodyBytes;) {
+      std::size_t end = all.find('\n', at);
+      end = end == std::string::npos ? all.size() : end + 1;
+      std::string_view line = std::string_view(all).substr(at, end - at);
+      if (!scanner.scan(line).blocked && !scanner.scan(nlohmann::json(line).dump()).blocked) kept += line;
+      at = end;
+    }
+    return kept.substr(0, kBodyBytes);
+  }();
+  return text;
+}
+
+struct CallPath {
+  airlock::policy::Config config;
+  std::unique_ptr<airlock::pipeline::CheckInputStage> check_input;
+  std::shared_ptr<const airlock::dlp::Scanner> scanner;
+  std::string body;  // the request body
+  nlohmann::json arguments;
+
+  static CallPath& get() {
+    static CallPath path = [] {
+      CallPath p;
+      p.config = *airlock::policy::parse_config(kPathConfig, "bench.yaml", "/nonexistent-base");
+      p.check_input = *airlock::pipeline::CheckInputStage::create(p.config);
+      p.scanner = *airlock::pipeline::make_scanner(p.config);
+      p.arguments = {{"source", "app-logs"}, {"text", body_text()}};
+      p.body = nlohmann::json{{"arguments", p.arguments}}.dump();
+      return p;
+    }();
+    return path;
+  }
+  airlock::pipeline::Invocation invocation() const {
+    airlock::pipeline::Invocation inv;
+    inv.tool_name = "ingest";
+    inv.raw_body = body;
+    return inv;
+  }
+};
+
+void BM_PathCheckInput1MiB(benchmark::State& state) {
+  CallPath& path = CallPath::get();
+  airlock::pipeline::StageContext ctx(path.config);
+  std::string error;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto inv = path.invocation();
+    state.ResumeTiming();
+    auto result = path.check_input->run(inv, ctx);
+    if (!result.proceeds()) error = result.error()->message;
+    state.PauseTiming();
+    { auto gone = std::move(inv); }
+    state.ResumeTiming();
+  }
+  if (!error.empty()) state.SkipWithError(error.c_str());
+  report(state, path.body.size(), 0);
+}
+
+void BM_PathScanStage1MiB(benchmark::State& state, airlock::pipeline::ScanStage::Direction direction) {
+  CallPath& path = CallPath::get();
+  airlock::pipeline::ScanStage stage(path.scanner, direction);
+  airlock::pipeline::StageContext ctx(path.config);
+  const bool input = direction == airlock::pipeline::ScanStage::Direction::input;
+  std::size_t redactions = 0;
+  std::string error;
+  for (auto _ : state) {
+    state.PauseTiming();
+    airlock::pipeline::Invocation inv;
+    inv.tool_name = "ingest";
+    if (input) inv.arguments = path.arguments;
+    else inv.output = path.arguments;
+    state.ResumeTiming();
+    auto result = stage.run(inv, ctx);
+    if (!result.proceeds()) error = result.error()->message;
+    redactions = inv.redactions.size();
+    state.PauseTiming();
+    { auto gone = std::move(inv); }
+    state.ResumeTiming();
+  }
+  if (!error.empty()) state.SkipWithError(error.c_str());
+  report(state, path.body.size(), redactions);
+}
+
+// The reference: the library on the body's bytes, JSON-aware as the stages scan.
+void BM_PathLibraryScan1MiB(benchmark::State& state) {
+  CallPath& path = CallPath::get();
+  std::size_t found = 0;
+  for (auto _ : state) {
+    auto result = path.scanner->scan(path.body);
+    found = result.findings.size();
+    benchmark::DoNotOptimize(result);
+  }
+  report(state, path.body.size(), found);
+}
+
+// The reference for check_input: nlohmann parsing the same body, with no bound and no schema.
+void BM_PathNlohmannParse1MiB(benchmark::State& state) {
+  CallPath& path = CallPath::get();
+  for (auto _ : state) {
+    auto value = nlohmann::json::parse(path.body);
+    benchmark::DoNotOptimize(value);
+  }
+  report(state, path.body.size(), 0);
+}
+
+// ---------------------------------------------------------------- `airlock scan`, whole process
+// Wall time of one process from fork to exit: `airlock scan FILE` on a 3-byte file and on
+// 100 MB of generated logs, beside `grep -c .` and `cat > /dev/null` on the same file.
+
+// Removed at exit with what was written into it (never destroyed: the exit handler reads it).
+const std::string& scratch_dir() {
+  static const std::string* dir = [] {
+    char tmpl[] = "/tmp/bench-dlp-XXXXXX";
+    auto* made = new std::string(mkdtemp(tmpl));
+    std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
+    return made;
+  }();
+  return *dir;
+}
+
+std::string write_file(const std::string& name, const std::string& content) {
+  std::string path = scratch_dir() + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::fwrite(content.data(), 1, content.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+const std::string& small_file() {
+  static const std::string path = write_file("small.txt", "hi\n");
+  return path;
+}
+
+constexpr std::size_t kLogBytes = 100'000'000;
+
+// 100 MB of log lines (the generator's logs, one line in 200 sensitive).
+const std::string& log_file() {
+  static const std::string path = [] {
+    MixedDataGenerator generator(7);
+    std::string logs = generator.generate_logs(kLogBytes);
+    return write_file("logs.txt", logs);
+  }();
+  return path;
+}
+
+// Runs argv with stdout to /dev/null (stdin from /dev/null); the exit status.
+int run_process(const std::vector<std::string>& argv) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void BM_Process(benchmark::State& state, std::vector<std::string> argv, bool big) {
+  const std::string& file = big ? log_file() : small_file();
+  argv.push_back(file);
+  int status = 0;
+  for (auto _ : state) status = run_process(argv);
+  // airlock scan: 0 nothing found, 1 findings, 3 blocked; 2 is an error (grep: 1 no match).
+  if (status == 2 || status > 3) state.SkipWithError(("exit status " + std::to_string(status)).c_str());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(big ? kLogBytes : 3));
+}
+
+void BM_ProcessCat(benchmark::State& state, bool big) {
+  const std::string& file = big ? log_file() : small_file();
+  for (auto _ : state) run_process({"sh", "-c", "exec cat \"$0\" > /dev/null", file});
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(big ? kLogBytes : 3));
+}
+
+BENCHMARK(BM_PathCheckInput1MiB)->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PathScanStage1MiB, scan_input, airlock::pipeline::ScanStage::Direction::input)
+    ->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PathScanStage1MiB, scan_output, airlock::pipeline::ScanStage::Direction::output)
+    ->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK(BM_PathLibraryScan1MiB)->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK(BM_PathNlohmannParse1MiB)->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Process, airlock_scan_small, {AIRLOCK_BINARY, "scan"}, false)
+    ->Unit(benchmark::kMillisecond)->MinTime(2)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Process, grep_c_small, {"grep", "-c", "."}, false)
+    ->Unit(benchmark::kMillisecond)->MinTime(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ProcessCat, cat_small, false)->Unit(benchmark::kMillisecond)->MinTime(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Process, airlock_scan_100MB_logs, {AIRLOCK_BINARY, "scan"}, true)
+    ->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Process, grep_c_100MB_logs, {"grep", "-c", "."}, true)
+    ->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ProcessCat, cat_100MB_logs, true)->Unit(benchmark::kMillisecond)->Iterations(5)->UseRealTime();
 BENCHMARK_CAPTURE(BM_AirlockScan, default_detectors, airlock::dlp::Policy::defaults())
     ->Unit(benchmark::kMillisecond)->MinTime(3);
 BENCHMARK_CAPTURE(BM_AirlockScan, all_detectors, policy_with_all_detectors())

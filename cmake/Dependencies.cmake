@@ -20,6 +20,12 @@ find_library(SECCOMP_STATIC_LIB NAMES libseccomp.a REQUIRED)
 add_library(airlock_dep_valijson INTERFACE)
 target_compile_definitions(airlock_dep_valijson INTERFACE VALIJSON_USE_EXCEPTIONS=1)
 
+# Request bodies and tool output: RapidJSON's reader (header-only) parses them into nlohmann
+# values, several times faster than nlohmann's own lexer (common/json_limits.cpp).
+find_path(RAPIDJSON_INCLUDE_DIR rapidjson/reader.h REQUIRED)
+add_library(airlock_dep_rapidjson INTERFACE)
+target_include_directories(airlock_dep_rapidjson SYSTEM INTERFACE ${RAPIDJSON_INCLUDE_DIR})
+
 # Egress and the daemon: Asio and Beast (header-only), libidn2 for IDNA host names.
 find_package(Boost 1.81 REQUIRED)
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)

@@ -10,6 +10,8 @@ PACKAGES=(
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost1.81-dev libidn2-dev libunistring-dev libyaml-cpp-dev libvalijson-dev
+  # request bodies and tool output: RapidJSON's reader (common/json_limits.cpp)
+  rapidjson-dev
   # JSON Schema: the draft-07 meta-schema tool schemas are checked against (a data file)
   python3-jsonschema
   # audit log: SQLite storage, SHA-256 and Ed25519

@@ -7,11 +7,14 @@
 //   1  findings to redact, mask or hash
 //   2  error (usage, unreadable input, invalid policy)
 //   3  blocked: a finding's action is block; no redacted text is printed
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -39,15 +42,33 @@ int fail(const std::string& message) {
   return kError;
 }
 
-bool read_input(const std::string& path, std::string& out) {
-  if (path == "-") {
-    out.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return !std::cin.bad();
+// Reads with read(2) into a buffer sized from fstat: an istreambuf_iterator copies a byte at a
+// time (about 150 MB/s, which was most of the time `airlock scan` took on a large file).
+bool read_fd(int fd, std::string& out) {
+  struct stat st {};
+  std::size_t chunk = 1 << 16;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    chunk = static_cast<std::size_t>(st.st_size) + 1;  // +1: the read that sees the end
+  std::size_t size = 0;
+  for (;;) {
+    if (out.size() - size < chunk) out.resize(size + chunk);
+    ssize_t n = ::read(fd, out.data() + size, out.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) break;
+    size += static_cast<std::size_t>(n);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return !in.bad();
+  out.resize(size);
+  return true;
+}
+
+bool read_input(const std::string& path, std::string& out) {
+  if (path == "-") return read_fd(STDIN_FILENO, out);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = read_fd(fd, out);
+  ::close(fd);
+  return ok;
 }
 
 // ordered_json keeps the documented field order.
@@ -85,7 +106,9 @@ int scan_command(const ScanOptions& o) {
     if (!loaded) return fail(loaded.error().message);
     policy = std::move(*loaded);
   }
-  auto scanner = dlp::Scanner::create(policy);
+  // The compiled detectors are kept in the user's cache: compiling them is most of what a
+  // short scan costs.
+  auto scanner = dlp::Scanner::create(policy, dlp::BuildOptions::with_user_cache());
   if (!scanner) return fail(scanner.error().message);
 
   std::vector<std::string> values = o.literals;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -19,5 +20,10 @@ inline constexpr std::size_t kDefaultMaxJsonDepth = 64;
 // `text` as one JSON value nested at most `max_depth` levels deep. Errors: "invalid_json" (not
 // JSON) or "too_deep" (nested deeper than the limit; the message names the limit).
 Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth);
+// The same without a copy: a std::string ends with the NUL the reader stops at.
+Result<nlohmann::json> parse_json_bounded(const std::string& text, std::size_t max_depth);
+inline Result<nlohmann::json> parse_json_bounded(const char* text, std::size_t max_depth) {
+  return parse_json_bounded(std::string_view(text), max_depth);
+}
 
 }  // namespace airlock

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "dlp/database_cache.hpp"
+
 namespace airlock::dlp::detail {
 namespace {
 
@@ -131,13 +133,14 @@ CompiledDetector compile_literal_detector(std::string_view id, const Policy& pol
 
 }  // namespace
 
-Result<std::unique_ptr<DetectorSet>> DetectorSet::build(const Policy& policy) {
+Result<std::unique_ptr<DetectorSet>> DetectorSet::build(const Policy& policy,
+                                                        const std::string& database_cache) {
   std::unique_ptr<DetectorSet> set(new DetectorSet());
   set->context_window_ = policy.context_window;
   for (const DetectorSpec& spec : detector_table()) set->detectors_.push_back(compile_detector(spec, policy));
   set->literal_base_ = static_cast<std::uint32_t>(set->detectors_.size());
   for (auto id : kLiteralIds) set->detectors_.push_back(compile_literal_detector(id, policy));
-  if (auto status = set->compile_vectorscan(); !status) return status.error();
+  if (auto status = set->compile_vectorscan(database_cache); !status) return status.error();
   set->index_run_engines();
   // Context words, the preceding-bytes checks (128), boundary bytes, the lexer's look-behind
   // and "base64," before a run.
@@ -165,31 +168,52 @@ void DetectorSet::index_run_engines() {
   }
 }
 
-Status DetectorSet::compile_vectorscan() {
+Status DetectorSet::compile_vectorscan(const std::string& database_cache) {
   for (std::uint32_t index = 0; index < literal_base_; ++index) {
-    CompiledDetector& d = detectors_[index];
-    if (!d.enabled || d.spec->engine != Engine::vectorscan) continue;
-    std::string pattern(d.spec->pattern);
-    d.max_width = detail::max_match_width(pattern, 0);
+    const CompiledDetector& d = detectors_[index];
+    if (d.enabled && d.spec->engine == Engine::vectorscan)
+      patterns_.push_back({std::string(d.spec->pattern), index, 0});
+  }
+  if (patterns_.empty()) return Status::success();
+  auto entry = load_or_compile(patterns_, HS_MODE_BLOCK, database_cache, block_from_cache_);
+  if (!entry) return entry.error();
+  if (auto status = prepare_confirmers(entry->widths); !status) return status;
+  block_database_ = std::move(entry->database);
+  if (auto status = scratch_->grow_for(block_database_.get()); !status) return status;
+  if (auto status = self_check(); status || !block_from_cache_) return status;
+  // A cached database that misses an example is not used: compile afresh, check again, and
+  // put the good one in its place.
+  auto fresh = load_or_compile(patterns_, HS_MODE_BLOCK, "", block_from_cache_);
+  if (!fresh) return fresh.error();
+  if (auto status = prepare_confirmers(fresh->widths); !status) return status;
+  block_database_ = std::move(fresh->database);
+  if (auto status = scratch_->grow_for(block_database_.get()); !status) return status;
+  if (auto status = self_check(); !status) return status;
+  (void)DatabaseCache(database_cache).store(DatabaseCache::key(patterns_, HS_MODE_BLOCK),
+                                            block_database_.get(), fresh->widths);
+  return Status::success();
+}
+
+// Each anchored detector's longest match and its RE2 confirmer (the pattern anchored at the
+// match end, which finds the start).
+Status DetectorSet::prepare_confirmers(const std::vector<unsigned>& widths) {
+  max_width_ = 0;
+  for (std::size_t i = 0; i < patterns_.size(); ++i) {
+    CompiledDetector& d = detectors_[patterns_[i].id];
+    d.max_width = widths[i];
     if (d.max_width == 0)
       return Error::make("dlp_compile", "detector " + std::string(d.id) +
                                             ": the pattern must have a bounded length");
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);  // bytes, like Vectorscan: any input
     options.set_log_errors(false);
-    d.exact = std::make_unique<RE2>("(?:" + pattern + ")$", options);
+    d.exact = std::make_unique<RE2>("(?:" + patterns_[i].expression + ")$", options);
     if (!d.exact->ok())
       return Error::make("dlp_compile", "detector " + std::string(d.id) + ": " + d.exact->error());
     d.has_value_group = d.exact->NumberOfCapturingGroups() >= 1;
     max_width_ = std::max<std::size_t>(max_width_, d.max_width);
-    patterns_.push_back({pattern, index, 0});
   }
-  if (patterns_.empty()) return Status::success();
-  auto database = compile_database(patterns_, HS_MODE_BLOCK);
-  if (!database) return database.error();
-  block_database_ = std::move(*database);
-  if (auto status = scratch_->grow_for(block_database_.get()); !status) return status;
-  return self_check();
+  return Status::success();
 }
 
 // Fail closed if the Vectorscan build misses matches (its AVX-512 code did, see vectorscan.hpp):
@@ -298,6 +322,9 @@ bool DetectorSet::confirm_value(const CompiledDetector& d, const Window& window,
 }
 
 Confirmation DetectorSet::confirm(const Window& window, Hit hit, Candidate& out) const {
+  // Only the ids of this set's anchored detectors (a database loaded from a cache is checked,
+  // but it is a file: an id it reports for anything else is not followed).
+  if (hit.detector >= literal_base_ || !detectors_[hit.detector].exact) return Confirmation::rejected;
   const CompiledDetector& d = detectors_[hit.detector];
   const DetectorSpec& spec = *d.spec;
   const std::size_t end = hit.end - window.base;  // local offsets from here on

@@ -80,7 +80,11 @@ void scan_for_hits(const hs_database_t* database, ScratchPool& scratch, std::str
 
 class DetectorSet {
  public:
-  static Result<std::unique_ptr<DetectorSet>> build(const Policy& policy);
+  // `database_cache`: where compiled databases are kept between processes ("" for nowhere).
+  static Result<std::unique_ptr<DetectorSet>> build(const Policy& policy,
+                                                    const std::string& database_cache = {});
+  // The block database came from the cache (for tests: a scanner is the same either way).
+  bool block_database_from_cache() const { return block_from_cache_; }
 
   const std::vector<CompiledDetector>& detectors() const { return detectors_; }
   const CompiledDetector& detector(std::uint32_t index) const { return detectors_[index]; }
@@ -115,7 +119,8 @@ class DetectorSet {
 
  private:
   DetectorSet() = default;
-  Status compile_vectorscan();
+  Status compile_vectorscan(const std::string& database_cache);
+  Status prepare_confirmers(const std::vector<unsigned>& widths);
   Status self_check() const;
   void index_run_engines();
   void add_candidate(std::uint32_t index, const Window& window, std::size_t match_start,
@@ -131,6 +136,7 @@ class DetectorSet {
   std::uint32_t literal_base_ = 0;
   std::vector<PatternSpec> patterns_;  // the anchored detectors, for both databases
   Database block_database_;
+  bool block_from_cache_ = false;
   std::unique_ptr<ScratchPool> scratch_ = std::make_unique<ScratchPool>();
   mutable std::once_flag stream_compiled_;
   mutable Database stream_database_;

@@ -1,5 +1,9 @@
 #include "dlp/json_strings.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "common/hex.hpp"
 
 namespace airlock::dlp::detail {
@@ -78,41 +82,74 @@ bool looks_like_json(std::string_view data) {
   return first != std::string_view::npos && (data[first] == '{' || data[first] == '[');
 }
 
-DecodedStrings decode_escaped_strings(std::string_view data) {
-  DecodedStrings out;
-  std::string decoded;
-  std::vector<Span> origin;
-  std::size_t i = 0;
-  while (i < data.size()) {
-    if (data[i] != '"') {
-      ++i;
+Span DecodedStrings::origin_of(std::size_t i) const {
+  // The last piece that starts at or before i.
+  auto after = std::upper_bound(pieces.begin(), pieces.end(), i,
+                                [](std::size_t at, const Piece& p) { return at < p.decoded; });
+  const Piece& piece = *(after - 1);
+  if (!piece.plain) return {piece.original, piece.original + piece.length};
+  std::size_t at = piece.original + (i - piece.decoded);
+  return {at, at + 1};
+}
+
+namespace {
+
+// The end of the plain run at data[at...]: the next quote or backslash, eight bytes at a time
+// (SWAR: a byte equal to c leaves a zero byte in block ^ c, whose high bit the test sets).
+std::size_t plain_run_end(std::string_view data, std::size_t at) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+  auto has_zero_byte = [](std::uint64_t x) { return ((x - kOnes) & ~x & kHighs) != 0; };
+  for (; at + 8 <= data.size(); at += 8) {
+    std::uint64_t block;
+    std::memcpy(&block, data.data() + at, 8);
+    if (has_zero_byte(block ^ ('"' * kOnes)) || has_zero_byte(block ^ ('\\' * kOnes))) break;
+  }
+  while (at < data.size() && data[at] != '"' && data[at] != '\\') ++at;
+  return at;
+}
+
+void append_plain(std::string_view data, std::size_t from, std::size_t to, DecodedStrings& out) {
+  if (to == from) return;
+  out.pieces.push_back({out.text.size(), from, to - from, true});
+  out.text.append(data.substr(from, to - from));
+}
+
+// Decodes a string's contents from data[at] (a backslash) to its closing quote into `out`;
+// returns the offset of that quote (or data.size()).
+std::size_t decode_contents(std::string_view data, std::size_t at, DecodedStrings& out) {
+  while (at < data.size() && data[at] != '"') {
+    if (data[at] == '\\') {
+      const std::size_t decoded = out.text.size();
+      const std::size_t length = decode_escape(data, at, out.text);
+      out.pieces.push_back({decoded, at, length, false});
+      at += length;
       continue;
     }
-    // A string literal: decode it, keep it only if it had an escape.
-    std::size_t at = i + 1;
-    bool escaped = false;
-    decoded.clear();
-    origin.clear();
-    while (at < data.size() && data[at] != '"') {
-      std::size_t before = decoded.size();
-      std::size_t length = 1;
-      if (data[at] == '\\') {
-        length = decode_escape(data, at, decoded);
-        escaped = true;
-      } else {
-        decoded.push_back(data[at]);
-      }
-      for (std::size_t k = before; k < decoded.size(); ++k) origin.push_back({at, at + length});
-      at += length;
-    }
-    if (escaped) {
-      out.text += decoded;
-      out.origin.insert(out.origin.end(), origin.begin(), origin.end());
-      out.text.push_back('\n');
-      out.origin.push_back({at, at});
-    }
-    i = at + 1;
+    const std::size_t end = plain_run_end(data, at);
+    append_plain(data, at, end, out);
+    at = end;
   }
+  return at;
+}
+
+}  // namespace
+
+DecodedStrings decode_strings_in_place(std::string_view data) {
+  DecodedStrings out;
+  std::size_t copied = 0;  // data[0, copied) is in out.text
+  for (std::size_t i = data.find('"'); i < data.size(); i = data.find('"', i)) {
+    const std::size_t first_special = plain_run_end(data, i + 1);
+    if (first_special >= data.size()) break;  // unterminated, no escape
+    if (data[first_special] == '"') {         // no escape: it reads the same as it is
+      i = first_special + 1;
+      continue;
+    }
+    append_plain(data, copied, first_special, out);
+    copied = decode_contents(data, first_special, out);  // the closing quote is copied next
+    i = copied + 1;
+  }
+  if (out.pieces.empty()) return out;  // nothing to decode: scan the document itself
+  append_plain(data, copied, data.size(), out);
   return out;
 }
 

@@ -1,7 +1,8 @@
-// JSON-aware scanning: the strings (keys and values) of a JSON document, unescaped, with a map
-// back to the bytes of the original. Only strings that contain escapes are decoded: the others
-// read the same in the original and are scanned there. A secret written as "\u0041KIA..." is
-// found in the decoded text and reported at the escape sequences that spell it.
+// JSON-aware scanning: the document with each string that has an escape decoded where it
+// stands (quotes, keys and the rest as they are), and a map back to the original bytes. A secret
+// written as "\u0041KIA..." or after a "\n" is found in one scan that sees every string as its
+// reader will, in its context, and is reported at the escape sequences that spell it: whole
+// escapes, so that redacting a finding leaves valid JSON.
 #pragma once
 
 #include <string>
@@ -13,13 +14,26 @@
 namespace airlock::dlp::detail {
 
 struct DecodedStrings {
-  std::string text;           // decoded strings, each followed by '\n'
-  std::vector<Span> origin;   // origin[i]: the original bytes that produced text[i]
+  std::string text;  // the document with its escaped strings decoded
 
   // The original span of decoded text[start, end).
   Span original(std::size_t start, std::size_t end) const {
-    return {origin[start].start, origin[end - 1].end};
+    return {origin_of(start).start, origin_of(end - 1).end};
   }
+
+  // Where the decoded bytes came from, one piece per run of plain bytes (each byte its own
+  // byte) and per escape (each byte of it the whole escape): a 1 MiB string with a few
+  // escapes is a few pieces, not a span per byte.
+  struct Piece {
+    std::size_t decoded = 0;   // text[decoded...] starts here
+    std::size_t original = 0;  // the original bytes' offset
+    std::size_t length = 0;    // of the original bytes
+    bool plain = false;        // byte for byte (else every decoded byte maps to all of it)
+  };
+  std::vector<Piece> pieces;  // empty: no string had an escape (text is empty too)
+
+  // The original bytes that produced text[i].
+  Span origin_of(std::size_t i) const;
 };
 
 // The first byte that is not white space is '{' or '['. JSON Lines count too.
@@ -27,6 +41,6 @@ bool looks_like_json(std::string_view data);
 
 // Lenient: it finds string literals without validating the document around them, so truncated
 // or concatenated documents are still scanned.
-DecodedStrings decode_escaped_strings(std::string_view data);
+DecodedStrings decode_strings_in_place(std::string_view data);
 
 }  // namespace airlock::dlp::detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dlp/database_cache.hpp"
 #include "dlp/findings.hpp"
 #include "dlp/json_strings.hpp"
 #include "dlp/redaction.hpp"
@@ -49,10 +50,10 @@ bool uses_hash(const Policy& policy) {
 
 }  // namespace
 
-Result<Scanner> Scanner::create(const Policy& policy) {
+Result<Scanner> Scanner::create(const Policy& policy, const BuildOptions& build) {
   if (uses_hash(policy) && policy.hash_key.empty())
     return Error::make("invalid_policy", "the hash action needs a key (spec.hashKey or spec.hashKeyEnv)");
-  auto detectors = DetectorSet::build(policy);
+  auto detectors = DetectorSet::build(policy, build.database_cache);
   if (!detectors) return detectors.error();
   auto compiled = std::make_shared<Compiled>();
   compiled->policy = policy;
@@ -60,18 +61,26 @@ Result<Scanner> Scanner::create(const Policy& policy) {
   return Scanner(std::move(compiled));
 }
 
+BuildOptions BuildOptions::with_user_cache() {
+  return BuildOptions{detail::DatabaseCache::default_directory()};
+}
+
 const Policy& Scanner::policy() const { return compiled_->policy; }
 
 ScanResult Scanner::scan(std::string_view data, const ScanOptions& options) const {
   const DetectorSet& detectors = *compiled_->detectors;
-  std::vector<Candidate> candidates = find_candidates(detectors, data, options.literals);
-  if (options.json == JsonMode::automatic && detail::looks_like_json(data)) {
-    detail::DecodedStrings decoded = detail::decode_escaped_strings(data);
-    for (Candidate c : find_candidates(detectors, decoded.text, options.literals)) {
+  detail::DecodedStrings decoded;
+  if (options.json == JsonMode::automatic && detail::looks_like_json(data))
+    decoded = detail::decode_strings_in_place(data);
+  std::vector<Candidate> candidates;
+  if (decoded.pieces.empty()) {
+    candidates = find_candidates(detectors, data, options.literals);
+  } else {
+    candidates = find_candidates(detectors, decoded.text, options.literals);
+    for (Candidate& c : candidates) {
       detail::Span original = decoded.original(c.start, c.end);
       c.start = original.start;
       c.end = original.end;
-      candidates.push_back(c);
     }
   }
   ScanResult result;

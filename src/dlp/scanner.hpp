@@ -75,9 +75,20 @@ struct StreamOutput {
 
 class StreamScanner;
 
+// How a scanner is built (not what it finds: that is the Policy).
+struct BuildOptions {
+  // A directory of compiled databases kept between processes (dlp/database_cache.hpp); ""
+  // compiles every time.
+  std::string database_cache;
+
+  // The user's cache: AIRLOCK_DLP_CACHE_DIR ("off": none), else $XDG_CACHE_HOME/airlock/dlp,
+  // else ~/.cache/airlock/dlp.
+  static BuildOptions with_user_cache();
+};
+
 class Scanner {
  public:
-  static Result<Scanner> create(const Policy& policy);
+  static Result<Scanner> create(const Policy& policy, const BuildOptions& build = {});
 
   ScanResult scan(std::string_view data, const ScanOptions& options = {}) const;
 

@@ -3,8 +3,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
 
 #include "common/json_limits.hpp"
+#include "common/json_text.hpp"
+#include "common/utf8.hpp"
 #include "common/no_sigpipe.hpp"
 #include "common/split.hpp"
 #include "common/units.hpp"
@@ -96,6 +102,113 @@ TEST(Rfc3339, MillisecondsAndSecondsInUtc) {
   EXPECT_EQ(airlock::rfc3339_seconds(1764637445), "2025-12-02T01:04:05Z");
   const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764637445123));
   EXPECT_EQ(airlock::rfc3339_ms(t), "2025-12-02T01:04:05.123Z");
+}
+
+// parse_json_bounded reads with RapidJSON and builds nlohmann values: it must accept what
+// nlohmann accepts, refuse what it refuses, and build the same value (types included: an
+// unsigned, a signed and a double 0 are three things to a schema's "integer").
+// One difference, on purpose: nlohmann stops reading at a NUL byte outside a string and accepts
+// "{}\0 x"; any NUL byte is refused here (stricter: such a body is not JSON).
+void expect_same_as_nlohmann(const std::string& text) {
+  SCOPED_TRACE(::testing::PrintToString(text));
+  auto parsed = parse_json_bounded(text, kDefaultMaxJsonDepth);
+  if (text.find('\0') != std::string::npos) {
+    EXPECT_FALSE(parsed.ok());
+    return;
+  }
+  nlohmann::json reference = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ASSERT_EQ(parsed.ok(), !reference.is_discarded()) << (parsed.ok() ? "accepted" : "refused");
+  if (!parsed.ok()) return;
+  EXPECT_EQ(parsed->dump(), reference.dump());
+  std::function<void(const nlohmann::json&, const nlohmann::json&)> same_types =
+      [&](const nlohmann::json& a, const nlohmann::json& b) {
+        ASSERT_EQ(a.type(), b.type()) << a.dump();
+        if (a.is_structured())
+          for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) same_types(*ia, *ib);
+      };
+  same_types(*parsed, reference);
+}
+
+TEST(ParseJsonBounded, AcceptsAndRefusesWhatNlohmannDoes) {
+  const std::vector<std::string> cases = {
+      "{}", "[]", "0", "-0", "1", "-1", "1.0", "-0.0", "1e2", "1E+2", "1e-2", "0.1", "123456789012345678",
+      "18446744073709551615", "18446744073709551616", "-9223372036854775808", "-9223372036854775809",
+      "1e308", "1e309", "-1e400", "1e-400", "-1e-400", "4.9e-324", "184467440737095516156",
+      "2.2250738585072011e-308", "0.30000000000000004",
+      "01", "-", "1.", ".5", "1e", "+1", "NaN", "Infinity", "-Infinity", "true", "false", "null",
+      "tru", "nul", "\"\"", "\"a\"", "\"\\u0041\"", "\"\\ud83d\\ude00\"", "\"\\ud83d\"", "\"\\ude00\"",
+      "\"\\ud83dx\"", "\"\\ud83d\\u0041\"", "\"\\x\"", "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "\"\\u00e9\"",
+      "\"\xc3\xa9\"", "\"\xc3\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"", "\"\xf4\x90\x80\x80\"",
+      "\"\xf0\x9f\x98\x80\"", "\"\xff\"", "\"\x7f\"", "\"\x1f\"", "\"\t\"", "\"a\nb\"",
+      std::string("\"a\0b\"", 5), std::string("{}\0", 3), std::string("{} \0 x", 6),
+      "\xEF\xBB\xBF{}", "\xEF\xBB{}", " \t\r\n{} \n", "{} {}", "{},", "[1,]", "[,1]", "{\"a\":1,}",
+      "{\"a\" 1}", "{a:1}", "{'a':1}", "{\"a\":1,\"a\":[2]}", "{\"b\":1,\"a\":{\"c\":null}}",
+      "[1,2,[3,[4,{\"x\":\"y\"}]]]", "[\"\xc3\xa9\", \"\\u00e9\"]", "{\"\xff\":1}", "{\"\\ude00\":1}",
+      "", " ", "[", "]", "\"", "\"abc", "/* c */ {}", "[1] // c", "\f{}", "\v{}", "\xc2\xa0{}",
+  };
+  for (const auto& text : cases) expect_same_as_nlohmann(text);
+}
+
+// Random damage to a document that has every kind of token: each variant gets the same verdict
+// and the same value both ways.
+TEST(ParseJsonBounded, AgreesWithNlohmannOnDamagedDocuments) {
+  const std::string seed =
+      "{\"s\":\"plain \\\"quoted\\\" \\u00e9\\ud83d\\ude00 \xc3\xa9\",\"n\":[0,-0,1.5e3,-12,"
+      "18446744073709551616,0.1],\"o\":{\"t\":true,\"f\":false,\"z\":null},\"e\":[],\"k\":{}}";
+  const std::string alphabet =
+      std::string("{}[]\",:\\u0123456789.eE+-tfnrl \xc3\xa9\xed\xa0\x80\xff\x01") + '\0';
+  std::mt19937 rng(20);
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = seed;
+    for (int edits = 1 + static_cast<int>(rng() % 3); edits > 0; --edits) {
+      std::size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1); break;
+        case 1: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+        default: text[at] = alphabet[rng() % alphabet.size()];
+      }
+      if (text.empty()) text = "x";
+    }
+    expect_same_as_nlohmann(text);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(IsValidUtf8, RefusesWhatNlohmannRefuses) {
+  EXPECT_TRUE(is_valid_utf8("plain ascii, longer than eight bytes"));
+  EXPECT_TRUE(is_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"));
+  for (const char* bad : {"\xc0\xaf", "\xc3", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                          "\xf8\x88\x80\x80\x80", "\x80", "abcdefgh\xff", "\xe2\x82"}) {
+    EXPECT_FALSE(is_valid_utf8(bad)) << ::testing::PrintToString(std::string(bad));
+    EXPECT_TRUE(nlohmann::json::parse("\"" + std::string(bad) + "\"", nullptr, false).is_discarded());
+  }
+}
+
+// dump_compact writes what nlohmann's dump(-1, ' ', false, replace) writes, byte for byte.
+TEST(DumpCompact, WritesNlohmannsBytes) {
+  auto nlohmann_dump = [](const nlohmann::json& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  std::string every_byte;
+  for (int c = 1; c < 0x80; ++c) every_byte.push_back(static_cast<char>(c));
+  std::vector<nlohmann::json> values = {
+      nullptr, true, false, 0, -1, 42u, std::numeric_limits<std::int64_t>::min(),
+      std::numeric_limits<std::uint64_t>::max(), 0.1, -0.0, 1e100, 1.5, std::nan(""),
+      "", every_byte, "caf\xc3\xa9 \xf0\x9f\x98\x80", "bad \xff utf-8 \xc3", "\xed\xa0\x80",
+      std::string("nul\0inside", 10), nlohmann::json::array(), nlohmann::json::object(),
+      nlohmann::json::binary({1, 2, 3}),
+      {{"b", {1, "x\n", {{"c\"", nullptr}}}}, {"a", 2.5}, {"\t", {"\x01"}}}};
+  // An escape at every offset of an 8-byte block, and at the ends.
+  for (std::size_t at = 0; at < 20; ++at) {
+    std::string s(20, 'a');
+    s[at] = '\n';
+    values.push_back(s);
+    s[at] = '"';
+    values.push_back(s);
+    s[at] = '\x80';  // invalid: a lone continuation byte
+    values.push_back(s);
+  }
+  for (const auto& v : values) EXPECT_EQ(dump_compact(v), nlohmann_dump(v)) << nlohmann_dump(v);
 }
 
 TEST(SplitNonempty, LeavesOutEmptyPieces) {

@@ -7,6 +7,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/digest.hpp"
 #include "dlp/literals.hpp"
 #include "dlp/redaction.hpp"
@@ -188,6 +190,31 @@ TEST(DlpJson, KeysAndOtherEscapesAreDecoded) {
   EXPECT_EQ(json.substr(result.findings[0].start, result.findings[0].end - result.findings[0].start),
             R"(jane.doe\u0040example\u002eorg)");
   EXPECT_EQ(result.findings[1].detector, "github_pat");
+}
+
+// Log lines in a JSON string: a finding right after a "\n" escape was also found in the raw
+// bytes starting at the 'n', and redacting it left a lone backslash (invalid JSON: the call was
+// withheld instead of redacted). One scan of the decoded document finds it once, at whole escapes.
+TEST(DlpJson, FindingsAfterEscapesRedactToValidJson) {
+  auto scanner = make_scanner();
+  const std::string lines =
+      "INFO start\n4539148803436467 card on file\n536-22-1234 ssn\n"
+      "jane.doe@example.org wrote\n\t10.1.2.3 connected\n\"(415) 734-0001\" called\n";
+  const std::string json = nlohmann::json{{"text", lines}, {"n", 1}}.dump();
+  auto result = scanner.scan(json);
+  ASSERT_FALSE(result.blocked);
+  std::set<std::string> detectors;
+  for (const auto& f : result.findings) detectors.insert(std::string(f.detector));
+  for (const char* d : {"credit_card", "us_ssn", "email", "ipv4", "phone_nanp"})
+    EXPECT_TRUE(detectors.count(d)) << d;
+  const std::string redacted = scanner.redact(json, result);
+  auto parsed = nlohmann::json::parse(redacted, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << redacted;
+  const std::string text = parsed["text"];
+  for (const char* value :
+       {"4539148803436467", "536-22-1234", "jane.doe@example.org", "10.1.2.3", "734-0001"})
+    EXPECT_EQ(text.find(value), std::string::npos) << value << " in " << text;
+  EXPECT_NE(text.find("INFO start\n"), std::string::npos);  // the escapes outside findings stay
 }
 
 TEST(DlpBytes, InvalidUtf8NeitherCrashesNorHidesSecrets) {

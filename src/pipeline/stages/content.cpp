@@ -2,6 +2,9 @@
 
 #include <set>
 
+#include "common/json_limits.hpp"
+#include "common/json_text.hpp"
+
 namespace airlock::pipeline {
 namespace {
 
@@ -54,6 +57,10 @@ std::string rejection_message(const validate::Report& report) {
   if (n > 1) message += ")";
   return message;
 }
+
+// Redaction replaces bytes inside strings: the text it leaves nests as deep as the value it
+// was written from, which its parser bounded; this bound only keeps the parse bounded.
+constexpr std::size_t kRedactedDepthBound = 1u << 16;
 
 // "aws_access_key_id, email": the detectors of the findings, each once.
 std::string detector_list(const dlp::ScanResult& result, bool blocking_only) {
@@ -125,7 +132,7 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
   }
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
   if (!value) return StageResult::next();
-  const std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string text = dump_compact(*value);  // value->dump(-1, ' ', false, replace), faster
   dlp::ScanResult result = scanner_->scan(text);
   if (result.findings.empty()) return StageResult::next();
   if (result.blocked) {
@@ -139,15 +146,16 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
   }
   const std::string found = detector_list(result, /*blocking_only=*/false);
   std::string redacted = scanner_->redact(text, result);
-  nlohmann::json replaced = nlohmann::json::parse(redacted, nullptr, /*allow_exceptions=*/false);
-  if (replaced.is_discarded())  // redaction must leave valid JSON; if not, withhold (fail closed)
+  // No deeper than the value it was written from (which was bounded when it was parsed).
+  auto replaced = parse_json_bounded(redacted, kRedactedDepthBound);
+  if (!replaced)  // redaction must leave valid JSON; if not, withhold (fail closed)
     return deny(ErrorKind::dlp_blocked, "redacting the " + std::string(input ? "arguments" : "result") +
                                             " did not leave valid JSON (" + found + "), so it is withheld");
   for (const auto& f : result.findings)
     if (f.action != dlp::Action::allow)
       inv.redactions.push_back({std::string(f.detector), input ? "input" : "output"});
-  *value = std::move(replaced);
-  (input ? inv.redacted_input : inv.redacted_output) = redacted;
+  *value = std::move(*replaced);
+  (input ? inv.redacted_input : inv.redacted_output) = std::move(redacted);
   return StageResult::next();
 }
 

@@ -1,0 +1,44 @@
+#include "common/utf8.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace airlock {
+
+bool is_valid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t size = text.size();
+  std::size_t i = 0;
+  while (i < size) {
+    if (i + 8 <= size) {  // the usual case: eight ASCII bytes at once
+      std::uint64_t block;
+      std::memcpy(&block, s + i, 8);
+      if ((block & 0x8080808080808080ull) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length;
+    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) length = 2;
+    else if (c == 0xE0) length = 3, low = 0xA0;
+    else if (c == 0xED) length = 3, high = 0x9F;
+    else if (c >= 0xE1 && c <= 0xEF) length = 3;
+    else if (c == 0xF0) length = 4, low = 0x90;
+    else if (c == 0xF4) length = 4, high = 0x8F;
+    else if (c >= 0xF1 && c <= 0xF3) length = 4;
+    else return false;
+    if (size - i < length || s[i + 1] < low || s[i + 1] > high) return false;
+    for (std::size_t k = 2; k < length; ++k)
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+    i += length;
+  }
+  return true;
+}
+
+}  // namespace airlock
