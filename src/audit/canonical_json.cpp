@@ -4,33 +4,10 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.hpp"
+
 namespace airlock::audit {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not valid
-// (overlong forms, surrogates and code points above U+10FFFF are all invalid).
-std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
-  auto byte = [&](std::size_t k) { return static_cast<std::uint8_t>(text[k]); };
-  auto continuation = [&](std::size_t k) { return k < text.size() && (byte(k) & 0xC0) == 0x80; };
-  std::uint8_t lead = byte(i);
-  if (lead < 0x80) return 1;
-  if (lead >= 0xC2 && lead <= 0xDF) return continuation(i + 1) ? 2 : 0;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (!continuation(i + 1) || !continuation(i + 2)) return 0;
-    std::uint8_t second = byte(i + 1);
-    if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
-    if (lead == 0xED && second > 0x9F) return 0;  // UTF-16 surrogate
-    return 3;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (!continuation(i + 1) || !continuation(i + 2) || !continuation(i + 3)) return 0;
-    std::uint8_t second = byte(i + 1);
-    if (lead == 0xF0 && second < 0x90) return 0;  // overlong
-    if (lead == 0xF4 && second > 0x8F) return 0;  // above U+10FFFF
-    return 4;
-  }
-  return 0;
-}
 
 Status append_canonical(const nlohmann::json& value, std::string& out) {
   using Type = nlohmann::json::value_t;

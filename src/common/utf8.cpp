@@ -5,6 +5,26 @@
 
 namespace airlock {
 
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  std::size_t length;
+  unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) length = 2;
+  else if (c == 0xE0) length = 3, low = 0xA0;         // not overlong
+  else if (c == 0xED) length = 3, high = 0x9F;        // not a UTF-16 surrogate
+  else if (c >= 0xE1 && c <= 0xEF) length = 3;
+  else if (c == 0xF0) length = 4, low = 0x90;         // not overlong
+  else if (c == 0xF4) length = 4, high = 0x8F;        // not past U+10FFFF
+  else if (c >= 0xF1 && c <= 0xF3) length = 4;
+  else return 0;
+  if (text.size() - i < length || s[i + 1] < low || s[i + 1] > high) return 0;
+  for (std::size_t k = 2; k < length; ++k)
+    if ((s[i + k] & 0xC0) != 0x80) return 0;
+  return length;
+}
+
 bool is_valid_utf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t size = text.size();
@@ -23,19 +43,8 @@ bool is_valid_utf8(std::string_view text) {
       ++i;
       continue;
     }
-    std::size_t length;
-    unsigned char low = 0x80, high = 0xBF;  // the range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) length = 2;
-    else if (c == 0xE0) length = 3, low = 0xA0;
-    else if (c == 0xED) length = 3, high = 0x9F;
-    else if (c >= 0xE1 && c <= 0xEF) length = 3;
-    else if (c == 0xF0) length = 4, low = 0x90;
-    else if (c == 0xF4) length = 4, high = 0x8F;
-    else if (c >= 0xF1 && c <= 0xF3) length = 4;
-    else return false;
-    if (size - i < length || s[i + 1] < low || s[i + 1] > high) return false;
-    for (std::size_t k = 2; k < length; ++k)
-      if ((s[i + k] & 0xC0) != 0x80) return false;
+    const std::size_t length = utf8_sequence_length(text, i);
+    if (length == 0) return false;
     i += length;
   }
   return true;
