@@ -1,6 +1,7 @@
 #include "backend/warm_pool.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace airlock::backend {
 namespace {
@@ -97,13 +98,12 @@ WarmPool::Lease WarmPool::lease(const std::string& key, const sandbox::Spec& tem
   if (auto live = entry.current) {
     std::lock_guard live_lock(live->mu);
     ++live->in_flight;
-    // Its last call: from now on the next template (started now) takes them.
-    if (++live->calls >= settings.recycle_calls || Clock::now() - live->born >= settings.recycle_after) {
-      live->retired = true;
-      entry.current.reset();
-      ++stats_.templates_recycled;
+    // Due for recycling: its successor starts now and takes over once ready (serve_template
+    // retires this one then), so recycling sends no call cold.
+    if ((++live->calls >= settings.recycle_calls ||
+         Clock::now() - live->born >= settings.recycle_after) &&
+        !entry.starting && Clock::now() - entry.failed_at >= kRetryAfterFailure)
       start_template(key, entry, template_spec);
-    }
     return Lease(std::move(live));
   }
   if (entry.starting) {
@@ -187,7 +187,10 @@ void WarmPool::serve_template(std::string key, sandbox::Spec spec) {
       } else {
         it->second.starting = false;
         it->second.last_error.clear();
-        it->second.current = live;
+        if (auto predecessor = std::exchange(it->second.current, live)) {
+          predecessor->retire();  // exits once its last call has ended
+          ++stats_.templates_recycled;
+        }
         all_.push_back(live);
       }
     }

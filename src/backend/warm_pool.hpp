@@ -20,7 +20,8 @@
 
 namespace airlock::backend {
 
-// The template's last call is its recycle_calls-th, or the first after recycle_after.
+// A template is replaced after recycle_calls calls or recycle_after: its successor starts then
+// and takes the calls once it is ready.
 struct WarmSettings {
   std::uint32_t recycle_calls = 1000;
   std::chrono::milliseconds recycle_after{10 * 60 * 1000};

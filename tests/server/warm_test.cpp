@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <thread>
 
 #include "server_test_support.hpp"
@@ -44,11 +45,11 @@ nlohmann::json call_until(std::uint16_t port, const std::string& start, int trie
 
 class WarmDaemon : public ::testing::Test {
  protected:
-  WarmDaemon()
+  explicit WarmDaemon(const std::string& warm = "{}")
       : tool_("warm_echo_" + std::to_string(::getpid()) + "_" +
               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".py"),
         ws_("", "  - name: warm-echo\n    runtime: {type: python, file: tools/" + tool_ +
-                    "}\n    warm: {}\n") {
+                    "}\n    warm: " + warm + "\n") {
     fs::copy_file(ws_.dir() + "/tools/echo.py", ws_.dir() + "/tools/" + tool_);
   }
   // Inside the sandbox the tool is /tool/<file>: unique to this test's template.
@@ -99,6 +100,28 @@ TEST_F(WarmDaemon, AKilledTemplateIsReplacedAndCallsMeanwhileRunCold) {
   auto now = processes_with(template_marker());
   ASSERT_EQ(now.size(), 1u);
   EXPECT_NE(now[0], before[0]);
+}
+
+class RecycledWarmDaemon : public WarmDaemon {
+ protected:
+  RecycledWarmDaemon() : WarmDaemon("{recycleCalls: 2}") {}
+};
+
+// Its successor starts at the recycling point and takes over once ready: no call runs cold.
+TEST_F(RecycledWarmDaemon, ARecycledTemplateIsReplacedWithoutAColdCall) {
+  RunningDaemon d(ws_);
+  ASSERT_EQ(call_until(d.port, "warm")["start"], "warm");
+  auto first = processes_with(template_marker());
+  ASSERT_EQ(first.size(), 1u);
+  bool replaced = false;
+  for (int i = 0; i < 50 && !replaced; ++i) {
+    auto j = invoke(d.port, "warm-echo", {{"n", i}}).json();
+    ASSERT_EQ(j["status"], "ok") << j;
+    EXPECT_EQ(j["start"], "warm") << j;
+    auto now = processes_with(template_marker());
+    replaced = std::find(now.begin(), now.end(), first[0]) == now.end() && !now.empty();
+  }
+  EXPECT_TRUE(replaced);
 }
 
 }  // namespace
