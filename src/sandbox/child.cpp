@@ -56,7 +56,7 @@ namespace child_steps {
 
 void set_error_fd(int fd) { g_error_fd = fd; }
 
-[[noreturn]] void fail(const char* step, const char* detail, int err) {
+void report_failure(int fd, const char* step, const char* detail, int err) {
   ChildError report{};
   report.err = err;
   std::size_t len = 0;
@@ -65,7 +65,11 @@ void set_error_fd(int fd) { g_error_fd = fd; }
     append(report.step, sizeof report.step, len, " ");
     append(report.step, sizeof report.step, len, detail);
   }
-  if (g_error_fd >= 0) (void)!::write(g_error_fd, &report, sizeof report);
+  if (fd >= 0) (void)!::write(fd, &report, sizeof report);
+}
+
+[[noreturn]] void fail(const char* step, const char* detail, int err) {
+  report_failure(g_error_fd, step, detail, err);
   sys::raw_exit(125);
 }
 

@@ -122,6 +122,8 @@ struct ChildPlan {
 // template instead of a clone of the supervisor.
 namespace child_steps {
 void set_error_fd(int fd);  // where fail() reports
+// Writes the ChildError fail() writes, to `fd`, and returns.
+void report_failure(int fd, const char* step, const char* detail, int err);
 [[noreturn]] void fail(const char* step, const char* detail, int err);
 void check(bool ok, const char* step, const char* detail = nullptr);
 // Capabilities, no_new_privs, rlimits.

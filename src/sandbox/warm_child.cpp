@@ -2,15 +2,14 @@
 // template mode). The template, a clean process with the tool imported, calls
 //
 //   airlock_warm_receive(7)   blocks for the next call; 1: got one, 0: retired (EOF)
-//   os.fork()
-//   child:  airlock_warm_enter()     returns 0 in the call's tool process, ready to run
-//   parent: airlock_warm_release()   closes its copies of the call's descriptors
+//   airlock_warm_start()      0 in the call's tool process, ready to run; in the template
+//                             init's pid (or -1), the call's descriptors closed
 //
-// A call's processes, from the fork of the template:
-//   keeper  unshares user, mount, network, ipc, uts and pid namespaces, maps its id, mounts
-//           the call's fresh tmpfs on the work dir, /tmp and /dev/shm, brings up lo; forks
-//           init and waits for it (it dies with the template: PR_SET_PDEATHSIG);
-//   init    pid 1 of the new pid namespace: a fresh /proc, joins the call's cgroup (made and
+// A call's processes:
+//   init    cloned from the template into new user, mount, network, ipc, uts and pid
+//           namespaces (pid 1 of the new one; it dies with the template: PR_SET_PDEATHSIG);
+//           maps its id, mounts the call's fresh tmpfs on the work dir, /tmp and /dev/shm and
+//           a fresh /proc, brings up lo, joins the call's cgroup (made and
 //           limited by the supervisor, which sent its `tasks` files), drops every capability,
 //           sets the rlimits, applies Landlock and the seccomp filter (its listener and a
 //           pidfd of itself go to the supervisor), forks the tool process and reaps, as a
@@ -85,12 +84,9 @@ void write_file(const char* path, const std::string& text) {
   ::close(fd);
 }
 
-// New namespaces under the template's; in the new user namespace we hold every capability
-// (until drop_privileges) and are the same sandbox user, mapped to ourselves.
-void enter_fresh_namespaces(const ChildPlan& plan) {
-  check(::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-                  CLONE_NEWPID) == 0,
-        "unshare (new user, mount, network, ipc, uts and pid namespaces)");
+// In the new user namespace we hold every capability (until drop_privileges) and are the
+// same sandbox user, mapped to ourselves.
+void map_own_ids(const ChildPlan& plan) {
   write_file("/proc/self/setgroups", "deny");
   write_file("/proc/self/uid_map",
              std::to_string(plan.uid) + " " + std::to_string(plan.uid) + " 1\n");
@@ -142,10 +138,14 @@ void send_own_pidfd() {
   ::close(self);
 }
 
-// pid 1 of the call: everything a cold sandbox's init has done before its program runs.
+// pid 1 of the call: everything a cold sandbox's child and init do before the program runs.
 void become_init(PendingCall& call) {
   const ChildPlan& plan = call.plan;
+  arrange_call_descriptors(call.fds);
   check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG (init)");
+  map_own_ids(plan);
+  mount_fresh_writable_dirs(plan);
+  set_up_network_and_names(plan);
   check(::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0,
         "mount the call's /proc");
   join_call_cgroups(call.fds);
@@ -159,13 +159,14 @@ void become_init(PendingCall& call) {
   ::close(kChildControlFd);
 }
 
-// The keeper: waits for init, then goes (its exit code means nothing).
-[[noreturn]] void keep(pid_t init) {
-  ::close_range(0, ~0U, 0);
-  int status;
-  while (::waitpid(init, &status, __WALL) < 0 && errno == EINTR) {
-  }
-  sys::raw_exit(0);
+// The template's side: init in fresh namespaces, nested under the template's. A raw clone
+// of a single-threaded process (the template), so the child may allocate.
+long clone_init() {
+  sys::CloneArgs args{};
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+               CLONE_NEWPID;
+  args.exit_signal = SIGCHLD;  // the template reaps it
+  return sys::clone3(&args);
 }
 
 }  // namespace
@@ -198,20 +199,20 @@ extern "C" int airlock_warm_receive(int control_fd) {
   return 1;
 }
 
-extern "C" void airlock_warm_release() { close_received(); }
-
-// In the fork of the template. Returns 0 in the tool process; the other processes never return.
-extern "C" int airlock_warm_enter() {
+// Returns 0 in the call's tool process; init never returns; in the template, init's pid or -1
+// (the supervisor then reads why on the call's error pipe).
+extern "C" int airlock_warm_start() {
   if (!g_call) return -1;
   PendingCall& call = *g_call;
-  arrange_call_descriptors(call.fds);
-  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG");
-  enter_fresh_namespaces(call.plan);
-  mount_fresh_writable_dirs(call.plan);
-  set_up_network_and_names(call.plan);
-  pid_t init = ::fork();
-  check(init >= 0, "fork (init)");
-  if (init > 0) keep(init);
+  long init = clone_init();
+  if (init != 0) {
+    if (init < 0)
+      child_steps::report_failure(call.fds.fds[kChildErrorFd],
+                                  "clone3 (new user, mount, network, ipc, uts, pid namespaces)",
+                                  nullptr, errno);
+    close_received();
+    return init > 0 ? static_cast<int>(init) : -1;
+  }
   become_init(call);
   pid_t tool = ::fork();
   check(tool >= 0, "fork (tool)");

@@ -18,8 +18,9 @@ Where `_json` is missing it falls back to `json` (tests/pipeline/runner_test.py 
 both give the same answers).
 
 In template mode (docs/warm-start.md) the runner imports the tool, says it is ready on its
-control socket (descriptor 7) and then forks once per call: libairlock_warm.so receives the
-call and, in the child, makes its fresh namespaces, cgroup, tmpfs and policy; the child then
+control socket (descriptor 7) and then, per call, libairlock_warm.so receives the call and
+starts its init in fresh namespaces, which makes its cgroup, tmpfs and policy and forks the
+tool process, which returns here from airlock_warm_start(); it then
 reads {"env": {...}, "arguments": {...}} on stdin, puts env (the call's credentials) in
 os.environ, and runs the tool once, as a cold run would.
 """
@@ -119,7 +120,7 @@ WARM_LIBRARY = "/airlock-warm/libairlock_warm.so"
 
 
 def serve_template(path):
-    """A warm template: import once, then one forked child per call."""
+    """A warm template: import once, then one fresh sandbox (a child of ours) per call."""
     import ctypes
     import os
 
@@ -132,17 +133,13 @@ def serve_template(path):
         got = warm.airlock_warm_receive(WARM_CONTROL_FD)
         if got == 0:
             return  # retired: the supervisor closed the control socket
-        if got == 1:
-            if os.fork() == 0:
-                if warm.airlock_warm_enter() != 0:
-                    os._exit(125)
-                return serve_warm_call(run)
-            warm.airlock_warm_release()
+        if got == 1 and warm.airlock_warm_start() == 0:
+            return serve_warm_call(run)  # the call's tool process
         reap_children(os)
 
 
 def reap_children(os):
-    """The keepers of calls that have ended (warm_child.cpp)."""
+    """The inits of calls that have ended (warm_child.cpp)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
