@@ -5,6 +5,9 @@
 //                Server-Timing header), the daemon's RSS at start and end, errors.
 //   AirlockRun:  the same tool module run by `airlock run` (the runner, stdin JSON) from as many
 //                loops as there are CPUs, for the same time.
+//   Daemon/{cold,warm}/{1,50}: the same daemon and tool, cold or with tools[].warm
+//                (docs/warm-start.md), 1 and 50 clients: also the warm share of the calls and
+//                the machine's CPU time per call (from /proc/stat, every process included).
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -64,7 +67,7 @@ double rss_mib(pid_t pid) {
 // A directory with the tool and a config.
 struct Setup {
   std::string dir;
-  Setup() {
+  explicit Setup(bool warm = false) {
     dir = (fs::temp_directory_path() / ("airlock-load-" + std::to_string(::getpid()))).string();
     fs::create_directories(dir + "/tools");
     ::chmod(dir.c_str(), 0755);
@@ -78,7 +81,8 @@ struct Setup {
            "principals:\n  - name: bench\n    apiKeySha256: " << airlock::sha256_hex("bench-key") << "\n"
            "    tools: [trivial]\n"
            "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
-           "    inputSchema: {type: object, properties: {n: {type: integer}}}\n";
+           "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
+        << (warm ? "    warm: {}\n" : "");
   }
   ~Setup() { fs::remove_all(dir); }
 };
@@ -133,8 +137,17 @@ std::map<std::string, double> parse_server_timing(std::string_view header) {
   return out;
 }
 
-void BM_Daemon(benchmark::State& state) {
-  Setup setup;
+// Busy CPU time of the whole machine so far, in seconds.
+double machine_busy_seconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  double user, nice, system, idle, iowait, irq, softirq, steal;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return (user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+void run_daemon(benchmark::State& state, bool warm, int client_count) {
+  Setup setup(warm);
   const std::uint16_t port = free_port();
   pid_t daemon = spawn({AIRLOCK_BINARY, "serve", "--config", setup.dir + "/airlock.yaml", "--listen",
                         "127.0.0.1:" + std::to_string(port)},
@@ -153,12 +166,31 @@ void BM_Daemon(benchmark::State& state) {
   const double rss_start = rss_mib(daemon);
   std::mutex mu;
   std::vector<Sample> samples;
-  std::atomic<long> errors{0};
+  std::atomic<long> errors{0}, warm_starts{0};
+  if (warm)  // the template starts with the first call; measure from when it is ready
+    for (int i = 0; i < 200; ++i) {
+      asio::io_context io;
+      beast::tcp_stream stream(io);
+      stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+      http::request<http::string_body> req{http::verb::post, "/v1/tools/trivial/invoke", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::authorization, "Bearer bench-key");
+      req.set(http::field::content_type, "application/json");
+      req.body() = "{\"arguments\": {\"n\": 1}}";
+      req.prepare_payload();
+      http::write(stream, req);
+      beast::flat_buffer b;
+      http::response<http::string_body> res;
+      http::read(stream, b, res);
+      if (res.body().find("\"start\":\"warm\"") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  const double busy_start = machine_busy_seconds();
   for (auto _ : state) {
     const auto deadline = Clock::now() + std::chrono::seconds(seconds());
     const auto start = Clock::now();
     std::vector<std::thread> clients;
-    for (int c = 0; c < 100; ++c)
+    for (int c = 0; c < client_count; ++c)
       clients.emplace_back([&, c] {
         asio::io_context io;
         beast::tcp_stream stream(io);
@@ -181,6 +213,7 @@ void BM_Daemon(benchmark::State& state) {
           double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
           bool ok = !ec && res.result_int() == 200 && res.body().find("\"status\":\"ok\"") != std::string::npos;
           if (!ok) ++errors;
+          if (ok && res.body().find("\"start\":\"warm\"") != std::string::npos) ++warm_starts;
           if (ec) break;
           mine.push_back({ms, parse_server_timing(res["Server-Timing"]), ok});
         }
@@ -190,6 +223,7 @@ void BM_Daemon(benchmark::State& state) {
     for (auto& t : clients) t.join();
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
   }
+  const double busy = machine_busy_seconds() - busy_start;
   const double rss_end = rss_mib(daemon);
   ::kill(daemon, SIGTERM);
   ::waitpid(daemon, nullptr, 0);
@@ -207,9 +241,18 @@ void BM_Daemon(benchmark::State& state) {
   state.counters["p99_ms"] = percentile(total, 0.99);
   state.counters["rss_start_mib"] = rss_start;
   state.counters["rss_end_mib"] = rss_end;
+  state.counters["warm_share"] =
+      samples.empty() ? 0 : static_cast<double>(warm_starts.load()) / static_cast<double>(samples.size());
+  state.counters["cpu_ms_per_call"] =
+      samples.empty() ? 0 : busy * 1000 / static_cast<double>(samples.size());
   for (const auto& [stage, v] : stages) {
     std::printf("  stage %-14s p50 %8.3f ms   p99 %8.3f ms\n", stage.c_str(), percentile(v, 0.5), percentile(v, 0.99));
   }
+}
+
+void BM_Daemon(benchmark::State& state) { run_daemon(state, false, 100); }
+void BM_DaemonStart(benchmark::State& state, bool warm) {
+  run_daemon(state, warm, static_cast<int>(state.range(0)));
 }
 
 void BM_AirlockRun(benchmark::State& state) {
@@ -261,4 +304,6 @@ void BM_AirlockRun(benchmark::State& state) {
 
 BENCHMARK(BM_Daemon)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

@@ -8,6 +8,14 @@
 //   plain fork+exec            (no sandbox at all)
 // for CMD = /bin/true and python3 -c pass. Each benchmark runs kRuns times and reports the
 // p50 and p99 of the per-run wall time (counters p50_ms / p99_ms).
+//
+// Then a trivial Python tool (run(args) -> {"n": n + 1}) through Airlock's runner, with its
+// arguments on stdin, four ways (docs/performance.md, "Warm start"):
+//   plain python3              the runner without a sandbox (the reference)
+//   airlock run                the CLI in a loop, as a user would
+//   sandbox::run, cold         what the daemon pays per cold call
+//   warm template              sandbox::WarmTemplate::start_call + wait: a fork of the
+//                              template with fresh namespaces, cgroup, tmpfs and policy
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -20,7 +28,12 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <fstream>
+#include <future>
+
 #include "sandbox/sandbox.hpp"
+#include "sandbox/warm.hpp"
 
 extern char** environ;
 
@@ -126,6 +139,87 @@ void BM_SandboxLibrary(benchmark::State& state, const Argv& cmd) {
   });
 }
 
+// The tool, written once into a temporary directory bound at /tool.
+constexpr const char* kTrivialTool = "def run(args):\n    return {\"n\": args.get(\"n\", 0) + 1}\n";
+constexpr const char* kToolArguments = "{\"n\": 41}";
+
+const std::string& tool_dir() {
+  static const std::string dir = [] {
+    std::string d = (std::filesystem::temp_directory_path() / "airlock-bench-tool").string();
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/tool.py") << kTrivialTool;
+    std::ofstream(d + "/args.json") << kToolArguments;
+    std::filesystem::permissions(d, std::filesystem::perms(0755));
+    return d;
+  }();
+  return dir;
+}
+
+Argv runner_argv(const char* mode) {
+  return {"/usr/bin/python3", "-I", "-S", "/airlock/airlock_runner.py", mode, "/tool/tool.py"};
+}
+
+airlock::sandbox::Spec tool_spec(const char* mode) {
+  airlock::sandbox::Spec spec;
+  spec.argv = runner_argv(mode);
+  spec.binds.push_back({AIRLOCK_RUNNER_DIR, "/airlock", false});
+  spec.binds.push_back({tool_dir(), "/tool", false});
+  return spec;
+}
+
+void expect_answer(const airlock::sandbox::Outcome& o) {
+  if (o.verdict != airlock::sandbox::Verdict::ok || o.stdout_data != "{\"n\":42}\n") std::abort();
+}
+
+void BM_ToolPlainPython(benchmark::State& state) {
+  Argv argv = {"/bin/sh", "-c",
+               "exec /usr/bin/python3 -I -S " AIRLOCK_RUNNER_DIR "/airlock_runner.py module " +
+                   tool_dir() + "/tool.py < " + tool_dir() + "/args.json"};
+  measure(state, [&] { spawn_and_wait(argv); });
+}
+
+void BM_ToolAirlockCli(benchmark::State& state) {
+  Argv argv = {AIRLOCK_BINARY, "run", "--ro", AIRLOCK_RUNNER_DIR ":/airlock", "--ro",
+               tool_dir() + ":/tool", "--stdin", tool_dir() + "/args.json", "--"};
+  for (const auto& a : runner_argv("module")) argv.push_back(a);
+  measure(state, [&] { spawn_and_wait(argv); });
+}
+
+void BM_ToolCold(benchmark::State& state) {
+  auto spec = tool_spec("module");
+  spec.stdin_source.kind = airlock::sandbox::StdinSource::Kind::bytes;
+  spec.stdin_source.bytes = kToolArguments;
+  measure(state, [&] { expect_answer(airlock::sandbox::run(spec)); });
+}
+
+// The template is launched and supervised on a thread of its own, as the daemon does.
+void BM_ToolWarm(benchmark::State& state) {
+  auto spec = tool_spec("template");
+  spec.binds.push_back({airlock::sandbox::warm_library_path(), airlock::sandbox::kWarmLibraryInSandbox, false});
+  spec.limits.pids = 4096;
+  std::promise<airlock::sandbox::WarmTemplate*> ready;
+  std::promise<void> done;
+  std::thread supervisor([&] {
+    auto t = airlock::sandbox::WarmTemplate::launch(spec, std::chrono::seconds(10));
+    if (!t) std::abort();
+    ready.set_value(t->get());
+    (void)(*t)->wait();
+    done.set_value();
+  });
+  airlock::sandbox::WarmTemplate* t = ready.get_future().get();
+  airlock::sandbox::Spec call = tool_spec("template");
+  call.binds = spec.binds;
+  call.stdin_source.kind = airlock::sandbox::StdinSource::Kind::bytes;
+  call.stdin_source.bytes = std::string("{\"env\":{},\"arguments\":") + kToolArguments + "}";
+  measure(state, [&] {
+    auto sandbox = t->start_call(call);
+    if (!sandbox) std::abort();
+    expect_answer((*sandbox)->wait());
+  });
+  t->retire();
+  supervisor.join();
+}
+
 }  // namespace
 
 // Interleaved per command so that background load affects each contender alike.
@@ -145,5 +239,9 @@ BENCHMARK_CAPTURE(BM_Bwrap, python, kPython)->Iterations(kRuns)->UseManualTime()
 BENCHMARK_CAPTURE(BM_AirlockCli, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SandboxLibrary, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Floor, python, kPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ToolPlainPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ToolAirlockCli)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ToolCold)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ToolWarm)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

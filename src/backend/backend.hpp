@@ -3,7 +3,10 @@
 // a Kubernetes pod or a gVisor sandbox can each implement Backend (docs/backends.md).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +50,15 @@ struct Placement {
   std::vector<Toleration> tolerations;
 };
 
+// A call of a tool with tools[].warm: where the local backend has its template ready, the
+// call forks from it (docs/warm-start.md); otherwise it runs cold, as any other.
+struct WarmStart {
+  std::string key;                         // the tool; the template's Spec completes it
+  std::vector<std::string> template_argv;  // the template program (the runner's template mode)
+  std::uint32_t recycle_calls = 1000;
+  std::chrono::milliseconds recycle_after{10 * 60 * 1000};
+};
+
 struct RunRequest {
   std::vector<std::string> argv;           // argv[0] without '/' is looked up in PATH inside
   std::map<std::string, std::string> env;  // added to PATH, HOME, LANG
@@ -56,12 +68,15 @@ struct RunRequest {
   egress::EgressRules egress;
   std::string stdin_bytes;  // all of the program's stdin
   Placement placement;
+  std::optional<WarmStart> warm;  // the local backend only; others run every call cold
 };
 
 // What a run did: the sandbox's Outcome, and every connection attempt its egress proxy saw.
 // (The sandbox knows nothing of egress; the backend that ran the proxy adds its records.)
 struct RunResult : sandbox::Outcome {
   std::vector<egress::EgressRecord> egress;
+  bool warm = false;        // forked from a warm template
+  std::string cold_reason;  // a call with RunRequest::warm that ran cold: why
 };
 
 // The Outcome's JSON with "egress": [records] added (`airlock run --json`).

@@ -4,6 +4,7 @@
 
 #include "backend/sandbox_egress.hpp"
 #include "sandbox/sandbox.hpp"
+#include "sandbox/warm.hpp"
 
 namespace airlock::backend {
 namespace {
@@ -60,7 +61,8 @@ RunResult run_local(const sandbox::Spec& spec, const egress::EgressRules& rules,
   SandboxRegistration registration(options.registry, sandbox.get());
   CancelHook hook(options.cancel, [s = sandbox.get()] { s->kill(); });
   if (egress) egress->start(sandbox->take_listeners());
-  RunResult result{sandbox->wait(), {}};
+  RunResult result;
+  static_cast<airlock::sandbox::Outcome&>(result) = sandbox->wait();
   if (egress) result.egress = egress->stop();
   return result;
 }
@@ -97,11 +99,106 @@ sandbox::Spec local_spec(const RunRequest& request) {
   return spec;
 }
 
+namespace {
+
+// Templates of a tool with other binds, environment or limits (a new configuration) are
+// other templates.
+std::string warm_key(const RunRequest& request, const sandbox::Spec& template_spec) {
+  nlohmann::json binds = nlohmann::json::array();
+  for (const auto& b : template_spec.binds) binds.push_back({b.source, b.dest, b.writable});
+  const auto& l = template_spec.limits;
+  return nlohmann::json{{"tool", request.warm->key},
+                        {"argv", template_spec.argv},
+                        {"env", template_spec.env},
+                        {"binds", binds},
+                        {"limits", {l.memory_bytes, l.disk_bytes, l.open_files}}}
+      .dump();
+}
+
+}  // namespace
+
+sandbox::Spec warm_template_spec(const RunRequest& request) {
+  RunRequest without_input = request;
+  without_input.credentials.clear();
+  without_input.stdin_bytes.clear();
+  sandbox::Spec spec = local_spec(without_input);
+  spec.argv = request.warm->template_argv;
+  spec.binds.push_back({sandbox::warm_library_path(), sandbox::kWarmLibraryInSandbox, false});
+  spec.stdin_source.kind = sandbox::StdinSource::Kind::none;
+  spec.limits.cpu_time.reset();  // it idles; each call has its own
+  spec.limits.pids = 4096;
+  // Backstop only: it is replaced at its recycle age, by its next call.
+  spec.limits.wall_time = request.warm->recycle_after + std::chrono::hours(24);
+  return spec;
+}
+
+sandbox::Spec warm_call_spec(const RunRequest& request) {
+  sandbox::Spec spec = local_spec(request);
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& c : request.credentials) {
+    env[c.env_name] = c.value;
+    spec.env.erase(c.env_name);
+  }
+  // stdin_bytes is the arguments' JSON text already: spliced in, not parsed again.
+  spec.stdin_source.bytes = "{\"env\":" + env.dump() + ",\"arguments\":" + request.stdin_bytes + "}";
+  spec.binds.push_back({sandbox::warm_library_path(), sandbox::kWarmLibraryInSandbox, false});
+  return spec;
+}
+
 LocalBackend::LocalBackend(RunningSandboxes* registry,
-                           std::shared_ptr<const std::vector<egress::Endpoint>> forbidden)
-    : registry_(registry), forbidden_(std::move(forbidden)) {}
+                           std::shared_ptr<const std::vector<egress::Endpoint>> forbidden,
+                           unsigned max_warm_templates)
+    : registry_(registry), forbidden_(std::move(forbidden)) {
+  if (max_warm_templates > 0) warm_ = std::make_unique<WarmPool>(max_warm_templates);
+}
+
+void LocalBackend::shutdown() {
+  if (warm_) warm_->shutdown();
+}
+
+std::optional<RunResult> LocalBackend::run_warm(const RunRequest& request,
+                                                const RunContext& context,
+                                                std::string& why_cold) {
+  if (!warm_) {
+    why_cold = "server.maxWarmTemplates is 0";
+    return std::nullopt;
+  }
+  if (request.egress.has_egress()) {
+    why_cold = "a warm call has no egress proxy";
+    return std::nullopt;
+  }
+  if (sandbox::warm_library_path().empty()) {
+    why_cold = "libairlock_warm.so is not installed";
+    return std::nullopt;
+  }
+  const sandbox::Spec template_spec = warm_template_spec(request);
+  WarmSettings settings{request.warm->recycle_calls, request.warm->recycle_after};
+  auto lease = warm_->lease(warm_key(request, template_spec), template_spec, settings, why_cold);
+  if (!lease) return std::nullopt;
+  auto started = lease.start_call(warm_call_spec(request));
+  if (!started) {  // nothing of the call has reached the template's child yet: run it cold
+    why_cold = "its warm template did not start the call: " + started.error().message;
+    return std::nullopt;
+  }
+  auto& sandbox = *started;
+  SandboxRegistration registration(registry_, sandbox.get());
+  CancelHook hook(context.cancel, [s = sandbox.get()] { s->kill(); });
+  RunResult result;
+  static_cast<airlock::sandbox::Outcome&>(result) = sandbox->wait();
+  result.warm = true;
+  return result;
+}
 
 RunResult LocalBackend::run(const RunRequest& request, const RunContext& context) {
+  std::string why_cold;
+  if (request.warm)
+    if (auto warm = run_warm(request, context, why_cold)) return std::move(*warm);
+  RunResult cold = run_cold(request, context);
+  cold.cold_reason = std::move(why_cold);
+  return cold;
+}
+
+RunResult LocalBackend::run_cold(const RunRequest& request, const RunContext& context) {
   LocalRunOptions options;
   options.rule_set = context.rule_set;
   if (forbidden_) options.forbidden = *forbidden_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/warm_pool.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/sandbox.hpp"
@@ -75,17 +76,35 @@ sandbox::Spec local_spec(const RunRequest& request);
 // Backend on the local sandbox (run_local). Every run is registered with `registry` (when
 // set) and refuses the endpoints in `forbidden` (the daemon fills them in once it has bound
 // them, before it serves).
+// A request with RunRequest::warm forks from its tool's warm template when one is ready
+// (at most `max_warm_templates` run at once), and runs cold, saying why, otherwise.
 class LocalBackend : public Backend {
  public:
   LocalBackend(RunningSandboxes* registry,
-               std::shared_ptr<const std::vector<egress::Endpoint>> forbidden);
+               std::shared_ptr<const std::vector<egress::Endpoint>> forbidden,
+               unsigned max_warm_templates = 0);
   RunResult run(const RunRequest& request, const RunContext& context) override;
   std::string_view name() const override { return "local"; }
   bool stopping() const override { return registry_ && registry_->stopping(); }
+  void shutdown() override;
+  WarmPool* warm_pool() { return warm_.get(); }
 
  private:
+  RunResult run_cold(const RunRequest& request, const RunContext& context);
+  std::optional<RunResult> run_warm(const RunRequest& request, const RunContext& context,
+                                    std::string& why_cold);
   RunningSandboxes* registry_;
   std::shared_ptr<const std::vector<egress::Endpoint>> forbidden_;
+  std::unique_ptr<WarmPool> warm_;
 };
+
+// The template a warm request's calls fork from: the request's Spec with the template's
+// argv, the warm library bound in, no credentials and no input, and the headroom a process
+// needs whose children are every call's (pids: each call's processes count in its user
+// namespace too).
+sandbox::Spec warm_template_spec(const RunRequest& request);
+// One warm call: the request's Spec (binds and limits as a cold run's), its credentials and
+// arguments on stdin as the runner's template mode reads them.
+sandbox::Spec warm_call_spec(const RunRequest& request);
 
 }  // namespace airlock::backend

@@ -60,6 +60,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   r.field(root, "tools", [&](const YAML::Node& v) {
     detail::read_tools(r, v, label, c.credential_servers, c.tools);
   });
+  if (root["tools"]) detail::check_warm_templates(r, root["tools"], c);
   // After tools: a server's name may not be the first segment of a tool's.
   r.field(root, "mcpServers", [&](const YAML::Node& v) {
     detail::read_mcp_servers(r, v, label, c.tools, c.credential_servers, c.mcp_servers);

@@ -23,6 +23,7 @@
 #include "policy/mcp_servers_config.hpp"
 #include "policy/identity_config.hpp"
 #include "policy/risk.hpp"
+#include "policy/warm_config.hpp"
 #include "policy/webhooks_config.hpp"
 #include "sandbox/spec.hpp"
 
@@ -58,6 +59,7 @@ struct ServerConfig {
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
   std::optional<TlsConfig> tls;                       // none: plain HTTP
   McpEndpointConfig mcp;                              // /mcp (policy/mcp_servers_config.hpp)
+  unsigned max_warm_templates = 8;  // warm templates running at once (policy/warm_config.hpp)
 };
 
 struct StorageConfig {
@@ -127,6 +129,7 @@ struct ToolConfig {
   std::optional<McpToolSource> mcp;
   ToolPlacement placement;              // tools[].kubernetes: for the kubernetes backend
   ApprovalPolicy approval;              // tools[].approval: read for critical tools only
+  std::optional<WarmPolicy> warm;       // tools[].warm: calls fork from a warm template
   std::string where;                    // "file:line" of its definition
 };
 

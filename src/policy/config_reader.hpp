@@ -127,6 +127,11 @@ void read_kubernetes(Reader& r, const YAML::Node& n, const std::string& what, Ku
 void read_placement(Reader& r, const YAML::Node& n, const std::string& what, ToolPlacement& out);
 // tools[].approval (config_approvals.cpp)
 void read_approval(Reader& r, const YAML::Node& n, const std::string& what, ApprovalPolicy& out);
+// tools[].warm (config_warm.cpp); warm_conflict: why this tool cannot have one, or "".
+void read_warm(Reader& r, const YAML::Node& n, const std::string& what, WarmPolicy& out);
+std::string warm_conflict(const ToolConfig& t);
+// Every warm tool has its template, within server.maxWarmTemplates.
+void check_warm_templates(Reader& r, const YAML::Node& tools, const Config& c);
 // After credentialServers: a tool's postgres credential names one of them.
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out);

@@ -117,7 +117,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
-       "readTimeout", "maxJsonDepth", "tls", "mcp"});
+       "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -141,6 +141,10 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.field(n, "maxJsonDepth", [&](const YAML::Node& v) {
     s.max_json_depth = r.unsigned_int(v, "server.maxJsonDepth", 256);
     if (s.max_json_depth == 0) fail(v, "server.maxJsonDepth: must be at least 1");
+  });
+  r.field(n, "maxWarmTemplates", [&](const YAML::Node& v) {
+    s.max_warm_templates =
+        static_cast<unsigned>(r.unsigned_int(v, "server.maxWarmTemplates", kMaxWarmTemplates));
   });
   r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
   r.field(n, "mcp", [&](const YAML::Node& v) { s.mcp = read_mcp_endpoint(r, v); });

@@ -139,7 +139,7 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   r.only_keys(n, what,
               {"name", "description", "risk", "runtime", "inputSchema", "outputSchema", "limits",
                "network", "validation", "dataPaths", "env", "requiresUser", "credentials",
-               "kubernetes", "approval"});
+               "kubernetes", "approval", "warm"});
   ToolConfig t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -192,6 +192,10 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
   r.field(n, "credentials", [&](const YAML::Node& v) {
     read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
     for (auto& c : t.credentials) c.where = t.where;
+  });
+  r.field(n, "warm", [&](const YAML::Node& v) {
+    if (auto conflict = warm_conflict(t); !conflict.empty()) fail(v, what + ".warm: " + conflict);
+    read_warm(r, v, what + ".warm", t.warm.emplace());
   });
   return t;
 }

@@ -50,7 +50,13 @@ void append(char* buf, std::size_t cap, std::size_t& len, const char* text) {
   buf[len] = '\0';
 }
 
-[[noreturn]] void fail(const char* step, const char* detail, int err) {
+}  // namespace
+
+namespace child_steps {
+
+void set_error_fd(int fd) { g_error_fd = fd; }
+
+void report_failure(int fd, const char* step, const char* detail, int err) {
   ChildError report{};
   report.err = err;
   std::size_t len = 0;
@@ -59,21 +65,32 @@ void append(char* buf, std::size_t cap, std::size_t& len, const char* text) {
     append(report.step, sizeof report.step, len, " ");
     append(report.step, sizeof report.step, len, detail);
   }
-  if (g_error_fd >= 0) (void)!::write(g_error_fd, &report, sizeof report);
+  if (fd >= 0) (void)!::write(fd, &report, sizeof report);
+}
+
+[[noreturn]] void fail(const char* step, const char* detail, int err) {
+  report_failure(g_error_fd, step, detail, err);
   sys::raw_exit(125);
 }
 
-void check(bool ok, const char* step, const char* detail = nullptr) {
+void check(bool ok, const char* step, const char* detail) {
   if (!ok) fail(step, detail, errno);
 }
+
+}  // namespace child_steps
+
+namespace {
+using child_steps::check;
+using child_steps::fail;
 
 // Moves the supervisor's descriptors to fixed numbers and closes every other one, so nothing
 // of the supervisor (sockets, databases, other sandboxes' pipes) reaches the sandbox.
 void arrange_descriptors(const ChildPlan& plan) {
-  const int sources[] = {plan.stdin_fd, plan.stdout_fd,  plan.stderr_fd, plan.error_fd,
-                         plan.control_fd, plan.status_fd, plan.go_fd};
-  int temp[7];
-  for (int i = 0; i < 7; ++i) {
+  const int sources[] = {plan.stdin_fd,   plan.stdout_fd, plan.stderr_fd, plan.error_fd,
+                         plan.control_fd, plan.status_fd, plan.go_fd,     plan.inherit_fd};
+  int temp[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  for (int i = 0; i < 8; ++i) {
+    if (sources[i] < 0) continue;  // only inherit_fd may be absent
     temp[i] = ::fcntl(sources[i], F_DUPFD_CLOEXEC, 64);
     if (temp[i] < 0) {
       g_error_fd = plan.error_fd;
@@ -87,7 +104,11 @@ void arrange_descriptors(const ChildPlan& plan) {
     }
   }
   g_error_fd = kChildErrorFd;
-  check(::close_range(kChildFirstStrayFd, ~0U, 0) == 0, "close_range");
+  if (plan.inherit_fd >= 0)  // not close-on-exec: the program keeps it
+    check(::dup3(temp[7], kChildInheritedFd, 0) == kChildInheritedFd,
+          "passing the inherited descriptor");
+  const unsigned first_stray = plan.inherit_fd >= 0 ? kChildInheritedFd + 1 : kChildInheritedFd;
+  check(::close_range(first_stray, ~0U, 0) == 0, "close_range");
 }
 
 void reset_signals() {
@@ -249,6 +270,10 @@ void open_terminal(const ChildPlan& plan) {
   ::close(slave);
 }
 
+}  // namespace
+
+namespace child_steps {
+
 void drop_privileges(const ChildPlan& plan) {
   // Capabilities from here on come only from what we keep: none.
   for (int cap = 0; cap <= plan.last_cap; ++cap)
@@ -281,6 +306,29 @@ void install_seccomp(const ChildPlan& plan) {
   send_to_supervisor('S', &listener, 1);
   ::close(listener);
 }
+
+[[noreturn]] void reap_and_report(pid_t program) {
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::wait4(-1, &status, __WALL, nullptr);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      sys::raw_exit(0);
+    }
+    if (pid != program) continue;
+    ExitReport report{};
+    report.exited = WIFEXITED(status) ? 1 : 0;
+    report.code = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+    (void)!::write(kChildStatusFd, &report, sizeof report);
+    sys::raw_exit(0);
+  }
+}
+
+}  // namespace child_steps
+
+namespace {
+using child_steps::drop_privileges;
+using child_steps::install_seccomp;
 
 [[noreturn]] void exec_program(const ChildPlan& plan) {
   // Dispositions were reset in child_main and init sets none, so every signal is at its
@@ -323,20 +371,7 @@ int start_program(void* arg) {
   ::close(2);
   (void)::prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
   (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // the program may not read our fds via /proc
-  for (;;) {
-    int status = 0;
-    pid_t pid = ::wait4(-1, &status, __WALL, nullptr);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      sys::raw_exit(0);
-    }
-    if (pid != tool) continue;
-    ExitReport report{};
-    report.exited = WIFEXITED(status) ? 1 : 0;
-    report.code = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
-    (void)!::write(kChildStatusFd, &report, sizeof report);
-    sys::raw_exit(0);
-  }
+  child_steps::reap_and_report(tool);
 }
 
 // The network namespace is the costliest to create (0.4-0.5 ms: the kernel registers the
@@ -465,9 +500,11 @@ void child_main(const ChildPlan& plan) {
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");
   drop_privileges(plan);
-  const char* step = nullptr;
-  if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
-  install_seccomp(plan);
+  if (!plan.warm_template) {
+    const char* step = nullptr;
+    if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
+    install_seccomp(plan);
+  }
   ::close(kChildControlFd);
   run_init(plan);
 }

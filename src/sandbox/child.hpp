@@ -22,7 +22,8 @@ inline constexpr int kChildControlFd = 4;  // SCM_RIGHTS to the supervisor (list
 inline constexpr int kChildStatusFd = 5;   // init reports the program's wait status here
 inline constexpr int kChildGoFd = 6;  // the supervisor writes a byte when the id maps are
                                       // written; closed: it went away
-inline constexpr int kChildFirstStrayFd = 7;
+// ChildPlan::inherit_fd, when set, kept at exec; from here (or the next) on all are closed.
+inline constexpr int kChildInheritedFd = 7;
 
 // A tree of the host's mounts cloned with open_tree() before anything is hidden.
 struct TreeSource {
@@ -106,8 +107,32 @@ struct ChildPlan {
   std::vector<std::string> argv_storage, envp_storage;
 
   mutable std::vector<int> source_fds;  // filled in the child
+
+  // A warm template (sandbox/warm.hpp): `inherit_fd` (a host descriptor, not owned) reaches
+  // the program as kChildInheritedFd, and the program runs without Landlock and seccomp,
+  // since each call it forks must still mount its fresh /tmp and work dir and make its
+  // namespaces; every call installs both before it gets its input (warm_child.cpp).
+  int inherit_fd = -1;
+  bool warm_template = false;
 };
 
 [[noreturn]] void child_main(const ChildPlan& plan);
+
+// Steps of child_main that the warm call child (warm_child.cpp) runs too, in a fork of a
+// template instead of a clone of the supervisor.
+namespace child_steps {
+void set_error_fd(int fd);  // where fail() reports
+// Writes the ChildError fail() writes, to `fd`, and returns.
+void report_failure(int fd, const char* step, const char* detail, int err);
+[[noreturn]] void fail(const char* step, const char* detail, int err);
+void check(bool ok, const char* step, const char* detail = nullptr);
+// Capabilities, no_new_privs, rlimits.
+void drop_privileges(const ChildPlan& plan);
+// The notify filter, its listener sent on kChildControlFd ('S'); the kill filter without one.
+void install_seccomp(const ChildPlan& plan);
+// pid 1's loop: reaps every process until `program` ends, writes its ExitReport on
+// kChildStatusFd, exits.
+[[noreturn]] void reap_and_report(pid_t program);
+}  // namespace child_steps
 
 }  // namespace airlock::sandbox

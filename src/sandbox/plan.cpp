@@ -407,10 +407,7 @@ Status plan_rlimits(ChildPlan& plan, const Limits& lim, const CgroupSupport& cgr
 void plan_seccomp(ChildPlan& plan) {
   const auto& program = seccomp_program();
   plan.seccomp_notify = &program.instructions;
-  plan.seccomp_kill = program.instructions;
-  for (auto& insn : plan.seccomp_kill)
-    if (insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF)
-      insn.k = SECCOMP_RET_KILL_PROCESS;
+  plan.seccomp_kill = kill_on_violation(program);
 }
 
 // Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives; then argv.
@@ -439,6 +436,8 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   plan.gid = kSandboxGid;
   plan.last_cap = read_last_cap();
   plan.hostname = spec.hostname;
+  plan.inherit_fd = spec.warm_template_fd;
+  plan.warm_template = spec.warm_template_fd >= 0;
   plan.listeners = spec.network.loopback_listeners;
   plan.unshare_cgroup_ns = cgroups.mode != CgroupMode::v2;
 

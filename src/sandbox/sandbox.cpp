@@ -32,6 +32,7 @@
 #include "sandbox/seccomp_policy.hpp"
 #include "sandbox/syscalls.hpp"
 #include "sandbox/verdict.hpp"
+#include "sandbox/warm_plan.hpp"
 
 namespace airlock::sandbox {
 namespace {
@@ -132,6 +133,7 @@ struct Sandbox::State {
   std::vector<UniqueFd> listeners;
   Clock::time_point started;
   bool reaped = false;
+  bool warm = false;  // started by a warm template: init is not our child (start_warm_call)
 };
 
 Sandbox::Sandbox(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -350,6 +352,8 @@ Status receive_descriptors(Sandbox::State& s) {
         s.listeners.push_back(std::move(fd));
       else if (record.tag == 'S' && i == 0)
         s.notify = std::move(fd);
+      else if (record.tag == 'P' && i == 0 && s.warm)
+        s.pidfd = std::move(fd);
       else if (record.tag == 'T' && record.count == 2 && s.spec.tty)
         (i == 0 ? s.tty_master : s.tty_slave) = std::move(fd);
     }
@@ -419,6 +423,62 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   if (s.spec.tty) {
     if (auto r = adopt_terminal(s); !r) return r.error();
   }
+  return sandbox;
+}
+
+namespace {
+
+// A warm call's descriptors, in the order warm_child.cpp expects them (0-5, then cgroups).
+Status send_warm_call(int template_fd, std::mutex& send_mu, const Channels& ch,
+                      const std::string& plan_text, const std::vector<UniqueFd>& cgroup_fds) {
+  std::vector<int> fds = {ch.in.read.get(),       ch.out.write.get(),    ch.err.write.get(),
+                          ch.errp.write.get(),    ch.control_child.get(), ch.status.write.get()};
+  for (const auto& fd : cgroup_fds) fds.push_back(fd.get());
+  std::lock_guard lock(send_mu);  // the plan and its descriptors are two records, in order
+  if (::send(template_fd, plan_text.data(), plan_text.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(plan_text.size()))
+    return setup_errno("sending the call to the warm template", errno);
+  if (!send_fds(template_fd, 'W', fds.data(), fds.size()))
+    return setup_errno("sending the call's descriptors to the warm template", errno);
+  return {};
+}
+
+}  // namespace
+
+// The cold launch's steps where they apply; what clone3, the id maps and the root do for a
+// cold run, the template's child does for itself (warm_child.cpp).
+Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(int template_fd, std::mutex& send_mu,
+                                                          const Spec& spec) {
+  if (auto r = validate_spec(spec); !r) return r.error();
+  if (!spec.network.loopback_listeners.empty() || spec.tty)
+    return setup_error("a warm call takes no listeners and no terminal");
+  if (cgroup_support().mode == CgroupMode::v2)
+    return setup_error("warm calls join their cgroup through v1 `tasks` files; this host has v2");
+  auto st = std::make_unique<State>();
+  st->spec = spec;
+  st->warm = true;
+  auto cgroup = SandboxCgroup::create(spec.limits);
+  if (!cgroup) return cgroup.error();
+  st->cgroup = std::move(*cgroup);
+  auto join_fds = st->cgroup.open_join_fds();
+  if (!join_fds) return join_fds.error();
+  auto plan = make_child_plan(spec, cgroup_support());
+  if (!plan) return plan.error();
+  Channels ch;
+  if (auto r = make_channels(ch); !r) return r.error();
+  st->kill_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!st->kill_event) return setup_errno("eventfd", errno);
+  if (auto r = send_warm_call(template_fd, send_mu, ch, encode_warm_call_plan(*plan), *join_fds);
+      !r)
+    return r.error();
+  join_fds->clear();
+  keep_supervisor_ends(*st, ch);
+  st->started = Clock::now();  // the hand-over: the call's limits count from here
+  auto sandbox = std::unique_ptr<Sandbox>(new Sandbox(std::move(st)));
+  State& s = *sandbox->state_;
+  if (auto r = await_exec(s, ch.errp.read.get()); !r) return r.error();
+  if (auto r = receive_descriptors(s); !r) return r.error();
+  if (!s.pidfd) return setup_error("the warm template's child did not start (no init pidfd)");
   return sandbox;
 }
 
@@ -773,7 +833,10 @@ void Supervisor::on_timer() {
 
 // The sandbox's init has exited: the kernel has ended every other process in it.
 void Supervisor::on_init_exit() {
-  if (::syscall(SYS_waitid, P_PIDFD, s_.pidfd.get(), &info_, WEXITED | __WALL, &usage_) != 0)
+  // A warm call's init is the template's grandchild: its pidfd's POLLIN says it has exited,
+  // and its status comes only from the exit report (usage from the cgroup).
+  if (::syscall(SYS_waitid, P_PIDFD, s_.pidfd.get(), &info_, WEXITED | __WALL, &usage_) != 0 &&
+      !(s_.warm && errno == ECHILD))
     return;
   init_exited_ = true;
   s_.reaped = true;

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "common/result.hpp"
@@ -40,6 +41,12 @@ class Sandbox {
   // Returns once the command has been exec'd inside the sandbox; setup failures come back as
   // an Error whose code is "setup_error" and whose message names the step and errno.
   static Result<std::unique_ptr<Sandbox>> launch(const Spec& spec);
+  // A call in a child of a warm template (sandbox/warm.hpp): `template_fd` is its control
+  // socket, `send_mu` serialises what is sent on it. Returns once the child is ready (fresh
+  // namespaces, cgroup, tmpfs, Landlock and seccomp in place); the Spec's stdin, limits and
+  // output handling apply as for launch(). Its argv, binds and env are the template's.
+  static Result<std::unique_ptr<Sandbox>> start_warm_call(int template_fd, std::mutex& send_mu,
+                                                          const Spec& spec);
 
   // Listening sockets on the sandbox's 127.0.0.1, one per Spec::network.loopback_listeners.
   std::vector<UniqueFd> take_listeners();

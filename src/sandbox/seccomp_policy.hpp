@@ -8,6 +8,7 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <cstdint>
 #include <span>
@@ -50,6 +51,15 @@ Result<SeccompProgram> compile_seccomp_program();
 
 // The program compiled at build time.
 const SeccompProgram& seccomp_program();
+
+// A copy of `program` whose violations kill (for a process that cannot get a listener).
+inline std::vector<sock_filter> kill_on_violation(const SeccompProgram& program) {
+  std::vector<sock_filter> kill = program.instructions;
+  for (auto& insn : kill)
+    if (insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF)
+      insn.k = SECCOMP_RET_KILL_PROCESS;
+  return kill;
+}
 
 // "ptrace", or "x32:getpid", or "i386:#11" for a number libseccomp cannot name.
 std::string syscall_name(std::uint32_t audit_arch, int nr);

@@ -87,6 +87,10 @@ struct Spec {
   // is polled, never read or closed (airlock run passes a signalfd and reads the signal
   // afterwards).
   int stop_fd = -1;
+  // A warm template (sandbox/warm.hpp) only: this host descriptor (not owned) reaches the
+  // program as descriptor 7, and the program runs without Landlock and seccomp (each call it
+  // forks installs both, and needs to mount and make namespaces first). Not for any other use.
+  int warm_template_fd = -1;
 };
 
 // The uid and gid the sandboxed program runs as, inside its user namespace.

@@ -296,6 +296,9 @@ Status Daemon::State::recover() {
 void Daemon::State::describe_metrics() {
   metrics.describe_counter("airlock_invocations_total", "Invocations by tool and status.");
   metrics.describe_counter("airlock_denials_total", "Denied invocations by reason.");
+  metrics.describe_counter("airlock_invocation_starts_total",
+                           "Sandboxed invocations by tool and start: warm (forked from the tool's "
+                           "warm template) or cold.");
   metrics.describe_counter("airlock_redactions_total", "Values redacted by DLP.");
   metrics.describe_counter("airlock_rejected_total",
                            "Requests refused before they became invocations.");

@@ -85,6 +85,8 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   j["error"] = error_json(inv);
   j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
   j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();
+  // Whether its sandbox forked from a warm template (docs/warm-start.md) or started cold.
+  j["start"] = inv.outcome ? nlohmann::json(inv.outcome->warm ? "warm" : "cold") : nlohmann::json();
   auto redactions = nlohmann::json::array();
   for (const auto& r : inv.redactions) redactions.push_back({{"detector", r.detector}, {"where", r.where}});
   j["redactions"] = std::move(redactions);

@@ -16,6 +16,9 @@ void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const s
     metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
   if (!inv.redactions.empty())
     metrics.count("airlock_redactions_total", {}, static_cast<double>(inv.redactions.size()));
+  if (inv.outcome)
+    metrics.count("airlock_invocation_starts_total",
+                  {{"tool", tool_label}, {"start", inv.outcome->warm ? "warm" : "cold"}});
   double total_ms = 0;
   for (const auto& t : inv.stage_times) total_ms += t.ms;
   metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});

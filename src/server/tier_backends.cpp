@@ -13,7 +13,8 @@ policy::BackendKind default_kind(policy::Risk risk) {
 Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config& config,
                                                            const BackendServices& services) {
   auto t = std::unique_ptr<TierBackends>(new TierBackends());
-  t->local_ = std::make_unique<backend::LocalBackend>(services.registry, services.forbidden);
+  t->local_ = std::make_unique<backend::LocalBackend>(services.registry, services.forbidden,
+                                                    config.server.max_warm_templates);
   // Tiers with the same backend section share one backend.
   std::vector<std::pair<policy::TierBackend, backend::Backend*>> made;
   for (auto risk : {policy::Risk::low, policy::Risk::medium, policy::Risk::high, policy::Risk::critical}) {
@@ -58,6 +59,7 @@ Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config&
 std::vector<std::string> TierBackends::describe() const { return description_; }
 
 void TierBackends::shutdown() {
+  local_->shutdown();
   for (auto& b : owned_) b->shutdown();
 }
 

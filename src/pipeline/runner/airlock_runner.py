@@ -5,6 +5,7 @@ stdout. Anything the tool prints goes to stderr (its log), so it cannot corrupt 
 
     python3 -I -S airlock_runner.py module /tool/summarise.py   # defines run(args) -> dict
     python3 -I -S airlock_runner.py code                        # {"code": "...", "arguments": {...}}
+    python3 -I -S airlock_runner.py template /tool/summarise.py # a warm template (below)
 
 For `code`, the source runs as __main__; if it defines run(args), the result is
 {"result": run(arguments), "stdout": what it printed}, otherwise {"stdout": what it printed}.
@@ -15,6 +16,13 @@ still import. For the same reason it reads and writes JSON with CPython's C acce
 `_json` directly: `import json` pulls in `re`, which costs more than the rest of the runner.
 Where `_json` is missing it falls back to `json` (tests/pipeline/runner_test.py checks that
 both give the same answers).
+
+In template mode (docs/warm-start.md) the runner imports the tool, says it is ready on its
+control socket (descriptor 7) and then, per call, libairlock_warm.so receives the call and
+starts its init in fresh namespaces, which makes its cgroup, tmpfs and policy and forks the
+tool process, which returns here from airlock_warm_start(); it then
+reads {"env": {...}, "arguments": {...}} on stdin, puts env (the call's credentials) in
+os.environ, and runs the tool once, as a cold run would.
 """
 import sys
 
@@ -74,7 +82,8 @@ def fail(message):
     sys.exit(2)
 
 
-def run_module(path, arguments):
+def load_module(path):
+    """Imports the tool's file; returns its run."""
     namespace = {"__name__": "tool", "__file__": path}
     try:
         with open(path, "rb") as source:
@@ -84,7 +93,7 @@ def run_module(path, arguments):
     exec(code, namespace)
     if not callable(namespace.get("run")):
         fail(path + " does not define run(args)")
-    return namespace["run"](arguments)
+    return namespace["run"]
 
 
 def run_code(request):
@@ -106,21 +115,95 @@ def run_code(request):
     return result
 
 
-def main():
-    if len(sys.argv) < 2:
-        fail("usage: airlock_runner.py module FILE | code")
+WARM_CONTROL_FD = 7
+WARM_LIBRARY = "/airlock-warm/libairlock_warm.so"
+
+
+def serve_template(path):
+    """A warm template: import once, then one fresh sandbox (a child of ours) per call."""
+    import ctypes
+    import os
+
+    warm = ctypes.CDLL(WARM_LIBRARY)
+    run = load_module(path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.write(WARM_CONTROL_FD, b"R")
+    while True:
+        got = warm.airlock_warm_receive(WARM_CONTROL_FD)
+        if got == 0:
+            return  # retired: the supervisor closed the control socket
+        if got == 1 and warm.airlock_warm_start() == 0:
+            return serve_warm_call(run)  # the call's tool process
+        reap_children(os)
+
+
+def reap_children(os):
+    """The inits of calls that have ended (warm_child.cpp)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def serve_warm_call(run):
+    import os
+
+    request = read_request()
+    if not isinstance(request, dict) or not isinstance(request.get("env"), dict):
+        fail('a warm call takes {"env": {...}, "arguments": ...}')
+    os.environ.update(request["env"])  # the call's credentials, as a cold run has them
+    protocol_out = sys.stdout
+    sys.stdout = sys.stderr
+    finish(run(request.get("arguments", {})), protocol_out)
+    end_warm_call(protocol_out)
+
+
+def end_warm_call(protocol_out):
+    """What the interpreter's shutdown does that a tool may rely on (its threads joined, its
+    atexit functions run, output flushed), without the teardown of every module and object,
+    which costs about as much as the rest of a warm call: the process is destroyed anyway."""
+    import os
+
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (protocol_out, sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
+def read_request():
     try:
-        request = json_loads(sys.stdin.read())
+        return json_loads(sys.stdin.read())
     except ValueError as e:
         fail("the arguments are not JSON: " + str(e))
+
+
+def main():
+    if len(sys.argv) < 2:
+        fail("usage: airlock_runner.py module FILE | code | template FILE")
+    if sys.argv[1] == "template" and len(sys.argv) == 3:
+        return serve_template(sys.argv[2])
+    request = read_request()
     protocol_out = sys.stdout
     sys.stdout = sys.stderr  # what the tool prints is its log
     if sys.argv[1] == "module" and len(sys.argv) == 3:
-        result = run_module(sys.argv[2], request)
+        result = load_module(sys.argv[2])(request)
     elif sys.argv[1] == "code":
         result = run_code(request)
     else:
         fail("unknown mode " + sys.argv[1])
+    finish(result, protocol_out)
+
+
+def finish(result, protocol_out):
     if not isinstance(result, dict):
         fail("run(args) returned %s, not a dict" % type(result).__name__)
     try:

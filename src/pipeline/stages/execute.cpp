@@ -132,8 +132,14 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
       fs::path file(tool.runtime.file);
       request.mounts.push_back(
           {Mount::Kind::tool_code, file.parent_path().string(), kToolDirInSandbox, true});
-      request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module",
-                      std::string(kToolDirInSandbox) + "/" + file.filename().string()};
+      const std::string module = std::string(kToolDirInSandbox) + "/" + file.filename().string();
+      request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module", module};
+      if (tool.warm)
+        request.warm = backend::WarmStart{
+            tool.name,
+            {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "template", module},
+            tool.warm->recycle_calls,
+            tool.warm->recycle_after};
       break;
     }
     case policy::ToolRuntime::Kind::command:
@@ -182,6 +188,11 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
   const auto& o = *inv.outcome;
   inv.tool_log = o.stderr_data.substr(0, options_.max_log_bytes);
   inv.notes = egress_notes(o);
+  if (inv.request->warm && !o.warm)
+    inv.notes.push_back("airlock: tool " + inv.tool_name + " ran cold: " +
+                        (o.cold_reason.empty() ? "the " + std::string(backend->second->name()) +
+                                                     " backend starts every call cold"
+                                               : o.cold_reason));
   if (inv.control && inv.control->cancel.cancelled())
     return fail(ErrorKind::cancelled, "the client cancelled the call; its sandbox was stopped");
   if (o.verdict != sandbox::Verdict::ok) return run_error(o, inv.limits, backend->second->stopping());

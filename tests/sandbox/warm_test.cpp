@@ -1,0 +1,315 @@
+// Warm templates (sandbox/warm.hpp) as an executable threat model: what one call leaves
+// behind, or holds while it runs, must not reach another call of the same template; and a
+// warm call's limits give the verdicts a cold run gives. The tool is the real runner in
+// template mode with the real libairlock_warm.so.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "sandbox/warm.hpp"
+#include "test_support.hpp"
+
+namespace airlock::sandbox {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// One tool whose run(args) does what args["do"] says.
+constexpr const char* kTool = R"PY(
+import os, socket, subprocess, sys, threading, time
+
+STATE = "clean"
+
+def leave_everything_behind(args):
+    global STATE
+    STATE = "dirty"
+    os.path.airlock_left = "dirty"
+    open("/tmp/left", "w").write("x")
+    open("left", "w").write("x")
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+    subprocess.Popen(["sleep", "30"])
+    LISTENERS.extend(listen(9000, "airlock-warm-left"))
+    os.environ["AIRLOCK_LEFT"] = "dirty"
+    return {"done": True}
+
+LISTENERS = []
+
+def listen(port, name):
+    # An abstract Unix socket always; TCP where Landlock lets it bind (ABI < 4 only).
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind("\0" + name)
+    abstract.listen()
+    listeners = [abstract]
+    try:
+        tcp = socket.socket()
+        tcp.bind(("127.0.0.1", port))
+        tcp.listen()
+        listeners.append(tcp)
+    except PermissionError:
+        pass
+    return listeners
+
+def tcp_connects(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+def abstract_connects(name):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\0" + name)
+        return True
+    except OSError:
+        return False
+
+def processes():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+def look(args):
+    return {
+        "state": STATE,
+        "module_attribute": getattr(os.path, "airlock_left", None),
+        "tmp_file": os.path.exists("/tmp/left"),
+        "work_file": os.path.exists("left"),
+        "threads": threading.active_count(),
+        "processes": processes(),
+        "tcp_9000": tcp_connects(9000),
+        "abstract": abstract_connects("airlock-warm-left"),
+        "env": os.environ.get("AIRLOCK_LEFT"),
+    }
+
+def hold(args):
+    # Listens, then waits for the other call to have tried.
+    held = listen(9001, "airlock-warm-hold")
+    time.sleep(args["seconds"])
+    return {"pid": os.getpid(), "processes": processes()}
+
+def probe(args):
+    seen = processes()
+    try:
+        os.kill(-1, 9)  # every process it may signal, but itself and its init
+    except OSError:
+        pass
+    return {"pid": os.getpid(), "processes": seen,
+            "tcp_9001": tcp_connects(9001), "abstract": abstract_connects("airlock-warm-hold")}
+
+def heap_has(prefix, suffix):
+    # Looks for prefix+suffix without ever making that string: each hit of the prefix is
+    # checked for the suffix right after it.
+    p, s = prefix.encode(), suffix.encode()
+    found = []
+    environ = open("/proc/self/environ", "rb").read()
+    if p + s in environ:
+        found.append("environ")
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps:
+            fields = line.split()
+            if "r" not in fields[1] or (len(fields) > 5 and fields[5].startswith("[v")):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                mem.seek(start)
+                chunk = mem.read(end - start)
+            except OSError:
+                continue
+            at = chunk.find(p)
+            while at >= 0:
+                if chunk[at + len(p):at + len(p) + len(s)] == s:
+                    found.append(fields[0])
+                    break
+                at = chunk.find(p, at + 1)
+    return found
+
+def secret(args):
+    return {"found": heap_has(args["prefix"], args["suffix"]),
+            "env": os.environ.get("AIRLOCK_SECRET") is not None}
+
+def bomb(args):
+    hog = []
+    while True:
+        hog.append(bytearray(16 << 20))
+
+def spin(args):
+    while True:
+        pass
+
+def run(args):
+    return globals()[args["do"]](args)
+)PY";
+
+class WarmTemplateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    library_ = warm_library_path();
+    ASSERT_FALSE(library_.empty()) << "libairlock_warm.so is not built";
+    tool_dir_.write("tool.py", kTool);
+  }
+
+  static std::vector<std::string> template_argv() {
+    return {"python3", "-I", "-S", "/airlock/airlock_runner.py", "template", "/tool/tool.py"};
+  }
+
+  Spec base_spec() const {
+    Spec spec;
+    spec.binds.push_back({AIRLOCK_RUNNER_DIR, "/airlock", false});
+    spec.binds.push_back({library_, kWarmLibraryInSandbox, false});
+    spec.binds.push_back({tool_dir_.path(), "/tool", false});
+    spec.limits.wall_time = 60s;
+    return spec;
+  }
+
+  // Launched on the test's thread, which then supervises it from another (wait()).
+  std::unique_ptr<WarmTemplate> start_template() {
+    Spec spec = base_spec();
+    spec.argv = template_argv();
+    spec.limits.pids = 1024;
+    auto t = WarmTemplate::launch(spec, 10s);
+    EXPECT_TRUE(t) << (t ? "" : t.error().message);
+    return t ? std::move(*t) : nullptr;
+  }
+
+  // The template's binds (its Landlock rules are the call's), the call's own limits and input.
+  Spec call_spec(const json& arguments, const json& env = json::object()) const {
+    Spec spec = base_spec();
+    spec.argv = template_argv();
+    spec.limits.wall_time = 30s;
+    spec.stdin_source.kind = StdinSource::Kind::bytes;
+    spec.stdin_source.bytes = json{{"env", env}, {"arguments", arguments}}.dump();
+    return spec;
+  }
+
+  static Outcome call(WarmTemplate& t, const Spec& spec) {
+    auto sandbox = t.start_call(spec);
+    if (!sandbox) {
+      Outcome o;
+      o.verdict = Verdict::setup_error;
+      o.message = sandbox.error().message;
+      return o;
+    }
+    return (*sandbox)->wait();
+  }
+
+  static json result_of(const Outcome& o) {
+    EXPECT_EQ(o.verdict, Verdict::ok) << test::describe(o);
+    auto j = json::parse(o.stdout_data, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << test::describe(o);
+    return j;
+  }
+
+  // A cold run of the same tool in the same limits, for comparison.
+  Outcome cold(const Spec& call) const {
+    Spec spec = base_spec();
+    spec.argv = {"python3", "-I", "-S", "/airlock/airlock_runner.py", "module", "/tool/tool.py"};
+    spec.limits = call.limits;
+    spec.stdin_source.kind = StdinSource::Kind::bytes;
+    spec.stdin_source.bytes = json::parse(call.stdin_source.bytes)["arguments"].dump();
+    return run(spec);
+  }
+
+  std::string library_;
+  test::TempDir tool_dir_;
+};
+
+// Supervises a template on a thread of its own, as the daemon does; retires it at the end.
+struct Supervised {
+  std::unique_ptr<WarmTemplate> t;
+  std::future<Outcome> ended;
+  explicit Supervised(std::unique_ptr<WarmTemplate> tmpl) : t(std::move(tmpl)) {
+    WarmTemplate* raw = t.get();
+    ended = std::async(std::launch::async, [raw] { return raw->wait(); });
+  }
+  ~Supervised() {
+    if (!t) return;
+    t->retire();
+    ended.wait();
+  }
+};
+
+TEST_F(WarmTemplateTest, WhatOneCallLeavesBehindTheNextDoesNotSee) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json first = result_of(call(*s.t, call_spec({{"do", "leave_everything_behind"}})));
+  EXPECT_EQ(first["done"], true);
+  json second = result_of(call(*s.t, call_spec({{"do", "look"}})));
+  EXPECT_EQ(second["state"], "clean") << second;
+  EXPECT_TRUE(second["module_attribute"].is_null()) << second;
+  EXPECT_EQ(second["tmp_file"], false) << second;
+  EXPECT_EQ(second["work_file"], false) << second;
+  EXPECT_EQ(second["threads"], 1) << second;
+  EXPECT_EQ(second["tcp_9000"], false) << second;
+  EXPECT_EQ(second["abstract"], false) << second;
+  EXPECT_TRUE(second["env"].is_null()) << second;
+  // Its own pid namespace: its init (1) and itself, nothing of the first call or the template.
+  EXPECT_EQ(second["processes"].size(), 2u) << second;
+}
+
+TEST_F(WarmTemplateTest, TwoConcurrentCallsCannotSeeSignalOrConnectToEachOther) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  auto holder = std::async(std::launch::async, [&] {
+    return call(*s.t, call_spec({{"do", "hold"}, {"seconds", 3}}));
+  });
+  std::this_thread::sleep_for(1500ms);  // the holder is listening by now
+  json probe = result_of(call(*s.t, call_spec({{"do", "probe"}})));
+  json held = result_of(holder.get());
+  // The holder outlived the probe's kill(-1, SIGKILL) and answered: result_of checks "ok".
+  EXPECT_EQ(probe["tcp_9001"], false) << probe;
+  EXPECT_EQ(probe["abstract"], false) << probe;
+  EXPECT_EQ(probe["processes"].size(), 2u) << probe;
+  EXPECT_EQ(held["processes"].size(), 2u) << held;
+}
+
+TEST_F(WarmTemplateTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  const std::string prefix = "airlock-secret-" + test::unique(), suffix = test::unique();
+  const json look = {{"do", "secret"}, {"prefix", prefix}, {"suffix", suffix}};
+  // The scan finds it where it is: the call that was given it.
+  json holder = result_of(call(*s.t, call_spec(look, {{"AIRLOCK_SECRET", prefix + suffix}})));
+  EXPECT_EQ(holder["env"], true);
+  EXPECT_FALSE(holder["found"].empty()) << holder;
+  json next = result_of(call(*s.t, call_spec(look)));
+  EXPECT_EQ(next["env"], false);
+  EXPECT_TRUE(next["found"].empty()) << next;
+}
+
+TEST_F(WarmTemplateTest, AMemoryBombGetsTheVerdictItGetsCold) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  Spec bomb = call_spec({{"do", "bomb"}});
+  bomb.limits.memory_bytes = 96ULL << 20;
+  Outcome warm = call(*s.t, bomb), cold_run = cold(bomb);
+  EXPECT_EQ(cold_run.verdict, Verdict::memory_limit) << test::describe(cold_run);
+  EXPECT_EQ(warm.verdict, cold_run.verdict) << test::describe(warm);
+  // The template itself is unharmed: the next call runs.
+  EXPECT_EQ(call(*s.t, call_spec({{"do", "look"}})).verdict, Verdict::ok);
+}
+
+TEST_F(WarmTemplateTest, ACpuSpinGetsTheVerdictItGetsCold) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  Spec spin = call_spec({{"do", "spin"}});
+  spin.limits.cpu_time = 500ms;
+  Outcome warm = call(*s.t, spin), cold_run = cold(spin);
+  EXPECT_EQ(cold_run.verdict, Verdict::cpu_time_limit) << test::describe(cold_run);
+  EXPECT_EQ(warm.verdict, cold_run.verdict) << test::describe(warm);
+}
+
+TEST_F(WarmTemplateTest, AKilledTemplateRefusesCallsWithASetupError) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  s.t->kill();
+  s.ended.wait();
+  Outcome o = call(*s.t, call_spec({{"do", "look"}}));
+  EXPECT_EQ(o.verdict, Verdict::setup_error) << test::describe(o);
+}
+
+}  // namespace
+}  // namespace airlock::sandbox

@@ -1,0 +1,128 @@
+// tools[].warm through the daemon: a call that finds no warm template runs cold and says so
+// (the response's "start", the log's note, the metric); once the template is ready calls
+// fork from it; a template that is killed is replaced. The isolation of warm calls from each
+// other is tests/sandbox/warm_test.cpp's.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <thread>
+
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// The host pids of processes whose command line contains `marker` (NULs between arguments).
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// Calls until one reports `start`, up to `tries` calls 100 ms apart; returns the last reply.
+nlohmann::json call_until(std::uint16_t port, const std::string& start, int tries = 100) {
+  nlohmann::json j;
+  for (int i = 0; i < tries; ++i) {
+    j = invoke(port, "warm-echo", {{"n", i}}).json();
+    if (j.value("start", "") == start) return j;
+    std::this_thread::sleep_for(100ms);
+  }
+  return j;
+}
+
+class WarmDaemon : public ::testing::Test {
+ protected:
+  explicit WarmDaemon(const std::string& warm = "{}")
+      : tool_("warm_echo_" + std::to_string(::getpid()) + "_" +
+              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".py"),
+        ws_("", "  - name: warm-echo\n    runtime: {type: python, file: tools/" + tool_ +
+                    "}\n    warm: " + warm + "\n") {
+    fs::copy_file(ws_.dir() + "/tools/echo.py", ws_.dir() + "/tools/" + tool_);
+  }
+  // Inside the sandbox the tool is /tool/<file>: unique to this test's template.
+  std::string template_marker() const { return "template" + std::string(1, '\0') + "/tool/" + tool_; }
+
+  std::string tool_;
+  Workspace ws_;
+};
+
+TEST_F(WarmDaemon, TheFirstCallRunsColdAndSaysSoThenCallsForkFromTheTemplate) {
+  RunningDaemon d(ws_);
+  auto first = invoke(d.port, "warm-echo", {{"n", 1}});
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.json()["status"], "ok") << first.body;
+  EXPECT_EQ(first.json()["start"], "cold") << first.body;
+  auto stored = http(d.port, "GET", "/v1/invocations/" + first.json()["id"].get<std::string>());
+  EXPECT_NE(stored.body.find("ran cold: no warm template was ready"), std::string::npos)
+      << stored.body;
+
+  auto warm = call_until(d.port, "warm");
+  EXPECT_EQ(warm["start"], "warm") << warm;
+  EXPECT_EQ(warm["status"], "ok") << warm;
+  EXPECT_TRUE(warm["output"]["echo"]["n"].is_number()) << warm;
+  EXPECT_EQ(processes_with(template_marker()).size(), 1u);
+  auto metrics = http(d.port, "GET", "/metrics", "", "").body;
+  EXPECT_NE(metrics.find(R"(airlock_invocation_starts_total{start="warm",tool="warm-echo"})"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find(R"(airlock_invocation_starts_total{start="cold",tool="warm-echo"})"),
+            std::string::npos)
+      << metrics;
+}
+
+TEST_F(WarmDaemon, AKilledTemplateIsReplacedAndCallsMeanwhileRunCold) {
+  RunningDaemon d(ws_);
+  ASSERT_EQ(call_until(d.port, "warm")["start"], "warm");
+  auto before = processes_with(template_marker());
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(::kill(before[0], SIGKILL), 0);
+  for (int i = 0; i < 100 && !processes_with(template_marker()).empty() &&
+                  processes_with(template_marker())[0] == before[0];
+       ++i)
+    std::this_thread::sleep_for(20ms);
+  // Every call succeeds: cold until the replacement is ready, then warm from it.
+  auto after = call_until(d.port, "warm");
+  EXPECT_EQ(after["start"], "warm") << after;
+  EXPECT_EQ(after["status"], "ok") << after;
+  auto now = processes_with(template_marker());
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], before[0]);
+}
+
+class RecycledWarmDaemon : public WarmDaemon {
+ protected:
+  RecycledWarmDaemon() : WarmDaemon("{recycleCalls: 2}") {}
+};
+
+// Its successor starts at the recycling point and takes over once ready: no call runs cold.
+TEST_F(RecycledWarmDaemon, ARecycledTemplateIsReplacedWithoutAColdCall) {
+  RunningDaemon d(ws_);
+  ASSERT_EQ(call_until(d.port, "warm")["start"], "warm");
+  auto first = processes_with(template_marker());
+  ASSERT_EQ(first.size(), 1u);
+  bool replaced = false;
+  for (int i = 0; i < 50 && !replaced; ++i) {
+    auto j = invoke(d.port, "warm-echo", {{"n", i}}).json();
+    ASSERT_EQ(j["status"], "ok") << j;
+    EXPECT_EQ(j["start"], "warm") << j;
+    auto now = processes_with(template_marker());
+    replaced = std::find(now.begin(), now.end(), first[0]) == now.end() && !now.empty();
+  }
+  EXPECT_TRUE(replaced);
+}
+
+}  // namespace
+}  // namespace airlock::server::test
