@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.hpp"
 #include "common/utf8.hpp"
 
 namespace airlock::audit {
@@ -60,7 +61,6 @@ Status append_canonical(const nlohmann::json& value, std::string& out) {
 }  // namespace
 
 bool append_canonical_string(std::string_view text, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out.reserve(out.size() + text.size() + 2);
   out += '"';
   for (std::size_t i = 0; i < text.size();) {
@@ -85,19 +85,7 @@ bool append_canonical_string(std::string_view text, std::string& out) {
       i += length;
       continue;
     }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
-      default:  // another control character
-        out += "\\u00";
-        out += kHex[c >> 4];
-        out += kHex[c & 0x0f];
-    }
+    append_json_escape(c, out);  // a control character, '"' or '\\'
     ++i;
   }
   out += '"';

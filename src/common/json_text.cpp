@@ -6,20 +6,8 @@
 #include "common/utf8.hpp"
 
 namespace airlock {
-namespace {
 
-constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-constexpr std::uint64_t kHighs = 0x8080808080808080ull;
-
-// Some byte of `block` is below 0x20, a quote or a backslash (SWAR: each test sets a byte's high
-// bit where it holds; a byte that is >= 0x80 is never a match, hence the ~block).
-bool needs_escape(std::uint64_t block) {
-  auto zero_byte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
-  std::uint64_t control = (block - 0x20 * kOnes) & ~block & kHighs;
-  return (control | zero_byte(block ^ ('"' * kOnes)) | zero_byte(block ^ ('\\' * kOnes))) != 0;
-}
-
-void append_escape(unsigned char c, std::string& out) {
+void append_json_escape(unsigned char c, std::string& out) {
   switch (c) {
     case '"': out += "\\\""; return;
     case '\\': out += "\\\\"; return;
@@ -34,6 +22,19 @@ void append_escape(unsigned char c, std::string& out) {
       out.append(escape, sizeof escape);
     }
   }
+}
+
+namespace {
+
+constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+constexpr std::uint64_t kHighs = 0x8080808080808080ull;
+
+// Some byte of `block` is below 0x20, a quote or a backslash (SWAR: each test sets a byte's high
+// bit where it holds; a byte that is >= 0x80 is never a match, hence the ~block).
+bool needs_escape(std::uint64_t block) {
+  auto zero_byte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  std::uint64_t control = (block - 0x20 * kOnes) & ~block & kHighs;
+  return (control | zero_byte(block ^ ('"' * kOnes)) | zero_byte(block ^ ('\\' * kOnes))) != 0;
 }
 
 bool is_escaped(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
@@ -57,7 +58,7 @@ void append_string(const std::string& s, std::string& out) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (is_escaped(c)) {
       out.append(s, plain_from, i - plain_from);
-      append_escape(c, out);
+      append_json_escape(c, out);
       plain_from = i + 1;
     }
     ++i;

@@ -14,4 +14,8 @@ namespace airlock {
 // by nlohmann, so the text is the same byte for byte.
 std::string dump_compact(const nlohmann::json& value);
 
+// Appends the JSON escape of `c`, one of the characters a JSON string must escape (a control
+// character, '"' or '\\'): the short forms where JSON has one, else \u00XX in lower case.
+void append_json_escape(unsigned char c, std::string& out);
+
 }  // namespace airlock
