@@ -77,6 +77,9 @@ struct RunResult : sandbox::Outcome {
   std::vector<egress::EgressRecord> egress;
   bool warm = false;        // forked from a warm template
   std::string cold_reason;  // a call with RunRequest::warm that ran cold: why
+  // A setup_error because the cluster's quota (a Kubernetes ResourceQuota) refused the run's
+  // objects: the caller's quota_exceeded, not Airlock's failure.
+  bool quota_exceeded = false;
 };
 
 // The Outcome's JSON with "egress": [records] added (`airlock run --json`).

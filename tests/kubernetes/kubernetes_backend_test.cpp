@@ -221,7 +221,22 @@ TEST_F(KubernetesBackendTest, A403OnTheSecretFailsTheRunAndDeletesThePod) {
   EXPECT_EQ(result.verdict, Verdict::setup_error);
   EXPECT_NE(result.message.find("403 Forbidden"), std::string::npos) << result.message;
   EXPECT_NE(result.message.find("cannot create resource"), std::string::npos) << result.message;
+  EXPECT_FALSE(result.quota_exceeded);  // RBAC's 403 is not a quota
   EXPECT_EQ(count_requests("DELETE", kPods + "/"), 1);
+  expect_clean();
+}
+
+// The namespace's ResourceQuota (deploy/kubernetes/tools-quota.yaml) refusing the pod is the
+// caller's quota_exceeded (the execute stage's mapping), not Airlock's setup failure.
+TEST_F(KubernetesBackendTest, AnExceededResourceQuotaIsMarkedAsTheCallersQuota) {
+  auto backend = make_backend();
+  standin.inject({{"status", 403}, {"method", "POST"}, {"resource", "pods"}, {"reason", "Forbidden"},
+                  {"message", "pods \"airlock-x\" is forbidden: exceeded quota: airlock-tools, requested: pods=1, "
+                              "used: pods=20, limited: pods=20"}});
+  RunResult result = backend->run(request(), context());
+  EXPECT_EQ(result.verdict, Verdict::setup_error);
+  EXPECT_TRUE(result.quota_exceeded) << result.message;
+  EXPECT_NE(result.message.find("exceeded quota"), std::string::npos) << result.message;
   expect_clean();
 }
 

@@ -40,6 +40,9 @@ Result<json> parse_object(const std::string& what, const KubeResponse& response)
 
 Error api_error(const std::string& what, const KubeResponse& response) {
   std::string code = response.status == 409 ? "conflict" : "kubernetes";
+  // A ResourceQuota of the namespace refused the object: "... is forbidden: exceeded quota: ..."
+  if (response.status == 403 && response.status_message().find("exceeded quota") != std::string::npos)
+    code = "quota_exceeded";
   return Error::make(code, what + ": " + std::to_string(response.status) + " " +
                                reason_phrase(response.status) + ": " + response.status_message());
 }

@@ -219,7 +219,10 @@ RunResult KubernetesBackend::run(const RunRequest& request, const RunContext& co
   {
     CancelHook hook(context.cancel, [&breaker] { breaker.break_now(); });
     auto created = create_objects(*planned, made);
-    if (!created) result = setup_error(created.error().message);
+    if (!created) {
+      result = setup_error(created.error().message);
+      result.quota_exceeded = created.error().code == "quota_exceeded";
+    }
     else result = follow(*planned, breaker);
   }
   {

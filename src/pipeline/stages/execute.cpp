@@ -21,7 +21,14 @@ constexpr const char* kToolDirInSandbox = "/tool";
 InvocationError run_error(const backend::RunResult& o, const sandbox::Limits& limits, bool stopping) {
   using sandbox::Verdict;
   switch (o.verdict) {
-    case Verdict::setup_error: return fail(ErrorKind::sandbox_setup, o.message);
+    case Verdict::setup_error: {
+      if (!o.quota_exceeded) return fail(ErrorKind::sandbox_setup, o.message);
+      InvocationError refused = deny(ErrorKind::quota_exceeded, "the cluster's quota refused the tool's pod: " +
+                                                                    o.message + "; retry in 10 s");
+      refused.quota = "cluster";
+      refused.retry_after_seconds = 10;
+      return refused;
+    }
     case Verdict::output_limit:
       return fail(ErrorKind::output_limit,
                   "the tool's output passed the " + std::to_string(limits.output_bytes) + "-byte limit");

@@ -1,6 +1,6 @@
 // Validates a Kubernetes object against the official OpenAPI schemas that kubernetes-models
 // ships (generated from the Kubernetes API's swagger). Returns "" when valid, else why not.
-import { Pod, Secret, Namespace, ServiceAccount, Service, ConfigMap } from "kubernetes-models/v1";
+import { Pod, Secret, Namespace, ServiceAccount, Service, ConfigMap, ResourceQuota, LimitRange } from "kubernetes-models/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
@@ -12,6 +12,8 @@ const MODELS = {
   "v1/ServiceAccount": ServiceAccount,
   "v1/Service": Service,
   "v1/ConfigMap": ConfigMap,
+  "v1/ResourceQuota": ResourceQuota,
+  "v1/LimitRange": LimitRange,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
