@@ -300,10 +300,108 @@ void BM_AirlockRun(benchmark::State& state) {
   state.counters["p99_ms"] = percentile(ms, 0.99);
 }
 
+// One call over a fresh connection: the status and the body.
+std::pair<int, std::string> call_once(std::uint16_t port, const std::string& tool, const std::string& key,
+                                      const std::string& arguments) {
+  try {
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    http::request<http::string_body> req{http::verb::post, "/v1/tools/" + tool + "/invoke", 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::authorization, "Bearer " + key);
+    req.set(http::field::content_type, "application/json");
+    req.body() = "{\"arguments\": " + arguments + "}";
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer b;
+    http::response<http::string_body> res;
+    http::read(stream, b, res);
+    return {res.result_int(), res.body()};
+  } catch (const std::exception& e) {
+    return {0, e.what()};
+  }
+}
+
+// The victim's 50 sequential calls: p50 and p99, and how many were not 200 ok.
+struct VictimRun {
+  std::vector<double> ms;
+  int refused = 0;
+};
+VictimRun victim_calls(std::uint16_t port, const std::string& tool) {
+  VictimRun run;
+  for (int i = 0; i < 50; ++i) {
+    auto t0 = Clock::now();
+    auto [status, body] = call_once(port, tool, "victim-key", "{\"n\": " + std::to_string(i) + "}");
+    run.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    if (status != 200 || body.find("\"status\":\"ok\"") == std::string::npos) ++run.refused;
+  }
+  return run;
+}
+
+// Issue #22: two agents on one daemon (quotas.default.concurrent 4, 6 workers). The victim
+// makes 50 sequential calls of a trivial tool alone, then again while the flooder has 200
+// concurrent calls of a tool that sleeps 2 s in flight: its p50/p99 in both, its refusals,
+// and the flooder's 429 quota_exceeded. `warm`: the trivial tool forks from its template.
+void BM_TwoAgents(benchmark::State& state, bool warm) {
+  Setup setup(warm);
+  std::ofstream(setup.dir + "/tools/sleep2.py") << "import time\n\ndef run(args):\n    time.sleep(2)\n    return {}\n";
+  ::chmod((setup.dir + "/tools/sleep2.py").c_str(), 0644);
+  std::ofstream(setup.dir + "/airlock.yaml")
+      << "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
+         "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
+         "storage: {dataDir: data}\n"
+         "principals:\n"
+         "  - {name: flooder, apiKeySha256: " << airlock::sha256_hex("flooder-key") << ", tools: [sleep2]}\n"
+         "  - {name: victim, apiKeySha256: " << airlock::sha256_hex("victim-key") << ", tools: [trivial]}\n"
+         "quotas: {default: {concurrent: 4}}\n"
+         "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
+         "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
+      << (warm ? "    warm: {}\n" : "")
+      << "  - name: sleep2\n    runtime: {type: python, file: tools/sleep2.py}\n    limits: {timeout: 10s}\n";
+  const std::uint16_t port = free_port();
+  pid_t daemon = spawn({AIRLOCK_BINARY, "serve", "--config", setup.dir + "/airlock.yaml", "--listen",
+                        "127.0.0.1:" + std::to_string(port)},
+                       true);
+  for (int i = 0; i < 500 && call_once(port, "trivial", "victim-key", "{}").first == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 20; ++i) (void)call_once(port, "trivial", "victim-key", "{}");  // the template, if any
+  VictimRun alone, flooded;
+  std::atomic<int> flood_ok{0}, flood_quota{0}, flood_other{0};
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    alone = victim_calls(port, "trivial");
+    std::vector<std::thread> flood;
+    for (int i = 0; i < 200; ++i)
+      flood.emplace_back([&] {
+        auto [status, body] = call_once(port, "sleep2", "flooder-key", "{}");
+        if (status == 200) ++flood_ok;
+        else if (status == 429 && body.find("quota_exceeded") != std::string::npos) ++flood_quota;
+        else ++flood_other;
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    flooded = victim_calls(port, "trivial");
+    for (auto& t : flood) t.join();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  ::kill(daemon, SIGTERM);
+  ::waitpid(daemon, nullptr, 0);
+  state.counters["victim_alone_p50_ms"] = percentile(alone.ms, 0.5);
+  state.counters["victim_alone_p99_ms"] = percentile(alone.ms, 0.99);
+  state.counters["victim_flooded_p50_ms"] = percentile(flooded.ms, 0.5);
+  state.counters["victim_flooded_p99_ms"] = percentile(flooded.ms, 0.99);
+  state.counters["victim_refused"] = alone.refused + flooded.refused;
+  state.counters["flood_ok"] = flood_ok.load();
+  state.counters["flood_quota_exceeded"] = flood_quota.load();
+  state.counters["flood_other"] = flood_other.load();
+}
+
 }  // namespace
 
 BENCHMARK(BM_Daemon)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_TwoAgents, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_TwoAgents, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

@@ -20,7 +20,7 @@ std::string config_with(const std::string& quotas, const std::string& server = "
          "}\n  - {name: other, apiKeySha256: " + std::string(64, 'b') + "}\n" + quotas;
 }
 
-Result<policy::Config> parse(const std::string& yaml) { return parse_config(yaml, "test.yaml", "/tmp"); }
+Result<policy::Config> parse(const std::string& yaml) { return policy::parse_config(yaml, "test.yaml", "/tmp"); }
 
 TEST(QuotasConfig, TheIssuesExampleIsReadAndAPrincipalOverridesTheDefaultKeyByKey) {
   auto c = parse(config_with(R"(quotas:
@@ -77,8 +77,8 @@ struct FakeClock {
   }
 };
 
-policy::QuotasConfig quotas(const std::string& yaml) {
-  auto c = parse(config_with(yaml));
+policy::QuotasConfig quotas(const std::string& yaml, const std::string& server = "") {
+  auto c = parse(config_with(yaml, server));
   EXPECT_TRUE(c.ok()) << c.error().message;
   return c.ok() ? c->quotas : policy::QuotasConfig{};
 }
