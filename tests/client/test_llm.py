@@ -2,6 +2,7 @@
 dispatched back through Airlock: plain dicts and SDK-like objects, a made-up tool name,
 arguments that are not JSON, a call the daemon refuses, a critical tool that waits."""
 import json
+import threading
 import types
 import unittest
 
@@ -97,6 +98,23 @@ class Dispatch(DaemonTest):
         content = json.loads(msg["content"])
         self.assertEqual(content["status"], "pending_approval")
         self.assertTrue(content["approval"]["id"].startswith("apr-"))
+
+    def test_a_box_that_waits_for_approvals_returns_the_approved_result(self):
+        box = self.client().as_user(self.token("alice")).toolbox(wait_for_approval=120)
+        out = {}
+        call = {"id": "c", "function": {"name": "danger", "arguments": '{"y": 1}'}}
+        worker = threading.Thread(target=lambda: out.setdefault("msgs", box.dispatch_openai([call])))
+        worker.start()
+        bob = airlock.Client(self.daemon.url, api_key=self.token("bob", ("approvers",)))
+        for _ in range(600):  # until the call is pending (at most ~60 s)
+            pending = [bob.approval(a.id) for a in bob.approvals()]
+            pending = [a for a in pending if a.arguments == {"y": 1}]
+            if pending:
+                break
+            threading.Event().wait(0.1)
+        bob.approve(pending[0], "ok")
+        worker.join(150)
+        self.assertEqual(json.loads(out["msgs"][0]["content"]), {"echo": {"y": 1}})
 
     def test_a_bad_credential_is_raised_to_the_program_not_shown_to_the_model(self):
         box = self.client().toolbox()

@@ -105,10 +105,10 @@ class AsyncClient:
                                 public_key: _audit.PublicKeyLike) -> _audit.VerifiedRecord:
         return await self._run(self.sync.verify_invocation, invocation, public_key)
 
-    async def toolbox(self) -> ToolBox:
+    async def toolbox(self, *, wait_for_approval: Optional[float] = None) -> ToolBox:
         """The tool box is synchronous once loaded; dispatch its calls with
         `await asyncio.to_thread(box.dispatch_openai, calls)` in async code."""
-        return await self._run(self.sync.toolbox)
+        return await self._run(self.sync.toolbox, wait_for_approval=wait_for_approval)
 
     async def tools_for_openai(self) -> List[Dict[str, Any]]:
         return await self._run(self.sync.tools_for_openai)

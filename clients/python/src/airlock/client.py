@@ -264,11 +264,12 @@ class Client:
         return dict(self._call("GET", "/healthz"))
 
     # --- LLM tool use (llm.py) ---
-    def toolbox(self) -> "ToolBox":
+    def toolbox(self, *, wait_for_approval: Optional[float] = None) -> "ToolBox":
         """The caller's tools with their schemas, as OpenAI and Anthropic tool definitions,
-        and the dispatcher of those APIs' tool calls back through Airlock."""
+        and the dispatcher of those APIs' tool calls back through Airlock (a critical call
+        is long-polled up to `wait_for_approval` seconds; reported pending without it)."""
         from .llm import ToolBox
-        return ToolBox.load(self)
+        return ToolBox.load(self, wait_for_approval=wait_for_approval)
 
     def tools_for_openai(self) -> List[Dict[str, Any]]:
         return self.toolbox().openai_tools()
