@@ -141,6 +141,7 @@ class Daemon:
         with open(os.path.join(self.dir, "airlock.yaml"), "w") as f:
             f.write(config_yaml(server))
         self.log_path = os.path.join(self.dir, "daemon.log")
+        self.scheme = "https" if "tls:" in server else "http"
         self.proc = None
         self.port = 0
 
@@ -171,7 +172,7 @@ class Daemon:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def log(self):
         try:
@@ -212,7 +213,13 @@ class DaemonTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.daemon = Daemon(cls.server).start()
+        cls.daemon = Daemon(cls.server)
+        cls.prepare(cls.daemon.dir)
+        cls.daemon.start()
+
+    @classmethod
+    def prepare(cls, directory):
+        """Files the test's config names, written before the daemon starts."""
 
     @classmethod
     def tearDownClass(cls):

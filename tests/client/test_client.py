@@ -1,6 +1,8 @@
 """The client against a real daemon: tools, invocations, typed errors, calls on behalf of a
 user (subject token and token exchange), and the asyncio client."""
 import asyncio
+import os
+import subprocess
 import unittest
 
 from support import AGENT_KEY, LIMITED_KEY, DaemonTest
@@ -135,6 +137,33 @@ class OnBehalfOfAUser(DaemonTest):
         with self.assertRaises(airlock.TokenExchangeError) as caught:
             self.client().exchange_token(self.token("alice"), scope=["no-such-tool"])
         self.assertEqual(caught.exception.kind, "invalid_scope")
+
+
+class Tls(DaemonTest):
+    """The daemon over TLS: the client checks its certificate and its name."""
+    server = "{listen: 127.0.0.1:0, tls: {certFile: cert.pem, keyFile: key.pem}}"
+
+    @classmethod
+    def prepare(cls, directory):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-keyout", "key.pem", "-out", "cert.pem", "-days", "1",
+                        "-subj", "/CN=airlock-test", "-addext", "subjectAltName=IP:127.0.0.1"],
+                       cwd=directory, check=True, capture_output=True)
+        cls.cert = os.path.join(directory, "cert.pem")
+
+    def test_a_trusted_certificate_works_and_others_are_refused(self):
+        self.assertTrue(self.daemon.url.startswith("https://"))
+        trusted = Client(self.daemon.url, api_key=AGENT_KEY, cafile=self.cert)
+        self.assertEqual(trusted.invoke("echo", {"n": 1}).output, {"echo": {"n": 1}})
+        with self.assertRaises(airlock.TransportError) as caught:  # the system's CAs only
+            Client(self.daemon.url, api_key=AGENT_KEY).tools()
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", caught.exception.message)
+        wrong_name = self.daemon.url.replace("127.0.0.1", "localhost")
+        with self.assertRaises(airlock.TransportError) as caught:  # the certificate is for 127.0.0.1 only
+            Client(wrong_name, api_key=AGENT_KEY, cafile=self.cert).tools()
+        self.assertIn("mismatch", caught.exception.message)
+        with self.assertRaises(airlock.UsageError):
+            Client(self.daemon.url.replace("https", "http"), api_key=AGENT_KEY, cafile=self.cert)
 
 
 class Async(DaemonTest):
