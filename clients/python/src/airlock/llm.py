@@ -116,7 +116,8 @@ class ToolBox:
         try:
             inv = self.client.invoke(tool.name, arguments, wait_for_approval=self.wait_for_approval)
         except WaitTimeoutError as e:  # still waiting for its approvers: the model is told so
-            assert e.invocation is not None
+            if e.invocation is None:
+                raise
             inv = e.invocation
         except MODEL_VISIBLE_ERRORS as e:
             return _refusal(call_id, name, e.kind, e.message, e.invocation)
