@@ -2,13 +2,33 @@
 user (subject token and token exchange), and the asyncio client."""
 import asyncio
 import os
+import re
 import subprocess
 import unittest
 
-from support import AGENT_KEY, LIMITED_KEY, DaemonTest
+from support import AGENT_KEY, HERE, LIMITED_KEY, DaemonTest
 
 import airlock
 from airlock import AsyncClient, Client
+
+
+class ErrorKinds(unittest.TestCase):
+    """Every error kind the daemon has (src/pipeline/error.cpp, and the kinds its HTTP layer
+    answers with) has its class here: a kind added to the daemon fails this until the client
+    knows it."""
+
+    def test_every_kind_of_the_daemon_is_known(self):
+        from airlock.errors import ERROR_CLASSES, TOOL_FAILURE_KINDS
+        root = os.path.join(HERE, "..", "..", "src")
+        with open(os.path.join(root, "pipeline", "error.cpp")) as f:
+            kinds = set(re.findall(r'\{ErrorKind::\w+, "(\w+)"\}', f.read()))
+        self.assertGreater(len(kinds), 20)
+        for name in os.listdir(os.path.join(root, "server")):
+            if name.endswith(".cpp"):
+                with open(os.path.join(root, "server", name)) as f:
+                    kinds |= set(re.findall(r'(?:error_response|answer_error)\(\d+, "(\w+)"', f.read()))
+        unknown = kinds - set(ERROR_CLASSES) - TOOL_FAILURE_KINDS
+        self.assertEqual(unknown, set())
 
 
 class Tools(DaemonTest):
