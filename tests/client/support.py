@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "clients", "python", "src"))
 from cryptography.hazmat.primitives import serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
-AIRLOCK = os.environ.get("AIRLOCK_BINARY", "")
+AIRLOCK = os.path.abspath(os.environ["AIRLOCK_BINARY"]) if os.environ.get("AIRLOCK_BINARY") else ""
 ISSUER = "https://idp.client-test.example"
 AGENT_KEY = "agent-key-0123456789"
 OTHER_AGENT_KEY = "other-agent-key-0123456789"

@@ -196,6 +196,8 @@ class Async(DaemonTest):
                 await client.invoke("no-such-tool", {})
             as_alice = await client.as_user(self.token("alice"), exchange=True)
             mine = await as_alice.invoke("payroll", {})
+            self.assertEqual((await client.healthz())["status"], "ok")
+            self.assertTrue((await client.audit_verify())["intact"])
             return tools, results, mine
 
         tools, results, mine = asyncio.run(main())

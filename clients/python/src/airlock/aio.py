@@ -101,6 +101,12 @@ class AsyncClient:
     async def audit_proof(self, index: int) -> Dict[str, Any]:
         return await self._run(self.sync.audit_proof, index)
 
+    async def audit_verify(self) -> Dict[str, Any]:
+        return await self._run(self.sync.audit_verify)
+
+    async def healthz(self) -> Dict[str, Any]:
+        return await self._run(self.sync.healthz)
+
     async def verify_invocation(self, invocation: Invocation,
                                 public_key: _audit.PublicKeyLike) -> _audit.VerifiedRecord:
         return await self._run(self.sync.verify_invocation, invocation, public_key)
