@@ -214,8 +214,13 @@ class DaemonTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.daemon = Daemon(cls.server)
-        cls.prepare(cls.daemon.dir)
-        cls.daemon.start()
+        try:
+            cls.prepare(cls.daemon.dir)
+            cls.daemon.start()
+        except BaseException:
+            print(cls.daemon.log(), file=sys.stderr)
+            cls.daemon.remove()  # tearDownClass does not run after a failed setUpClass
+            raise
 
     @classmethod
     def prepare(cls, directory):
