@@ -1,0 +1,212 @@
+"""HTTP for the client: one request per connection with http.client (standard library), the
+checks made before anything is sent, and the bounded retries on 429 and 503."""
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import random
+import re
+import ssl
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+from .errors import AirlockError, TransportError, UsageError, error_class
+
+# The configuration's rule for a tool's name (policy::valid_tool_name).
+_TOOL_NAME = re.compile(r"[a-z0-9._-]+")
+# Printable ASCII: a credential with a line break would smuggle a header (visible ASCII only).
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
+_DNS_OR_IPV4 = re.compile(r"[A-Za-z0-9.-]+")
+_IPV6 = re.compile(r"[0-9A-Fa-f:.]+")
+
+
+def check_tool_name(name: str) -> str:
+    if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        raise UsageError(f"tool name {name!r}: use lower-case letters, digits, '-', '_' and '.'")
+    return urllib.parse.quote(name, safe="")
+
+
+def check_credential(what: str, value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _VISIBLE_ASCII.fullmatch(value):
+        raise UsageError(f"{what} must be visible ASCII (no spaces or line breaks)")
+    return value
+
+
+def check_segment(what: str, value: str) -> str:
+    """An id put into a path: visible ASCII, percent-encoded as one segment."""
+    if not isinstance(value, str) or not _VISIBLE_ASCII.fullmatch(value):
+        raise UsageError(f"{what} {value!r} is not an id")
+    return urllib.parse.quote(value, safe="")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    scheme: str
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, base_url: str) -> "Endpoint":
+        """`http[s]://HOST[:PORT][/]`, as `airlock call --server`: no user, path or query."""
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https"):
+            raise UsageError(f"base_url {base_url!r}: must start with http:// or https://")
+        if parts.username is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise UsageError(f"base_url {base_url!r}: only http[s]://HOST[:PORT][/]")
+        host = parts.hostname or ""
+        if not (_DNS_OR_IPV4.fullmatch(host) or (":" in host and _IPV6.fullmatch(host))):
+            raise UsageError(f"base_url {base_url!r}: bad host")
+        try:
+            port = parts.port
+        except ValueError as e:
+            raise UsageError(f"base_url {base_url!r}: {e}") from None
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+        if not 1 <= port <= 65535:
+            raise UsageError(f"base_url {base_url!r}: port 1-65535")
+        return cls(parts.scheme, host, port)
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Dict[str, str]  # lower-case names
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body) if self.body else {}
+        except ValueError as e:
+            raise TransportError(f"the answer ({self.status}) is not JSON: {e}") from None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of a request the daemon refused before doing anything (429 `queue_full`,
+    503 `draining`, ...): at most `max_retries`, each after the answer's Retry-After or else
+    an exponential backoff with jitter, and never a wait longer than `max_delay` (a longer
+    Retry-After ends the retries at once: the error says what the daemon asked)."""
+    max_retries: int = 4
+    backoff: float = 0.5
+    max_delay: float = 30.0
+    sleep: Callable[[float], None] = time.sleep
+    on_retry: Optional[Callable[[int, int, float], None]] = None  # (attempt, status, delay)
+
+
+def retry_after_seconds(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Retry-After (RFC 9110 10.2.3): delay-seconds or an HTTP-date; None when absent or bad."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class Transport:
+    """Sends one request and reads its whole answer, at most `max_response_bytes`."""
+
+    def __init__(self, endpoint: Endpoint, *, timeout: float,
+                 ssl_context: Optional[ssl.SSLContext], max_response_bytes: int) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.ssl_context = ssl_context
+        self.max_response_bytes = max_response_bytes
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        e = self.endpoint
+        if e.scheme == "https":
+            context = self.ssl_context or ssl.create_default_context()
+            return http.client.HTTPSConnection(e.host, e.port, timeout=timeout, context=context)
+        return http.client.HTTPConnection(e.host, e.port, timeout=timeout)
+
+    def send(self, method: str, target: str, body: Optional[bytes], headers: Mapping[str, str],
+             timeout: Optional[float] = None) -> Response:
+        conn = self._connection(timeout if timeout is not None else self.timeout)
+        try:
+            conn.request(method, target, body=body, headers=dict(headers))
+            resp = conn.getresponse()
+            data = resp.read(self.max_response_bytes + 1)
+            if len(data) > self.max_response_bytes:
+                raise TransportError(f"the answer is larger than {self.max_response_bytes} bytes")
+            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+        except (OSError, http.client.HTTPException) as e:
+            where = f"{self.endpoint.scheme}://{self.endpoint.host}:{self.endpoint.port}"
+            raise TransportError(f"{method} {target.split('?')[0]} to {where} failed: "
+                                 f"{type(e).__name__}: {e}") from None
+        finally:
+            conn.close()
+
+
+def error_from_response(resp: Response, body: Any) -> AirlockError:
+    """The typed exception of a refusal: `{"error": {"kind", "message"}}`, or RFC 6749's
+    `{"error": CODE, "error_description"}` from the token endpoints."""
+    from .models import Invocation  # models imports errors only
+
+    retry_after = retry_after_seconds(resp.headers.get("retry-after"))
+    error = body.get("error") if isinstance(body, Mapping) else None
+    if isinstance(error, Mapping):
+        kind, message = str(error.get("kind", "")), str(error.get("message", ""))
+    elif isinstance(error, str):
+        from .errors import TokenExchangeError
+        return TokenExchangeError(error, str(body.get("error_description", "")), status=resp.status,
+                                  body=body, retry_after=retry_after)
+    else:
+        kind, message = f"http_{resp.status}", resp.body[:200].decode("utf-8", "replace")
+    invocation = Invocation.from_json(body) if isinstance(body, Mapping) and "id" in body else None
+    cls = error_class(kind, resp.status)
+    return cls(kind, message, status=resp.status, body=body if isinstance(body, Mapping) else {},
+               invocation=invocation, retry_after=retry_after)
+
+
+def retryable(resp: Response, body: Any) -> bool:
+    """A 429 or 503 that made no invocation (no `id`): the daemon refused it before doing
+    anything, so sending it again cannot run a tool twice. A 503 that carries an invocation
+    (`credential_unavailable`) ran through the pipeline and is not sent again."""
+    if resp.status not in (429, 503):
+        return False
+    return not (isinstance(body, Mapping) and "id" in body)
+
+
+def delay_for(policy: RetryPolicy, attempt: int, retry_after: Optional[float]) -> float:
+    if retry_after is not None:
+        return retry_after
+    return random.uniform(0, policy.backoff * (2 ** attempt))  # "full jitter"
+
+
+def send_with_retries(transport: Transport, policy: RetryPolicy, method: str, target: str,
+                      body: Optional[bytes], headers: Mapping[str, str],
+                      timeout: Optional[float] = None) -> Tuple[Response, Any]:
+    """The answer and its parsed JSON; raises the typed exception of a refusal."""
+    attempt = 0
+    while True:
+        resp = transport.send(method, target, body, headers, timeout)
+        try:
+            parsed = resp.json()
+        except TransportError:
+            if resp.status < 400:
+                raise
+            parsed = None  # a refusal that is not JSON (a proxy's page): classed by its status
+        if resp.status < 400:
+            return resp, parsed
+        err = error_from_response(resp, parsed)
+        if not retryable(resp, parsed) or attempt >= policy.max_retries:
+            raise err
+        delay = delay_for(policy, attempt, err.retry_after)
+        if delay > policy.max_delay:
+            raise err
+        attempt += 1
+        if policy.on_retry:
+            policy.on_retry(attempt, resp.status, delay)
+        policy.sleep(delay)

@@ -1,0 +1,278 @@
+"""The synchronous client of Airlock's HTTP API (docs/daemon.md, src/server/openapi.json)."""
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from . import audit as _audit
+from ._http import (Endpoint, RetryPolicy, Transport, check_credential, check_segment,
+                    check_tool_name, send_with_retries)
+from .errors import NotFoundError, TransportError, UsageError, WaitTimeoutError
+from .models import Approval, ExchangedToken, Invocation, Tool, raise_if_refused
+
+if TYPE_CHECKING:
+    from .llm import ToolBox
+
+SUBJECT_HEADER = "Airlock-Subject-Token"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt"
+MAX_SERVER_WAIT = 60  # seconds: the most GET /v1/invocations/{id}?wait= holds an answer
+
+
+class Client:
+    """`Client("http://127.0.0.1:8750", api_key=KEY)`.
+
+    `api_key` is the bearer credential: an agent's API key, an agent's JWT, an Airlock token
+    from the token exchange, or a person's own token. `subject_token`, when given, is sent
+    as `Airlock-Subject-Token` on every request: the user the agent acts for (or, on
+    approvals, the person who decides). Each request opens its own connection, so one client
+    may be shared by threads."""
+
+    def __init__(self, base_url: str, api_key: Optional[str] = None, *,
+                 subject_token: Optional[str] = None, timeout: float = 60.0,
+                 retry: Optional[RetryPolicy] = None, cafile: Optional[str] = None,
+                 certfile: Optional[str] = None, keyfile: Optional[str] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None,
+                 max_response_bytes: int = 64 * 1024 * 1024) -> None:
+        self.base_url = base_url
+        endpoint = Endpoint.parse(base_url)
+        self._api_key = check_credential("api_key", api_key)
+        self._subject_token = check_credential("subject_token", subject_token)
+        if endpoint.scheme == "http" and (cafile or certfile or ssl_context):
+            raise UsageError("cafile, certfile and ssl_context need an https:// base_url")
+        if ssl_context is None and endpoint.scheme == "https":
+            ssl_context = ssl.create_default_context(cafile=cafile)
+            ssl_context.minimum_version = ssl.TLSVersion.TLSv1_2
+            if certfile:
+                ssl_context.load_cert_chain(certfile, keyfile)
+        self.retry = retry or RetryPolicy()
+        self._transport = Transport(endpoint, timeout=timeout, ssl_context=ssl_context,
+                                    max_response_bytes=max_response_bytes)
+
+    def __repr__(self) -> str:  # never the credentials
+        return f"Client({self.base_url!r})"
+
+    # --- requests ---
+    def _headers(self, subject_token: Optional[str]) -> Dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "airlock-python"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        subject = check_credential("subject_token", subject_token) or self._subject_token
+        if subject:
+            headers[SUBJECT_HEADER] = subject
+        return headers
+
+    def _call(self, method: str, target: str, *, json_body: Any = None,
+              form: Optional[Mapping[str, str]] = None, subject_token: Optional[str] = None,
+              timeout: Optional[float] = None) -> Any:
+        return self._send(method, target, json_body=json_body, form=form,
+                          subject_token=subject_token, timeout=timeout)[1]
+
+    def _send(self, method: str, target: str, *, json_body: Any = None,
+              form: Optional[Mapping[str, str]] = None, subject_token: Optional[str] = None,
+              timeout: Optional[float] = None) -> Any:
+        headers = self._headers(subject_token)
+        body: Optional[bytes] = None
+        if json_body is not None:
+            body = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        elif form is not None:
+            body = urllib.parse.urlencode(dict(form)).encode("ascii")
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif method == "POST":
+            body = b""
+        return send_with_retries(self._transport, self.retry, method, target, body, headers, timeout)
+
+    # --- tools and invocations ---
+    def tools(self) -> List[Tool]:
+        """The tools this caller may invoke (names, descriptions, risks; no schemas)."""
+        body = self._call("GET", "/v1/tools")
+        return [Tool.from_json(t) for t in body.get("tools", []) if isinstance(t, Mapping)]
+
+    def tool(self, name: str) -> Tool:
+        """One tool with its input and output schemas."""
+        return Tool.from_json(self._call("GET", f"/v1/tools/{check_tool_name(name)}"))
+
+    def invoke(self, name: str, arguments: Optional[Mapping[str, Any]] = None,
+               subject_token: Optional[str] = None, *,
+               wait_for_approval: Optional[float] = None) -> Invocation:
+        """Runs a tool. Returns the `Invocation` when it ran (`status` ok, or `error` for the
+        tool's own failure: see `raise_for_error()`), or `pending_approval` for a critical
+        tool (then `wait()`, or pass `wait_for_approval=SECONDS` to long-poll here). Raises
+        the typed `AirlockError` when Airlock refused the call or failed itself."""
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise UsageError("arguments must be a JSON object (a mapping)")
+        resp, body = self._send("POST", f"/v1/tools/{check_tool_name(name)}/invoke",
+                                json_body={"arguments": dict(arguments or {})},
+                                subject_token=subject_token)
+        invocation = raise_if_refused(Invocation.from_json(body), resp.status)
+        if invocation.status == "pending_approval" and wait_for_approval is not None:
+            return self.wait(invocation.id, timeout=wait_for_approval)
+        return invocation
+
+    def invocation(self, invocation_id: str, *, wait: Optional[float] = None) -> Invocation:
+        """GET /v1/invocations/{id} as stored (a refused one is returned, not raised).
+        `wait` (seconds, at most 60) holds the answer until it ends or the wait passes."""
+        target = f"/v1/invocations/{check_segment('invocation id', invocation_id)}"
+        timeout = None
+        if wait is not None and wait > 0:
+            seconds = max(1, min(MAX_SERVER_WAIT, int(wait)))
+            target += f"?wait={seconds}s"
+            timeout = self._transport.timeout + seconds
+        return Invocation.from_json(self._call("GET", target, timeout=timeout))
+
+    def wait(self, invocation: Union[str, Invocation], *, timeout: float = 300.0,
+             poll: float = 30.0) -> Invocation:
+        """Long-polls an invocation until it ends (each poll held by the daemon up to `poll`
+        seconds). Returns or raises as `invoke` would have for the finished call (a denied
+        approval raises `ApprovalDeniedError`); `WaitTimeoutError` after `timeout`."""
+        invocation_id = invocation.id if isinstance(invocation, Invocation) else invocation
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            current = self.invocation(invocation_id, wait=max(1.0, min(poll, remaining)))
+            if current.finished:
+                return raise_if_refused(current, 200)
+            if time.monotonic() >= deadline:
+                raise WaitTimeoutError("wait_timeout", f"invocation {invocation_id} is still "
+                                       f"{current.status} after {timeout:g}s", invocation=current)
+
+    def invocations(self, *, tool: Optional[str] = None, user: Optional[str] = None,
+                    agent: Optional[str] = None, status: Optional[str] = None,
+                    since: Optional[str] = None, until: Optional[str] = None,
+                    limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The invocation history, newest first, as summaries (GET /v1/invocations)."""
+        query = {k: str(v) for k, v in dict(tool=tool, user=user, agent=agent, status=status,
+                                            since=since, until=until, limit=limit).items()
+                 if v is not None}
+        target = "/v1/invocations" + (("?" + urllib.parse.urlencode(query)) if query else "")
+        body = self._call("GET", target)
+        items = body.get("invocations", []) if isinstance(body, Mapping) else []
+        return [dict(i) for i in items if isinstance(i, Mapping)]
+
+    # --- on behalf of a user ---
+    def exchange_token(self, subject_token: str, *, scope: Optional[Sequence[str]] = None,
+                       subject_token_type: str = JWT_TOKEN_TYPE) -> ExchangedToken:
+        """RFC 8693 token exchange (POST /v1/token): the user's token for an Airlock token
+        naming this agent and the user (at most 15 minutes, optionally limited to `scope`)."""
+        form = {"grant_type": TOKEN_EXCHANGE, "subject_token_type": subject_token_type,
+                "subject_token": check_credential("subject_token", subject_token) or ""}
+        if scope:
+            for name in scope:
+                check_tool_name(name)
+            form["scope"] = " ".join(scope)
+        body = self._call("POST", "/v1/token", form=form)
+        token = body.get("access_token") if isinstance(body, Mapping) else None
+        if not isinstance(token, str) or not token:
+            raise TransportError("the token endpoint answered without an access_token")
+        return ExchangedToken(access_token=token, issued_token_type=str(body.get("issued_token_type", "")),
+                              expires_in=int(body.get("expires_in", 0)),
+                              scope=body.get("scope") if isinstance(body.get("scope"), str) else None)
+
+    def as_user(self, subject_token: str, *, exchange: bool = False,
+                scope: Optional[Sequence[str]] = None) -> "Client":
+        """A client acting for the user of `subject_token`: it sends the token with every
+        call, or (`exchange=True`) trades it once for an Airlock token and calls with that."""
+        if not exchange:
+            return self._clone(api_key=self._api_key, subject_token=subject_token)
+        token = self.exchange_token(subject_token, scope=scope)
+        return self._clone(api_key=token.access_token, subject_token=None)
+
+    def _clone(self, *, api_key: Optional[str], subject_token: Optional[str]) -> "Client":
+        clone = Client.__new__(Client)
+        clone.__dict__.update(self.__dict__)
+        clone._api_key = check_credential("api_key", api_key)
+        clone._subject_token = check_credential("subject_token", subject_token)
+        return clone
+
+    # --- approvals ---
+    def approvals(self, *, subject_token: Optional[str] = None) -> List[Approval]:
+        """The pending approvals this person may decide (never their own requests)."""
+        body = self._call("GET", "/v1/approvals", subject_token=subject_token)
+        return [Approval.from_json(a) for a in body.get("approvals", []) if isinstance(a, Mapping)]
+
+    def approval(self, approval_id: str, *, subject_token: Optional[str] = None) -> Approval:
+        """One approval with its arguments, their SHA-256 and `may_decide`."""
+        target = f"/v1/approvals/{check_segment('approval id', approval_id)}"
+        return Approval.from_json(self._call("GET", target, subject_token=subject_token))
+
+    def approve(self, approval: Union[str, Approval], reason: str = "", *,
+                arguments_sha256: Optional[str] = None,
+                subject_token: Optional[str] = None) -> Approval:
+        """Approves as the person whose token is the bearer or `subject_token`. Given an
+        `Approval` (from `approval()`), the decision is bound to the arguments it showed:
+        the daemon refuses it (409 `arguments_changed`) if they are not the ones waiting."""
+        return self._decide(approval, "approve", reason, arguments_sha256, subject_token)
+
+    def deny(self, approval: Union[str, Approval], reason: str = "", *,
+             arguments_sha256: Optional[str] = None,
+             subject_token: Optional[str] = None) -> Approval:
+        """Denies: a deny by any approver ends the call (`approval_denied`)."""
+        return self._decide(approval, "deny", reason, arguments_sha256, subject_token)
+
+    def _decide(self, approval: Union[str, Approval], verdict: str, reason: str,
+                arguments_sha256: Optional[str], subject_token: Optional[str]) -> Approval:
+        approval_id = approval.id if isinstance(approval, Approval) else approval
+        if arguments_sha256 is None and isinstance(approval, Approval) and approval.arguments_sha256:
+            arguments_sha256 = approval.arguments_sha256
+        body: Dict[str, str] = {"reason": reason}
+        if arguments_sha256 is not None:
+            body["arguments_sha256"] = arguments_sha256
+        target = f"/v1/approvals/{check_segment('approval id', approval_id)}/{verdict}"
+        return Approval.from_json(self._call("POST", target, json_body=body, subject_token=subject_token))
+
+    # --- audit ---
+    def audit_checkpoint(self) -> Dict[str, Any]:
+        """The latest signed checkpoint (the daemon signs anew if records are unsigned)."""
+        return dict(self._call("GET", "/v1/audit/checkpoint"))
+
+    def audit_proof(self, index: int, *, sign_if_needed: bool = True) -> Dict[str, Any]:
+        """A record, its inclusion proof and the checkpoint (GET /v1/audit/proof/{index}).
+        A record not yet under a signed checkpoint is answered 404: with `sign_if_needed` the
+        client asks for a checkpoint (which signs) and tries once more."""
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise UsageError("an audit index is a whole number")
+        try:
+            return dict(self._call("GET", f"/v1/audit/proof/{index}"))
+        except NotFoundError:
+            if not sign_if_needed:
+                raise
+        self.audit_checkpoint()
+        return dict(self._call("GET", f"/v1/audit/proof/{index}"))
+
+    def audit_verify(self) -> Dict[str, Any]:
+        """The daemon's own verification of its whole log (not offline: see verify_proof)."""
+        return dict(self._call("GET", "/v1/audit/verify"))
+
+    def verify_invocation(self, invocation: Invocation,
+                          public_key: _audit.PublicKeyLike) -> _audit.VerifiedRecord:
+        """Fetches the proof of an invocation's audit record and verifies it offline under the
+        key you trust; also that the record is this invocation's and has its leaf hash."""
+        if invocation.audit is None:
+            raise _audit.ProofInvalid(f"invocation {invocation.id} has no audit record yet")
+        verified = _audit.verify_proof(self.audit_proof(invocation.audit.index), public_key)
+        if verified.leaf_hash.hex() != invocation.audit.leaf_hash:
+            raise _audit.ProofInvalid("the proven record is not the one the invocation names")
+        if verified.record.get("invocation_id") != invocation.id:
+            raise _audit.ProofInvalid("the proven record is of another invocation")
+        return verified
+
+    def healthz(self) -> Dict[str, Any]:
+        return dict(self._call("GET", "/healthz"))
+
+    # --- LLM tool use (llm.py) ---
+    def toolbox(self, *, wait_for_approval: Optional[float] = None) -> "ToolBox":
+        """The caller's tools with their schemas, as OpenAI and Anthropic tool definitions,
+        and the dispatcher of those APIs' tool calls back through Airlock (a critical call
+        is long-polled up to `wait_for_approval` seconds; reported pending without it)."""
+        from .llm import ToolBox
+        return ToolBox.load(self, wait_for_approval=wait_for_approval)
+
+    def tools_for_openai(self) -> List[Dict[str, Any]]:
+        return self.toolbox().openai_tools()
+
+    def tools_for_anthropic(self) -> List[Dict[str, Any]]:
+        return self.toolbox().anthropic_tools()

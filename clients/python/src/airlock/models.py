@@ -1,0 +1,184 @@
+"""What the daemon answers, as typed objects (src/server/openapi.json). Each keeps the whole
+answer in `.raw`, so a member added by a later daemon is not lost."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from .errors import TOOL_FAILURE_KINDS, AirlockError, ToolError, error_class
+
+JsonObject = Dict[str, Any]
+
+# Statuses of an invocation that has not ended (GET /v1/invocations/{id}).
+UNFINISHED_STATUSES = frozenset({"running", "pending_approval", "suspended"})
+
+
+def _object(value: Any) -> JsonObject:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """`error` of an invocation: `{kind, message, pointer?, rule?, findings?}`."""
+    kind: str
+    message: str
+    pointer: str = ""
+    rule: str = ""
+    findings: List[JsonObject] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Optional["ErrorInfo"]:
+        if not isinstance(value, Mapping):
+            return None
+        findings = value.get("findings")
+        return cls(kind=str(value.get("kind", "")), message=str(value.get("message", "")),
+                   pointer=str(value.get("pointer", "")), rule=str(value.get("rule", "")),
+                   findings=[_object(f) for f in findings] if isinstance(findings, list) else [])
+
+
+@dataclass(frozen=True)
+class AuditRef:
+    """Where the invocation's record is in the audit log."""
+    index: int
+    leaf_hash: str
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """`approval` of a call that waits for approvers (status `pending_approval`)."""
+    id: str
+    expires_at: str
+    url: str
+    approvers: int
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One tool call as the daemon answered or stored it."""
+    id: str
+    tool: str
+    status: str  # ok | error | denied | pending_approval | running | suspended
+    output: Optional[JsonObject]
+    error: Optional[ErrorInfo]
+    verdict: Optional[str]
+    audit: Optional[AuditRef]
+    approval: Optional[PendingApproval]
+    actor: Optional[JsonObject]
+    subject: Optional[JsonObject]
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "Invocation":
+        audit = body.get("audit")
+        approval = body.get("approval")
+        output = body.get("output")
+        return cls(
+            id=str(body.get("id", "")), tool=str(body.get("tool", "")),
+            status=str(body.get("status", "")),
+            output=dict(output) if isinstance(output, Mapping) else None,
+            error=ErrorInfo.from_json(body.get("error")),
+            verdict=body.get("verdict") if isinstance(body.get("verdict"), str) else None,
+            audit=(AuditRef(int(audit["index"]), str(audit.get("leaf_hash", "")))
+                   if isinstance(audit, Mapping) and isinstance(audit.get("index"), int) else None),
+            approval=(PendingApproval(str(approval.get("id", "")), str(approval.get("expires_at", "")),
+                                      str(approval.get("url", "")), int(approval.get("approvers", 1)))
+                      if isinstance(approval, Mapping) and approval else None),
+            actor=dict(body["actor"]) if isinstance(body.get("actor"), Mapping) else None,
+            subject=dict(body["subject"]) if isinstance(body.get("subject"), Mapping) else None,
+            raw=dict(body))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in UNFINISHED_STATUSES
+
+    @property
+    def log(self) -> str:
+        """The tool's stderr (GET /v1/invocations/{id} only), capped and DLP-redacted."""
+        return str(self.raw.get("log", ""))
+
+    def raise_for_error(self) -> "Invocation":
+        """Returns self when the tool succeeded (or has not finished); raises the typed
+        exception of its error otherwise (`ToolError` for the tool's own failures)."""
+        if self.error is None:
+            return self
+        cls = error_class(self.error.kind, 0)
+        if self.error.kind in TOOL_FAILURE_KINDS:
+            cls = ToolError
+        raise cls(self.error.kind, self.error.message, body={"error": self.raw.get("error")},
+                  invocation=self)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the caller may invoke (GET /v1/tools; the schemas from GET /v1/tools/{name})."""
+    name: str
+    description: str
+    risk: str
+    input_schema: Optional[JsonObject] = None
+    output_schema: Optional[JsonObject] = None
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "Tool":
+        inp, out = body.get("inputSchema"), body.get("outputSchema")
+        return cls(name=str(body.get("name", "")), description=str(body.get("description", "")),
+                   risk=str(body.get("risk", "")),
+                   input_schema=dict(inp) if isinstance(inp, Mapping) else None,
+                   output_schema=dict(out) if isinstance(out, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A pending or decided approval (GET /v1/approvals, /v1/approvals/{id})."""
+    id: str
+    invocation_id: str
+    tool: str
+    status: str  # pending | approved | denied | expired
+    arguments_sha256: str
+    approvers_required: int
+    approvals: int
+    arguments: Optional[JsonObject]
+    may_decide: Optional[bool]
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "Approval":
+        args = body.get("arguments")
+        may = body.get("may_decide")
+        return cls(id=str(body.get("id", "")), invocation_id=str(body.get("invocation_id", "")),
+                   tool=str(body.get("tool", "")), status=str(body.get("status", "")),
+                   arguments_sha256=str(body.get("arguments_sha256", "")),
+                   approvers_required=int(body.get("approvers_required", 0)),
+                   approvals=int(body.get("approvals", 0)),
+                   arguments=dict(args) if isinstance(args, Mapping) else None,
+                   may_decide=may if isinstance(may, bool) else None, raw=dict(body))
+
+
+@dataclass(frozen=True)
+class ExchangedToken:
+    """An Airlock token from the token exchange (POST /v1/token, RFC 8693)."""
+    access_token: str
+    issued_token_type: str
+    expires_in: int
+    scope: Optional[str]
+
+    def __repr__(self) -> str:  # never print the token itself
+        return f"ExchangedToken(expires_in={self.expires_in}, scope={self.scope!r})"
+
+
+def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
+    """A call Airlock refused (status `denied`) or failed itself (an error that is not the
+    tool's) becomes its typed exception; the tool's own failures are returned as they are."""
+    err = invocation.error
+    if err is None or (invocation.status == "error" and err.kind in TOOL_FAILURE_KINDS):
+        return invocation
+    cls = error_class(err.kind, status)
+    raise cls(err.kind, err.message, status=status, body={"error": invocation.raw.get("error")},
+              invocation=invocation)
+
+
+__all__ = ["Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval",
+           "ExchangedToken", "AirlockError", "raise_if_refused", "UNFINISHED_STATUSES"]
