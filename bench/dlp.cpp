@@ -622,4 +622,19 @@ BENCHMARK(BM_StdRegexLoop)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// AIRLOCK_BENCH_DLP_LOGS=FILE writes the 100 MB of logs the process benchmarks scan to FILE and
+// exits (to profile `airlock scan` on the same bytes).
+int main(int argc, char** argv) {
+  if (const char* path = std::getenv("AIRLOCK_BENCH_DLP_LOGS")) {
+    MixedDataGenerator generator(7);
+    const std::string logs = generator.generate_logs(kLogBytes);
+    std::FILE* f = std::fopen(path, "wb");
+    const bool written = f && std::fwrite(logs.data(), 1, logs.size(), f) == logs.size();
+    return f && std::fclose(f) == 0 && written ? 0 : 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
