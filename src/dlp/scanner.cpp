@@ -49,7 +49,7 @@ ScanResult Scanner::scan(std::string_view data, const ScanOptions& options) cons
   const LiteralSet::Compiled* literals = options.literals ? &options.literals->compiled() : nullptr;
   const unsigned threads = std::max(options.threads, 1u);
   std::vector<Candidate> candidates;
-  if (decoded.pieces.empty()) {
+  if (decoded.escapes.empty()) {
     candidates = detail::find_candidates(detectors, data, literals, threads);
   } else {
     candidates = detail::find_candidates(detectors, decoded.text, literals, threads);
