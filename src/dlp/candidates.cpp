@@ -82,18 +82,27 @@ std::vector<Span> split_at_lines(std::string_view data, unsigned count, std::siz
 
 std::vector<Candidate> find_candidates(const DetectorSet& detectors, std::string_view data,
                                        const LiteralSet::Compiled* literals, unsigned threads) {
-  const std::vector<Span> pieces = split_at_lines(data, threads, kMinPieceBytes);
-  std::vector<std::vector<Candidate>> found(pieces.size());
+  // Pieces of about kMinPieceBytes even for one thread: the Vectorscan pass and the lexer then
+  // read each piece while it is still in the cache, where a whole buffer came from memory twice.
+  const std::vector<Span> pieces = split_at_lines(data, static_cast<unsigned>(std::min<std::size_t>(
+                                                            data.size() / kMinPieceBytes, 1u << 20)),
+                                                  kMinPieceBytes);
+  // Each thread takes a run of consecutive pieces, so its candidates come out in order.
+  const std::size_t workers = std::clamp<std::size_t>(threads, 1, pieces.size());
+  std::vector<std::vector<Candidate>> found(workers);
+  auto work = [&](std::size_t w) {
+    const std::size_t first = w * pieces.size() / workers, last = (w + 1) * pieces.size() / workers;
+    for (std::size_t i = first; i < last; ++i) find_in_piece(detectors, data, pieces[i], literals, found[w]);
+  };
   std::vector<std::future<void>> others;
-  for (std::size_t i = 1; i < pieces.size(); ++i) {
-    auto task = [&, i] { find_in_piece(detectors, data, pieces[i], literals, found[i]); };
+  for (std::size_t w = 1; w < workers; ++w) {
     try {
-      others.push_back(std::async(std::launch::async, task));
+      others.push_back(std::async(std::launch::async, work, w));
     } catch (const std::system_error&) {
-      task();  // no thread to be had: this one does it
+      work(w);  // no thread to be had: this one does it
     }
   }
-  find_in_piece(detectors, data, pieces[0], literals, found[0]);
+  work(0);
   for (auto& other : others) other.get();  // rethrows what a piece threw
   if (found.size() == 1) return std::move(found[0]);
   std::size_t total = 0;
