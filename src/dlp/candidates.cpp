@@ -11,7 +11,7 @@ namespace {
 
 // Lexes the window from `begin` and matches the runs a block at a time, as a stream would: the
 // runs of a whole piece of digit-dense logs made a vector of tens of MB (grown by copying, every
-// page faulted in), where a block's fit in the cache.
+// page faulted in), where a block's runs fit in the cache.
 void match_runs_by_block(const DetectorSet& detectors, const Window& window, std::size_t begin,
                          std::vector<Candidate>& out) {
   constexpr std::size_t kBlock = std::size_t{256} << 10;
