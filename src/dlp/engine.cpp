@@ -145,6 +145,12 @@ Result<std::unique_ptr<DetectorSet>> DetectorSet::build(const Policy& policy,
   // Context words, the preceding-bytes checks (128), boundary bytes, the lexer's look-behind
   // and "base64," before a run.
   set->lookbehind_ = std::max<std::size_t>(set->context_window_, kPrecedingBytes) + 8;
+  // The longest match and its extension (a PEM block's END line is looked for within it), and
+  // what the lexer and the shape matchers read past a run.
+  std::size_t extension = 0;
+  for (const CompiledDetector& d : set->detectors_)
+    if (d.enabled && d.spec) extension = std::max(extension, d.spec->max_extension);
+  set->lookahead_ = set->max_width_ + extension + std::max(kIbanLookahead, kRunLookahead) + 64;
   return set;
 }
 
@@ -195,7 +201,7 @@ Status DetectorSet::compile_vectorscan(const std::string& database_cache) {
 }
 
 // Each anchored detector's longest match and its RE2 confirmer (the pattern anchored at the
-// match end, which finds the start).
+// match end, which finds the start), compiled on the detector's first hit.
 Status DetectorSet::prepare_confirmers(const std::vector<unsigned>& widths) {
   max_width_ = 0;
   for (std::size_t i = 0; i < patterns_.size(); ++i) {
@@ -204,14 +210,29 @@ Status DetectorSet::prepare_confirmers(const std::vector<unsigned>& widths) {
     if (d.max_width == 0)
       return Error::make("dlp_compile", "detector " + std::string(d.id) +
                                             ": the pattern must have a bounded length");
+    d.exact = std::make_unique<Confirmer>("(?:" + patterns_[i].expression + ")$");
+    max_width_ = std::max<std::size_t>(max_width_, d.max_width);
+  }
+  return Status::success();
+}
+
+const Confirmer::Compiled& Confirmer::get() const {
+  std::call_once(once_, [this] {
     RE2::Options options;
     options.set_encoding(RE2::Options::EncodingLatin1);  // bytes, like Vectorscan: any input
     options.set_log_errors(false);
-    d.exact = std::make_unique<RE2>("(?:" + patterns_[i].expression + ")$", options);
-    if (!d.exact->ok())
-      return Error::make("dlp_compile", "detector " + std::string(d.id) + ": " + d.exact->error());
-    d.has_value_group = d.exact->NumberOfCapturingGroups() >= 1;
-    max_width_ = std::max<std::size_t>(max_width_, d.max_width);
+    compiled_.regex = std::make_unique<RE2>(expression_, options);
+    compiled_.has_value_group = compiled_.regex->ok() && compiled_.regex->NumberOfCapturingGroups() >= 1;
+  });
+  return compiled_;
+}
+
+Status DetectorSet::compile_confirmers() const {
+  for (const CompiledDetector& d : detectors_) {
+    if (!d.exact) continue;
+    const auto& compiled = d.exact->get();
+    if (!compiled.regex->ok())
+      return Error::make("dlp_compile", "detector " + std::string(d.id) + ": " + compiled.regex->error());
   }
   return Status::success();
 }
@@ -327,6 +348,8 @@ Confirmation DetectorSet::confirm(const Window& window, Hit hit, Candidate& out)
   if (hit.detector >= literal_base_ || !detectors_[hit.detector].exact) return Confirmation::rejected;
   const CompiledDetector& d = detectors_[hit.detector];
   const DetectorSpec& spec = *d.spec;
+  const Confirmer::Compiled& confirmer = d.exact->get();
+  if (!confirmer.regex->ok()) return confirm_unparsed(d, window, hit, out);
   const std::size_t end = hit.end - window.base;  // local offsets from here on
   if (spec.right != Boundary::none) {
     if (end >= window.bytes.size()) {
@@ -339,8 +362,8 @@ Confirmation DetectorSet::confirm(const Window& window, Hit hit, Candidate& out)
   re2::StringPiece text(window.bytes.data(), end);
   std::array<re2::StringPiece, 2> groups;
   std::size_t search_from = end > d.max_width ? end - d.max_width : 0;
-  if (!d.exact->Match(text, search_from, end, RE2::UNANCHORED, groups.data(),
-                      d.has_value_group ? 2 : 1))
+  if (!confirmer.regex->Match(text, search_from, end, RE2::UNANCHORED, groups.data(),
+                              confirmer.has_value_group ? 2 : 1))
     return Confirmation::rejected;
   std::size_t match_start = static_cast<std::size_t>(groups[0].data() - window.bytes.data());
   if (match_start > 0 && touches(spec.left, static_cast<unsigned char>(window.bytes[match_start - 1])))
@@ -350,7 +373,7 @@ Confirmation DetectorSet::confirm(const Window& window, Hit hit, Candidate& out)
     if (!spec.preceding(window.bytes.substr(from, match_start - from))) return Confirmation::rejected;
   }
   std::size_t value_start = match_start, value_end = end;
-  if (d.has_value_group && groups[1].data() != nullptr) {
+  if (confirmer.has_value_group && groups[1].data() != nullptr) {
     value_start = static_cast<std::size_t>(groups[1].data() - window.bytes.data());
     value_end = value_start + groups[1].size();
   }
@@ -365,6 +388,19 @@ Confirmation DetectorSet::confirm(const Window& window, Hit hit, Candidate& out)
   if (!confirm_value(d, window, window.base + match_start, window.base + value_start,
                      window.base + value_end, 0, out))
     return Confirmation::rejected;
+  return Confirmation::candidate;
+}
+
+// A confirmer RE2 refused (the table's patterns all compile, dlp_test checks it; this is for a
+// compile that fails at run time): fail closed, the widest match that can end at the hit is a
+// finding that acts.
+Confirmation DetectorSet::confirm_unparsed(const CompiledDetector& d, const Window& window, Hit hit,
+                                           Candidate& out) const {
+  out.detector = hit.detector;
+  out.end = std::min(hit.end, window.end());
+  out.start = std::max(window.base, out.end > d.max_width ? out.end - d.max_width : 0);
+  out.confidence = std::max(d.spec->confidence, d.threshold);
+  out.example = false;
   return Confirmation::candidate;
 }
 

@@ -36,6 +36,26 @@ struct ContextWords {
   std::uint32_t first_letters = 0;
 };
 
+// An anchored detector's RE2 confirmer: its pattern anchored with `$` at the match end, which
+// finds the leftmost start (and the value group). Compiled on the detector's first hit, once,
+// whichever scan thread gets there first: compiling all of them up front was a third of a
+// short `airlock scan`'s CPU, and most inputs hit few detectors.
+class Confirmer {
+ public:
+  explicit Confirmer(std::string expression) : expression_(std::move(expression)) {}
+  struct Compiled {
+    std::unique_ptr<re2::RE2> regex;  // ok() unless RE2 refused the pattern
+    bool has_value_group = false;
+  };
+  const Compiled& get() const;
+  const std::string& expression() const { return expression_; }
+
+ private:
+  std::string expression_;
+  mutable std::once_flag once_;
+  mutable Compiled compiled_;
+};
+
 struct CompiledDetector {
   std::string_view id;
   Category category = Category::secret;
@@ -47,9 +67,8 @@ struct CompiledDetector {
   const DetectorSpec* spec = nullptr;  // null for the literal detectors
   ValidatorSettings settings;
   ContextWords context_words;
-  std::unique_ptr<re2::RE2> exact;  // Engine::vectorscan: the pattern anchored at the match end
-  unsigned max_width = 0;           // Engine::vectorscan: the longest match
-  bool has_value_group = false;
+  std::unique_ptr<Confirmer> exact;  // Engine::vectorscan (null for the others)
+  unsigned max_width = 0;            // Engine::vectorscan: the longest match
 };
 
 struct Hit {
@@ -116,11 +135,20 @@ class DetectorSet {
   // bytes before a match the checks look at (context words, boundaries).
   std::size_t max_match_width() const { return max_width_; }
   std::size_t lookbehind() const { return lookbehind_; }
+  // How far past a candidate's start the checks that decide it may read: the longest match, its
+  // extension (a PEM block), the lexer's and the shape matchers' look-ahead.
+  std::size_t lookahead() const { return lookahead_; }
+
+  // Compiles every enabled detector's confirmer now (they are otherwise compiled on first hit);
+  // an error names the first pattern RE2 refuses. For tests and callers that want to know early.
+  Status compile_confirmers() const;
 
  private:
   DetectorSet() = default;
   Status compile_vectorscan(const std::string& database_cache);
   Status prepare_confirmers(const std::vector<unsigned>& widths);
+  Confirmation confirm_unparsed(const CompiledDetector& d, const Window& window, Hit hit,
+                                Candidate& out) const;
   Status self_check() const;
   void index_run_engines();
   void add_candidate(std::uint32_t index, const Window& window, std::size_t match_start,
@@ -146,6 +174,7 @@ class DetectorSet {
   std::array<std::vector<std::uint32_t>, 5> by_engine_;  // enabled detectors, by Engine
   std::size_t max_width_ = 0;
   std::size_t lookbehind_ = 0;
+  std::size_t lookahead_ = 0;
   std::size_t context_window_ = 48;
 };
 

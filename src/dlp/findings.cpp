@@ -27,7 +27,7 @@ void resolve_cluster(std::vector<Ranked>::iterator first, std::vector<Ranked>::i
   auto rank_key = [](const Ranked& r) {
     const Finding& f = r.finding;
     return std::make_tuple(f.action == Action::allow, -static_cast<long long>(f.end - f.start),
-                           -f.confidence, r.detector, f.start);
+                           -f.confidence, r.detector, f.start, f.example);
   };
   std::sort(first, last, [&](const Ranked& a, const Ranked& b) { return rank_key(a) < rank_key(b); });
   std::map<std::size_t, std::size_t> taken;
@@ -76,9 +76,11 @@ std::vector<Finding> settle(const DetectorSet& detectors, const Policy& policy,
     if (c.end <= c.start) continue;
     if (auto f = decide_action(detectors, policy, c)) ranked.push_back({*f, c.detector});
   }
+  // A total order: the findings do not depend on the order the candidates came in (one scan,
+  // or pieces scanned by several threads).
   std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return std::tie(a.finding.start, a.finding.end, a.detector) <
-           std::tie(b.finding.start, b.finding.end, b.detector);
+    return std::tie(a.finding.start, a.finding.end, a.detector, a.finding.confidence, a.finding.example) <
+           std::tie(b.finding.start, b.finding.end, b.detector, b.finding.confidence, b.finding.example);
   });
   // Overlaps only matter inside a cluster of findings that overlap one another; most findings
   // are alone in theirs.

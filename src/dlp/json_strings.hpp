@@ -5,6 +5,7 @@
 // escapes, so that redacting a finding leaves valid JSON.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,16 +22,16 @@ struct DecodedStrings {
     return {origin_of(start).start, origin_of(end - 1).end};
   }
 
-  // Where the decoded bytes came from, one piece per run of plain bytes (each byte its own
-  // byte) and per escape (each byte of it the whole escape): a 1 MiB string with a few
-  // escapes is a few pieces, not a span per byte.
-  struct Piece {
-    std::size_t decoded = 0;   // text[decoded...] starts here
-    std::size_t original = 0;  // the original bytes' offset
-    std::size_t length = 0;    // of the original bytes
-    bool plain = false;        // byte for byte (else every decoded byte maps to all of it)
+  // Where the decoded bytes came from: one entry per escape (each byte it decodes to maps to all
+  // of it); the bytes between escapes are the original bytes, in order. A 1 MiB string of log
+  // lines has an escape per line break and quote, so the entries are kept small and few.
+  struct Escape {
+    std::size_t decoded = 0;   // text[decoded, decoded + decoded_length) came from it
+    std::size_t original = 0;  // data[original, original + length)
+    std::uint8_t length = 0;   // 1 (a lone backslash) to 12 (a surrogate pair)
+    std::uint8_t decoded_length = 0;
   };
-  std::vector<Piece> pieces;  // empty: no string had an escape (text is empty too)
+  std::vector<Escape> escapes;  // in order; empty: no string had an escape (text is empty too)
 
   // The original bytes that produced text[i].
   Span origin_of(std::size_t i) const;

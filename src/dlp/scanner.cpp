@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "dlp/candidates.hpp"
 #include "dlp/database_cache.hpp"
 #include "dlp/findings.hpp"
 #include "dlp/json_strings.hpp"
@@ -12,34 +13,7 @@ namespace airlock::dlp {
 namespace {
 
 using detail::Candidate;
-using detail::Confirmation;
 using detail::DetectorSet;
-using detail::Hit;
-
-// Every candidate in a whole buffer: Vectorscan hits confirmed, runs matched, literals found.
-std::vector<Candidate> find_candidates(const DetectorSet& detectors, std::string_view data,
-                                       const LiteralSet* literals) {
-  const detail::Window window{data, 0, true};
-  std::vector<Candidate> candidates;
-  std::vector<Hit> hits;
-  detectors.find_hits(data, hits);
-  for (const Hit& hit : hits) {
-    Candidate candidate;
-    if (detectors.confirm(window, hit, candidate) == Confirmation::candidate)
-      candidates.push_back(candidate);
-  }
-  detail::LexedRuns runs;
-  detail::LexCursor cursor;
-  detail::lex_runs(data, cursor, true, detectors.run_families(), runs);
-  detectors.match_runs(window, runs, candidates);
-  if (literals) {
-    hits.clear();
-    literals->compiled().find_hits(data, hits);
-    for (const Hit& hit : hits)
-      candidates.push_back(detail::literal_candidate(detectors, literals->compiled(), hit));
-  }
-  return candidates;
-}
 
 bool uses_hash(const Policy& policy) {
   if (policy.literal_action == Action::hash) return true;
@@ -72,11 +46,13 @@ ScanResult Scanner::scan(std::string_view data, const ScanOptions& options) cons
   detail::DecodedStrings decoded;
   if (options.json == JsonMode::automatic && detail::looks_like_json(data))
     decoded = detail::decode_strings_in_place(data);
+  const LiteralSet::Compiled* literals = options.literals ? &options.literals->compiled() : nullptr;
+  const unsigned threads = std::max(options.threads, 1u);
   std::vector<Candidate> candidates;
-  if (decoded.pieces.empty()) {
-    candidates = find_candidates(detectors, data, options.literals);
+  if (decoded.escapes.empty()) {
+    candidates = detail::find_candidates(detectors, data, literals, threads);
   } else {
-    candidates = find_candidates(detectors, decoded.text, options.literals);
+    candidates = detail::find_candidates(detectors, decoded.text, literals, threads);
     for (Candidate& c : candidates) {
       detail::Span original = decoded.original(c.start, c.end);
       c.start = original.start;

@@ -49,6 +49,9 @@ class LiteralSet;
 struct ScanOptions {
   const LiteralSet* literals = nullptr;  // registered secret values, see LiteralSet
   JsonMode json = JsonMode::automatic;
+  // Up to this many threads scan pieces of a large input at once (each at least 1 MiB, split
+  // after a line break); the findings are the same as with one.
+  unsigned threads = 1;
 };
 
 // Secret values registered by the caller (the credentials injected into one sandbox). Each is
