@@ -165,7 +165,11 @@ Result<std::unique_ptr<LogStore>> PostgresLogStore::open(const LogLocation& loca
   std::unique_ptr<PostgresLogStore> store(
       new PostgresLogStore(location, std::move(password), busy_timeout_ms));
   if (auto status = store->connect(); !status) return status.error();
-  Status schema = read_only ? store->check_schema() : store->create_schema();
+  // Tables that exist are used as they are: a role without CREATE on the schema can write to
+  // tables an administrator made.
+  Status schema = store->check_schema();
+  if (!schema && !read_only && schema.error().code == "not_an_audit_log")
+    schema = store->create_schema();
   if (!schema) return schema.error();
   return std::unique_ptr<LogStore>(std::move(store));
 }
