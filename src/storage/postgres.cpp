@@ -51,6 +51,9 @@ Result<ConnPtr> connect(const std::string& url, const ConnectOptions& options) {
   if (conn == nullptr) return Error::make("storage_unavailable", "out of memory");
   if (PQstatus(conn.get()) != CONNECTION_OK)
     return Error::make("storage_unavailable", redact(PQerrorMessage(conn.get()), options.secrets));
+  // libpq prints the server's notices ("relation ... already exists, skipping") on stderr;
+  // what matters comes back as errors.
+  PQsetNoticeProcessor(conn.get(), [](void*, const char*) {}, nullptr);
   return conn;
 }
 

@@ -288,14 +288,18 @@ Result<TreeEdge> PostgresLogStore::read_head(const pg::Reply& row) {
 Status PostgresLogStore::begin_write() {
   rollback();
   std::vector<pg::Reply> replies;
+  // The write transaction commits without waiting for its WAL flush, so the row lock passes to
+  // the next writer at once; commit() waits for the flush before anyone is answered.
   if (auto status = pipeline("begin a write transaction",
-                             {{"BEGIN", {}}, {std::string(kSelectHead) + " FOR UPDATE", {}}},
+                             {{"BEGIN", {}},
+                              {"SET LOCAL synchronous_commit = off", {}},
+                              {std::string(kSelectHead) + " FOR UPDATE", {}}},
                              &replies);
       !status) {
     rollback();
     return status;
   }
-  auto edge = read_head(replies.at(1));
+  auto edge = read_head(replies.at(2));
   if (!edge) {
     rollback();
     return edge.error();
@@ -343,6 +347,13 @@ Status PostgresLogStore::commit() {
     statements.push_back(std::move(update));
   }
   statements.push_back({"COMMIT", {}});
+  // Durability: a transaction that wrote WAL commits with the session's synchronous_commit (at
+  // least on), which flushes the WAL up to its commit record, so up to and past ours. (A
+  // transaction that wrote nothing is not flushed: hence the message, one small WAL record in
+  // its own transaction.) Writers in other processes take the row lock while this one waits
+  // for the flush, and the server flushes their commits together (its own group commit);
+  // nobody is answered before.
+  statements.push_back({"SELECT pg_logical_emit_message(true, 'airlock-audit', '')", {}});
   Status status = pipeline("commit", statements);
   if (status && new_edge_) ++own_commits_;
   if (!status) rollback();
