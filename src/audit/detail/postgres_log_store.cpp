@@ -244,15 +244,21 @@ Status PostgresLogStore::pipeline(const char* step, const std::vector<Statement>
                                   std::vector<pg::Reply>* replies) {
   if (conn_ == nullptr) return not_connected();
   PGconn* conn = conn_.get();
-  if (PQenterPipelineMode(conn) != 1) return failure(step, pg::reply_from(conn, nullptr, secrets_));
+  // libpq could not send or read: the connection is in no state to be used again (it may even
+  // be left in pipeline mode), so it is dropped and the next use reconnects.
+  auto broken = [&] {
+    Error error = failure(step, pg::reply_from(conn, nullptr, secrets_));
+    conn_.reset();
+    return Error::make("storage_unavailable", error.message);
+  };
+  if (PQenterPipelineMode(conn) != 1) return broken();
   for (const auto& statement : statements)
-    if (!send_params(conn, statement.sql, statement.params))
-      return failure(step, pg::reply_from(conn, nullptr, secrets_));
-  if (PQpipelineSync(conn) != 1) return failure(step, pg::reply_from(conn, nullptr, secrets_));
+    if (!send_params(conn, statement.sql, statement.params)) return broken();
+  if (PQpipelineSync(conn) != 1) return broken();
   std::optional<pg::Reply> first_error;
   for (std::size_t i = 0; i < statements.size(); ++i) {
     PGresult* result = PQgetResult(conn);
-    if (result == nullptr) return failure(step, pg::reply_from(conn, nullptr, secrets_));
+    if (result == nullptr) return broken();
     // After a failed statement the rest are skipped (PGRES_PIPELINE_ABORTED, no SQLSTATE).
     bool aborted = PQresultStatus(result) == PGRES_PIPELINE_ABORTED;
     pg::Reply reply = pg::reply_from(conn, result, secrets_);
@@ -262,8 +268,7 @@ Status PostgresLogStore::pipeline(const char* step, const std::vector<Statement>
   }
   pg::Reply sync = pg::reply_from(conn, PQgetResult(conn), secrets_);
   if (!sync.ok() && !first_error) first_error = std::move(sync);
-  if (PQexitPipelineMode(conn) != 1 && !first_error)
-    first_error = pg::reply_from(conn, nullptr, secrets_);
+  if (PQexitPipelineMode(conn) != 1) return broken();
   if (first_error) return failure(step, *first_error);
   return {};
 }
