@@ -1,9 +1,12 @@
 // bench/audit: durable appends per second (1 and 8 writers, group commit) and verify
 // throughput, beside raw SQLite inserts with the same durability (WAL, synchronous=FULL), one
-// insert per transaction and batched, and beside the cost of one fsync on this disk. Every
-// figure comes from one run: bench/run.sh audit.
+// insert per transaction and batched, and beside the cost of one fsync on this disk; and the
+// shared log: 1 writer, and 8 writers in 2 processes, on PostgreSQL (a throwaway PostgreSQL 15
+// cluster with fsync and synchronous_commit on, on the same disk) beside the same on SQLite.
+// Every figure comes from one run: bench/run.sh audit.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -20,6 +23,7 @@
 #include "audit/invocation_record.hpp"
 #include "audit/log_reader.hpp"
 #include "audit/verify.hpp"
+#include "pg_cluster.hpp"
 
 using namespace airlock::audit;
 
@@ -162,6 +166,132 @@ void BM_AuditVerify(benchmark::State& state) {
       static_cast<double>(records * state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AuditVerify)->Iterations(5)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// ---- The shared log: writer processes, SQLite and PostgreSQL ------------------------------
+
+// One cluster for the run, durable as a production server: every commit waits for its WAL
+// flush (the test clusters turn that off).
+airlock::test::PgCluster* bench_cluster() {
+  static std::unique_ptr<airlock::test::PgCluster> cluster = [] {
+    airlock::test::PgCluster::Options options;
+    options.settings = {{"fsync", "on"}, {"synchronous_commit", "on"}};
+    auto started = airlock::test::PgCluster::start(options);
+    if (!started) return std::unique_ptr<airlock::test::PgCluster>();
+    if (!(*started)->exec("CREATE ROLE bench LOGIN PASSWORD 'bench-pw'")) return std::unique_ptr<airlock::test::PgCluster>();
+    return std::move(*started);
+  }();
+  return cluster.get();
+}
+
+airlock::Result<LogLocation> fresh_location(bool postgres) {
+  static int counter = 0;
+  std::string name = "shared" + std::to_string(counter++);
+  if (!postgres) return LogLocation::sqlite(fresh_path(name));
+  auto* cluster = bench_cluster();
+  if (cluster == nullptr) return airlock::Error::make("setup_error", "no PostgreSQL cluster");
+  if (auto made = cluster->exec("CREATE DATABASE " + name + " OWNER bench"); !made) return made.error();
+  LogLocation location;
+  location.postgres_url = cluster->url("bench", "bench-pw", name);
+  location.key_file = fresh_path(name + "-key");
+  return location;
+}
+
+// A writer process: opens the log, says it is ready, waits for the start, appends
+// `per_thread` records from each of `threads` threads, sends its stats and exits.
+pid_t start_writer_process(const LogLocation& location, int threads, int per_thread,
+                           int ready_fd, int go_fd, int stats_fd) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // Every path writes its stats (zero records: failed), so the parent never waits forever.
+  std::uint64_t out[2] = {0, 0};
+  auto leave = [&](int code) {
+    if (::write(stats_fd, out, sizeof out) != sizeof out) code = 1;
+    ::_exit(code);  // never exit(): the parent's cluster would be stopped
+  };
+  auto log = AuditLog::open(location);
+  char byte = log ? 'r' : 'x';
+  if (::write(ready_fd, &byte, 1) != 1 || !log) leave(1);
+  if (::read(go_fd, &byte, 1) != 1) leave(1);
+  std::vector<nlohmann::json> fields;
+  for (int i = 0; i < per_thread; ++i) fields.push_back(invocation_fields(static_cast<std::uint64_t>(i)));
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (int i = 0; i < per_thread; ++i)
+        if (!(*log)->append(fields[static_cast<std::size_t>(i)])) failed = true;
+    });
+  for (auto& w : workers) w.join();
+  AuditLogStats stats = (*log)->stats();
+  out[0] = failed ? 0 : stats.records;
+  out[1] = stats.transactions;
+  leave(failed ? 1 : 0);  // the log's final checkpoint is not in the measured time
+  return pid;
+}
+
+// writers: 1 (one process, one thread) or 8 (two processes of four threads), all appending to
+// one log at once; the time is from the start signal to the last process's last append.
+void BM_SharedLogAppend(benchmark::State& state) {
+  const bool postgres = state.range(0) == 1;
+  const int writers = static_cast<int>(state.range(1));
+  const int processes = writers == 1 ? 1 : 2;
+  const int threads = writers / processes;
+  const int per_thread = writers == 1 ? 2000 : 1000;
+  std::uint64_t records = 0, transactions = 0;
+  for (auto _ : state) {
+    auto location = fresh_location(postgres);
+    if (!location) {
+      state.SkipWithError(location.error().message.c_str());
+      return;
+    }
+    // The log exists before the writers start, as when replicas start on a deployed database
+    // (its key is the one file every replica is given).
+    if (auto made = AuditLog::open(*location); !made || !(*made)->close()) {
+      state.SkipWithError("cannot create the log");
+      return;
+    }
+    int ready[2], go[2], stats[2];
+    if (::pipe(ready) != 0 || ::pipe(go) != 0 || ::pipe(stats) != 0) std::abort();
+    std::vector<pid_t> pids;
+    for (int p = 0; p < processes; ++p)
+      pids.push_back(start_writer_process(*location, threads, per_thread, ready[1], go[0], stats[1]));
+    bool all_ready = true;
+    for (int p = 0; p < processes; ++p) {
+      char byte = 0;
+      all_ready = ::read(ready[0], &byte, 1) == 1 && byte == 'r' && all_ready;
+    }
+    auto start = Clock::now();
+    std::string go_bytes(static_cast<std::size_t>(processes), 'g');
+    if (::write(go[1], go_bytes.data(), go_bytes.size()) < 0) all_ready = false;
+    bool ok = all_ready;
+    for (int p = 0; p < processes; ++p) {
+      std::uint64_t in[2] = {0, 0};
+      ok = ::read(stats[0], in, sizeof in) == sizeof in && in[0] > 0 && ok;
+      records += in[0];
+      transactions += in[1];
+    }
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    for (pid_t pid : pids) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    for (int fd : {ready[0], ready[1], go[0], go[1], stats[0], stats[1]}) ::close(fd);
+    if (!ok) {
+      state.SkipWithError("a writer process failed");
+      return;
+    }
+  }
+  const auto appends = state.iterations() * writers * per_thread;
+  state.SetLabel(postgres ? "PostgreSQL" : "SQLite");
+  state.counters["appends_per_s"] =
+      benchmark::Counter(static_cast<double>(appends), benchmark::Counter::kIsRate);
+  state.counters["records_per_txn"] =
+      static_cast<double>(records) / static_cast<double>(std::max<std::uint64_t>(transactions, 1));
+}
+BENCHMARK(BM_SharedLogAppend)->ArgNames({"postgres", "writers"})
+    ->Args({0, 1})->Args({1, 1})->Args({0, 8})->Args({1, 8})
+    ->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // ---- The reference: raw SQLite, same durability --------------------------------------------
 

@@ -95,57 +95,98 @@ struct TreeState {
   }
 };
 
-// Reads the tree's edge and latest checkpoint from storage and checks that they agree: the
-// checkpoint's signature holds and the stored tree has its root at its size.
-Status load_tree_state(detail::LogStore& store, const PublicKey& key, const std::string& origin,
-                       TreeState& tree) {
-  auto tail = store.tail();
-  if (!tail) return tail.error();
-  auto frontier = store.frontier(tail->size);
-  if (!frontier) return frontier.error();
+Error inconsistent(const detail::LogStore& store, const std::string& why) {
+  return Error::make("log_inconsistent", store.name() + ": " + why +
+                                             "; run `airlock audit verify` (no appends until "
+                                             "it is resolved)");
+}
+
+// The latest stored checkpoint, checked against the tree's edge: its signature holds, it is of
+// this log, at the size its row says, and the stored tree has its root at that size.
+Result<std::optional<SignedCheckpoint>> checked_latest_checkpoint(detail::LogStore& store,
+                                                                  const PublicKey& key,
+                                                                  const std::string& origin,
+                                                                  const detail::TreeEdge& edge) {
   auto latest_row = store.latest_checkpoint();
   if (!latest_row) return latest_row.error();
-  std::optional<SignedCheckpoint> latest;
-  auto inconsistent = [&](const std::string& why) {
-    return Error::make("log_inconsistent", store.path() + ": " + why +
-                                               "; run `airlock audit verify` (no appends until "
-                                               "it is resolved)");
-  };
-  if (*latest_row) {
-    auto parsed = detail::parse_stored_checkpoint(**latest_row);
-    if (!parsed) return inconsistent(parsed.error().message);
-    if (auto status = verify_checkpoint_signature(*parsed, key); !status)
-      return inconsistent("latest checkpoint: " + status.error().message);
-    const Checkpoint& cp = parsed->checkpoint;
-    if (cp.origin != origin || cp.size != (*latest_row)->size)
-      return inconsistent("latest checkpoint does not belong at size " +
-                          std::to_string((*latest_row)->size) + " of this log");
-    if (cp.size > tail->size)
-      return inconsistent("the log has " + std::to_string(tail->size) +
-                          " records but its latest checkpoint covers " + std::to_string(cp.size));
-    auto root = tree_root(cp.size, store.subtree_lookup());
-    if (!root) return inconsistent(root.error().message);
-    if (*root != cp.root)
-      return inconsistent("the stored tree does not have the latest checkpoint's root at size " +
-                          std::to_string(cp.size));
-    latest = std::move(*parsed);
-  }
+  std::optional<std::uint64_t> row_size;
+  if (*latest_row) row_size = (*latest_row)->size;
+  if (row_size != edge.checkpoint_size)
+    return inconsistent(store, "the latest checkpoint is not the one the log's head names");
+  if (!*latest_row) return std::optional<SignedCheckpoint>();
+  auto parsed = detail::parse_stored_checkpoint(**latest_row);
+  if (!parsed) return inconsistent(store, parsed.error().message);
+  if (auto status = verify_checkpoint_signature(*parsed, key); !status)
+    return inconsistent(store, "latest checkpoint: " + status.error().message);
+  const Checkpoint& cp = parsed->checkpoint;
+  const std::uint64_t size = edge.frontier.size();
+  if (cp.origin != origin || cp.size != (*latest_row)->size)
+    return inconsistent(store, "latest checkpoint does not belong at size " +
+                                   std::to_string((*latest_row)->size) + " of this log");
+  if (cp.size > size)
+    return inconsistent(store, "the log has " + std::to_string(size) +
+                                   " records but its latest checkpoint covers " +
+                                   std::to_string(cp.size));
+  auto root = cp.size == size ? Result<Hash>(edge.frontier.root())
+                              : tree_root(cp.size, store.subtree_lookup());
+  if (!root) return inconsistent(store, root.error().message);
+  if (*root != cp.root)
+    return inconsistent(store, "the stored tree does not have the latest checkpoint's root at size " +
+                                   std::to_string(cp.size));
+  return std::optional<SignedCheckpoint>(std::move(*parsed));
+}
+
+// Reads the tree's edge from the records and the latest checkpoint, and checks that they
+// agree with each other and with the edge the store keeps for writers (at open, and after a
+// reconnect: the full check).
+Status load_tree_state(detail::LogStore& store, const PublicKey& key, const std::string& origin,
+                       TreeState& tree) {
+  auto edge = store.edge_from_rows();
+  if (!edge) return edge.error();
+  if (auto kept = store.check_edge(*edge); !kept) return inconsistent(store, kept.error().message);
+  auto latest = checked_latest_checkpoint(store, key, origin, *edge);
+  if (!latest) return latest.error();
   auto version = store.data_version();
   if (!version) return version.error();
-  tree = TreeState{std::move(*frontier), tail->last_leaf, std::move(latest), *version};
+  tree = TreeState{std::move(edge->frontier), edge->last_leaf, std::move(*latest), *version};
+  return {};
+}
+
+// Another writer committed since this one last did (we hold the write lock now, so what we
+// read is the latest state): take the edge it left; check its checkpoint if it signed one.
+Status refresh_tree_state(detail::LogStore& store, const PublicKey& key, const std::string& origin,
+                          TreeState& tree, std::int64_t version) {
+  auto edge = store.edge();
+  if (!edge) return edge.error();
+  std::optional<std::uint64_t> known;
+  if (tree.latest_checkpoint) known = tree.latest_checkpoint->checkpoint.size;
+  if (edge->checkpoint_size != known) {
+    auto latest = checked_latest_checkpoint(store, key, origin, *edge);
+    if (!latest) return latest.error();
+    tree.latest_checkpoint = std::move(*latest);
+  }
+  tree.frontier = std::move(edge->frontier);
+  tree.last_leaf = edge->last_leaf;
+  tree.data_version = version;
   return {};
 }
 
 }  // namespace
 
 struct AuditLog::State {
-  State(std::string p, AuditLogOptions o, detail::LogStore s, SigningKey k, std::string orig)
-      : path(std::move(p)), options(std::move(o)), store(std::move(s)), key(std::move(k)),
-        origin(std::move(orig)), credential_key(key.derive_secret(kCredentialFingerprintLabel)) {}
+  State(LogLocation l, AuditLogOptions o, std::unique_ptr<detail::LogStore> s, SigningKey k,
+        std::string orig)
+      : location(std::move(l)), name(s->name()), options(std::move(o)), store(std::move(s)),
+        reconnectable(store->can_reconnect()), key(std::move(k)), origin(std::move(orig)),
+        credential_key(key.derive_secret(kCredentialFingerprintLabel)) {}
 
-  const std::string path;
+  const LogLocation location;
+  const std::string name;
   const AuditLogOptions options;
-  detail::LogStore store;  // used by the writer thread only once it runs
+  std::unique_ptr<detail::LogStore> store;  // used by the writer thread only once it runs
+  // After a storage failure: PostgreSQL's state is the server's, so the writer reconnects and
+  // reads it again; a SQLite file whose write failed is only trusted after a reopen.
+  const bool reconnectable;
   const SigningKey key;
   const std::string origin;
   const Hash credential_key;
@@ -158,6 +199,7 @@ struct AuditLog::State {
   // are about to append again) and those that queued meanwhile. Read by callers under `mutex`.
   std::size_t expected_callers = 1;
   std::chrono::steady_clock::duration last_fsync_duration{};  // of the last COMMIT
+  std::chrono::steady_clock::time_point next_reconnect_at{};
 
   // Shared between callers and the writer thread.
   std::mutex mutex;
@@ -186,6 +228,7 @@ struct AuditLog::State {
   Status write_transaction(Batch& batch, bool sign_unsigned);
   Status write_request(WriteRequest& request);
   Status sync_with_other_writers();
+  Status begin_or_recover();
   Result<AppendReceipt> append_record(std::vector<CanonicalMember> members);
   Status sign_checkpoint_now();
   bool checkpoint_due() const;
@@ -193,7 +236,7 @@ struct AuditLog::State {
 
 void AuditLog::State::submit(WriteRequest& request) {
   std::unique_lock lock(mutex);
-  if (stopping || failure) {
+  if (stopping || (failure && !reconnectable)) {
     request.fail(failure ? Error::make("audit_unavailable",
                                        "the audit log stopped after a storage failure (" +
                                            failure->message + "); reopen it")
@@ -209,7 +252,7 @@ void AuditLog::State::submit(WriteRequest& request) {
 }
 
 bool AuditLog::State::checkpoint_due() const {
-  return tree.has_unsigned_records() && tree.size() > 0 &&
+  return !failure && tree.has_unsigned_records() && tree.size() > 0 &&
          std::chrono::steady_clock::now() >= last_checkpoint_at + options.checkpoint_interval;
 }
 
@@ -248,7 +291,7 @@ void AuditLog::State::run_writer() {
         lock.lock();
         continue;
       }
-      if (tree.has_unsigned_records() && tree.size() > 0)
+      if (!failure && tree.has_unsigned_records() && tree.size() > 0)
         work_ready.wait_until(lock, last_checkpoint_at + options.checkpoint_interval);
       else
         work_ready.wait(lock);
@@ -281,18 +324,51 @@ void AuditLog::State::run_writer() {
   }
 }
 
+// Begins a write transaction; after a failure, first reconnects and reads the whole state again
+// (a reconnectable store), at most once a second so a dead server is not hammered.
+Status AuditLog::State::begin_or_recover() {
+  if (!failure) {
+    Status begun = store->begin_write();
+    if (!begun && reconnectable && begun.error().code == "storage_unavailable") {
+      std::lock_guard lock(mutex);
+      failure = begun.error();
+    }
+    return begun;
+  }
+  if (!reconnectable) return *failure;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_reconnect_at)
+    return Error::make("storage_unavailable", name + ": the audit log's database is unavailable (" +
+                                                  failure->message + ")");
+  next_reconnect_at = now + std::chrono::seconds(1);
+  Status status = store->reconnect();
+  if (status) status = store->begin_write();
+  // Under the write lock, so no other writer's commit lands between the reads.
+  if (status) status = load_tree_state(*store, key.public_key(), origin, tree);
+  if (!status) {
+    store->rollback();
+    return Error::make(status.error().code == "log_inconsistent" ? "log_inconsistent"
+                                                                 : "storage_unavailable",
+                       status.error().message);
+  }
+  std::lock_guard lock(mutex);
+  failure.reset();
+  return {};  // in the transaction begin_write() began
+}
+
 // One transaction for `batch`; on failure its callers get the error. Failing to take the write
 // lock (another process held it past the busy timeout) leaves nothing written, so the log stays
 // usable. Any failure after that is sticky: what reached the disk is then unknown (an fsync
-// error may have dropped pages), and only reopening, which reads the disk again, is safe.
+// error may have dropped pages), and only reopening, which reads the disk again, is safe; a
+// PostgreSQL store does that itself (begin_or_recover).
 Status AuditLog::State::process(Batch& batch, bool sign_unsigned) {
-  Status status = failure ? Status(*failure) : store.begin_write();
+  Status status = begin_or_recover();
   if (status) {
     TreeState before = tree;
     std::uint64_t checkpoints_before = checkpoints_signed;
     status = write_transaction(batch, sign_unsigned);
     if (!status) {
-      store.rollback();
+      store->rollback();
       tree = std::move(before);
       checkpoints_signed = checkpoints_before;
       std::lock_guard lock(mutex);  // callers read it in submit()
@@ -328,8 +404,12 @@ Status AuditLog::State::write_transaction(Batch& batch, bool sign_unsigned) {
       options.checkpoint_every_records;
   if ((sign_unsigned || enough_records) && tree.has_unsigned_records())
     if (auto status = sign_checkpoint_now(); !status) return status;
+  std::optional<std::uint64_t> signed_size;
+  if (tree.latest_checkpoint) signed_size = tree.latest_checkpoint->checkpoint.size;
+  if (auto status = store->set_edge({tree.frontier, tree.last_leaf, signed_size}); !status)
+    return status;
   auto fsync_started = std::chrono::steady_clock::now();
-  if (auto status = store.commit(); !status) return status;
+  if (auto status = store->commit(); !status) return status;
   last_fsync_duration = std::chrono::steady_clock::now() - fsync_started;
   {
     std::lock_guard lock(mutex);
@@ -349,10 +429,10 @@ Status AuditLog::State::write_transaction(Batch& batch, bool sign_unsigned) {
 // Another process may have appended since our last transaction (we hold the write lock now,
 // so what we read is the latest state): then the in-memory edge of the tree is stale.
 Status AuditLog::State::sync_with_other_writers() {
-  auto version = store.data_version();
+  auto version = store->data_version();
   if (!version) return version.error();
   if (*version == tree.data_version) return {};
-  return load_tree_state(store, key.public_key(), origin, tree);
+  return refresh_tree_state(*store, key.public_key(), origin, tree, *version);
 }
 
 Result<AppendReceipt> AuditLog::State::append_record(std::vector<CanonicalMember> members) {
@@ -363,7 +443,8 @@ Result<AppendReceipt> AuditLog::State::append_record(std::vector<CanonicalMember
   std::string record = canonical_object(std::move(members));
   Hash leaf = leaf_hash(as_bytes(record));
   MerkleFrontier::Completed completed = tree.frontier.append(leaf);
-  if (auto status = store.insert_record(index, record, leaf, completed); !status) return status.error();
+  if (auto status = store->insert_record(index, record, leaf, completed); !status)
+    return status.error();
   tree.last_leaf = leaf;
   return AppendReceipt{index, leaf};
 }
@@ -372,7 +453,7 @@ Status AuditLog::State::sign_checkpoint_now() {
   Checkpoint checkpoint{origin, tree.size(), tree.frontier.root(), unix_time_ms()};
   auto signed_checkpoint = sign_checkpoint(checkpoint, key);
   if (!signed_checkpoint) return signed_checkpoint.error();
-  if (auto status = store.insert_checkpoint(checkpoint.size, signed_checkpoint->body,
+  if (auto status = store->insert_checkpoint(checkpoint.size, signed_checkpoint->body,
                                             ByteView(signed_checkpoint->signature));
       !status)
     return status;
@@ -391,14 +472,19 @@ namespace {
 // Reads the log's identity, or writes it when the log is new; both under the write lock so
 // two processes creating the same log agree on one key and one origin.
 Result<std::pair<detail::LogMeta, SigningKey>> load_or_create_identity(
-    detail::LogStore& store, const std::string& path, const AuditLogOptions& options) {
+    detail::LogStore& store, const LogLocation& location, const AuditLogOptions& options) {
+  const std::string& path = store.name();
+  std::string key_file = location.signing_key_file();
+  if (key_file.empty())
+    return Error::make("invalid_argument",
+                       path + ": a PostgreSQL audit log needs a signing key file that every "
+                              "writer shares (storage.signingKeyFile)");
   if (auto status = store.begin_write(); !status) return status.error();
   auto meta = store.read_meta();
   if (!meta) {
     store.rollback();
     return meta.error();
   }
-  std::string key_file = AuditLog::key_path(path);
   if (*meta) {
     store.rollback();
     if (!options.origin.empty() && options.origin != (*meta)->origin)
@@ -430,20 +516,27 @@ Result<std::pair<detail::LogMeta, SigningKey>> load_or_create_identity(
 }  // namespace
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditLogOptions options) {
+  return open(LogLocation::sqlite(path), std::move(options));
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const LogLocation& location,
+                                                 AuditLogOptions options) {
   if (options.max_batch == 0 || options.checkpoint_every_records == 0)
     return Error::make("invalid_argument", "max_batch and checkpoint_every_records must be > 0");
   auto store = detail::LogStore::open_for_writing(
-      path, static_cast<int>(std::min<std::int64_t>(options.busy_timeout.count(), INT32_MAX)));
+      location, static_cast<int>(std::min<std::int64_t>(options.busy_timeout.count(), INT32_MAX)));
   if (!store) return store.error();
-  auto identity = load_or_create_identity(*store, path, options);
+  auto identity = load_or_create_identity(**store, location, options);
   if (!identity) return identity.error();
   auto& [meta, key] = *identity;
-  auto state = std::make_unique<State>(path, options, std::move(*store), std::move(key),
+  auto state = std::make_unique<State>(location, options, std::move(*store), std::move(key),
                                        meta.origin);
-  if (auto status = load_tree_state(state->store, state->key.public_key(), state->origin,
-                                    state->tree);
-      !status)
-    return status.error();
+  // Under the write lock, so no other writer's commit lands between the reads.
+  if (auto status = state->store->begin_write(); !status) return status.error();
+  Status loaded = load_tree_state(*state->store, state->key.public_key(), state->origin,
+                                  state->tree);
+  state->store->rollback();
+  if (!loaded) return loaded.error();
   State* raw = state.get();
   try {
     state->writer = std::thread([raw] { raw->run_writer(); });
@@ -495,6 +588,7 @@ AuditLogStats AuditLog::stats() const {
 
 const PublicKey& AuditLog::public_key() const { return state_->key.public_key(); }
 const std::string& AuditLog::origin() const { return state_->origin; }
-const std::string& AuditLog::path() const { return state_->path; }
+const std::string& AuditLog::path() const { return state_->name; }
+const LogLocation& AuditLog::location() const { return state_->location; }
 
 }  // namespace airlock::audit

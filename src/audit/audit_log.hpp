@@ -26,6 +26,7 @@
 
 #include "audit/checkpoint.hpp"
 #include "audit/hash.hpp"
+#include "audit/log_location.hpp"
 #include "audit/signing_key.hpp"
 #include "common/result.hpp"
 
@@ -62,6 +63,10 @@ class AuditLog {
   // Opens the log, creating it (and its key) when missing. Fails when the stored tree does not
   // match the latest signed checkpoint: a log that is already inconsistent is not appended to.
   static Result<std::unique_ptr<AuditLog>> open(const std::string& path,
+                                                AuditLogOptions options = {});  // SQLite
+  // A SQLite file or a PostgreSQL database. Several writers (processes, hosts) may append to
+  // one PostgreSQL log at once: each must be given the same key file.
+  static Result<std::unique_ptr<AuditLog>> open(const LogLocation& location,
                                                 AuditLogOptions options = {});
   ~AuditLog();  // close()
   AuditLog(const AuditLog&) = delete;
@@ -86,7 +91,8 @@ class AuditLog {
   AuditLogStats stats() const;
   const PublicKey& public_key() const;
   const std::string& origin() const;
-  const std::string& path() const;
+  const std::string& path() const;  // the SQLite path, or the PostgreSQL URL without password
+  const LogLocation& location() const;
 
   struct State;
 

@@ -9,8 +9,9 @@
 namespace airlock::audit {
 
 struct LogReader::State {
-  detail::LogStore store;
+  std::unique_ptr<detail::LogStore> store;
   detail::LogMeta meta;
+  LogLocation location;
 };
 
 LogReader::LogReader(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -19,31 +20,36 @@ LogReader& LogReader::operator=(LogReader&&) noexcept = default;
 LogReader::~LogReader() = default;
 
 Result<LogReader> LogReader::open(const std::string& path) {
-  auto store = detail::LogStore::open_for_reading(path);
-  if (!store) return store.error();
-  auto meta = store->read_meta();
-  if (!meta) return meta.error();
-  if (!*meta)
-    return Error::make("not_an_audit_log", path + " is not an Airlock audit log: it has no identity");
-  return LogReader(std::make_unique<State>(State{std::move(*store), std::move(**meta)}));
+  return open(LogLocation::sqlite(path));
 }
 
-const std::string& LogReader::path() const { return state_->store.path(); }
+Result<LogReader> LogReader::open(const LogLocation& location) {
+  auto store = detail::LogStore::open_for_reading(location);
+  if (!store) return store.error();
+  auto meta = (*store)->read_meta();
+  if (!meta) return meta.error();
+  if (!*meta) return detail::not_a_log((*store)->name(), "it has no identity");
+  return LogReader(
+      std::make_unique<State>(State{std::move(*store), std::move(**meta), location}));
+}
+
+const std::string& LogReader::path() const { return state_->store->name(); }
+const LogLocation& LogReader::location() const { return state_->location; }
 const std::string& LogReader::origin() const { return state_->meta.origin; }
 const PublicKey& LogReader::public_key() const { return state_->meta.public_key; }
-detail::LogStore& LogReader::store() { return state_->store; }
+detail::LogStore& LogReader::store() { return *state_->store; }
 
-Status LogReader::begin_snapshot() { return state_->store.begin_read(); }
-void LogReader::end_snapshot() { state_->store.rollback(); }
+Status LogReader::begin_snapshot() { return state_->store->begin_read(); }
+void LogReader::end_snapshot() { state_->store->rollback(); }
 
 Result<std::uint64_t> LogReader::size() {
-  auto tail = state_->store.tail();
+  auto tail = state_->store->tail();
   if (!tail) return tail.error();
   return tail->size;
 }
 
 Result<std::string> LogReader::record(std::uint64_t index) {
-  auto record = state_->store.record(index);
+  auto record = state_->store->record(index);
   if (!record) return record.error();
   if (!*record) return Error::make("not_found", "the log has no record " + std::to_string(index));
   return std::move(**record);
@@ -51,21 +57,21 @@ Result<std::string> LogReader::record(std::uint64_t index) {
 
 Status LogReader::for_each_record(
     std::uint64_t from, const std::function<bool(std::uint64_t, std::string_view)>& visit) {
-  auto cursor = state_->store.records_from(from);
+  auto cursor = state_->store->records_from(from);
   if (!cursor) return cursor.error();
   while (true) {
-    auto row = cursor->next();
+    auto row = (*cursor)->next();
     if (!row) return row.error();
     if (!*row) return {};
-    ByteView record = cursor->record();
-    if (!visit(cursor->index(),
+    ByteView record = (*cursor)->record();
+    if (!visit((*cursor)->index(),
                std::string_view(reinterpret_cast<const char*>(record.data()), record.size())))
       return {};
   }
 }
 
 Result<std::vector<SignedCheckpoint>> LogReader::checkpoints() {
-  auto rows = state_->store.checkpoints();
+  auto rows = state_->store->checkpoints();
   if (!rows) return rows.error();
   std::vector<SignedCheckpoint> out;
   for (const auto& row : *rows) {
@@ -77,7 +83,7 @@ Result<std::vector<SignedCheckpoint>> LogReader::checkpoints() {
 }
 
 Result<std::optional<SignedCheckpoint>> LogReader::latest_checkpoint() {
-  auto row = state_->store.latest_checkpoint();
+  auto row = state_->store->latest_checkpoint();
   if (!row) return row.error();
   if (!*row) return std::optional<SignedCheckpoint>();
   auto parsed = detail::parse_stored_checkpoint(**row);
@@ -88,15 +94,15 @@ Result<std::optional<SignedCheckpoint>> LogReader::latest_checkpoint() {
 }
 
 Result<Hash> LogReader::root(std::uint64_t tree_size) {
-  return tree_root(tree_size, state_->store.subtree_lookup());
+  return tree_root(tree_size, state_->store->subtree_lookup());
 }
 
 Result<std::vector<Hash>> LogReader::inclusion_proof(std::uint64_t index, std::uint64_t tree_size) {
-  return audit::inclusion_proof(index, tree_size, state_->store.subtree_lookup());
+  return audit::inclusion_proof(index, tree_size, state_->store->subtree_lookup());
 }
 
 Result<std::vector<Hash>> LogReader::consistency_proof(std::uint64_t size1, std::uint64_t size2) {
-  return audit::consistency_proof(size1, size2, state_->store.subtree_lookup());
+  return audit::consistency_proof(size1, size2, state_->store->subtree_lookup());
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // LogReader: read-only access to an audit log: records, checkpoints, proofs. Opens the SQLite
-// file read-only and needs no key; every method reads inside its own snapshot unless the
+// file read-only (or connects to the PostgreSQL database) and needs no key; every method reads inside its own snapshot unless the
 // caller holds one (snapshot()).
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "audit/checkpoint.hpp"
 #include "audit/hash.hpp"
+#include "audit/log_location.hpp"
 #include "audit/signing_key.hpp"
 #include "common/result.hpp"
 
@@ -26,12 +27,14 @@ class LogStore;
 
 class LogReader {
  public:
-  static Result<LogReader> open(const std::string& path);
+  static Result<LogReader> open(const std::string& path);  // a SQLite file
+  static Result<LogReader> open(const LogLocation& location);
   LogReader(LogReader&&) noexcept;
   LogReader& operator=(LogReader&&) noexcept;
   ~LogReader();
 
-  const std::string& path() const;
+  const std::string& path() const;  // the SQLite path, or the PostgreSQL URL without its password
+  const LogLocation& location() const;
   const std::string& origin() const;
   const PublicKey& public_key() const;  // as stored in the log: trust it only as far as the file
 

@@ -175,21 +175,21 @@ class LogVerifier {
     std::size_t next_target = 0;
     if (!check_roots_at(frontier, next_target, last_matched_size)) return {};
     while (true) {
-      auto has_row = cursor->next();
+      auto has_row = (*cursor)->next();
       if (!has_row) return has_row.error();
       if (!*has_row) break;
       RowFacts row;
       row.position = frontier.size();
-      row.rowid = cursor->index();
-      std::string_view record = as_text(cursor->record());
-      row.leaf = leaf_hash(cursor->record());
+      row.rowid = (*cursor)->index();
+      std::string_view record = as_text((*cursor)->record());
+      row.leaf = leaf_hash((*cursor)->record());
       row.index_member = parse_index_member(record);
       row.prev_matches =
           find_top_level_member(record, "prev") == quoted_hex(previous_leaf);
-      row.stored_leaf_matches = equal_bytes(cursor->leaf_hash(), ByteView(row.leaf));
+      row.stored_leaf_matches = equal_bytes((*cursor)->leaf_hash(), ByteView(row.leaf));
       MerkleFrontier::Completed completed = frontier.append(row.leaf);
       row.stored_subtrees_match =
-          equal_bytes(cursor->subtree_hashes(),
+          equal_bytes((*cursor)->subtree_hashes(),
                       ByteView(completed.hashes.front().data(), completed.count * kHashSize));
       if (!row.sound()) {
         record_anomaly_ = true;
@@ -247,9 +247,9 @@ class LogVerifier {
   Result<bool> next_row_claims(std::uint64_t position, std::uint64_t index) {
     auto cursor = store_.records_from(position + 1);
     if (!cursor) return cursor.error();
-    auto row = cursor->next();
+    auto row = (*cursor)->next();
     if (!row) return row.error();
-    return *row && parse_index_member(as_text(cursor->record())) == index;
+    return *row && parse_index_member(as_text((*cursor)->record())) == index;
   }
 
   // Names what is wrong with a row that is not sound. The checks go from the most to the
@@ -349,10 +349,10 @@ class LogVerifier {
     if (!cursor) return cursor.error();
     MerkleFrontier frontier;
     for (std::uint64_t row_position = 0; frontier.size() < size; ++row_position) {
-      auto row = cursor->next();
+      auto row = (*cursor)->next();
       if (!row) return row.error();
       if (!*row) return std::optional<Hash>();
-      if (row_position != position) frontier.append(leaf_hash(cursor->record()));
+      if (row_position != position) frontier.append(leaf_hash((*cursor)->record()));
     }
     return std::optional<Hash>(frontier.root());
   }
@@ -365,10 +365,10 @@ class LogVerifier {
     std::optional<std::uint64_t> position_of_p;
     bool f_seen_again = false;
     for (std::uint64_t position = p + 1;; ++position) {
-      auto row = cursor->next();
+      auto row = (*cursor)->next();
       if (!row) return row.error();
       if (!*row) break;
-      auto index = parse_index_member(as_text(cursor->record()));
+      auto index = parse_index_member(as_text((*cursor)->record()));
       if (index == p && !position_of_p) position_of_p = position;
       if (index == f) f_seen_again = true;
       if (position_of_p && f_seen_again) break;

@@ -10,6 +10,8 @@
 #include "audit/log_reader.hpp"
 #include "audit/verify.hpp"
 #include "common/utc_time.hpp"
+#include "policy/config.hpp"
+#include "storage/audit_location.hpp"
 #include "cli/commands.hpp"
 
 namespace airlock::cli {
@@ -24,10 +26,23 @@ int fail(const std::string& command, const std::string& message) {
   return kError;
 }
 
+// Which log: the positional path (a SQLite file), or the store `--config FILE` names
+// (storage.postgres, else <dataDir>/audit.db), as the daemon configured with it appends there.
+Result<audit::LogLocation> log_location(const std::string& path, const std::string& config_file) {
+  if (path.empty() == config_file.empty())
+    return Error::make("invalid_argument",
+                       "give the log's path or --config FILE (the daemon's configuration), one of them");
+  if (config_file.empty()) return audit::LogLocation::sqlite(path);
+  auto config = policy::load_config(config_file);
+  if (!config) return Error::make(config.error().code, "--config " + config_file + ": " + config.error().message);
+  return storage::audit_log_location(config->storage);
+}
+
 // The public part of the log's key file, when this user can read it: verify then also checks
 // that the key recorded in the log is still the one the file holds.
-std::optional<audit::PublicKey> key_file_public_key(const std::string& log_path) {
-  auto key = audit::SigningKey::load(audit::AuditLog::key_path(log_path));
+std::optional<audit::PublicKey> key_file_public_key(const audit::LogLocation& location) {
+  if (location.signing_key_file().empty()) return std::nullopt;
+  auto key = audit::SigningKey::load(location.signing_key_file());
   if (!key) return std::nullopt;
   return key->public_key();
 }
@@ -62,15 +77,16 @@ void print_verify_report(const audit::VerifyReport& report, const std::string& p
                  "crashed); `airlock audit checkpoint` signs them\n";
 }
 
-int verify_command(const std::string& path, const std::string& trusted_file, bool json) {
+int verify_command(const audit::LogLocation& location, const std::string& trusted_file, bool json) {
+  const std::string path = location.describe();
   audit::VerifyOptions options;
   if (!trusted_file.empty()) {
     auto trusted = read_trusted_checkpoint(trusted_file);
     if (!trusted) return fail("verify", "--trusted: " + trusted.error().message);
     options.trusted = std::move(*trusted);
   }
-  options.expected_key = key_file_public_key(path);
-  auto reader = audit::LogReader::open(path);
+  options.expected_key = key_file_public_key(location);
+  auto reader = audit::LogReader::open(location);
   if (!reader) return fail("verify", reader.error().message);
   auto report = audit::verify_log(*reader, options);
   if (!report) return fail("verify", report.error().message);
@@ -101,8 +117,9 @@ void print_approval_record(const nlohmann::json& record) {
 }
 
 // `invocation`: only the records of that invocation (its chain: request, decisions, outcome).
-int show_command(const std::string& path, std::uint64_t from, bool json, const std::string& invocation) {
-  auto reader = audit::LogReader::open(path);
+int show_command(const audit::LogLocation& location, std::uint64_t from, bool json,
+                 const std::string& invocation) {
+  auto reader = audit::LogReader::open(location);
   if (!reader) return fail("show", reader.error().message);
   auto records = nlohmann::json::array();
   auto status = reader->for_each_record(from, [&](std::uint64_t index, std::string_view text) {
@@ -133,8 +150,9 @@ int show_command(const std::string& path, std::uint64_t from, bool json, const s
   return kGood;
 }
 
-int prove_command(const std::string& path, std::uint64_t index) {
-  auto reader = audit::LogReader::open(path);
+int prove_command(const audit::LogLocation& location, std::uint64_t index) {
+  const std::string path = location.describe();
+  auto reader = audit::LogReader::open(location);
   if (!reader) return fail("prove", reader.error().message);
   auto proof = audit::prove_record(*reader, index);
   if (!proof) {
@@ -152,8 +170,8 @@ int prove_command(const std::string& path, std::uint64_t index) {
   return kGood;
 }
 
-int checkpoint_command(const std::string& path) {
-  auto log = audit::AuditLog::open(path);
+int checkpoint_command(const audit::LogLocation& location) {
+  auto log = audit::AuditLog::open(location);
   if (!log) return fail("checkpoint", log.error().message);
   auto checkpoint = (*log)->checkpoint();
   if (!checkpoint) return fail("checkpoint", checkpoint.error().message);
@@ -162,8 +180,8 @@ int checkpoint_command(const std::string& path) {
   return kGood;
 }
 
-int export_command(const std::string& path) {
-  auto reader = audit::LogReader::open(path);
+int export_command(const audit::LogLocation& location) {
+  auto reader = audit::LogReader::open(location);
   if (!reader) return fail("export", reader.error().message);
   // The exact bytes each leaf hash covers, one per line: a canonical record has no raw newline.
   auto status = reader->for_each_record(0, [](std::uint64_t, std::string_view text) {
@@ -175,11 +193,11 @@ int export_command(const std::string& path) {
   return std::cout ? kGood : fail("export", "cannot write the output");
 }
 
-int key_command(const std::string& path, bool json) {
-  std::string key_file = audit::AuditLog::key_path(path);
-  std::optional<audit::PublicKey> key = key_file_public_key(path);
+int key_command(const audit::LogLocation& location, bool json) {
+  std::string key_file = location.signing_key_file();
+  std::optional<audit::PublicKey> key = key_file_public_key(location);
   if (!key) {
-    auto reader = audit::LogReader::open(path);
+    auto reader = audit::LogReader::open(location);
     if (!reader)
       return fail("key", "no readable key file " + key_file + " and no log: " +
                              reader.error().message);
@@ -197,6 +215,23 @@ int key_command(const std::string& path, bool json) {
   return kGood;
 }
 
+
+// The location, or exit status 2 with the reason.
+template <typename Command>
+int with_location(const char* name, const std::string& path, const std::string& config,
+                  Command command) {
+  auto location = log_location(path, config);
+  if (!location) return fail(name, location.error().message);
+  return command(*location);
+}
+
+void add_log_options(CLI::App* command, std::string& path, std::string& config) {
+  command->add_option("path", path, "The audit log (a SQLite file)");
+  command->add_option("--config", config,
+                      "The daemon's configuration: its storage section names the log (SQLite or "
+                      "PostgreSQL)");
+}
+
 }  // namespace
 
 void add_audit_command(CLI::App& app, ExitStatus& status) {
@@ -204,50 +239,81 @@ void add_audit_command(CLI::App& app, ExitStatus& status) {
   audit->require_subcommand(1);
 
   struct Options {
-    std::string path, trusted, invocation;
+    std::string path, config, trusted, invocation;
+    std::vector<std::string> prove_args;  // [path] index
     bool json = false, jsonl = false;
-    std::uint64_t from = 0, index = 0;
+    std::uint64_t from = 0;
   };
   auto o = std::make_shared<Options>();
 
   auto* verify = audit->add_subcommand(
       "verify", "Recompute every leaf and root, check every signature; exit 0 good, 1 tampered, 2 error");
-  verify->add_option("path", o->path, "The audit log")->required();
+  add_log_options(verify, o->path, o->config);
   verify->add_option("--trusted", o->trusted,
                      "A checkpoint kept from before (`airlock audit checkpoint` output): catches "
                      "truncation, rollback and re-keying");
   verify->add_flag("--json", o->json, "Print the report as JSON");
-  verify->callback([o, &status] { status.code = verify_command(o->path, o->trusted, o->json); });
+  verify->callback([o, &status] {
+    status.code = with_location("verify", o->path, o->config, [&](const audit::LogLocation& l) {
+      return verify_command(l, o->trusted, o->json);
+    });
+  });
 
   auto* show = audit->add_subcommand("show", "Print records");
-  show->add_option("path", o->path, "The audit log")->required();
+  add_log_options(show, o->path, o->config);
   show->add_option("--from", o->from, "First index to print (default 0)");
   show->add_flag("--json", o->json, "Print a JSON array of records");
   show->add_option("--invocation", o->invocation,
                    "Only the records of this invocation: its chain (an approval's request, each decision, "
                    "the expiry, the execution)");
-  show->callback([o, &status] { status.code = show_command(o->path, o->from, o->json, o->invocation); });
+  show->callback([o, &status] {
+    status.code = with_location("show", o->path, o->config, [&](const audit::LogLocation& l) {
+      return show_command(l, o->from, o->json, o->invocation);
+    });
+  });
 
   auto* prove = audit->add_subcommand(
       "prove", "Print a record, its inclusion proof and the latest checkpoint as JSON");
-  prove->add_option("path", o->path, "The audit log")->required();
-  prove->add_option("index", o->index, "Record index")->required();
-  prove->callback([o, &status] { status.code = prove_command(o->path, o->index); });
+  prove->add_option("args", o->prove_args, "[path] index: the audit log (unless --config) and the record's index")
+      ->required()->expected(1, 2);
+  prove->add_option("--config", o->config,
+                    "The daemon's configuration: its storage section names the log");
+  prove->callback([o, &status] {
+    const auto& args = o->prove_args;
+    const std::string& index_text = args.back();
+    if (index_text.empty() || index_text.size() > 19 ||
+        index_text.find_first_not_of("0123456789") != std::string::npos) {
+      status.code = fail("prove", "the index must be a whole number, not " + index_text);
+      return;
+    }
+    const std::string path = args.size() == 2 ? args.front() : "";
+    status.code = with_location("prove", path, o->config, [&](const audit::LogLocation& l) {
+      return prove_command(l, std::stoull(index_text));
+    });
+  });
 
   auto* checkpoint = audit->add_subcommand(
       "checkpoint", "Sign a checkpoint over every record now and print it (keep it for --trusted)");
-  checkpoint->add_option("path", o->path, "The audit log (created if missing)")->required();
-  checkpoint->callback([o, &status] { status.code = checkpoint_command(o->path); });
+  add_log_options(checkpoint, o->path, o->config);
+  checkpoint->callback([o, &status] {
+    status.code = with_location("checkpoint", o->path, o->config, checkpoint_command);
+  });
 
   auto* exporter = audit->add_subcommand("export", "Print every record exactly as hashed");
-  exporter->add_option("path", o->path, "The audit log")->required();
+  add_log_options(exporter, o->path, o->config);
   exporter->add_flag("--jsonl", o->jsonl, "One canonical record per line")->required();
-  exporter->callback([o, &status] { status.code = export_command(o->path); });
+  exporter->callback([o, &status] {
+    status.code = with_location("export", o->path, o->config, export_command);
+  });
 
   auto* key = audit->add_subcommand("key", "Print the public key that signs the log's checkpoints");
-  key->add_option("path", o->path, "The audit log")->required();
+  add_log_options(key, o->path, o->config);
   key->add_flag("--json", o->json, "Print the key as JSON");
-  key->callback([o, &status] { status.code = key_command(o->path, o->json); });
+  key->callback([o, &status] {
+    status.code = with_location("key", o->path, o->config, [&](const audit::LogLocation& l) {
+      return key_command(l, o->json);
+    });
+  });
 }
 
 }  // namespace airlock::cli

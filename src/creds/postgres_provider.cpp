@@ -1,11 +1,9 @@
 #include "creds/postgres_provider.hpp"
 
-#include <libpq-fe.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-#include <poll.h>
 
 #include <algorithm>
 #include <array>
@@ -16,13 +14,14 @@
 
 #include "common/hex.hpp"
 #include "common/percent_encoding.hpp"
+#include "storage/postgres.hpp"
 
 namespace airlock::creds {
 
 namespace {
 
-using ConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
-using ResultPtr = std::unique_ptr<PGresult, decltype(&PQclear)>;
+using storage::pg::ConnPtr;
+using storage::pg::Reply;
 
 constexpr std::array<std::string_view, 7> kPrivileges = {
     "select", "insert", "update", "delete", "truncate", "references", "trigger"};
@@ -48,68 +47,18 @@ Error unavailable(std::string message) {
   return Error::make("credential_unavailable", std::move(message));
 }
 
-std::string trim(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-std::string replace_all(std::string text, const std::string& what, const std::string& with) {
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
-    text.replace(at, what.size(), with);
-  return text;
-}
-
-// The admin URL's password as libpq reads it (percent-decoded). nullopt: not a connection
-// string. libpq's own message about why is not used: it may quote the URL.
-std::optional<std::string> admin_password(const std::string& url) {
-  char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
-  PQfreemem(error);
-  if (options == nullptr) return std::nullopt;
-  std::string password;
-  for (auto* o = options; o->keyword != nullptr; ++o)
-    if (std::string_view(o->keyword) == "password" && o->val != nullptr) password = o->val;
-  PQconninfoFree(options);
-  return password;
-}
-
-struct Reply {
-  ResultPtr result{nullptr, &PQclear};
-  std::string sqlstate;  // "" when it succeeded
-  std::string message;
-
-  bool ok() const { return sqlstate.empty(); }
-  int rows() const { return PQntuples(result.get()); }
-  std::string value(int row, int column) const { return PQgetvalue(result.get(), row, column); }
-};
-
-std::string redact(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& secret : secrets)
-    if (!secret.empty()) text = replace_all(std::move(text), secret, "[redacted]");
-  return trim(std::move(text));
-}
-
 // An admin connection to a server, its dbname the server's database when it names one.
 // `secrets` (the URL, its password) are kept out of the error.
 Result<ConnPtr> connect_admin(const std::string& server, const std::string& url,
                               const std::string& database,
                               const std::vector<std::string>& secrets) {
-  const std::string timeout = std::to_string(PostgresProvider::kConnectTimeoutSeconds);
-  // expand_dbname: the first dbname is the URL; the later one (the server's database) wins.
-  std::vector<const char*> keys = {"dbname", "connect_timeout", "application_name"};
-  std::vector<const char*> values = {url.c_str(), timeout.c_str(), "airlock"};
-  if (!database.empty()) {
-    keys.push_back("dbname");
-    values.push_back(database.c_str());
-  }
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  ConnPtr conn(PQconnectdbParams(keys.data(), values.data(), 1), &PQfinish);
-  if (conn == nullptr) return unavailable("postgres server '" + server + "': out of memory");
-  if (PQstatus(conn.get()) != CONNECTION_OK)
-    return unavailable("postgres server '" + server +
-                       "': " + redact(PQerrorMessage(conn.get()), secrets));
-  return conn;
+  storage::pg::ConnectOptions options;
+  options.connect_timeout_seconds = PostgresProvider::kConnectTimeoutSeconds;
+  options.secrets = secrets;
+  if (!database.empty()) options.keywords.emplace_back("dbname", database);
+  auto conn = storage::pg::connect(url, options);
+  if (!conn) return unavailable("postgres server '" + server + "': " + conn.error().message);
+  return std::move(*conn);
 }
 
 // One admin connection in use, and every secret its messages must never show.
@@ -127,17 +76,7 @@ class Session {
   bool went_stale() const { return pooled_ && PQstatus(conn_.get()) != CONNECTION_OK; }
   ConnPtr release() { return std::move(conn_); }
 
-  Reply run(const std::string& sql) const {
-    Reply reply;
-    reply.result.reset(PQexec(conn_.get(), sql.c_str()));
-    auto status = PQresultStatus(reply.result.get());
-    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return reply;
-    const char* state = PQresultErrorField(reply.result.get(), PG_DIAG_SQLSTATE);
-    reply.sqlstate = state != nullptr ? state : "08006";  // no result: the connection failed
-    reply.message = redact(reply.result ? PQresultErrorMessage(reply.result.get())
-                                        : PQerrorMessage(conn_.get()));
-    return reply;
-  }
+  Reply run(const std::string& sql) const { return storage::pg::run(conn_.get(), sql, secrets_); }
 
   std::string identifier(const std::string& name) const {
     return escaped(PQescapeIdentifier(conn_.get(), name.data(), name.size()));
@@ -149,7 +88,7 @@ class Session {
   std::string database() const { return PQdb(conn_.get()); }
   const std::string& server() const { return server_; }
 
-  std::string redact(std::string text) const { return creds::redact(std::move(text), secrets_); }
+  std::string redact(std::string text) const { return storage::pg::redact(std::move(text), secrets_); }
 
  private:
   static std::string escaped(char* text) {
@@ -165,14 +104,6 @@ class Session {
   ConnPtr conn_;
   bool pooled_ = false;
 };
-
-// Idle, healthy: no transaction open, nothing unread (a server that closes a connection
-// first sends why, so a closed one is readable).
-bool reusable(PGconn* conn) {
-  if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) return false;
-  pollfd p{PQsocket(conn), POLLIN | POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) == 0;
-}
 
 struct Grant {
   std::string privilege;  // upper case, from kPrivileges
@@ -343,7 +274,7 @@ struct PostgresProvider::Pool {
     const auto now = std::chrono::steady_clock::now();
     // The newest first; anything idle too long or unhealthy is closed on the way.
     for (std::size_t i = idle.size(); i-- > 0;) {
-      if (now - idle[i].since > kMaxIdleTime || !reusable(idle[i].conn.get())) {
+      if (now - idle[i].since > kMaxIdleTime || !storage::pg::reusable(idle[i].conn.get())) {
         idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(i));
       } else if (idle[i].key == key) {
         ConnPtr conn = std::move(idle[i].conn);
@@ -355,7 +286,7 @@ struct PostgresProvider::Pool {
   }
 
   void give(std::string key, ConnPtr conn) {
-    if (conn == nullptr || !reusable(conn.get())) return;
+    if (conn == nullptr || !storage::pg::reusable(conn.get())) return;
     std::lock_guard lock(mutex);
     if (idle.size() >= kMaxIdle) idle.erase(idle.begin());
     idle.push_back({std::move(key), std::move(conn), std::chrono::steady_clock::now()});
@@ -378,7 +309,7 @@ auto with_admin(PostgresProvider::Pool& pool, const PostgresProvider::AdminUrl& 
   if (!url)
     return unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret +
                        "': " + url.error().message);
-  auto password = admin_password(*url);
+  auto password = storage::pg::url_password(*url);
   if (!password)
     return unavailable("postgres server '" + server.name +
                        "': its admin URL is not a libpq connection string");

@@ -63,10 +63,24 @@ struct ServerConfig {
   unsigned max_warm_templates = 8;  // warm templates running at once (policy/warm_config.hpp)
 };
 
+// storage.postgres: the database the audit log lives in when several daemons share it
+// (policy/config_storage.cpp). The password is in the URL or in password_file, not both.
+struct PostgresStorage {
+  std::string url;            // postgresql://user[:password]@host:port/database
+  std::string password_file;  // "" when the URL has the password (or the server needs none)
+  bool operator==(const PostgresStorage&) const = default;
+};
+
 struct StorageConfig {
   std::string data_dir = "./airlock-data";
   std::uint32_t checkpoint_every = 1000;           // audit records
   std::chrono::milliseconds checkpoint_interval{60'000};
+  // Set: the audit log is in PostgreSQL (only the audit log, so far: the rest of the state
+  // stays in <data_dir>/state.db). None: <data_dir>/audit.db, SQLite.
+  std::optional<PostgresStorage> postgres;
+  // The key that signs the audit log's checkpoints; required with postgres (every writer
+  // shares it). "": <data_dir>/audit.db.key.
+  std::string signing_key_file;
 };
 
 // principals[].certificate: the client certificate (mTLS) that authenticates as a principal.

@@ -1,4 +1,4 @@
-// The server, storage and dlp sections, and the HOST:PORT of server.listen.
+// The server and dlp sections, and the HOST:PORT of server.listen.
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -148,18 +148,6 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   });
   r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
   r.field(n, "mcp", [&](const YAML::Node& v) { s.mcp = read_mcp_endpoint(r, v); });
-}
-
-void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
-  r.only_keys(n, "storage", {"dataDir", "checkpointEvery", "checkpointInterval"});
-  r.field(n, "dataDir", [&](const YAML::Node& v) { s.data_dir = r.path(v, "storage.dataDir"); });
-  r.field(n, "checkpointEvery", [&](const YAML::Node& v) {
-    s.checkpoint_every =
-        static_cast<std::uint32_t>(r.unsigned_int(v, "storage.checkpointEvery", 1 << 30));
-  });
-  r.field(n, "checkpointInterval", [&](const YAML::Node& v) {
-    s.checkpoint_interval = r.duration(v, "storage.checkpointInterval");
-  });
 }
 
 void read_dlp(Reader& r, const YAML::Node& n, std::string& policy) {

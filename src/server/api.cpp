@@ -259,7 +259,7 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
     if (parts[3].empty() || parts[3].size() > 19 || parts[3].find_first_not_of("0123456789") != std::string::npos)
       return reply(error_response(400, "invalid_input", "the index must be a whole number"));
     index = std::stoull(parts[3]);
-    auto reader = audit::LogReader::open(s_.audit->path());
+    auto reader = audit::LogReader::open(s_.audit->location());
     if (!reader) return reply(error_response(500, "audit", reader.error().message));
     auto proof = audit::prove_record(*reader, index);
     if (!proof) return reply(error_response(404, "not_found", proof.error().message));
@@ -297,10 +297,10 @@ HttpResponse invocation_answer(const pipeline::Invocation& inv) {
 // GET /v1/audit/verify on a worker: the whole log verified from its records up, as `airlock
 // audit verify` does, under the daemon's own key.
 void Api::verify_audit(std::function<void(HttpResponse)> reply) const {
-  const std::string path = s_.audit->path();
+  const audit::LogLocation location = s_.audit->location();
   const audit::PublicKey key = s_.audit->public_key();
-  bool accepted = s_.executor->submit([path, key, reply] {
-    auto reader = audit::LogReader::open(path);
+  bool accepted = s_.executor->submit([location, key, reply] {
+    auto reader = audit::LogReader::open(location);
     if (!reader) return reply(error_response(500, "audit", reader.error().message));
     audit::VerifyOptions options;
     options.expected_key = key;

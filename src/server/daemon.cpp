@@ -30,6 +30,7 @@
 #include "mcp/pin_store.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
+#include "storage/audit_location.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "sandbox/cgroup.hpp"
 #include "server/data_dir_lock.hpp"
@@ -99,6 +100,8 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
   check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,
         "storage.checkpointInterval");
+  check(a.storage.postgres == b.storage.postgres, "storage.postgres");
+  check(a.storage.signing_key_file == b.storage.signing_key_file, "storage.signingKeyFile");
   // The backends are made at start (server/tier_backends.hpp).
   check(a.tier_backends == b.tier_backends, "tiers.<risk>.backend");
   return changed;
@@ -169,7 +172,7 @@ struct Daemon::State {
   void discover_mcp_tools(const policy::Config& cfg);
 };
 
-// <dataDir>/audit.db (+ .key), state.db, runtime/airlock_runner.py.
+// <dataDir>/audit.db (+ .key) or storage.postgres, state.db, runtime/airlock_runner.py.
 Status Daemon::State::open_storage(const policy::Config& cfg) {
   const std::string& dir = cfg.storage.data_dir;
   data_dir = dir;
@@ -183,7 +186,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   audit::AuditLogOptions audit_options;
   audit_options.checkpoint_every_records = cfg.storage.checkpoint_every;
   audit_options.checkpoint_interval = cfg.storage.checkpoint_interval;
-  auto log = audit::AuditLog::open(dir + "/audit.db", audit_options);
+  // storage.postgres: the audit log (only it, so far) is the database's, shared with every
+  // daemon configured with it; state.db and the rest stay in the data directory.
+  auto log = audit::AuditLog::open(storage::audit_log_location(cfg.storage), audit_options);
   if (!log) return log.error();
   audit = std::move(*log);
   auto signer = identity::TokenSigner::load_or_create(dir + "/token.key");

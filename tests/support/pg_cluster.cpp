@@ -181,10 +181,10 @@ Status PgCluster::init() {
   return made;
 }
 
-Status PgCluster::launch() {
+Status PgCluster::launch(std::uint16_t fixed_port) {
   std::string why;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto port = free_port();
+  for (int attempt = 0; attempt < (fixed_port != 0 ? 1 : 3); ++attempt) {
+    auto port = fixed_port != 0 ? Result<std::uint16_t>(fixed_port) : free_port();
     if (!port) return port.error();
     port_ = *port;
     std::vector<std::string> args = {std::string(kBinDir) + "/postgres",
@@ -236,6 +236,13 @@ void PgCluster::stop() {
     std::this_thread::sleep_for(10ms);
   }
   postmaster_ = -1;
+}
+
+void PgCluster::stop_server() { stop(); }
+
+Status PgCluster::restart_server() {
+  stop();
+  return launch(port_);
 }
 
 std::string PgCluster::log() const {

@@ -50,6 +50,11 @@ class PgCluster {
   std::filesystem::path log_file() const { return dir_ / "postgres.log"; }
   std::string log() const;  // the server's log so far
 
+  // Immediate shutdown of the server (its data stays), and a start on the same port: what
+  // clients do while their database is down and after it is back.
+  void stop_server();
+  Status restart_server();
+
   // postgresql://user:password@127.0.0.1:port/database (percent-encoded).
   std::string url(const std::string& user, const std::string& password,
                   const std::string& database) const;
@@ -66,7 +71,7 @@ class PgCluster {
   PgCluster(std::filesystem::path dir, Options options)
       : dir_(std::move(dir)), options_(std::move(options)) {}
   Status init();
-  Status launch();
+  Status launch(std::uint16_t fixed_port = 0);
   void stop();
 
   std::filesystem::path dir_;

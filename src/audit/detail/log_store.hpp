@@ -1,26 +1,32 @@
-// The audit log's SQLite schema and every query against it. Internal to audit/: the writer
-// (AuditLog), the reader (LogReader) and the verifier all go through here.
+// The audit log's storage interface and what travels through it. Internal to audit/: the
+// writer (AuditLog), the reader (LogReader) and the verifier all go through a LogStore, and
+// two implement it: SQLite (sqlite_log_store.cpp, one file, the embedded default) and
+// PostgreSQL (postgres_log_store.cpp, shared by several writers). Both hold the same rows:
 //
 //   meta(key, value)                          format, origin, public_key
 //   records(idx, record, leaf_hash, subtree_hashes)
-//       idx             leaf index from 0 (INTEGER PRIMARY KEY: the rowid, so lookups are
-//                       one B-tree descent)
+//       idx             leaf index from 0
 //       record          canonical JSON, the exact bytes the leaf hash covers
 //       leaf_hash       SHA-256(0x00 || record)
 //       subtree_hashes  the perfect subtrees this leaf completes, heights 1..k concatenated
 //                       (k = trailing one bits of idx), so every tree node is stored exactly
 //                       once, in the row of its last leaf, and costs no extra insert
 //   checkpoints(size, body, signature)        signed checkpoints, one per tree size
+//
+// Writers serialise on begin_write(): whoever holds the write lock reads the latest state,
+// appends, and commits before the next one may start; so indices are assigned in one order
+// and a transaction that does not commit leaves no trace (no gap, no duplicate).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "audit/detail/sqlite.hpp"
 #include "audit/checkpoint.hpp"
 #include "audit/hash.hpp"
+#include "audit/log_location.hpp"
 #include "audit/merkle.hpp"
 #include "audit/signing_key.hpp"
 #include "common/result.hpp"
@@ -50,62 +56,83 @@ struct LogTail {
   Hash last_leaf{};        // all zeros when empty
 };
 
+// What a writer appends to: the right edge of the tree and the size of the latest checkpoint.
+struct TreeEdge {
+  MerkleFrontier frontier;
+  Hash last_leaf{};
+  std::optional<std::uint64_t> checkpoint_size;  // none: no checkpoint yet
+  bool operator==(const TreeEdge& other) const {
+    return frontier.size() == other.frontier.size() &&
+           frontier.subtrees() == other.frontier.subtrees() && last_leaf == other.last_leaf &&
+           checkpoint_size == other.checkpoint_size;
+  }
+};
+
 // Iterates records in index order. Views stay valid until the next call to next().
 class RecordCursor {
  public:
-  explicit RecordCursor(SqliteStatement statement) : statement_(std::move(statement)) {}
-  Result<bool> next() { return statement_.step(); }
-  std::uint64_t index() const { return static_cast<std::uint64_t>(statement_.column_int64(0)); }
-  ByteView record() const { return statement_.column_blob(1); }
-  ByteView leaf_hash() const { return statement_.column_blob(2); }
-  ByteView subtree_hashes() const { return statement_.column_blob(3); }
-
- private:
-  SqliteStatement statement_;
+  virtual ~RecordCursor() = default;
+  virtual Result<bool> next() = 0;  // true: a row is available; false: done
+  virtual std::uint64_t index() const = 0;
+  virtual ByteView record() const = 0;
+  virtual ByteView leaf_hash() const = 0;
+  virtual ByteView subtree_hashes() const = 0;
 };
 
 class LogStore {
  public:
-  // Creates the file (mode 0600) and the schema when missing; WAL, synchronous=FULL.
-  static Result<LogStore> open_for_writing(const std::string& path, int busy_timeout_ms);
-  // Read-only; fails when the file is missing or is not an audit log.
-  static Result<LogStore> open_for_reading(const std::string& path);
+  // Creates what is missing (the SQLite file, mode 0600; the tables). `busy_timeout_ms`: how
+  // long begin_write() waits for another writer's lock.
+  static Result<std::unique_ptr<LogStore>> open_for_writing(const LogLocation& location,
+                                                            int busy_timeout_ms);
+  // Read-only use; fails when the log is missing or is not an audit log.
+  static Result<std::unique_ptr<LogStore>> open_for_reading(const LogLocation& location);
 
-  Status begin_write();  // BEGIN IMMEDIATE: takes the write lock now, waiting up to the timeout
-  Status begin_read();   // a snapshot for consistent multi-query reads
-  Status commit();
-  void rollback();
-  // Changes whenever another connection commits (PRAGMA data_version).
-  Result<std::int64_t> data_version();
+  virtual ~LogStore() = default;
+  virtual const std::string& name() const = 0;  // for messages: path or redacted URL
 
-  Result<std::optional<LogMeta>> read_meta();
-  Status write_meta(const LogMeta& meta);
+  virtual Status begin_write() = 0;  // takes the log's write lock, waiting up to the timeout
+  virtual Status begin_read() = 0;   // a snapshot for consistent multi-query reads
+  virtual Status commit() = 0;
+  virtual void rollback() = 0;
+  // Inside begin_write(): changes whenever another writer committed since this one last did.
+  virtual Result<std::int64_t> data_version() = 0;
+  // After a failure: whether reconnect() can make the store usable again (the server's state
+  // is authoritative), or only reopening everything can (a file whose fsync failed).
+  virtual bool can_reconnect() const { return false; }
+  virtual Status reconnect() { return Error::make("audit_unavailable", "cannot reconnect"); }
 
-  Result<LogTail> tail();
-  Result<Hash> subtree(unsigned level, std::uint64_t index);
+  virtual Result<std::optional<LogMeta>> read_meta() = 0;
+  virtual Status write_meta(const LogMeta& meta) = 0;
+
+  virtual Result<LogTail> tail() = 0;
+  virtual Result<Hash> subtree(unsigned level, std::uint64_t index) = 0;
   SubtreeLookup subtree_lookup();
-  Result<MerkleFrontier> frontier(std::uint64_t size);
-  Result<std::optional<std::string>> record(std::uint64_t index);
-  Result<std::optional<Hash>> stored_leaf_hash(std::uint64_t index);
-  Result<RecordCursor> records_from(std::uint64_t index);
+  virtual Result<MerkleFrontier> frontier(std::uint64_t size);  // one subtree() each
+  // The edge computed from the rows (records and checkpoints).
+  Result<TreeEdge> edge_from_rows();
+  // The edge as the writer holding the lock sees it: by default from the rows; the PostgreSQL
+  // store keeps it in the row it locks (read by begin_write, no further round trip).
+  virtual Result<TreeEdge> edge() { return edge_from_rows(); }
+  // Whether the edge the store keeps for writers is `from_rows` (an error says how not).
+  virtual Status check_edge(const TreeEdge& /*from_rows*/) { return {}; }
+  // Called before commit() with the edge after this transaction's writes.
+  virtual Status set_edge(const TreeEdge& /*edge*/) { return {}; }
 
-  Status insert_record(std::uint64_t index, std::string_view record, const Hash& leaf,
-                       const MerkleFrontier::Completed& completed);
-  Status insert_checkpoint(std::uint64_t size, std::string_view body, ByteView signature);
-  Result<std::vector<StoredCheckpoint>> checkpoints();
-  Result<std::optional<StoredCheckpoint>> latest_checkpoint();
+  virtual Result<std::optional<std::string>> record(std::uint64_t index) = 0;
+  virtual Result<std::optional<Hash>> stored_leaf_hash(std::uint64_t index) = 0;
+  virtual Result<std::unique_ptr<RecordCursor>> records_from(std::uint64_t index) = 0;
 
-  const std::string& path() const { return path_; }
-
- private:
-  LogStore(std::string path, SqliteDatabase db) : path_(std::move(path)), db_(std::move(db)) {}
-  Result<SqliteStatement*> statement(SqliteStatement& slot, const char* sql);
-
-  std::string path_;
-  SqliteDatabase db_;
-  // Prepared once, reused: an append runs the same two statements thousands of times.
-  SqliteStatement insert_record_, insert_checkpoint_, select_subtree_, select_record_,
-      select_leaf_, select_tail_, select_latest_checkpoint_, data_version_;
+  // May be buffered until commit(): a failure then surfaces there.
+  virtual Status insert_record(std::uint64_t index, std::string_view record, const Hash& leaf,
+                               const MerkleFrontier::Completed& completed) = 0;
+  virtual Status insert_checkpoint(std::uint64_t size, std::string_view body,
+                                   ByteView signature) = 0;
+  virtual Result<std::vector<StoredCheckpoint>> checkpoints() = 0;
+  virtual Result<std::optional<StoredCheckpoint>> latest_checkpoint() = 0;
 };
+
+Error not_a_log(const std::string& name, const std::string& why);
+Hash hash_from(ByteView bytes);  // bytes.size() == kHashSize
 
 }  // namespace airlock::audit::detail
