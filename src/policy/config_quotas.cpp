@@ -1,12 +1,26 @@
 // quotas: {default, principals, users} (policy/quotas_config.hpp). After principals: a
 // principal's entry must name one of them.
 #include <cmath>
+#include <optional>
 
 #include "common/units.hpp"
 #include "policy/config_reader.hpp"
 
 namespace airlock::policy::detail {
 namespace {
+
+// The whole of `text` as a finite number, or nullopt.
+std::optional<double> whole_number(const std::string& text) {
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 
 // "20/s", "100/m", "0.5/10s": a positive amount, then a positive window.
 QuotaRate read_rate(Reader& r, const YAML::Node& n, const std::string& what) {
@@ -16,15 +30,8 @@ QuotaRate read_rate(Reader& r, const YAML::Node& n, const std::string& what) {
     fail(n, what + ": expected AMOUNT/WINDOW, e.g. 20/s or 120/m (got \"" + text + "\")");
   const std::string amount_text = text.substr(0, slash);
   std::string window_text = text.substr(slash + 1);
-  double amount = 0;
-  std::size_t used = 0;
-  try {
-    amount = std::stod(amount_text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != amount_text.size() || !std::isfinite(amount) || amount <= 0)
-    fail(n, what + ": \"" + amount_text + "\" is not a positive number");
+  const auto amount = whole_number(amount_text);
+  if (!amount || *amount <= 0) fail(n, what + ": \"" + amount_text + "\" is not a positive number");
   if (!window_text.empty() && std::isalpha(static_cast<unsigned char>(window_text[0])))
     window_text = "1" + window_text;  // "/s": one second
   auto window = parse_duration(window_text);
@@ -32,21 +39,13 @@ QuotaRate read_rate(Reader& r, const YAML::Node& n, const std::string& what) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*window);
   if (ms.count() <= 0 || ms > std::chrono::hours(24))
     fail(n, what + ": the window must be between 1ms and 24h");
-  return QuotaRate{amount, ms};
+  return QuotaRate{*amount, ms};
 }
 
 double read_positive_number(Reader& r, const YAML::Node& n, const std::string& what) {
-  const std::string text = r.string(n, what);
-  double v = 0;
-  std::size_t used = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v) || v < 1 || v > 1e9)
-    fail(n, what + ": expected a number from 1 to 1e9");
-  return v;
+  const auto v = whole_number(r.string(n, what));
+  if (!v || *v < 1 || *v > 1e9) fail(n, what + ": expected a number from 1 to 1e9");
+  return *v;
 }
 
 void read_limits(Reader& r, const YAML::Node& n, const std::string& what, bool may_weigh, QuotaLimits& out) {

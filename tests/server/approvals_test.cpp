@@ -198,6 +198,23 @@ TEST_F(Approvals, ACriticalCallAnswers202RunsNothingAndRunsOnceApproved) {
   EXPECT_EQ(records[2]["verdict"], "ok");  // the execution
 }
 
+// Issue #22: a call waiting for its approvers holds no quota place (nor a worker): with
+// `concurrent: 1`, the same agent and user go on calling while it waits, and it still runs
+// once approved.
+TEST_F(Approvals, APendingCallHoldsNoQuotaPlace) {
+  stop();
+  ws_.write_config(ws_.config_text() + "quotas: {default: {concurrent: 1}, users: {concurrent: 1}}\n");
+  start();
+  auto p = pending_of(request("danger", {{"x", 1}}));
+  auto second = pending_of(request("danger", {{"x", 2}}));  // alice and the agent again
+  auto echo = invoke(port(), "echo", {{"n", 1}});
+  EXPECT_EQ(echo.status, 200) << echo.body;
+  EXPECT_EQ(echo.json()["status"], "ok") << echo.body;
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  EXPECT_EQ(outcome(p.invocation)["status"], "ok");
+  ASSERT_EQ(decide(second.approval, "deny", "bob").status, 200);
+}
+
 TEST_F(Approvals, NeitherTheRequestingUserNorTheRequestingAgentMayApprove) {
   auto p = pending_of(request("danger", {{"x", 1}}));
   // alice herself, with her own token.
