@@ -33,7 +33,9 @@ class Recorder:
         return RetryPolicy(sleep=self.sleep, on_retry=self.on_retry, **options)
 
 
-class QueueFullOnTheRealDaemon(DaemonTest):
+class FullOnTheRealDaemon(DaemonTest):
+    # One worker and no queue: a second call of the same agent is past its place
+    # (maxConcurrentInvocations + queueLength without a `concurrent` quota): 429 quota_exceeded.
     server = "{listen: 127.0.0.1:0, maxConcurrentInvocations: 1, queueLength: 0, drainTimeout: 5s}"
 
     def test_a_full_queue_is_retried_after_retry_after_until_it_runs(self):
@@ -47,9 +49,10 @@ class QueueFullOnTheRealDaemon(DaemonTest):
             else:
                 self.fail("the slow call never ran")
 
-            with self.assertRaises(airlock.RateLimitedError) as caught:
+            with self.assertRaises(airlock.QuotaExceededError) as caught:
                 self.client(retry=RetryPolicy(max_retries=0)).invoke("echo", {"n": 1})
-            self.assertEqual((caught.exception.status, caught.exception.kind), (429, "queue_full"))
+            self.assertEqual((caught.exception.status, caught.exception.kind), (429, "quota_exceeded"))
+            self.assertEqual(caught.exception.quota, "concurrent")
             self.assertEqual(caught.exception.retry_after, 1.0)
 
             recorder = Recorder(really_sleep=True)

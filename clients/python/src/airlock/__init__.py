@@ -10,7 +10,7 @@ from .audit import (ProofInvalid, SignatureInvalid, SignatureUncheckable, Verifi
 from .client import Client
 from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, AuthenticationError,
                      CodeRejectedError, ConflictError, CredentialDeniedError, DlpBlockedError,
-                     InvalidInputError, NotFoundError, PermissionDeniedError, RateLimitedError,
+                     InvalidInputError, NotFoundError, PermissionDeniedError, QuotaExceededError, RateLimitedError,
                      RequestRejectedError, ServerError, SubjectRequiredError, TierUnavailableError,
                      TokenExchangeError, ToolDisabledError, ToolError, TransportError,
                      UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
@@ -28,6 +28,6 @@ __all__ = [
     "SubjectRequiredError", "PermissionDeniedError", "CredentialDeniedError", "ToolDisabledError",
     "TierUnavailableError", "ApprovalDeniedError", "ApprovalExpiredError", "NotFoundError",
     "UnknownToolError", "InvalidInputError", "CodeRejectedError", "DlpBlockedError",
-    "ConflictError", "RequestRejectedError", "RateLimitedError", "UnavailableError",
+    "ConflictError", "RequestRejectedError", "RateLimitedError", "QuotaExceededError", "UnavailableError",
     "ServerError", "TokenExchangeError", "ToolError",
 ]

@@ -172,11 +172,15 @@ def error_from_response(resp: Response, body: Any) -> AirlockError:
 
 def retryable(resp: Response, body: Any) -> bool:
     """A 429 or 503 that made no invocation (no `id`): the daemon refused it before doing
-    anything, so sending it again cannot run a tool twice. A 503 that carries an invocation
+    anything, so sending it again cannot run a tool twice. So is a 429 `quota_exceeded`: its
+    invocation was refused at admission, before any tool ran. A 503 that carries an invocation
     (`credential_unavailable`) ran through the pipeline and is not sent again."""
     if resp.status not in (429, 503):
         return False
-    return not (isinstance(body, Mapping) and "id" in body)
+    if not (isinstance(body, Mapping) and "id" in body):
+        return True
+    error = body.get("error")
+    return resp.status == 429 and isinstance(error, Mapping) and error.get("kind") == "quota_exceeded"
 
 
 def delay_for(policy: RetryPolicy, attempt: int, retry_after: Optional[float]) -> float:

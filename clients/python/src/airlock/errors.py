@@ -128,6 +128,16 @@ class RateLimitedError(AirlockError):
     """429 `queue_full`, after the client's retries (`.retry_after`: what the daemon asked)."""
 
 
+class QuotaExceededError(RateLimitedError):
+    """429 `quota_exceeded`: a quota of the calling agent or of the user refused the call before
+    anything ran (`.quota`: `concurrent`, `rate`, `cpuSeconds` or `cluster`; `.retry_after`)."""
+
+    @property
+    def quota(self) -> str:
+        error = self.body.get("error") if isinstance(self.body, Mapping) else None
+        return str(error.get("quota", "")) if isinstance(error, Mapping) else ""
+
+
 class UnavailableError(AirlockError):
     """503 `draining`, `credential_unavailable`, `temporarily_unavailable`."""
 
@@ -175,6 +185,7 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "body_too_large": RequestRejectedError,
     "headers_too_large": RequestRejectedError,
     "queue_full": RateLimitedError,
+    "quota_exceeded": QuotaExceededError,
     "draining": UnavailableError,
     "credential_unavailable": UnavailableError,
     "temporarily_unavailable": UnavailableError,
