@@ -129,7 +129,10 @@ TEST_F(WarmDaemon, AKilledTemplateIsReplacedAndCallsMeanwhileRunCold) {
   auto after = call_until(d.port, "warm");
   EXPECT_EQ(after["start"], "warm") << after;
   EXPECT_EQ(after["status"], "ok") << after;
+  // The killed template's children die with it (PR_SET_PDEATHSIG) a moment after it.
   auto now = processes_with(template_marker());
+  for (int i = 0; i < 100 && now.size() != 1; ++i, std::this_thread::sleep_for(50ms))
+    now = processes_with(template_marker());
   ASSERT_EQ(now.size(), 1u);
   EXPECT_NE(now[0], before[0]);
 }
