@@ -7,22 +7,23 @@
 //   airlock_warm_reap()       reaps the inits of calls that have ended
 //
 // A call's processes:
-//   init    cloned from the template into new user, mount, network, ipc, uts and pid
-//           namespaces (pid 1 of the new one; it dies with the template: PR_SET_PDEATHSIG),
-//           sharing the template's memory (CLONE_VM) on a stack of its own: no copy of the
-//           template's address space is made for it, nor torn down when it ends. The
-//           template waits until init has forked the tool; from then on init touches only
-//           its stack and makes only raw system calls (nothing of glibc that writes errno
-//           or any other shared state);
-//           maps its id, mounts the call's fresh tmpfs on the work dir, /tmp and /dev/shm and
-//           a fresh /proc, brings up lo, joins the call's cgroup (made and
-//           limited by the supervisor, which sent its `tasks` files), drops every capability,
-//           sets the rlimits, applies Landlock and the seccomp filter (its listener and a
-//           pidfd of itself go to the supervisor), forks the tool process and reaps, as a
-//           cold sandbox's init does (child.cpp's steps, reused);
+//   init    cloned from the template into a new user and pid namespace (pid 1 of the new one;
+//           it dies with the template: PR_SET_PDEATHSIG), sharing the template's memory
+//           (CLONE_VM) on a stack of its own: no copy of the template's address space is made
+//           for it, nor torn down when it ends. While the template waits (a futex), it takes
+//           the call's descriptors and forks the tool; then it releases the template and
+//           keeps to its stack and raw system calls (nothing of glibc, which would write
+//           errno or other state it shares with the template): it joins the call's cgroups,
+//           reaps every process and reports the tool's exit, as a cold sandbox's init does;
 //   tool    forked by init: the one copy of the template's address space a call makes. It
-//           closes the error pipe (the supervisor's "ready", as exec is for a cold run) and
-//           jumps back into the template's airlock_warm_start (its copy of that frame), which
+//           maps its id, makes its mount, network, ipc and uts namespaces (off the template's
+//           critical section), mounts the call's fresh tmpfs on the work dir, /tmp and
+//           /dev/shm and a fresh /proc, brings up lo, joins the call's cgroups (made and
+//           limited by the supervisor, which sent their `tasks` files), sends the supervisor
+//           a pidfd of init, drops every capability, sets the rlimits, applies Landlock and
+//           the seccomp filter (its listener goes to the supervisor; child.cpp's steps,
+//           reused), closes the error pipe (the supervisor's "ready", as exec is for a cold
+//           run) and jumps back into its copy of the template's airlock_warm_start, which
 //           returns 0 to Python, which reads its input and credentials on stdin.
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -160,22 +161,27 @@ void join_call_cgroups(const ReceivedFds& fds) {
   }
 }
 
-// The supervisor's handle on the call: init's pidfd (init is not its child).
-void send_own_pidfd() {
-  int self = sys::pidfd_open(::getpid());
-  check(self >= 0, "pidfd_open (init)");
-  check(send_fds(kChildControlFd, 'P', &self, 1), "sending init's pidfd to the supervisor");
-  ::close(self);
+// The supervisor's handle on the call: a pidfd of its init (pid 1 here; not its child).
+void send_init_pidfd() {
+  int init = sys::pidfd_open(1);
+  check(init >= 0, "pidfd_open (init)");
+  check(send_fds(kChildControlFd, 'P', &init, 1), "sending init's pidfd to the supervisor");
+  ::close(init);
 }
 
-// pid 1 of the call: what a cold sandbox's child and init do before the program runs, up to
-// the policy, which the tool process installs on itself (become_tool). `fds` is init's own
-// copy: the template closes the PendingCall's once init has released it.
-void become_init(const PendingCall& call, ReceivedFds& fds) {
-  const ChildPlan& plan = call.plan;
-  arrange_call_descriptors(fds);
-  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG (init)");
+// The namespaces the tool makes for itself (init was cloned into the user and pid ones), so
+// that their cost is not in the template's wait for init.
+constexpr int kToolNamespaces = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+
+// The tool process: the template's memory as it was when init forked, in its own copy. It
+// builds the call's sandbox around itself (what a cold sandbox's child and init do before the
+// program runs), installs the call's Landlock rules and seccomp filter, then jumps back into
+// its copy of the template's airlock_warm_start, which returns 0 to Python. Init stays outside
+// that Landlock domain and its namespaces but the user and pid ones, so the tool cannot reach
+// it (ptrace's checks guard /proc/1/mem and /proc/1/fd): init shares the template's memory.
+[[noreturn]] void become_tool(const ChildPlan& plan, const ReceivedFds& fds) {
   map_own_ids(plan);
+  check(::unshare(kToolNamespaces) == 0, "unshare (new mount, network, ipc, uts namespaces)");
   mount_fresh_writable_dirs(plan);
   set_up_network_and_names(plan);
   check(::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0,
@@ -183,23 +189,15 @@ void become_init(const PendingCall& call, ReceivedFds& fds) {
   join_call_cgroups(fds);
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");
-  send_own_pidfd();
+  send_init_pidfd();
   child_steps::drop_privileges(plan);
-}
-
-// The tool process: the template's memory as it was when init forked. It installs the call's
-// Landlock rules and seccomp filter on itself, then jumps back into its copy of the template's
-// airlock_warm_start, which returns 0 to Python. Init stays outside that Landlock domain, so
-// the tool cannot reach it through ptrace's checks (/proc/1/mem, /proc/1/fd): init shares the
-// template's memory and may not be the tool's way into it.
-[[noreturn]] void become_tool(const ChildPlan& plan) {
   const char* step = nullptr;
   if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
   child_steps::install_seccomp(plan);
   ::close(kChildControlFd);
   ::close(kChildStatusFd);
   ::umask(022);
-  ::close(kChildErrorFd);  // ready: the supervisor's await_exec sees EOF
+  ::close(kChildErrorFd);  // ready (with init's copy closed): the supervisor's await_exec sees EOF
   siglongjmp(g_tool_resumes, 1);
 }
 
@@ -219,6 +217,27 @@ void release_template() {
   sys::errno_free_syscall(SYS_futex, reinterpret_cast<long>(&g_init_running), FUTEX_WAKE, 1);
 }
 
+// child_steps::report_failure in raw system calls.
+void report_failure_raw(const char* step, long err) {
+  ChildError report{};
+  report.err = static_cast<int>(-err);
+  for (std::size_t i = 0; step[i] && i + 1 < sizeof report.step; ++i) report.step[i] = step[i];
+  sys::errno_free_syscall(SYS_write, kChildErrorFd, reinterpret_cast<long>(&report), sizeof report);
+}
+
+// Init joins the call's cgroups (the tool joins them for itself), so that it counts as a cold
+// sandbox's init does; a failure ends the call (the pid namespace with init).
+void join_call_cgroups_raw(const ReceivedFds& fds) {
+  for (std::size_t i = kCallFds; i < fds.count; ++i) {
+    long r = sys::errno_free_syscall(SYS_write, fds.fds[i], reinterpret_cast<long>("0"), 1);
+    if (r != 1) {
+      report_failure_raw("joining the call's cgroup (init: write 0 to tasks)", r < 0 ? r : -EIO);
+      for (;;) sys::errno_free_syscall(SYS_exit_group, 125);
+    }
+    sys::errno_free_syscall(SYS_close, fds.fds[i]);
+  }
+}
+
 // child_steps::reap_and_report in raw system calls.
 [[noreturn]] void reap_and_report_raw(pid_t tool) {
   for (;;) {
@@ -236,18 +255,21 @@ void release_template() {
   }
 }
 
+// pid 1 of the call. While the template waits, it takes its descriptors and forks the tool;
+// then it only joins the cgroups, reaps and reports, in raw system calls on its own stack.
 int init_main(void* arg) {
   const PendingCall& call = *static_cast<const PendingCall*>(arg);
-  ReceivedFds fds = call.fds;
-  become_init(call, fds);
+  ReceivedFds fds = call.fds;  // init's own: the template closes the PendingCall's
+  arrange_call_descriptors(fds);
+  check(::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == 0, "PR_SET_PDEATHSIG (init)");
   pid_t tool = ::fork();
   check(tool >= 0, "fork (tool)");
-  if (tool == 0) become_tool(call.plan);
-  ::close(kChildControlFd);
+  if (tool == 0) become_tool(call.plan, fds);
   drop_signal_handlers();
   (void)::prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
   release_template();
-  for (int fd : {0, 1, 2, kChildErrorFd}) sys::errno_free_syscall(SYS_close, fd);
+  join_call_cgroups_raw(fds);
+  for (int fd : {0, 1, 2, kChildErrorFd, kChildControlFd}) sys::errno_free_syscall(SYS_close, fd);
   reap_and_report_raw(tool);
 }
 
@@ -268,8 +290,7 @@ long clone_init(PendingCall& call) {
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -errno;
   g_init_running = 1;
-  const int flags = CLONE_VM | CLONE_CHILD_CLEARTID | CLONE_NEWUSER | CLONE_NEWNS |
-                    CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | SIGCHLD;
+  const int flags = CLONE_VM | CLONE_CHILD_CLEARTID | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD;
   int init = ::clone(init_main, static_cast<char*>(stack) + kInitStackBytes, flags, &call,
                      nullptr, nullptr, &g_init_running);
   if (init < 0) {
@@ -321,7 +342,7 @@ extern "C" int airlock_warm_start() {
   long init = clone_init(*g_call);
   if (init < 0)
     child_steps::report_failure(g_call->fds.fds[kChildErrorFd],
-                                "clone (new user, mount, network, ipc, uts, pid namespaces)",
+                                "clone (new user and pid namespaces)",
                                 nullptr, static_cast<int>(-init));
   close_received();
   return init > 0 ? static_cast<int>(init) : -1;

@@ -133,6 +133,44 @@ def secret(args):
     return {"found": heap_has(args["prefix"], args["suffix"]),
             "env": os.environ.get("AIRLOCK_SECRET") is not None}
 
+def reach_init(args):
+    # Init shares the template's memory: each way in must be refused.
+    reached = {}
+    for name in ("mem", "environ", "maps", "fd", "root"):
+        path = "/proc/1/" + name
+        try:
+            if name == "root":
+                os.listdir(path)
+            elif name == "fd":  # the numbers are listed; following one is the way in
+                opened = 0
+                for fd in os.listdir(path):
+                    try:
+                        os.close(os.open(path + "/" + fd, os.O_RDONLY | os.O_NONBLOCK))
+                        opened += 1
+                    except OSError:
+                        pass
+                if not opened:
+                    raise PermissionError(path)
+            else:
+                with open(path, "rb", 0) as f:
+                    if name == "mem":
+                        start = int(open("/proc/1/maps").readline().split("-")[0], 16)
+                        f.seek(start)
+                    f.read(16)
+            reached[name] = True
+        except OSError as e:
+            reached[name] = False
+            reached[name + "_refused"] = str(e)
+    # Python's SIGINT handler, run in the template's memory, would end the template. (Landlock
+    # may refuse the signal itself: init is outside the tool's domain.)
+    try:
+        os.kill(1, 2)
+        reached["signal_sent"] = True
+    except PermissionError:
+        reached["signal_sent"] = False
+    time.sleep(0.2)
+    return reached
+
 def bomb(args):
     hog = []
     while True:
@@ -314,6 +352,18 @@ TEST_F(WarmTemplateTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
   json next = result_of(call(*s.t, call_spec(look)));
   EXPECT_EQ(next["env"], false);
   EXPECT_TRUE(next["found"].empty()) << next;
+}
+
+// The call's init shares the template's memory: the tool can neither read nor write it through
+// /proc/1 (mem, environ, maps, fd, root), and a SIGINT to init does not run the template's
+// (Python's) handler in its memory: the template goes on and the next call runs.
+TEST_F(WarmTemplateTest, TheToolCannotReachItsInitWhichSharesTheTemplatesMemory) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json reached = result_of(call(*s.t, call_spec({{"do", "reach_init"}})));
+  for (const char* way : {"mem", "environ", "maps", "fd", "root"})
+    EXPECT_EQ(reached[way], false) << way << ": " << reached;
+  EXPECT_EQ(result_of(call(*s.t, call_spec({{"do", "look"}})))["state"], "clean");
 }
 
 TEST_F(WarmTemplateTest, AMemoryBombGetsTheVerdictItGetsCold) {
