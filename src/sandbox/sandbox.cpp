@@ -202,6 +202,16 @@ Status validate_spec(const Spec& spec) {
   return {};
 }
 
+std::optional<std::string> warm_calls_unsupported() {
+  const CgroupSupport& cg = cgroup_support();
+  // A warm call's init is not our child: no rusage, so only the cgroup can limit its memory
+  // and measure its CPU; without them its verdicts would not be a cold run's.
+  if (!cg.limits_memory() || !cg.measures_cpu())
+    return "warm calls need a cgroup memory limit and CPU accounting, which this host does not "
+           "give us (" + (cg.why_not.empty() ? std::string("cgroup: none") : cg.why_not) + ")";
+  return std::nullopt;
+}
+
 bool same_sandbox(const Spec& a, const Spec& b) {
   auto same_binds = [](const std::vector<Bind>& x, const std::vector<Bind>& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const Bind& p, const Bind& q) {
@@ -472,6 +482,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(int template_fd, std::
     return setup_error("a warm call takes no listeners and no terminal");
   if (cgroup_support().mode == CgroupMode::v2)
     return setup_error("warm calls join their cgroup through v1 `tasks` files; this host has v2");
+  if (auto why = warm_calls_unsupported()) return setup_error(*why);
   auto st = std::make_unique<State>();
   st->spec = spec;
   st->warm = true;

@@ -17,6 +17,8 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/result.hpp"
@@ -31,6 +33,9 @@ Outcome run(const Spec& spec);
 
 // Checks a Spec without running anything (paths, limits, argv). run() and launch() call it.
 Status validate_spec(const Spec& spec);
+
+// Why this host cannot run warm calls (Sandbox::start_warm_call refuses them), or nothing.
+std::optional<std::string> warm_calls_unsupported();
 
 // Whether two Specs make the same sandbox: everything the child's plan and its cgroup's limits
 // come from (argv, env, binds, work dir, host name, network, the limits but the wall clock and

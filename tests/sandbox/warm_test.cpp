@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -224,6 +225,8 @@ class WarmTemplateTest : public ::testing::Test {
     library_ = warm_library_path();
     ASSERT_FALSE(library_.empty()) << "libairlock_warm.so is not built";
     tool_dir_.write("tool.py", kTool);
+    if (auto why = warm_calls_unsupported())
+      GTEST_SKIP() << "warm calls are refused here (WarmCallsAreRefusedWithoutCgroups): " << *why;
   }
 
   static std::vector<std::string> template_argv() {
@@ -468,6 +471,21 @@ TEST_F(WarmTemplateTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
   json next = result_of((*waiting)->wait());
   EXPECT_EQ(next["env"], false);
   EXPECT_TRUE(next["found"].empty()) << next;
+}
+
+// Without a cgroup memory limit and CPU accounting a warm call's verdicts could not be a cold
+// run's (its init is not the supervisor's child: no rusage): it is refused, naming why, and
+// the daemon runs the call cold. Runs where cgroups are missing (AIRLOCK_CGROUP=none, an
+// unprivileged user without a delegated cgroup).
+TEST(WarmWithoutCgroups, WarmCallsAreRefusedWithoutCgroups) {
+  if (!warm_calls_unsupported()) GTEST_SKIP() << "this host has the cgroups warm calls need";
+  Spec spec;
+  spec.argv = {"python3", "-I", "-S", "-c", "pass"};
+  std::mutex mu;
+  auto call = Sandbox::start_warm_call(-1, mu, spec);
+  ASSERT_FALSE(call);
+  EXPECT_NE(call.error().message.find("warm calls need a cgroup"), std::string::npos)
+      << call.error().message;
 }
 
 }  // namespace
