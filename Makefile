@@ -9,6 +9,13 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIRLOCK_WERROR=ON \
 	-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 
+# ccache where it is installed (scripts/install-deps.sh installs it): a second clone, or a tree
+# rebuilt after a branch switch, compiles only what changed. Paths are hashed relative to the
+# clone, so clones in other folders share the cache.
+LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .PHONY: all deps build build-sanitize demo test clean
 
 all: build
@@ -17,7 +24,7 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) $(LAUNCHER) >/dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Clang, with AddressSanitizer and UndefinedBehaviorSanitizer: the libraries, the unit tests
@@ -26,7 +33,7 @@ build: deps
 SANITIZE_FLAGS ?= -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
 	-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG"
 build-sanitize: deps
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SANITIZE_DIR) $(CMAKE_FLAGS) $(SANITIZE_FLAGS) -DAIRLOCK_SANITIZE=ON \
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(SANITIZE_DIR) $(CMAKE_FLAGS) $(LAUNCHER) $(SANITIZE_FLAGS) -DAIRLOCK_SANITIZE=ON \
 		-DAIRLOCK_UNIT_TESTS_ONLY=ON -DAIRLOCK_FUZZ=ON -DAIRLOCK_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 

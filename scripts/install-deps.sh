@@ -6,6 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain (Clang only for the libFuzzer targets)
   g++ cmake ninja-build make pkg-config git clang-14 libclang-rt-14-dev
+  # a compiler cache for rebuilds and second clones (the Makefile uses it when present)
+  ccache
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -9,6 +9,7 @@
 #include "pipeline/stages/content.hpp"
 #include "pipeline/stages/credentials.hpp"
 #include "pipeline/stages/execute.hpp"
+#include "pipeline/stages/quota.hpp"
 #include "pipeline/stages/record_start.hpp"
 
 namespace airlock::pipeline {
@@ -32,6 +33,7 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   p->add(std::make_unique<AuthenticateStage>(std::move(authenticator)));
   if (deps.record_start) p->add(std::make_unique<RecordStartStage>(deps.record_start));
   p->add(std::make_unique<AuthorizeStage>());
+  if (deps.quotas) p->add(std::make_unique<QuotaStage>(deps.quotas, deps.fair_queue));
   auto check = CheckInputStage::create(cfg);
   if (!check) return check.error();
   p->add(std::move(*check));

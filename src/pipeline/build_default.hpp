@@ -16,6 +16,7 @@
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/quota_book.hpp"
 #include "pipeline/stages/approval.hpp"
 
 namespace airlock::audit {
@@ -51,6 +52,10 @@ struct PipelineDeps {
   // Keeps a critical call's pending approval (the daemon's approval service); empty: a
   // critical tool is refused (tier_unavailable).
   ApprovalHold hold_for_approval;
+  // The daemon's quota book (docs/daemon.md, "Quotas"); null: no quota stage. With
+  // `fair_queue`, an admitted call suspends for the daemon's fair queue (stages/quota.hpp).
+  std::shared_ptr<QuotaBook> quotas;
+  bool fair_queue = false;
 };
 
 // Builds every stage from `config` (compiling schemas, the DLP scanner, the code validator).

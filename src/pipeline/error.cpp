@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 27> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 28> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 27> kNames{{
     {ErrorKind::tool_disabled, "tool_disabled"},
     {ErrorKind::approval_denied, "approval_denied"},
     {ErrorKind::approval_expired, "approval_expired"},
+    {ErrorKind::quota_exceeded, "quota_exceeded"},
     {ErrorKind::timeout, "timeout"},
     {ErrorKind::cpu_time_limit, "cpu_time_limit"},
     {ErrorKind::memory_limit, "memory_limit"},

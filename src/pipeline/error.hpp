@@ -4,6 +4,7 @@
 // protocol's business: see server/invocation_response.hpp.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ enum class ErrorKind {
   tool_disabled,      // an MCP server's tool changed since it was pinned; an admin must approve it
   approval_denied,    // a critical call an approver denied (or whose approval could not hold)
   approval_expired,   // a critical call nobody decided before its approval's timeout
+  quota_exceeded,     // the caller's or the user's quota (error.quota names it; retry_after)
   // Failures of the tool's run (status "error").
   timeout,
   cpu_time_limit,
@@ -56,6 +58,9 @@ struct InvocationError {
   std::string message;  // one sentence for a human
   ErrorClass error_class = ErrorClass::error;
   std::string pointer;  // invalid_input: the JSON pointer of the bad field
+  // quota_exceeded: the quota ("concurrent", "rate", "cpuSeconds") and when to try again.
+  std::string quota;
+  std::uint32_t retry_after_seconds = 0;
 
   std::string_view kind_name() const { return pipeline::kind_name(kind); }
   std::string_view status() const { return error_class == ErrorClass::denied ? "denied" : "error"; }
@@ -63,11 +68,11 @@ struct InvocationError {
 
 // A policy refused the call.
 inline InvocationError deny(ErrorKind kind, std::string message, std::string pointer = {}) {
-  return InvocationError{kind, std::move(message), ErrorClass::denied, std::move(pointer)};
+  return InvocationError{kind, std::move(message), ErrorClass::denied, std::move(pointer), {}, 0};
 }
 // Something broke: the tool's run, or Airlock.
 inline InvocationError fail(ErrorKind kind, std::string message) {
-  return InvocationError{kind, std::move(message), ErrorClass::error, {}};
+  return InvocationError{kind, std::move(message), ErrorClass::error, {}, {}, 0};
 }
 
 }  // namespace airlock::pipeline

@@ -33,6 +33,8 @@ namespace airlock::pipeline {
 // the body limit, but a hostile blob could hold one finding per line.
 inline constexpr std::size_t kMaxReportedFindings = 100;
 
+class QuotaHold;  // quota_book.hpp
+
 struct Redaction {
   std::string detector;  // "email", "aws_access_key_id", ...
   std::string where;     // "input" or "output"
@@ -110,6 +112,10 @@ struct Invocation {
   std::vector<std::string> notes;
 
   std::optional<InvocationError> error;
+  // The quota stage's admission (pipeline/quota_book.hpp): the call counts against its
+  // principal's and user's `concurrent` until this is reset. Not persisted: a call suspended
+  // for a human approval holds no place meanwhile.
+  std::shared_ptr<QuotaHold> quota_hold;
   struct StageTime {
     std::string stage;
     double ms;

@@ -55,7 +55,7 @@ InvocationError error_from(const json& j) {
   if (!kind) throw std::invalid_argument("unknown error kind " + j.at("kind").dump());
   InvocationError e{*kind, j.at("message").get<std::string>(),
                     j.at("status").get<std::string>() == "denied" ? ErrorClass::denied : ErrorClass::error,
-                    j.at("pointer").get<std::string>()};
+                    j.at("pointer").get<std::string>(), {}, 0};
   return e;
 }
 

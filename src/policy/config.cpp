@@ -1,6 +1,7 @@
 // The configuration as a whole: the checks of the YAML text, then each section
 // (config_server.cpp, config_identity.cpp, config_roles.cpp, config_principals.cpp,
-// config_tiers.cpp, config_tools.cpp, config_credentials.cpp, config_mcp_servers.cpp, config_webhooks.cpp), every
+// config_tiers.cpp, config_tools.cpp, config_credentials.cpp, config_mcp_servers.cpp, config_webhooks.cpp,
+// config_quotas.cpp), every
 // error collected and reported in file order.
 #include "policy/config.hpp"
 
@@ -40,7 +41,8 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   if (!is_airlock_config(r, root)) return c;
   r.only_keys(root, "the configuration",
               {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
-               "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers", "webhooks"});
+               "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers", "webhooks",
+               "quotas"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
@@ -54,6 +56,9 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
           [&](const YAML::Node& v) { detail::read_principals(r, v, c.identity, c.principals); });
   if (root["principals"])
     detail::check_certificates_need_client_ca(r, root["principals"], c.server);
+  r.field(root, "quotas", [&](const YAML::Node& v) { detail::read_quotas(r, v, c.principals, c.quotas); });
+  c.quotas.fallback_concurrent = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(kMaxQuotaConcurrent, std::uint64_t{c.server.max_concurrent_invocations} + c.server.queue_length));
   r.field(root, "tiers", [&](const YAML::Node& v) { detail::read_tiers(r, v, c.tiers, c.tier_backends); });
   r.field(root, "credentialServers",
           [&](const YAML::Node& v) { detail::read_credential_servers(r, v, c.credential_servers); });

@@ -22,6 +22,7 @@
 #include "policy/credentials_config.hpp"
 #include "policy/mcp_servers_config.hpp"
 #include "policy/identity_config.hpp"
+#include "policy/quotas_config.hpp"
 #include "policy/risk.hpp"
 #include "policy/warm_config.hpp"
 #include "policy/webhooks_config.hpp"
@@ -159,6 +160,7 @@ struct Config {
   std::vector<CredentialServer> credential_servers;
   std::vector<McpServerConfig> mcp_servers;
   std::vector<WebhookConfig> webhooks;  // docs/webhooks.md
+  QuotasConfig quotas;                  // docs/daemon.md, "Quotas"
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;

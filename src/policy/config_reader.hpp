@@ -132,6 +132,8 @@ void read_warm(Reader& r, const YAML::Node& n, const std::string& what, WarmPoli
 std::string warm_conflict(const ToolConfig& t);
 // Every warm tool has its template, within server.maxWarmTemplates.
 void check_warm_templates(Reader& r, const YAML::Node& tools, const Config& c);
+// quotas (config_quotas.cpp); after principals: its entries name them.
+void read_quotas(Reader& r, const YAML::Node& n, const std::vector<Principal>& principals, QuotasConfig& out);
 // After credentialServers: a tool's postgres credential names one of them.
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out);

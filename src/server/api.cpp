@@ -287,6 +287,8 @@ HttpResponse invocation_answer(const pipeline::Invocation& inv) {
   if (auto timing = server_timing(inv); !timing.empty()) resp.headers.emplace_back("Server-Timing", timing);
   if (inv.error && inv.error->kind == pipeline::ErrorKind::unauthenticated)
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+  if (inv.error && inv.error->kind == pipeline::ErrorKind::quota_exceeded)
+    resp.headers.emplace_back("Retry-After", std::to_string(inv.error->retry_after_seconds));
   return resp;
 }
 

@@ -13,6 +13,7 @@
 
 #include "identity/signer.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/quota_book.hpp"
 #include "policy/config.hpp"
 #include "server/executor.hpp"
 #include "server/generation.hpp"
@@ -85,6 +86,7 @@ struct ApiServices {
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
   WebhookService* webhooks = nullptr;     // null: no webhooks (docs/webhooks.md)
   pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
+  std::shared_ptr<pipeline::QuotaBook> quotas;  // null: no quotas; ended calls' CPU is charged here
 };
 
 class TokenIntrospection;

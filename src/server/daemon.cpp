@@ -302,6 +302,8 @@ void Daemon::State::describe_metrics() {
   metrics.describe_counter("airlock_redactions_total", "Values redacted by DLP.");
   metrics.describe_counter("airlock_rejected_total",
                            "Requests refused before they became invocations.");
+  metrics.describe_counter("airlock_quota_rejections_total",
+                           "Invocations refused by a quota (quota_exceeded), by principal and quota.");
   metrics.describe_counter("airlock_config_reloads_total",
                            "Configuration reloads (SIGHUP) by result.");
   metrics.describe_counter("airlock_webhook_deliveries_total",
@@ -335,6 +337,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   webhooks = std::make_unique<WebhookService>(*webhook_outbox, generation, audit.get(), &metrics);
   services.webhooks = webhooks.get();
   services.failed_auth = failed_auth.get();
+  services.quotas = pipeline_deps.quotas;
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
@@ -394,6 +397,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     (void)store->begin(inv.id, inv.tool_name, owner);
   };
   deps.leases = st->leases.get();
+  // Quotas and the fair queue (docs/daemon.md): one book for the daemon's life, over reloads.
+  deps.quotas = pipeline::QuotaBook::create();
+  deps.fair_queue = true;
   deps.hold_for_approval = [approvals = st->approvals.get()](const pipeline::Invocation& inv,
                                                              const pipeline::ApprovalRequest& request) {
     return approvals->hold(inv, request);

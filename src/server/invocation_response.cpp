@@ -18,6 +18,10 @@ nlohmann::json error_json(const pipeline::Invocation& inv) {
   const auto& e = *inv.error;
   nlohmann::json j{{"kind", e.kind_name()}, {"message", e.message}};
   if (!e.pointer.empty()) j["pointer"] = e.pointer;
+  if (e.kind == ErrorKind::quota_exceeded) {
+    j["quota"] = e.quota;
+    j["retry_after"] = e.retry_after_seconds;
+  }
   if ((e.kind == ErrorKind::forbidden || e.kind == ErrorKind::subject_required) && !inv.access_rule.empty())
     j["rule"] = inv.access_rule;
   if (e.kind == ErrorKind::code_rejected) {
@@ -42,6 +46,7 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::approval_denied:
     case ErrorKind::approval_expired: return 403;
     case ErrorKind::unknown_tool: return 404;
+    case ErrorKind::quota_exceeded: return 429;
     case ErrorKind::config_changed: return 409;
     case ErrorKind::invalid_input: return 400;
     case ErrorKind::code_rejected:

@@ -2,6 +2,8 @@
 
 #include "server/api.hpp"
 #include "server/invocation_response.hpp"
+#include "pipeline/stages/quota.hpp"
+#include "server/executor.hpp"
 #include "server/invocation_waiters.hpp"
 #include "server/webhooks.hpp"
 
@@ -16,6 +18,9 @@ void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const s
     metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
   if (!inv.redactions.empty())
     metrics.count("airlock_redactions_total", {}, static_cast<double>(inv.redactions.size()));
+  if (inv.error && inv.error->kind == pipeline::ErrorKind::quota_exceeded)
+    metrics.count("airlock_quota_rejections_total",
+                  {{"principal", inv.actor ? inv.actor->principal : "(user)"}, {"quota", inv.error->quota}});
   if (inv.outcome)
     metrics.count("airlock_invocation_starts_total",
                   {{"tool", tool_label}, {"start", inv.outcome->warm ? "warm" : "cold"}});
@@ -33,6 +38,26 @@ void announce_completed(WebhookService& webhooks, const pipeline::Invocation& in
   if (!queued) std::cerr << "airlock: invocation " << inv.id << ": " << queued.error().message << "\n";
 }
 
+// The invocation's end: its row, metrics and waiters, its quota place given back, its caller.
+void finish(const ApiServices& s, const Generation& generation, pipeline::Invocation& inv, const InvocationDone& done) {
+  record_finished(s, generation, inv);
+  inv.quota_hold.reset();  // before the caller hears: its next call may take the place
+  done(generation, inv);
+}
+
+// An admitted invocation waits in its principal's lane (a user's, without an agent), then
+// goes on from the stage after the quota stage.
+void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> generation,
+                    std::shared_ptr<pipeline::Invocation> inv, InvocationDone done) {
+  const std::string principal = pipeline::quota_principal(*inv);
+  const std::string lane = principal.empty() ? "user " + pipeline::quota_user(*inv) : "principal " + principal;
+  const unsigned weight = generation->config->quotas.for_principal(principal).weight.value_or(1);
+  s.executor->submit_to_lane(lane, weight, [s, generation, inv, done = std::move(done)] {
+    generation->pipeline->run(*inv);
+    finish(s, *generation, *inv, done);
+  });
+}
+
 }  // namespace
 
 void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
@@ -48,6 +73,12 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
     if (s.webhooks) announce_completed(*s.webhooks, inv, stored);
   }
   count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
+  // What its sandbox used counts against its principal's and user's cpuSeconds.
+  if (s.quotas && inv.outcome) {
+    const auto& usage = inv.outcome->usage;
+    s.quotas->charge_cpu(generation.config->quotas, pipeline::quota_principal(inv), pipeline::quota_user(inv),
+                         static_cast<double>(usage.cpu_user_ms + usage.cpu_sys_ms) / 1000.0);
+  }
   if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
 }
 
@@ -67,10 +98,11 @@ Rejection run_invocation(const ApiServices& s, InvocationRequest request, Invoca
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
   // The job holds copies of what it uses: it may outlive the caller.
   auto generation = s.generation->load();
-  bool accepted = s.executor->submit([services = s, generation, inv, done = std::move(done)] {
+  bool accepted = s.executor->submit([services = s, generation, inv, done = std::move(done)]() mutable {
     generation->pipeline->run(*inv);
-    record_finished(services, *generation, *inv);
-    done(*generation, *inv);
+    if (pipeline::queued_for_worker(*inv))  // admitted: the rest when its principal's turn comes
+      return queue_admitted(services, std::move(generation), std::move(inv), std::move(done));
+    finish(services, *generation, *inv, done);
   });
   if (accepted) return Rejection::none;
   s.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});

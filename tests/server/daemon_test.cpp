@@ -252,7 +252,9 @@ TEST(Audit, InvocationsCanBeLookedUpAndProven) {
   EXPECT_EQ(http(d.port, "GET", "/v1/audit/proof/x").status, 400);
 }
 
-TEST(Admission, AFullQueueIsAnsweredWith429AndRetryAfter) {
+// Without a `concurrent` quota a principal may have maxConcurrentInvocations + queueLength
+// calls admitted at once (what the one queue held before quotas, docs/daemon.md).
+TEST(Admission, AFullDaemonIsAnsweredWith429AndRetryAfter) {
   Workspace ws("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 1, queueLength: 0}");
   RunningDaemon d(ws);
   auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 3}}); });
@@ -262,7 +264,8 @@ TEST(Admission, AFullQueueIsAnsweredWith429AndRetryAfter) {
   auto refused = invoke(d.port, "echo", nlohmann::json::object());
   EXPECT_EQ(refused.status, 429) << refused.body;
   EXPECT_EQ(refused.headers["retry-after"], "1");
-  EXPECT_EQ(refused.json()["error"]["kind"], "queue_full");
+  EXPECT_EQ(refused.json()["error"]["kind"], "quota_exceeded");
+  EXPECT_EQ(refused.json()["error"]["quota"], "concurrent");
   EXPECT_EQ(slow.get().json()["status"], "ok");
 }
 

@@ -1,0 +1,172 @@
+// Issue #22 end to end: quotas and the fair queue against a real daemon (docs/daemon.md,
+// "Quotas and the fair queue"). `agent` is the runaway (it floods), `other` the victim; each
+// test runs the flood or the overuse for real and asserts who was refused and who was not.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "identity/signer.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// The usual workspace with a quotas section after the tools.
+Workspace with_quotas(const std::string& server_yaml, const std::string& quotas) {
+  Workspace ws;
+  ws.rewrite(server_yaml, "");
+  ws.write_config(ws.config_text() + quotas);
+  return ws;
+}
+
+bool refused_by(const Reply& r, const std::string& quota) {
+  return r.status == 429 && r.json()["error"]["kind"] == "quota_exceeded" && r.json()["error"]["quota"] == quota &&
+         r.headers.count("retry-after") == 1;
+}
+
+// 60 slow calls at once from one agent, 4 at a time allowed: 4 run, the rest are refused
+// with quota_exceeded naming `concurrent`; the other agent meanwhile gets every call through.
+TEST(Quotas, AFloodingAgentIsRefusedPastItsQuotaAndTheOtherIsNot) {
+  Workspace ws = with_quotas("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 64}",
+                             "quotas:\n  default: {concurrent: 4}\n");
+  RunningDaemon d(ws);
+  std::vector<std::future<Reply>> flood;
+  for (int i = 0; i < 60; ++i)
+    flood.push_back(std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 2}}); }));
+  int victim_ok = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto r = invoke(d.port, "echo", {{"n", i % 10}}, kOtherKey);
+    EXPECT_EQ(r.status, 200) << r.body;
+    victim_ok += r.status == 200 && r.json()["status"] == "ok";
+  }
+  EXPECT_EQ(victim_ok, 20);
+  int ran = 0, refused = 0;
+  for (auto& f : flood) {
+    auto r = f.get();
+    if (r.status == 200 && r.json()["status"] == "ok") ++ran;
+    else if (refused_by(r, "concurrent")) ++refused;
+    else ADD_FAILURE() << r.status << " " << r.body;
+  }
+  EXPECT_GE(ran, 4);
+  EXPECT_EQ(ran + refused, 60);
+  EXPECT_GE(refused, 40);  // at most 4 at a time, each 2 s long
+  auto metrics = http(d.port, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("airlock_quota_rejections_total{principal=\"agent\",quota=\"concurrent\"}"), std::string::npos)
+      << metrics;
+}
+
+// No quota at all, two workers: 20 slow calls of one agent wait in its lane; the other
+// agent's call is taken at the next free worker, not after the 20 (a FIFO would put it last).
+TEST(FairQueue, AnotherAgentsCallIsNotQueuedBehindAFlood) {
+  Workspace ws = with_quotas("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 2, queueLength: 64}", "");
+  RunningDaemon d(ws);
+  std::atomic<int> flood_done{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 20; ++i)
+    flood.emplace_back([&] {
+      auto r = invoke(d.port, "slow", {{"seconds", 1}});
+      EXPECT_EQ(r.status, 200) << r.body;
+      ++flood_done;
+    });
+  // Until the flood holds both workers and has calls waiting behind them.
+  for (int i = 0; i < 500 && http(d.port, "GET", "/metrics").body.find("airlock_sandboxes_running 2") == std::string::npos; ++i)
+    std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(200ms);
+  auto r = invoke(d.port, "echo", {{"n", 1}}, kOtherKey);
+  const int finished_before_victim = flood_done.load();
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["status"], "ok");
+  // At most one flood call per worker ended before the victim's call was taken, plus those
+  // that ended while it ran: far from the 20 a FIFO queue would make it wait for.
+  EXPECT_LE(finished_before_victim, 6);
+  for (auto& t : flood) t.join();
+  EXPECT_EQ(flood_done.load(), 20);
+}
+
+// rate 2/s with a burst of 2: the third quick call is refused with a Retry-After computed
+// from the bucket; the other agent has a bucket of its own.
+TEST(Quotas, ARateAboveTheBucketIsRefusedWithRetryAfter) {
+  Workspace ws = with_quotas("", "quotas:\n  default: {rate: 1/m, burst: 2}\n");
+  RunningDaemon d(ws);
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 1}}).status, 200);
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 2}}).status, 200);
+  auto third = invoke(d.port, "echo", {{"n", 3}});
+  ASSERT_TRUE(refused_by(third, "rate")) << third.status << " " << third.body;
+  const int retry = std::stoi(third.headers["retry-after"]);
+  EXPECT_GE(retry, 1);
+  EXPECT_LE(retry, 60);  // one token of 1/m
+  EXPECT_EQ(third.json()["error"]["retry_after"], retry);
+  EXPECT_NE(third.json()["error"]["message"].get<std::string>().find("principal agent"), std::string::npos);
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 1}}, kOtherKey).status, 200);
+  // Its refusal is audited like any denial: the log has a record for it.
+  auto stored = http(d.port, "GET", "/v1/invocations/" + third.json()["id"].get<std::string>());
+  EXPECT_EQ(stored.json()["error"]["kind"], "quota_exceeded") << stored.body;
+}
+
+// A tool that spins uses up its principal's CPU-seconds: the next call is refused until the
+// window moves, then admitted again.
+TEST(Quotas, ASpinningToolUsesUpItsPrincipalsCpuBudget) {
+  Workspace ws = with_quotas("", "quotas:\n  principals:\n    agent: {cpuSeconds: 0.5/3s}\n");
+  RunningDaemon d(ws);
+  auto spun = invoke(d.port, "spin", json::object());
+  ASSERT_EQ(spun.status, 200) << spun.body;
+  EXPECT_EQ(spun.json()["error"]["kind"], "timeout") << spun.body;
+  auto next = invoke(d.port, "echo", {{"n", 1}});
+  ASSERT_TRUE(refused_by(next, "cpuSeconds")) << next.status << " " << next.body;
+  const int retry = std::stoi(next.headers["retry-after"]);
+  EXPECT_LE(retry, 3);
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 1}}, kOtherKey).status, 200);  // its own budget
+  std::this_thread::sleep_for(std::chrono::seconds(retry) + 200ms);
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 2}}).status, 200);
+}
+
+// quotas.users counts a user across agents: two slow calls for alice through two agents
+// hold her places, and a third, through either agent, is refused naming her.
+TEST(Quotas, AUsersConcurrentQuotaHoldsAcrossAgents) {
+  Workspace ws;
+  auto corp = identity::TokenSigner::load_or_create(ws.dir() + "/corp.key");
+  ASSERT_TRUE(corp.ok());
+  std::ofstream(ws.dir() + "/corp-jwks.json") << corp->jwks().dump();
+  ws.rewrite(R"(server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 64}
+identity:
+  issuers:
+    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
+roles:
+  - name: staff
+    rules:
+      - {effect: allow, actions: [invoke], tools: ["slow", "echo"], maxRisk: low}
+bindings:
+  - role: staff
+    users: [{issuer: corp, claim: sub, value: alice}])", "");
+  std::string yaml = ws.config_text();
+  yaml.replace(yaml.find("tools: [\"echo\"]"), std::string("tools: [\"echo\"]").size(), "tools: [\"echo\", \"slow\"]");
+  ws.write_config(yaml + "quotas:\n  users: {concurrent: 2}\n");
+  RunningDaemon d(ws);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string alice = *corp->issue({{"iss", "https://idp.corp.example"}, {"aud", "airlock"}, {"sub", "alice"},
+                                          {"iat", now}, {"exp", now + 300}, {"jti", "jti-alice"}});
+  auto call = [&](const std::string& key, const std::string& tool, json args) {
+    return http_with(d.port, "POST", "/v1/tools/" + tool + "/invoke", json{{"arguments", args}}.dump(), key,
+                     {{"Airlock-Subject-Token", alice}});
+  };
+  auto first = std::async(std::launch::async, [&] { return call(kKey, "slow", {{"seconds", 3}}); });
+  auto second = std::async(std::launch::async, [&] { return call(kOtherKey, "slow", {{"seconds", 3}}); });
+  for (int i = 0; i < 500 && http(d.port, "GET", "/metrics").body.find("airlock_sandboxes_running 2") == std::string::npos; ++i)
+    std::this_thread::sleep_for(10ms);
+  auto third = call(kOtherKey, "echo", {{"n", 1}});
+  ASSERT_TRUE(refused_by(third, "concurrent")) << third.status << " " << third.body;
+  EXPECT_NE(third.json()["error"]["message"].get<std::string>().find("user alice"), std::string::npos) << third.body;
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 1}}, kOtherKey).status, 200);  // the agent alone is not limited
+  EXPECT_EQ(first.get().json()["status"], "ok");
+  EXPECT_EQ(second.get().json()["status"], "ok");
+  EXPECT_EQ(call(kKey, "echo", {{"n", 2}}).status, 200);  // her places are given back
+}
+
+}  // namespace
+}  // namespace airlock::server::test
