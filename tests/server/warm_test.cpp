@@ -149,7 +149,8 @@ TEST_F(RecycledWarmDaemon, ARecycledTemplateIsReplacedWithoutAColdCall) {
   auto first = processes_with(template_marker());
   ASSERT_EQ(first.size(), 1u);
   bool replaced = false;
-  for (int i = 0; i < 50 && !replaced; ++i) {
+  // Until the successor (a Python start and import) is ready: warm calls take milliseconds.
+  for (int i = 0; i < 500 && !replaced; ++i, std::this_thread::sleep_for(10ms)) {
     auto j = invoke(d.port, "warm-echo", {{"n", i}}).json();
     ASSERT_EQ(j["status"], "ok") << j;
     EXPECT_EQ(j["start"], "warm") << j;
