@@ -16,6 +16,7 @@
 //   sandbox::run, cold         what the daemon pays per cold call
 //   warm template              sandbox::WarmTemplate::start_call + wait: a fork of the
 //                              template with fresh namespaces, cgroup, tmpfs and policy
+//   warm, prepared             a child started ahead of its call, Sandbox::hand_over + wait
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include "sandbox/sandbox.hpp"
 #include "sandbox/warm.hpp"
@@ -193,31 +195,77 @@ void BM_ToolCold(benchmark::State& state) {
 }
 
 // The template is launched and supervised on a thread of its own, as the daemon does.
+struct BenchTemplate {
+  airlock::sandbox::Spec spec = tool_spec("template");
+  airlock::sandbox::WarmTemplate* t = nullptr;
+  std::thread supervisor;
+
+  BenchTemplate() {
+    spec.binds.push_back(
+        {airlock::sandbox::warm_library_path(), airlock::sandbox::kWarmLibraryInSandbox, false});
+    spec.limits.pids = 4096;
+    std::promise<airlock::sandbox::WarmTemplate*> ready;
+    supervisor = std::thread([&] {
+      auto launched = airlock::sandbox::WarmTemplate::launch(spec, std::chrono::seconds(10));
+      if (!launched) std::abort();
+      ready.set_value(launched->get());
+      (void)(*launched)->wait();
+    });
+    t = ready.get_future().get();
+  }
+  ~BenchTemplate() {
+    t->retire();
+    supervisor.join();
+  }
+  // A call's Spec: the template's binds, the call's input (or none: a child prepared ahead).
+  airlock::sandbox::Spec call(bool with_input) const {
+    airlock::sandbox::Spec call = tool_spec("template");
+    call.binds = spec.binds;
+    if (with_input) {
+      call.stdin_source.kind = airlock::sandbox::StdinSource::Kind::bytes;
+      call.stdin_source.bytes = std::string("{\"env\":{},\"arguments\":") + kToolArguments + "}";
+    }
+    return call;
+  }
+};
+
+// A child started on demand: the call's namespaces, cgroup, tmpfs and policy on its path.
 void BM_ToolWarm(benchmark::State& state) {
-  auto spec = tool_spec("template");
-  spec.binds.push_back({airlock::sandbox::warm_library_path(), airlock::sandbox::kWarmLibraryInSandbox, false});
-  spec.limits.pids = 4096;
-  std::promise<airlock::sandbox::WarmTemplate*> ready;
-  std::promise<void> done;
-  std::thread supervisor([&] {
-    auto t = airlock::sandbox::WarmTemplate::launch(spec, std::chrono::seconds(10));
-    if (!t) std::abort();
-    ready.set_value(t->get());
-    (void)(*t)->wait();
-    done.set_value();
-  });
-  airlock::sandbox::WarmTemplate* t = ready.get_future().get();
-  airlock::sandbox::Spec call = tool_spec("template");
-  call.binds = spec.binds;
-  call.stdin_source.kind = airlock::sandbox::StdinSource::Kind::bytes;
-  call.stdin_source.bytes = std::string("{\"env\":{},\"arguments\":") + kToolArguments + "}";
+  BenchTemplate b;
+  const auto call = b.call(true);
   measure(state, [&] {
-    auto sandbox = t->start_call(call);
+    auto sandbox = b.t->start_call(call);
     if (!sandbox) std::abort();
     expect_answer((*sandbox)->wait());
   });
-  t->retire();
-  supervisor.join();
+}
+
+// A child prepared ahead of its call (what the daemon's WarmPool does): timed from the
+// hand-over to the result; the next child is prepared meanwhile, on another thread, and waited
+// for outside the timed part (a daemon prepares it while it answers and reads the next call).
+void BM_ToolWarmPrepared(benchmark::State& state) {
+  BenchTemplate b;
+  const auto shape = b.call(false), call = b.call(true);
+  auto prepare = [&] {
+    auto child = b.t->start_call(shape);
+    if (!child) std::abort();
+    return std::move(*child);
+  };
+  auto next = prepare();
+  std::vector<double> ms;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    auto child = std::move(next);
+    if (!child->hand_over(call)) std::abort();
+    auto preparing = std::async(std::launch::async, prepare);
+    expect_answer(child->wait());
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(took.count());
+    ms.push_back(took.count() * 1000);
+    child.reset();
+    next = preparing.get();
+  }
+  report(state, ms);
 }
 
 }  // namespace
@@ -243,5 +291,6 @@ BENCHMARK(BM_ToolPlainPython)->Iterations(kRuns)->UseManualTime()->Unit(benchmar
 BENCHMARK(BM_ToolAirlockCli)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ToolCold)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ToolWarm)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ToolWarmPrepared)->Iterations(kRuns)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -171,6 +171,10 @@ std::optional<RunResult> LocalBackend::run_warm(const RunRequest& request,
     why_cold = "libairlock_warm.so is not installed";
     return std::nullopt;
   }
+  if (auto why = sandbox::warm_calls_unsupported()) {  // before a template is launched for nothing
+    why_cold = *why;
+    return std::nullopt;
+  }
   const sandbox::Spec template_spec = warm_template_spec(request);
   WarmSettings settings{request.warm->recycle_calls, request.warm->recycle_after};
   auto lease = warm_->lease(warm_key(request, template_spec), template_spec, settings, why_cold);

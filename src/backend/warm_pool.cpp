@@ -1,6 +1,9 @@
 #include "backend/warm_pool.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <optional>
 #include <utility>
 
 namespace airlock::backend {
@@ -15,22 +18,100 @@ constexpr auto kRetryAfterFailure = 1s;  // a template that never got ready is n
 }  // namespace
 
 // One running template. Retired: takes no more calls; told to exit once its last call ended.
+// Its preparer thread keeps kPreparedChildren children started for calls shaped as `shape`
+// (the last call's Spec): a call takes one (take_prepared) and the preparer starts the next.
 struct WarmPool::Live {
   std::unique_ptr<sandbox::WarmTemplate> tmpl;
   Clock::time_point born = Clock::now();
   std::mutex mu;
+  std::condition_variable wake;  // the preparer's
   std::uint32_t calls = 0;
   unsigned in_flight = 0;
   bool retired = false;
+  bool ended = false;  // the template has ended: its children with it
+  std::optional<sandbox::Spec> shape;
+  std::deque<std::unique_ptr<sandbox::Sandbox>> prepared;
+  std::thread preparer;
 
   void end_call() {
     std::lock_guard lock(mu);
     if (--in_flight == 0 && retired) tmpl->retire();
   }
+  // Its preparer stops and destroys the children it prepared (on its own thread: this is
+  // called with the pool's lock held).
   void retire() {
     std::lock_guard lock(mu);
     retired = true;
+    wake.notify_all();
     if (in_flight == 0) tmpl->retire();
+  }
+  void end() {
+    std::lock_guard lock(mu);
+    ended = true;
+    wake.notify_all();
+  }
+  std::optional<sandbox::Spec> last_shape() {
+    std::lock_guard lock(mu);
+    return shape;
+  }
+  void set_shape(std::optional<sandbox::Spec> s) {
+    std::lock_guard lock(mu);
+    if (!shape) shape = std::move(s);
+    wake.notify_all();
+  }
+
+  // A prepared child for `call`, or null. A call of another shape (a new configuration)
+  // discards the children prepared for the old one and becomes the shape to prepare.
+  std::unique_ptr<sandbox::Sandbox> take_prepared(const sandbox::Spec& call) {
+    std::unique_ptr<sandbox::Sandbox> taken;
+    std::deque<std::unique_ptr<sandbox::Sandbox>> discarded;  // destroyed after the unlock
+    std::lock_guard lock(mu);
+    if (retired) return taken;
+    if (!shape || !sandbox::same_sandbox(*shape, call)) {
+      shape = call;
+      shape->stdin_source = {};  // a prepared child holds no input
+      discarded.swap(prepared);
+    } else if (!prepared.empty()) {
+      taken = std::move(prepared.front());
+      prepared.pop_front();
+    }
+    wake.notify_all();
+    return taken;
+  }
+
+  // The preparer thread, until the template retires or ends.
+  void prepare_ahead() {
+    std::unique_lock lock(mu);
+    for (;;) {
+      wake.wait(lock, [&] {
+        return retired || ended || (shape && prepared.size() < kPreparedChildren);
+      });
+      if (retired || ended) break;
+      const sandbox::Spec spec = *shape;
+      lock.unlock();
+      auto child = tmpl->start_call(spec);
+      lock.lock();
+      if (!child) {  // the template is ending, or cannot start a child: calls start their own
+        wake.wait_for(lock, kRetryAfterFailure, [&] { return retired || ended; });
+        continue;
+      }
+      if (retired || ended || !shape || !sandbox::same_sandbox(*shape, spec)) {
+        auto stale = std::move(*child);
+        lock.unlock();
+        stale.reset();
+        lock.lock();
+        continue;
+      }
+      prepared.push_back(std::move(*child));
+    }
+    std::deque<std::unique_ptr<sandbox::Sandbox>> discarded;
+    discarded.swap(prepared);
+    lock.unlock();
+  }
+
+  std::size_t prepared_count() {
+    std::lock_guard lock(mu);
+    return prepared.size();
   }
 };
 
@@ -51,6 +132,10 @@ void WarmPool::Lease::release() {
 
 Result<std::unique_ptr<sandbox::Sandbox>> WarmPool::Lease::start_call(
     const sandbox::Spec& call) const {
+  if (auto child = live_->take_prepared(call)) {
+    if (child->hand_over(call)) return child;
+    // It ended or misbehaved while it waited (its template died): start one for this call.
+  }
   return live_->tmpl->start_call(call);
 }
 
@@ -76,6 +161,13 @@ void WarmPool::shutdown() {
 WarmPoolStats WarmPool::stats() const {
   std::lock_guard lock(mu_);
   return stats_;
+}
+
+std::size_t WarmPool::prepared_children() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& live : all_) n += live->prepared_count();
+  return n;
 }
 
 std::size_t WarmPool::ready_templates() const {
@@ -165,6 +257,7 @@ void WarmPool::join_finished_threads() {
 // The template's thread: it launches the template (which is tied to this thread), then
 // supervises it until it ends; one that ends while still taking calls is replaced at once.
 void WarmPool::serve_template(std::string key, sandbox::Spec spec) {
+  std::optional<sandbox::Spec> shape;  // what the template it replaces prepared
   for (;;) {
     auto launched = sandbox::WarmTemplate::launch(spec, kReadyTimeout);
     auto live = std::make_shared<Live>();
@@ -188,13 +281,19 @@ void WarmPool::serve_template(std::string key, sandbox::Spec spec) {
         it->second.starting = false;
         it->second.last_error.clear();
         if (auto predecessor = std::exchange(it->second.current, live)) {
+          if (!shape) shape = predecessor->last_shape();
           predecessor->retire();  // exits once its last call has ended
           ++stats_.templates_recycled;
         }
         all_.push_back(live);
       }
     }
+    live->set_shape(std::move(shape));
+    live->preparer = std::thread([live] { live->prepare_ahead(); });
     (void)live->tmpl->wait();
+    live->end();
+    live->preparer.join();
+    shape = live->last_shape();
     std::lock_guard lock(mu_);
     all_.remove(live);
     auto it = entries_.find(key);

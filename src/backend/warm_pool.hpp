@@ -1,7 +1,9 @@
 // The warm templates of a daemon's local backend: one per warm tool (keyed by what it runs),
 // each on a thread of its own that launches it, supervises it and, when it dies, replaces it.
 // A call leases the ready template of its tool; with none ready it runs cold, and says why.
-// docs/warm-start.md.
+// Each template keeps kPreparedChildren children started ahead of demand (fresh namespaces,
+// cgroup, tmpfs and policy, waiting for their input): a call takes one and hands it its input,
+// and the next is prepared off the call's path. docs/warm-start.md.
 #pragma once
 
 #include <chrono>
@@ -27,6 +29,10 @@ struct WarmSettings {
   std::chrono::milliseconds recycle_after{10 * 60 * 1000};
 };
 
+// Children each template keeps started ahead of demand. Each holds two processes and a cgroup
+// of the call's limits while it waits (counted in the template's user namespace).
+inline constexpr std::size_t kPreparedChildren = 2;
+
 struct WarmPoolStats {
   std::uint64_t templates_started = 0;
   std::uint64_t templates_failed = 0;   // launched, never ready
@@ -51,6 +57,9 @@ class WarmPool {
     Lease& operator=(Lease&& other) noexcept;
     ~Lease();
     explicit operator bool() const { return live_ != nullptr; }
+    // The call in a prepared child handed `call` (Sandbox::hand_over), or, with none of its
+    // shape prepared, in a child started now. Either way, from now on its template prepares
+    // children shaped as `call` (sandbox::same_sandbox).
     Result<std::unique_ptr<sandbox::Sandbox>> start_call(const sandbox::Spec& call) const;
 
    private:
@@ -69,6 +78,8 @@ class WarmPool {
   void shutdown();
   WarmPoolStats stats() const;
   std::size_t ready_templates() const;
+  // Children prepared and waiting for a call, over every template.
+  std::size_t prepared_children() const;
 
  private:
   struct Entry {

@@ -313,6 +313,7 @@ SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
     pids_dir_ = std::move(other.pids_dir_);
     cpu_dir_ = std::move(other.cpu_dir_);
     v2_dir_fd_ = std::move(other.v2_dir_fd_);
+    cpu_base_ = other.cpu_base_;
   }
   return *this;
 }
@@ -407,14 +408,26 @@ Result<std::vector<UniqueFd>> SandboxCgroup::open_join_fds() const {
   return fds;
 }
 
-std::optional<std::uint64_t> SandboxCgroup::cpu_usage_ns() const {
-  if (cpu_dir_.empty()) return std::nullopt;
-  if (mode_ == CgroupMode::v2) {
-    auto usec = read_keyed(cpu_dir_ + "/cpu.stat", "usage_usec");
+namespace {
+
+std::uint64_t minus(std::uint64_t value, std::uint64_t base) { return value > base ? value - base : 0; }
+
+std::optional<std::uint64_t> raw_cpu_usage_ns(CgroupMode mode, const std::string& cpu_dir) {
+  if (cpu_dir.empty()) return std::nullopt;
+  if (mode == CgroupMode::v2) {
+    auto usec = read_keyed(cpu_dir + "/cpu.stat", "usage_usec");
     if (!usec) return std::nullopt;
     return *usec * 1000;
   }
-  return read_u64(cpu_dir_ + "/cpuacct.usage");
+  return read_u64(cpu_dir + "/cpuacct.usage");
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> SandboxCgroup::cpu_usage_ns() const {
+  auto used = raw_cpu_usage_ns(mode_, cpu_dir_);
+  if (!used) return std::nullopt;
+  return minus(*used, cpu_base_.total);
 }
 
 namespace {
@@ -426,6 +439,17 @@ void read_pids_counters(const std::string& dir, CgroupStats& st) {
   st.pids_refused = read_keyed(dir + "/pids.events", "max");
 }
 
+void read_cpu_split(CgroupMode mode, const std::string& dir, CgroupStats& st) {
+  if (dir.empty()) return;
+  if (mode == CgroupMode::v2) {
+    if (auto u = read_keyed(dir + "/cpu.stat", "user_usec")) st.cpu_user_ns = *u * 1000;
+    if (auto s = read_keyed(dir + "/cpu.stat", "system_usec")) st.cpu_sys_ns = *s * 1000;
+  } else {
+    st.cpu_user_ns = read_u64(dir + "/cpuacct.usage_user");
+    st.cpu_sys_ns = read_u64(dir + "/cpuacct.usage_sys");
+  }
+}
+
 }  // namespace
 
 CgroupStats SandboxCgroup::read_stats() const {
@@ -435,25 +459,33 @@ CgroupStats SandboxCgroup::read_stats() const {
       st.oom_kills = read_keyed(memory_dir_ + "/memory.events", "oom_kill").value_or(0);
       st.memory_peak_bytes = read_u64(memory_dir_ + "/memory.peak");
     }
-    if (!cpu_dir_.empty()) {
-      if (auto u = read_keyed(cpu_dir_ + "/cpu.stat", "user_usec")) st.cpu_user_ns = *u * 1000;
-      if (auto s = read_keyed(cpu_dir_ + "/cpu.stat", "system_usec")) st.cpu_sys_ns = *s * 1000;
-    }
+    read_cpu_split(mode_, cpu_dir_, st);
     if (!pids_dir_.empty()) read_pids_counters(pids_dir_, st);
   } else if (mode_ == CgroupMode::v1) {
     if (!memory_dir_.empty()) {
       st.oom_kills = read_keyed(memory_dir_ + "/memory.oom_control", "oom_kill").value_or(0);
       st.memory_peak_bytes = read_u64(memory_dir_ + "/memory.max_usage_in_bytes");
     }
-    if (!cpu_dir_.empty()) {
-      st.cpu_user_ns = read_u64(cpu_dir_ + "/cpuacct.usage_user");
-      st.cpu_sys_ns = read_u64(cpu_dir_ + "/cpuacct.usage_sys");
-    }
+    read_cpu_split(mode_, cpu_dir_, st);
     if (!pids_dir_.empty()) read_pids_counters(pids_dir_, st);
   }
   // The sandbox's init is one of the counted processes; report the program's own.
   if (st.pids_peak && *st.pids_peak > 0) *st.pids_peak -= 1;
+  if (st.cpu_user_ns) st.cpu_user_ns = minus(*st.cpu_user_ns, cpu_base_.user);
+  if (st.cpu_sys_ns) st.cpu_sys_ns = minus(*st.cpu_sys_ns, cpu_base_.sys);
   return st;
+}
+
+void SandboxCgroup::count_from_now() {
+  CgroupStats now;
+  read_cpu_split(mode_, cpu_dir_, now);
+  cpu_base_.total = raw_cpu_usage_ns(mode_, cpu_dir_).value_or(0);
+  cpu_base_.user = now.cpu_user_ns.value_or(0);
+  cpu_base_.sys = now.cpu_sys_ns.value_or(0);
+  // v1: writing 0 resets the peak to the current usage. (v2's memory.peak resets only for
+  // the descriptor that wrote it; warm calls run on v1 only, see start_warm_call.)
+  if (mode_ == CgroupMode::v1 && !memory_dir_.empty())
+    (void)write_file(memory_dir_ + "/memory.max_usage_in_bytes", "0");
 }
 
 void SandboxCgroup::kill_all() const {

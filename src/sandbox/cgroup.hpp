@@ -80,6 +80,10 @@ class SandboxCgroup {
   Result<std::vector<UniqueFd>> open_join_fds() const;
   std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
   CgroupStats read_stats() const;
+  // A warm call's child prepared ahead of its call (sandbox/warm.hpp) has run in this cgroup
+  // before the hand-over: from now on the CPU counters (cpu_usage_ns, read_stats) and the
+  // memory peak count only what follows. The limits themselves are the cgroup's, as written.
+  void count_from_now();
   void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace
   // SIGKILL to every process listed in the cgroup(s), v1 and v2: for processes that are not
   // in a pid namespace of ours (gVisor's sandbox and gofer).
@@ -93,6 +97,9 @@ class SandboxCgroup {
   std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, cpuacct (those in use)
   std::string memory_dir_, pids_dir_, cpu_dir_;
   UniqueFd v2_dir_fd_;
+  struct CpuBase {  // count_from_now
+    std::uint64_t total = 0, user = 0, sys = 0;
+  } cpu_base_;
 };
 
 // Removes cgroups named airlock-<pid>-* whose creating process no longer exists (left by a

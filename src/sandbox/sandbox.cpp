@@ -134,6 +134,7 @@ struct Sandbox::State {
   Clock::time_point started;
   bool reaped = false;
   bool warm = false;  // started by a warm template: init is not our child (start_warm_call)
+  bool handed_over = false;  // hand_over: a prepared warm call got its call
 };
 
 Sandbox::Sandbox(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -199,6 +200,33 @@ Status validate_spec(const Spec& spec) {
       return bad("the terminal's window size must be at least 1x1");
   }
   return {};
+}
+
+std::optional<std::string> warm_calls_unsupported() {
+  const CgroupSupport& cg = cgroup_support();
+  // A warm call's init is not our child: no rusage, so only the cgroup can limit its memory
+  // and measure its CPU; without them its verdicts would not be a cold run's.
+  if (!cg.limits_memory() || !cg.measures_cpu())
+    return "warm calls need a cgroup memory limit and CPU accounting, which this host does not "
+           "give us (" + (cg.why_not.empty() ? std::string("cgroup: none") : cg.why_not) + ")";
+  return std::nullopt;
+}
+
+bool same_sandbox(const Spec& a, const Spec& b) {
+  auto same_binds = [](const std::vector<Bind>& x, const std::vector<Bind>& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const Bind& p, const Bind& q) {
+      return p.source == q.source && p.dest == q.dest && p.writable == q.writable;
+    });
+  };
+  const Limits &la = a.limits, &lb = b.limits;
+  return a.argv == b.argv && a.env == b.env && same_binds(a.binds, b.binds) &&
+         a.workdir == b.workdir && a.hostname == b.hostname &&
+         a.network.loopback_listeners == b.network.loopback_listeners &&
+         a.network.tcp_connect_ports == b.network.tcp_connect_ports &&
+         a.tty.has_value() == b.tty.has_value() && a.output_mode == b.output_mode &&
+         a.warm_template_fd == b.warm_template_fd && la.cpu_time == lb.cpu_time &&
+         la.memory_bytes == lb.memory_bytes && la.pids == lb.pids &&
+         la.disk_bytes == lb.disk_bytes && la.open_files == lb.open_files;
 }
 
 namespace {
@@ -454,6 +482,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(int template_fd, std::
     return setup_error("a warm call takes no listeners and no terminal");
   if (cgroup_support().mode == CgroupMode::v2)
     return setup_error("warm calls join their cgroup through v1 `tasks` files; this host has v2");
+  if (auto why = warm_calls_unsupported()) return setup_error(*why);
   auto st = std::make_unique<State>();
   st->spec = spec;
   st->warm = true;
@@ -480,6 +509,37 @@ Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(int template_fd, std::
   if (auto r = receive_descriptors(s); !r) return r.error();
   if (!s.pidfd) return setup_error("the warm template's child did not start (no init pidfd)");
   return sandbox;
+}
+
+namespace {
+
+// Whether a descriptor has something to say (for a pidfd: the process has ended), now.
+bool readable_now(int fd) {
+  if (fd < 0) return false;
+  pollfd pfd{fd, POLLIN, 0};
+  int rc;
+  do rc = ::poll(&pfd, 1, 0);
+  while (rc < 0 && errno == EINTR);
+  return rc != 0;
+}
+
+}  // namespace
+
+Status Sandbox::hand_over(const Spec& call) {
+  State& s = *state_;
+  if (!s.warm || s.handed_over) return setup_error("only a prepared warm call is handed over, once");
+  if (!same_sandbox(s.spec, call))
+    return setup_error("the call needs another sandbox than the one prepared for it");
+  if (auto r = validate_spec(call); !r) return r.error();
+  if (readable_now(s.pidfd.get())) return setup_error("the prepared warm call's child has ended");
+  // A seccomp notification pending: it did something it may not before it had any input.
+  if (readable_now(s.notify.get()))
+    return setup_error("the prepared warm call's child tripped its filter while it waited");
+  s.spec = call;
+  s.cgroup.count_from_now();
+  s.started = Clock::now();
+  s.handed_over = true;
+  return {};
 }
 
 namespace {

@@ -17,6 +17,8 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/result.hpp"
@@ -31,6 +33,14 @@ Outcome run(const Spec& spec);
 
 // Checks a Spec without running anything (paths, limits, argv). run() and launch() call it.
 Status validate_spec(const Spec& spec);
+
+// Why this host cannot run warm calls (Sandbox::start_warm_call refuses them), or nothing.
+std::optional<std::string> warm_calls_unsupported();
+
+// Whether two Specs make the same sandbox: everything the child's plan and its cgroup's limits
+// come from (argv, env, binds, work dir, host name, network, the limits but the wall clock and
+// the output cap). What differs may only be the supervisor's: input, clock, output handling.
+bool same_sandbox(const Spec& a, const Spec& b);
 
 class Sandbox {
  public:
@@ -47,6 +57,12 @@ class Sandbox {
   // output handling apply as for launch(). Its argv, binds and env are the template's.
   static Result<std::unique_ptr<Sandbox>> start_warm_call(int template_fd, std::mutex& send_mu,
                                                           const Spec& spec);
+  // A warm call started ahead of demand, without its input (a prepared child, warm.hpp),
+  // gets its call: `call`, which must make the same sandbox (same_sandbox) as the Spec it was
+  // started with, replaces that Spec (its input, wall clock, CPU budget, output handling), and
+  // the call's clock, CPU and memory peak count from here. Refused, once handed over, or if
+  // the child ended or tripped its filter while it waited (it is then of no use: destroy it).
+  Status hand_over(const Spec& call);
 
   // Listening sockets on the sandbox's 127.0.0.1, one per Spec::network.loopback_listeners.
   std::vector<UniqueFd> take_listeners();

@@ -86,16 +86,17 @@ inline int raw_setresgid(gid_t r, gid_t e, gid_t s) {
 inline int raw_setgroups_empty() { return static_cast<int>(::syscall(SYS_setgroups, 0, nullptr)); }
 // A syscall that returns -errno on failure and leaves errno alone, for a helper that shares
 // our memory (CLONE_VM, and with it our errno) and runs alongside us.
-inline long errno_free_syscall(long nr, long a1 = 0, long a2 = 0, long a3 = 0) {
+inline long errno_free_syscall(long nr, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
 #if defined(__x86_64__)
   long ret;
+  register long r10 asm("r10") = a4;
   asm volatile("syscall"
                : "=a"(ret)
-               : "a"(nr), "D"(a1), "S"(a2), "d"(a3)
+               : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10)
                : "rcx", "r11", "memory");
   return ret;
 #else
-  long ret = ::syscall(nr, a1, a2, a3);
+  long ret = ::syscall(nr, a1, a2, a3, a4);
   return ret < 0 ? -errno : ret;
 #endif
 }

@@ -3,9 +3,12 @@
 // warm call's limits give the verdicts a cold run gives. The tool is the real runner in
 // template mode with the real libairlock_warm.so.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +134,44 @@ def secret(args):
     return {"found": heap_has(args["prefix"], args["suffix"]),
             "env": os.environ.get("AIRLOCK_SECRET") is not None}
 
+def reach_init(args):
+    # Init shares the template's memory: each way in must be refused.
+    reached = {}
+    for name in ("mem", "environ", "maps", "fd", "root"):
+        path = "/proc/1/" + name
+        try:
+            if name == "root":
+                os.listdir(path)
+            elif name == "fd":  # the numbers are listed; following one is the way in
+                opened = 0
+                for fd in os.listdir(path):
+                    try:
+                        os.close(os.open(path + "/" + fd, os.O_RDONLY | os.O_NONBLOCK))
+                        opened += 1
+                    except OSError:
+                        pass
+                if not opened:
+                    raise PermissionError(path)
+            else:
+                with open(path, "rb", 0) as f:
+                    if name == "mem":
+                        start = int(open("/proc/1/maps").readline().split("-")[0], 16)
+                        f.seek(start)
+                    f.read(16)
+            reached[name] = True
+        except OSError as e:
+            reached[name] = False
+            reached[name + "_refused"] = str(e)
+    # Python's SIGINT handler, run in the template's memory, would end the template. (Landlock
+    # may refuse the signal itself: init is outside the tool's domain.)
+    try:
+        os.kill(1, 2)
+        reached["signal_sent"] = True
+    except PermissionError:
+        reached["signal_sent"] = False
+    time.sleep(0.2)
+    return reached
+
 def bomb(args):
     hog = []
     while True:
@@ -144,12 +185,48 @@ def run(args):
     return globals()[args["do"]](args)
 )PY";
 
+// A template like the runner's template mode whose call burns a second and a half of CPU
+// before it reads any input (as a prepared child's setup does, in its cgroup), in three
+// processes of half a second each (each process has RLIMIT_CPU too), says so in /out, then
+// does what its input says: "spin" spins, anything else is echoed.
+constexpr const char* kSpinningTemplate = R"PY(
+import ctypes, os, sys, time
+warm = ctypes.CDLL("/airlock-warm/libairlock_warm.so")
+os.write(7, b"R")
+while True:
+    got = warm.airlock_warm_receive(7)
+    if got == 0:
+        sys.exit(0)
+    if got == 1 and warm.airlock_warm_start() == 0:
+        break
+    warm.airlock_warm_reap()
+def burn():
+    start = time.process_time()
+    while time.process_time() - start < 0.5:
+        pass
+    os._exit(0)
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        burn()
+    os.waitpid(pid, 0)
+open("/out/spun", "w").close()
+what = sys.stdin.read()
+while what == "spin":
+    pass
+sys.stdout.write(what)
+sys.stdout.flush()
+os._exit(0)
+)PY";
+
 class WarmTemplateTest : public ::testing::Test {
  protected:
   void SetUp() override {
     library_ = warm_library_path();
     ASSERT_FALSE(library_.empty()) << "libairlock_warm.so is not built";
     tool_dir_.write("tool.py", kTool);
+    if (auto why = warm_calls_unsupported())
+      GTEST_SKIP() << "warm calls are refused here (WarmCallsAreRefusedWithoutCgroups): " << *why;
   }
 
   static std::vector<std::string> template_argv() {
@@ -280,6 +357,18 @@ TEST_F(WarmTemplateTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
   EXPECT_TRUE(next["found"].empty()) << next;
 }
 
+// The call's init shares the template's memory: the tool can neither read nor write it through
+// /proc/1 (mem, environ, maps, fd, root), and a SIGINT to init does not run the template's
+// (Python's) handler in its memory: the template goes on and the next call runs.
+TEST_F(WarmTemplateTest, TheToolCannotReachItsInitWhichSharesTheTemplatesMemory) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json reached = result_of(call(*s.t, call_spec({{"do", "reach_init"}})));
+  for (const char* way : {"mem", "environ", "maps", "fd", "root"})
+    EXPECT_EQ(reached[way], false) << way << ": " << reached;
+  EXPECT_EQ(result_of(call(*s.t, call_spec({{"do", "look"}})))["state"], "clean");
+}
+
 TEST_F(WarmTemplateTest, AMemoryBombGetsTheVerdictItGetsCold) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
@@ -309,6 +398,94 @@ TEST_F(WarmTemplateTest, AKilledTemplateRefusesCallsWithASetupError) {
   s.ended.wait();
   Outcome o = call(*s.t, call_spec({{"do", "look"}}));
   EXPECT_EQ(o.verdict, Verdict::setup_error) << test::describe(o);
+}
+
+bool wait_for_file(const std::string& path, std::chrono::seconds limit) {
+  for (auto until = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms))
+    if (::access(path.c_str(), F_OK) == 0) return true;
+  return false;
+}
+
+// A prepared child (started without input, handed its call later) is billed only for what it
+// uses after the hand-over: the 1.5 s of CPU it burnt while waiting do not spend the call's
+// budget of one second, and a spin after the hand-over still gets cpu_time_limit.
+TEST_F(WarmTemplateTest, APreparedChildIsBilledOnlyFromTheHandOver) {
+  test::TempDir out;
+  ASSERT_EQ(::chmod(out.path().c_str(), 0777), 0);
+  tool_dir_.write("spinning_template.py", kSpinningTemplate);
+  Spec spec = base_spec();
+  spec.binds.push_back({out.path(), "/out", true});
+  spec.argv = {"python3", "-I", "-S", "/tool/spinning_template.py"};
+  Spec tmpl = spec;
+  tmpl.limits.pids = 1024;
+  auto launched = WarmTemplate::launch(tmpl, 10s);
+  ASSERT_TRUE(launched) << launched.error().message;
+  Supervised s(std::move(*launched));
+  spec.limits.cpu_time = 1000ms;
+  for (const std::string input : {"finish", "spin"}) {
+    ::unlink((out.path() + "/spun").c_str());
+    auto child = s.t->start_call(spec);  // prepared: no input yet
+    ASSERT_TRUE(child) << child.error().message;
+    if (!wait_for_file(out.path() + "/spun", 120s)) {
+      Spec finish = spec;
+      finish.stdin_source.kind = StdinSource::Kind::bytes;
+      (void)(*child)->hand_over(finish);
+      FAIL() << "the prepared child never said it had spun: " << test::describe((*child)->wait());
+    }
+    Spec call = spec;
+    call.stdin_source.kind = StdinSource::Kind::bytes;
+    call.stdin_source.bytes = input;
+    Spec other = call;
+    other.limits.memory_bytes *= 2;  // another sandbox than the one prepared
+    EXPECT_FALSE((*child)->hand_over(other));
+    ASSERT_TRUE((*child)->hand_over(call));
+    EXPECT_FALSE((*child)->hand_over(call)) << "handed over twice";
+    Outcome o = (*child)->wait();
+    if (input == "finish") {
+      EXPECT_EQ(o.verdict, Verdict::ok) << test::describe(o);
+      EXPECT_EQ(o.stdout_data, "finish");
+      EXPECT_LT(o.usage.cpu_user_ms + o.usage.cpu_sys_ms, 1500u) << test::describe(o);
+    } else {
+      EXPECT_EQ(o.verdict, Verdict::cpu_time_limit) << test::describe(o);
+    }
+  }
+}
+
+// A child prepared before another call had a credential, and handed its own call only after
+// that call ended, has nothing of it: not in its environment, not anywhere in its memory.
+TEST_F(WarmTemplateTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  Spec shape = call_spec(json::object());
+  shape.stdin_source = {};
+  auto waiting = s.t->start_call(shape);
+  ASSERT_TRUE(waiting) << waiting.error().message;
+  const std::string prefix = "airlock-secret-" + test::unique(), suffix = test::unique();
+  const json look = {{"do", "secret"}, {"prefix", prefix}, {"suffix", suffix}};
+  json holder = result_of(call(*s.t, call_spec(look, {{"AIRLOCK_SECRET", prefix + suffix}})));
+  EXPECT_EQ(holder["env"], true);
+  EXPECT_FALSE(holder["found"].empty()) << holder;
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE((*waiting)->hand_over(call_spec(look)));
+  json next = result_of((*waiting)->wait());
+  EXPECT_EQ(next["env"], false);
+  EXPECT_TRUE(next["found"].empty()) << next;
+}
+
+// Without a cgroup memory limit and CPU accounting a warm call's verdicts could not be a cold
+// run's (its init is not the supervisor's child: no rusage): it is refused, naming why, and
+// the daemon runs the call cold. Runs where cgroups are missing (AIRLOCK_CGROUP=none, an
+// unprivileged user without a delegated cgroup).
+TEST(WarmWithoutCgroups, WarmCallsAreRefusedWithoutCgroups) {
+  if (!warm_calls_unsupported()) GTEST_SKIP() << "this host has the cgroups warm calls need";
+  Spec spec;
+  spec.argv = {"python3", "-I", "-S", "-c", "pass"};
+  std::mutex mu;
+  auto call = Sandbox::start_warm_call(-1, mu, spec);
+  ASSERT_FALSE(call);
+  EXPECT_NE(call.error().message.find("warm calls need a cgroup"), std::string::npos)
+      << call.error().message;
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
+#include <sstream>
 #include <thread>
 
+#include "backend/warm_pool.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -19,17 +21,47 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// The host pids of processes whose command line contains `marker` (NULs between arguments).
+// The host pids of processes whose command line contains `marker` (NULs between arguments)
+// and whose parent's does not: the templates, not the calls' processes (their inits and tools,
+// prepared or running, are copies of the template, command line included).
 std::vector<pid_t> processes_with(const std::string& marker) {
+  auto has_marker = [&](const std::string& pid) {
+    std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return cmdline.find(marker) != std::string::npos;
+  };
+  auto parent_of = [](const std::string& pid) {
+    std::ifstream in("/proc/" + pid + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto after_name = stat.rfind(')');
+    if (after_name == std::string::npos) return std::string();
+    std::istringstream fields(stat.substr(after_name + 2));
+    std::string state, ppid;
+    fields >> state >> ppid;
+    return ppid;
+  };
   std::vector<pid_t> pids;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!has_marker(name)) continue;
+    const std::string parent = parent_of(name);
+    if (!parent.empty() && !has_marker(parent)) pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
+// The calls' processes: those with `marker` whose parent has it too.
+std::size_t call_processes_with(const std::string& marker) {
+  std::size_t all = 0;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream in(entry.path() / "cmdline", std::ios::binary);
     std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(std::stoi(name));
+    all += cmdline.find(marker) != std::string::npos;
   }
-  return pids;
+  return all - processes_with(marker).size();
 }
 
 // Calls until one reports `start`, up to `tries` calls 100 ms apart; returns the last reply.
@@ -97,7 +129,10 @@ TEST_F(WarmDaemon, AKilledTemplateIsReplacedAndCallsMeanwhileRunCold) {
   auto after = call_until(d.port, "warm");
   EXPECT_EQ(after["start"], "warm") << after;
   EXPECT_EQ(after["status"], "ok") << after;
+  // The killed template's children die with it (PR_SET_PDEATHSIG) a moment after it.
   auto now = processes_with(template_marker());
+  for (int i = 0; i < 100 && now.size() != 1; ++i, std::this_thread::sleep_for(50ms))
+    now = processes_with(template_marker());
   ASSERT_EQ(now.size(), 1u);
   EXPECT_NE(now[0], before[0]);
 }
@@ -114,7 +149,8 @@ TEST_F(RecycledWarmDaemon, ARecycledTemplateIsReplacedWithoutAColdCall) {
   auto first = processes_with(template_marker());
   ASSERT_EQ(first.size(), 1u);
   bool replaced = false;
-  for (int i = 0; i < 50 && !replaced; ++i) {
+  // Until the successor (a Python start and import) is ready: warm calls take milliseconds.
+  for (int i = 0; i < 500 && !replaced; ++i, std::this_thread::sleep_for(10ms)) {
     auto j = invoke(d.port, "warm-echo", {{"n", i}}).json();
     ASSERT_EQ(j["status"], "ok") << j;
     EXPECT_EQ(j["start"], "warm") << j;
@@ -122,6 +158,34 @@ TEST_F(RecycledWarmDaemon, ARecycledTemplateIsReplacedWithoutAColdCall) {
     replaced = std::find(now.begin(), now.end(), first[0]) == now.end() && !now.empty();
   }
   EXPECT_TRUE(replaced);
+  // The children the retired template had prepared went with it: what is left of the calls'
+  // processes belongs to its successor (at most its prepared children, two processes each).
+  std::size_t left = 0;
+  for (int i = 0; i < 100; ++i, std::this_thread::sleep_for(50ms))
+    if ((left = call_processes_with(template_marker())) <= 2 * backend::kPreparedChildren) break;
+  EXPECT_LE(left, 2 * backend::kPreparedChildren);
+}
+
+// Calls taken by prepared children (started before their call, handed it at the call): each
+// gets its own arguments and none of another's, one after the other and ten at once.
+TEST_F(WarmDaemon, EveryCallOfAPreparedChildGetsItsOwnArguments) {
+  RunningDaemon d(ws_);
+  ASSERT_EQ(call_until(d.port, "warm")["start"], "warm");
+  for (int i = 0; i < 20; ++i) {
+    auto j = invoke(d.port, "warm-echo", {{"n", 1000 + i}}).json();
+    ASSERT_EQ(j["status"], "ok") << j;
+    EXPECT_EQ(j["start"], "warm") << j;
+    EXPECT_EQ(j["output"]["echo"]["n"], 1000 + i) << j;
+  }
+  std::vector<std::thread> clients;
+  std::vector<nlohmann::json> replies(10);
+  for (int c = 0; c < 10; ++c)
+    clients.emplace_back([&, c] { replies[c] = invoke(d.port, "warm-echo", {{"n", 2000 + c}}).json(); });
+  for (auto& t : clients) t.join();
+  for (int c = 0; c < 10; ++c) {
+    EXPECT_EQ(replies[c]["status"], "ok") << replies[c];
+    EXPECT_EQ(replies[c]["output"]["echo"]["n"], 2000 + c) << replies[c];
+  }
 }
 
 }  // namespace

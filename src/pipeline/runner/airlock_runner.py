@@ -135,23 +135,15 @@ def serve_template(path):
             return  # retired: the supervisor closed the control socket
         if got == 1 and warm.airlock_warm_start() == 0:
             return serve_warm_call(run)  # the call's tool process
-        reap_children(os)
-
-
-def reap_children(os):
-    """The inits of calls that have ended (warm_child.cpp)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+        warm.airlock_warm_reap()  # the inits of calls that have ended, and their stacks
 
 
 def serve_warm_call(run):
     import os
 
+    # A child may be prepared well before its call: the first writes to the template's pages
+    # its JSON path makes (copy-on-write faults) happen now, before the input exists.
+    json_dumps(json_loads('{"env": {}, "arguments": {"a": [1, 2.5, "x", true, null]}}'))
     request = read_request()
     if not isinstance(request, dict) or not isinstance(request.get("env"), dict):
         fail('a warm call takes {"env": {...}, "arguments": ...}')
