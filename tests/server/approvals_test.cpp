@@ -203,7 +203,7 @@ TEST_F(Approvals, ACriticalCallAnswers202RunsNothingAndRunsOnceApproved) {
 // once approved.
 TEST_F(Approvals, APendingCallHoldsNoQuotaPlace) {
   stop();
-  ws_.write_config(ws_.config_text() + "quotas: {default: {concurrent: 1}, users: {concurrent: 1}}\n");
+  ws_.write_config(ws_.config_text() + "\nquotas: {default: {concurrent: 1}, users: {concurrent: 1}}\n");
   start();
   auto p = pending_of(request("danger", {{"x", 1}}));
   auto second = pending_of(request("danger", {{"x", 2}}));  // alice and the agent again
