@@ -4,6 +4,7 @@
 #include "audit/audit_log.hpp"
 #include "common/utc_time.hpp"
 #include "pipeline/invocation_state.hpp"
+#include "pipeline/quota_book.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "server/invocation_response.hpp"
 #include "server/invocation_runner.hpp"
@@ -311,8 +312,15 @@ bool ApprovalService::schedule(const ApprovalRecord& r) {
     if (!scheduled_.insert(r.id).second) return true;
   }
   const std::string id = r.id;
-  if (s_.executor && s_.executor->submit([this, id] { run_approved(id); })) return true;
-  std::lock_guard lock(scheduled_mu_);  // the queue is full or draining: the next tick retries
+  // In its requester's lane of the fair queue, like any admitted call: it runs a tool, so
+  // never on the intake queue, whose thread must stay free to admit calls.
+  if (s_.executor && !(s_.draining && s_.draining->load())) {
+    submit_in_lane(s_, *s_.generation->load()->config, r.requester_principal,
+                   r.requester_principal.empty() ? pipeline::quota_user_key(r.requester_issuer, r.requester_sub) : "",
+                   [this, id] { run_approved(id); });
+    return true;
+  }
+  std::lock_guard lock(scheduled_mu_);  // draining: the next start runs it
   scheduled_.erase(id);
   return false;
 }

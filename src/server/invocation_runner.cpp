@@ -49,16 +49,21 @@ void finish(const ApiServices& s, const Generation& generation, pipeline::Invoca
 // goes on from the stage after the quota stage.
 void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> generation,
                     std::shared_ptr<pipeline::Invocation> inv, InvocationDone done) {
-  const std::string principal = pipeline::quota_principal(*inv);
-  const std::string lane = principal.empty() ? "user " + pipeline::quota_user(*inv) : "principal " + principal;
-  const unsigned weight = generation->config->quotas.for_principal(principal).weight.value_or(1);
-  s.executor->submit_to_lane(lane, weight, [s, generation, inv, done = std::move(done)] {
+  const std::string principal = pipeline::quota_principal(*inv), user = pipeline::quota_user(*inv);
+  submit_in_lane(s, *generation->config, principal, user, [s, generation, inv, done = std::move(done)] {
     generation->pipeline->run(*inv);
     finish(s, *generation, *inv, done);
   });
 }
 
 }  // namespace
+
+void submit_in_lane(const ApiServices& s, const policy::Config& config, const std::string& principal,
+                    const std::string& user_key, std::function<void()> job) {
+  const std::string lane = principal.empty() ? "user " + user_key : "principal " + principal;
+  const unsigned weight = config.quotas.for_principal(principal).weight.value_or(1);
+  s.executor->submit_to_lane(lane, weight, std::move(job));
+}
 
 void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {
   nlohmann::json stored = to_response(inv);

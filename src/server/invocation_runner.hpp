@@ -38,6 +38,11 @@ using InvocationDone = std::function<void(const Generation& generation, const pi
 // After the pipeline: the invocation's stored row, its metrics, and whoever long-polls it.
 void record_finished(const ApiServices& services, const Generation& generation, const pipeline::Invocation& inv);
 
+// Runs `job` in the fair queue's lane of `principal` (or, without one, of the user whose
+// pipeline::quota_user_key this is), weighted as `config` says (docs/daemon.md).
+void submit_in_lane(const ApiServices& services, const policy::Config& config, const std::string& principal,
+                    const std::string& user_key, std::function<void()> job);
+
 // Submits the invocation; `done` is called exactly once unless the answer is not none.
 Rejection run_invocation(const ApiServices& services, InvocationRequest request, InvocationDone done);
 
