@@ -132,7 +132,9 @@ void WarmPool::Lease::release() {
 
 Result<std::unique_ptr<sandbox::Sandbox>> WarmPool::Lease::start_call(
     const sandbox::Spec& call) const {
-  if (auto child = live_->take_prepared(call)) {
+  // A child prepared by a template that has just died is dying too (its PR_SET_PDEATHSIG
+  // may not have landed yet): it is not handed a call.
+  if (auto child = live_->tmpl->has_ended() ? nullptr : live_->take_prepared(call)) {
     if (child->hand_over(call)) return child;
     // It ended or misbehaved while it waited (its template died): start one for this call.
   }

@@ -60,7 +60,8 @@ bool Pipeline::resume_allowed(Invocation& inv) const {
 void Pipeline::run(Invocation& inv) const {
   StageContext ctx(*config_);
   if (resume_allowed(inv)) {
-    while (inv.cursor < stages_.size()) {
+    // An error set while it waited (the fair queue's timeout) ends it before the next stage.
+    while (inv.cursor < stages_.size() && !inv.error) {
       Stage& stage = *stages_[inv.cursor];
       if (inv.control && inv.control->cancel.cancelled()) {
         inv.error = fail(ErrorKind::cancelled, "the client cancelled the call before " +

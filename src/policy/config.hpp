@@ -56,6 +56,9 @@ struct ServerConfig {
   unsigned max_concurrent_invocations = 8;
   unsigned queue_length = 64;
   std::chrono::milliseconds drain_timeout{30'000};  // on SIGTERM, for running invocations
+  // The longest an admitted invocation waits in the fair queue for a worker; past it, it
+  // ends with quota_exceeded (quota "queueTimeout") rather than waiting on silently.
+  std::chrono::milliseconds queue_timeout{30'000};
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
   std::optional<TlsConfig> tls;                       // none: plain HTTP

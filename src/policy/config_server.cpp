@@ -116,7 +116,7 @@ McpEndpointConfig read_mcp_endpoint(Reader& r, const YAML::Node& n) {
 void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
-      {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "drainTimeout",
+      {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "queueTimeout", "drainTimeout",
        "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
@@ -134,6 +134,8 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.field(n, "queueLength", [&](const YAML::Node& v) {
     s.queue_length = static_cast<unsigned>(r.unsigned_int(v, "server.queueLength", 1 << 20));
   });
+  r.field(n, "queueTimeout",
+          [&](const YAML::Node& v) { s.queue_timeout = r.duration(v, "server.queueTimeout"); });
   r.field(n, "drainTimeout",
           [&](const YAML::Node& v) { s.drain_timeout = r.duration(v, "server.drainTimeout"); });
   r.field(n, "readTimeout",

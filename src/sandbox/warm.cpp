@@ -28,6 +28,15 @@ Status await_ready(int control, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
+bool WarmTemplate::has_ended() const {
+  // After its ready byte the template never writes: anything to read is its end (EOF).
+  pollfd pfd{control_.get(), POLLIN | POLLRDHUP, 0};
+  int rc;
+  do rc = ::poll(&pfd, 1, 0);
+  while (rc < 0 && errno == EINTR);
+  return rc != 0;
+}
+
 std::string warm_library_path() {
   for (const char* path : {
 #ifdef AIRLOCK_WARM_LIBRARY_INSTALLED

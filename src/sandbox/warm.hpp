@@ -43,6 +43,10 @@ class WarmTemplate {
   // call's own (Sandbox::start_warm_call). Thread-safe.
   Result<std::unique_ptr<Sandbox>> start_call(const Spec& call);
 
+  // Whether the template has ended (its end of the control socket is closed, which its exit
+  // does at once): the children it prepared are being killed with it (PR_SET_PDEATHSIG).
+  bool has_ended() const;
+
   // No more calls: the template exits at its next read of the control socket.
   void retire();
   void kill();

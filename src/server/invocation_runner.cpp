@@ -1,5 +1,7 @@
 #include "server/invocation_runner.hpp"
 
+#include <chrono>
+
 #include "server/api.hpp"
 #include "server/invocation_response.hpp"
 #include "pipeline/stages/quota.hpp"
@@ -45,13 +47,29 @@ void finish(const ApiServices& s, const Generation& generation, pipeline::Invoca
   done(generation, inv);
 }
 
+// Waited past server.queueTimeout for a worker: a refusal the caller may retry, not a silent wait.
+pipeline::InvocationError queue_timed_out(const pipeline::Invocation& inv, std::chrono::milliseconds waited,
+                                          const policy::Config& config) {
+  auto error = pipeline::deny(pipeline::ErrorKind::quota_exceeded,
+                              "waited " + std::to_string(waited.count()) + " ms for a worker behind " +
+                                  (inv.actor ? "principal " + inv.actor->principal : std::string("its user")) +
+                                  "'s earlier calls, past server.queueTimeout (" +
+                                  std::to_string(config.server.queue_timeout.count()) + " ms); retry in 1 s");
+  error.quota = "queueTimeout";
+  error.retry_after_seconds = 1;
+  return error;
+}
+
 // An admitted invocation waits in its principal's lane (a user's, without an agent), then
 // goes on from the stage after the quota stage.
 void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> generation,
                     std::shared_ptr<pipeline::Invocation> inv, InvocationDone done) {
   const std::string principal = pipeline::quota_principal(*inv), user = pipeline::quota_user(*inv);
-  submit_in_lane(s, *generation->config, principal, user, [s, generation, inv, done = std::move(done)] {
-    generation->pipeline->run(*inv);
+  const auto queued = std::chrono::steady_clock::now();
+  submit_in_lane(s, *generation->config, principal, user, [s, generation, inv, queued, done = std::move(done)] {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - queued);
+    if (waited > generation->config->server.queue_timeout) inv->error = queue_timed_out(*inv, waited, *generation->config);
+    generation->pipeline->run(*inv);  // with that error: no further stage, audited and answered
     finish(s, *generation, *inv, done);
   });
 }

@@ -89,6 +89,21 @@ TEST(FairQueue, AnotherAgentsCallIsNotQueuedBehindAFlood) {
   EXPECT_EQ(flood_done.load(), 20);
 }
 
+// An admitted call that waits for a worker past server.queueTimeout is answered 429
+// quota_exceeded (quota "queueTimeout") instead of waiting on silently; it never ran.
+TEST(FairQueue, AWaitPastTheQueueTimeoutIsRefusedNotSilent) {
+  Workspace ws = with_quotas("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 1, queueLength: 8, queueTimeout: 1s}", "");
+  RunningDaemon d(ws);
+  auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 3}}); });
+  for (int i = 0; i < 500 && http(d.port, "GET", "/metrics").body.find("airlock_sandboxes_running 1") == std::string::npos; ++i)
+    std::this_thread::sleep_for(10ms);
+  auto waited = invoke(d.port, "echo", {{"n", 1}}, kOtherKey);
+  ASSERT_TRUE(refused_by(waited, "queueTimeout")) << waited.status << " " << waited.body;
+  EXPECT_TRUE(waited.json()["usage"].is_null()) << "nothing ran";
+  EXPECT_EQ(slow.get().json()["status"], "ok");
+  EXPECT_EQ(invoke(d.port, "echo", {{"n", 2}}, kOtherKey).status, 200);
+}
+
 // rate 2/s with a burst of 2: the third quick call is refused with a Retry-After computed
 // from the bucket; the other agent has a bucket of its own.
 TEST(Quotas, ARateAboveTheBucketIsRefusedWithRetryAfter) {
