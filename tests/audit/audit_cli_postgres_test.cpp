@@ -9,31 +9,10 @@
 
 #include "../unit/audit_test_support.hpp"
 #include "audit_pg_support.hpp"
+#include "cli_runner.hpp"
 
 namespace airlock::audit::testing {
 namespace {
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += '\'';
-  return out;
-}
 
 class AuditCliPostgres : public ::testing::Test {
  protected:
@@ -52,12 +31,7 @@ class AuditCliPostgres : public ::testing::Test {
   }
 
   CommandResult airlock(const std::vector<std::string>& args) {
-    std::string command = quote(AIRLOCK_BINARY);
-    for (const auto& a : args) command += " " + quote(a);
-    std::string out = dir_.file("stdout"), err = dir_.file("stderr");
-    command += " > " + quote(out) + " 2> " + quote(err);
-    int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return run_command(AIRLOCK_BINARY, args, dir_.file("stdout"), dir_.file("stderr"));
   }
 
   ScratchDir dir_;

@@ -11,6 +11,7 @@
 #include "audit/hash.hpp"
 #include "audit/merkle.hpp"
 #include "../unit/audit_test_support.hpp"
+#include "cli_runner.hpp"
 
 using namespace airlock::audit;
 using namespace airlock::audit::testing;
@@ -18,46 +19,12 @@ using nlohmann::json;
 
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// Single-quoted for sh (GCC 12 at -O3 warns falsely on `"x" + string + "x"`, so append).
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  out += '\'';
-  return out;
-}
-
 class AuditCli : public ::testing::Test {
  protected:
   CommandResult airlock(const std::vector<std::string>& args) { return run(AIRLOCK_BINARY, args); }
 
   CommandResult run(const std::string& program, const std::vector<std::string>& args) {
-    std::string command = quote(program);
-    for (const auto& a : args) {
-      command += ' ';
-      command += quote(a);
-    }
-    std::string out = dir_.file("stdout"), err = dir_.file("stderr");
-    command += " > ";
-    command += quote(out);
-    command += " 2> ";
-    command += quote(err);
-    int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+    return run_command(program, args, dir_.file("stdout"), dir_.file("stderr"));
   }
 
   void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
