@@ -369,6 +369,9 @@ int start_program(void* arg) {
   ::close(0);
   ::close(1);
   ::close(2);
+  // The inherited descriptor is the program's: held here too, it would outlive the program
+  // (a warm template's control socket would not tell the supervisor that the template ended).
+  ::close(kChildInheritedFd);
   (void)::prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
   (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // the program may not read our fds via /proc
   child_steps::reap_and_report(tool);

@@ -2,12 +2,13 @@
 // (the response's "start", the log's note, the metric); once the template is ready calls
 // fork from it; a template that is killed is replaced. The isolation of warm calls from each
 // other is tests/sandbox/warm_test.cpp's.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <algorithm>
 #include <sstream>
 #include <thread>
@@ -21,18 +22,26 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// A /proc file's text, "" when the process has gone meanwhile (reading it then fails ESRCH).
+std::string read_proc(const std::string& path) {
+  std::string text;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return text;
+}
+
 // The host pids of processes whose command line contains `marker` (NULs between arguments)
 // and whose parent's does not: the templates, not the calls' processes (their inits and tools,
 // prepared or running, are copies of the template, command line included).
 std::vector<pid_t> processes_with(const std::string& marker) {
   auto has_marker = [&](const std::string& pid) {
-    std::ifstream in("/proc/" + pid + "/cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    return cmdline.find(marker) != std::string::npos;
+    return read_proc("/proc/" + pid + "/cmdline").find(marker) != std::string::npos;
   };
   auto parent_of = [](const std::string& pid) {
-    std::ifstream in("/proc/" + pid + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string stat = read_proc("/proc/" + pid + "/stat");
     auto after_name = stat.rfind(')');
     if (after_name == std::string::npos) return std::string();
     std::istringstream fields(stat.substr(after_name + 2));
@@ -57,9 +66,7 @@ std::size_t call_processes_with(const std::string& marker) {
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    all += cmdline.find(marker) != std::string::npos;
+    all += read_proc(entry.path() / "cmdline").find(marker) != std::string::npos;
   }
   return all - processes_with(marker).size();
 }
@@ -121,10 +128,11 @@ TEST_F(WarmDaemon, AKilledTemplateIsReplacedAndCallsMeanwhileRunCold) {
   auto before = processes_with(template_marker());
   ASSERT_EQ(before.size(), 1u);
   ASSERT_EQ(::kill(before[0], SIGKILL), 0);
-  for (int i = 0; i < 100 && !processes_with(template_marker()).empty() &&
-                  processes_with(template_marker())[0] == before[0];
-       ++i)
-    std::this_thread::sleep_for(20ms);
+  // Until it is gone (a zombie's command line is empty) or replaced.
+  for (int i = 0; i < 100; ++i, std::this_thread::sleep_for(20ms)) {
+    auto now = processes_with(template_marker());
+    if (now.empty() || now[0] != before[0]) break;
+  }
   // Every call succeeds: cold until the replacement is ready, then warm from it.
   auto after = call_until(d.port, "warm");
   EXPECT_EQ(after["start"], "warm") << after;
