@@ -4,9 +4,9 @@
 
 #include <bit>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
+
+#include "storage/pg_database.hpp"
 
 namespace airlock::audit::detail {
 namespace {
@@ -57,18 +57,6 @@ ByteView bytes_at(const pg::Reply& reply, int row, int column) {
 }
 
 std::string text_of(ByteView bytes) { return {bytes.begin(), bytes.end()}; }
-
-Result<std::string> read_password_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::make("audit_storage", "cannot read the password file " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string password = buffer.str();
-  while (!password.empty() && (password.back() == '\n' || password.back() == '\r'))
-    password.pop_back();
-  if (password.empty()) return Error::make("audit_storage", "the password file " + path + " is empty");
-  return password;
-}
 
 std::string int_text(std::uint64_t n) { return std::to_string(n); }
 
@@ -158,8 +146,8 @@ Result<std::unique_ptr<LogStore>> PostgresLogStore::open(const LogLocation& loca
                                                          int busy_timeout_ms, bool read_only) {
   std::string password;
   if (!location.postgres_password_file.empty()) {
-    auto read = read_password_file(location.postgres_password_file);
-    if (!read) return read.error();
+    auto read = pg::read_password_file(location.postgres_password_file);
+    if (!read) return Error::make("audit_storage", read.error().message);
     password = std::move(*read);
   }
   std::unique_ptr<PostgresLogStore> store(
