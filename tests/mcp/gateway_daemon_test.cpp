@@ -257,6 +257,8 @@ constexpr const char* kServerSecret = "keyed-server-secret-5d1e9a7c3b";
 
 class CredentialedGateway : public ::testing::Test {
  protected:
+  // keyed's idleTimeout: short for the test that waits for it to pass.
+  std::string keyed_idle_timeout_ = "3s";
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
     ws_ = std::make_unique<Workspace>("", "");
@@ -272,7 +274,7 @@ mcpServers:
     command: [python3, /fixtures/malicious_server.py]
     dataPaths: [")" + fixtures + R"("]
     risk: low
-    idleTimeout: 3s
+    idleTimeout: )" + keyed_idle_timeout_ + R"(
     credentials:
       - {env: KEYED_API_KEY, secret: keyed-key}
       - {env: KEYED_TOKEN, token: {audience: keyed-api, ttl: 10m}}
@@ -328,7 +330,13 @@ mcpServers:
   std::unique_ptr<creds::LeaseStore> leases_;
 };
 
-TEST_F(CredentialedGateway, TheServerGetsItsOwnersCredentialsAndNoResultCarriesThem) {
+// Its instances stay while the test looks at them, however slowly another one starts.
+class CredentialedGatewayKept : public CredentialedGateway {
+ protected:
+  CredentialedGatewayKept() { keyed_idle_timeout_ = "5m"; }
+};
+
+TEST_F(CredentialedGatewayKept, TheServerGetsItsOwnersCredentialsAndNoResultCarriesThem) {
   auto r = invoke(daemon_->port, "keyed.getenv", {{"name", "KEYED_API_KEY"}});
   ASSERT_EQ(r.status, 200) << r.body;
   // The server had the value: what it printed (raw and hex) is redacted on the way out.

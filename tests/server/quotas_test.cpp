@@ -127,11 +127,15 @@ TEST(Quotas, ARateAboveTheBucketIsRefusedWithRetryAfter) {
 // A tool that spins uses up its principal's CPU-seconds: the next call is refused until the
 // window moves, then admitted again.
 TEST(Quotas, ASpinningToolUsesUpItsPrincipalsCpuBudget) {
-  Workspace ws = with_quotas("", "quotas:\n  principals:\n    agent: {cpuSeconds: 0.5/3s}\n");
+  // 0.1 s: what the spin gets of its 1 s timeout even on a busy machine.
+  Workspace ws = with_quotas("", "quotas:\n  principals:\n    agent: {cpuSeconds: 0.1/3s}\n");
   RunningDaemon d(ws);
   auto spun = invoke(d.port, "spin", json::object());
   ASSERT_EQ(spun.status, 200) << spun.body;
   EXPECT_EQ(spun.json()["error"]["kind"], "timeout") << spun.body;
+  const json usage = spun.json()["usage"];
+  ASSERT_GE(usage.value("cpu_user_ms", 0) + usage.value("cpu_sys_ms", 0), 100)
+      << "the spin got less CPU than the budget: " << spun.body;
   auto next = invoke(d.port, "echo", {{"n", 1}});
   ASSERT_TRUE(refused_by(next, "cpuSeconds")) << next.status << " " << next.body;
   const int retry = std::stoi(next.headers["retry-after"]);
