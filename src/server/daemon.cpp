@@ -7,6 +7,7 @@
 #include "server/invocation_waiters.hpp"
 #include "server/webhooks.hpp"
 
+#include <netdb.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -31,6 +32,7 @@
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
 #include "storage/audit_location.hpp"
+#include "storage/postgres.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "sandbox/cgroup.hpp"
 #include "server/data_dir_lock.hpp"
@@ -117,6 +119,28 @@ std::string joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "none" : out;
+}
+
+// The addresses of storage.postgres, resolved now: the database holds the audit log and the
+// state, and no tool reaches it through the egress proxy, whatever its rules say.
+std::vector<egress::Endpoint> storage_database_endpoints(const policy::StorageConfig& storage) {
+  std::vector<egress::Endpoint> endpoints;
+  if (!storage.postgres) return endpoints;
+  for (const auto& host : storage::pg::tcp_hosts(storage.postgres->url).value_or(
+           std::vector<storage::pg::TcpHost>{})) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.host.c_str(), nullptr, &hints, &found) != 0) continue;
+    for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+      char text[NI_MAXHOST];
+      if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0)
+        continue;
+      if (auto ip = egress::parse_ip_strict(text)) endpoints.push_back({*ip, host.port});
+    }
+    ::freeaddrinfo(found);
+  }
+  return endpoints;
 }
 
 }  // namespace
@@ -436,6 +460,8 @@ Status Daemon::start() {
     if (host == "0.0.0.0" || host == "::" || host == loopback)
       state_->forbidden->push_back({*egress::parse_ip_strict(loopback), port});
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
+  for (const auto& endpoint : storage_database_endpoints(state_->config().storage))
+    state_->forbidden->push_back(endpoint);
   state_->failed_auth->start();
   state_->sweeper->start();
   state_->webhooks->start();  // what a predecessor left pending goes out now

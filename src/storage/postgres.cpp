@@ -36,6 +36,57 @@ std::optional<std::string> url_password(const std::string& url) {
   return password;
 }
 
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+    parts.push_back(text.substr(start, comma - start));
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+}  // namespace
+
+std::optional<std::vector<TcpHost>> tcp_hosts(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  PQfreemem(error);
+  if (options == nullptr) return std::nullopt;
+  std::string host, hostaddr, port;
+  for (auto* o = options; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr) continue;
+    const std::string_view key(o->keyword);
+    if (key == "host") host = o->val;
+    if (key == "hostaddr") hostaddr = o->val;
+    if (key == "port") port = o->val;
+  }
+  PQconninfoFree(options);
+  // libpq connects to hostaddr when given (host then only names it for TLS); as many ports as
+  // hosts, or one for all.
+  const auto hosts = split_commas(hostaddr.empty() ? host : hostaddr);
+  const auto ports = port.empty() ? std::vector<std::string>{} : split_commas(port);
+  std::vector<TcpHost> endpoints;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].empty() || hosts[i][0] == '/' || hosts[i][0] == '@') continue;  // a Unix socket
+    TcpHost endpoint{hosts[i], 5432};
+    const std::string& p = ports.size() == hosts.size() ? ports[i] : (ports.empty() ? "" : ports[0]);
+    if (!p.empty()) {
+      unsigned long number = 0;
+      try {
+        number = std::stoul(p);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+      if (number == 0 || number > 65535) return std::nullopt;
+      endpoint.port = static_cast<std::uint16_t>(number);
+    }
+    endpoints.push_back(std::move(endpoint));
+  }
+  return endpoints;
+}
+
 Result<ConnPtr> connect(const std::string& url, const ConnectOptions& options) {
   const std::string timeout = std::to_string(options.connect_timeout_seconds);
   // expand_dbname: the first dbname is the URL; later keywords win over what it says.

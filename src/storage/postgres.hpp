@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,15 @@ std::string redact(std::string text, const std::vector<std::string>& secrets);
 // when it has none). nullopt: not a connection string (libpq's reason is not used: it may
 // quote the URL).
 std::optional<std::string> url_password(const std::string& url);
+
+// The TCP endpoints a libpq URL or connection string names (host or hostaddr, with their
+// ports; 5432 by default), unresolved; Unix-socket directories are left out. nullopt: not a
+// connection string.
+struct TcpHost {
+  std::string host;
+  std::uint16_t port = 5432;
+};
+std::optional<std::vector<TcpHost>> tcp_hosts(const std::string& url);
 
 struct ConnectOptions {
   // Keywords after the URL; a later one wins over the URL's ("password", "dbname", ...).

@@ -67,5 +67,28 @@ TEST(DaemonOnPostgres, TwoDaemonsRecordTheirCallsInOneLog) {
   EXPECT_TRUE(report->intact()) << findings_text(*report);
 }
 
+// The database holds the audit log: a tool whose rules allow every port of the host it runs on
+// still cannot reach it through the egress proxy (a port of that host it may reach shows the
+// rule itself lets the CONNECT through).
+TEST(DaemonOnPostgres, NoToolReachesTheDatabaseThroughTheProxy) {
+  Workspace ws("", R"(  - name: connect
+    runtime: {type: python, file: tools/connect_through_proxy.py}
+    network: {allow: ["127.0.0.1:*"]}
+)");
+  LogLocation location = fresh_postgres_log(ws.dir() + "/shared-audit.key");
+  use_postgres(ws, location);
+  RunningDaemon d(ws);
+  auto connect_to = [&](std::uint16_t port) {
+    auto reply = server::test::invoke(d.port, "connect", {{"port", port}});
+    EXPECT_EQ(reply.status, 200) << reply.body;
+    return reply.json()["output"].value("answer", "") + " " + reply.json()["egress"].dump();  // why
+  };
+  const std::string refused = connect_to(cluster().port());
+  EXPECT_EQ(refused.rfind("HTTP/1.1 403", 0), 0u) << refused;
+  server::test::Collector open_port;  // listens on loopback
+  const std::string allowed = connect_to(open_port.port());
+  EXPECT_EQ(allowed.rfind("HTTP/1.1 200", 0), 0u) << allowed;
+}
+
 }  // namespace
 }  // namespace airlock::audit::testing

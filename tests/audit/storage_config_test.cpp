@@ -8,6 +8,7 @@
 #include "../unit/audit_test_support.hpp"
 #include "policy/config.hpp"
 #include "storage/audit_location.hpp"
+#include "storage/postgres.hpp"
 
 namespace airlock::policy {
 namespace {
@@ -81,6 +82,28 @@ TEST(StorageConfig, MistakesAreNamed) {
     EXPECT_EQ(parsed.error().message.find("Hidden1"), std::string::npos)
         << "a password in an error: " << parsed.error().message;
   }
+}
+
+// The database's TCP endpoints, which the daemon forbids to every tool's egress: each host of a
+// multi-host URL with its port (one port for all, or one each), 5432 by default, hostaddr over
+// host, Unix sockets left out, a bad port refused.
+TEST(StorageConfig, TheDatabasesTcpEndpoints) {
+  auto text = [](const std::string& url) {
+    auto hosts = storage::pg::tcp_hosts(url);
+    if (!hosts) return std::string("refused");
+    std::string out;
+    for (const auto& h : *hosts) out += h.host + ":" + std::to_string(h.port) + " ";
+    return out;
+  };
+  EXPECT_EQ(text("postgresql://u:p@db.internal/airlock"), "db.internal:5432 ");
+  EXPECT_EQ(text("postgresql://u@a:5433,b:5434/airlock"), "a:5433 b:5434 ");
+  EXPECT_EQ(text("postgresql://u@a,b:6000/airlock"), "a:5432 b:6000 ");
+  EXPECT_EQ(text("host=a,b port=7000 dbname=x"), "a:7000 b:7000 ");
+  EXPECT_EQ(text("host=db.internal hostaddr=10.0.0.7 port=5544 dbname=x"), "10.0.0.7:5544 ");
+  EXPECT_EQ(text("host=/run/postgresql dbname=x"), "");
+  EXPECT_EQ(text("postgresql:///airlock"), "");
+  EXPECT_EQ(text("host=a port=70000 dbname=x"), "refused");
+  EXPECT_EQ(text("postgresql://u@a:notaport/x"), "refused");
 }
 
 }  // namespace
