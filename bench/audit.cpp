@@ -176,6 +176,17 @@ airlock::test::PgCluster* bench_cluster() {
   static std::unique_ptr<airlock::test::PgCluster> cluster = [] {
     airlock::test::PgCluster::Options options;
     options.settings = {{"fsync", "on"}, {"synchronous_commit", "on"}};
+    // More server settings to try, as name=value,name=value (e.g. commit_delay=500).
+    if (const char* extra = std::getenv("AIRLOCK_BENCH_PG_SETTINGS")) {
+      std::string list = extra;
+      for (std::size_t at = 0; at < list.size();) {
+        std::size_t end = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, end - at);
+        if (auto eq = item.find('='); eq != std::string::npos)
+          options.settings[item.substr(0, eq)] = item.substr(eq + 1);
+        at = end + 1;
+      }
+    }
     auto started = airlock::test::PgCluster::start(options);
     if (!started) return std::unique_ptr<airlock::test::PgCluster>();
     if (!(*started)->exec("CREATE ROLE bench LOGIN PASSWORD 'bench-pw'")) return std::unique_ptr<airlock::test::PgCluster>();
