@@ -5,6 +5,9 @@
 //                Server-Timing header), the daemon's RSS at start and end, errors.
 //   AirlockRun:  the same tool module run by `airlock run` (the runner, stdin JSON) from as many
 //                loops as there are CPUs, for the same time.
+//   DaemonsOnStorage/{postgres}/{daemons}: one daemon on SQLite, or N daemons (a parameter)
+//                sharing one PostgreSQL database (a throwaway cluster, fsync on), 100 clients
+//                spread over them (issue 21).
 //   Daemon/{cold,warm}/{1,50}: the same daemon and tool, cold or with tools[].warm
 //                (docs/warm-start.md), 1 and 50 clients: also the warm share of the calls and
 //                the machine's CPU time per call (from /proc/stat, every process included).
