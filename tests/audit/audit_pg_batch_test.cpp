@@ -16,6 +16,7 @@
 
 #include "../unit/audit_test_support.hpp"
 #include "audit/canonical_json.hpp"
+#include "audit/detail/log_store.hpp"
 #include "audit/merkle.hpp"
 #include "audit_pg_support.hpp"
 
@@ -287,6 +288,30 @@ TEST_F(PostgresGroupCommit, EightWritersAcrossADatabaseRestartLoseNothingAcknowl
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_TRUE(report->intact()) << findings_text(*report);  // a gap would be "missing"
   EXPECT_GE(report->records, receipts.size());
+}
+
+// One transaction of 20,000 records, through the store itself: 80,000 statement parameters,
+// more than a statement may carry (65,535), so the store splits its INSERT.
+TEST_F(PostgresGroupCommit, ABatchAboveTheProtocolsParameterLimitCommits) {
+  auto store = detail::LogStore::open_for_writing(location_, 10'000);
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE((*store)->begin_write());
+  MerkleFrontier frontier;
+  Hash last{};
+  constexpr std::uint64_t kRecords = 20'000;
+  for (std::uint64_t i = 0; i < kRecords; ++i) {
+    std::string record = "{\"index\":" + std::to_string(i) + "}";
+    last = leaf_hash(as_bytes(record));
+    auto completed = frontier.append(last);
+    ASSERT_TRUE((*store)->insert_record(i, record, last, completed));
+  }
+  ASSERT_TRUE((*store)->set_edge({frontier, last, std::nullopt}));
+  auto committed = (*store)->commit();
+  ASSERT_TRUE(committed) << committed.error().message;
+  auto tail = (*store)->tail();
+  ASSERT_TRUE(tail) << tail.error().message;
+  EXPECT_EQ(tail->size, kRecords);
+  EXPECT_EQ(tail->last_leaf, last);
 }
 
 }  // namespace
