@@ -6,6 +6,7 @@
 // Every figure comes from one run: bench/run.sh audit.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <libpq-fe.h>
 #include <sys/wait.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -175,6 +176,17 @@ airlock::test::PgCluster* bench_cluster() {
   static std::unique_ptr<airlock::test::PgCluster> cluster = [] {
     airlock::test::PgCluster::Options options;
     options.settings = {{"fsync", "on"}, {"synchronous_commit", "on"}};
+    // More server settings to try, as name=value,name=value (e.g. commit_delay=500).
+    if (const char* extra = std::getenv("AIRLOCK_BENCH_PG_SETTINGS")) {
+      std::string list = extra;
+      for (std::size_t at = 0; at < list.size();) {
+        std::size_t end = std::min(list.find(',', at), list.size());
+        std::string item = list.substr(at, end - at);
+        if (auto eq = item.find('='); eq != std::string::npos)
+          options.settings[item.substr(0, eq)] = item.substr(eq + 1);
+        at = end + 1;
+      }
+    }
     auto started = airlock::test::PgCluster::start(options);
     if (!started) return std::unique_ptr<airlock::test::PgCluster>();
     if (!(*started)->exec("CREATE ROLE bench LOGIN PASSWORD 'bench-pw'")) return std::unique_ptr<airlock::test::PgCluster>();
@@ -198,8 +210,8 @@ airlock::Result<LogLocation> fresh_location(bool postgres) {
 
 // A writer process: opens the log, says it is ready, waits for the start, appends
 // `per_thread` records from each of `threads` threads, sends its stats and exits.
-pid_t start_writer_process(const LogLocation& location, int threads, int per_thread,
-                           int ready_fd, int go_fd, int stats_fd) {
+pid_t start_writer_process(const LogLocation& location, const AuditLogOptions& options,
+                           int threads, int per_thread, int ready_fd, int go_fd, int stats_fd) {
   pid_t pid = ::fork();
   if (pid != 0) return pid;
   // Every path writes its stats (zero records: failed), so the parent never waits forever.
@@ -208,7 +220,7 @@ pid_t start_writer_process(const LogLocation& location, int threads, int per_thr
     if (::write(stats_fd, out, sizeof out) != sizeof out) code = 1;
     ::_exit(code);  // never exit(): the parent's cluster would be stopped
   };
-  auto log = AuditLog::open(location);
+  auto log = AuditLog::open(location, options);
   char byte = log ? 'r' : 'x';
   if (::write(ready_fd, &byte, 1) != 1 || !log) leave(1);
   if (::read(go_fd, &byte, 1) != 1) leave(1);
@@ -231,9 +243,13 @@ pid_t start_writer_process(const LogLocation& location, int threads, int per_thr
 
 // writers: 1 (one process, one thread) or 8 (two processes of four threads), all appending to
 // one log at once; the time is from the start signal to the last process's last append.
+// batched 0: max_batch = 1, one transaction (and one flush) per record, the reference for
+// group commit.
 void BM_SharedLogAppend(benchmark::State& state) {
   const bool postgres = state.range(0) == 1;
   const int writers = static_cast<int>(state.range(1));
+  AuditLogOptions options;
+  if (state.range(2) == 0) options.max_batch = 1;
   const int processes = writers == 1 ? 1 : 2;
   const int threads = writers / processes;
   const int per_thread = writers == 1 ? 2000 : 1000;
@@ -254,7 +270,8 @@ void BM_SharedLogAppend(benchmark::State& state) {
     if (::pipe(ready) != 0 || ::pipe(go) != 0 || ::pipe(stats) != 0) std::abort();
     std::vector<pid_t> pids;
     for (int p = 0; p < processes; ++p)
-      pids.push_back(start_writer_process(*location, threads, per_thread, ready[1], go[0], stats[1]));
+      pids.push_back(
+          start_writer_process(*location, options, threads, per_thread, ready[1], go[0], stats[1]));
     bool all_ready = true;
     for (int p = 0; p < processes; ++p) {
       char byte = 0;
@@ -283,15 +300,46 @@ void BM_SharedLogAppend(benchmark::State& state) {
     }
   }
   const auto appends = state.iterations() * writers * per_thread;
-  state.SetLabel(postgres ? "PostgreSQL" : "SQLite");
+  state.SetLabel(std::string(postgres ? "PostgreSQL" : "SQLite") +
+                (options.max_batch == 1 ? ", no batching" : ""));
   state.counters["appends_per_s"] =
       benchmark::Counter(static_cast<double>(appends), benchmark::Counter::kIsRate);
   state.counters["records_per_txn"] =
       static_cast<double>(records) / static_cast<double>(std::max<std::uint64_t>(transactions, 1));
 }
-BENCHMARK(BM_SharedLogAppend)->ArgNames({"postgres", "writers"})
-    ->Args({0, 1})->Args({1, 1})->Args({0, 8})->Args({1, 8})
-    ->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SharedLogAppend)->ArgNames({"postgres", "writers", "batched"})
+    ->Args({0, 1, 1})->Args({1, 1, 1})->Args({0, 8, 1})->Args({1, 8, 1})->Args({0, 8, 0})
+    ->Args({1, 8, 0})->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// The cluster's durable-commit floor: one session committing one small WAL record per
+// transaction (a logical message) with synchronous_commit on, so each waits for its WAL flush.
+// No append on PostgreSQL is acknowledged sooner than this, so 8 synchronous writers cannot
+// exceed 8 x this rate; pg_test_fsync measures the disk alone.
+void BM_PgDurableCommit(benchmark::State& state) {
+  auto* cluster = bench_cluster();
+  if (cluster == nullptr) {
+    state.SkipWithError("no PostgreSQL cluster");
+    return;
+  }
+  PGconn* conn = PQconnectdb(cluster->superuser_conninfo().c_str());
+  auto run = [&](const char* sql) {
+    PGresult* result = PQexec(conn, sql);
+    bool ok = PQresultStatus(result) == PGRES_TUPLES_OK || PQresultStatus(result) == PGRES_COMMAND_OK;
+    PQclear(result);
+    return ok;
+  };
+  if (PQstatus(conn) != CONNECTION_OK || !run("SET synchronous_commit = on")) {
+    state.SkipWithError("cannot connect to the cluster");
+    PQfinish(conn);
+    return;
+  }
+  for (auto _ : state)
+    if (!run("SELECT pg_logical_emit_message(true, 'bench', '')")) state.SkipWithError("commit failed");
+  PQfinish(conn);
+  state.counters["commits_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PgDurableCommit)->Iterations(1000)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---- The reference: raw SQLite, same durability --------------------------------------------
 

@@ -5,6 +5,9 @@
 //                Server-Timing header), the daemon's RSS at start and end, errors.
 //   AirlockRun:  the same tool module run by `airlock run` (the runner, stdin JSON) from as many
 //                loops as there are CPUs, for the same time.
+//   DaemonsOnStorage/{postgres}/{daemons}: one daemon on SQLite, or N daemons (a parameter)
+//                sharing one PostgreSQL database (a throwaway cluster, fsync on), 100 clients
+//                spread over them (issue 21).
 //   Daemon/{cold,warm}/{1,50}: the same daemon and tool, cold or with tools[].warm
 //                (docs/warm-start.md), 1 and 50 clients: also the warm share of the calls and
 //                the machine's CPU time per call (from /proc/stat, every process included).
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "common/digest.hpp"
+#include "pg_cluster.hpp"
 
 extern char** environ;
 
@@ -64,25 +68,32 @@ double rss_mib(pid_t pid) {
   return 0;
 }
 
-// A directory with the tool and a config.
+// A directory with the tool and a config (airlock.yaml); more configs, one per daemon, with
+// add_config().
 struct Setup {
   std::string dir;
-  explicit Setup(bool warm = false) {
+  bool warm;
+  explicit Setup(bool warm_tools = false) : warm(warm_tools) {
     dir = (fs::temp_directory_path() / ("airlock-load-" + std::to_string(::getpid()))).string();
     fs::create_directories(dir + "/tools");
     ::chmod(dir.c_str(), 0755);
     ::chmod((dir + "/tools").c_str(), 0755);
     std::ofstream(dir + "/tools/trivial.py") << "def run(args):\n    return {\"n\": args.get(\"n\", 0) + 1}\n";
     ::chmod((dir + "/tools/trivial.py").c_str(), 0644);
-    std::ofstream(dir + "/airlock.yaml")
+    add_config("airlock.yaml", "{dataDir: data}");
+  }
+  // `storage`: the config's storage section, in YAML flow style.
+  std::string add_config(const std::string& name, const std::string& storage) const {
+    std::ofstream(dir + "/" + name)
         << "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
            "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
-           "storage: {dataDir: data}\n"
+           "storage: " << storage << "\n"
            "principals:\n  - name: bench\n    apiKeySha256: " << airlock::sha256_hex("bench-key") << "\n"
            "    tools: [trivial]\n"
            "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
            "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
         << (warm ? "    warm: {}\n" : "");
+    return dir + "/" + name;
   }
   ~Setup() { fs::remove_all(dir); }
 };
@@ -146,23 +157,36 @@ double machine_busy_seconds() {
   return (user + nice + system + irq + softirq) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-void run_daemon(benchmark::State& state, bool warm, int client_count) {
-  Setup setup(warm);
-  const std::uint16_t port = free_port();
-  pid_t daemon = spawn({AIRLOCK_BINARY, "serve", "--config", setup.dir + "/airlock.yaml", "--listen",
-                        "127.0.0.1:" + std::to_string(port)},
-                       true);
-  // Wait for /healthz.
-  for (int i = 0; i < 500; ++i) {
-    try {
-      asio::io_context io;
-      beast::tcp_stream s(io);
-      s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-      break;
-    } catch (...) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+// A daemon per config (`airlock serve`), each on its own port, waited for until it listens.
+std::vector<std::pair<pid_t, std::uint16_t>> start_daemons(const std::vector<std::string>& configs) {
+  std::vector<std::pair<pid_t, std::uint16_t>> daemons;
+  for (const auto& config : configs) {
+    const std::uint16_t port = free_port();
+    daemons.emplace_back(spawn({AIRLOCK_BINARY, "serve", "--config", config, "--listen",
+                                "127.0.0.1:" + std::to_string(port)},
+                               true),
+                         port);
   }
+  for (const auto& [pid, port] : daemons)
+    for (int i = 0; i < 500; ++i) {
+      try {
+        asio::io_context io;
+        beast::tcp_stream s(io);
+        s.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+        break;
+      } catch (...) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  return daemons;
+}
+
+// `client_count` clients on keep-alive connections, client c calling daemon c % N.
+void run_daemons(benchmark::State& state, bool warm, int client_count,
+                 const std::vector<std::string>& configs) {
+  const auto daemons = start_daemons(configs);
+  const pid_t daemon = daemons.front().first;
+  const std::uint16_t port = daemons.front().second;
   const double rss_start = rss_mib(daemon);
   std::mutex mu;
   std::vector<Sample> samples;
@@ -194,7 +218,8 @@ void run_daemon(benchmark::State& state, bool warm, int client_count) {
       clients.emplace_back([&, c] {
         asio::io_context io;
         beast::tcp_stream stream(io);
-        stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+        const std::uint16_t to = daemons[static_cast<std::size_t>(c) % daemons.size()].second;
+        stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), to));
         std::vector<Sample> mine;
         beast::flat_buffer buffer;
         for (int i = 0; Clock::now() < deadline; ++i) {
@@ -225,8 +250,8 @@ void run_daemon(benchmark::State& state, bool warm, int client_count) {
   }
   const double busy = machine_busy_seconds() - busy_start;
   const double rss_end = rss_mib(daemon);
-  ::kill(daemon, SIGTERM);
-  ::waitpid(daemon, nullptr, 0);
+  for (const auto& [pid, unused] : daemons) ::kill(pid, SIGTERM);
+  for (const auto& [pid, unused] : daemons) ::waitpid(pid, nullptr, 0);
 
   std::vector<double> total;
   std::map<std::string, std::vector<double>> stages;
@@ -250,9 +275,61 @@ void run_daemon(benchmark::State& state, bool warm, int client_count) {
   }
 }
 
+void run_daemon(benchmark::State& state, bool warm, int client_count) {
+  Setup setup(warm);
+  run_daemons(state, warm, client_count, {setup.dir + "/airlock.yaml"});
+}
+
 void BM_Daemon(benchmark::State& state) { run_daemon(state, false, 100); }
 void BM_DaemonStart(benchmark::State& state, bool warm) {
   run_daemon(state, warm, static_cast<int>(state.range(0)));
+}
+
+// A throwaway PostgreSQL 15 cluster (tests/support/pg_cluster), durable as a production server
+// (fsync and synchronous_commit on), with a role and a database for the daemons' audit log.
+struct BenchDatabase {
+  std::unique_ptr<airlock::test::PgCluster> cluster;
+  std::string url;
+};
+
+BenchDatabase start_bench_database() {
+  airlock::test::PgCluster::Options options;
+  options.settings = {{"fsync", "on"}, {"synchronous_commit", "on"}};
+  auto started = airlock::test::PgCluster::start(options);
+  if (!started) return {};
+  if (!(*started)->exec("CREATE ROLE bench LOGIN PASSWORD 'bench-pw'") ||
+      !(*started)->exec("CREATE DATABASE airlock OWNER bench"))
+    return {};
+  std::string url = (*started)->url("bench", "bench-pw", "airlock");
+  return {std::move(*started), url};
+}
+
+// The daemon's throughput on its storage: postgres 0, one daemon on SQLite (the embedded
+// default: <dataDir>/audit.db); postgres 1, `daemons` daemons sharing one PostgreSQL database
+// (storage.postgres, one signing key file), each with its own data directory; 100 clients
+// spread over them. What is in PostgreSQL is what main puts there (the audit log; more as the
+// state stores move).
+void BM_DaemonsOnStorage(benchmark::State& state) {
+  const bool postgres = state.range(0) == 1;
+  const int count = static_cast<int>(state.range(1));
+  Setup setup;
+  BenchDatabase database;
+  if (postgres) {
+    database = start_bench_database();
+    if (!database.cluster) {
+      state.SkipWithError("cannot start PostgreSQL");
+      return;
+    }
+  }
+  std::vector<std::string> configs;
+  for (int d = 0; d < count; ++d) {
+    std::string storage = "{dataDir: data-" + std::to_string(d);
+    if (postgres)
+      storage += ", signingKeyFile: " + setup.dir + "/audit.key, postgres: {url: \"" + database.url + "\"}";
+    configs.push_back(setup.add_config("airlock-" + std::to_string(d) + ".yaml", storage + "}"));
+  }
+  run_daemons(state, false, 100, configs);
+  state.SetLabel(postgres ? std::to_string(count) + " daemon(s), PostgreSQL" : "1 daemon, SQLite");
 }
 
 void BM_AirlockRun(benchmark::State& state) {
@@ -399,6 +476,9 @@ void BM_TwoAgents(benchmark::State& state, bool warm) {
 }  // namespace
 
 BENCHMARK(BM_Daemon)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+// daemons: 2 is the replicas figure, once the other state stores are in PostgreSQL too.
+BENCHMARK(BM_DaemonsOnStorage)->ArgNames({"postgres", "daemons"})->Args({0, 1})->Args({1, 1})
+    ->Args({1, 2})->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);

@@ -64,6 +64,7 @@ Result<std::vector<CanonicalMember>> canonical_members(const nlohmann::json& fie
 struct WriteRequest {
   enum class Kind { append, checkpoint } kind = Kind::append;
   std::vector<CanonicalMember> members;  // append
+  std::size_t bytes = 0;                  // the members' canonical bytes (about the record's)
   std::optional<Result<AppendReceipt>> receipt;
   std::optional<Result<SignedCheckpoint>> checkpoint;
   std::uint64_t ticket = 0;  // position in the queue, from 1
@@ -77,6 +78,7 @@ struct WriteRequest {
 // The requests one transaction writes, and until when late arrivals may still join it.
 struct Batch {
   std::vector<WriteRequest*> requests;
+  std::size_t bytes = 0;
   std::size_t target = 0;  // how many to wait for: as many as the last batch held
   std::chrono::steady_clock::time_point deadline{};
 };
@@ -256,8 +258,12 @@ bool AuditLog::State::checkpoint_due() const {
          std::chrono::steady_clock::now() >= last_checkpoint_at + options.checkpoint_interval;
 }
 
+// Takes queued requests in order while the batch stays within max_batch records and
+// max_batch_bytes (its first request is always taken, however large).
 void AuditLog::State::take_queued(Batch& batch) {
-  while (!queue.empty() && batch.requests.size() < options.max_batch) {
+  while (!queue.empty() && batch.requests.size() < options.max_batch &&
+         (batch.requests.empty() || batch.bytes + queue.front()->bytes <= options.max_batch_bytes)) {
+    batch.bytes += queue.front()->bytes;
     batch.requests.push_back(queue.front());
     queue.pop_front();
   }
@@ -274,9 +280,9 @@ bool AuditLog::State::take_late_arrivals(Batch& batch) {
   if (batch.requests.size() >= batch.target || batch.requests.size() >= options.max_batch)
     return false;
   work_ready.wait_until(lock, batch.deadline, [&] { return !queue.empty() || stopping; });
-  if (queue.empty()) return false;
+  const std::size_t before = batch.requests.size();
   take_queued(batch);
-  return true;
+  return batch.requests.size() > before;  // none taken: full (bytes), or nobody came
 }
 
 void AuditLog::State::run_writer() {
@@ -521,8 +527,10 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path, AuditL
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const LogLocation& location,
                                                  AuditLogOptions options) {
-  if (options.max_batch == 0 || options.checkpoint_every_records == 0)
-    return Error::make("invalid_argument", "max_batch and checkpoint_every_records must be > 0");
+  if (options.max_batch == 0 || options.max_batch_bytes == 0 ||
+      options.checkpoint_every_records == 0)
+    return Error::make("invalid_argument",
+                       "max_batch, max_batch_bytes and checkpoint_every_records must be > 0");
   auto store = detail::LogStore::open_for_writing(
       location, static_cast<int>(std::min<std::int64_t>(options.busy_timeout.count(), INT32_MAX)));
   if (!store) return store.error();
@@ -551,6 +559,8 @@ Result<AppendReceipt> AuditLog::append(const nlohmann::json& fields) {
   auto members = canonical_members(fields);
   if (!members) return members.error();
   WriteRequest request;
+  for (const auto& member : *members)  // "key":value,
+    request.bytes += member.key.size() + member.value.size() + 4;
   request.members = std::move(*members);
   state_->submit(request);
   return std::move(*request.receipt);
@@ -583,7 +593,9 @@ std::string AuditLog::credential_fingerprint(std::string_view value) const {
 
 AuditLogStats AuditLog::stats() const {
   std::lock_guard lock(state_->mutex);
-  return state_->stats;
+  AuditLogStats stats = state_->stats;
+  stats.queued = state_->queue.size();
+  return stats;
 }
 
 const PublicKey& AuditLog::public_key() const { return state_->key.public_key(); }

@@ -39,6 +39,10 @@ struct AuditLogOptions {
   std::uint64_t checkpoint_every_records = 1000;  // N
   std::chrono::milliseconds checkpoint_interval{10'000};  // T
   std::size_t max_batch = 1024;  // records per transaction at most
+  // Record bytes (canonical JSON) per transaction at most; a record larger than this on its
+  // own still goes, alone. Bounds what one failed transaction takes down and one round trip
+  // carries.
+  std::size_t max_batch_bytes = 4 << 20;
   // How long a transaction waits for another process's write lock before its batch fails.
   std::chrono::milliseconds busy_timeout{10'000};
 };
@@ -48,6 +52,7 @@ struct AuditLogStats {
   std::uint64_t records = 0;
   std::uint64_t transactions = 0;
   std::uint64_t checkpoints = 0;
+  std::uint64_t queued = 0;  // a gauge: requests waiting for the writer to take them, now
 };
 
 struct AppendReceipt {

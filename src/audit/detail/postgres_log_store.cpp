@@ -308,15 +308,15 @@ Status PostgresLogStore::begin_read() {
   return reply.ok() ? Status() : Status(failure("begin a snapshot", reply));
 }
 
-// The buffered records, the new head and COMMIT in one round trip: the transaction holds the
-// row lock for one round trip and one WAL flush after the head was read.
-Status PostgresLogStore::commit() {
+// The buffered records as multi-row INSERTs of at most kRowsPerInsert rows each: a statement
+// takes at most 65,535 parameters (the protocol's limit), four a row.
+std::vector<PostgresLogStore::Statement> PostgresLogStore::insert_statements() const {
   std::vector<Statement> statements;
-  if (!pending_.empty()) {
+  for (std::size_t first = 0; first < pending_.size(); first += kRowsPerInsert) {
     Statement insert{"INSERT INTO audit_records(idx, record, leaf_hash, subtree_hashes) VALUES ", {}};
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
-      const auto n = 4 * i;
-      insert.sql += (i ? ", (" : "(") + ("$" + std::to_string(n + 1)) + "::bigint, $" +
+    for (std::size_t i = first; i < std::min(pending_.size(), first + kRowsPerInsert); ++i) {
+      const auto n = 4 * (i - first);
+      insert.sql += (i > first ? ", (" : "(") + ("$" + std::to_string(n + 1)) + "::bigint, $" +
                     std::to_string(n + 2) + ", $" + std::to_string(n + 3) + ", $" +
                     std::to_string(n + 4) + ")";
       insert.params.text(int_text(pending_[i].index));
@@ -326,6 +326,13 @@ Status PostgresLogStore::commit() {
     }
     statements.push_back(std::move(insert));
   }
+  return statements;
+}
+
+// The buffered records, the new head and COMMIT in one round trip: the transaction holds the
+// row lock for one round trip and one WAL flush after the head was read.
+Status PostgresLogStore::commit() {
+  std::vector<Statement> statements = insert_statements();
   if (new_edge_) {
     Statement update{"UPDATE audit_head SET version = version + 1, size = $1::bigint, "
                      "last_leaf = $2, frontier = $3, checkpoint_size = NULLIF($4, '')::bigint "

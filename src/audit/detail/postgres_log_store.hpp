@@ -86,6 +86,9 @@ class PostgresLogStore final : public LogStore {
   Error failure(const std::string& step, const storage::pg::Reply& reply);
   Error not_connected() const;
   Result<TreeEdge> read_head(const storage::pg::Reply& row);
+  std::vector<Statement> insert_statements() const;
+
+  static constexpr std::size_t kRowsPerInsert = 1000;
 
   LogLocation location_;
   std::string name_;
