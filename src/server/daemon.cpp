@@ -329,8 +329,11 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
   ReplicaRegistry::Hooks hooks;
   hooks.record = [this](const ReplicaRegistry::Orphan& o) { return pipeline::record_aborted(*audit, o.id, o.tool); };
   hooks.response = [after](const ReplicaRegistry::Orphan& o) {
-    return aborted_response(o.id, o.tool,
-                            "the replica running it (" + o.replica + ") stopped: no heartbeat for " + after);
+    auto response = aborted_response(o.id, o.tool,
+                                     "the replica running it (" + o.replica + ") stopped: no heartbeat for " + after);
+    response["principal"] = o.owner.principal;  // its caller still finds it
+    if (!o.owner.sub.empty()) response["subject"] = {{"issuer", o.owner.issuer}, {"sub", o.owner.sub}};
+    return response;
   };
   hooks.aborted = [this](const ReplicaRegistry::Orphan& o) { abandoned(o); };
   hooks.log = [](const std::string& line) { std::cerr << "airlock: " << line << "\n"; };

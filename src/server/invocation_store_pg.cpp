@@ -64,9 +64,25 @@ Status PostgresInvocationStore::begin(const std::string& id, const std::string& 
   return {};
 }
 
-// A row resumed as "running" (an approved call) is this replica's from now on.
 Status PostgresInvocationStore::finish(const std::string& id, const std::string& status,
                                        const nlohmann::json& response) {
+  std::lock_guard lock(finish_mu_);
+  Status written = write_finish(id, status, response);
+  if (written) pending_.erase(id);
+  else if (written.error().code == "storage_unavailable") pending_[id] = {status, response};
+  return written;
+}
+
+Status PostgresInvocationStore::flush_pending() {
+  std::lock_guard lock(finish_mu_);
+  for (auto it = pending_.begin(); it != pending_.end(); it = pending_.erase(it))
+    if (Status s = write_finish(it->first, it->second.first, it->second.second); !s) return s;
+  return {};
+}
+
+// A row resumed as "running" (an approved call) is this replica's from now on.
+Status PostgresInvocationStore::write_finish(const std::string& id, const std::string& status,
+                                             const nlohmann::json& response) {
   const auto c = detail::response_columns(response);
   auto done = db_->exec(
       "update invocation " + id,
@@ -128,12 +144,14 @@ Result<std::optional<PostgresInvocationStore::Orphan>> PostgresInvocationStore::
     claimed.reset();
     // SKIP LOCKED: a row another replica is aborting now is its, not ours.
     auto rows = tx.exec("find an orphaned invocation",
-                        "SELECT id, tool, replica FROM invocations i WHERE status = 'running'"
+                        "SELECT id, tool, replica, principal, subject_issuer, subject_sub FROM invocations i"
+                        " WHERE status = 'running'"
                         " AND replica IS NOT NULL AND NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = i.replica)"
                         " ORDER BY started_ms LIMIT 1 FOR UPDATE OF i SKIP LOCKED");
     if (!rows) return rows.error();
     if (rows->rows() == 0) return {};
-    Orphan orphan{rows->value(0, 0), rows->value(0, 1), rows->value(0, 2)};
+    Orphan orphan{rows->value(0, 0), rows->value(0, 1), rows->value(0, 2),
+                  {rows->value(0, 3), rows->value(0, 4), rows->value(0, 5)}};
     if (auto s = record(orphan); !s) return s;
     const nlohmann::json answer = response(orphan);
     auto updated = tx.exec("record invocation " + orphan.id + " as aborted",

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -33,15 +35,24 @@ class PostgresInvocationStore : public InvocationStore {
   // "error", in one transaction. nullopt: none is left. When `record` fails nothing changes.
   struct Orphan {
     std::string id, tool, replica;
+    Owner owner;  // as the row began: the aborted response names it, so its caller still sees it
   };
   Result<std::optional<Orphan>> abort_orphan(const std::function<Status(const Orphan&)>& record,
                                              const std::function<nlohmann::json(const Orphan&)>& response);
 
+  // A finish the server could not take (storage_unavailable) is kept, in memory, and written
+  // by the next flush (the replica's heartbeat round, and its clean exit): a call that was
+  // answered and audited must not stay "running", where failover would take it for orphaned.
+  Status flush_pending();
+
  private:
   PostgresInvocationStore(std::unique_ptr<storage::pg::Database> db, std::string replica)
       : db_(std::move(db)), replica_(std::move(replica)) {}
+  Status write_finish(const std::string& id, const std::string& status, const nlohmann::json& response);
   std::unique_ptr<storage::pg::Database> db_;
   const std::string replica_;
+  std::mutex finish_mu_;  // finishes and the flush, in order: an older one never overwrites
+  std::map<std::string, std::pair<std::string, nlohmann::json>> pending_;  // id -> status, response
 };
 
 }  // namespace airlock::server

@@ -47,6 +47,8 @@ void ReplicaRegistry::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (auto flushed = store_.flush_pending(); !flushed)
+    hooks_.log("replica " + store_.replica() + ": " + flushed.error().message);
   if (auto left = db_->exec("remove replica " + store_.replica(), "DELETE FROM replicas WHERE id = $1",
                             {store_.replica()});
       !left)
@@ -72,6 +74,8 @@ void ReplicaRegistry::round() {
     return;
   }
   reported_outage_ = false;
+  if (auto flushed = store_.flush_pending(); !flushed)
+    hooks_.log("replica " + store_.replica() + ": " + flushed.error().message);
   const auto now = Clock::now();
   if (!healthy_since_) healthy_since_ = now;
   if (now - *healthy_since_ < options_.failover_after) return;

@@ -262,7 +262,11 @@ TEST(PostgresInvocationStore, ADownServerIsStorageUnavailableThenRecovers) {
   const std::string url = url_of(fresh_database());
   auto store = pg_store(url, "r");
   ASSERT_TRUE(store->begin("before", "echo"));
+  ASSERT_TRUE(store->begin("answered", "echo"));
   cluster().stop_server();
+  Status finished = store->finish("answered", "ok", response("answered", "ok", "agent"));
+  ASSERT_FALSE(finished);
+  EXPECT_EQ(finished.error().code, "storage_unavailable");
   Status begun = store->begin("during", "echo");
   ASSERT_FALSE(begun);
   EXPECT_EQ(begun.error().code, "storage_unavailable") << begun.error().message;
@@ -279,6 +283,10 @@ TEST(PostgresInvocationStore, ADownServerIsStorageUnavailableThenRecovers) {
   ASSERT_TRUE(after) << after.error().message;
   EXPECT_TRUE(store->get("before"));
   EXPECT_FALSE(store->get("during"));
+  EXPECT_EQ((*store->get("answered"))["status"], "running") << "not written while the server was down";
+  ASSERT_TRUE(store->flush_pending());
+  EXPECT_EQ((*store->get("answered"))["status"], "ok") << "a finish kept while the server was down is written";
+  ASSERT_TRUE(store->flush_pending()) << "nothing left to write";
 }
 
 }  // namespace
