@@ -84,6 +84,11 @@ struct StorageConfig {
   // The key that signs the audit log's checkpoints; required with postgres (every writer
   // shares it). "": <data_dir>/audit.db.key.
   std::string signing_key_file;
+  // With postgres, several replicas (docs/daemon.md, "Replicas and failover"): each refreshes
+  // its heartbeat row this often, and a replica whose heartbeat is older than failover_after
+  // (> heartbeat_interval) is taken for dead and its running invocations recorded as aborted.
+  std::chrono::milliseconds heartbeat_interval{5'000};
+  std::chrono::milliseconds failover_after{30'000};
 };
 
 // principals[].certificate: the client certificate (mTLS) that authenticates as a principal.
