@@ -78,8 +78,8 @@ struct StorageConfig {
   std::string data_dir = "./airlock-data";
   std::uint32_t checkpoint_every = 1000;           // audit records
   std::chrono::milliseconds checkpoint_interval{60'000};
-  // Set: the audit log is in PostgreSQL (only the audit log, so far: the rest of the state
-  // stays in <data_dir>/state.db). None: <data_dir>/audit.db, SQLite.
+  // Set: the audit log and the state are in PostgreSQL, shared by every replica. None:
+  // <data_dir>/audit.db and state.db, SQLite.
   std::optional<PostgresStorage> postgres;
   // The key that signs the audit log's checkpoints; required with postgres (every writer
   // shares it). "": <data_dir>/audit.db.key.
@@ -87,8 +87,9 @@ struct StorageConfig {
   // With postgres, several replicas (docs/daemon.md, "Replicas and failover"): each refreshes
   // its heartbeat row this often, and a replica whose heartbeat is older than failover_after
   // (> heartbeat_interval) is taken for dead and its running invocations recorded as aborted.
+  // A kill is noticed within failover_after + heartbeat_interval: 25 s by default.
   std::chrono::milliseconds heartbeat_interval{5'000};
-  std::chrono::milliseconds failover_after{30'000};
+  std::chrono::milliseconds failover_after{20'000};
 };
 
 // principals[].certificate: the client certificate (mTLS) that authenticates as a principal.

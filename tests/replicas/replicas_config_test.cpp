@@ -13,11 +13,11 @@ Result<Config> parse_storage(const std::string& storage) {
                       "test.yaml", "/etc/airlock");
 }
 
-TEST(ReplicaConfig, DefaultsAreFiveAndThirtySeconds) {
+TEST(ReplicaConfig, DefaultsAreFiveAndTwentySeconds) {
   auto c = parse_storage("  dataDir: /var/lib/airlock\n");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->storage.heartbeat_interval, std::chrono::seconds(5));
-  EXPECT_EQ(c->storage.failover_after, std::chrono::seconds(30));
+  EXPECT_EQ(c->storage.failover_after, std::chrono::seconds(20));
 }
 
 TEST(ReplicaConfig, DurationsAreRead) {

@@ -398,7 +398,7 @@ TEST(Replicas, DISABLED_FailoverTimeWithTheTestSettings) {
   measure_failover("heartbeatInterval: 500ms, failoverAfter: 2s", 2s, 5);
 }
 
-TEST(Replicas, DISABLED_FailoverTimeWithTheDefaults) { measure_failover("heartbeatInterval: 5s, failoverAfter: 30s", 30s, 3); }
+TEST(Replicas, DISABLED_FailoverTimeWithTheDefaults) { measure_failover("heartbeatInterval: 5s, failoverAfter: 20s", 20s, 3); }
 
 }  // namespace
 }  // namespace airlock::replicas_test
