@@ -93,10 +93,17 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
 
   if (parts.size() == 1 && parts[0] == "healthz") {
     if (!get) return reply(use_get());
-    bool draining = s_.draining && s_.draining->load();
-    auto resp = json_response(draining ? 503 : 200, {{"status", draining ? "draining" : "ok"}});
-    if (draining) resp.headers.emplace_back("Retry-After", "5");
-    return reply(resp);
+    if (s_.draining && s_.draining->load()) {
+      auto resp = json_response(503, {{"status", "draining"}});
+      resp.headers.emplace_back("Retry-After", "5");
+      return reply(resp);
+    }
+    if (auto problem = s_.storage_problem ? s_.storage_problem() : std::nullopt) {
+      auto resp = json_response(503, {{"status", "storage_unavailable"}, {"message", *problem}});
+      resp.headers.emplace_back("Retry-After", "1");
+      return reply(resp);
+    }
+    return reply(json_response(200, {{"status", "ok"}}));
   }
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (!get) return reply(use_get());

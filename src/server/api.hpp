@@ -81,6 +81,8 @@ struct ApiServices {
   creds::RevokedTokens* revoked_tokens = nullptr;  // null (or no signer): no introspect, no revoke
   Metrics* metrics = nullptr;
   const std::atomic<bool>* draining = nullptr;
+  // Why the shared database is unreachable (storage.postgres), or nullopt; unset: never.
+  std::function<std::optional<std::string>()> storage_problem;
   std::function<std::string()> new_id;
   ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured

@@ -453,6 +453,8 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.revoked_tokens = revoked_tokens.get();
   services.metrics = &metrics;
   services.draining = &draining;
+  if (replicas)
+    services.storage_problem = [r = replicas.get()] { return r->storage_problem(); };
   services.new_id = [] { return audit::new_invocation_id(); };
   services.approvals = approvals.get();
   services.waiters = &waiters;

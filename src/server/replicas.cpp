@@ -66,8 +66,18 @@ void ReplicaRegistry::loop() {
   }
 }
 
+std::optional<std::string> ReplicaRegistry::storage_problem() const {
+  std::lock_guard lock(problem_mu_);
+  return problem_;
+}
+
 void ReplicaRegistry::round() {
-  if (auto beat = heartbeat(); !beat) {
+  auto beat = heartbeat();
+  {
+    std::lock_guard lock(problem_mu_);
+    problem_ = beat ? std::nullopt : std::optional<std::string>(beat.error().message);
+  }
+  if (!beat) {
     healthy_since_.reset();
     if (!reported_outage_) hooks_.log("replica " + store_.replica() + ": heartbeat failed: " + beat.error().message);
     reported_outage_ = true;

@@ -51,6 +51,9 @@ class ReplicaRegistry {
   ReplicaRegistry& operator=(const ReplicaRegistry&) = delete;
 
   void start();
+  // Why the database did not answer this replica's last heartbeat; nullopt when it did (or
+  // none was tried yet). GET /healthz reports it: a load balancer stops sending calls here.
+  std::optional<std::string> storage_problem() const;
   // Stops the thread and removes this replica's row (a clean exit: nothing of it is orphaned
   // unless a row is still "running", which the others then abort). Idempotent.
   void stop();
@@ -71,6 +74,8 @@ class ReplicaRegistry {
   Hooks hooks_;
   std::optional<std::chrono::steady_clock::time_point> healthy_since_;
   bool reported_outage_ = false;
+  mutable std::mutex problem_mu_;
+  std::optional<std::string> problem_;  // storage_problem()
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false, stopped_ = false;

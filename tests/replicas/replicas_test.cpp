@@ -340,6 +340,11 @@ TEST(Replicas, ADatabaseOutageFailsCallsClosedThenTheyRecover) {
   ASSERT_TRUE(eventually([&] { return count("ok") >= 20; }));
   cluster().stop_server();
   ASSERT_TRUE(eventually([&] { return count("storage_unavailable") >= 20; })) << a.log();
+  // Readiness says so (at the next heartbeat): a load balancer sends its calls elsewhere.
+  ASSERT_TRUE(eventually([&] { return http(a.port, "GET", "/healthz").status == 503; })) << a.log();
+  auto health = http(a.port, "GET", "/healthz");
+  EXPECT_EQ(health.json()["status"], "storage_unavailable") << health.body;
+  EXPECT_EQ(health.headers["retry-after"], "1");
   const int ok_while_down = [&] {
     std::this_thread::sleep_for(300ms);  // calls that began before the stop have ended
     return count("ok");
@@ -348,6 +353,7 @@ TEST(Replicas, ADatabaseOutageFailsCallsClosedThenTheyRecover) {
   EXPECT_EQ(count("ok"), ok_while_down) << "a call succeeded while the database was down";
   ASSERT_TRUE(cluster().restart_server());
   ASSERT_TRUE(eventually([&] { return count("ok") >= ok_while_down + 20; })) << a.log();
+  EXPECT_TRUE(eventually([&] { return http(a.port, "GET", "/healthz").status == 200; })) << a.log();
   stop = true;
   for (auto& t : callers) t.join();
   EXPECT_TRUE(unexpected.empty()) << unexpected.size() << " unexpected answers, the first: " << unexpected.front();
