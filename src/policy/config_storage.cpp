@@ -1,6 +1,7 @@
 // storage: where the daemon keeps its state: {dataDir, checkpointEvery, checkpointInterval,
-// postgres: {url, passwordFile}, signingKeyFile}. With postgres the audit log lives in that
-// database, shared by every daemon configured with it (docs/config.md, "storage").
+// postgres: {url, passwordFile}, signingKeyFile, tokenKeyFile}. With postgres the audit log
+// and the shared state live in that database, shared by every daemon configured with it
+// (docs/config.md, "storage").
 #include <filesystem>
 
 #include "policy/config_reader.hpp"
@@ -47,7 +48,8 @@ PostgresStorage read_postgres(Reader& r, const YAML::Node& n) {
 void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   r.expect_map(n, "storage");
   r.only_keys(n, "storage",
-              {"dataDir", "checkpointEvery", "checkpointInterval", "postgres", "signingKeyFile"});
+              {"dataDir", "checkpointEvery", "checkpointInterval", "postgres", "signingKeyFile",
+               "tokenKeyFile"});
   r.field(n, "dataDir", [&](const YAML::Node& v) { s.data_dir = r.path(v, "storage.dataDir"); });
   r.field(n, "checkpointEvery", [&](const YAML::Node& v) {
     s.checkpoint_every =
@@ -59,6 +61,9 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   r.field(n, "signingKeyFile", [&](const YAML::Node& v) {
     s.signing_key_file = r.path(v, "storage.signingKeyFile");
   });
+  r.field(n, "tokenKeyFile", [&](const YAML::Node& v) {
+    s.token_key_file = r.path(v, "storage.tokenKeyFile");
+  });
   r.field(n, "postgres", [&](const YAML::Node& v) {
     s.postgres = read_postgres(r, v);
     // Every daemon that appends to the shared log signs with the same key: it cannot be one
@@ -66,6 +71,10 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
     if (s.signing_key_file.empty())
       fail(v, "storage.postgres: needs storage.signingKeyFile, the checkpoint key every daemon "
               "sharing the database uses");
+    // Behind a load balancer a token minted by one replica is presented to another.
+    if (s.token_key_file.empty())
+      fail(v, "storage.postgres: needs storage.tokenKeyFile, the key every daemon sharing the "
+              "database signs Airlock's own tokens with");
   });
 }
 
