@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/cancel_signal.hpp"
+#include "common/result.hpp"
 #include "egress/rules.hpp"
 #include "sandbox/outcome.hpp"
 #include "sandbox/spec.hpp"
@@ -107,6 +108,9 @@ class Backend {
   // The daemon is going down: stop every run in flight (they end signaled) and every run
   // started from now on. Runs must still clean up what they made.
   virtual void shutdown() {}
+  // Another replica ran this invocation and died (docs/daemon.md, "Replicas and failover"):
+  // remove what is left of it. Local sandboxes die with their daemon: nothing by default.
+  virtual Status abandon(const std::string& /*invocation_id*/) { return {}; }
 };
 
 }  // namespace airlock::backend

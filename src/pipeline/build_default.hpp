@@ -36,8 +36,9 @@ struct PipelineDeps {
   std::map<policy::Risk, std::string> tier_unavailable;
   std::string runner_dir;
   StageObserver* observer = nullptr;
-  // Called for each invocation once it is authenticated (the daemon's invocation store).
-  std::function<void(const Invocation&)> record_start;
+  // Called for each invocation once it is authenticated (the daemon's invocation store); an
+  // error ends the call with storage_unavailable before anything runs.
+  std::function<Status(const Invocation&)> record_start;
   // Signs and verifies Airlock's own tokens (null: they are not accepted).
   const identity::TokenSigner* token_signer = nullptr;
   // Credentials: where leases are kept, and the providers for a configuration (null: tools

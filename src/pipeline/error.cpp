@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 28> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 29> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -33,6 +33,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 28> kNames{{
     {ErrorKind::tool_server_failed, "tool_server_failed"},
     {ErrorKind::sandbox_setup, "sandbox_setup"},
     {ErrorKind::audit_failed, "audit_failed"},
+    {ErrorKind::storage_unavailable, "storage_unavailable"},
     {ErrorKind::credential_unavailable, "credential_unavailable"},
     {ErrorKind::internal, "internal"},
 }};

@@ -41,6 +41,7 @@ enum class ErrorKind {
   // Failures of Airlock itself (status "error").
   sandbox_setup,
   audit_failed,
+  storage_unavailable,     // the audit log's or the state database cannot be reached: nothing ran, or no result
   credential_unavailable,  // a credential could not be made (its server, the token service...)
   internal,
 };

@@ -87,6 +87,11 @@ struct StorageConfig {
   // The key Airlock signs its own tokens with (identity::TokenSigner); required with postgres
   // (every replica accepts the others' tokens). "": <data_dir>/token.key.
   std::string token_key_file;
+  // With postgres, several replicas (docs/daemon.md, "Replicas and failover"): each refreshes
+  // its heartbeat row this often, and a replica whose heartbeat is older than failover_after
+  // (> heartbeat_interval) is taken for dead and its running invocations recorded as aborted.
+  std::chrono::milliseconds heartbeat_interval{5'000};
+  std::chrono::milliseconds failover_after{30'000};
 };
 
 // principals[].certificate: the client certificate (mTLS) that authenticates as a principal.

@@ -1,7 +1,7 @@
 // storage: where the daemon keeps its state: {dataDir, checkpointEvery, checkpointInterval,
-// postgres: {url, passwordFile}, signingKeyFile, tokenKeyFile}. With postgres the audit log
-// and the shared state live in that database, shared by every daemon configured with it
-// (docs/config.md, "storage").
+// postgres: {url, passwordFile}, signingKeyFile, tokenKeyFile, heartbeatInterval,
+// failoverAfter}. With postgres the audit log and the shared state live in that database,
+// shared by every daemon configured with it (docs/config.md, "storage").
 #include <filesystem>
 
 #include "policy/config_reader.hpp"
@@ -49,7 +49,7 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   r.expect_map(n, "storage");
   r.only_keys(n, "storage",
               {"dataDir", "checkpointEvery", "checkpointInterval", "postgres", "signingKeyFile",
-               "tokenKeyFile"});
+               "tokenKeyFile", "heartbeatInterval", "failoverAfter"});
   r.field(n, "dataDir", [&](const YAML::Node& v) { s.data_dir = r.path(v, "storage.dataDir"); });
   r.field(n, "checkpointEvery", [&](const YAML::Node& v) {
     s.checkpoint_every =
@@ -64,6 +64,18 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   r.field(n, "tokenKeyFile", [&](const YAML::Node& v) {
     s.token_key_file = r.path(v, "storage.tokenKeyFile");
   });
+  r.field(n, "heartbeatInterval", [&](const YAML::Node& v) {
+    s.heartbeat_interval = r.duration(v, "storage.heartbeatInterval");
+  });
+  r.field(n, "failoverAfter", [&](const YAML::Node& v) {
+    s.failover_after = r.duration(v, "storage.failoverAfter");
+  });
+  // A replica between two heartbeats must not look dead.
+  if (s.failover_after <= s.heartbeat_interval)
+    fail(n["failoverAfter"] ? n["failoverAfter"] : n,
+         "storage.failoverAfter (" + std::to_string(s.failover_after.count()) +
+             " ms) must be more than storage.heartbeatInterval (" +
+             std::to_string(s.heartbeat_interval.count()) + " ms)");
   r.field(n, "postgres", [&](const YAML::Node& v) {
     s.postgres = read_postgres(r, v);
     // Every daemon that appends to the shared log signs with the same key: it cannot be one

@@ -284,6 +284,8 @@ HttpResponse invocation_answer(const pipeline::Invocation& inv) {
     resp.headers.emplace_back("WWW-Authenticate", "Bearer");
   if (inv.error && inv.error->kind == pipeline::ErrorKind::quota_exceeded)
     resp.headers.emplace_back("Retry-After", std::to_string(inv.error->retry_after_seconds));
+  if (inv.error && inv.error->kind == pipeline::ErrorKind::storage_unavailable)
+    resp.headers.emplace_back("Retry-After", "1");  // the stores reconnect at most once a second
   return resp;
 }
 

@@ -4,7 +4,9 @@
 #include "server/approval_store.hpp"
 #include "server/approval_sweeper.hpp"
 #include "server/approvals.hpp"
+#include "server/invocation_store_pg.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/replicas.hpp"
 #include "server/webhooks.hpp"
 
 #include <signal.h>
@@ -104,6 +106,8 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.storage.postgres == b.storage.postgres, "storage.postgres");
   check(a.storage.signing_key_file == b.storage.signing_key_file, "storage.signingKeyFile");
   check(a.storage.token_key_file == b.storage.token_key_file, "storage.tokenKeyFile");
+  check(a.storage.heartbeat_interval == b.storage.heartbeat_interval, "storage.heartbeatInterval");
+  check(a.storage.failover_after == b.storage.failover_after, "storage.failoverAfter");
   // The backends are made at start (server/tier_backends.hpp).
   check(a.tier_backends == b.tier_backends, "tiers.<risk>.backend");
   return changed;
@@ -130,6 +134,10 @@ struct Daemon::State {
   std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
   std::unique_ptr<InvocationStore> store;
+  // storage.postgres: the store is PostgreSQL (pg_store, shared by the replicas) and this
+  // daemon is one replica among them (docs/daemon.md, "Replicas and failover").
+  PostgresInvocationStore* pg_store = nullptr;
+  std::unique_ptr<ReplicaRegistry> replicas;
   std::unique_ptr<creds::LeaseStore> leases;  // in state.db
   std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
   std::unique_ptr<mcp::PinStore> pins;                   // in state.db: MCP tool pins
@@ -166,6 +174,9 @@ struct Daemon::State {
 
   const policy::Config& config() const { return *generation.load()->config; }
   Status open_storage(const policy::Config& cfg);
+  Status open_invocations(const policy::Config& cfg);
+  Status join_replicas(const policy::Config& cfg);
+  void abandoned(const ReplicaRegistry::Orphan& orphan);
   Status recover();
   void revoke_leftover_leases(const policy::Config& cfg);
   void describe_metrics();
@@ -201,9 +212,7 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto signer = identity::TokenSigner::load_or_create(token_key);
   if (!signer) return Error::make("storage", token_key + ": " + signer.error().message);
   token_signer.emplace(std::move(*signer));
-  auto opened = InvocationStore::open(dir + "/state.db");
-  if (!opened) return opened.error();
-  store = std::move(*opened);
+  if (auto s = open_invocations(cfg); !s) return s.error();
   // Leases, revoked tokens, pins and approvals: state.db, or the storage.postgres database
   // every replica shares. The webhook outbox stays in state.db (docs/config.md, "storage", says why).
   const storage::StateLocation shared_state = storage::state_location(cfg.storage);
@@ -290,19 +299,100 @@ void Daemon::State::revoke_leftover_leases(const policy::Config& cfg) {
   recovery.lease_errors = std::move(r.errors);
 }
 
+namespace {
+
+// The stored response of an invocation whose daemon died while it ran.
+nlohmann::json aborted_response(const std::string& id, const std::string& tool, const std::string& why) {
+  return {{"id", id},
+          {"tool", tool},
+          {"status", "error"},
+          {"principal", ""},
+          {"error", {{"kind", "aborted"}, {"message", why}}}};
+}
+
+}  // namespace
+
+// state.db, or storage.postgres: then this daemon is a replica (joined in join_replicas).
+Status Daemon::State::open_invocations(const policy::Config& cfg) {
+  const auto location = storage::state_location(cfg.storage);
+  if (!location.is_postgres()) {
+    auto opened = InvocationStore::open(location);
+    if (!opened) return opened.error();
+    store = std::move(*opened);
+    return {};
+  }
+  auto opened = PostgresInvocationStore::open(location.postgres);
+  if (!opened) return opened.error();
+  pg_store = opened->get();
+  store = std::move(*opened);
+  return {};
+}
+
+// Registers this replica before anything runs; its thread (heartbeats, failover) starts with
+// the daemon. What failover does with a dead replica's running invocation is what recover()
+// does at a restart, plus its credentials and pods (that replica cannot do it any more).
+Status Daemon::State::join_replicas(const policy::Config& cfg) {
+  if (!pg_store) return {};
+  ReplicaRegistry::Options timing{cfg.storage.heartbeat_interval, cfg.storage.failover_after};
+  const std::string after = std::to_string(cfg.storage.failover_after.count()) + " ms";
+  ReplicaRegistry::Hooks hooks;
+  hooks.record = [this](const ReplicaRegistry::Orphan& o) { return pipeline::record_aborted(*audit, o.id, o.tool); };
+  hooks.response = [after](const ReplicaRegistry::Orphan& o) {
+    auto response = aborted_response(o.id, o.tool,
+                                     "the replica running it (" + o.replica + ") stopped: no heartbeat for " + after);
+    response["principal"] = o.owner.principal;  // its caller still finds it
+    if (!o.owner.sub.empty()) response["subject"] = {{"issuer", o.owner.issuer}, {"sub", o.owner.sub}};
+    return response;
+  };
+  hooks.aborted = [this](const ReplicaRegistry::Orphan& o) { abandoned(o); };
+  hooks.log = [](const std::string& line) { std::cerr << "airlock: " << line << "\n"; };
+  auto joined = ReplicaRegistry::join(storage::state_location(cfg.storage).postgres, *pg_store, timing,
+                                      std::move(hooks));
+  if (!joined) return joined.error();
+  replicas = std::move(*joined);
+  std::cerr << "airlock: replica " << pg_store->replica() << " joined (heartbeat every "
+            << cfg.storage.heartbeat_interval.count() << " ms, failover after " << after << ")\n";
+  return {};
+}
+
+// A dead replica's invocation, recorded as aborted: its credentials revoked (the value died
+// with the replica: each provider ends what it can without it, as at a restart) and its pods
+// deleted. creds::Broker revokes only a call's own leases or every outstanding one (which on a
+// shared store are the live replicas' too), so the leases of one invocation are ended here.
+void Daemon::State::abandoned(const ReplicaRegistry::Orphan& orphan) {
+  metrics.count("airlock_failover_aborted_total");
+  int revoked = 0;
+  std::string problems;
+  auto of = leases->of_invocation(orphan.id);
+  if (!of) problems += " " + of.error().message + ";";
+  if (of && !of->empty()) {
+    const auto providers = pipeline_deps.make_providers(config());
+    for (auto& lease : *of) {
+      if (lease.state == creds::Lease::State::revoked) continue;
+      auto p = providers.find(lease.provider);
+      Status ended = p != providers.end() ? p->second->revoke(lease, nullptr)
+                                          : Status(Error::make("credential_unavailable", "no " + lease.provider + " provider runs here"));
+      lease.state = ended ? creds::Lease::State::revoked : creds::Lease::State::revoke_failed;
+      if (auto stored = leases->update(lease); !stored) problems += " lease " + lease.id + ": " + stored.error().message + ";";
+      if (ended) ++revoked;
+      else problems += " lease " + lease.id + " (" + lease.provider + "): " + ended.error().message + ";";
+    }
+  }
+  if (auto removed = backends->abandon(orphan.id); !removed) problems += " pods: " + removed.error().message + ";";
+  std::cerr << "airlock: failover: invocation " << orphan.id << " (" << orphan.tool << ") of replica " << orphan.replica
+            << " recorded as aborted; revoked " << revoked << " credential lease(s)"
+            << (problems.empty() ? "" : "; problems:" + problems) << "\n";
+}
+
 // Sandboxes of a killed predecessor died with it (PDEATHSIG, pid namespaces); their cgroups
-// and its unfinished invocations are what is left.
+// and its unfinished invocations are what is left. On PostgreSQL the running rows are other
+// live replicas' too: a dead replica's are aborted by failover (ReplicaRegistry), not here.
 Status Daemon::State::recover() {
   recovery.stale_cgroups = sandbox::remove_stale_cgroups();
+  if (pg_store) return {};
   for (const auto& r : store->running()) {
     if (auto s = pipeline::record_aborted(*audit, r.id, r.tool); !s) return s.error();
-    nlohmann::json error = {{"kind", "aborted"}, {"message", "the daemon stopped while it ran"}};
-    (void)store->finish(r.id, "error",
-                        {{"id", r.id},
-                         {"tool", r.tool},
-                         {"status", "error"},
-                         {"principal", ""},
-                         {"error", std::move(error)}});
+    (void)store->finish(r.id, "error", aborted_response(r.id, r.tool, "the daemon stopped while it ran"));
     ++recovery.aborted_invocations;
   }
   return {};
@@ -319,6 +409,8 @@ void Daemon::State::describe_metrics() {
                            "Requests refused before they became invocations.");
   metrics.describe_counter("airlock_quota_rejections_total",
                            "Invocations refused by a quota (quota_exceeded), by principal and quota.");
+  metrics.describe_counter("airlock_failover_aborted_total",
+                           "Invocations of dead replicas this replica recorded as aborted (storage.postgres).");
   metrics.describe_counter("airlock_config_reloads_total",
                            "Configuration reloads (SIGHUP) by result.");
   metrics.describe_counter("airlock_webhook_deliveries_total",
@@ -420,7 +512,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   deps.record_start = [store](const pipeline::Invocation& inv) {
     InvocationStore::Owner owner{inv.principal_name(), inv.subject ? inv.subject->issuer : "",
                                  inv.subject ? inv.subject->sub : ""};
-    (void)store->begin(inv.id, inv.tool_name, owner);
+    return store->begin(inv.id, inv.tool_name, owner);
   };
   deps.leases = st->leases.get();
   // Quotas and the fair queue (docs/daemon.md): one book for the daemon's life, over reloads.
@@ -438,7 +530,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     services.token_issuer = pipeline::kAirlockTokenIssuer;
     return creds::make_providers(c, services);
   };
-  st->revoke_leftover_leases(*cfg);
+  // On PostgreSQL every outstanding lease may be a live replica's: a dead one's are revoked
+  // by failover, invocation by invocation.
+  if (!st->pg_store) st->revoke_leftover_leases(*cfg);
+  if (auto s = st->join_replicas(*cfg); !s) return s.error();
   if (auto s = st->make_gateway(cfg); !s) return s.error();
 
   st->describe_metrics();
@@ -460,6 +555,7 @@ Status Daemon::start() {
   state_->failed_auth->start();
   state_->sweeper->start();
   state_->webhooks->start();  // what a predecessor left pending goes out now
+  if (state_->replicas) state_->replicas->start();
   state_->http->serve();
   state_->discover_mcp_tools(state_->config());
   return {};
@@ -520,6 +616,7 @@ void Daemon::shutdown() {
   s.executor.reset();
   s.webhooks->stop();      // after the attempt under way; the pending rest goes at the next start
   s.failed_auth->stop();   // what is pending is written
+  if (s.replicas) s.replicas->stop();  // nothing of this replica runs now: its row goes
   (void)s.audit->close();  // commits and signs a final checkpoint
 }
 

@@ -54,7 +54,8 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::sandbox_setup:
     case ErrorKind::audit_failed:
     case ErrorKind::internal: return 500;
-    case ErrorKind::credential_unavailable: return 503;
+    case ErrorKind::credential_unavailable:
+    case ErrorKind::storage_unavailable: return 503;
     case ErrorKind::timeout:
     case ErrorKind::cpu_time_limit:
     case ErrorKind::memory_limit:

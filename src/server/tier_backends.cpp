@@ -58,6 +58,14 @@ Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config&
 
 std::vector<std::string> TierBackends::describe() const { return description_; }
 
+Status TierBackends::abandon(const std::string& invocation_id) {
+  Status first;
+  for (auto& b : owned_)
+    if (Status s = b->abandon(invocation_id); !s && first)
+      first = Error::make(s.error().code, std::string(b->name()) + ": " + s.error().message);
+  return first;
+}
+
 void TierBackends::shutdown() {
   local_->shutdown();
   for (auto& b : owned_) b->shutdown();

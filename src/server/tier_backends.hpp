@@ -39,6 +39,8 @@ class TierBackends {
   std::vector<std::string> describe() const;
   // Every backend stops its runs in flight (the daemon's drain ran out).
   void shutdown();
+  // A dead replica's invocation: every backend removes what is left of it (its pods).
+  Status abandon(const std::string& invocation_id);
 
  private:
   std::unique_ptr<backend::LocalBackend> local_;

@@ -152,6 +152,19 @@ class EdgeCases(unittest.TestCase):
         self.assertEqual(caught.exception.invocation.id, "i-2")
         self.assertEqual(len(server.seen), 1)
 
+    def test_storage_unavailable_is_typed_and_not_sent_again(self):
+        refused = {"id": "i-3", "tool": "echo", "status": "error", "output": None,
+                   "error": {"kind": "storage_unavailable",
+                             "message": "the state database: not connected"}}
+        server = self.serve([(503, {"Retry-After": "1"}, refused), self.ok])
+        recorder = Recorder()
+        with self.assertRaises(airlock.StorageUnavailableError) as caught:
+            self.client(server, recorder).invoke("echo", {})
+        self.assertIsInstance(caught.exception, airlock.UnavailableError)
+        self.assertEqual(caught.exception.kind, "storage_unavailable")
+        self.assertEqual(caught.exception.retry_after, 1)
+        self.assertEqual(len(server.seen), 1, "a call that may have run is not sent again")
+
     def test_a_non_json_error_page_is_classed_by_its_status(self):
         server = self.serve([(502, {}, b"<html>bad gateway</html>")])
         with self.assertRaises(airlock.ServerError) as caught:

@@ -382,6 +382,28 @@ TEST_F(KubernetesBackendTest, GarbageCollectionAtStartDeletesExpiredPodsAndWhatT
   EXPECT_EQ(state["secrets"], json::array());  // owned by the expired pod: cascaded
 }
 
+// Failover (docs/daemon.md): a dead replica's invocation has its pod deleted at once, not
+// expired; another invocation's pod and a pod not Airlock's stay.
+TEST_F(KubernetesBackendTest, AbandonDeletesTheDeadReplicasPodOfThatInvocationOnly) {
+  KubeClient client(standin.endpoint());
+  KubeApi api(client, "airlock-tools");
+  auto orphan = api.create("pods", pod_json(left_behind("airlock-orphan-1", 4102444800)));
+  ASSERT_TRUE(orphan.ok()) << orphan.error().message;
+  ASSERT_TRUE(api.create("secrets", secret_json(left_behind("airlock-orphan-1", 4102444800), (*orphan)["metadata"]["uid"])).ok());
+  ASSERT_TRUE(api.create("pods", pod_json(left_behind("airlock-other-1", 4102444800))).ok());
+  json foreign = pod_json(left_behind("airlock-orphan-1-foreign", 4102444800));
+  foreign["metadata"]["labels"][kInvocationLabel] = label_value("airlock-orphan-1");
+  foreign["metadata"]["labels"].erase(kManagedByLabel);
+  ASSERT_TRUE(api.create("pods", foreign).ok());
+
+  auto backend = make_backend();
+  ASSERT_TRUE(backend->abandon("airlock-orphan-1"));
+  json state = standin.state();
+  EXPECT_EQ(state["pods"], json::array({"airlock-other-1", "airlock-orphan-1-foreign"}));
+  EXPECT_EQ(state["secrets"], json::array());  // owned by the deleted pod: cascaded
+  EXPECT_TRUE(backend->abandon("airlock-orphan-1")) << "nothing left: nothing to do";
+}
+
 TEST_F(KubernetesBackendTest, GarbageCollectionRunsPeriodically) {
   KubernetesOptions options;
   options.gc_interval = std::chrono::milliseconds(50);

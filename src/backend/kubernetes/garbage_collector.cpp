@@ -38,6 +38,20 @@ GcPass collect_garbage(KubeApi& api, const std::function<bool(const std::string&
   return pass;
 }
 
+Result<std::size_t> delete_pods_of(KubeApi& api, const std::string& invocation_id) {
+  auto pods = api.list("pods", std::string(kManagedByLabel) + "=airlock," + kInvocationLabel + "=" +
+                                   label_value(invocation_id));
+  if (!pods) return pods.error();
+  std::size_t deleted = 0;
+  for (const auto& pod : (*pods)["items"]) {
+    const std::string name = pod["metadata"].value("name", "");
+    if (name.empty()) continue;
+    if (auto removed = api.remove("pods", name); !removed) return removed.error();
+    ++deleted;
+  }
+  return deleted;
+}
+
 GarbageCollector::GarbageCollector(std::function<void()> pass, std::chrono::milliseconds interval)
     : pass_(std::move(pass)), interval_(interval), thread_([this] { loop(); }) {}
 

@@ -25,6 +25,10 @@ struct GcPass {
 GcPass collect_garbage(KubeApi& api, const std::function<bool(const std::string&)>& is_running,
                        std::int64_t now_unix_seconds);
 
+// Deletes the pods of one invocation (labelled with it), expired or not: what a dead replica
+// left (another replica records the invocation as aborted). How many it deleted.
+Result<std::size_t> delete_pods_of(KubeApi& api, const std::string& invocation_id);
+
 // Runs passes on a thread of its own until stopped.
 class GarbageCollector {
  public:

@@ -106,6 +106,12 @@ bool KubernetesBackend::is_running(const std::string& pod) const {
   return running_.count(pod) > 0;
 }
 
+Status KubernetesBackend::abandon(const std::string& invocation_id) {
+  auto deleted = delete_pods_of(api_, invocation_id);
+  if (!deleted) return deleted.error();
+  return {};
+}
+
 GcPass KubernetesBackend::collect_garbage_now() {
   return collect_garbage(api_, [this](const std::string& pod) { return is_running(pod); }, unix_now());
 }

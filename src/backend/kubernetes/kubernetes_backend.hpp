@@ -47,6 +47,7 @@ class KubernetesBackend : public Backend {
   std::string_view name() const override { return "kubernetes"; }
   bool stopping() const override { return stopping_; }
   void shutdown() override;
+  Status abandon(const std::string& invocation_id) override;
 
   // One garbage-collection pass now (the thread runs them every gc_interval).
   GcPass collect_garbage_now();

@@ -57,6 +57,11 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
     record.findings.push_back({f.rule, std::string(validate::severity_name(f.severity)), f.message,
                                finding_line(f)});
   auto receipt = log_.append(audit::to_fields(record));
+  // The database went away (storage.postgres): the same answer as a state database that did,
+  // one the caller may retry.
+  if (!receipt && receipt.error().code == "storage_unavailable")
+    return fail(ErrorKind::storage_unavailable,
+                "the audit log is unavailable, so the invocation has no result: " + receipt.error().message);
   if (!receipt)
     return fail(ErrorKind::audit_failed,
                 "the invocation could not be recorded in the audit log, so it has no result: " +

@@ -13,7 +13,7 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
                      InvalidInputError, NotFoundError, PermissionDeniedError, QuotaExceededError, RateLimitedError,
                      RequestRejectedError, ServerError, SubjectRequiredError, TierUnavailableError,
                      TokenExchangeError, ToolDisabledError, ToolError, TransportError,
-                     UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
+                     StorageUnavailableError, UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
 from .llm import ToolBox, ToolResult
 from .models import Approval, AuditRef, ErrorInfo, ExchangedToken, Invocation, PendingApproval, Tool
 
@@ -29,5 +29,6 @@ __all__ = [
     "TierUnavailableError", "ApprovalDeniedError", "ApprovalExpiredError", "NotFoundError",
     "UnknownToolError", "InvalidInputError", "CodeRejectedError", "DlpBlockedError",
     "ConflictError", "RequestRejectedError", "RateLimitedError", "QuotaExceededError", "UnavailableError",
+    "StorageUnavailableError",
     "ServerError", "TokenExchangeError", "ToolError",
 ]

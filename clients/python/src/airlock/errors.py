@@ -142,6 +142,13 @@ class UnavailableError(AirlockError):
     """503 `draining`, `credential_unavailable`, `temporarily_unavailable`."""
 
 
+class StorageUnavailableError(UnavailableError):
+    """503 `storage_unavailable`: the daemon's state database or audit log cannot be reached
+    (`storage.postgres` down), so the call failed closed: it did not run, or it ran and has no
+    result. Not sent again by the client (it may have run); `.retry_after` is what the daemon
+    asked (1 s)."""
+
+
 class ServerError(AirlockError):
     """500: `audit_failed`, `sandbox_setup`, `internal`, `audit`, `storage`."""
 
@@ -189,6 +196,7 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "draining": UnavailableError,
     "credential_unavailable": UnavailableError,
     "temporarily_unavailable": UnavailableError,
+    "storage_unavailable": StorageUnavailableError,
     "audit_failed": ServerError,
     "sandbox_setup": ServerError,
     "internal": ServerError,
