@@ -137,7 +137,10 @@ TEST_F(ApprovalsAcrossReplicas, RequestedOnAApprovedOnBRunsOnceAndAsLongPollAnsw
   const json arguments = {{"x", 1}};
   auto [invocation, approval] = request(a_->port, arguments);
   ASSERT_FALSE(approval.empty());
-  // The caller waits on A (up to 60 s) for the result.
+  // The caller waits on A (up to 60 s) for the result. At its deadline a poll answers what is
+  // stored, which by then is B's result too: so the poll must be answered well before it (the
+  // run takes a few seconds; a bound, not a measurement).
+  const auto polled_at = std::chrono::steady_clock::now();
   auto poll = std::async(std::launch::async, [&, id = invocation] {
     return http(a_->port, "GET", "/v1/invocations/" + id + "?wait=60s");
   });
@@ -146,6 +149,8 @@ TEST_F(ApprovalsAcrossReplicas, RequestedOnAApprovedOnBRunsOnceAndAsLongPollAnsw
   auto approved = decide(b_->port, approval, "bob");
   ASSERT_EQ(approved.status, 200) << approved.body;
   auto answered = poll.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - polled_at, std::chrono::seconds(45))
+      << "A answered its poll at the deadline, not when B finished the invocation";
   ASSERT_EQ(answered.status, 200) << answered.body;
   EXPECT_EQ(answered.json()["status"], "ok") << answered.body;
   EXPECT_EQ(answered.json()["output"]["echo"], arguments) << answered.body;
