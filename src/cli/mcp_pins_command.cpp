@@ -1,8 +1,8 @@
 // airlock mcp pins list --config FILE [--json]
 // airlock mcp pins approve SERVER TOOL [--sha256 H] --config FILE
-// The tool pins of the gateway (docs/mcp-pins.md) in <dataDir>/state.db, while the
-// daemon runs or not (the store waits for the daemon's writes). Nothing is created: with no
-// state.db there is no pin. The text listing never prints what a server wrote (a description
+// The tool pins of the gateway (docs/mcp-pins.md) in <dataDir>/state.db or the database
+// storage.postgres names, while the daemons run or not (the store waits for the daemon's
+// writes). No state.db is created: with none there is no pin. The text listing never prints what a server wrote (a description
 // may carry terminal escapes or an injection); --json does, escaped. Exit 0 done, 1 the store
 // refused or failed (no such pin, nothing pending, another hash pending), 2 usage or
 // configuration error.
@@ -14,6 +14,7 @@
 #include "mcp/pin_store.hpp"
 #include "policy/config.hpp"
 #include "policy/names.hpp"
+#include "storage/state_location.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -29,17 +30,27 @@ struct UsageError {
   std::string message;
 };
 
-std::string state_db(const PinsOptions& o) {
+// The state the config names (as `airlock audit --config` finds its log): <dataDir>/state.db,
+// or the storage.postgres database the daemons share.
+struct StateTarget {
+  storage::StateLocation location;
+  std::string name;  // for messages: the file, or "the storage.postgres database" (never its URL)
+};
+
+StateTarget state_of(const PinsOptions& o) {
   auto config = policy::load_config(o.config_file);
   if (!config) throw UsageError{config.error().message};
-  return config->storage.data_dir + "/state.db";
+  StateTarget target{storage::state_location(config->storage), ""};
+  target.name = target.location.is_postgres() ? "the storage.postgres database" : target.location.sqlite_path;
+  return target;
 }
 
-// nullptr when the daemon never made its state (so nothing was ever pinned).
-std::unique_ptr<mcp::PinStore> open_store(const std::string& db) {
+// nullptr when the daemon never made its state (so nothing was ever pinned): no state.db. A
+// database is opened (its table made if missing); one that cannot be reached is an error.
+std::unique_ptr<mcp::PinStore> open_store(const StateTarget& target) {
   std::error_code ec;
-  if (!std::filesystem::exists(db, ec)) return nullptr;
-  auto store = mcp::PinStore::open(db);
+  if (!target.location.is_postgres() && !std::filesystem::exists(target.location.sqlite_path, ec)) return nullptr;
+  auto store = mcp::PinStore::open(target.location);
   if (!store) throw store.error();
   return std::move(*store);
 }
@@ -67,7 +78,7 @@ void print_pin(const mcp::Pin& p) {
 }
 
 int list_command(const PinsOptions& o) {
-  const std::string db = state_db(o);
+  const StateTarget db = state_of(o);
   auto store = open_store(db);
   const auto pins = store ? store->list() : std::vector<mcp::Pin>{};
   if (o.json) {
@@ -79,7 +90,7 @@ int list_command(const PinsOptions& o) {
     return 0;
   }
   if (pins.empty())
-    std::cerr << "no pins in " << db << " (the gateway pins a tool when a server first lists it)\n";
+    std::cerr << "no pins in " << db.name << " (the gateway pins a tool when a server first lists it)\n";
   for (const auto& p : pins) print_pin(p);
   return 0;
 }
@@ -98,10 +109,10 @@ void check_names(const PinsOptions& o) {
 
 int approve_command(const PinsOptions& o) {
   check_names(o);
-  const std::string db = state_db(o);
+  const StateTarget db = state_of(o);
   auto store = open_store(db);
   if (!store)
-    throw Error::make("not_found", "no pin for tool " + o.server + "." + o.tool + ": no " + db);
+    throw Error::make("not_found", "no pin for tool " + o.server + "." + o.tool + ": no " + db.name);
   const auto before = store->get(o.server, o.tool);
   if (auto s = store->approve(o.server, o.tool, o.sha256); !s) throw s.error();
   const auto after = store->get(o.server, o.tool);
@@ -134,7 +145,7 @@ void add_mcp_pins_command(CLI::App& mcp, ExitStatus& status) {
   auto add = [&](const char* name, const char* summary, int (*command)(const PinsOptions&)) {
     auto* sub = pins->add_subcommand(name, summary);
     sub->add_option("--config", opts->config_file,
-                    "The daemon's configuration file (its storage.dataDir)")
+                    "The daemon's configuration file (its storage.dataDir or storage.postgres)")
         ->required();
     sub->callback([opts, &status, name, command] { status.code = run(name, command, *opts); });
     return sub;

@@ -3,7 +3,10 @@
 #include <openssl/rand.h>
 #include <sqlite3.h>
 
+#include <mutex>
+
 #include "common/hex.hpp"
+#include "storage/state_location.hpp"
 
 namespace airlock::creds {
 namespace {
@@ -78,6 +81,22 @@ Lease lease_of(const Statement& row) {
   return l;
 }
 
+// The SQLite store: one connection, its two writes prepared once.
+class SqliteLeaseStore final : public LeaseStore {
+ public:
+  explicit SqliteLeaseStore(sqlite3* db) : db_(db) {}
+  ~SqliteLeaseStore() override;
+  Status add(const Lease& lease) override;
+  Status update(const Lease& lease) override;
+  Result<std::vector<Lease>> outstanding() override;
+  Result<std::vector<Lease>> of_invocation(const std::string& invocation_id) override;
+
+  std::mutex mu_;
+  sqlite3* db_;
+  sqlite3_stmt* add_ = nullptr;
+  sqlite3_stmt* update_ = nullptr;
+};
+
 }  // namespace
 
 Result<std::string> new_lease_id() {
@@ -94,7 +113,7 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
     sqlite3_close(db);
     return e;
   }
-  auto store = std::unique_ptr<LeaseStore>(new LeaseStore(db));
+  auto store = std::make_unique<SqliteLeaseStore>(db);
   sqlite3_busy_timeout(db, 5000);
   const char* schema =
       "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
@@ -109,10 +128,15 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
   if (sqlite3_prepare_v3(db, kAdd, -1, SQLITE_PREPARE_PERSISTENT, &store->add_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v3(db, kUpdate, -1, SQLITE_PREPARE_PERSISTENT, &store->update_, nullptr) != SQLITE_OK)
     return db_error(db, "preparing the statements");
-  return store;
+  return std::unique_ptr<LeaseStore>(std::move(store));
 }
 
-LeaseStore::~LeaseStore() {
+Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const storage::StateLocation& location) {
+  if (location.is_postgres()) return open_postgres_lease_store(location);
+  return open(location.sqlite_path);
+}
+
+SqliteLeaseStore::~SqliteLeaseStore() {
   sqlite3_finalize(add_);
   sqlite3_finalize(update_);
   sqlite3_close(db_);
@@ -120,7 +144,7 @@ LeaseStore::~LeaseStore() {
 
 // WAL with synchronous=NORMAL: a committed lease survives the daemon being killed (the case
 // recovery is for); a power cut may lose the last ones, whose credentials still expire.
-Status LeaseStore::add(const Lease& lease) {
+Status SqliteLeaseStore::add(const Lease& lease) {
   std::lock_guard lock(mu_);
   Statement s(add_);
   if (!s.ok()) return db_error(db_, "adding a lease");
@@ -139,7 +163,7 @@ Status LeaseStore::add(const Lease& lease) {
   return {};
 }
 
-Status LeaseStore::update(const Lease& lease) {
+Status SqliteLeaseStore::update(const Lease& lease) {
   std::lock_guard lock(mu_);
   Statement s(update_);
   if (!s.ok()) return db_error(db_, "updating a lease");
@@ -154,7 +178,7 @@ Status LeaseStore::update(const Lease& lease) {
   return {};
 }
 
-Result<std::vector<Lease>> LeaseStore::outstanding() {
+Result<std::vector<Lease>> SqliteLeaseStore::outstanding() {
   std::lock_guard lock(mu_);
   const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE state != 'revoked' ORDER BY issued_ms";
   Statement s(db_, sql.c_str());
@@ -166,7 +190,7 @@ Result<std::vector<Lease>> LeaseStore::outstanding() {
   return out;
 }
 
-Result<std::vector<Lease>> LeaseStore::of_invocation(const std::string& invocation_id) {
+Result<std::vector<Lease>> SqliteLeaseStore::of_invocation(const std::string& invocation_id) {
   std::lock_guard lock(mu_);
   const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE invocation_id = ?1 ORDER BY issued_ms";
   Statement s(db_, sql.c_str());

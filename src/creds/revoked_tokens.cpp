@@ -2,6 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "storage/state_location.hpp"
+
 namespace airlock::creds {
 namespace {
 
@@ -30,6 +37,32 @@ struct Statement {
   Statement& operator=(const Statement&) = delete;
 };
 
+// The SQLite store: the table, and all of it in memory.
+class SqliteRevokedTokens final : public RevokedTokens {
+ public:
+  explicit SqliteRevokedTokens(sqlite3* db) : db_(db) {}
+  ~SqliteRevokedTokens() override { sqlite3_close(db_); }
+  Status revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) override;
+  bool is_revoked(std::string_view jti) const override;
+  std::size_t size() const override;
+  Status load();
+
+ private:
+  bool purge_due(std::int64_t now_ms);  // with mu_ held exclusively; drops the expired
+  void purge_table(std::int64_t now_ms);
+
+  struct Hash {  // lets is_revoked look a string_view up without a copy
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  sqlite3* db_;
+  std::mutex db_mu_;  // the connection: writes do not hold mu_, so lookups never wait on SQLite
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, std::int64_t, Hash, std::equal_to<>> revoked_;  // jti -> expires_ms
+  std::int64_t next_purge_ms_ = 0;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& path) {
@@ -40,7 +73,7 @@ Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& pa
     sqlite3_close(db);
     return e;
   }
-  std::unique_ptr<RevokedTokens> out(new RevokedTokens(db));
+  auto out = std::make_unique<SqliteRevokedTokens>(db);
   sqlite3_busy_timeout(db, 5000);
   if (sqlite3_exec(db,
                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
@@ -48,12 +81,15 @@ Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& pa
                    nullptr, nullptr, nullptr) != SQLITE_OK)
     return db_error(db, "creating the table in " + path);
   if (auto loaded = out->load(); !loaded) return loaded.error();
-  return out;
+  return std::unique_ptr<RevokedTokens>(std::move(out));
 }
 
-RevokedTokens::~RevokedTokens() { sqlite3_close(db_); }
+Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const storage::StateLocation& location) {
+  if (location.is_postgres()) return open_postgres_revoked_tokens(location);
+  return open(location.sqlite_path);
+}
 
-Status RevokedTokens::load() {
+Status SqliteRevokedTokens::load() {
   purge_table(now_ms());
   std::unique_lock lock(mu_);
   Statement s(db_, "SELECT jti, expires_ms FROM revoked_tokens");
@@ -70,7 +106,7 @@ Status RevokedTokens::load() {
 
 // At most once a minute (revoke asks): drops what expired more than kKeepAfterExpiry ago
 // from memory, and says the table's turn has come.
-bool RevokedTokens::purge_due(std::int64_t now) {
+bool SqliteRevokedTokens::purge_due(std::int64_t now) {
   if (now < next_purge_ms_) return false;
   next_purge_ms_ = now + kPurgeEveryMs;
   const std::int64_t before = now - keep_ms();
@@ -78,14 +114,14 @@ bool RevokedTokens::purge_due(std::int64_t now) {
   return true;
 }
 
-void RevokedTokens::purge_table(std::int64_t now) {
+void SqliteRevokedTokens::purge_table(std::int64_t now) {
   std::lock_guard db_lock(db_mu_);
   Statement s(db_, "DELETE FROM revoked_tokens WHERE expires_ms < ?");
   sqlite3_bind_int64(s.stmt, 1, now - keep_ms());
   (void)sqlite3_step(s.stmt);  // a purge that fails is retried at the next one
 }
 
-Status RevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
+Status SqliteRevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
   if (jti.empty()) return Error::make("invalid_argument", "a token without a jti cannot be revoked");
   const std::int64_t expires = to_ms(expires_at), now = now_ms();
   bool purge = false;
@@ -106,12 +142,12 @@ Status RevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::
   return {};
 }
 
-bool RevokedTokens::is_revoked(std::string_view jti) const {
+bool SqliteRevokedTokens::is_revoked(std::string_view jti) const {
   std::shared_lock lock(mu_);
   return revoked_.find(jti) != revoked_.end();
 }
 
-std::size_t RevokedTokens::size() const {
+std::size_t SqliteRevokedTokens::size() const {
   std::shared_lock lock(mu_);
   return revoked_.size();
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/utc_time.hpp"
+#include "storage/state_location.hpp"
 
 namespace airlock::mcp {
 namespace {
@@ -81,51 +82,66 @@ Pin pin_of(const Statement& row) {
   return p;
 }
 
-}  // namespace
+// The SQLite store: one connection, one mutex; each change one statement.
+class SqlitePinStore final : public PinStore {
+ public:
+  explicit SqlitePinStore(sqlite3* db) : db_(db) {}
+  ~SqlitePinStore() override { sqlite3_close(db_); }
+  std::optional<Pin> get(const std::string& server, const std::string& tool) override;
+  std::vector<Pin> list() override;
+  Result<bool> pin_if_new(const std::string& server, const std::string& tool, const std::string& sha256) override;
+  Status record_pending(const std::string& server, const std::string& tool, const std::string& sha256,
+                        const nlohmann::json& listing) override;
+  Status approve(const std::string& server, const std::string& tool, const std::string& expected_sha256) override;
 
-struct PinStore::Impl {
-  sqlite3* db = nullptr;
-  std::mutex mu;
-  ~Impl() { sqlite3_close(db); }
+ private:
+  sqlite3* db_;
+  std::mutex mu_;
 };
 
-PinStore::PinStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-PinStore::~PinStore() = default;
+}  // namespace
 
 Result<std::unique_ptr<PinStore>> PinStore::open(const std::string& db_path) {
-  auto impl = std::make_unique<Impl>();
-  if (sqlite3_open_v2(db_path.c_str(), &impl->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK)
-    return Error::make("storage", "opening " + db_path + ": " +
-                                      (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
-  sqlite3_busy_timeout(impl->db, 5000);
-  if (sqlite3_exec(impl->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return db_error(impl->db, "creating the table in " + db_path);
-  return std::unique_ptr<PinStore>(new PinStore(std::move(impl)));
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    Error e = Error::make("storage", "opening " + db_path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return e;
+  }
+  auto store = std::make_unique<SqlitePinStore>(db);
+  sqlite3_busy_timeout(db, 5000);
+  if (sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db_error(db, "creating the table in " + db_path);
+  return std::unique_ptr<PinStore>(std::move(store));
 }
 
-std::optional<Pin> PinStore::get(const std::string& server, const std::string& tool) {
-  std::lock_guard lock(impl_->mu);
-  Statement s(impl_->db, (std::string(kColumns) + " WHERE server = ?1 AND tool = ?2").c_str());
+Result<std::unique_ptr<PinStore>> PinStore::open(const storage::StateLocation& location) {
+  if (location.is_postgres()) return open_postgres_pin_store(location);
+  return open(location.sqlite_path);
+}
+
+std::optional<Pin> SqlitePinStore::get(const std::string& server, const std::string& tool) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, (std::string(kColumns) + " WHERE server = ?1 AND tool = ?2").c_str());
   s.bind(1, server);
   s.bind(2, tool);
   if (!s.ok() || s.step() != SQLITE_ROW) return std::nullopt;
   return pin_of(s);
 }
 
-std::vector<Pin> PinStore::list() {
-  std::lock_guard lock(impl_->mu);
-  Statement s(impl_->db, (std::string(kColumns) + " ORDER BY server, tool").c_str());
+std::vector<Pin> SqlitePinStore::list() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, (std::string(kColumns) + " ORDER BY server, tool").c_str());
   std::vector<Pin> out;
   while (s.ok() && s.step() == SQLITE_ROW) out.push_back(pin_of(s));
   return out;
 }
 
-Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& tool,
+Result<bool> SqlitePinStore::pin_if_new(const std::string& server, const std::string& tool,
                                   const std::string& sha256) {
-  std::lock_guard lock(impl_->mu);
-  Statement s(impl_->db,
+  std::lock_guard lock(mu_);
+  Statement s(db_,
               "INSERT INTO mcp_pins (server, tool, sha256, pinned_at) VALUES (?1, ?2, ?3, ?4)"
               " ON CONFLICT (server, tool) DO NOTHING");
   s.bind(1, server);
@@ -133,40 +149,44 @@ Result<bool> PinStore::pin_if_new(const std::string& server, const std::string& 
   s.bind(3, sha256);
   s.bind(4, utc_now());
   if (!s.ok() || s.step() != SQLITE_DONE)
-    return db_error(impl_->db, "pinning " + server + "." + tool);
-  return sqlite3_changes(impl_->db) == 1;
+    return db_error(db_, "pinning " + server + "." + tool);
+  return sqlite3_changes(db_) == 1;
 }
 
-Status PinStore::record_pending(const std::string& server, const std::string& tool,
+Status SqlitePinStore::record_pending(const std::string& server, const std::string& tool,
                                 const std::string& sha256, const nlohmann::json& listing) {
-  std::lock_guard lock(impl_->mu);
-  Statement s(impl_->db, kRecordPending);
+  std::lock_guard lock(mu_);
+  Statement s(db_, kRecordPending);
   s.bind(1, server);
   s.bind(2, tool);
   s.bind(3, sha256);
   s.bind(4, listing.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   s.bind(5, utc_now());
   if (!s.ok() || s.step() != SQLITE_DONE)
-    return db_error(impl_->db, "recording the new listing of " + server + "." + tool);
-  if (sqlite3_changes(impl_->db) != 1)
+    return db_error(db_, "recording the new listing of " + server + "." + tool);
+  if (sqlite3_changes(db_) != 1)
     return Error::make("not_found", "tool " + server + "." + tool + " has no pin to differ from");
   return {};
 }
 
-Status PinStore::approve(const std::string& server, const std::string& tool,
+Status SqlitePinStore::approve(const std::string& server, const std::string& tool,
                          const std::string& expected_sha256) {
   {
-    std::lock_guard lock(impl_->mu);
-    Statement s(impl_->db, kApprove);
+    std::lock_guard lock(mu_);
+    Statement s(db_, kApprove);
     s.bind(1, server);
     s.bind(2, tool);
     s.bind(3, expected_sha256);
     s.bind(4, utc_now());
     if (!s.ok() || s.step() != SQLITE_DONE)
-      return db_error(impl_->db, "approving " + server + "." + tool);
-    if (sqlite3_changes(impl_->db) == 1) return {};
+      return db_error(db_, "approving " + server + "." + tool);
+    if (sqlite3_changes(db_) == 1) return {};
   }
-  // Nothing approved: say why, from the row as it is now.
+  return why_not_approved(server, tool, expected_sha256);
+}
+
+Status PinStore::why_not_approved(const std::string& server, const std::string& tool,
+                                  const std::string& expected_sha256) {
   const std::string name = server + "." + tool;
   auto pin = get(server, tool);
   if (!pin)

@@ -84,6 +84,9 @@ struct StorageConfig {
   // The key that signs the audit log's checkpoints; required with postgres (every writer
   // shares it). "": <data_dir>/audit.db.key.
   std::string signing_key_file;
+  // The key Airlock signs its own tokens with (identity::TokenSigner); required with postgres
+  // (every replica accepts the others' tokens). "": <data_dir>/token.key.
+  std::string token_key_file;
   // With postgres, several replicas (docs/daemon.md, "Replicas and failover"): each refreshes
   // its heartbeat row this often, and a replica whose heartbeat is older than failover_after
   // (> heartbeat_interval) is taken for dead and its running invocations recorded as aborted.

@@ -1,6 +1,7 @@
 // storage: where the daemon keeps its state: {dataDir, checkpointEvery, checkpointInterval,
-// postgres: {url, passwordFile}, signingKeyFile, heartbeatInterval, failoverAfter}. With postgres the audit log lives in that
-// database, shared by every daemon configured with it (docs/config.md, "storage").
+// postgres: {url, passwordFile}, signingKeyFile, tokenKeyFile, heartbeatInterval,
+// failoverAfter}. With postgres the audit log and the shared state live in that database,
+// shared by every daemon configured with it (docs/config.md, "storage").
 #include <filesystem>
 
 #include "policy/config_reader.hpp"
@@ -48,7 +49,7 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   r.expect_map(n, "storage");
   r.only_keys(n, "storage",
               {"dataDir", "checkpointEvery", "checkpointInterval", "postgres", "signingKeyFile",
-               "heartbeatInterval", "failoverAfter"});
+               "tokenKeyFile", "heartbeatInterval", "failoverAfter"});
   r.field(n, "dataDir", [&](const YAML::Node& v) { s.data_dir = r.path(v, "storage.dataDir"); });
   r.field(n, "checkpointEvery", [&](const YAML::Node& v) {
     s.checkpoint_every =
@@ -59,6 +60,9 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
   });
   r.field(n, "signingKeyFile", [&](const YAML::Node& v) {
     s.signing_key_file = r.path(v, "storage.signingKeyFile");
+  });
+  r.field(n, "tokenKeyFile", [&](const YAML::Node& v) {
+    s.token_key_file = r.path(v, "storage.tokenKeyFile");
   });
   r.field(n, "heartbeatInterval", [&](const YAML::Node& v) {
     s.heartbeat_interval = r.duration(v, "storage.heartbeatInterval");
@@ -79,6 +83,10 @@ void read_storage(Reader& r, const YAML::Node& n, StorageConfig& s) {
     if (s.signing_key_file.empty())
       fail(v, "storage.postgres: needs storage.signingKeyFile, the checkpoint key every daemon "
               "sharing the database uses");
+    // Behind a load balancer a token minted by one replica is presented to another.
+    if (s.token_key_file.empty())
+      fail(v, "storage.postgres: needs storage.tokenKeyFile, the key every daemon sharing the "
+              "database signs Airlock's own tokens with");
   });
 }
 

@@ -183,11 +183,6 @@ Result<std::chrono::milliseconds> wait_of(const std::string& target) {
   return std::chrono::milliseconds(0);
 }
 
-bool is_unfinished(const nlohmann::json& stored) {
-  const std::string status = stored.value("status", "");
-  return status == "running" || status == "pending_approval" || status == "suspended";
-}
-
 }  // namespace
 
 // The GET endpoints under /v1: each needs a valid credential.

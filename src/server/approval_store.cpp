@@ -3,6 +3,9 @@
 #include <sqlite3.h>
 
 #include <map>
+#include <mutex>
+
+#include "storage/state_location.hpp"
 
 namespace airlock::server {
 namespace {
@@ -119,6 +122,29 @@ Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", what + ": " + sqlite3_errmsg(db));
 }
 
+// The SQLite store: one connection, one mutex, BEGIN IMMEDIATE transactions.
+class SqliteApprovalStore final : public ApprovalStore {
+ public:
+  explicit SqliteApprovalStore(sqlite3* db) : db_(db) {}
+  ~SqliteApprovalStore() override { sqlite3_close(db_); }
+  Status exec(const std::string& sql);
+  Status create(const ApprovalRecord& record) override;
+  std::optional<ApprovalRecord> get(const std::string& id) override;
+  std::optional<ApprovalRecord> by_invocation(const std::string& invocation_id) override;
+  std::vector<ApprovalRecord> pending() override;
+  Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision,
+                                std::int64_t now_ms) override;
+  std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) override;
+  std::vector<ApprovalRecord> approved_not_resumed() override;
+  bool claim_resume(const std::string& id) override;
+
+ private:
+  std::optional<ApprovalRecord> load(const char* where, const std::string& key, bool with_invocation);
+  std::vector<ApprovalDecision> decisions_of(const std::string& id);
+  std::mutex mu_;
+  sqlite3* db_;
+};
+
 }  // namespace
 
 std::size_t ApprovalRecord::approvals() const {
@@ -135,16 +161,19 @@ Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& pa
     sqlite3_close(db);
     return e;
   }
-  auto store = std::unique_ptr<ApprovalStore>(new ApprovalStore(db));
+  auto store = std::make_unique<SqliteApprovalStore>(db);
   sqlite3_busy_timeout(db, 5000);
   if (auto s = store->exec(kSchema); !s) return s.error();
   if (auto s = add_preview_columns(db); !s) return s.error();
-  return store;
+  return std::unique_ptr<ApprovalStore>(std::move(store));
 }
 
-ApprovalStore::~ApprovalStore() { sqlite3_close(db_); }
+Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const storage::StateLocation& location) {
+  if (location.is_postgres()) return open_postgres_approval_store(location);
+  return open(location.sqlite_path);
+}
 
-Status ApprovalStore::exec(const std::string& sql) {
+Status SqliteApprovalStore::exec(const std::string& sql) {
   char* message = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
     std::string m = message ? message : "unknown error";
@@ -154,7 +183,7 @@ Status ApprovalStore::exec(const std::string& sql) {
   return {};
 }
 
-Status ApprovalStore::create(const ApprovalRecord& r) {
+Status SqliteApprovalStore::create(const ApprovalRecord& r) {
   std::lock_guard lock(mu_);
   const std::string insert =
       std::string("INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
@@ -179,7 +208,7 @@ Status ApprovalStore::create(const ApprovalRecord& r) {
   return {};
 }
 
-std::vector<ApprovalDecision> ApprovalStore::decisions_of(const std::string& id) {
+std::vector<ApprovalDecision> SqliteApprovalStore::decisions_of(const std::string& id) {
   Statement s(db_,
               "SELECT approver_issuer, approver_sub, relayed_by, verdict, reason, at_ms"
               " FROM approval_decisions WHERE approval_id = ? ORDER BY at_ms, rowid");
@@ -189,7 +218,7 @@ std::vector<ApprovalDecision> ApprovalStore::decisions_of(const std::string& id)
   return out;
 }
 
-std::optional<ApprovalRecord> ApprovalStore::load(const char* where, const std::string& key, bool with_invocation) {
+std::optional<ApprovalRecord> SqliteApprovalStore::load(const char* where, const std::string& key, bool with_invocation) {
   Statement s(db_, (std::string(kColumns) + where).c_str());
   s.bind(1, key);
   if (!s.step_row()) return std::nullopt;
@@ -198,17 +227,17 @@ std::optional<ApprovalRecord> ApprovalStore::load(const char* where, const std::
   return r;
 }
 
-std::optional<ApprovalRecord> ApprovalStore::get(const std::string& id) {
+std::optional<ApprovalRecord> SqliteApprovalStore::get(const std::string& id) {
   std::lock_guard lock(mu_);
   return load("WHERE id = ?", id, true);
 }
 
-std::optional<ApprovalRecord> ApprovalStore::by_invocation(const std::string& invocation_id) {
+std::optional<ApprovalRecord> SqliteApprovalStore::by_invocation(const std::string& invocation_id) {
   std::lock_guard lock(mu_);
   return load("WHERE invocation_id = ?", invocation_id, true);
 }
 
-std::vector<ApprovalRecord> ApprovalStore::pending() {
+std::vector<ApprovalRecord> SqliteApprovalStore::pending() {
   std::lock_guard lock(mu_);
   std::vector<ApprovalRecord> out;
   {
@@ -228,7 +257,7 @@ std::vector<ApprovalRecord> ApprovalStore::pending() {
   return out;
 }
 
-Result<ApprovalRecord> ApprovalStore::decide(const std::string& id, const ApprovalDecision& decision,
+Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const ApprovalDecision& decision,
                                              std::int64_t now_ms) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
@@ -271,7 +300,7 @@ Result<ApprovalRecord> ApprovalStore::decide(const std::string& id, const Approv
   return *current;
 }
 
-std::vector<ApprovalRecord> ApprovalStore::expire_due(std::int64_t now_ms) {
+std::vector<ApprovalRecord> SqliteApprovalStore::expire_due(std::int64_t now_ms) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
   std::vector<ApprovalRecord> out;
@@ -293,7 +322,7 @@ std::vector<ApprovalRecord> ApprovalStore::expire_due(std::int64_t now_ms) {
   return out;
 }
 
-std::vector<ApprovalRecord> ApprovalStore::approved_not_resumed() {
+std::vector<ApprovalRecord> SqliteApprovalStore::approved_not_resumed() {
   std::lock_guard lock(mu_);
   Statement s(db_, (std::string(kColumns) + "WHERE state = 'approved' AND resumed = 0").c_str());
   std::vector<ApprovalRecord> out;
@@ -302,7 +331,7 @@ std::vector<ApprovalRecord> ApprovalStore::approved_not_resumed() {
   return out;
 }
 
-bool ApprovalStore::claim_resume(const std::string& id) {
+bool SqliteApprovalStore::claim_resume(const std::string& id) {
   std::lock_guard lock(mu_);
   Statement s(db_, "UPDATE approvals SET resumed = 1 WHERE id = ? AND state = 'approved' AND resumed = 0");
   s.bind(1, id);

@@ -1,4 +1,5 @@
-// Pending approvals of critical calls, in state.db beside the invocations (docs/approvals.md).
+// Pending approvals of critical calls, in state.db beside the invocations, or in PostgreSQL
+// (docs/approvals.md).
 // A row is written before the caller is answered 202 and holds the invocation as it will
 // resume; its decisions are rows of their own, one per approver. Every change of state is one
 // transaction under one lock, so an approval racing its expiry ends exactly one way.
@@ -6,7 +7,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,7 +15,9 @@
 
 #include "common/result.hpp"
 
-struct sqlite3;
+namespace airlock::storage {
+struct StateLocation;
+}
 
 namespace airlock::server {
 
@@ -44,36 +46,39 @@ struct ApprovalRecord {
   std::size_t approvals() const;
 };
 
+// One interface, two stores: SQLite (<dataDir>/state.db, one daemon) and PostgreSQL
+// (storage.postgres, shared by every replica). decide, expire_due and claim_resume are each one
+// transaction that locks the rows it changes, so a decision, an expiry and a resume race to
+// exactly one winner also across replicas.
 class ApprovalStore {
  public:
+  // The store `location` names (tables created when missing).
+  static Result<std::unique_ptr<ApprovalStore>> open(const storage::StateLocation& location);
+  // The SQLite store in the file at `path`.
   static Result<std::unique_ptr<ApprovalStore>> open(const std::string& path);
-  ~ApprovalStore();
+  virtual ~ApprovalStore() = default;
 
-  Status create(const ApprovalRecord& record);
-  std::optional<ApprovalRecord> get(const std::string& id);
-  std::optional<ApprovalRecord> by_invocation(const std::string& invocation_id);
+  virtual Status create(const ApprovalRecord& record) = 0;
+  virtual std::optional<ApprovalRecord> get(const std::string& id) = 0;
+  virtual std::optional<ApprovalRecord> by_invocation(const std::string& invocation_id) = 0;
   // Pending ones (without their invocation document), oldest first.
-  std::vector<ApprovalRecord> pending();
+  virtual std::vector<ApprovalRecord> pending() = 0;
 
   // Records one decision, in one transaction: refused (Error code "not_pending", "expired",
   // "already_decided") unless the approval is pending, unexpired at `now_ms` and this person
   // has not decided yet. A deny ends it; the last approval needed approves it. The record as
   // it is after the decision.
-  Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision, std::int64_t now_ms);
+  virtual Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision,
+                                        std::int64_t now_ms) = 0;
   // Pending ones whose time is up at `now_ms`, now expired.
-  std::vector<ApprovalRecord> expire_due(std::int64_t now_ms);
+  virtual std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) = 0;
   // Approved ones not handed to the executor yet (a restart between the two).
-  std::vector<ApprovalRecord> approved_not_resumed();
+  virtual std::vector<ApprovalRecord> approved_not_resumed() = 0;
   // True for the one caller that claims it (an approved one runs once).
-  bool claim_resume(const std::string& id);
-
- private:
-  explicit ApprovalStore(sqlite3* db) : db_(db) {}
-  Status exec(const std::string& sql);
-  std::optional<ApprovalRecord> load(const char* where, const std::string& key, bool with_invocation);
-  std::vector<ApprovalDecision> decisions_of(const std::string& id);
-  std::mutex mu_;
-  sqlite3* db_;
+  virtual bool claim_resume(const std::string& id) = 0;
 };
+
+// The PostgreSQL store (server/approval_store_pg.cpp).
+Result<std::unique_ptr<ApprovalStore>> open_postgres_approval_store(const storage::StateLocation& location);
 
 }  // namespace airlock::server

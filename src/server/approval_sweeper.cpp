@@ -30,6 +30,7 @@ void ApprovalSweeper::loop() {
   while (!stopping_) {
     lock.unlock();
     approvals_.tick();
+    if (also_) also_();
     waiters_.expire(InvocationWaiters::Clock::now());
     lock.lock();
     wake_.wait_for(lock, interval_, [this] { return stopping_; });

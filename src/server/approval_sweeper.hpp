@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +21,8 @@ class ApprovalSweeper {
   ~ApprovalSweeper();
   ApprovalSweeper(const ApprovalSweeper&) = delete;
   ApprovalSweeper& operator=(const ApprovalSweeper&) = delete;
+  // Also run `each_tick` at every tick (set before start).
+  void also(std::function<void()> each_tick) { also_ = std::move(each_tick); }
   void start();
   void stop();  // idempotent; answers every long poll still waiting
 
@@ -28,6 +31,7 @@ class ApprovalSweeper {
   ApprovalService& approvals_;
   InvocationWaiters& waiters_;
   std::chrono::milliseconds interval_;
+  std::function<void()> also_;
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -107,6 +107,7 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
         "storage.checkpointInterval");
   check(a.storage.postgres == b.storage.postgres, "storage.postgres");
   check(a.storage.signing_key_file == b.storage.signing_key_file, "storage.signingKeyFile");
+  check(a.storage.token_key_file == b.storage.token_key_file, "storage.tokenKeyFile");
   check(a.storage.heartbeat_interval == b.storage.heartbeat_interval, "storage.heartbeatInterval");
   check(a.storage.failover_after == b.storage.failover_after, "storage.failoverAfter");
   // The backends are made at start (server/tier_backends.hpp).
@@ -203,6 +204,7 @@ struct Daemon::State {
   Status recover();
   void revoke_leftover_leases(const policy::Config& cfg);
   void describe_metrics();
+  void answer_polls_done_elsewhere();
   void make_api(const policy::Config& cfg);
   Status make_gateway(std::shared_ptr<const policy::Config> cfg);
   void discover_mcp_tools(const policy::Config& cfg);
@@ -227,20 +229,27 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto log = audit::AuditLog::open(storage::audit_log_location(cfg.storage), audit_options);
   if (!log) return log.error();
   audit = std::move(*log);
-  auto signer = identity::TokenSigner::load_or_create(dir + "/token.key");
-  if (!signer) return Error::make("storage", dir + "/token.key: " + signer.error().message);
+  // storage.tokenKeyFile: the key every replica signs its tokens with (each accepts the
+  // others'); by default the daemon's own, in its data directory.
+  const std::string token_key =
+      cfg.storage.token_key_file.empty() ? dir + "/token.key" : cfg.storage.token_key_file;
+  auto signer = identity::TokenSigner::load_or_create(token_key);
+  if (!signer) return Error::make("storage", token_key + ": " + signer.error().message);
   token_signer.emplace(std::move(*signer));
   if (auto s = open_invocations(cfg); !s) return s.error();
-  auto lease_store = creds::LeaseStore::open(dir + "/state.db");
+  // Leases, revoked tokens, pins and approvals: state.db, or the storage.postgres database
+  // every replica shares. The webhook outbox stays in state.db (docs/config.md, "storage", says why).
+  const storage::StateLocation shared_state = storage::state_location(cfg.storage);
+  auto lease_store = creds::LeaseStore::open(shared_state);
   if (!lease_store) return lease_store.error();
   leases = std::move(*lease_store);
-  auto revoked = creds::RevokedTokens::open(dir + "/state.db");
+  auto revoked = creds::RevokedTokens::open(shared_state);
   if (!revoked) return revoked.error();
   revoked_tokens = std::move(*revoked);
-  auto pin_store = mcp::PinStore::open(dir + "/state.db");
+  auto pin_store = mcp::PinStore::open(shared_state);
   if (!pin_store) return pin_store.error();
   pins = std::move(*pin_store);
-  auto approval_store_opened = ApprovalStore::open(dir + "/state.db");
+  auto approval_store_opened = ApprovalStore::open(shared_state);
   if (!approval_store_opened) return approval_store_opened.error();
   approval_store = std::move(*approval_store_opened);
   approvals = std::make_unique<ApprovalService>(*approval_store);
@@ -441,6 +450,16 @@ void Daemon::State::describe_metrics() {
   });
 }
 
+// Replicas: a long poll here may wait for an invocation another replica finishes (an
+// approval decided and run there), which no notify here announces. At each sweeper tick
+// (200 ms) the shared store says which of the polled ones are done. Chosen over LISTEN/NOTIFY:
+// no second connection per replica to keep alive, and a notification lost while the
+// connection was down could leave a poll waiting until its deadline; a re-read cannot.
+void Daemon::State::answer_polls_done_elsewhere() {
+  for (const auto& id : waiters.ids())
+    if (auto stored = store->get(id); stored && !is_unfinished(*stored)) waiters.notify(id);
+}
+
 void Daemon::State::make_api(const policy::Config& cfg) {
   executor = std::make_unique<InvocationExecutor>(cfg.server.max_concurrent_invocations,
                                                   cfg.server.queue_length);
@@ -466,6 +485,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
   sweeper = std::make_unique<ApprovalSweeper>(*approvals, waiters);
+  if (storage::state_location(cfg.storage).is_postgres()) sweeper->also([this] { answer_polls_done_elsewhere(); });
   api = std::make_unique<Api>(services);
   HttpServerOptions http_options;
   http_options.host = cfg.server.listen_host;

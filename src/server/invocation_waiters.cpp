@@ -4,6 +4,11 @@
 
 namespace airlock::server {
 
+bool is_unfinished(const nlohmann::json& stored) {
+  const std::string status = stored.value("status", "");
+  return status == "running" || status == "pending_approval" || status == "suspended";
+}
+
 bool InvocationWaiters::add(const std::string& id, Clock::time_point deadline, std::function<void()> done) {
   std::lock_guard lock(mu_);
   if (by_id_.size() >= kMaxWaiters) return false;
@@ -36,6 +41,13 @@ void InvocationWaiters::expire(Clock::time_point now) {
     }
   }
   for (auto& done : ready) done();
+}
+
+std::vector<std::string> InvocationWaiters::ids() {
+  std::vector<std::string> out;
+  std::lock_guard lock(mu_);
+  for (auto it = by_id_.begin(); it != by_id_.end(); it = by_id_.upper_bound(it->first)) out.push_back(it->first);
+  return out;
 }
 
 void InvocationWaiters::release_all() { expire(Clock::time_point::max()); }

@@ -8,8 +8,15 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace airlock::server {
+
+// A stored invocation (InvocationStore::get) a long poll waits for: running or awaiting its
+// approval.
+bool is_unfinished(const nlohmann::json& stored);
 
 class InvocationWaiters {
  public:
@@ -23,6 +30,9 @@ class InvocationWaiters {
   void notify(const std::string& id);
   void expire(Clock::time_point now);
   void release_all();  // shutdown: every poll is answered with what is stored
+  // The invocations polled now, each once (replicas: the sweeper asks the shared store whether
+  // another replica finished one of them).
+  std::vector<std::string> ids();
 
  private:
   struct Waiter {

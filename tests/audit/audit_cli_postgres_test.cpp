@@ -22,6 +22,7 @@ class AuditCliPostgres : public ::testing::Test {
     std::ofstream(config_) << "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
                            << "storage:\n  dataDir: " << dir_.file("data") << "\n"
                            << "  signingKeyFile: " << location_.key_file << "\n"
+                           << "  tokenKeyFile: " << dir_.file("token.key") << "\n"
                            << "  postgres:\n    url: \"" << location_.postgres_url << "\"\n"
                            << "tools:\n  - name: echo\n    runtime: {type: command, command: [/bin/cat]}\n";
     auto log = AuditLog::open(location_);

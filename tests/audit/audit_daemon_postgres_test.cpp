@@ -27,7 +27,8 @@ void use_postgres(const Workspace& ws, const LogLocation& location) {
   ASSERT_NE(at, std::string::npos) << "the test workspace's storage block changed";
   text.replace(at, sqlite_block.size(),
                "storage: {dataDir: data, checkpointEvery: 100, signingKeyFile: \"" +
-                   location.key_file + "\", postgres: {url: \"" + location.postgres_url + "\"}}");
+                   location.key_file + "\", tokenKeyFile: \"" + location.key_file + ".token\", postgres: {url: \"" +
+                   location.postgres_url + "\"}}");
   ws.write_config(text);
 }
 

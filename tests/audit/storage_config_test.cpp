@@ -9,6 +9,7 @@
 #include "policy/config.hpp"
 #include "storage/audit_location.hpp"
 #include "storage/postgres.hpp"
+#include "storage/state_location.hpp"
 
 namespace airlock::policy {
 namespace {
@@ -31,7 +32,7 @@ TEST(StorageConfig, DefaultIsSqliteInTheDataDirectory) {
 }
 
 TEST(StorageConfig, PostgresWithThePasswordInTheUrl) {
-  auto c = parse(config_with("  signingKeyFile: keys/audit.key\n"
+  auto c = parse(config_with("  signingKeyFile: keys/audit.key\n  tokenKeyFile: keys/token.key\n"
                              "  postgres: {url: \"postgresql://airlock:s3cret@db:5432/airlock\"}\n"));
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_TRUE(c->storage.postgres);
@@ -41,12 +42,14 @@ TEST(StorageConfig, PostgresWithThePasswordInTheUrl) {
   EXPECT_TRUE(location.is_postgres());
   EXPECT_EQ(location.key_file, "/etc/airlock/keys/audit.key");
   EXPECT_EQ(location.describe().find("s3cret"), std::string::npos) << location.describe();
+  EXPECT_EQ(c->storage.token_key_file, "/etc/airlock/keys/token.key");
+  EXPECT_TRUE(storage::state_location(c->storage).is_postgres()) << "the state is the database's too";
 }
 
 TEST(StorageConfig, PostgresWithAPasswordFile) {
   audit::testing::ScratchDir dir;
   std::ofstream(dir.file("pw")) << "s3cret\n";
-  auto c = parse(config_with("  signingKeyFile: /k\n  postgres:\n    url: postgresql://airlock@db/airlock\n"
+  auto c = parse(config_with("  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres:\n    url: postgresql://airlock@db/airlock\n"
                              "    passwordFile: " + dir.file("pw") + "\n"));
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->storage.postgres->password_file, dir.file("pw"));
@@ -59,19 +62,21 @@ TEST(StorageConfig, MistakesAreNamed) {
     std::string storage, expected;
   };
   const Case cases[] = {
-      {"  signingKeyFile: /k\n  postgres: {url: \"mysql://u:Hidden1@db/x\"}\n",
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: {url: \"mysql://u:Hidden1@db/x\"}\n",
        "storage.postgres.url: must be a postgresql:// URL"},
-      {"  signingKeyFile: /k\n  postgres: {url: \"postgresql://u@db/x\", user: u}\n", "user"},
-      {"  signingKeyFile: /k\n  postgres: {passwordFile: " + dir.file("pw") + "}\n",
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: {url: \"postgresql://u@db/x\", user: u}\n", "user"},
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: {passwordFile: " + dir.file("pw") + "}\n",
        "storage.postgres.url: required"},
       {"  postgres: {url: \"postgresql://u@db/x\"}\n", "storage.postgres: needs storage.signingKeyFile"},
-      {"  signingKeyFile: /k\n  postgres: {url: \"postgresql://u:Hidden1@db/x\", passwordFile: " +
+      {"  signingKeyFile: /k\n  postgres: {url: \"postgresql://u@db/x\"}\n",
+       "storage.postgres: needs storage.tokenKeyFile"},
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: {url: \"postgresql://u:Hidden1@db/x\", passwordFile: " +
            dir.file("pw") + "}\n",
        "the password is in the url and in passwordFile"},
-      {"  signingKeyFile: /k\n  postgres: {url: \"postgresql://u@db/x\", passwordFile: " +
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: {url: \"postgresql://u@db/x\", passwordFile: " +
            dir.file("absent") + "}\n",
        "storage.postgres.passwordFile: " + dir.file("absent") + " is not a file"},
-      {"  signingKeyFile: /k\n  postgres: \"postgresql://u@db/x\"\n", "storage.postgres"},
+      {"  signingKeyFile: /k\n  tokenKeyFile: /t\n  postgres: \"postgresql://u@db/x\"\n", "storage.postgres"},
       {"  sqlite: {}\n", "sqlite"},
   };
   for (const auto& c : cases) {

@@ -60,7 +60,8 @@ std::unique_ptr<Workspace> replica_workspace(const std::string& url, const std::
   if (at == std::string::npos) throw std::runtime_error("the test workspace's storage block changed");
   text.replace(at, sqlite_block.size(),
                "storage: {dataDir: data, checkpointEvery: 100, signingKeyFile: \"" + key_file +
-                   "\", " + timing + ", postgres: {url: \"" + url + "\"}}");
+                   "\", tokenKeyFile: \"" + key_file + ".token\", " + timing + ", postgres: {url: \"" + url +
+                   "\"}}");
   ws->write_config(text);
   return ws;
 }
