@@ -69,10 +69,6 @@ void append_string(const std::string& s, std::string& out) {
 
 void append_value(const nlohmann::json& value, std::string& out) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null: out += "null"; return;
-    case nlohmann::json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return;
-    case nlohmann::json::value_t::number_integer: out += std::to_string(value.get<std::int64_t>()); return;
-    case nlohmann::json::value_t::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return;
     case nlohmann::json::value_t::string: append_string(value.get_ref<const std::string&>(), out); return;
     case nlohmann::json::value_t::array: {
       out.push_back('[');
@@ -98,12 +94,22 @@ void append_value(const nlohmann::json& value, std::string& out) {
       out.push_back('}');
       return;
     }
-    default:  // number_float (nlohmann's shortest form), binary, discarded
-      out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    default: append_compact_scalar(value, out);
   }
 }
 
 }  // namespace
+
+void append_compact_scalar(const nlohmann::json& value, std::string& out) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null: out += "null"; return;
+    case nlohmann::json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return;
+    case nlohmann::json::value_t::number_integer: out += std::to_string(value.get<std::int64_t>()); return;
+    case nlohmann::json::value_t::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return;
+    default:  // number_float (nlohmann's shortest form), binary, discarded
+      out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
 
 std::string dump_compact(const nlohmann::json& value) {
   std::string out;

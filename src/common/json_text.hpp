@@ -14,6 +14,9 @@ namespace airlock {
 // by nlohmann, so the text is the same byte for byte.
 std::string dump_compact(const nlohmann::json& value);
 
+// Appends a value that is not a string, an array or an object as dump_compact writes it.
+void append_compact_scalar(const nlohmann::json& value, std::string& out);
+
 // Appends the JSON escape of `c`, one of the characters a JSON string must escape (a control
 // character, '"' or '\\'): the short forms where JSON has one, else \u00XX in lower case.
 void append_json_escape(unsigned char c, std::string& out);
