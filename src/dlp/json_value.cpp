@@ -1,13 +1,7 @@
 #include "dlp/json_value.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdint>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
@@ -95,45 +89,13 @@ class ValueScan::Layout {
 
 namespace {
 
-// How many more bytes than one each byte takes in dump_compact's text (its escapes).
-const std::array<std::uint8_t, 256>& escape_extra() {
-  static const std::array<std::uint8_t, 256> table = [] {
-    std::array<std::uint8_t, 256> t{};
-    for (unsigned c = 0; c < 256; ++c) {
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
-      std::string escape;
-      append_json_escape(static_cast<unsigned char>(c), escape);
-      t[c] = static_cast<std::uint8_t>(escape.size() - 1);
-    }
-    return t;
-  }();
-  return table;
-}
-
-// The extra bytes the escapes of `bytes` (a string's) take, 16 bytes at a time.
-std::size_t escaped_extra(std::string_view bytes) {
-  const auto& extra = escape_extra();
-  std::size_t total = 0, i = 0;
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), control = _mm_set1_epi8(0x1F);
-  for (; i + 16 <= bytes.size(); i += 16) {
-    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes.data() + i));
-    const __m128i escaped =
-        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)),
-                     _mm_cmpeq_epi8(_mm_min_epu8(block, control), block));  // <= 0x1F
-    for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(escaped)); mask != 0; mask &= mask - 1)
-      total += extra[static_cast<unsigned char>(bytes[i + static_cast<std::size_t>(__builtin_ctz(mask))])];
-  }
-#endif
-  for (; i < bytes.size(); ++i) total += extra[static_cast<unsigned char>(bytes[i])];
-  return total;
-}
-
 // `bytes` as dump_compact escapes a string's bytes (valid UTF-8 is written as it is).
+bool is_escaped(char c) { return static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\'; }
+
 std::string escaped(std::string_view bytes) {
   std::string out;
   for (char c : bytes) {
-    if (escape_extra()[static_cast<unsigned char>(c)] > 0) append_json_escape(static_cast<unsigned char>(c), out);
+    if (is_escaped(c)) append_json_escape(static_cast<unsigned char>(c), out);
     else out.push_back(c);
   }
   return out;
@@ -143,7 +105,7 @@ std::string escaped(std::string_view bytes) {
 // nothing the parse of the redacted text would decode, and UTF-8.
 bool reads_as_itself(std::string_view replacement) {
   for (char c : replacement)
-    if (escape_extra()[static_cast<unsigned char>(c)] > 0) return false;
+    if (is_escaped(c)) return false;
   return is_valid_utf8(replacement);
 }
 
@@ -180,7 +142,7 @@ std::optional<ValueScan> ValueScan::scan(const Scanner& scanner, json& value, co
       if (slot == layout.slots.size() || layout.slots[slot].start >= at) break;  // no string before `at`
       const std::size_t from = std::max(counted, layout.slots[slot].start);
       const std::size_t to = std::min(at, layout.slots[slot].start + layout.slots[slot].size);
-      extra += escaped_extra(std::string_view(layout.text).substr(from, to - from));
+      extra += json_escape_extra(std::string_view(layout.text).substr(from, to - from));
       counted = to;
     }
     counted = at;

@@ -208,6 +208,17 @@ TEST(DumpCompact, WritesNlohmannsBytes) {
     s[at] = '\x80';  // invalid: a lone continuation byte
     values.push_back(s);
   }
+  // Escapes at every offset of strings across several 16-byte blocks, alone and in runs (the
+  // writer stores 16 bytes at a time and moves past the plain ones).
+  for (std::size_t length = 1; length <= 48; ++length)
+    for (std::size_t at = 0; at < length; ++at)
+      for (char c : {'\n', '"', '\\', '\x01', '\x1f', '\x7f'}) {
+        std::string s(length, 'b');
+        s[at] = c;
+        values.push_back(s);
+        for (std::size_t k = at; k < length; k += 3) s[k] = c;
+        values.push_back(s);
+      }
   for (const auto& v : values) EXPECT_EQ(dump_compact(v), nlohmann_dump(v)) << nlohmann_dump(v);
 }
 
