@@ -61,8 +61,7 @@ unsigned escape_mask(__m128i block) {
 }
 #endif
 
-char* write_escape(unsigned char c, char* w) {
-  const EscapeTable& t = escapes();
+char* write_escape(const EscapeTable& t, unsigned char c, char* w) {
   std::memcpy(w, t.text[c], sizeof t.text[c]);  // the room has 6 bytes to spare (see below)
   return w + t.length[c];
 }
@@ -78,6 +77,7 @@ void append_string(const std::string& s, std::string& out) {
   constexpr std::size_t kSlack = 16;  // a block store or an escape's 6 bytes past the end
   const std::size_t at = out.size();
   out.resize(at + s.size() + json_escape_extra(s) + 2 + kSlack);
+  const EscapeTable& t = escapes();
   char* w = out.data() + at;
   *w++ = '"';
   const char* p = s.data();
@@ -93,12 +93,12 @@ void append_string(const std::string& s, std::string& out) {
     }
     const auto plain = static_cast<std::size_t>(__builtin_ctz(mask));
     p += plain, w += plain;
-    w = write_escape(static_cast<unsigned char>(*p++), w);
+    w = write_escape(t, static_cast<unsigned char>(*p++), w);
   }
 #endif
   for (; p < end; ++p) {
     const auto c = static_cast<unsigned char>(*p);
-    if (escapes().length[c] != 0) w = write_escape(c, w);
+    if (t.length[c] != 0) w = write_escape(t, c, w);
     else *w++ = static_cast<char>(c);
   }
   *w++ = '"';
@@ -159,10 +159,19 @@ std::size_t json_escape_extra(std::string_view bytes) {
   const EscapeTable& t = escapes();
   std::size_t extra = 0, i = 0;
 #if defined(__SSE2__)
+  // Every escape is one byte more, and \u00XX four more again: the control characters without
+  // a short form (DumpCompact's test writes every byte both ways).
+  auto equals = [](__m128i block, char c) { return _mm_cmpeq_epi8(block, _mm_set1_epi8(c)); };
   for (; i + 16 <= bytes.size(); i += 16) {
     const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes.data() + i));
-    for (unsigned mask = escape_mask(block); mask != 0; mask &= mask - 1)
-      extra += t.length[static_cast<unsigned char>(bytes[i + static_cast<std::size_t>(__builtin_ctz(mask))])] - 1u;
+    const unsigned escaped = escape_mask(block);
+    if (escaped == 0) continue;
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1F)), block);
+    const __m128i short_form = _mm_or_si128(
+        _mm_or_si128(equals(block, '\b'), equals(block, '\f')),
+        _mm_or_si128(equals(block, '\n'), _mm_or_si128(equals(block, '\r'), equals(block, '\t'))));
+    const auto long_form = static_cast<unsigned>(_mm_movemask_epi8(_mm_andnot_si128(short_form, control)));
+    extra += static_cast<std::size_t>(__builtin_popcount(escaped) + 4 * __builtin_popcount(long_form));
   }
 #endif
   for (; i < bytes.size(); ++i) {
