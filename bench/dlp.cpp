@@ -23,6 +23,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -439,6 +440,12 @@ struct CallPath {
       p.check_input = *airlock::pipeline::CheckInputStage::create(p.config);
       p.scanner = *airlock::pipeline::make_scanner(p.config);
       p.arguments = {{"source", "app-logs"}, {"text", body_text()}};
+      // AIRLOCK_BENCH_BODY=FILE: another request body ({"arguments": {"source", "text"}}), e.g.
+      // the one a daemon measurement sent, to see the stages and the library on it.
+      if (const char* file = std::getenv("AIRLOCK_BENCH_BODY")) {
+        std::ifstream in(file);
+        p.arguments = nlohmann::json::parse(in).at("arguments");
+      }
       p.body = nlohmann::json{{"arguments", p.arguments}}.dump();
       return p;
     }();

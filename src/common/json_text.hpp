@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,13 @@ namespace airlock {
 // escape); everything else (numbers with a fraction, invalid UTF-8, binary values) is written
 // by nlohmann, so the text is the same byte for byte.
 std::string dump_compact(const nlohmann::json& value);
+
+// How many bytes more than `bytes` (a string's, valid UTF-8) dump_compact writes for them: the
+// escapes' extra bytes, 16 bytes at a time.
+std::size_t json_escape_extra(std::string_view bytes);
+
+// Appends a value that is not a string, an array or an object as dump_compact writes it.
+void append_compact_scalar(const nlohmann::json& value, std::string& out);
 
 // Appends the JSON escape of `c`, one of the characters a JSON string must escape (a control
 // character, '"' or '\\'): the short forms where JSON has one, else \u00XX in lower case.

@@ -50,4 +50,16 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
+std::size_t count_utf8_characters(std::string_view text) {
+  std::size_t continuations = 0, i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    std::uint64_t block;
+    std::memcpy(&block, text.data() + i, 8);
+    // 10xxxxxx: the high bit set and the next one clear.
+    continuations += static_cast<std::size_t>(__builtin_popcountll(block & ~(block << 1) & 0x8080808080808080ull));
+  }
+  for (; i < text.size(); ++i) continuations += (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+  return text.size() - continuations;
+}
+
 }  // namespace airlock

@@ -104,4 +104,13 @@ std::vector<Finding> settle(const DetectorSet& detectors, const Policy& policy,
   return kept;
 }
 
+ScanResult settle_result(const DetectorSet& detectors, const Policy& policy,
+                         std::vector<Candidate> candidates) {
+  ScanResult result;
+  result.findings = settle(detectors, policy, std::move(candidates));
+  result.blocked = std::any_of(result.findings.begin(), result.findings.end(),
+                               [](const Finding& f) { return f.action == Action::block; });
+  return result;
+}
+
 }  // namespace airlock::dlp::detail

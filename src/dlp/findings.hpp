@@ -26,4 +26,8 @@ std::optional<Finding> decide_action(const DetectorSet& detectors, const Policy&
 std::vector<Finding> settle(const DetectorSet& detectors, const Policy& policy,
                             std::vector<Candidate> candidates);
 
+// settle(), and whether a finding blocks.
+ScanResult settle_result(const DetectorSet& detectors, const Policy& policy,
+                         std::vector<Candidate> candidates);
+
 }  // namespace airlock::dlp::detail

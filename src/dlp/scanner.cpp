@@ -59,11 +59,7 @@ ScanResult Scanner::scan(std::string_view data, const ScanOptions& options) cons
       c.end = original.end;
     }
   }
-  ScanResult result;
-  result.findings = detail::settle(detectors, compiled_->policy, std::move(candidates));
-  result.blocked = std::any_of(result.findings.begin(), result.findings.end(),
-                               [](const Finding& f) { return f.action == Action::block; });
-  return result;
+  return detail::settle_result(detectors, compiled_->policy, std::move(candidates));
 }
 
 std::string Scanner::redact(std::string_view data, const ScanResult& result) const {

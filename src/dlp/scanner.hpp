@@ -77,6 +77,7 @@ struct StreamOutput {
 };
 
 class StreamScanner;
+class ValueScan;
 
 // How a scanner is built (not what it finds: that is the Policy).
 struct BuildOptions {
@@ -108,6 +109,7 @@ class Scanner {
   struct Compiled;
 
  private:
+  friend class ValueScan;  // dlp/json_value.hpp: scans a parsed JSON value where it is
   explicit Scanner(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
   std::shared_ptr<const Compiled> compiled_;
 };

@@ -11,6 +11,7 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validator.hpp>
 
+#include "common/utf8.hpp"
 #include "policy/schema_internal.hpp"
 
 namespace airlock::policy {
@@ -28,6 +29,7 @@ struct Takeover {
   std::string pattern;                               // "" if none
   std::string format;                                // date, time or date-time; "" if none
   bool unique_items = false;
+  std::optional<std::uint64_t> min_length, max_length;  // minLength, maxLength
   std::vector<std::string> pattern_keys;             // patternProperties, in order
   std::set<std::string> property_names;              // `properties`: not "additional"
   std::optional<nlohmann::json> additional;          // additionalProperties, if taken over
@@ -234,6 +236,43 @@ class UniqueItems : public CopyablePoly<UniqueItems> {
   }
 };
 
+// `minLength` and `maxLength`: valijson counts the characters of a copy a byte at a time (most
+// of check_input's time on a 1 MiB argument) and stops at the first NUL byte, so a string that
+// begins with "\u0000" passed any maxLength. Here every character counts, 8 bytes at a time.
+class StringLength : public CopyablePoly<StringLength> {
+ public:
+  StringLength(std::optional<std::uint64_t> min, std::optional<std::uint64_t> max) : min_(min), max_(max) {}
+  bool validate(const Adapter& target, const Context& context,
+                ValidationResults* results) const override {
+    if (!target.isString()) return true;
+    const std::uint64_t length = count_utf8_characters(target.asString());
+    if (max_ && length > *max_) {
+      push_error(results, context, "String should be no more than " + std::to_string(*max_) +
+                                       " characters in length.");
+      return false;
+    }
+    if (min_ && length < *min_) {
+      push_error(results, context, "String should be no fewer than " + std::to_string(*min_) +
+                                       " characters in length.");
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::optional<std::uint64_t> min_, max_;
+};
+
+// A length keyword's value, taken out of `node` when it is a non-negative integer (valijson
+// keeps anything else, and refuses it as it did).
+std::optional<std::uint64_t> take_length(nlohmann::json& node, const char* keyword) {
+  if (!node.contains(keyword) || !node[keyword].is_number_integer()) return std::nullopt;
+  if (!node[keyword].is_number_unsigned() && node[keyword].get<std::int64_t>() < 0) return std::nullopt;
+  const auto value = node[keyword].get<std::uint64_t>();
+  node.erase(keyword);
+  return value;
+}
+
 // Takes pattern, format and patternProperties out of every schema object of `schema`; the
 // moved-out subschemas go under `properties` with keys no real property has, so that valijson
 // parses them (and resolves their $refs) in place.
@@ -247,6 +286,8 @@ std::vector<Takeover> take_over(nlohmann::json& schema) {
       if (f == "date" || f == "time" || f == "date-time") t.format = f;
     }
     t.unique_items = node.contains("uniqueItems") && node["uniqueItems"] == true;
+    t.min_length = take_length(node, "minLength");
+    t.max_length = take_length(node, "maxLength");
     node.erase("uniqueItems");
     node.erase("pattern");
     node.erase("format");  // valijson casts any value with a format to a string, and throws
@@ -267,7 +308,9 @@ std::vector<Takeover> take_over(nlohmann::json& schema) {
                                            *t.additional;
       }
     }
-    if (t.pattern.empty() && t.format.empty() && t.pattern_keys.empty() && !t.unique_items) return;
+    if (t.pattern.empty() && t.format.empty() && t.pattern_keys.empty() && !t.unique_items &&
+        !t.min_length && !t.max_length)
+      return;
     node["title"] = kMarker + std::to_string(takeovers.size());
     takeovers.push_back(std::move(t));
   });
@@ -384,6 +427,7 @@ void attach(valijson::Schema& schema, const Subschema* at, const Takeover& t, st
   if (!t.pattern.empty()) schema.addConstraintToSubschema(Re2Pattern(t.pattern), at);
   if (!t.format.empty()) schema.addConstraintToSubschema(Re2Format(t.format), at);
   if (t.unique_items) schema.addConstraintToSubschema(UniqueItems(), at);
+  if (t.min_length || t.max_length) schema.addConstraintToSubschema(StringLength(t.min_length, t.max_length), at);
   if (t.pattern_keys.empty()) return;
   std::vector<Re2PatternProperties::Pattern> patterns;
   for (std::size_t i = 0; i < t.pattern_keys.size(); ++i)

@@ -208,7 +208,23 @@ TEST(DumpCompact, WritesNlohmannsBytes) {
     s[at] = '\x80';  // invalid: a lone continuation byte
     values.push_back(s);
   }
-  for (const auto& v : values) EXPECT_EQ(dump_compact(v), nlohmann_dump(v)) << nlohmann_dump(v);
+  // Escapes at every offset of strings across several 16-byte blocks, alone and in runs (the
+  // writer stores 16 bytes at a time and moves past the plain ones).
+  for (std::size_t length = 1; length <= 48; ++length)
+    for (std::size_t at = 0; at < length; ++at)
+      for (char c : {'\n', '"', '\\', '\x01', '\x1f', '\x7f'}) {
+        std::string s(length, 'b');
+        s[at] = c;
+        values.push_back(s);
+        for (std::size_t k = at; k < length; k += 3) s[k] = c;
+        values.push_back(s);
+      }
+  for (const auto& v : values) {
+    EXPECT_EQ(dump_compact(v), nlohmann_dump(v)) << nlohmann_dump(v);
+    if (!v.is_string() || !is_valid_utf8(v.get_ref<const std::string&>())) continue;
+    const std::string& s = v.get_ref<const std::string&>();  // its escapes' extra bytes
+    EXPECT_EQ(json_escape_extra(s), nlohmann_dump(v).size() - 2 - s.size()) << nlohmann_dump(v);
+  }
 }
 
 TEST(SplitNonempty, LeavesOutEmptyPieces) {

@@ -158,6 +158,27 @@ TEST(JsonSchemaUniqueItems, LinearAndByJsonEquality) {
   EXPECT_NE(problem->second.find("#0 and #1"), std::string::npos) << problem->second;
 }
 
+// minLength and maxLength count characters (code points), every one: valijson stopped at the
+// first NUL byte, so "\u0000" followed by any amount passed maxLength.
+TEST(JsonSchemaLengths, EveryCharacterCountsANulByteToo) {
+  auto s = compile(json::parse(R"({"type":"object","properties":{"s":{"minLength":2,"maxLength":5}},
+                                   "items":{"maxLength":1}})"));
+  EXPECT_TRUE(accepts(s, {{"s", "ab"}}));
+  EXPECT_TRUE(accepts(s, {{"s", "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x94\x91" "ab"}}));  // 5 characters, 11 bytes
+  EXPECT_FALSE(accepts(s, {{"s", "\xF0\x9F\x94\x91"}}));                      // 1 character, 4 bytes
+  EXPECT_FALSE(accepts(s, {{"s", "abcdef"}}));
+  // The attack: a NUL first, then far more than the limit.
+  auto problem = s->check({{"s", std::string(1, '\0') + std::string(100000, 'x')}});
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->first, "/s");
+  EXPECT_EQ(problem->second, "String should be no more than 5 characters in length.");
+  EXPECT_TRUE(accepts(s, {{"s", std::string(3, '\0')}}));  // three characters
+  problem = s->check({{"s", std::string(1, '\0')}});
+  ASSERT_TRUE(problem);
+  EXPECT_EQ(problem->second, "String should be no fewer than 2 characters in length.");
+  EXPECT_TRUE(accepts(s, {{"s", 12345678}}));  // lengths apply to strings only
+}
+
 TEST(JsonSchemaCompile, EveryProblemWithItsPointer) {
   auto c = JsonSchema::compile(json::parse(R"({
     "type": "object",

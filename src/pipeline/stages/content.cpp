@@ -4,6 +4,7 @@
 
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
+#include "dlp/json_value.hpp"
 
 namespace airlock::pipeline {
 namespace {
@@ -132,8 +133,13 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
   }
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
   if (!value) return StageResult::next();
-  const std::string text = dump_compact(*value);  // value->dump(-1, ' ', false, replace), faster
-  dlp::ScanResult result = scanner_->scan(text);
+  // The value is scanned where it is, with the findings its compact text would give
+  // (dlp/json_value.hpp); what cannot be laid out that way is scanned as that text.
+  std::optional<dlp::ValueScan> in_place = dlp::ValueScan::scan(*scanner_, *value);
+  std::string text;  // dump_compact(*value), written only when needed
+  dlp::ScanResult text_result;
+  if (!in_place) text_result = scanner_->scan(text = dump_compact(*value));
+  const dlp::ScanResult& result = in_place ? in_place->result() : text_result;
   if (result.findings.empty()) return StageResult::next();
   if (result.blocked) {
     // The content itself never appears: only which detectors blocked it (those that would
@@ -145,16 +151,22 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
                                             " data the DLP policy blocks (" + found + ")");
   }
   const std::string found = detector_list(result, /*blocking_only=*/false);
-  std::string redacted = scanner_->redact(text, result);
-  // No deeper than the value it was written from (which was bounded when it was parsed).
-  auto replaced = parse_json_bounded(redacted, kRedactedDepthBound);
-  if (!replaced)  // redaction must leave valid JSON; if not, withhold (fail closed)
-    return deny(ErrorKind::dlp_blocked, "redacting the " + std::string(input ? "arguments" : "result") +
-                                            " did not leave valid JSON (" + found + "), so it is withheld");
+  std::string redacted;
+  if (in_place && in_place->redact_in_place(*scanner_)) {
+    redacted = dump_compact(*value);  // the text redact() gives, as the audit record keeps it
+  } else {
+    if (text.empty()) text = dump_compact(*value);
+    redacted = scanner_->redact(text, result);
+    // No deeper than the value it was written from (which was bounded when it was parsed).
+    auto replaced = parse_json_bounded(redacted, kRedactedDepthBound);
+    if (!replaced)  // redaction must leave valid JSON; if not, withhold (fail closed)
+      return deny(ErrorKind::dlp_blocked, "redacting the " + std::string(input ? "arguments" : "result") +
+                                              " did not leave valid JSON (" + found + "), so it is withheld");
+    *value = std::move(*replaced);
+  }
   for (const auto& f : result.findings)
     if (f.action != dlp::Action::allow)
       inv.redactions.push_back({std::string(f.detector), input ? "input" : "output"});
-  *value = std::move(*replaced);
   (input ? inv.redacted_input : inv.redacted_output) = std::move(redacted);
   return StageResult::next();
 }
