@@ -271,6 +271,20 @@ TEST_F(KubernetesBackendTest, TheStandInRefusesAnInvalidPodWith422) {
   EXPECT_NE(made.error().message.find("name"), std::string::npos);
 }
 
+// A field the schema does not declare is refused too: a real API server would drop a misspelt
+// hardening field with only a warning, and the pod would run without it.
+TEST_F(KubernetesBackendTest, TheStandInRefusesAnUnknownFieldWith422) {
+  KubeClient client(standin.endpoint());
+  KubeApi api(client, "airlock-tools");
+  json container = {{"name", "c"}, {"image", "x"}, {"securityContext", {{"allowPrivilegeEscalaton", false}}}};
+  auto made = api.create("pods", {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "misspelt"}}},
+                                  {"spec", {{"containers", json::array({container})}}}});
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.error().message.find("422 Invalid"), std::string::npos) << made.error().message;
+  EXPECT_NE(made.error().message.find("/spec/containers/0/securityContext/allowPrivilegeEscalaton"),
+            std::string::npos) << made.error().message;
+}
+
 // And its ordering check is real: a pod that can start before its Secret and NetworkPolicy
 // exist (no scheduling gate) is a violation, which expect_clean() would report.
 TEST_F(KubernetesBackendTest, TheStandInFlagsAPodThatStartsBeforeItsSecretAndPolicy) {

@@ -1,9 +1,11 @@
 // Validates a Kubernetes object against the official OpenAPI schemas that kubernetes-models
 // ships (generated from the Kubernetes API's swagger). Returns "" when valid, else why not.
+// With {strict: true} a field the schema does not declare is an error too (unknownFields).
 import { Pod, Secret, Namespace, ServiceAccount, Service, ConfigMap, ResourceQuota, LimitRange } from "kubernetes-models/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 
 const MODELS = {
   "v1/Pod": Pod,
@@ -18,9 +20,42 @@ const MODELS = {
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "apps/v1/Deployment": Deployment,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
 };
 
-export function schemaErrors(object, expectedKind) {
+// The paths of the fields in `object` that its schema does not declare. The published schemas
+// leave objects open (no additionalProperties: false), like the API server's own, which drops
+// an unknown field or, under strict field validation (kubectl apply's default), refuses it:
+// a misspelt field (`minAvaliable`, `readinesProbe`) would pass the type check and then be
+// ignored by the cluster. The compiled validator reads each property its schema declares (and
+// every entry of a map), so what it never read is unknown: it runs here over proxies that
+// record each read.
+function unknownFields(Model, object) {
+  const read = new WeakMap();  // each object or array in `object` -> the keys read from it
+  const watch = (value) => {
+    if (value === null || typeof value !== "object") return value;
+    if (!read.has(value)) read.set(value, new Set());
+    const keys = read.get(value);
+    return new Proxy(value, {
+      get(target, key, receiver) { keys.add(key); return watch(Reflect.get(target, key, receiver)); },
+      has(target, key) { keys.add(key); return Reflect.has(target, key); },
+    });
+  };
+  Model.prototype.validate.call(watch(object));
+  const unknown = [];
+  const walk = (value, path) => {
+    if (value === null || typeof value !== "object") return;
+    const keys = read.get(value) ?? new Set();
+    for (const [key, child] of Object.entries(value)) {
+      if (keys.has(key)) walk(child, `${path}/${key}`);
+      else unknown.push(`${path}/${key}`);
+    }
+  };
+  walk(object, "");
+  return unknown;
+}
+
+export function schemaErrors(object, expectedKind, { strict = false } = {}) {
   if (object === null || typeof object !== "object" || Array.isArray(object)) {
     return "the body is not a JSON object";
   }
@@ -32,7 +67,9 @@ export function schemaErrors(object, expectedKind) {
   if (!Model) return `no schema for ${key}`;
   try {
     new Model(object).validate();
-    return "";
+    if (!strict) return "";
+    const unknown = unknownFields(Model, object);
+    return unknown.length ? `fields the schema does not declare: ${unknown.join(", ")}` : "";
   } catch (error) {
     return String(error.message || error);
   }

@@ -192,7 +192,7 @@ function create(res, resource, ns, body) {
   const object = parseJson(res, body);
   if (object === undefined) return;
   created.push(structuredClone(object));
-  const errors = schemaErrors(object, meta.kind);
+  const errors = schemaErrors(object, meta.kind, { strict: true });
   if (errors) { violations.push(`invalid ${meta.kind}: ${errors}`); return fail(res, 422, "Invalid", `${meta.kind} is invalid: ${errors}`); }
   if (object.metadata.namespace && object.metadata.namespace !== ns) return fail(res, 400, "BadRequest", "the namespace of the object does not match the namespace on the request");
   const name = object.metadata.name;
@@ -229,7 +229,7 @@ function patch(res, name, body, contentType) {
     if (op.op === "remove") { if (!parent || !(last in parent)) return fail(res, 422, "Invalid", `${op.path} does not exist`); delete parent[last]; }
     if (op.op !== "test" && op.op !== "remove") return fail(res, 422, "Invalid", `op ${op.op} is not supported by the stand-in`);
   }
-  const errors = schemaErrors({ apiVersion: updated.apiVersion, kind: updated.kind, metadata: { name }, spec: updated.spec }, "Pod");
+  const errors = schemaErrors({ apiVersion: updated.apiVersion, kind: updated.kind, metadata: { name }, spec: updated.spec }, "Pod", { strict: true });
   if (errors) return fail(res, 422, "Invalid", `Pod is invalid: ${errors}`);
   const wasGated = (pod.spec.schedulingGates || []).length > 0;
   pod.spec = updated.spec;
