@@ -306,7 +306,7 @@ BenchDatabase start_bench_database() {
 
 // The daemon's throughput on its storage: postgres 0, one daemon on SQLite (the embedded
 // default: <dataDir>/audit.db); postgres 1, `daemons` daemons sharing one PostgreSQL database
-// (storage.postgres, one signing key file), each with its own data directory; 100 clients
+// (storage.postgres, one signing key file and one token key file), each with its own data directory; 100 clients
 // spread over them. What is in PostgreSQL is what main puts there (the audit log; more as the
 // state stores move).
 void BM_DaemonsOnStorage(benchmark::State& state) {
@@ -325,7 +325,8 @@ void BM_DaemonsOnStorage(benchmark::State& state) {
   for (int d = 0; d < count; ++d) {
     std::string storage = "{dataDir: data-" + std::to_string(d);
     if (postgres)
-      storage += ", signingKeyFile: " + setup.dir + "/audit.key, postgres: {url: \"" + database.url + "\"}";
+      storage += ", signingKeyFile: " + setup.dir + "/audit.key, tokenKeyFile: " + setup.dir +
+                 "/token.key, postgres: {url: \"" + database.url + "\"}";
     configs.push_back(setup.add_config("airlock-" + std::to_string(d) + ".yaml", storage + "}"));
   }
   run_daemons(state, false, 100, configs);
