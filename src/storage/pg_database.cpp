@@ -82,6 +82,12 @@ Result<Reply> Database::run(const std::string& step, const std::string& sql, con
   if (params.empty()) {
     result = PQexec(conn_.get(), sql.c_str());  // may hold several statements (a schema)
   } else {
+    // Parameters go as C strings, and PostgreSQL text cannot hold a NUL: a value with one
+    // would be cut short without a word. Refused instead (fail closed).
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i] && params[i]->find('\0') != std::string::npos)
+        return Error::make("storage", name_ + ": " + step + ": parameter $" + std::to_string(i + 1) +
+                                          " holds a NUL byte, which PostgreSQL text cannot store");
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);

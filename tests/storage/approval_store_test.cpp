@@ -89,6 +89,25 @@ TYPED_TEST(ApprovalStoreTest, DecisionsCountEachApproverOnceAndADenyEndsIt) {
   EXPECT_EQ(missing.error().code, "not_found");
 }
 
+// An approver's reason is their text, NUL bytes included: kept whole, or the decision refused
+// (PostgreSQL text cannot hold a NUL), never stored cut short.
+TYPED_TEST(ApprovalStoreTest, AReasonWithANulByteIsKeptWholeOrRefused) {
+  auto store = this->open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->create(this->record("nul")));
+  ApprovalDecision decision = this->by("alice");
+  decision.reason = std::string("fine\0 but not this", 19);
+  auto decided = store->decide("nul", decision, 2'000);
+  if (decided) {
+    ASSERT_EQ(store->get("nul")->decisions.size(), 1u);
+    EXPECT_EQ(store->get("nul")->decisions[0].reason, decision.reason);
+  } else {
+    EXPECT_EQ(decided.error().code, "storage") << decided.error().message;
+    EXPECT_NE(decided.error().message.find("NUL"), std::string::npos) << decided.error().message;
+    EXPECT_EQ(store->get("nul")->state, "pending");
+  }
+}
+
 TYPED_TEST(ApprovalStoreTest, ExpiresWhatIsDueAndNothingElse) {
   auto store = this->open();
   ASSERT_TRUE(store);
