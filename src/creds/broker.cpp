@@ -86,15 +86,21 @@ Status Broker::revoke(std::vector<Leased>& leased) {
   return first;
 }
 
-Broker::Recovery Broker::revoke_outstanding() {
+Broker::Recovery Broker::revoke_outstanding() { return revoke_left(store_.outstanding()); }
+
+Broker::Recovery Broker::revoke_of_invocation(const std::string& invocation_id) {
+  return revoke_left(store_.of_invocation(invocation_id));
+}
+
+Broker::Recovery Broker::revoke_left(Result<std::vector<Lease>> leases) {
   Recovery r;
-  auto leases = store_.outstanding();
   if (!leases) {
     r.errors.push_back(leases.error().message);
     ++r.failed;
     return r;
   }
   for (auto& lease : *leases) {
+    if (lease.state == Lease::State::revoked) continue;
     if (auto s = revoke_one(lease, nullptr); s) {
       ++r.revoked;
     } else {

@@ -43,10 +43,14 @@ class Broker {
     std::vector<std::string> errors;  // one per failure: lease id, provider, why
   };
   Recovery revoke_outstanding();
+  // The same for one invocation's leases (failover: a dead replica's call; on a shared store
+  // "every outstanding lease" would be the live replicas' too).
+  Recovery revoke_of_invocation(const std::string& invocation_id);
 
  private:
   Result<Leased> lease_one(const policy::CredentialSpec& spec, const LeaseContext& context);
   Status revoke_one(Lease& lease, const std::string* value);
+  Recovery revoke_left(Result<std::vector<Lease>> leases);  // those not revoked yet, without values
   Provider* provider(std::string_view kind) const;
 
   LeaseStore& store_;

@@ -381,30 +381,16 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
 
 // A dead replica's invocation, recorded as aborted: its credentials revoked (the value died
 // with the replica: each provider ends what it can without it, as at a restart) and its pods
-// deleted. creds::Broker revokes only a call's own leases or every outstanding one (which on a
-// shared store are the live replicas' too), so the leases of one invocation are ended here.
+// deleted.
 void Daemon::State::abandoned(const ReplicaRegistry::Orphan& orphan) {
   metrics.count("airlock_failover_aborted_total");
-  int revoked = 0;
+  creds::Broker broker(*leases, pipeline_deps.make_providers(config()));
+  const auto revoked = broker.revoke_of_invocation(orphan.id);
   std::string problems;
-  auto of = leases->of_invocation(orphan.id);
-  if (!of) problems += " " + of.error().message + ";";
-  if (of && !of->empty()) {
-    const auto providers = pipeline_deps.make_providers(config());
-    for (auto& lease : *of) {
-      if (lease.state == creds::Lease::State::revoked) continue;
-      auto p = providers.find(lease.provider);
-      Status ended = p != providers.end() ? p->second->revoke(lease, nullptr)
-                                          : Status(Error::make("credential_unavailable", "no " + lease.provider + " provider runs here"));
-      lease.state = ended ? creds::Lease::State::revoked : creds::Lease::State::revoke_failed;
-      if (auto stored = leases->update(lease); !stored) problems += " lease " + lease.id + ": " + stored.error().message + ";";
-      if (ended) ++revoked;
-      else problems += " lease " + lease.id + " (" + lease.provider + "): " + ended.error().message + ";";
-    }
-  }
+  for (const auto& e : revoked.errors) problems += " " + e + ";";
   if (auto removed = backends->abandon(orphan.id); !removed) problems += " pods: " + removed.error().message + ";";
   std::cerr << "airlock: failover: invocation " << orphan.id << " (" << orphan.tool << ") of replica " << orphan.replica
-            << " recorded as aborted; revoked " << revoked << " credential lease(s)"
+            << " recorded as aborted; revoked " << revoked.revoked << " credential lease(s)"
             << (problems.empty() ? "" : "; problems:" + problems) << "\n";
 }
 

@@ -278,17 +278,12 @@ TEST(Replicas, AKilledReplicasRunningCallsAreAbortedByTheOther) {
   for (const auto& id : acknowledged)
     EXPECT_EQ(http(a.port, "GET", "/v1/invocations/" + id).json()["status"], "ok") << id;
 
-  // Leases: with the lease store in the shared database (storage.postgres holds `leases`),
-  // the dead call's lease is revoked by A.
-  if (db.column("SELECT coalesce(to_regclass('leases')::text, '')").at(0) == "leases") {
-    auto states = db.column(
-        "SELECT l.state FROM leases l JOIN invocations i ON i.id = l.invocation_id WHERE i.tool = 'hold-token'");
-    ASSERT_EQ(states.size(), 1u);
-    EXPECT_EQ(states[0], "revoked");
-  } else {
-    std::cerr << "note: the lease store is per replica (state.db) in this build: the killed replica's lease "
-                 "is revoked at its next start, not by failover\n";
-  }
+  // Leases: in the shared database (storage.postgres holds `leases`), the dead call's lease
+  // is revoked by A.
+  auto states = db.column(
+      "SELECT l.state FROM leases l JOIN invocations i ON i.id = l.invocation_id WHERE i.tool = 'hold-token'");
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0], "revoked");
 
   EXPECT_EQ(a.stop(SIGTERM), 0);
   EXPECT_EQ(audit_verify(*a_ws), 0);
