@@ -224,8 +224,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   audit::AuditLogOptions audit_options;
   audit_options.checkpoint_every_records = cfg.storage.checkpoint_every;
   audit_options.checkpoint_interval = cfg.storage.checkpoint_interval;
-  // storage.postgres: the audit log (only it, so far) is the database's, shared with every
-  // daemon configured with it; state.db and the rest stay in the data directory.
+  // storage.postgres: the audit log is the database's, shared with every daemon configured
+  // with it (so is the state, below); the webhook outbox and the secrets stay in the data
+  // directory.
   auto log = audit::AuditLog::open(storage::audit_log_location(cfg.storage), audit_options);
   if (!log) return log.error();
   audit = std::move(*log);
