@@ -1,5 +1,7 @@
 #include "server/executor.hpp"
 
+#include <algorithm>
+
 namespace airlock::server {
 
 InvocationExecutor::InvocationExecutor(unsigned workers, unsigned queue_length)
@@ -29,15 +31,29 @@ bool InvocationExecutor::submit(std::function<void()> job) {
 }
 
 void InvocationExecutor::submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job) {
+  enqueue(lane, weight, LaneJob{std::move(job), std::nullopt, 0});
+}
+
+void InvocationExecutor::submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job,
+                                        Expiry expiry) {
+  enqueue(lane, weight, LaneJob{std::move(job), std::move(expiry), 0});
+}
+
+void InvocationExecutor::enqueue(const std::string& lane, unsigned weight, LaneJob job) {
   {
     std::lock_guard lock(mu_);
     Lane& l = lanes_[lane];
     l.weight = weight == 0 ? 1 : weight;
     if (l.jobs.empty()) turns_.push_back(lane);
+    job.id = ++next_job_id_;
+    if (job.expiry) {
+      deadlines_.insert({job.expiry->deadline, job.id});
+      deadline_lanes_[job.id] = lane;
+    }
     l.jobs.push_back(std::move(job));
     ++lane_jobs_;
   }
-  wake_.notify_all();  // not the intake thread alone
+  wake_.notify_all();  // not the intake thread alone; it also keeps the deadlines
 }
 
 std::size_t InvocationExecutor::queued() const {
@@ -72,9 +88,14 @@ bool InvocationExecutor::take(bool intake_only, std::function<void()>& job, bool
   if (intake_only || turns_.empty()) return false;
   const std::string name = turns_.front();
   Lane& lane = lanes_.at(name);
-  job = std::move(lane.jobs.front());
+  LaneJob taken = std::move(lane.jobs.front());
   lane.jobs.pop_front();
   --lane_jobs_;
+  if (taken.expiry) {
+    deadlines_.erase({taken.expiry->deadline, taken.id});
+    deadline_lanes_.erase(taken.id);
+  }
+  job = std::move(taken.run);
   from_lane = true;
   // The lane keeps its turn for `weight` jobs, then goes to the back (or away, when empty).
   if (lane.jobs.empty() || ++lane.taken_this_turn >= lane.weight) {
@@ -88,13 +109,48 @@ bool InvocationExecutor::take(bool intake_only, std::function<void()>& job, bool
   return true;
 }
 
+void InvocationExecutor::forget_lane_if_empty(const std::string& name) {
+  auto it = lanes_.find(name);
+  if (it == lanes_.end() || !it->second.jobs.empty()) return;
+  lanes_.erase(it);
+  turns_.erase(std::find(turns_.begin(), turns_.end(), name));
+}
+
+std::optional<std::chrono::steady_clock::time_point> InvocationExecutor::expire_due() {
+  const auto now = std::chrono::steady_clock::now();
+  std::size_t moved = 0;
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const std::uint64_t id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    auto lane_of = deadline_lanes_.find(id);
+    Lane& lane = lanes_.at(lane_of->second);
+    auto job = std::find_if(lane.jobs.begin(), lane.jobs.end(), [id](const LaneJob& j) { return j.id == id; });
+    // Ahead of new intake, in deadline order: these callers have waited longest.
+    intake_.insert(intake_.begin() + static_cast<std::ptrdiff_t>(moved++), std::move(job->expiry->expired));
+    lane.jobs.erase(job);
+    --lane_jobs_;
+    forget_lane_if_empty(lane_of->second);
+    deadline_lanes_.erase(lane_of);
+  }
+  if (moved > 0) wake_.notify_all();
+  if (deadlines_.empty()) return std::nullopt;
+  return deadlines_.begin()->first;
+}
+
 void InvocationExecutor::work(bool intake_only) {
   for (;;) {
     std::function<void()> job;
     bool from_lane = false;
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || has_work(intake_only); });
+      for (;;) {  // every thread keeps the deadlines while it waits: none is missed
+        const auto next_deadline = expire_due();
+        if (stopping_ || has_work(intake_only)) break;
+        if (next_deadline)
+          wake_.wait_until(lock, *next_deadline);
+        else
+          wake_.wait(lock);
+      }
       if (!take(intake_only, job, from_lane)) return;  // stopping, nothing left for this thread
       ++(from_lane ? running_ : intake_running_);
     }

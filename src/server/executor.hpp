@@ -5,15 +5,21 @@
 // invocation goes on in its principal's lane; lanes are served in turn, `weight` jobs of a
 // lane per round, so a principal with 200 calls waiting delays another's next call by at most
 // one call per worker. Intake comes first, and one thread serves only intake, so admitting a
-// call never waits for a tool to end. Draining stops new intake and waits for the rest.
+// call never waits for a tool to end. A lane job may carry a deadline (server.queueTimeout):
+// still waiting then, it leaves its lane and its `expired` job runs as intake work, so the
+// caller hears at the deadline, not when a worker frees up. Draining stops new intake and
+// waits for the rest.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +40,13 @@ class InvocationExecutor {
   // An admitted invocation's run, in `lane` (its principal): never refused, also while
   // draining (it was acknowledged; the quota stage bounds how much one lane holds).
   void submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job);
+  // The same with a deadline: a job still in its lane at `deadline` is dropped from it and
+  // `expired` runs instead (exactly one of the two runs).
+  struct Expiry {
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void()> expired;
+  };
+  void submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job, Expiry expiry);
 
   std::size_t queued() const;   // intake and lanes
   std::size_t running() const;  // lanes' jobs running (intake's are short)
@@ -43,8 +56,14 @@ class InvocationExecutor {
   bool drain(std::chrono::milliseconds timeout);
 
  private:
+  using Deadline = std::pair<std::chrono::steady_clock::time_point, std::uint64_t>;  // (when, job id)
+  struct LaneJob {
+    std::function<void()> run;
+    std::optional<Expiry> expiry;
+    std::uint64_t id = 0;
+  };
   struct Lane {
-    std::deque<std::function<void()>> jobs;
+    std::deque<LaneJob> jobs;
     unsigned weight = 1;
     unsigned taken_this_turn = 0;
   };
@@ -52,12 +71,20 @@ class InvocationExecutor {
   // Under mu_: the next job, intake first, then the lane whose turn it is.
   bool take(bool intake_only, std::function<void()>& job, bool& from_lane);
   bool has_work(bool intake_only) const;
+  // Under mu_: moves every lane job whose deadline has passed out of its lane, its `expired`
+  // to the front of intake. Returns the next deadline still ahead, if any.
+  std::optional<std::chrono::steady_clock::time_point> expire_due();
+  void forget_lane_if_empty(const std::string& name);
+  void enqueue(const std::string& lane, unsigned weight, LaneJob job);
 
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::deque<std::function<void()>> intake_;
   std::map<std::string, Lane> lanes_;
   std::deque<std::string> turns_;  // lanes with jobs, the next to serve first
+  std::set<Deadline> deadlines_;   // of lane jobs with an expiry, the soonest first
+  std::map<std::uint64_t, std::string> deadline_lanes_;  // job id -> its lane
+  std::uint64_t next_job_id_ = 0;
   std::size_t lane_jobs_ = 0, running_ = 0, intake_running_ = 0;
   std::size_t max_intake_;
   bool stopping_ = false, draining_ = false;

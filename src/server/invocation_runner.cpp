@@ -61,26 +61,34 @@ pipeline::InvocationError queue_timed_out(const pipeline::Invocation& inv, std::
 }
 
 // An admitted invocation waits in its principal's lane (a user's, without an agent), then
-// goes on from the stage after the quota stage.
+// goes on from the stage after the quota stage. Still waiting at server.queueTimeout, it ends
+// there without running (the executor runs `expired` as intake work, at the deadline).
 void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> generation,
                     std::shared_ptr<pipeline::Invocation> inv, InvocationDone done) {
   const std::string principal = pipeline::quota_principal(*inv), user = pipeline::quota_user(*inv);
   const auto queued = std::chrono::steady_clock::now();
-  submit_in_lane(s, *generation->config, principal, user, [s, generation, inv, queued, done = std::move(done)] {
+  // Exactly one of the two runs; both end the invocation the same way.
+  auto proceed = std::make_shared<std::function<void()>>([s, generation, inv, queued, done = std::move(done)] {
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - queued);
-    if (waited > generation->config->server.queue_timeout) inv->error = queue_timed_out(*inv, waited, *generation->config);
+    if (waited >= generation->config->server.queue_timeout) inv->error = queue_timed_out(*inv, waited, *generation->config);
     generation->pipeline->run(*inv);  // with that error: no further stage, audited and answered
     finish(s, *generation, *inv, done);
   });
+  InvocationExecutor::Expiry expiry{queued + generation->config->server.queue_timeout, [proceed] { (*proceed)(); }};
+  submit_in_lane(s, *generation->config, principal, user, [proceed] { (*proceed)(); }, std::move(expiry));
 }
 
 }  // namespace
 
 void submit_in_lane(const ApiServices& s, const policy::Config& config, const std::string& principal,
-                    const std::string& user_key, std::function<void()> job) {
+                    const std::string& user_key, std::function<void()> job,
+                    std::optional<InvocationExecutor::Expiry> expiry) {
   const std::string lane = principal.empty() ? "user " + user_key : "principal " + principal;
   const unsigned weight = config.quotas.for_principal(principal).weight.value_or(1);
-  s.executor->submit_to_lane(lane, weight, std::move(job));
+  if (expiry)
+    s.executor->submit_to_lane(lane, weight, std::move(job), std::move(*expiry));
+  else
+    s.executor->submit_to_lane(lane, weight, std::move(job));
 }
 
 void record_finished(const ApiServices& s, const Generation& generation, const pipeline::Invocation& inv) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pipeline/invocation.hpp"
+#include "server/executor.hpp"
 #include "server/generation.hpp"
 #include "server/peer_certificate.hpp"
 
@@ -39,9 +40,11 @@ using InvocationDone = std::function<void(const Generation& generation, const pi
 void record_finished(const ApiServices& services, const Generation& generation, const pipeline::Invocation& inv);
 
 // Runs `job` in the fair queue's lane of `principal` (or, without one, of the user whose
-// pipeline::quota_user_key this is), weighted as `config` says (docs/daemon.md).
+// pipeline::quota_user_key this is), weighted as `config` says (docs/daemon.md). With an
+// `expiry`, a job still waiting at its deadline runs `expiry.expired` instead.
 void submit_in_lane(const ApiServices& services, const policy::Config& config, const std::string& principal,
-                    const std::string& user_key, std::function<void()> job);
+                    const std::string& user_key, std::function<void()> job,
+                    std::optional<InvocationExecutor::Expiry> expiry = std::nullopt);
 
 // Submits the invocation; `done` is called exactly once unless the answer is not none.
 Rejection run_invocation(const ApiServices& services, InvocationRequest request, InvocationDone done);

@@ -90,16 +90,22 @@ TEST(FairQueue, AnotherAgentsCallIsNotQueuedBehindAFlood) {
 }
 
 // An admitted call that waits for a worker past server.queueTimeout is answered 429
-// quota_exceeded (quota "queueTimeout") instead of waiting on silently; it never ran.
+// quota_exceeded (quota "queueTimeout") at its deadline, while the call ahead of it still
+// holds the only worker: not left waiting silently until a worker frees up. It never ran.
 TEST(FairQueue, AWaitPastTheQueueTimeoutIsRefusedNotSilent) {
   Workspace ws = with_quotas("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 1, queueLength: 8, queueTimeout: 1s}", "");
   RunningDaemon d(ws);
-  auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 3}}); });
+  auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow", {{"seconds", 8}}); });
   for (int i = 0; i < 500 && http(d.port, "GET", "/metrics").body.find("airlock_sandboxes_running 1") == std::string::npos; ++i)
     std::this_thread::sleep_for(10ms);
   auto waited = invoke(d.port, "echo", {{"n", 1}}, kOtherKey);
+  // The call ahead of it still runs: the refusal did not wait for the worker.
+  EXPECT_NE(http(d.port, "GET", "/metrics").body.find("airlock_sandboxes_running 1"), std::string::npos);
+  EXPECT_EQ(slow.wait_for(0s), std::future_status::timeout) << "the refusal came only when the worker was free";
   ASSERT_TRUE(refused_by(waited, "queueTimeout")) << waited.status << " " << waited.body;
   EXPECT_TRUE(waited.json()["usage"].is_null()) << "nothing ran";
+  auto stored = http(d.port, "GET", "/v1/invocations/" + waited.json()["id"].get<std::string>(), "", kOtherKey);
+  EXPECT_EQ(stored.json()["error"]["quota"], "queueTimeout") << stored.body;  // recorded like any denial
   EXPECT_EQ(slow.get().json()["status"], "ok");
   EXPECT_EQ(invoke(d.port, "echo", {{"n", 2}}, kOtherKey).status, 200);
 }

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/executor.hpp"
@@ -103,6 +104,29 @@ TEST(FairQueue, IntakeIsBoundedAndRunsWhileEveryWorkerIsBusy) {
   gate.release();
   EXPECT_TRUE(executor.drain(std::chrono::seconds(10)));
   EXPECT_FALSE(executor.submit([] {}));  // draining
+}
+
+// A lane job still waiting at its deadline leaves its lane and its `expired` runs then, while
+// the only worker is still busy (the caller hears at the deadline, not when a worker frees
+// up); a job taken in time never runs `expired`; the lane's other jobs keep their turn.
+TEST(FairQueue, AJobStillWaitingAtItsDeadlineExpiresWhileEveryWorkerIsBusy) {
+  InvocationExecutor executor(1, 0);
+  Gate gate;
+  Order order;
+  executor.submit_to_lane("hold", 1, [&] { gate.wait(); });
+  while (executor.running() == 0) std::this_thread::yield();
+  const auto now = std::chrono::steady_clock::now();
+  executor.submit_to_lane("flood", 1, order.job("f0"), {now + std::chrono::hours(1), order.job("f0 expired")});
+  executor.submit_to_lane("flood", 1, order.job("f1"), {now + std::chrono::milliseconds(50), order.job("f1 expired")});
+  executor.submit_to_lane("victim", 1, order.job("v0"), {now + std::chrono::milliseconds(100), order.job("v0 expired")});
+  executor.submit_to_lane("victim", 1, order.job("v1"));  // no deadline: waits for a worker
+  // The worker is still held: only the expiries can have run.
+  for (int i = 0; i < 2000 && order.seen().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(order.seen(), (std::vector<std::string>{"f1 expired", "v0 expired"}));
+  EXPECT_EQ(executor.queued(), 2u);
+  gate.release();
+  ASSERT_TRUE(executor.drain(std::chrono::seconds(10)));
+  EXPECT_EQ(order.seen(), (std::vector<std::string>{"f1 expired", "v0 expired", "f0", "v1"}));
 }
 
 }  // namespace
