@@ -432,6 +432,10 @@ void Daemon::State::describe_metrics() {
                              kLatencyBuckets);
   metrics.describe_gauge("airlock_sandboxes_running", "Sandboxes running now.",
                          [this] { return static_cast<double>(registry.count()); });
+  // Every tier's: the gVisor and Kubernetes runs are not the local registry's sandboxes.
+  metrics.describe_gauge("airlock_invocations_running", "Invocations running on a worker now, any tier.", [this] {
+    return executor ? static_cast<double>(executor->running()) : 0.0;
+  });
   metrics.describe_gauge("airlock_queue_depth", "Invocations waiting for a worker.", [this] {
     return executor ? static_cast<double>(executor->queued()) : 0.0;
   });

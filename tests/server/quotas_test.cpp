@@ -8,6 +8,8 @@
 #include <future>
 #include <thread>
 
+#include <unistd.h>
+
 #include "identity/signer.hpp"
 #include "server_test_support.hpp"
 
@@ -191,6 +193,43 @@ bindings:
   EXPECT_EQ(first.get().json()["status"], "ok");
   EXPECT_EQ(second.get().json()["status"], "ok");
   EXPECT_EQ(call(kKey, "echo", {{"n", 2}}).status, 200);  // her places are given back
+}
+
+// The HIGH tier runs behind the same quota stage: on gVisor a principal's second slow call is
+// refused by `concurrent`, and a spinning tool's CPU (the sandbox's cgroup, the Sentry's
+// included) uses up its `cpuSeconds` so that the next call is refused.
+TEST(Quotas, TheGvisorTierHonoursTheSameQuotas) {
+  if (::access("/usr/bin/runsc", X_OK) != 0) GTEST_SKIP() << "runsc is not installed: no gVisor tier here";
+  Workspace ws;
+  ws.rewrite("", R"(  - name: slow-high
+    risk: high
+    runtime: {type: python, file: tools/slow.py}
+    limits: {timeout: 30s}
+  - name: spin-high
+    risk: high
+    runtime: {type: python, file: tools/spin.py}
+    limits: {timeout: 5s}
+)");
+  ws.write_config(ws.config_text() + "quotas:\n  principals:\n    agent: {concurrent: 1, cpuSeconds: 0.5/30s}\n");
+  RunningDaemon d(ws);
+  auto slow = std::async(std::launch::async, [&] { return invoke(d.port, "slow-high", {{"seconds", 3}}); });
+  // (Not airlock_sandboxes_running: that counts the local tier's sandboxes only.)
+  for (int i = 0; i < 1000 && http(d.port, "GET", "/metrics").body.find("airlock_invocations_running 1") == std::string::npos; ++i)
+    std::this_thread::sleep_for(10ms);
+  auto second = invoke(d.port, "slow-high", {{"seconds", 1}});
+  EXPECT_TRUE(refused_by(second, "concurrent")) << second.status << " " << second.body;
+  auto first = slow.get();
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.json()["status"], "ok") << first.body;
+  auto spun = invoke(d.port, "spin-high", json::object());
+  ASSERT_EQ(spun.status, 200) << spun.body;
+  auto cpu_ms = [](const Reply& r) {
+    const json usage = r.json()["usage"];
+    return usage.value("cpu_user_ms", 0) + usage.value("cpu_sys_ms", 0);
+  };
+  ASSERT_GE(cpu_ms(first) + cpu_ms(spun), 500) << "the calls got less CPU than the budget: " << spun.body;
+  auto next = invoke(d.port, "slow-high", {{"seconds", 0}});
+  EXPECT_TRUE(refused_by(next, "cpuSeconds")) << next.status << " " << next.body;
 }
 
 }  // namespace
