@@ -338,17 +338,20 @@ void Api::token(const HttpRequest& r, std::function<void(HttpResponse)> reply) c
 
 void Api::invoke(const HttpRequest& r, const std::string& tool, std::function<void(HttpResponse)> reply) const {
   InvocationRequest request{tool, r.headers, r.client_certificate, r.body, r.peer, nullptr};
-  auto rejected = run_invocation(s_, std::move(request), [reply](const Generation&, const pipeline::Invocation& inv) {
-    reply(invocation_answer(inv));
-  });
+  auto queue_full = [reply] {
+    auto resp = error_response(429, "queue_full", "too many invocations are queued; retry later");
+    resp.headers.emplace_back("Retry-After", "1");
+    reply(resp);
+  };
+  auto rejected = run_invocation(
+      s_, std::move(request), [reply](const Generation&, const pipeline::Invocation& inv) { reply(invocation_answer(inv)); },
+      queue_full);
   if (rejected == Rejection::draining) {
     auto resp = error_response(503, "draining", "the server is shutting down");
     resp.headers.emplace_back("Retry-After", "5");
     reply(resp);
   } else if (rejected == Rejection::queue_full) {
-    auto resp = error_response(429, "queue_full", "too many invocations are queued; retry later");
-    resp.headers.emplace_back("Retry-After", "1");
-    reply(resp);
+    queue_full();
   }
 }
 

@@ -19,15 +19,40 @@ InvocationExecutor::~InvocationExecutor() {
   for (auto& t : threads_) t.join();
 }
 
-bool InvocationExecutor::submit(std::function<void()> job) {
+bool InvocationExecutor::submit(const std::string& caller, std::function<void()> job,
+                                std::function<void()> displaced) {
+  std::function<void()> displaced_other;
   {
     std::lock_guard lock(mu_);
     if (draining_ || stopping_) return false;
-    if (intake_.size() >= max_intake_) return false;
-    intake_.push_back(std::move(job));
+    if (intake_jobs_ >= max_intake_) {
+      displaced_other = displace_for(caller);
+      if (!displaced_other) return false;
+    }
+    auto& queue = intake_[caller];
+    if (queue.empty()) intake_turns_.push_back(caller);
+    queue.push_back({std::move(job), std::move(displaced)});
+    ++intake_jobs_;
   }
   wake_.notify_all();  // the intake thread, or an idle worker
+  if (displaced_other) displaced_other();  // answered outside the lock
   return true;
+}
+
+std::function<void()> InvocationExecutor::displace_for(const std::string& caller) {
+  auto mine = intake_.find(caller);
+  const std::size_t held = mine == intake_.end() ? 0 : mine->second.size();
+  auto most = std::max_element(intake_.begin(), intake_.end(),
+                               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  if (most == intake_.end() || most->second.size() < held + 2 || !most->second.back().displaced) return nullptr;
+  std::function<void()> displaced = std::move(most->second.back().displaced);
+  most->second.pop_back();
+  --intake_jobs_;
+  if (most->second.empty()) {
+    intake_turns_.erase(std::find(intake_turns_.begin(), intake_turns_.end(), most->first));
+    intake_.erase(most);
+  }
+  return displaced;
 }
 
 void InvocationExecutor::submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job) {
@@ -58,7 +83,7 @@ void InvocationExecutor::enqueue(const std::string& lane, unsigned weight, LaneJ
 
 std::size_t InvocationExecutor::queued() const {
   std::lock_guard lock(mu_);
-  return intake_.size() + lane_jobs_;
+  return expired_.size() + intake_jobs_ + lane_jobs_;
 }
 
 std::size_t InvocationExecutor::running() const {
@@ -70,18 +95,32 @@ bool InvocationExecutor::drain(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   draining_ = true;
   return idle_.wait_for(lock, timeout, [this] {
-    return intake_.empty() && lane_jobs_ == 0 && running_ == 0 && intake_running_ == 0;
+    return expired_.empty() && intake_jobs_ == 0 && lane_jobs_ == 0 && running_ == 0 && intake_running_ == 0;
   });
 }
 
 bool InvocationExecutor::has_work(bool intake_only) const {
-  return !intake_.empty() || (!intake_only && lane_jobs_ > 0);
+  return !expired_.empty() || intake_jobs_ > 0 || (!intake_only && lane_jobs_ > 0);
 }
 
 bool InvocationExecutor::take(bool intake_only, std::function<void()>& job, bool& from_lane) {
-  if (!intake_.empty()) {
-    job = std::move(intake_.front());
-    intake_.pop_front();
+  if (!expired_.empty()) {
+    job = std::move(expired_.front());
+    expired_.pop_front();
+    from_lane = false;
+    return true;
+  }
+  if (intake_jobs_ > 0) {  // one request of the caller whose turn it is
+    const std::string caller = intake_turns_.front();
+    intake_turns_.pop_front();
+    auto& queue = intake_.at(caller);
+    job = std::move(queue.front().run);
+    queue.pop_front();
+    --intake_jobs_;
+    if (queue.empty())
+      intake_.erase(caller);
+    else
+      intake_turns_.push_back(caller);
     from_lane = false;
     return true;
   }
@@ -125,8 +164,9 @@ std::optional<std::chrono::steady_clock::time_point> InvocationExecutor::expire_
     auto lane_of = deadline_lanes_.find(id);
     Lane& lane = lanes_.at(lane_of->second);
     auto job = std::find_if(lane.jobs.begin(), lane.jobs.end(), [id](const LaneJob& j) { return j.id == id; });
-    // Ahead of new intake, in deadline order: these callers have waited longest.
-    intake_.insert(intake_.begin() + static_cast<std::ptrdiff_t>(moved++), std::move(job->expiry->expired));
+    // Ahead of any intake, in deadline order: these callers have waited longest.
+    expired_.push_back(std::move(job->expiry->expired));
+    ++moved;
     lane.jobs.erase(job);
     --lane_jobs_;
     forget_lane_if_empty(lane_of->second);
@@ -158,7 +198,8 @@ void InvocationExecutor::work(bool intake_only) {
     {
       std::lock_guard lock(mu_);
       --(from_lane ? running_ : intake_running_);
-      if (intake_.empty() && lane_jobs_ == 0 && running_ == 0 && intake_running_ == 0) idle_.notify_all();
+      if (expired_.empty() && intake_jobs_ == 0 && lane_jobs_ == 0 && running_ == 0 && intake_running_ == 0)
+        idle_.notify_all();
     }
   }
 }

@@ -1,7 +1,10 @@
 // The daemon's workers and its two queues (docs/daemon.md, "Quotas and the fair queue").
 //
-// New requests wait in the intake queue (bounded: a full one is the caller's 429 queue_full)
-// and run only up to their admission: authenticate, authorize, the quota stage. An admitted
+// New requests wait in the intake queue and run only up to their admission: authenticate,
+// authorize, the quota stage. Intake is kept per caller (the credential a request presents,
+// not yet verified) and served in turn; it is bounded as a whole, and when it is full a
+// caller holding fewer requests than the one holding most takes the latter's newest place
+// (that request is answered queue_full): a flood fills its own share, never another's. An admitted
 // invocation goes on in its principal's lane; lanes are served in turn, `weight` jobs of a
 // lane per round, so a principal with 200 calls waiting delays another's next call by at most
 // one call per worker. Intake comes first, and one thread serves only intake, so admitting a
@@ -35,8 +38,12 @@ class InvocationExecutor {
   InvocationExecutor(const InvocationExecutor&) = delete;
   InvocationExecutor& operator=(const InvocationExecutor&) = delete;
 
-  // Intake: false when the intake queue is full or the executor is draining.
-  bool submit(std::function<void()> job);
+  // Intake of `caller`'s request: false when the executor is draining, or the intake is full
+  // and `caller` holds at least as many as any other caller but one (answer it queue_full).
+  // When a later request takes its place, `displaced` runs instead of `job` (answer it
+  // queue_full): a job without one keeps its place.
+  bool submit(const std::string& caller, std::function<void()> job, std::function<void()> displaced);
+  bool submit(std::function<void()> job) { return submit(std::string(), std::move(job), nullptr); }
   // An admitted invocation's run, in `lane` (its principal): never refused, also while
   // draining (it was acknowledged; the quota stage bounds how much one lane holds).
   void submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job);
@@ -56,6 +63,13 @@ class InvocationExecutor {
   bool drain(std::chrono::milliseconds timeout);
 
  private:
+  struct IntakeJob {
+    std::function<void()> run;
+    std::function<void()> displaced;
+  };
+  // Under mu_: when the intake is full, the newest displaceable request of the caller holding
+  // most, if that is at least two more than `caller` holds; removed from intake.
+  std::function<void()> displace_for(const std::string& caller);
   using Deadline = std::pair<std::chrono::steady_clock::time_point, std::uint64_t>;  // (when, job id)
   struct LaneJob {
     std::function<void()> run;
@@ -79,7 +93,10 @@ class InvocationExecutor {
 
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
-  std::deque<std::function<void()>> intake_;
+  std::map<std::string, std::deque<IntakeJob>> intake_;  // by caller
+  std::deque<std::string> intake_turns_;                 // callers with requests, next first
+  std::size_t intake_jobs_ = 0;
+  std::deque<std::function<void()>> expired_;  // lane jobs' `expired`: before any intake
   std::map<std::string, Lane> lanes_;
   std::deque<std::string> turns_;  // lanes with jobs, the next to serve first
   std::set<Deadline> deadlines_;   // of lane jobs with an expiry, the soonest first

@@ -78,6 +78,14 @@ void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> gene
   submit_in_lane(s, *generation->config, principal, user, [proceed] { (*proceed)(); }, std::move(expiry));
 }
 
+// The intake's share is the caller's: the credential the request presents, not yet verified
+// (authentication comes at admission; a forged one only queues under its own name).
+std::string intake_caller(const pipeline::Invocation& inv) {
+  if (inv.client_certificate) return "certificate " + inv.client_certificate->subject;
+  const auto auth = inv.headers.find("authorization");
+  return auth == inv.headers.end() ? std::string("none") : "authorization " + auth->second;
+}
+
 }  // namespace
 
 void submit_in_lane(const ApiServices& s, const policy::Config& config, const std::string& principal,
@@ -113,7 +121,8 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
   if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
 }
 
-Rejection run_invocation(const ApiServices& s, InvocationRequest request, InvocationDone done) {
+Rejection run_invocation(const ApiServices& s, InvocationRequest request, InvocationDone done,
+                         std::function<void()> displaced) {
   if (s.draining && s.draining->load()) {
     s.metrics->count("airlock_rejected_total", {{"reason", "draining"}});
     return Rejection::draining;
@@ -129,12 +138,18 @@ Rejection run_invocation(const ApiServices& s, InvocationRequest request, Invoca
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
   // The job holds copies of what it uses: it may outlive the caller.
   auto generation = s.generation->load();
-  bool accepted = s.executor->submit([services = s, generation, inv, done = std::move(done)]() mutable {
+  const std::string caller = intake_caller(*inv);
+  auto job = [services = s, generation, inv, done = std::move(done)]() mutable {
     generation->pipeline->run(*inv);
     if (pipeline::queued_for_worker(*inv))  // admitted: the rest when its principal's turn comes
       return queue_admitted(services, std::move(generation), std::move(inv), std::move(done));
     finish(services, *generation, *inv, done);
-  });
+  };
+  auto on_displaced = [metrics = s.metrics, displaced = std::move(displaced)] {
+    metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
+    displaced();
+  };
+  bool accepted = s.executor->submit(caller, std::move(job), std::move(on_displaced));
   if (accepted) return Rejection::none;
   s.metrics->count("airlock_rejected_total", {{"reason", "queue_full"}});
   return Rejection::queue_full;

@@ -46,7 +46,10 @@ void submit_in_lane(const ApiServices& services, const policy::Config& config, c
                     const std::string& user_key, std::function<void()> job,
                     std::optional<InvocationExecutor::Expiry> expiry = std::nullopt);
 
-// Submits the invocation; `done` is called exactly once unless the answer is not none.
-Rejection run_invocation(const ApiServices& services, InvocationRequest request, InvocationDone done);
+// Submits the invocation; `done` is called exactly once unless the answer is not none, or
+// `displaced` is called instead: the request waited in intake and a caller with fewer
+// waiting took its place (answer it like Rejection::queue_full).
+Rejection run_invocation(const ApiServices& services, InvocationRequest request, InvocationDone done,
+                         std::function<void()> displaced);
 
 }  // namespace airlock::server

@@ -76,11 +76,17 @@ void McpServer::call_tool(Call& call) const {
     calls->remove(key);
     copy.answer(mcp_call_result(generation.config->find_tool(inv.tool_name), inv));
   };
-  auto rejected = run_invocation(s_, std::move(request), std::move(answer));
+  auto queue_full = [calls = calls_, key, copy = Call(call)] {
+    calls->remove(key);
+    copy.answer(mcp_error_result("queue_full", "too many invocations are queued; retry later"));
+  };
+  auto rejected = run_invocation(s_, std::move(request), std::move(answer), queue_full);
   if (rejected == Rejection::none) return;
-  calls_->remove(key);
-  if (rejected == Rejection::draining) return call.answer(mcp_error_result("draining", "the server is shutting down"));
-  call.answer(mcp_error_result("queue_full", "too many invocations are queued; retry later"));
+  if (rejected == Rejection::draining) {
+    calls_->remove(key);
+    return call.answer(mcp_error_result("draining", "the server is shutting down"));
+  }
+  queue_full();
 }
 
 }  // namespace airlock::server

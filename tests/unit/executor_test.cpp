@@ -129,5 +129,35 @@ TEST(FairQueue, AJobStillWaitingAtItsDeadlineExpiresWhileEveryWorkerIsBusy) {
   EXPECT_EQ(order.seen(), (std::vector<std::string>{"f1 expired", "v0 expired", "f0", "v1"}));
 }
 
+// Intake is shared out by caller: when it is full, a caller holding fewer requests takes the
+// newest place of the caller holding most (which is answered through `displaced`); a caller
+// already holding as many as the others but one is refused. Callers are served in turn.
+TEST(FairQueue, AFloodFillsOnlyItsOwnShareOfTheIntake) {
+  InvocationExecutor executor(1, 3);  // intake holds workers + queueLength = 4
+  Gate gate, intake_gate;
+  Order order;
+  executor.submit_to_lane("hold", 1, [&] { gate.wait(); });
+  while (executor.running() == 0) std::this_thread::yield();
+  ASSERT_TRUE(executor.submit("hold", [&] { intake_gate.wait(); }, nullptr));
+  while (executor.queued() != 0) std::this_thread::yield();  // both threads held
+  std::vector<std::string> displaced;
+  auto flood = [&](int i) {
+    return executor.submit("flood", order.job("f" + std::to_string(i)),
+                           [&, i] { displaced.push_back("f" + std::to_string(i)); });
+  };
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(flood(i));
+  EXPECT_FALSE(flood(4));  // full, and the flood holds most
+  EXPECT_TRUE(executor.submit("victim", order.job("v0"), [&] { displaced.push_back("v0"); }));
+  EXPECT_EQ(displaced, (std::vector<std::string>{"f3"}));
+  EXPECT_TRUE(executor.submit("other", order.job("o0"), [&] { displaced.push_back("o0"); }));
+  EXPECT_EQ(displaced, (std::vector<std::string>{"f3", "f2"}));
+  // flood 2, victim 1, other 1: the victim would hold 2 against the flood's 2: refused.
+  EXPECT_FALSE(executor.submit("victim", order.job("v1"), nullptr));
+  intake_gate.release();
+  gate.release();
+  ASSERT_TRUE(executor.drain(std::chrono::seconds(10)));
+  EXPECT_EQ(order.seen(), (std::vector<std::string>{"f0", "v0", "o0", "f1"}));
+}
+
 }  // namespace
 }  // namespace airlock::server
