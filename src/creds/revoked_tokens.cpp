@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::creds {
@@ -66,20 +67,11 @@ class SqliteRevokedTokens final : public RevokedTokens {
 }  // namespace
 
 Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = db_error(db, "opening " + path);
-    sqlite3_close(db);
-    return e;
-  }
-  auto out = std::make_unique<SqliteRevokedTokens>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_exec(db,
-                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                   "CREATE TABLE IF NOT EXISTS revoked_tokens (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
-                   nullptr, nullptr, nullptr) != SQLITE_OK)
-    return db_error(db, "creating the table in " + path);
+  auto db = storage::open_sqlite_state(
+      path, "CREATE TABLE IF NOT EXISTS revoked_tokens (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+      "revoked tokens");
+  if (!db) return db.error();
+  auto out = std::make_unique<SqliteRevokedTokens>(db->release());
   if (auto loaded = out->load(); !loaded) return loaded.error();
   return std::unique_ptr<RevokedTokens>(std::move(out));
 }

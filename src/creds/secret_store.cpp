@@ -18,6 +18,7 @@
 
 #include "common/hex.hpp"
 #include "common/unique_fd.hpp"
+#include "storage/sqlite_state.hpp"
 #include "policy/names.hpp"
 
 namespace airlock::creds {
@@ -207,19 +208,16 @@ class Statement {
 };
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL;"
     "CREATE TABLE IF NOT EXISTS secrets ("
     " name TEXT PRIMARY KEY, nonce BLOB NOT NULL, ciphertext BLOB NOT NULL,"
     " tag BLOB NOT NULL, updated_ms INTEGER NOT NULL)";
 
-// The database file made 0600 before SQLite opens it (its -wal and -shm take its mode), so
-// no umask, which is the whole process's, has to change.
-Status make_files(const std::string& data_dir, const std::string& db_path) {
+// The data directory, 0700 when it is made here (the database file is made 0600 by
+// open_sqlite_state).
+Status make_dir(const std::string& data_dir) {
   std::error_code ec;
   if (std::filesystem::create_directories(data_dir, ec)) ::chmod(data_dir.c_str(), 0700);
   if (ec) return Error::make("storage", "cannot create " + data_dir + ": " + ec.message());
-  UniqueFd fd(::open(db_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return Error::make("storage", "cannot open " + db_path + ": " + errno_text());
   return {};
 }
 
@@ -248,20 +246,21 @@ std::string SecretStore::key_file_for(const std::string& data_dir) {
 Result<std::unique_ptr<SecretStore>> SecretStore::open(const std::string& data_dir) {
   auto impl = std::make_unique<Impl>();
   impl->db_path = data_dir + "/secrets.db";
-  if (auto s = make_files(data_dir, impl->db_path); !s) return s.error();
+  if (auto s = make_dir(data_dir); !s) return s.error();
   auto key = load_or_create_key(key_file_for(data_dir));
   if (!key) return key.error();
   impl->key = *key;
   OPENSSL_cleanse(key->data(), key->size());
-  if (sqlite3_open_v2(impl->db_path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK)
-    return Error::make("storage", "cannot open " + impl->db_path + ": " +
-                                      (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
-  // The CLI writes while the daemon reads: wait for the other's lock rather than fail.
-  sqlite3_busy_timeout(impl->db, 5000);
-  if (sqlite3_exec(impl->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return Error::make("storage",
-                       "cannot set up " + impl->db_path + ": " + sqlite3_errmsg(impl->db));
+  // Private (0600, -wal and -shm too); Impl::mu serialises the connection; every commit synced
+  // (an acknowledged `airlock secrets set` is on disk). The CLI writes while the daemon reads:
+  // the busy timeout makes each wait for the other's lock rather than fail.
+  storage::SqliteStateOptions options;
+  options.file_mode = 0600;
+  options.serialized = false;
+  options.synchronous = "FULL";
+  auto db = storage::open_sqlite_state(impl->db_path, kSchema, "secrets database", options);
+  if (!db) return db.error();
+  impl->db = db->release();
   return std::unique_ptr<SecretStore>(new SecretStore(std::move(impl)));
 }
 

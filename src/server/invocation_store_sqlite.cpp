@@ -5,6 +5,8 @@
 
 #include <mutex>
 
+#include "storage/sqlite_state.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -53,21 +55,13 @@ class SqliteInvocationStore : public InvocationStore {
 }  // namespace
 
 Result<std::unique_ptr<InvocationStore>> InvocationStore::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto store = std::make_unique<SqliteInvocationStore>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (auto s = store->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                           "CREATE TABLE IF NOT EXISTS invocations ("
-                           " id TEXT PRIMARY KEY, tool TEXT NOT NULL,"
-                           " status TEXT NOT NULL, response TEXT, started_ms INTEGER, finished_ms INTEGER)");
-      !s)
-    return s.error();
+  auto db = storage::open_sqlite_state(path,
+                                       "CREATE TABLE IF NOT EXISTS invocations ("
+                                       " id TEXT PRIMARY KEY, tool TEXT NOT NULL,"
+                                       " status TEXT NOT NULL, response TEXT, started_ms INTEGER, finished_ms INTEGER)",
+                                       "state database (invocations)");
+  if (!db) return db.error();
+  auto store = std::make_unique<SqliteInvocationStore>(db->release());
   if (auto s = store->migrate(); !s) return s.error();
   return std::unique_ptr<InvocationStore>(std::move(store));
 }

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include "storage/sqlite_state.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -31,7 +33,6 @@ class Statement {
 };
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS webhook_deliveries ("
     " id TEXT PRIMARY KEY, webhook TEXT NOT NULL, event TEXT NOT NULL, subject TEXT NOT NULL,"
     " body TEXT NOT NULL, created_ms INTEGER NOT NULL, next_ms INTEGER NOT NULL,"
@@ -64,17 +65,9 @@ Error db_error(sqlite3* db, const std::string& what) {
 }  // namespace
 
 Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto outbox = std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db));
-  sqlite3_busy_timeout(db, 5000);
-  if (auto s = outbox->exec(kSchema); !s) return s.error();
-  return outbox;
+  auto db = storage::open_sqlite_state(path, kSchema, "state database (webhook_deliveries)");
+  if (!db) return db.error();
+  return std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db->release()));
 }
 
 WebhookOutbox::~WebhookOutbox() { sqlite3_close(db_); }
