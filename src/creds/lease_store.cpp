@@ -21,38 +21,7 @@ Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", "credential leases: " + what + ": " + sqlite3_errmsg(db));
 }
 
-// A prepared statement that finalizes itself; binds text by copy.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
-  // One of the store's prepared statements, reset for this use and kept afterwards.
-  explicit Statement(sqlite3_stmt* cached) : stmt_(cached), ok_(cached != nullptr), owned_(false) {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ~Statement() {
-    if (owned_) sqlite3_finalize(stmt_);
-    else sqlite3_reset(stmt_);
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return ok_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return sqlite3_step(stmt_); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
-  }
-  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  bool ok_ = false;
-  bool owned_ = true;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kAdd =
     "INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"

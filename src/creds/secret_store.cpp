@@ -173,39 +173,11 @@ Result<std::string> open_sealed(const Key& key, const std::string& name, const S
 
 // --- SQLite ---
 
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
+using Statement = storage::SqliteStatement;
 
-  bool ok() const { return stmt_ != nullptr; }
-  void text(int i, const std::string& s) {
-    sqlite3_bind_text64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  }
-  void blob(int i, const std::string& s) {
-    sqlite3_bind_blob64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT);
-  }
-  void int64(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return stmt_ ? sqlite3_step(stmt_) : SQLITE_ERROR; }
-  std::string column(int i) const {
-    const void* p = sqlite3_column_blob(stmt_, i);
-    return p ? std::string(static_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : std::string();
-  }
-  std::int64_t column_int64(int i) const { return sqlite3_column_int64(stmt_, i); }
-  Error error(const std::string& what) const {
-    return Error::make("storage", "secrets database: " + what + ": " + sqlite3_errmsg(db_));
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "secrets database: " + what + ": " + sqlite3_errmsg(db));
+}
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS secrets ("
@@ -282,12 +254,12 @@ Status SecretStore::set(const std::string& name, const std::string& value) {
       "INSERT INTO secrets (name, nonce, ciphertext, tag, updated_ms) VALUES (?, ?, ?, ?, ?)"
       " ON CONFLICT (name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,"
       " tag = excluded.tag, updated_ms = excluded.updated_ms");
-  s.text(1, name);
-  s.blob(2, sealed->nonce);
-  s.blob(3, sealed->ciphertext);
-  s.blob(4, sealed->tag);
-  s.int64(5, now_ms());
-  if (s.step() != SQLITE_DONE) return s.error("setting '" + name + "'");
+  s.bind(1, name);
+  s.bind_blob(2, sealed->nonce);
+  s.bind_blob(3, sealed->ciphertext);
+  s.bind_blob(4, sealed->tag);
+  s.bind(5, now_ms());
+  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "setting '" + name + "'");
   return {};
 }
 
@@ -298,11 +270,11 @@ Result<std::string> SecretStore::get(const std::string& name) const {
   {
     std::lock_guard lock(impl_->mu);
     Statement s(impl_->db, "SELECT nonce, ciphertext, tag FROM secrets WHERE name = ?");
-    s.text(1, name);
+    s.bind(1, name);
     int rc = s.step();
     if (rc == SQLITE_DONE) return Error::make("unknown_secret", "no secret named '" + name + "'");
-    if (rc != SQLITE_ROW) return s.error("reading '" + name + "'");
-    sealed = {s.column(0), s.column(1), s.column(2)};
+    if (rc != SQLITE_ROW) return db_error(impl_->db, "reading '" + name + "'");
+    sealed = {s.blob(0), s.blob(1), s.blob(2)};
   }
   return open_sealed(impl_->key, name, sealed);
 }
@@ -312,8 +284,8 @@ Result<std::vector<SecretStore::Entry>> SecretStore::list() const {
   Statement s(impl_->db, "SELECT name, updated_ms FROM secrets ORDER BY name");
   std::vector<Entry> entries;
   int rc = SQLITE_ROW;
-  while ((rc = s.step()) == SQLITE_ROW) entries.push_back({s.column(0), s.column_int64(1)});
-  if (rc != SQLITE_DONE) return s.error("listing");
+  while ((rc = s.step()) == SQLITE_ROW) entries.push_back({s.blob(0), s.integer(1)});
+  if (rc != SQLITE_DONE) return db_error(impl_->db, "listing");
   return entries;
 }
 
@@ -321,8 +293,8 @@ Status SecretStore::remove(const std::string& name) {
   if (auto s = check_name(name); !s) return s;
   std::lock_guard lock(impl_->mu);
   Statement s(impl_->db, "DELETE FROM secrets WHERE name = ?");
-  s.text(1, name);
-  if (s.step() != SQLITE_DONE) return s.error("removing '" + name + "'");
+  s.bind(1, name);
+  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "removing '" + name + "'");
   if (sqlite3_changes(impl_->db) == 0)
     return Error::make("unknown_secret", "no secret named '" + name + "'");
   return {};

@@ -15,31 +15,7 @@
 namespace airlock::mcp {
 namespace {
 
-// A prepared statement that finalizes itself; binds text by copy.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return ok_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  int step() { return sqlite3_step(stmt_); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : "";
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  bool ok_ = false;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS mcp_pins (server TEXT NOT NULL, tool TEXT NOT NULL,"

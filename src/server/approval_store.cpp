@@ -11,30 +11,7 @@
 namespace airlock::server {
 namespace {
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  bool step_row() { return sqlite3_step(stmt_) == SQLITE_ROW; }
-  bool step_done() { return sqlite3_step(stmt_) == SQLITE_DONE; }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : "";
-  }
-  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS approvals ("

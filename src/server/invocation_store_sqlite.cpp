@@ -12,24 +12,7 @@ namespace {
 
 using detail::now_ms;
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = storage::SqliteStatement;
 
 Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", what + ": " + sqlite3_errmsg(db));
@@ -39,7 +22,7 @@ class SqliteInvocationStore : public InvocationStore {
  public:
   explicit SqliteInvocationStore(sqlite3* db) : db_(db) {}
   ~SqliteInvocationStore() override { sqlite3_close(db_); }
-  Status exec(const std::string& sql);
+  Status exec(const char* sql);
   Status migrate();
   Status begin(const std::string& id, const std::string& tool, const Owner& owner) override;
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) override;
@@ -87,14 +70,8 @@ Status SqliteInvocationStore::migrate() {
       "CREATE INDEX IF NOT EXISTS invocations_subject ON invocations (subject_sub, started_ms);");
 }
 
-Status SqliteInvocationStore::exec(const std::string& sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string m = message ? message : "unknown error";
-    sqlite3_free(message);
-    return Error::make("storage", "state database: " + m);
-  }
-  return {};
+Status SqliteInvocationStore::exec(const char* sql) {
+  return storage::sqlite_exec(db_, sql, "state database");
 }
 
 Status SqliteInvocationStore::begin(const std::string& id, const std::string& tool, const Owner& owner) {

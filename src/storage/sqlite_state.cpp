@@ -73,4 +73,58 @@ Result<SqliteConnection> open_sqlite_state(const std::string& path, const char* 
   return db;
 }
 
+Status sqlite_exec(sqlite3* db, const char* sql, const std::string& store) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) == SQLITE_OK) return {};
+  const std::string reason = message != nullptr ? message : reason_of(db);
+  sqlite3_free(message);
+  return Error::make("storage", store + ": " + reason);
+}
+
+SqliteStatement::SqliteStatement(sqlite3* db, const char* sql) {
+  if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+  }
+}
+
+SqliteStatement::SqliteStatement(sqlite3_stmt* kept) : stmt_(kept), owned_(false) {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+SqliteStatement::~SqliteStatement() {
+  if (owned_) sqlite3_finalize(stmt_);
+  else sqlite3_reset(stmt_);
+}
+
+void SqliteStatement::bind(int i, const std::string& text) {
+  sqlite3_bind_text64(stmt_, i, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+}
+
+void SqliteStatement::bind(int i, std::int64_t value) { sqlite3_bind_int64(stmt_, i, value); }
+
+void SqliteStatement::bind_blob(int i, const std::string& bytes) {
+  sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+}
+
+int SqliteStatement::step() { return stmt_ != nullptr ? sqlite3_step(stmt_) : SQLITE_ERROR; }
+bool SqliteStatement::step_row() { return step() == SQLITE_ROW; }
+bool SqliteStatement::step_done() { return step() == SQLITE_DONE; }
+
+std::string SqliteStatement::text(int i) const {
+  const auto* p = sqlite3_column_text(stmt_, i);
+  return p != nullptr ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+                      : std::string();
+}
+
+std::string SqliteStatement::blob(int i) const {
+  const void* p = sqlite3_column_blob(stmt_, i);
+  return p != nullptr ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+                      : std::string();
+}
+
+std::int64_t SqliteStatement::integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+bool SqliteStatement::is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+
 }  // namespace airlock::storage

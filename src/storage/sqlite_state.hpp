@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "common/result.hpp"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace airlock::storage {
 
@@ -44,5 +46,37 @@ using SqliteConnection = std::unique_ptr<sqlite3, SqliteCloser>;
 // ("credential leases: opening /d/state.db: unable to open database file").
 Result<SqliteConnection> open_sqlite_state(const std::string& path, const char* schema, const std::string& store,
                                            const SqliteStateOptions& options = {});
+
+// Runs sql (one or more statements, no rows wanted). Errors: code "storage", "<store>: <reason>".
+Status sqlite_exec(sqlite3* db, const char* sql, const std::string& store);
+
+// A prepared statement of a state store: finalized when it goes (or, made from one the store
+// keeps prepared, reset and kept). Text and blobs are bound by copy.
+class SqliteStatement {
+ public:
+  SqliteStatement(sqlite3* db, const char* sql);
+  // One of the store's prepared statements (may be null), reset for this use and kept afterwards.
+  explicit SqliteStatement(sqlite3_stmt* kept);
+  ~SqliteStatement();
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
+
+  bool ok() const { return stmt_ != nullptr; }  // false: it did not prepare
+  sqlite3_stmt* get() const { return stmt_; }
+  void bind(int i, const std::string& text);
+  void bind(int i, std::int64_t value);
+  void bind_blob(int i, const std::string& bytes);
+  int step();  // SQLite's code; SQLITE_ERROR when it did not prepare
+  bool step_row();
+  bool step_done();
+  std::string text(int i) const;
+  std::string blob(int i) const;
+  std::int64_t integer(int i) const;
+  bool is_null(int i) const;
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  bool owned_ = true;
+};
 
 }  // namespace airlock::storage

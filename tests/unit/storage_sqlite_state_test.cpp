@@ -127,5 +127,34 @@ TEST_F(SqliteStateTest, APrivateFileInAMissingDirectoryIsRefusedAtMaking) {
   EXPECT_NE(db.error().message.find("secrets: making " + path + ": "), std::string::npos) << db.error().message;
 }
 
+// The statement and exec the stores share: a value round-trips, a NULL reads as one, and a
+// failing statement is an error naming the store and SQLite's reason.
+TEST_F(SqliteStateTest, StatementsAndExecOfAStore) {
+  auto db = open_sqlite_state(path_, kSchema, "test store");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  {
+    SqliteStatement insert(db->get(), "INSERT INTO t (k, v) VALUES (?, ?), ('null', NULL)");
+    ASSERT_TRUE(insert.ok());
+    insert.bind(1, std::string("a\0b", 3));
+    insert.bind(2, std::int64_t{1} << 40);
+    EXPECT_TRUE(insert.step_done());
+  }
+  SqliteStatement read(db->get(), "SELECT k, v FROM t ORDER BY v IS NULL");
+  ASSERT_TRUE(read.step_row());
+  EXPECT_EQ(read.text(0), std::string("a\0b", 3));
+  EXPECT_EQ(read.integer(1), std::int64_t{1} << 40);
+  ASSERT_TRUE(read.step_row());
+  EXPECT_TRUE(read.is_null(1));
+  EXPECT_TRUE(read.step_done());
+
+  SqliteStatement bad(db->get(), "SELECT nope FROM t");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_FALSE(bad.step_row()) << "a statement that did not prepare steps to an error";
+  auto failed = sqlite_exec(db->get(), "INSERT INTO missing VALUES (1)", "test store");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().code, "storage");
+  EXPECT_EQ(failed.error().message, "test store: no such table: missing");
+}
+
 }  // namespace
 }  // namespace airlock::storage
