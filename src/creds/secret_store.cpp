@@ -18,8 +18,8 @@
 
 #include "common/hex.hpp"
 #include "common/unique_fd.hpp"
-#include "storage/sqlite_state.hpp"
 #include "policy/names.hpp"
+#include "storage/sqlite_state.hpp"
 
 namespace airlock::creds {
 namespace {
