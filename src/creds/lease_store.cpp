@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/hex.hpp"
+#include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::creds {
@@ -20,38 +21,7 @@ Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", "credential leases: " + what + ": " + sqlite3_errmsg(db));
 }
 
-// A prepared statement that finalizes itself; binds text by copy.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK; }
-  // One of the store's prepared statements, reset for this use and kept afterwards.
-  explicit Statement(sqlite3_stmt* cached) : stmt_(cached), ok_(cached != nullptr), owned_(false) {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ~Statement() {
-    if (owned_) sqlite3_finalize(stmt_);
-    else sqlite3_reset(stmt_);
-  }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return ok_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return sqlite3_step(stmt_); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
-  }
-  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  bool ok_ = false;
-  bool owned_ = true;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kAdd =
     "INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"
@@ -106,24 +76,17 @@ Result<std::string> new_lease_id() {
 }
 
 Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto store = std::make_unique<SqliteLeaseStore>(db);
-  sqlite3_busy_timeout(db, 5000);
   const char* schema =
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
       "CREATE TABLE IF NOT EXISTS leases (id TEXT PRIMARY KEY, invocation_id TEXT NOT NULL,"
       " tool TEXT NOT NULL, env TEXT NOT NULL, provider TEXT NOT NULL, scopes TEXT NOT NULL,"
       " issued_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, target TEXT NOT NULL,"
       " state TEXT NOT NULL, updated_ms INTEGER NOT NULL);"
       "CREATE INDEX IF NOT EXISTS leases_by_state ON leases(state);"
       "CREATE INDEX IF NOT EXISTS leases_by_invocation ON leases(invocation_id);";
-  if (sqlite3_exec(db, schema, nullptr, nullptr, nullptr) != SQLITE_OK) return db_error(db, "creating the table");
+  auto opened = storage::open_sqlite_state(path, schema, "credential leases");
+  if (!opened) return opened.error();
+  auto store = std::make_unique<SqliteLeaseStore>(opened->release());
+  sqlite3* db = store->db_;
   // Prepared once: preparing is a good part of a write's cost (bench/creds).
   if (sqlite3_prepare_v3(db, kAdd, -1, SQLITE_PREPARE_PERSISTENT, &store->add_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v3(db, kUpdate, -1, SQLITE_PREPARE_PERSISTENT, &store->update_, nullptr) != SQLITE_OK)

@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::creds {
@@ -28,14 +29,7 @@ Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", "revoked tokens: " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
 }
 
-// One statement, finalized on every path.
-struct Statement {
-  sqlite3_stmt* stmt = nullptr;
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-};
+using Statement = storage::SqliteStatement;
 
 // The SQLite store: the table, and all of it in memory.
 class SqliteRevokedTokens final : public RevokedTokens {
@@ -66,20 +60,11 @@ class SqliteRevokedTokens final : public RevokedTokens {
 }  // namespace
 
 Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = db_error(db, "opening " + path);
-    sqlite3_close(db);
-    return e;
-  }
-  auto out = std::make_unique<SqliteRevokedTokens>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_exec(db,
-                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                   "CREATE TABLE IF NOT EXISTS revoked_tokens (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
-                   nullptr, nullptr, nullptr) != SQLITE_OK)
-    return db_error(db, "creating the table in " + path);
+  auto db = storage::open_sqlite_state(
+      path, "CREATE TABLE IF NOT EXISTS revoked_tokens (jti TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL)",
+      "revoked tokens");
+  if (!db) return db.error();
+  auto out = std::make_unique<SqliteRevokedTokens>(db->release());
   if (auto loaded = out->load(); !loaded) return loaded.error();
   return std::unique_ptr<RevokedTokens>(std::move(out));
 }
@@ -93,12 +78,10 @@ Status SqliteRevokedTokens::load() {
   purge_table(now_ms());
   std::unique_lock lock(mu_);
   Statement s(db_, "SELECT jti, expires_ms FROM revoked_tokens");
-  if (!s.stmt) return db_error(db_, "reading");
+  if (!s.ok()) return db_error(db_, "reading");
   int rc;
-  while ((rc = sqlite3_step(s.stmt)) == SQLITE_ROW) {
-    const auto* jti = reinterpret_cast<const char*>(sqlite3_column_text(s.stmt, 0));
-    if (jti) revoked_[jti] = sqlite3_column_int64(s.stmt, 1);
-  }
+  while ((rc = s.step()) == SQLITE_ROW)
+    if (!s.is_null(0)) revoked_[s.text(0)] = s.integer(1);
   if (rc != SQLITE_DONE) return db_error(db_, "reading");
   next_purge_ms_ = now_ms() + kPurgeEveryMs;
   return {};
@@ -117,8 +100,8 @@ bool SqliteRevokedTokens::purge_due(std::int64_t now) {
 void SqliteRevokedTokens::purge_table(std::int64_t now) {
   std::lock_guard db_lock(db_mu_);
   Statement s(db_, "DELETE FROM revoked_tokens WHERE expires_ms < ?");
-  sqlite3_bind_int64(s.stmt, 1, now - keep_ms());
-  (void)sqlite3_step(s.stmt);  // a purge that fails is retried at the next one
+  s.bind(1, now - keep_ms());
+  (void)s.step();  // a purge that fails is retried at the next one
 }
 
 Status SqliteRevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
@@ -136,9 +119,9 @@ Status SqliteRevokedTokens::revoke(const std::string& jti, std::chrono::system_c
   Statement s(db_,
               "INSERT INTO revoked_tokens (jti, expires_ms) VALUES (?, ?) "
               "ON CONFLICT(jti) DO UPDATE SET expires_ms = max(expires_ms, excluded.expires_ms)");
-  sqlite3_bind_text(s.stmt, 1, jti.data(), static_cast<int>(jti.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s.stmt, 2, expires);
-  if (!s.stmt || sqlite3_step(s.stmt) != SQLITE_DONE) return db_error(db_, "recording a revocation");
+  s.bind(1, jti);
+  s.bind(2, expires);
+  if (!s.step_done()) return db_error(db_, "recording a revocation");
   return {};
 }
 

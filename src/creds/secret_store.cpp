@@ -19,6 +19,7 @@
 #include "common/hex.hpp"
 #include "common/unique_fd.hpp"
 #include "policy/names.hpp"
+#include "storage/sqlite_state.hpp"
 
 namespace airlock::creds {
 namespace {
@@ -172,54 +173,23 @@ Result<std::string> open_sealed(const Key& key, const std::string& name, const S
 
 // --- SQLite ---
 
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
+using Statement = storage::SqliteStatement;
 
-  bool ok() const { return stmt_ != nullptr; }
-  void text(int i, const std::string& s) {
-    sqlite3_bind_text64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  }
-  void blob(int i, const std::string& s) {
-    sqlite3_bind_blob64(stmt_, i, s.data(), s.size(), SQLITE_TRANSIENT);
-  }
-  void int64(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  int step() { return stmt_ ? sqlite3_step(stmt_) : SQLITE_ERROR; }
-  std::string column(int i) const {
-    const void* p = sqlite3_column_blob(stmt_, i);
-    return p ? std::string(static_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : std::string();
-  }
-  std::int64_t column_int64(int i) const { return sqlite3_column_int64(stmt_, i); }
-  Error error(const std::string& what) const {
-    return Error::make("storage", "secrets database: " + what + ": " + sqlite3_errmsg(db_));
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", "secrets database: " + what + ": " + sqlite3_errmsg(db));
+}
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL;"
     "CREATE TABLE IF NOT EXISTS secrets ("
     " name TEXT PRIMARY KEY, nonce BLOB NOT NULL, ciphertext BLOB NOT NULL,"
     " tag BLOB NOT NULL, updated_ms INTEGER NOT NULL)";
 
-// The database file made 0600 before SQLite opens it (its -wal and -shm take its mode), so
-// no umask, which is the whole process's, has to change.
-Status make_files(const std::string& data_dir, const std::string& db_path) {
+// The data directory, 0700 when it is made here (the database file is made 0600 by
+// open_sqlite_state).
+Status make_dir(const std::string& data_dir) {
   std::error_code ec;
   if (std::filesystem::create_directories(data_dir, ec)) ::chmod(data_dir.c_str(), 0700);
   if (ec) return Error::make("storage", "cannot create " + data_dir + ": " + ec.message());
-  UniqueFd fd(::open(db_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) return Error::make("storage", "cannot open " + db_path + ": " + errno_text());
   return {};
 }
 
@@ -248,20 +218,21 @@ std::string SecretStore::key_file_for(const std::string& data_dir) {
 Result<std::unique_ptr<SecretStore>> SecretStore::open(const std::string& data_dir) {
   auto impl = std::make_unique<Impl>();
   impl->db_path = data_dir + "/secrets.db";
-  if (auto s = make_files(data_dir, impl->db_path); !s) return s.error();
+  if (auto s = make_dir(data_dir); !s) return s.error();
   auto key = load_or_create_key(key_file_for(data_dir));
   if (!key) return key.error();
   impl->key = *key;
   OPENSSL_cleanse(key->data(), key->size());
-  if (sqlite3_open_v2(impl->db_path.c_str(), &impl->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK)
-    return Error::make("storage", "cannot open " + impl->db_path + ": " +
-                                      (impl->db ? sqlite3_errmsg(impl->db) : "out of memory"));
-  // The CLI writes while the daemon reads: wait for the other's lock rather than fail.
-  sqlite3_busy_timeout(impl->db, 5000);
-  if (sqlite3_exec(impl->db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return Error::make("storage",
-                       "cannot set up " + impl->db_path + ": " + sqlite3_errmsg(impl->db));
+  // Private (0600, -wal and -shm too); Impl::mu serialises the connection; every commit synced
+  // (an acknowledged `airlock secrets set` is on disk). The CLI writes while the daemon reads:
+  // the busy timeout makes each wait for the other's lock rather than fail.
+  storage::SqliteStateOptions options;
+  options.file_mode = 0600;
+  options.serialized = false;
+  options.synchronous = "FULL";
+  auto db = storage::open_sqlite_state(impl->db_path, kSchema, "secrets database", options);
+  if (!db) return db.error();
+  impl->db = db->release();
   return std::unique_ptr<SecretStore>(new SecretStore(std::move(impl)));
 }
 
@@ -283,12 +254,12 @@ Status SecretStore::set(const std::string& name, const std::string& value) {
       "INSERT INTO secrets (name, nonce, ciphertext, tag, updated_ms) VALUES (?, ?, ?, ?, ?)"
       " ON CONFLICT (name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext,"
       " tag = excluded.tag, updated_ms = excluded.updated_ms");
-  s.text(1, name);
-  s.blob(2, sealed->nonce);
-  s.blob(3, sealed->ciphertext);
-  s.blob(4, sealed->tag);
-  s.int64(5, now_ms());
-  if (s.step() != SQLITE_DONE) return s.error("setting '" + name + "'");
+  s.bind(1, name);
+  s.bind_blob(2, sealed->nonce);
+  s.bind_blob(3, sealed->ciphertext);
+  s.bind_blob(4, sealed->tag);
+  s.bind(5, now_ms());
+  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "setting '" + name + "'");
   return {};
 }
 
@@ -299,11 +270,11 @@ Result<std::string> SecretStore::get(const std::string& name) const {
   {
     std::lock_guard lock(impl_->mu);
     Statement s(impl_->db, "SELECT nonce, ciphertext, tag FROM secrets WHERE name = ?");
-    s.text(1, name);
+    s.bind(1, name);
     int rc = s.step();
     if (rc == SQLITE_DONE) return Error::make("unknown_secret", "no secret named '" + name + "'");
-    if (rc != SQLITE_ROW) return s.error("reading '" + name + "'");
-    sealed = {s.column(0), s.column(1), s.column(2)};
+    if (rc != SQLITE_ROW) return db_error(impl_->db, "reading '" + name + "'");
+    sealed = {s.blob(0), s.blob(1), s.blob(2)};
   }
   return open_sealed(impl_->key, name, sealed);
 }
@@ -313,8 +284,8 @@ Result<std::vector<SecretStore::Entry>> SecretStore::list() const {
   Statement s(impl_->db, "SELECT name, updated_ms FROM secrets ORDER BY name");
   std::vector<Entry> entries;
   int rc = SQLITE_ROW;
-  while ((rc = s.step()) == SQLITE_ROW) entries.push_back({s.column(0), s.column_int64(1)});
-  if (rc != SQLITE_DONE) return s.error("listing");
+  while ((rc = s.step()) == SQLITE_ROW) entries.push_back({s.blob(0), s.integer(1)});
+  if (rc != SQLITE_DONE) return db_error(impl_->db, "listing");
   return entries;
 }
 
@@ -322,8 +293,8 @@ Status SecretStore::remove(const std::string& name) {
   if (auto s = check_name(name); !s) return s;
   std::lock_guard lock(impl_->mu);
   Statement s(impl_->db, "DELETE FROM secrets WHERE name = ?");
-  s.text(1, name);
-  if (s.step() != SQLITE_DONE) return s.error("removing '" + name + "'");
+  s.bind(1, name);
+  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "removing '" + name + "'");
   if (sqlite3_changes(impl_->db) == 0)
     return Error::make("unknown_secret", "no secret named '" + name + "'");
   return {};

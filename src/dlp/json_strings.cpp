@@ -82,11 +82,54 @@ std::size_t decode_escape(std::string_view data, std::size_t at, char*& w) {
   return 1;
 }
 
+constexpr std::string_view kJsonBlank = " \t\r\n";
+
+// The end of the run at data[at...] that a JSON string may hold as it is: the next quote,
+// backslash or control character, 16 bytes at a time.
+std::size_t special_run_end(std::string_view data, std::size_t at) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x1F);
+  for (; at + 16 <= data.size(); at += 16) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data.data() + at));
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, space), block);  // block <= 0x1F
+    const int found = _mm_movemask_epi8(_mm_or_si128(
+        control, _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash))));
+    if (found != 0) return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(found)));
+  }
+#endif
+  while (at < data.size() && data[at] != '"' && data[at] != '\\' && static_cast<unsigned char>(data[at]) >= 0x20)
+    ++at;
+  return at;
+}
+
+// The length of the JSON escape at data[at] == '\\', or 0 when it is not one JSON has.
+std::size_t escape_length(std::string_view data, std::size_t at) {
+  if (at + 1 >= data.size()) return 0;
+  switch (data[at + 1]) {
+    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': return 2;
+    case 'u': return read_hex4(data, at + 2) >= 0 ? 6 : 0;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 bool looks_like_json(std::string_view data) {
-  auto first = data.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && (data[first] == '{' || data[first] == '[');
+  auto first = data.find_first_not_of(kJsonBlank);
+  if (first == std::string_view::npos) return false;
+  return data[first] == '{' || data[first] == '[' || (data[first] == '"' && is_json_string(data));
+}
+
+bool is_json_string(std::string_view data) {
+  const auto first = data.find_first_not_of(kJsonBlank), last = data.find_last_not_of(kJsonBlank);
+  if (first == std::string_view::npos || last == first || data[first] != '"' || data[last] != '"') return false;
+  const std::string_view contents = data.substr(first + 1, last - first - 1);
+  for (std::size_t at = special_run_end(contents, 0); at < contents.size(); at = special_run_end(contents, at)) {
+    const std::size_t length = contents[at] == '\\' ? escape_length(contents, at) : 0;
+    if (length == 0) return false;  // a quote, a control character, or not an escape
+    at += length;
+  }
+  return true;
 }
 
 Span DecodedStrings::origin_of(std::size_t i) const {

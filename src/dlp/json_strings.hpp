@@ -37,8 +37,14 @@ struct DecodedStrings {
   Span origin_of(std::size_t i) const;
 };
 
-// The first byte that is not white space is '{' or '['. JSON Lines count too.
+// The first byte that is not white space is '{' or '[' (JSON Lines count too), or the whole
+// document is one JSON string (is_json_string).
 bool looks_like_json(std::string_view data);
+
+// The document, white space around it aside, is exactly one JSON string: quotes at both ends,
+// none unescaped between them, every escape one JSON has, no raw control character. Its bytes
+// are not checked to be UTF-8 (nor are those of an object or array).
+bool is_json_string(std::string_view data);
 
 // Lenient: it finds string literals without validating the document around them, so truncated
 // or concatenated documents are still scanned.

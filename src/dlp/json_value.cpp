@@ -116,7 +116,8 @@ bool continuation_at(const std::string& s, std::size_t i) {
 }  // namespace
 
 std::optional<ValueScan> ValueScan::scan(const Scanner& scanner, json& value, const ScanOptions& options) {
-  // dump_compact's text of anything else does not start with '{' or '[': not scanned as JSON.
+  // Anything else is scanned as its text by the caller: a string's is one JSON string, which
+  // Scanner::scan reads as JSON; a number's, a boolean's or null's has no string to decode.
   if (!value.is_array() && !value.is_object()) return std::nullopt;
   Layout layout;
   layout.text.reserve(Layout::estimated_size(value));

@@ -26,9 +26,10 @@ namespace airlock::dlp {
 class ValueScan {
  public:
   // The findings in `value` (an array or an object). nullopt when the value cannot be laid out
-  // as dump_compact writes it: not an array or object (dump_compact's text is then not scanned
-  // as JSON), a string or key that is not UTF-8 (written with U+FFFD), a number written as
-  // null, a binary value. Honours options.literals and options.threads (json is JSON here).
+  // as dump_compact writes it: not an array or object (the caller scans its text instead, a
+  // lone string's as JSON), a string or key that is not UTF-8 (written with U+FFFD), a number
+  // written as null, a binary value. Honours options.literals and options.threads (json is JSON
+  // here).
   static std::optional<ValueScan> scan(const Scanner& scanner, nlohmann::json& value,
                                        const ScanOptions& options = {});
 

@@ -9,39 +9,15 @@
 #include <mutex>
 
 #include "common/utc_time.hpp"
+#include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::mcp {
 namespace {
 
-// A prepared statement that finalizes itself; binds text by copy.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    ok_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return ok_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  int step() { return sqlite3_step(stmt_); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : "";
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  bool ok_ = false;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS mcp_pins (server TEXT NOT NULL, tool TEXT NOT NULL,"
     " sha256 TEXT NOT NULL, pinned_at TEXT NOT NULL, pending_sha256 TEXT NOT NULL DEFAULT '',"
     " pending_json TEXT NOT NULL DEFAULT '', pending_since TEXT NOT NULL DEFAULT '',"
@@ -102,18 +78,9 @@ class SqlitePinStore final : public PinStore {
 }  // namespace
 
 Result<std::unique_ptr<PinStore>> PinStore::open(const std::string& db_path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + db_path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto store = std::make_unique<SqlitePinStore>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK)
-    return db_error(db, "creating the table in " + db_path);
-  return std::unique_ptr<PinStore>(std::move(store));
+  auto db = storage::open_sqlite_state(db_path, kSchema, "tool pins");
+  if (!db) return db.error();
+  return std::unique_ptr<PinStore>(std::make_unique<SqlitePinStore>(db->release()));
 }
 
 Result<std::unique_ptr<PinStore>> PinStore::open(const storage::StateLocation& location) {

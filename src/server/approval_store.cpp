@@ -5,38 +5,15 @@
 #include <map>
 #include <mutex>
 
+#include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::server {
 namespace {
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  bool step_row() { return sqlite3_step(stmt_) == SQLITE_ROW; }
-  bool step_done() { return sqlite3_step(stmt_) == SQLITE_DONE; }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : "";
-  }
-  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS approvals ("
     " id TEXT PRIMARY KEY, invocation_id TEXT NOT NULL UNIQUE, tool TEXT NOT NULL,"
     " config_version TEXT NOT NULL, arguments_sha256 TEXT NOT NULL, approvers_required INTEGER NOT NULL,"
@@ -127,7 +104,6 @@ class SqliteApprovalStore final : public ApprovalStore {
  public:
   explicit SqliteApprovalStore(sqlite3* db) : db_(db) {}
   ~SqliteApprovalStore() override { sqlite3_close(db_); }
-  Status exec(const std::string& sql);
   Status create(const ApprovalRecord& record) override;
   std::optional<ApprovalRecord> get(const std::string& id) override;
   std::optional<ApprovalRecord> by_invocation(const std::string& invocation_id) override;
@@ -154,33 +130,17 @@ std::size_t ApprovalRecord::approvals() const {
 }
 
 Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto store = std::make_unique<SqliteApprovalStore>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (auto s = store->exec(kSchema); !s) return s.error();
-  if (auto s = add_preview_columns(db); !s) return s.error();
+  auto db = storage::open_sqlite_state(path, kSchema, "state database (approvals)");
+  if (!db) return db.error();
+  sqlite3* raw = db->release();
+  auto store = std::make_unique<SqliteApprovalStore>(raw);  // owns it from here
+  if (auto s = add_preview_columns(raw); !s) return s.error();
   return std::unique_ptr<ApprovalStore>(std::move(store));
 }
 
 Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const storage::StateLocation& location) {
   if (location.is_postgres()) return open_postgres_approval_store(location);
   return open(location.sqlite_path);
-}
-
-Status SqliteApprovalStore::exec(const std::string& sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string m = message ? message : "unknown error";
-    sqlite3_free(message);
-    return Error::make("storage", "state database (approvals): " + m);
-  }
-  return {};
 }
 
 Status SqliteApprovalStore::create(const ApprovalRecord& r) {

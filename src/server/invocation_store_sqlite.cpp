@@ -5,29 +5,14 @@
 
 #include <mutex>
 
+#include "storage/sqlite_state.hpp"
+
 namespace airlock::server {
 namespace {
 
 using detail::now_ms;
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i))) : "";
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = storage::SqliteStatement;
 
 Error db_error(sqlite3* db, const std::string& what) {
   return Error::make("storage", what + ": " + sqlite3_errmsg(db));
@@ -37,7 +22,7 @@ class SqliteInvocationStore : public InvocationStore {
  public:
   explicit SqliteInvocationStore(sqlite3* db) : db_(db) {}
   ~SqliteInvocationStore() override { sqlite3_close(db_); }
-  Status exec(const std::string& sql);
+  Status exec(const char* sql);
   Status migrate();
   Status begin(const std::string& id, const std::string& tool, const Owner& owner) override;
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) override;
@@ -53,21 +38,13 @@ class SqliteInvocationStore : public InvocationStore {
 }  // namespace
 
 Result<std::unique_ptr<InvocationStore>> InvocationStore::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto store = std::make_unique<SqliteInvocationStore>(db);
-  sqlite3_busy_timeout(db, 5000);
-  if (auto s = store->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                           "CREATE TABLE IF NOT EXISTS invocations ("
-                           " id TEXT PRIMARY KEY, tool TEXT NOT NULL,"
-                           " status TEXT NOT NULL, response TEXT, started_ms INTEGER, finished_ms INTEGER)");
-      !s)
-    return s.error();
+  auto db = storage::open_sqlite_state(path,
+                                       "CREATE TABLE IF NOT EXISTS invocations ("
+                                       " id TEXT PRIMARY KEY, tool TEXT NOT NULL,"
+                                       " status TEXT NOT NULL, response TEXT, started_ms INTEGER, finished_ms INTEGER)",
+                                       "state database (invocations)");
+  if (!db) return db.error();
+  auto store = std::make_unique<SqliteInvocationStore>(db->release());
   if (auto s = store->migrate(); !s) return s.error();
   return std::unique_ptr<InvocationStore>(std::move(store));
 }
@@ -93,14 +70,8 @@ Status SqliteInvocationStore::migrate() {
       "CREATE INDEX IF NOT EXISTS invocations_subject ON invocations (subject_sub, started_ms);");
 }
 
-Status SqliteInvocationStore::exec(const std::string& sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string m = message ? message : "unknown error";
-    sqlite3_free(message);
-    return Error::make("storage", "state database: " + m);
-  }
-  return {};
+Status SqliteInvocationStore::exec(const char* sql) {
+  return storage::sqlite_exec(db_, sql, "state database");
 }
 
 Status SqliteInvocationStore::begin(const std::string& id, const std::string& tool, const Owner& owner) {

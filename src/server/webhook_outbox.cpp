@@ -2,36 +2,14 @@
 
 #include <sqlite3.h>
 
+#include "storage/sqlite_state.hpp"
+
 namespace airlock::server {
 namespace {
 
-// A prepared statement that finalizes itself.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  bool step_row() { return sqlite3_step(stmt_) == SQLITE_ROW; }
-  bool step_done() { return sqlite3_step(stmt_) == SQLITE_DONE; }
-  std::string text(int i) const {
-    auto* p = sqlite3_column_text(stmt_, i);
-    return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
-             : "";
-  }
-  std::int64_t integer(int i) const { return sqlite3_column_int64(stmt_, i); }
-  bool is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+using Statement = storage::SqliteStatement;
 
 constexpr const char* kSchema =
-    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     "CREATE TABLE IF NOT EXISTS webhook_deliveries ("
     " id TEXT PRIMARY KEY, webhook TEXT NOT NULL, event TEXT NOT NULL, subject TEXT NOT NULL,"
     " body TEXT NOT NULL, created_ms INTEGER NOT NULL, next_ms INTEGER NOT NULL,"
@@ -64,29 +42,15 @@ Error db_error(sqlite3* db, const std::string& what) {
 }  // namespace
 
 Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    Error e = Error::make("storage", "opening " + path + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-    sqlite3_close(db);
-    return e;
-  }
-  auto outbox = std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db));
-  sqlite3_busy_timeout(db, 5000);
-  if (auto s = outbox->exec(kSchema); !s) return s.error();
-  return outbox;
+  auto db = storage::open_sqlite_state(path, kSchema, "state database (webhook_deliveries)");
+  if (!db) return db.error();
+  return std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db->release()));
 }
 
 WebhookOutbox::~WebhookOutbox() { sqlite3_close(db_); }
 
 Status WebhookOutbox::exec(const std::string& sql) {
-  char* message = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    std::string m = message ? message : "unknown error";
-    sqlite3_free(message);
-    return Error::make("storage", "state database (webhook_deliveries): " + m);
-  }
-  return {};
+  return storage::sqlite_exec(db_, sql.c_str(), "state database (webhook_deliveries)");
 }
 
 Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 
 #include "audit/log_reader.hpp"
-#include "identity/signer.hpp"
+#include "corp_issuer.hpp"
 #include "pipeline/stages/approval.hpp"
 #include "mcp_test_support.hpp"
 #include "server/approvals.hpp"
@@ -26,31 +26,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCorp = "https://idp.corp.example";
-
-std::int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // alice asks (through the agent); bob, carol and alice may approve; mallory may not.
-const char* kSections = R"(server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}
-identity:
-  issuers:
-    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
-roles:
-  - name: requester
-    rules:
-      - {effect: allow, actions: [invoke], tools: ["danger*"]}
-  - name: approver
-    rules:
-      - {effect: allow, actions: [approve], tools: ["danger*"]}
-bindings:
-  - role: requester
-    users: [{issuer: corp, claim: groups, value: staff}]
-  - role: approver
-    users: [{issuer: corp, claim: groups, value: approvers}])";
-
 const char* kTools = R"(
   - name: danger
     risk: critical
@@ -68,14 +45,11 @@ const char* kTools = R"(
 class Approvals : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto corp = identity::TokenSigner::load_or_create(ws_.dir() + "/corp.key");
-    ASSERT_TRUE(corp.ok());
+    auto corp = CorpIssuer::open(ws_.dir());
+    ASSERT_TRUE(corp.ok()) << corp.error().message;
     corp_.emplace(std::move(*corp));
-    std::ofstream(ws_.dir() + "/corp-jwks.json") << corp_->jwks().dump();
-    ws_.rewrite(kSections, kTools);
-    std::string yaml = ws_.config_text();
-    yaml.replace(yaml.find("tiers:\n"), 7, "tiers:\n  critical: {backend: local}\n");
-    ws_.write_config(yaml);
+    ws_.rewrite(corp_sections(), kTools);
+    ws_.write_config(with_local_critical_tier(ws_.config_text()));
     start();
   }
 
@@ -86,9 +60,7 @@ class Approvals : public ::testing::Test {
   std::string token(const std::string& sub) const {
     json groups = json::array({"staff"});
     if (sub != "mallory") groups.push_back("approvers");
-    json claims = {{"iss", kCorp}, {"aud", "airlock"}, {"sub", sub}, {"iat", now_s()},
-                   {"exp", now_s() + 600}, {"jti", "jti-" + sub}, {"groups", groups}};
-    return *corp_->issue(claims);
+    return corp_->token(sub, groups);
   }
 
   // The agent calls `tool` for alice.
@@ -143,7 +115,7 @@ class Approvals : public ::testing::Test {
   }
 
   Workspace ws_;
-  std::optional<identity::TokenSigner> corp_;
+  std::optional<CorpIssuer> corp_;
   std::unique_ptr<RunningDaemon> daemon_;
 };
 

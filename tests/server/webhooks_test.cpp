@@ -20,7 +20,7 @@
 
 #include "audit/log_reader.hpp"
 #include "creds/secret_store.hpp"
-#include "identity/signer.hpp"
+#include "corp_issuer.hpp"
 #include "server/webhook_outbox.hpp"
 #include "server/webhooks.hpp"
 #include "server_test_support.hpp"
@@ -32,7 +32,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr const char* kCorp = "https://idp.corp.example";
 constexpr const char* kApproverSecret = "whsec-approvers-5f2d9c0b7e4a1836";
 constexpr const char* kOutcomeSecret = "whsec-outcomes-a41c77e09b3d2f58";
 constexpr const char* kApiKeyValue = "sk-live-77c1e0d2a9b84f3365d0e1c2b3a49586";
@@ -197,24 +196,8 @@ bool verify(const std::string& secret, const Received& r) {
 
 // ---- The daemon -----------------------------------------------------------------------------
 
-// alice asks through the agent; bob approves.
-const char* kSections = R"(server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}
-identity:
-  issuers:
-    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
-roles:
-  - name: requester
-    rules:
-      - {effect: allow, actions: [invoke], tools: ["*"]}
-  - name: approver
-    rules:
-      - {effect: allow, actions: [approve], tools: ["danger*"]}
-bindings:
-  - role: requester
-    users: [{issuer: corp, claim: groups, value: staff}]
-  - role: approver
-    users: [{issuer: corp, claim: groups, value: approvers}])";
 
+// alice asks through the agent; bob approves.
 const char* kTools = R"(
   - name: danger
     risk: critical
@@ -250,10 +233,9 @@ class Webhooks : public ::testing::Test {
   void SetUp() override {
     ::setenv("AIRLOCK_WEBHOOKS_TEST_SECRET", kApproverSecret, 1);
     std::ofstream(ws_.dir() + "/outcomes.secret") << kOutcomeSecret << "\n";
-    auto corp = identity::TokenSigner::load_or_create(ws_.dir() + "/corp.key");
-    ASSERT_TRUE(corp.ok());
+    auto corp = CorpIssuer::open(ws_.dir());
+    ASSERT_TRUE(corp.ok()) << corp.error().message;
     corp_.emplace(std::move(*corp));
-    std::ofstream(ws_.dir() + "/corp-jwks.json") << corp_->jwks().dump();
     auto store = creds::SecretStore::open(ws_.dir() + "/data");
     ASSERT_TRUE(store.ok()) << store.error().message;
     ASSERT_TRUE((*store)->set("api-key", kApiKeyValue).ok());
@@ -261,10 +243,8 @@ class Webhooks : public ::testing::Test {
 
   // The configuration with `webhooks` (its YAML), and a daemon on it.
   void start(const std::string& webhooks) {
-    ws_.rewrite(kSections, kTools);
-    std::string yaml = ws_.config_text();
-    yaml.replace(yaml.find("tiers:\n"), 7, "tiers:\n  critical: {backend: local}\n");
-    ws_.write_config(yaml + webhooks);
+    ws_.rewrite(corp_sections("*"), kTools);
+    ws_.write_config(with_local_critical_tier(ws_.config_text()) + webhooks);
     daemon_ = std::make_unique<RunningDaemon>(ws_);
   }
   void stop() { daemon_.reset(); }
@@ -273,9 +253,7 @@ class Webhooks : public ::testing::Test {
   std::string token(const std::string& sub) const {
     json groups = json::array({"staff"});
     if (sub != "alice") groups.push_back("approvers");
-    json claims = {{"iss", kCorp}, {"aud", "airlock"}, {"sub", sub}, {"iat", unix_now()},
-                   {"exp", unix_now() + 600}, {"jti", "jti-" + sub}, {"groups", groups}};
-    return *corp_->issue(claims);
+    return corp_->token(sub, groups);
   }
   Reply request(const std::string& tool, const json& arguments) {
     return http_with(port(), "POST", "/v1/tools/" + tool + "/invoke", json{{"arguments", arguments}}.dump(), kKey,
@@ -292,7 +270,7 @@ class Webhooks : public ::testing::Test {
   }
 
   Workspace ws_;
-  std::optional<identity::TokenSigner> corp_;
+  std::optional<CorpIssuer> corp_;
   std::unique_ptr<RunningDaemon> daemon_;
 };
 

@@ -11,7 +11,7 @@
 
 #include "audit/log_location.hpp"
 #include "audit/log_reader.hpp"
-#include "identity/signer.hpp"
+#include "corp_issuer.hpp"
 #include "server_test_support.hpp"
 #include "state_store_support.hpp"
 
@@ -20,28 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCorp = "https://idp.corp.example";
-
-std::int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-const char* kSections = R"(server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}
-identity:
-  issuers:
-    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
-roles:
-  - name: requester
-    rules:
-      - {effect: allow, actions: [invoke], tools: ["danger*"]}
-  - name: approver
-    rules:
-      - {effect: allow, actions: [approve], tools: ["danger*"]}
-bindings:
-  - role: requester
-    users: [{issuer: corp, claim: groups, value: staff}]
-  - role: approver
-    users: [{issuer: corp, claim: groups, value: approvers}])";
 
 std::string tools_yaml(std::uint16_t collector_port) {
   return R"(
@@ -56,8 +34,8 @@ std::string tools_yaml(std::uint16_t collector_port) {
 class ApprovalsAcrossReplicas : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto corp = identity::TokenSigner::load_or_create(a_ws_.dir() + "/corp.key");
-    ASSERT_TRUE(corp.ok());
+    auto corp = CorpIssuer::open(a_ws_.dir());
+    ASSERT_TRUE(corp.ok()) << corp.error().message;
     corp_.emplace(std::move(*corp));
     const auto location = state_.location();
     log_.postgres_url = location.postgres.url;
@@ -69,10 +47,9 @@ class ApprovalsAcrossReplicas : public ::testing::Test {
 
   // The approvals test's configuration, on the shared database with the shared keys.
   void configure(Workspace& ws, const std::string& url) {
-    std::ofstream(ws.dir() + "/corp-jwks.json") << corp_->jwks().dump();
-    ws.rewrite(kSections, tools_yaml(collector_.port()));
-    std::string yaml = ws.config_text();
-    yaml.replace(yaml.find("tiers:\n"), 7, "tiers:\n  critical: {backend: local}\n");
+    corp_->publish(ws.dir());
+    ws.rewrite(corp_sections(), tools_yaml(collector_.port()));
+    std::string yaml = with_local_critical_tier(ws.config_text());
     const std::string sqlite_block = "storage: {dataDir: data, checkpointEvery: 100}";
     const auto at = yaml.find(sqlite_block);
     ASSERT_NE(at, std::string::npos) << "the test workspace's storage block changed";
@@ -83,10 +60,7 @@ class ApprovalsAcrossReplicas : public ::testing::Test {
   }
 
   std::string token(const std::string& sub) const {
-    json claims = {{"iss", kCorp}, {"aud", "airlock"},    {"sub", sub},
-                   {"iat", now_s()}, {"exp", now_s() + 600}, {"jti", "jti-" + sub},
-                   {"groups", json::array({"staff", "approvers"})}};
-    return *corp_->issue(claims);
+    return corp_->token(sub, json::array({"staff", "approvers"}));
   }
 
   // alice asks on `port` through the agent: 202, the invocation and approval ids.
@@ -129,7 +103,7 @@ class ApprovalsAcrossReplicas : public ::testing::Test {
   ::airlock::test::PostgresState state_;
   audit::LogLocation log_;
   Workspace a_ws_, b_ws_;
-  std::optional<identity::TokenSigner> corp_;
+  std::optional<CorpIssuer> corp_;
   std::unique_ptr<RunningDaemon> a_, b_;
 };
 

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -215,6 +216,58 @@ TEST(DlpJson, FindingsAfterEscapesRedactToValidJson) {
        {"4539148803436467", "536-22-1234", "jane.doe@example.org", "10.1.2.3", "734-0001"})
     EXPECT_EQ(text.find(value), std::string::npos) << value << " in " << text;
   EXPECT_NE(text.find("INFO start\n"), std::string::npos);  // the escapes outside findings stay
+}
+
+// A document that is one JSON string (a tool's result that is a string, `airlock scan` of a
+// file holding one): scanned as JSON like the same string in an array, so a key spelled with
+// an escape, or right after a "\n", is found at whole escapes and redacts to valid JSON.
+TEST(DlpJson, ATopLevelStringIsScannedAsJson) {
+  auto scanner = make_scanner();
+  const std::string doc = R"( "line\nAKIAUP6PPB2TDBM72FQO and \u0041KIAUP6PPB2TDBM72FQO")" "\n";
+  auto result = scanner.scan(doc);
+  ASSERT_EQ(result.findings.size(), 2u) << "as text the escaped key is missed";
+  for (const Finding& f : result.findings) EXPECT_EQ(f.detector, "aws_access_key_id");
+  EXPECT_EQ(doc.substr(result.findings[0].start, result.findings[0].end - result.findings[0].start),
+            "AKIAUP6PPB2TDBM72FQO");
+  EXPECT_EQ(doc.substr(result.findings[1].start, result.findings[1].end - result.findings[1].start),
+            R"(\u0041KIAUP6PPB2TDBM72FQO)");
+  // The offsets the same string has inside an array, one byte further on.
+  const std::string array = "[" + doc + "]";
+  auto in_array = scanner.scan(array);
+  ASSERT_EQ(in_array.findings.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(in_array.findings[i].start, result.findings[i].start + 1);
+    EXPECT_EQ(in_array.findings[i].end, result.findings[i].end + 1);
+  }
+  // Redacted: still one JSON string, whose decoded text has both keys replaced.
+  const std::string redacted = scanner.redact(doc, result);
+  auto parsed = nlohmann::json::parse(redacted, nullptr, false);
+  ASSERT_TRUE(parsed.is_string()) << redacted;
+  EXPECT_EQ(parsed.get<std::string>(), "line\n[REDACTED:AWS_ACCESS_KEY_ID] and [REDACTED:AWS_ACCESS_KEY_ID]");
+}
+
+// What only starts (or ends) with a quote is not one JSON string: scanned as the text it is,
+// with every finding the bytes give (those of JsonMode::off), nothing decoded away.
+TEST(DlpJson, TextThatIsNotOneJsonStringIsScannedAsText) {
+  auto scanner = make_scanner();
+  const std::string escaped_key = R"(\u0041KIAUP6PPB2TDBM72FQO)";
+  const std::vector<std::string> texts = {
+      "\"note\" AKIAUP6PPB2TDBM72FQO " + escaped_key,                 // a quoted word, then text
+      "\"a\" \"AKIAUP6PPB2TDBM72FQO " + escaped_key + "\"",           // two strings
+      "\"unterminated AKIAUP6PPB2TDBM72FQO " + escaped_key,            // no closing quote
+      "\"raw\ttab AKIAUP6PPB2TDBM72FQO " + escaped_key + "\"",        // a control character
+      "\"bad \\x escape AKIAUP6PPB2TDBM72FQO " + escaped_key + "\"",  // not a JSON escape
+      "\"short \\u00 AKIAUP6PPB2TDBM72FQO " + escaped_key + "\"",     // \u without four digits
+      "\"AKIAUP6PPB2TDBM72FQO " + escaped_key + "\\\"",               // its last quote escaped
+      "\"AKIAUP6PPB2TDBM72FQO " + escaped_key + "\" trailing",        // text after it
+  };
+  for (const std::string& text : texts) {
+    const ScanResult as_text = scanner.scan(text, {nullptr, JsonMode::off});
+    const ScanResult got = scanner.scan(text);
+    ASSERT_EQ(as_text.findings.size(), 1u) << text;  // the plain key; the escaped one stays unread
+    EXPECT_EQ(got.findings, as_text.findings) << text;
+    EXPECT_EQ(scanner.redact(text, got), scanner.redact(text, as_text)) << text;
+  }
 }
 
 TEST(DlpBytes, InvalidUtf8NeitherCrashesNorHidesSecrets) {

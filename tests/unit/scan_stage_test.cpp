@@ -127,5 +127,23 @@ TEST(DlpScanStage, ACallComesOutAsWhenTheStageScannedTheText) {
   EXPECT_GT(outcomes["withheld"], 0u);
 }
 
+// A result that is one string (a tool's log lines): its compact text is one JSON string, which
+// the scanner reads as JSON as `airlock scan` does, so a key right after a line break is found
+// and redacted inside the string (scanned as text, "\nAKIA..." hid it).
+TEST(DlpScanStage, AResultThatIsOneStringIsScannedAsJson) {
+  auto scanner = std::make_shared<const dlp::Scanner>(std::move(*dlp::Scanner::create(dlp::Policy::defaults())));
+  ScanStage stage(scanner, ScanStage::Direction::output);
+  const policy::Config config;
+  Invocation inv;
+  inv.output = json("build log\nAKIAUP6PPB2TDBM72FQO\ndone");
+  StageContext ctx(config);
+  ASSERT_TRUE(stage.run(inv, ctx).proceeds());
+  ASSERT_TRUE(inv.output && inv.output->is_string());
+  EXPECT_EQ(inv.output->get<std::string>(), "build log\n[REDACTED:AWS_ACCESS_KEY_ID]\ndone");
+  ASSERT_EQ(inv.redactions.size(), 1u);
+  EXPECT_EQ(inv.redactions[0].detector, "aws_access_key_id");
+  EXPECT_EQ(inv.redacted_output, dump_compact(*inv.output));
+}
+
 }  // namespace
 }  // namespace airlock::pipeline
