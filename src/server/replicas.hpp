@@ -38,6 +38,7 @@ class ReplicaRegistry {
     std::function<Status(const Orphan&)> record;            // the audit record, under the row lock
     std::function<nlohmann::json(const Orphan&)> response;  // its stored response ("aborted")
     std::function<void(const Orphan&)> aborted;             // after the commit: leases, pods, metric
+    std::function<void()> after_failover;  // each failover round, after the orphans: quota holds
     std::function<void(const std::string&)> log;
   };
 
