@@ -395,7 +395,12 @@ Status Daemon::State::open_quotas(const policy::Config& cfg) {
     pipeline_deps.quotas = pipeline::MemoryQuotaBook::create();
     return {};
   }
-  auto book = PostgresQuotaBook::open(storage::state_location(cfg.storage).postgres, pg_store->replica(), {});
+  // Admissions and CPU charges with synchronous_commit off: a database crash may forget the
+  // last few hundred ms of them, an undercount, for one fsync less per call (docs/performance.md,
+  // "Quotas on PostgreSQL"). Releases stay synchronous.
+  PostgresQuotaBook::Options relaxed;
+  relaxed.synchronous_commit = false;
+  auto book = PostgresQuotaBook::open(storage::state_location(cfg.storage).postgres, pg_store->replica(), relaxed);
   if (!book) return book.error();
   pg_quotas = *book;
   pipeline_deps.quotas = pg_quotas;

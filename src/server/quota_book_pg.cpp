@@ -169,9 +169,9 @@ pipeline::QuotaAdmission PostgresQuotaBook::admit(const policy::QuotasConfig& qu
   return std::make_shared<pipeline::QuotaHold>([book = shared_from_this(), hold_id] { book->release(hold_id); });
 }
 
-// One statement; with synchronous_commit off (Options), in a transaction that says so.
-Status PostgresQuotaBook::write(const std::string& step, const std::string& sql, const Params& params) {
-  if (options_.synchronous_commit) {
+// One statement; `relaxed` with synchronous_commit off (Options), in a transaction that says so.
+Status PostgresQuotaBook::write(const std::string& step, const std::string& sql, const Params& params, bool relaxed) {
+  if (!relaxed || options_.synchronous_commit) {
     auto done = db_->exec(step, sql, params);
     if (!done) return done.error();
     return {};
@@ -183,8 +183,10 @@ Status PostgresQuotaBook::write(const std::string& step, const std::string& sql,
   });
 }
 
+// Always committed synchronously: a release lost in a database crash would bring its hold
+// back for good (its replica lives on, so failover never takes it): a place leaked.
 Status PostgresQuotaBook::write_release(const std::string& hold_id) {
-  return write("release quota hold " + hold_id, "DELETE FROM quota_holds WHERE hold_id = $1", {hold_id});
+  return write("release quota hold " + hold_id, "DELETE FROM quota_holds WHERE hold_id = $1", {hold_id}, false);
 }
 
 void PostgresQuotaBook::release(const std::string& hold_id) {
@@ -203,7 +205,7 @@ Status PostgresQuotaBook::write_charge(const Charge& c) {
           " INSERT INTO quota_cpu (holder, slot, charged_at, seconds) VALUES ($1,"
           " floor(extract(epoch FROM clock_timestamp()) * 1000 / $2::bigint)::bigint, clock_timestamp(), $3::float8)"
           " ON CONFLICT (holder, slot) DO UPDATE SET seconds = quota_cpu.seconds + excluded.seconds",
-      {c.holder, std::to_string(c.slot_ms), number(c.seconds)});
+      {c.holder, std::to_string(c.slot_ms), number(c.seconds)}, true);
 }
 
 void PostgresQuotaBook::charge_cpu(const policy::QuotasConfig& quotas, const std::string& principal,

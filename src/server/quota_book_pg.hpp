@@ -31,8 +31,9 @@ namespace airlock::server {
 class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_from_this<PostgresQuotaBook> {
  public:
   struct Options {
-    // false: admissions commit with synchronous_commit off (docs/performance.md says which
-    // the daemon uses and why).
+    // false: admissions and CPU charges commit with synchronous_commit off; a database crash
+    // may then forget the last few hundred ms of them (an undercount). Releases are always
+    // synchronous. docs/performance.md, "Quotas on PostgreSQL", says what the daemon uses and why.
     bool synchronous_commit = true;
   };
   // Connects (a connection of its own: admissions never wait behind the invocation store's
@@ -62,7 +63,7 @@ class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_
     double seconds;
   };
   Result<std::vector<Account>> lock_and_read(storage::pg::Database::Tx& tx, const std::vector<std::string>& holders);
-  Status write(const std::string& step, const std::string& sql, const storage::pg::Params& params);
+  Status write(const std::string& step, const std::string& sql, const storage::pg::Params& params, bool relaxed);
   Status write_release(const std::string& hold_id);
   Status write_charge(const Charge& charge);
   void release(const std::string& hold_id);
