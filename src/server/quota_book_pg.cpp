@@ -66,10 +66,15 @@ struct PostgresQuotaBook::Account {
 
 Result<std::shared_ptr<PostgresQuotaBook>> PostgresQuotaBook::open(const Database::Location& location,
                                                                    std::string replica, Options options) {
-  auto db = Database::open(location, "the quota store (state database)");
-  if (!db) return db.error();
-  if (auto made = storage::pg::create_schema(**db, "create the quota tables", kSchema); !made) return made.error();
-  return std::shared_ptr<PostgresQuotaBook>(new PostgresQuotaBook(std::move(*db), std::move(replica), options));
+  std::vector<std::unique_ptr<Database>> dbs;
+  for (int i = 0; i < std::max(1, options.connections); ++i) {
+    auto db = Database::open(location, "the quota store (state database)");
+    if (!db) return db.error();
+    dbs.push_back(std::move(*db));
+  }
+  if (auto made = storage::pg::create_schema(*dbs.front(), "create the quota tables", kSchema); !made)
+    return made.error();
+  return std::shared_ptr<PostgresQuotaBook>(new PostgresQuotaBook(std::move(dbs), std::move(replica), options));
 }
 
 // Locks the rows of `holders` (sorted: every replica locks in the same order), then reads
@@ -147,7 +152,7 @@ pipeline::QuotaAdmission PostgresQuotaBook::admit(const policy::QuotasConfig& qu
   for (const auto& r : refs) holders.push_back(r.key);
   const std::string hold_id = audit::new_invocation_id();
   std::optional<pipeline::QuotaRefusal> refused;
-  Status done = db_->transaction("admit a call under its quotas", [&](Database::Tx& tx) -> Status {
+  Status done = db().transaction("admit a call under its quotas", [&](Database::Tx& tx) -> Status {
     refused.reset();
     if (!options_.synchronous_commit)
       if (auto set = tx.exec("relax the commit", "SET LOCAL synchronous_commit = off"); !set) return set.error();
@@ -172,11 +177,11 @@ pipeline::QuotaAdmission PostgresQuotaBook::admit(const policy::QuotasConfig& qu
 // One statement; `relaxed` with synchronous_commit off (Options), in a transaction that says so.
 Status PostgresQuotaBook::write(const std::string& step, const std::string& sql, const Params& params, bool relaxed) {
   if (!relaxed || options_.synchronous_commit) {
-    auto done = db_->exec(step, sql, params);
+    auto done = db().exec(step, sql, params);
     if (!done) return done.error();
     return {};
   }
-  return db_->transaction(step, [&](Database::Tx& tx) -> Status {
+  return db().transaction(step, [&](Database::Tx& tx) -> Status {
     if (auto set = tx.exec(step + " (relax the commit)", "SET LOCAL synchronous_commit = off"); !set) return set.error();
     if (auto done = tx.exec(step, sql, params); !done) return done.error();
     return {};
@@ -231,7 +236,7 @@ Status PostgresQuotaBook::flush_pending() {
 }
 
 Result<int> PostgresQuotaBook::release_dead_replicas() {
-  auto gone = db_->exec("release the quota holds of dead replicas",
+  auto gone = db().exec("release the quota holds of dead replicas",
                         "DELETE FROM quota_holds h WHERE NOT EXISTS (SELECT 1 FROM replicas r WHERE r.id = h.replica)");
   if (!gone) return gone.error();
   return std::atoi(PQcmdTuples(gone->result.get()));
@@ -239,7 +244,7 @@ Result<int> PostgresQuotaBook::release_dead_replicas() {
 
 std::uint32_t PostgresQuotaBook::in_flight(const std::string& principal, const std::string& user) {
   const std::string key = db_key(user.empty() ? "p:" + principal : "u:" + user);
-  auto rows = db_->exec("count quota holds", "SELECT count(*) FROM quota_holds WHERE holder = $1", {key});
+  auto rows = db().exec("count quota holds", "SELECT count(*) FROM quota_holds WHERE holder = $1", {key});
   if (!rows || rows->rows() == 0) return 0;
   return static_cast<std::uint32_t>(std::stoul(rows->value(0, 0)));
 }

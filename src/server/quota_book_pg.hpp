@@ -18,6 +18,7 @@
 // dead replica are removed by failover (release_dead_replicas, from server/replicas.cpp).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,8 +36,11 @@ class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_
     // may then forget the last few hundred ms of them (an undercount). Releases are always
     // synchronous. docs/performance.md, "Quotas on PostgreSQL", says what the daemon uses and why.
     bool synchronous_commit = true;
+    // Connections, taken in turn: one replica's admissions would otherwise wait for each
+    // other's round trips and commits (several commits share one WAL flush).
+    int connections = 4;
   };
-  // Connects (a connection of its own: admissions never wait behind the invocation store's
+  // Connects (connections of its own: admissions never wait behind the invocation store's
   // statements) and creates the tables when missing. Holds it admits name `replica`.
   static Result<std::shared_ptr<PostgresQuotaBook>> open(const storage::pg::Database::Location& location,
                                                          std::string replica, Options options);
@@ -54,8 +58,9 @@ class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_
   Result<int> release_dead_replicas();
 
  private:
-  PostgresQuotaBook(std::unique_ptr<storage::pg::Database> db, std::string replica, Options options)
-      : db_(std::move(db)), replica_(std::move(replica)), options_(options) {}
+  PostgresQuotaBook(std::vector<std::unique_ptr<storage::pg::Database>> dbs, std::string replica, Options options)
+      : dbs_(std::move(dbs)), replica_(std::move(replica)), options_(options) {}
+  storage::pg::Database& db() { return *dbs_[next_db_++ % dbs_.size()]; }
   struct Account;  // one locked account row as the admission read it
   struct Charge {
     std::string holder;
@@ -68,7 +73,8 @@ class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_
   Status write_charge(const Charge& charge);
   void release(const std::string& hold_id);
 
-  std::unique_ptr<storage::pg::Database> db_;
+  std::vector<std::unique_ptr<storage::pg::Database>> dbs_;
+  std::atomic<std::size_t> next_db_{0};
   const std::string replica_;
   const Options options_;
   std::mutex pending_mu_;  // releases and charges the database did not take, in order
