@@ -254,6 +254,12 @@ TEST(Replicas, AKilledReplicasRunningCallsAreAbortedByTheOther) {
   ASSERT_TRUE(eventually([&] { return db.count("SELECT count(*) FROM invocations WHERE status = 'running'") == 5; }))
       << "the calls never started";
   const auto b_replica = db.column("SELECT DISTINCT replica FROM invocations WHERE tool = 'hold-token'").at(0);
+  // A running row is written before the call's quota admission and its credentials: wait
+  // for its lease too, so that B dies holding it.
+  ASSERT_TRUE(eventually([&] {
+    return db.count("SELECT count(*) FROM leases l JOIN invocations i ON i.id = l.invocation_id"
+                    " WHERE i.tool = 'hold-token'") == 1;
+  })) << "the call never leased its token";
 
   b.stop(SIGKILL);
   for (auto& f : on_b) EXPECT_EQ(f.get().status, 0) << "the connection died with the replica";
