@@ -7,7 +7,7 @@
 //                loops as there are CPUs, for the same time.
 //   DaemonsOnStorage/{postgres}/{daemons}: one daemon on SQLite, or N daemons (a parameter)
 //                sharing one PostgreSQL database (a throwaway cluster, fsync on), 100 clients
-//                spread over them (issue 21).
+//                spread over them (issue 21); /quota 1: with every quota kind set (issue 22).
 //   Daemon/{cold,warm}/{1,50}: the same daemon and tool, cold or with tools[].warm
 //                (docs/warm-start.md), 1 and 50 clients: also the warm share of the calls and
 //                the machine's CPU time per call (from /proc/stat, every process included).
@@ -82,8 +82,8 @@ struct Setup {
     ::chmod((dir + "/tools/trivial.py").c_str(), 0644);
     add_config("airlock.yaml", "{dataDir: data}");
   }
-  // `storage`: the config's storage section, in YAML flow style.
-  std::string add_config(const std::string& name, const std::string& storage) const {
+  // `storage`: the config's storage section, in YAML flow style; `more`: sections after it.
+  std::string add_config(const std::string& name, const std::string& storage, const std::string& more = "") const {
     std::ofstream(dir + "/" + name)
         << "apiVersion: airlock.dev/v1\nkind: AirlockConfig\n"
            "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
@@ -92,7 +92,7 @@ struct Setup {
            "    tools: [trivial]\n"
            "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
            "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
-        << (warm ? "    warm: {}\n" : "");
+        << (warm ? "    warm: {}\n" : "") << more;
     return dir + "/" + name;
   }
   ~Setup() { fs::remove_all(dir); }
@@ -309,9 +309,14 @@ BenchDatabase start_bench_database() {
 // (storage.postgres, one signing key file and one token key file), each with its own data directory; 100 clients
 // spread over them. What is in PostgreSQL is what main puts there (the audit log; more as the
 // state stores move).
+// quota 1: every quota kind set (none refuses here), so each call's admission reads and
+// writes the bucket and its end charges CPU (on PostgreSQL: the shared book, issue #22). With
+// quota 0 the book still counts `concurrent` (its fallback, maxConcurrentInvocations + queueLength).
 void BM_DaemonsOnStorage(benchmark::State& state) {
   const bool postgres = state.range(0) == 1;
   const int count = static_cast<int>(state.range(1));
+  const std::string quotas =
+      state.range(2) ? "quotas:\n  default: {concurrent: 500, rate: 100000/s, cpuSeconds: 100000/m}\n" : "";
   Setup setup;
   BenchDatabase database;
   if (postgres) {
@@ -327,10 +332,11 @@ void BM_DaemonsOnStorage(benchmark::State& state) {
     if (postgres)
       storage += ", signingKeyFile: " + setup.dir + "/audit.key, tokenKeyFile: " + setup.dir +
                  "/token.key, postgres: {url: \"" + database.url + "\"}";
-    configs.push_back(setup.add_config("airlock-" + std::to_string(d) + ".yaml", storage + "}"));
+    configs.push_back(setup.add_config("airlock-" + std::to_string(d) + ".yaml", storage + "}", quotas));
   }
   run_daemons(state, false, 100, configs);
-  state.SetLabel(postgres ? std::to_string(count) + " daemon(s), PostgreSQL" : "1 daemon, SQLite");
+  state.SetLabel((postgres ? std::to_string(count) + " daemon(s), PostgreSQL" : std::string("1 daemon, SQLite")) +
+                 (state.range(2) ? ", quotas" : ""));
 }
 
 void BM_AirlockRun(benchmark::State& state) {
@@ -478,8 +484,8 @@ void BM_TwoAgents(benchmark::State& state, bool warm) {
 
 BENCHMARK(BM_Daemon)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 // daemons: 2 is the replicas figure, once the other state stores are in PostgreSQL too.
-BENCHMARK(BM_DaemonsOnStorage)->ArgNames({"postgres", "daemons"})->Args({0, 1})->Args({1, 1})
-    ->Args({1, 2})->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK(BM_DaemonsOnStorage)->ArgNames({"postgres", "daemons", "quota"})->Args({0, 1, 0})->Args({1, 1, 0})
+    ->Args({1, 2, 0})->Args({0, 1, 1})->Args({1, 2, 1})->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);

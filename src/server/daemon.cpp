@@ -6,6 +6,7 @@
 #include "server/approvals.hpp"
 #include "server/invocation_store_pg.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/quota_book_pg.hpp"
 #include "server/replicas.hpp"
 #include "server/webhooks.hpp"
 
@@ -162,6 +163,7 @@ struct Daemon::State {
   // daemon is one replica among them (docs/daemon.md, "Replicas and failover").
   PostgresInvocationStore* pg_store = nullptr;
   std::unique_ptr<ReplicaRegistry> replicas;
+  std::shared_ptr<PostgresQuotaBook> pg_quotas;  // the quota book then (pipeline_deps.quotas)
   std::unique_ptr<creds::LeaseStore> leases;  // in state.db
   std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
   std::unique_ptr<mcp::PinStore> pins;                   // in state.db: MCP tool pins
@@ -200,6 +202,7 @@ struct Daemon::State {
   Status open_storage(const policy::Config& cfg);
   Status open_invocations(const policy::Config& cfg);
   Status join_replicas(const policy::Config& cfg);
+  Status open_quotas(const policy::Config& cfg);
   void abandoned(const ReplicaRegistry::Orphan& orphan);
   Status recover();
   void revoke_leftover_leases(const policy::Config& cfg);
@@ -370,6 +373,11 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
     return response;
   };
   hooks.aborted = [this](const ReplicaRegistry::Orphan& o) { abandoned(o); };
+  hooks.after_failover = [this] {  // a dead (or cleanly stopped) replica's quota places
+    auto released = pg_quotas->release_dead_replicas();
+    if (!released) std::cerr << "airlock: failover: " << released.error().message << "\n";
+    else if (*released > 0) std::cerr << "airlock: failover: released " << *released << " quota place(s) of dead replicas\n";
+  };
   hooks.log = [](const std::string& line) { std::cerr << "airlock: " << line << "\n"; };
   auto joined = ReplicaRegistry::join(storage::state_location(cfg.storage).postgres, *pg_store, timing,
                                       std::move(hooks));
@@ -377,6 +385,25 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
   replicas = std::move(*joined);
   std::cerr << "airlock: replica " << pg_store->replica() << " joined (heartbeat every "
             << cfg.storage.heartbeat_interval.count() << " ms, failover after " << after << ")\n";
+  return {};
+}
+
+// Quotas and the fair queue (docs/daemon.md): one book for the daemon's life, over reloads.
+// On PostgreSQL the replicas' book, shared (server/quota_book_pg.hpp); else this daemon's.
+Status Daemon::State::open_quotas(const policy::Config& cfg) {
+  if (!pg_store) {
+    pipeline_deps.quotas = pipeline::MemoryQuotaBook::create();
+    return {};
+  }
+  // Admissions and CPU charges with synchronous_commit off: a database crash may forget the
+  // last few hundred ms of them, an undercount, for one fsync less per call (docs/performance.md,
+  // "Quotas on PostgreSQL"). Releases stay synchronous.
+  PostgresQuotaBook::Options relaxed;
+  relaxed.synchronous_commit = false;
+  auto book = PostgresQuotaBook::open(storage::state_location(cfg.storage).postgres, pg_store->replica(), relaxed);
+  if (!book) return book.error();
+  pg_quotas = *book;
+  pipeline_deps.quotas = pg_quotas;
   return {};
 }
 
@@ -476,7 +503,12 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
   sweeper = std::make_unique<ApprovalSweeper>(*approvals, waiters);
-  if (storage::state_location(cfg.storage).is_postgres()) sweeper->also([this] { answer_polls_done_elsewhere(); });
+  // Replicas: also the quota releases and charges the database missed (quota_book_pg.hpp).
+  if (storage::state_location(cfg.storage).is_postgres())
+    sweeper->also([this] {
+      answer_polls_done_elsewhere();
+      if (pg_quotas) (void)pg_quotas->flush_pending();
+    });
   api = std::make_unique<Api>(services);
   HttpServerOptions http_options;
   http_options.host = cfg.server.listen_host;
@@ -532,8 +564,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
     return store->begin(inv.id, inv.tool_name, owner);
   };
   deps.leases = st->leases.get();
-  // Quotas and the fair queue (docs/daemon.md): one book for the daemon's life, over reloads.
-  deps.quotas = pipeline::QuotaBook::create();
+  if (auto s = st->open_quotas(*cfg); !s) return s.error();
   deps.fair_queue = true;
   deps.hold_for_approval = [approvals = st->approvals.get()](const pipeline::Invocation& inv,
                                                              const pipeline::ApprovalRequest& request) {
@@ -635,7 +666,12 @@ void Daemon::shutdown() {
   s.executor.reset();
   s.webhooks->stop();      // after the attempt under way; the pending rest goes at the next start
   s.failed_auth->stop();   // what is pending is written
-  if (s.replicas) s.replicas->stop();  // nothing of this replica runs now: its row goes
+  // Nothing of this replica runs now: every hold is released (a release the database did not
+  // take is removed by another replica's failover round once this row is gone) and its row goes.
+  if (s.pg_quotas)
+    if (auto flushed = s.pg_quotas->flush_pending(); !flushed)
+      std::cerr << "airlock: " << flushed.error().message << "\n";
+  if (s.replicas) s.replicas->stop();
   (void)s.audit->close();  // commits and signs a final checkpoint
 }
 

@@ -91,6 +91,7 @@ void ReplicaRegistry::round() {
   if (now - *healthy_since_ < options_.failover_after) return;
   remove_dead();
   abort_orphans();
+  if (hooks_.after_failover) hooks_.after_failover();
 }
 
 // A row that is gone was taken for dead by another replica (this one's heartbeat failed for

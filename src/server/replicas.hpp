@@ -5,6 +5,8 @@
 // is older than storage.failoverAfter: it removes such a row (DELETE ... RETURNING: exactly one
 // replica does) and then aborts the running invocations whose replica has no row left, each
 // under its row lock (PostgresInvocationStore::abort_orphan), so each is aborted exactly once.
+// Then (Hooks::after_failover) the daemon releases the quota places such replicas held
+// (server/quota_book_pg.hpp).
 //
 // Times are the database's clock, never two machines' clocks compared. A replica looks for
 // dead ones only after its own heartbeat has succeeded for failoverAfter without a break: after
@@ -38,6 +40,7 @@ class ReplicaRegistry {
     std::function<Status(const Orphan&)> record;            // the audit record, under the row lock
     std::function<nlohmann::json(const Orphan&)> response;  // its stored response ("aborted")
     std::function<void(const Orphan&)> aborted;             // after the commit: leases, pods, metric
+    std::function<void()> after_failover;  // each failover round, after the orphans: quota holds
     std::function<void(const std::string&)> log;
   };
 

@@ -254,6 +254,12 @@ TEST(Replicas, AKilledReplicasRunningCallsAreAbortedByTheOther) {
   ASSERT_TRUE(eventually([&] { return db.count("SELECT count(*) FROM invocations WHERE status = 'running'") == 5; }))
       << "the calls never started";
   const auto b_replica = db.column("SELECT DISTINCT replica FROM invocations WHERE tool = 'hold-token'").at(0);
+  // A running row is written before the call's quota admission and its credentials: wait
+  // for its lease too, so that B dies holding it.
+  ASSERT_TRUE(eventually([&] {
+    return db.count("SELECT count(*) FROM leases l JOIN invocations i ON i.id = l.invocation_id"
+                    " WHERE i.tool = 'hold-token'") == 1;
+  })) << "the call never leased its token";
 
   b.stop(SIGKILL);
   for (auto& f : on_b) EXPECT_EQ(f.get().status, 0) << "the connection died with the replica";
@@ -367,6 +373,127 @@ TEST(Replicas, ADatabaseOutageFailsCallsClosedThenTheyRecover) {
   const std::set<std::string> in_log(recorded.begin(), recorded.end());
   for (const auto& id : ok_ids) EXPECT_TRUE(in_log.count(id)) << id << " answered ok without its audit record";
   EXPECT_EQ(audit_verify(*a_ws), 0);
+}
+
+// Issue #22 on PostgreSQL: the quotas are the replicas' together (server/quota_book_pg.hpp).
+// Each test spends a quota on replica A and finds it spent on B: with a book per replica, B
+// would admit.
+std::unique_ptr<Workspace> quota_workspace(const Shared& db, const std::string& quotas) {
+  auto ws = replica_workspace(db.url, db.key_file);
+  ws->write_config(ws->config_text() + quotas);
+  return ws;
+}
+
+bool refused_by(const server::test::Reply& r, const std::string& quota) {
+  return r.status == 429 && r.json()["error"]["kind"] == "quota_exceeded" && r.json()["error"]["quota"] == quota &&
+         r.headers.count("retry-after") == 1;
+}
+
+// Until `replica` runs `n` sandboxes (its own metric: no assumption about the book).
+bool running_on(const Replica& replica, int n) {
+  const std::string line = "airlock_sandboxes_running " + std::to_string(n);
+  return eventually([&] { return http(replica.port, "GET", "/metrics").body.find(line) != std::string::npos; });
+}
+
+TEST(ReplicaQuotas, ConcurrentCountsTheCallsOfEveryReplica) {
+  Shared db;
+  auto a_ws = quota_workspace(db, "quotas:\n  default: {concurrent: 2}\n");
+  Replica a(*a_ws, 31000);
+  auto b_ws = quota_workspace(db, "quotas:\n  default: {concurrent: 2}\n");
+  Replica b(*b_ws, 32000);
+  ASSERT_TRUE(a.serving() && b.serving()) << a.log() << b.log();
+  std::vector<std::future<server::test::Reply>> on_a;
+  for (int i = 0; i < 2; ++i)
+    on_a.push_back(std::async(std::launch::async, [&] { return invoke(a.port, "hold", {{"seconds", 4}}); }));
+  ASSERT_TRUE(running_on(a, 2)) << a.log();
+  auto third = invoke(b.port, "cat", {{"k", 3}});
+  ASSERT_TRUE(refused_by(third, "concurrent")) << third.status << " " << third.body;
+  EXPECT_NE(third.json()["error"]["message"].get<std::string>().find("principal agent has 2"), std::string::npos);
+  EXPECT_EQ(invoke(b.port, "echo", {{"n", 4}}, server::test::kOtherKey).status, 200);  // its own places
+  for (auto& f : on_a) EXPECT_EQ(f.get().json()["status"], "ok");
+  EXPECT_EQ(invoke(b.port, "cat", {{"k", 5}}).status, 200) << "the places were given back";
+}
+
+TEST(ReplicaQuotas, ABurstSpentOnOneReplicaIsSpentOnTheOther) {
+  Shared db;
+  const std::string quotas = "quotas:\n  default: {rate: 1/m, burst: 2}\n";
+  auto a_ws = quota_workspace(db, quotas), b_ws = quota_workspace(db, quotas);
+  Replica a(*a_ws, 33000), b(*b_ws, 34000);
+  ASSERT_TRUE(a.serving() && b.serving()) << a.log() << b.log();
+  EXPECT_EQ(invoke(a.port, "cat", {{"k", 1}}).status, 200);
+  EXPECT_EQ(invoke(a.port, "cat", {{"k", 2}}).status, 200);
+  auto third = invoke(b.port, "cat", {{"k", 3}});
+  ASSERT_TRUE(refused_by(third, "rate")) << third.status << " " << third.body;
+  const int retry = std::stoi(third.headers["retry-after"]);
+  EXPECT_GE(retry, 1);
+  EXPECT_LE(retry, 60);  // one token of 1/m
+}
+
+TEST(ReplicaQuotas, ASpinOnOneReplicaUsesUpTheCpuBudgetOnTheOther) {
+  Shared db;
+  // 0.1 s: what the spin gets of its 1 s timeout even on a busy machine; a window that does
+  // not move during the test.
+  const std::string quotas = "quotas:\n  principals:\n    agent: {cpuSeconds: 0.1/m}\n";
+  auto a_ws = quota_workspace(db, quotas), b_ws = quota_workspace(db, quotas);
+  Replica a(*a_ws, 35000), b(*b_ws, 36000);
+  ASSERT_TRUE(a.serving() && b.serving()) << a.log() << b.log();
+  auto spun = invoke(a.port, "spin", json::object());
+  ASSERT_EQ(spun.status, 200) << spun.body;
+  const json usage = spun.json()["usage"];
+  ASSERT_GE(usage.value("cpu_user_ms", 0) + usage.value("cpu_sys_ms", 0), 100) << "the spin got too little CPU: " << spun.body;
+  auto next = invoke(b.port, "cat", {{"k", 1}});
+  ASSERT_TRUE(refused_by(next, "cpuSeconds")) << next.status << " " << next.body;
+  EXPECT_EQ(invoke(b.port, "echo", {{"n", 2}}, server::test::kOtherKey).status, 200);  // its own budget
+}
+
+// A dies holding both of its principal's places: B refuses until failover removes A's
+// replica row, and with it A's holds; then B admits.
+TEST(ReplicaQuotas, AKilledReplicasPlacesAreFreedByFailover) {
+  Shared db;
+  const std::string quotas = "quotas:\n  default: {concurrent: 2}\n";
+  auto a_ws = quota_workspace(db, quotas), b_ws = quota_workspace(db, quotas);
+  Replica a(*a_ws, 37000), b(*b_ws, 38000);
+  ASSERT_TRUE(a.serving() && b.serving()) << a.log() << b.log();
+  std::vector<std::future<server::test::Reply>> on_a;
+  for (int i = 0; i < 2; ++i)
+    on_a.push_back(std::async(std::launch::async, [&] { return invoke(a.port, "hold", {{"seconds", 50}}); }));
+  ASSERT_TRUE(running_on(a, 2)) << a.log();
+  ASSERT_TRUE(refused_by(invoke(b.port, "cat", {{"k", 1}}), "concurrent"));
+  a.stop(SIGKILL);
+  for (auto& f : on_a) EXPECT_EQ(f.get().status, 0) << "the connection died with the replica";
+  // Refused until failover (2 s without a heartbeat here); each refusal uses up nothing.
+  ASSERT_TRUE(eventually([&] { return invoke(b.port, "cat", {{"k", 2}}).status == 200; })) << b.log();
+  EXPECT_NE(b.log().find("quota place(s) of dead replicas"), std::string::npos) << b.log();
+  EXPECT_EQ(db.count("SELECT count(*) FROM quota_holds"), 0u);
+}
+
+// The quota store failing (its tables refused to the daemon's role here; the database
+// stopped below): the call is 503 storage_unavailable naming it, and does not run. Never
+// admitted unaccounted.
+TEST(ReplicaQuotas, TheQuotaStoreAwayFailsTheCallClosed) {
+  Shared db;
+  auto a_ws = quota_workspace(db, "quotas:\n  default: {concurrent: 2}\n");
+  Replica a(*a_ws, 39000);
+  ASSERT_TRUE(a.serving()) << a.log();
+  ASSERT_EQ(invoke(a.port, "cat", {{"k", 1}}).status, 200);
+  ASSERT_TRUE(cluster().exec("REVOKE ALL ON quota_accounts FROM " + kRole, db.database));
+  auto refused = invoke(a.port, "cat", {{"k", 2}});
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["kind"], "storage_unavailable") << refused.body;
+  EXPECT_NE(refused.json()["error"]["message"].get<std::string>().find("the quota store"), std::string::npos)
+      << refused.body;
+  EXPECT_EQ(refused.headers["retry-after"], "1");
+  EXPECT_TRUE(refused.json()["output"].is_null()) << "it ran";
+  const double runs = counter_sum(http(a.port, "GET", "/metrics").body, "airlock_invocation_starts_total", "tool=\"cat\"");
+  EXPECT_EQ(runs, 1) << "a call ran without its quota";
+  ASSERT_TRUE(cluster().exec("GRANT ALL ON quota_accounts TO " + kRole, db.database));
+  EXPECT_EQ(invoke(a.port, "cat", {{"k", 3}}).status, 200);
+  cluster().stop_server();
+  auto down = invoke(a.port, "cat", {{"k", 4}});
+  EXPECT_EQ(down.status, 503) << down.body;
+  EXPECT_EQ(down.json()["error"]["kind"], "storage_unavailable") << down.body;
+  ASSERT_TRUE(cluster().restart_server());
+  EXPECT_TRUE(eventually([&] { return invoke(a.port, "cat", {{"k", 5}}).status == 200; })) << a.log();
 }
 
 // Not a test (it asserts nothing about time): the failover time for docs/performance.md, from

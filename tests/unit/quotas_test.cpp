@@ -10,7 +10,7 @@ namespace airlock {
 namespace {
 
 using namespace std::chrono_literals;
-using pipeline::QuotaBook;
+using QuotaBook = pipeline::MemoryQuotaBook;
 using pipeline::QuotaHold;
 using pipeline::QuotaRefusal;
 
@@ -83,7 +83,7 @@ policy::QuotasConfig quotas(const std::string& yaml, const std::string& server =
   return c.ok() ? c->quotas : policy::QuotasConfig{};
 }
 
-const QuotaRefusal* refusal(const std::variant<std::shared_ptr<QuotaHold>, QuotaRefusal>& r) {
+const QuotaRefusal* refusal(const pipeline::QuotaAdmission& r) {
   return std::get_if<QuotaRefusal>(&r);
 }
 

@@ -14,6 +14,9 @@ bool queued_for_worker(const Invocation& inv) {
 
 StageResult QuotaStage::run(Invocation& inv, StageContext& ctx) {
   auto admitted = book_->admit(ctx.config().quotas, quota_principal(inv), quota_user(inv));
+  if (auto* failed = std::get_if<Error>(&admitted))  // fail closed: never admitted unaccounted
+    return fail(ErrorKind::storage_unavailable,
+                "the call's quotas could not be checked, so it did not run: " + failed->message);
   if (auto* refusal = std::get_if<QuotaRefusal>(&admitted)) {
     InvocationError error = deny(ErrorKind::quota_exceeded, refusal->message + "; retry in " +
                                                                 std::to_string(refusal->retry_after.count()) + " s");
