@@ -146,6 +146,10 @@ pipeline::QuotaAdmission PostgresQuotaBook::admit(const policy::QuotasConfig& qu
   (void)flush_pending();  // a release the database missed frees its place first
   auto refs = pipeline::quota_accounts(quotas, principal, user);
   if (refs.empty()) return std::make_shared<pipeline::QuotaHold>(nullptr);  // nobody to count against
+  // Accounts with no quota of their own are bounded only by this replica's capacity
+  // (fallback_concurrent: its workers and queue): counted here, at no round trip.
+  if (std::none_of(refs.begin(), refs.end(), [](const auto& r) { return r.limits.limits_anything(); }))
+    return local_->admit(quotas, principal, user);
   for (auto& r : refs) r.key = db_key(r.key);
   std::sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   std::vector<std::string> holders;
@@ -245,8 +249,9 @@ Result<int> PostgresQuotaBook::release_dead_replicas() {
 std::uint32_t PostgresQuotaBook::in_flight(const std::string& principal, const std::string& user) {
   const std::string key = db_key(user.empty() ? "p:" + principal : "u:" + user);
   auto rows = db().exec("count quota holds", "SELECT count(*) FROM quota_holds WHERE holder = $1", {key});
-  if (!rows || rows->rows() == 0) return 0;
-  return static_cast<std::uint32_t>(std::stoul(rows->value(0, 0)));
+  const std::uint32_t local = local_->in_flight(principal, user);
+  if (!rows || rows->rows() == 0) return local;
+  return local + static_cast<std::uint32_t>(std::stoul(rows->value(0, 0)));
 }
 
 }  // namespace airlock::server

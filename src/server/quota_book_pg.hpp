@@ -12,6 +12,9 @@
 // what the lock's previous owner committed), then writes the hold and the token. Times are
 // the database's clock_timestamp(), never two machines' clocks compared.
 //
+// A call none of whose accounts sets a quota (only the fallback `concurrent`, this replica's
+// workers and queue) is counted in memory, per replica, at no round trip.
+//
 // The database away: an admission fails ("storage_unavailable": the call is refused, never
 // admitted unaccounted); a release or CPU charge is kept in memory and written by the next
 // admission or flush_pending() (the daemon's sweeper tick, its clean stop). The holds of a
@@ -74,6 +77,8 @@ class PostgresQuotaBook : public pipeline::QuotaBook, public std::enable_shared_
   void release(const std::string& hold_id);
 
   std::vector<std::unique_ptr<storage::pg::Database>> dbs_;
+  // Calls whose accounts set no quota at all: only this replica's capacity bounds them.
+  std::shared_ptr<pipeline::MemoryQuotaBook> local_ = pipeline::MemoryQuotaBook::create();
   std::atomic<std::size_t> next_db_{0};
   const std::string replica_;
   const Options options_;
