@@ -311,7 +311,7 @@ BenchDatabase start_bench_database() {
 // state stores move).
 // quota 1: every quota kind set (none refuses here), so each call's admission reads and
 // writes the bucket and its end charges CPU (on PostgreSQL: the shared book, issue #22). With
-// quota 0 the book still counts `concurrent` (its fallback, maxConcurrentInvocations + queueLength).
+// quota 0: no quotas section, so the calls are counted per replica in memory (the fallback).
 void BM_DaemonsOnStorage(benchmark::State& state) {
   const bool postgres = state.range(0) == 1;
   const int count = static_cast<int>(state.range(1));
