@@ -84,20 +84,23 @@ std::size_t decode_escape(std::string_view data, std::size_t at, char*& w) {
 
 constexpr std::string_view kJsonBlank = " \t\r\n";
 
-// The end of the run at data[at...] that a JSON string may hold as it is: the next quote,
-// backslash or control character, 16 bytes at a time.
-std::size_t special_run_end(std::string_view data, std::size_t at) {
+// The end of the run at data[at...] a JSON string holds as it is: the next quote or backslash
+// (and with kControls, the next control character, which a valid string never holds raw), 16
+// bytes at a time.
+template <bool kControls>
+std::size_t run_end(std::string_view data, std::size_t at) {
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x1F);
   for (; at + 16 <= data.size(); at += 16) {
     const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data.data() + at));
-    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, space), block);  // block <= 0x1F
-    const int found = _mm_movemask_epi8(_mm_or_si128(
-        control, _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash))));
+    __m128i special = _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash));
+    if constexpr (kControls) special = _mm_or_si128(special, _mm_cmpeq_epi8(_mm_min_epu8(block, space), block));
+    const int found = _mm_movemask_epi8(special);
     if (found != 0) return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(found)));
   }
 #endif
-  while (at < data.size() && data[at] != '"' && data[at] != '\\' && static_cast<unsigned char>(data[at]) >= 0x20)
+  while (at < data.size() && data[at] != '"' && data[at] != '\\' &&
+         (!kControls || static_cast<unsigned char>(data[at]) >= 0x20))
     ++at;
   return at;
 }
@@ -124,7 +127,7 @@ bool is_json_string(std::string_view data) {
   const auto first = data.find_first_not_of(kJsonBlank), last = data.find_last_not_of(kJsonBlank);
   if (first == std::string_view::npos || last == first || data[first] != '"' || data[last] != '"') return false;
   const std::string_view contents = data.substr(first + 1, last - first - 1);
-  for (std::size_t at = special_run_end(contents, 0); at < contents.size(); at = special_run_end(contents, at)) {
+  for (std::size_t at = run_end<true>(contents, 0); at < contents.size(); at = run_end<true>(contents, at)) {
     const std::size_t length = contents[at] == '\\' ? escape_length(contents, at) : 0;
     if (length == 0) return false;  // a quote, a control character, or not an escape
     at += length;
@@ -146,21 +149,6 @@ Span DecodedStrings::origin_of(std::size_t i) const {
 
 namespace {
 
-// The end of the plain run at data[at...]: the next quote or backslash, 16 bytes at a time.
-std::size_t plain_run_end(std::string_view data, std::size_t at) {
-#if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-  for (; at + 16 <= data.size(); at += 16) {
-    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data.data() + at));
-    const int found = _mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(block, quote), _mm_cmpeq_epi8(block, backslash)));
-    if (found != 0) return at + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(found)));
-  }
-#endif
-  while (at < data.size() && data[at] != '"' && data[at] != '\\') ++at;
-  return at;
-}
-
 // Decodes a string's contents from data[at] (a backslash) to its closing quote, writing at w;
 // returns the offset of that quote (or data.size()).
 std::size_t decode_contents(std::string_view data, std::size_t at, DecodedStrings& out, char*& w) {
@@ -174,7 +162,7 @@ std::size_t decode_contents(std::string_view data, std::size_t at, DecodedString
       at += length;
       continue;
     }
-    const std::size_t end = plain_run_end(data, at);
+    const std::size_t end = run_end<false>(data, at);
     std::memcpy(w, data.data() + at, end - at);
     w += end - at;
     at = end;
@@ -218,7 +206,7 @@ DecodedStrings decode_strings_in_place(std::string_view data) {
   char* w = nullptr;       // where the next decoded byte goes
   std::size_t copied = 0;  // data[0, copied) is in out.text
   for (std::size_t i = data.find('"'); i < data.size(); i = data.find('"', i)) {
-    const std::size_t first_special = plain_run_end(data, i + 1);
+    const std::size_t first_special = run_end<false>(data, i + 1);
     if (first_special >= data.size()) break;  // unterminated, no escape
     if (data[first_special] == '"') {         // no escape: it reads the same as it is
       i = first_special + 1;
