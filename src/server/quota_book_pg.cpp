@@ -143,13 +143,13 @@ Status write_admission(Database::Tx& tx, const std::string& hold_id, const std::
 
 pipeline::QuotaAdmission PostgresQuotaBook::admit(const policy::QuotasConfig& quotas, const std::string& principal,
                                                   const std::string& user) {
-  (void)flush_pending();  // a release the database missed frees its place first
   auto refs = pipeline::quota_accounts(quotas, principal, user);
   if (refs.empty()) return std::make_shared<pipeline::QuotaHold>(nullptr);  // nobody to count against
   // Accounts with no quota of their own are bounded only by this replica's capacity
   // (fallback_concurrent: its workers and queue): counted here, at no round trip.
   if (std::none_of(refs.begin(), refs.end(), [](const auto& r) { return r.limits.limits_anything(); }))
     return local_->admit(quotas, principal, user);
+  (void)flush_pending();  // a release the database missed frees its place first
   for (auto& r : refs) r.key = db_key(r.key);
   std::sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   std::vector<std::string> holders;
