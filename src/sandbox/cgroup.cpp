@@ -295,6 +295,46 @@ CgroupSupport detect_cgroup_support(const std::string& forced_mode, CgroupMountL
   return s;
 }
 
+CgroupFacts read_cgroup_facts(const CgroupSupport& support) {
+  CgroupFacts facts;
+  const SelfCgroups self = read_self_cgroups();
+  const std::vector<Mount> mounts = cgroup_mounts_from_mountinfo();
+  const Mount* unified = nullptr;
+  for (const auto& m : mounts)
+    if (m.fstype == "cgroup2") unified = &m;
+  std::string v2_path;
+  for (const auto& [controllers, path] : self)
+    if (controllers.empty()) v2_path = path;
+  if (unified && !v2_path.empty()) {
+    facts.unified_holds_us = true;
+    facts.v2_path = support.mode == CgroupMode::v2 ? support.v2_base : to_fs_path(*unified, v2_path);
+    facts.v2_writable = dir_writable(facts.v2_path);
+    auto words = [](std::string text) {
+      while (!text.empty() && text.back() == '\n') text.pop_back();
+      return text;
+    };
+    facts.v2_controllers = words(read_file(facts.v2_path + "/cgroup.controllers"));
+    facts.v2_subtree = words(read_file(facts.v2_path + "/cgroup.subtree_control"));
+  }
+  const std::string unified_root =
+      unified ? read_file(unified->mountpoint + "/cgroup.controllers") : std::string();
+  // /proc/cgroups: "name hierarchy num_cgroups enabled", the kernel's controllers.
+  std::istringstream in(read_file("/proc/cgroups"));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name, hierarchy, count, enabled;
+    if (!(fields >> name >> hierarchy >> count >> enabled) || name[0] == '#' || enabled != "1")
+      continue;
+    std::string where = "unmounted";
+    for (const auto& [controllers, path] : self)
+      if (!controllers.empty() && has_option(controllers, name)) where = "v1";
+    if (where != "v1" && list_has(unified_root, name)) where = "v2";
+    facts.controllers.emplace_back(name, where);
+  }
+  return facts;
+}
+
 const CgroupSupport& cgroup_support() {
   static const CgroupSupport support = [] {
     const char* forced = std::getenv("AIRLOCK_CGROUP");
@@ -302,6 +342,81 @@ const CgroupSupport& cgroup_support() {
   }();
   return support;
 }
+
+namespace {
+
+// rmdir, waiting for a killed process to leave: it leaves its cgroup a moment after its
+// parent has reaped it. True when the directory is gone.
+bool remove_cgroup_dir(const std::string& dir, int* err = nullptr) {
+  for (int attempt = 0; ::rmdir(dir.c_str()) != 0; ++attempt) {
+    if (errno == ENOENT) return true;
+    if (errno != EBUSY || attempt >= 2000) {
+      if (err) *err = errno;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return true;
+}
+
+Status write_setting(const std::string& file, const std::string& value) {
+  int err = 0;
+  if (!write_file(file, value, &err))
+    return Error::make("setup_error",
+                       "cgroup: writing " + value + " to " + file + ": " + strerror(err));
+  return {};
+}
+
+// mkdir of a cgroup of ours. A directory of that name that we did not make this time was left
+// by an earlier process with our pid that was killed before it could clean up (pids are
+// reused): removed if it is empty (rmdir cannot remove a cgroup that still has processes).
+Status make_cgroup_dir(const std::string& dir) {
+  bool made = ::mkdir(dir.c_str(), 0755) == 0;
+  if (!made && errno == EEXIST && ::rmdir(dir.c_str()) == 0) made = ::mkdir(dir.c_str(), 0755) == 0;
+  if (!made) return Error::make("setup_error", "cgroup: mkdir " + dir + ": " + strerror(errno));
+  return {};
+}
+
+// A v2 cgroup's limits: memory (no swap) and pids where those controllers are ours.
+Status write_v2_limits(const std::string& dir, const Limits& limits, const CgroupSupport& support) {
+  if (support.v2_memory) {
+    if (auto s = write_setting(dir + "/memory.max", std::to_string(limits.memory_bytes)); !s)
+      return s;
+    if (::access((dir + "/memory.swap.max").c_str(), F_OK) == 0)
+      if (auto s = write_setting(dir + "/memory.swap.max", "0"); !s) return s;
+  }
+  if (support.v2_pids)  // +1: the sandbox's init
+    if (auto s = write_setting(dir + "/pids.max", std::to_string(limits.pids + 1)); !s) return s;
+  return {};
+}
+
+// The kernel lets a process clone into a cgroup only if it may write that cgroup's
+// cgroup.procs and the one of the common ancestor of its own cgroup and that one.
+Status give_procs_file(const std::string& dir, uid_t uid) {
+  if (uid == ::geteuid()) return {};  // already its owner's
+  const std::string procs = dir + "/cgroup.procs";
+  if (::chown(procs.c_str(), uid, static_cast<gid_t>(-1)) != 0)
+    return Error::make("setup_error", "cgroup: chown " + procs + ": " + strerror(errno));
+  return {};
+}
+
+}  // namespace
+
+class WarmCgroupTree {
+ public:
+  WarmCgroupTree(std::string dir, uid_t uid) : dir_(std::move(dir)), uid_(uid) {}
+  ~WarmCgroupTree() { (void)remove_cgroup_dir(dir_); }
+  WarmCgroupTree(const WarmCgroupTree&) = delete;
+  WarmCgroupTree& operator=(const WarmCgroupTree&) = delete;
+  const std::string& dir() const { return dir_; }
+  uid_t uid() const { return uid_; }
+  std::string next_call_name() { return "call-" + std::to_string(calls_.fetch_add(1)); }
+
+ private:
+  std::string dir_;
+  uid_t uid_;
+  std::atomic<unsigned> calls_{0};
+};
 
 SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
   if (this != &other) {
@@ -313,6 +428,7 @@ SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
     pids_dir_ = std::move(other.pids_dir_);
     cpu_dir_ = std::move(other.cpu_dir_);
     v2_dir_fd_ = std::move(other.v2_dir_fd_);
+    tree_ = std::move(other.tree_);
     cpu_base_ = other.cpu_base_;
   }
   return *this;
@@ -329,45 +445,18 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
                      std::to_string(g_sequence.fetch_add(1));
   auto make = [&](const std::string& base) -> Result<std::string> {
     std::string dir = base + "/" + name;
-    // A directory of ours that we did not make this time was left by an earlier process
-    // with our pid that was killed before it could clean up (pids are reused): remove it
-    // if it is empty. rmdir cannot remove a cgroup that still has processes.
-    bool made = ::mkdir(dir.c_str(), 0755) == 0;
-    if (!made && errno == EEXIST && ::rmdir(dir.c_str()) == 0)
-      made = ::mkdir(dir.c_str(), 0755) == 0;
-    if (!made) return Error::make("setup_error", "cgroup: mkdir " + dir + ": " + strerror(errno));
+    if (auto s = make_cgroup_dir(dir); !s) return s.error();
     cg.dirs_.push_back(dir);
     return dir;
   };
-  auto set = [](const std::string& file, const std::string& value) -> Status {
-    int err = 0;
-    if (!write_file(file, value, &err))
-      return Error::make("setup_error", "cgroup: writing " + value + " to " + file + ": " +
-                                            strerror(err));
-    return {};
-  };
+  auto set = write_setting;
   const std::string memory = std::to_string(limits.memory_bytes);
   const std::string pids = std::to_string(limits.pids + 1);  // +1: the sandbox's init
 
   if (support.mode == CgroupMode::v2) {
     auto dir = make(support.v2_base);
     if (!dir) return dir.error();
-    cg.memory_dir_ = cg.pids_dir_ = cg.cpu_dir_ = *dir;
-    if (support.v2_memory) {
-      if (auto s = set(*dir + "/memory.max", memory); !s) return s.error();
-      if (::access((*dir + "/memory.swap.max").c_str(), F_OK) == 0)
-        if (auto s = set(*dir + "/memory.swap.max", "0"); !s) return s.error();
-    } else {
-      cg.memory_dir_.clear();
-    }
-    if (support.v2_pids) {
-      if (auto s = set(*dir + "/pids.max", pids); !s) return s.error();
-    } else {
-      cg.pids_dir_.clear();
-    }
-    cg.v2_dir_fd_.reset(::open(dir->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!cg.v2_dir_fd_)
-      return Error::make("setup_error", "cgroup: open " + *dir + ": " + strerror(errno));
+    if (auto s = cg.adopt_v2_leaf(*dir, limits); !s) return s.error();
     return cg;
   }
 
@@ -394,6 +483,63 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
     cg.cpu_dir_ = *dir;
   }
   return cg;
+}
+
+// A v2 leaf made for us: its limits, its counters' files, and the descriptor clone3 takes.
+Status SandboxCgroup::adopt_v2_leaf(const std::string& dir, const Limits& limits) {
+  const auto& support = cgroup_support();
+  if (auto s = write_v2_limits(dir, limits, support); !s) return s;
+  memory_dir_ = support.v2_memory ? dir : "";
+  pids_dir_ = support.v2_pids ? dir : "";
+  cpu_dir_ = dir;
+  v2_dir_fd_.reset(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!v2_dir_fd_) return Error::make("setup_error", "cgroup: open " + dir + ": " + strerror(errno));
+  return {};
+}
+
+Result<SandboxCgroup> SandboxCgroup::create_warm_template(const Limits& limits, uid_t sandbox_uid) {
+  const auto& support = cgroup_support();
+  if (support.mode != CgroupMode::v2)
+    return Error::make("setup_error", "cgroup: a warm template's tree needs cgroup v2");
+  SandboxCgroup cg;
+  cg.mode_ = CgroupMode::v2;
+  const std::string dir = support.v2_base + "/airlock-" + std::to_string(::getpid()) + "-" +
+                          std::to_string(g_sequence.fetch_add(1));
+  if (auto s = make_cgroup_dir(dir); !s) return s.error();
+  cg.tree_ = std::make_shared<WarmCgroupTree>(dir, sandbox_uid);
+  std::string enable;
+  if (support.v2_memory) enable += " +memory";
+  if (support.v2_pids) enable += " +pids";
+  if (!enable.empty())
+    if (auto s = write_setting(dir + "/cgroup.subtree_control", enable.substr(1)); !s)
+      return s.error();
+  if (auto s = give_procs_file(dir, sandbox_uid); !s) return s.error();
+  const std::string leaf = dir + "/template";
+  if (auto s = make_cgroup_dir(leaf); !s) return s.error();
+  cg.dirs_.push_back(leaf);
+  if (auto s = cg.adopt_v2_leaf(leaf, limits); !s) return s.error();
+  return cg;
+}
+
+Result<SandboxCgroup> SandboxCgroup::create_warm_call(const Limits& limits,
+                                                      std::shared_ptr<WarmCgroupTree> tree) {
+  if (!tree) return Error::make("setup_error", "cgroup: a warm call on v2 needs its template's tree");
+  SandboxCgroup cg;
+  cg.mode_ = CgroupMode::v2;
+  const std::string leaf = tree->dir() + "/" + tree->next_call_name();
+  if (auto s = make_cgroup_dir(leaf); !s) return s.error();
+  cg.tree_ = std::move(tree);
+  cg.dirs_.push_back(leaf);
+  if (auto s = cg.adopt_v2_leaf(leaf, limits); !s) return s.error();
+  if (auto s = give_procs_file(leaf, cg.tree_->uid()); !s) return s.error();
+  return cg;
+}
+
+std::string SandboxCgroup::warm_tree_dir() const { return tree_ ? tree_->dir() : ""; }
+
+std::string SandboxCgroup::name_in_warm_tree() const {
+  if (!tree_ || dirs_.empty()) return "";
+  return dirs_.front().substr(tree_->dir().size() + 1);
 }
 
 Result<std::vector<UniqueFd>> SandboxCgroup::open_join_fds() const {
@@ -510,20 +656,32 @@ Status SandboxCgroup::remove() {
   v2_dir_fd_.reset();
   Status status;
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-    // A killed process leaves its cgroup a moment after its parent has reaped it.
-    int attempt = 0;
-    while (::rmdir(it->c_str()) != 0) {
-      if (errno == ENOENT) break;
-      if (errno != EBUSY || ++attempt > 2000) {
-        status = Error::make("cleanup", "cgroup: rmdir " + *it + ": " + strerror(errno));
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(500));
-    }
+    int err = 0;
+    if (!remove_cgroup_dir(*it, &err))
+      status = Error::make("cleanup", "cgroup: rmdir " + *it + ": " + strerror(err));
   }
   dirs_.clear();
+  tree_.reset();  // the last of a warm tree's cgroups removes the tree
   return status;
 }
+
+namespace {
+
+// The child cgroups of `dir` (v2: a warm template's leaves), emptied by the cgroup.kill of
+// their parent, removed.
+void remove_child_cgroup_dirs(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> children;
+  while (auto* e = ::readdir(d))
+    if (e->d_type == DT_DIR && e->d_name[0] != '.') children.push_back(dir + "/" + e->d_name);
+  ::closedir(d);
+  for (const auto& child : children)
+    for (int i = 0; i < 200 && ::rmdir(child.c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+}  // namespace
 
 int remove_stale_cgroups() {
   const auto& s = cgroup_support();
@@ -549,6 +707,7 @@ int remove_stale_cgroups() {
         pid_t pid = 0;
         while (procs >> pid) ::kill(pid, SIGKILL);
       }
+      remove_child_cgroup_dirs(dir);  // a warm template's tree: its leaves first
       for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       if (::access(dir.c_str(), F_OK) != 0) ++removed;

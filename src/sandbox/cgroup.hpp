@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.hpp"
@@ -21,6 +23,14 @@
 namespace airlock::sandbox {
 
 enum class CgroupMode { none, v1, v2 };
+
+// cgroup v2: a warm template's subtree (sandbox/warm.hpp). Its directory holds no process (it
+// hands its controllers to its children): the template runs in its leaf "template", each call
+// in a leaf "call-N" the supervisor makes with the call's limits. The template sees the tree
+// read-only and clones each call's init straight into its leaf (CLONE_INTO_CGROUP), so the
+// tree is the common ancestor the kernel asks it to be allowed to write. Shared by the
+// template's cgroup and each of its calls': removed when the last of them is.
+class WarmCgroupTree;
 
 // What this host offers, detected once per process.
 struct CgroupSupport {
@@ -49,6 +59,17 @@ CgroupSupport detect_cgroup_support(
     const std::string& forced_mode,
     CgroupMountLookup lookup = CgroupMountLookup::usual_places_first);
 
+// For `airlock doctor`: which hierarchy holds each controller, and our place in the unified one.
+struct CgroupFacts {
+  std::vector<std::pair<std::string, std::string>> controllers;  // name, "v1" | "v2" | "unmounted"
+  bool unified_holds_us = false;  // a cgroup2 hierarchy is mounted and holds this process
+  std::string v2_path;            // our cgroup there (the one detection delegates from)
+  bool v2_writable = false;
+  std::string v2_controllers;     // its cgroup.controllers
+  std::string v2_subtree;         // its cgroup.subtree_control, as detection left it
+};
+CgroupFacts read_cgroup_facts(const CgroupSupport& support);
+
 struct CgroupStats {
   std::uint64_t oom_kills = 0;
   std::optional<std::uint64_t> memory_peak_bytes;
@@ -69,10 +90,21 @@ class SandboxCgroup {
 
   // Creates the cgroup(s) and writes the limits. With CgroupMode::none returns an empty object.
   static Result<SandboxCgroup> create(const Limits& limits);
+  // v2 only: a warm template's tree and its leaf "template" with `limits`. `sandbox_uid` is
+  // the host uid the sandbox's processes run as: the tree's and each call's cgroup.procs are
+  // made its (the kernel checks the cloning process may write both).
+  static Result<SandboxCgroup> create_warm_template(const Limits& limits, uid_t sandbox_uid);
+  // v2 only: a call's leaf in its template's tree, with the call's limits.
+  static Result<SandboxCgroup> create_warm_call(const Limits& limits,
+                                                std::shared_ptr<WarmCgroupTree> tree);
 
   bool active() const { return !dirs_.empty(); }
   CgroupMode mode() const { return mode_; }
   int clone_into_fd() const { return v2_dir_fd_.get(); }  // -1 unless v2
+  // A warm template's tree (v2), else null; its host path; this cgroup's name within it.
+  const std::shared_ptr<WarmCgroupTree>& warm_tree() const { return tree_; }
+  std::string warm_tree_dir() const;
+  std::string name_in_warm_tree() const;
   // v1 placement: the `tasks` file of each hierarchy, opened for writing. The sandbox's first
   // process writes "0" into each to move itself. A write of another pid takes the kernel's
   // threadgroup lock, whose RCU grace period costs 5-16 ms when no other move happened just
@@ -93,10 +125,13 @@ class SandboxCgroup {
   Status remove();        // rmdir; also done by the destructor
 
  private:
+  Status adopt_v2_leaf(const std::string& dir, const Limits& limits);
+
   CgroupMode mode_ = CgroupMode::none;
   std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, cpuacct (those in use)
   std::string memory_dir_, pids_dir_, cpu_dir_;
   UniqueFd v2_dir_fd_;
+  std::shared_ptr<WarmCgroupTree> tree_;  // after dirs_ in removal: its leaves go first
   struct CpuBase {  // count_from_now
     std::uint64_t total = 0, user = 0, sys = 0;
   } cpu_base_;

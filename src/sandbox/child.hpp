@@ -70,6 +70,9 @@ struct ChildPlan {
   bool join_cgroups_from_control = false;
 
   bool unshare_cgroup_ns = false;  // v1: joined after clone, so its namespace comes after
+  // A warm call on cgroup v2: its leaf in the template's tree, which the template clones the
+  // call's init into (warm_child.cpp). Empty otherwise.
+  std::string warm_cgroup;
   bool root_mode = false;          // supervisor is root: clear supplementary groups
   unsigned uid = 0, gid = 0;       // inside the sandbox
   int last_cap = 40;

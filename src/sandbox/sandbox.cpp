@@ -150,6 +150,8 @@ Sandbox::~Sandbox() {
 
 pid_t Sandbox::pid() const { return state_->pid; }
 
+std::shared_ptr<WarmCgroupTree> Sandbox::warm_cgroup_tree() const { return state_->cgroup.warm_tree(); }
+
 std::vector<UniqueFd> Sandbox::take_listeners() { return std::move(state_->listeners); }
 UniqueFd Sandbox::take_stdin() { return std::move(state_->stdin_w); }
 UniqueFd Sandbox::take_stdout() { return std::move(state_->stdout_r); }
@@ -209,6 +211,9 @@ std::optional<std::string> warm_calls_unsupported() {
   if (!cg.limits_memory() || !cg.measures_cpu())
     return "warm calls need a cgroup memory limit and CPU accounting, which this host does not "
            "give us (" + (cg.why_not.empty() ? std::string("cgroup: none") : cg.why_not) + ")";
+  if (cg.mode == CgroupMode::v2 && !sys::kHasClone3OnStack)
+    return "warm calls on cgroup v2 clone each call's init into its cgroup with clone3 on a "
+           "stack of its own, written for x86-64 only";
   return std::nullopt;
 }
 
@@ -271,8 +276,12 @@ Status clone_child(Sandbox::State& st) {
   args.flags = sys::kClonePidfd | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC |
                CLONE_NEWUTS;
   if (st.cgroup.clone_into_fd() >= 0) {
-    args.flags |= sys::kCloneIntoCgroup | CLONE_NEWCGROUP;
+    args.flags |= sys::kCloneIntoCgroup;
     args.cgroup = static_cast<std::uint64_t>(st.cgroup.clone_into_fd());
+    // A warm template keeps our cgroup namespace: where namespaces are delegation boundaries
+    // (nsdelegate, as systemd mounts cgroup2), one rooted at its leaf would forbid it to clone
+    // its calls into their leaves beside it. Its calls get namespaces of their own.
+    if (!st.cgroup.warm_tree()) args.flags |= CLONE_NEWCGROUP;
   }
   args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
   args.exit_signal = 0;  // no SIGCHLD: only our pidfd waits for this child (__WALL)
@@ -418,12 +427,17 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   // v1: we create the cgroups once the child is released, while it builds its root, and it
   // moves itself into them before it starts the program (see join_cgroups in child.cpp).
   const bool cgroups_after_clone = cgroup_support().mode == CgroupMode::v1;
+  Spec planned = spec;
   if (!cgroups_after_clone) {
-    auto cgroup = SandboxCgroup::create(spec.limits);
+    // v2: a warm template's in a tree its calls' cgroups are made in, which it sees read-only.
+    const bool warm_tree = spec.warm_template_fd >= 0 && cgroup_support().mode == CgroupMode::v2;
+    auto cgroup = warm_tree ? SandboxCgroup::create_warm_template(spec.limits, host_ids().uid)
+                            : SandboxCgroup::create(spec.limits);
     if (!cgroup) return cgroup.error();
     st->cgroup = std::move(*cgroup);
+    if (warm_tree) planned.binds.push_back({st->cgroup.warm_tree_dir(), kWarmCgroupTreeInSandbox, false});
   }
-  auto plan = make_child_plan(spec, cgroup_support());
+  auto plan = make_child_plan(planned, cgroup_support());
   if (!plan) return plan.error();
   st->plan = std::move(*plan);
 
@@ -475,24 +489,28 @@ Status send_warm_call(int template_fd, std::mutex& send_mu, const Channels& ch,
 
 // The cold launch's steps where they apply; what clone3, the id maps and the root do for a
 // cold run, the template's child does for itself (warm_child.cpp).
-Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(int template_fd, std::mutex& send_mu,
-                                                          const Spec& spec) {
+Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(
+    int template_fd, std::mutex& send_mu, const Spec& spec,
+    const std::shared_ptr<WarmCgroupTree>& cgroup_tree) {
   if (auto r = validate_spec(spec); !r) return r.error();
   if (!spec.network.loopback_listeners.empty() || spec.tty)
     return setup_error("a warm call takes no listeners and no terminal");
-  if (cgroup_support().mode == CgroupMode::v2)
-    return setup_error("warm calls join their cgroup through v1 `tasks` files; this host has v2");
   if (auto why = warm_calls_unsupported()) return setup_error(*why);
   auto st = std::make_unique<State>();
   st->spec = spec;
   st->warm = true;
-  auto cgroup = SandboxCgroup::create(spec.limits);
+  // v1: the call's init and tool join through the `tasks` files sent with the call. v2: a leaf
+  // of the template's tree, into which the template clones the call's init.
+  const bool v2 = cgroup_support().mode == CgroupMode::v2;
+  auto cgroup = v2 ? SandboxCgroup::create_warm_call(spec.limits, cgroup_tree)
+                   : SandboxCgroup::create(spec.limits);
   if (!cgroup) return cgroup.error();
   st->cgroup = std::move(*cgroup);
   auto join_fds = st->cgroup.open_join_fds();
   if (!join_fds) return join_fds.error();
   auto plan = make_child_plan(spec, cgroup_support());
   if (!plan) return plan.error();
+  plan->warm_cgroup = st->cgroup.name_in_warm_tree();
   Channels ch;
   if (auto r = make_channels(ch); !r) return r.error();
   st->kill_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

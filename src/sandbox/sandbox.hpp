@@ -28,6 +28,8 @@
 
 namespace airlock::sandbox {
 
+class WarmCgroupTree;  // sandbox/cgroup.hpp
+
 // Launches and waits. Refuses loopback listeners: nobody would accept on them (see launch).
 Outcome run(const Spec& spec);
 
@@ -55,8 +57,13 @@ class Sandbox {
   // socket, `send_mu` serialises what is sent on it. Returns once the child is ready (fresh
   // namespaces, cgroup, tmpfs, Landlock and seccomp in place); the Spec's stdin, limits and
   // output handling apply as for launch(). Its argv, binds and env are the template's.
-  static Result<std::unique_ptr<Sandbox>> start_warm_call(int template_fd, std::mutex& send_mu,
-                                                          const Spec& spec);
+  // On cgroup v2 the call's cgroup is made in `cgroup_tree`, its template's (warm_cgroup_tree).
+  static Result<std::unique_ptr<Sandbox>> start_warm_call(
+      int template_fd, std::mutex& send_mu, const Spec& spec,
+      const std::shared_ptr<WarmCgroupTree>& cgroup_tree = nullptr);
+  // A warm template's cgroup tree on v2 (its calls' cgroups are made in it), else null. Read
+  // it on the launching thread, before wait().
+  std::shared_ptr<WarmCgroupTree> warm_cgroup_tree() const;
   // A warm call started ahead of demand, without its input (a prepared child, warm.hpp),
   // gets its call: `call`, which must make the same sandbox (same_sandbox) as the Spec it was
   // started with, replaces that Spec (its input, wall clock, CPU budget, output handling), and

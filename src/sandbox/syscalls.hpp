@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 
 namespace airlock::sandbox::sys {
@@ -100,6 +101,41 @@ inline long errno_free_syscall(long nr, long a1 = 0, long a2 = 0, long a3 = 0, l
   return ret < 0 ? -errno : ret;
 #endif
 }
+// clone3 whose child starts on `args->stack` (CLONE_VM: it shares our memory) and runs
+// fn(arg), then exits with its result. Returns the child's pid, or -errno, in the parent.
+// clone(2) does this for 32-bit flags only; CLONE_INTO_CGROUP is beyond them, and glibc has no
+// clone3 wrapper. The child runs on a stack the C++ frame it was called from knows nothing
+// of, so the hand-over is in assembly: x86-64 only (elsewhere -ENOSYS).
+#if defined(__x86_64__)
+inline constexpr bool kHasClone3OnStack = true;
+inline long clone3_on_stack(CloneArgs* args, int (*fn)(void*), void* arg) {
+  long ret;
+  register int (*r12)(void*) asm("r12") = fn;  // kept by the syscall, in both processes
+  register void* r13 asm("r13") = arg;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      // The child: rsp is the top of its stack (16-byte aligned), no frame to return to.
+      "xor %%ebp, %%ebp\n\t"
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "mov %%eax, %%edi\n\t"
+      "mov %[exit], %%eax\n\t"
+      "syscall\n\t"
+      "hlt\n\t"
+      "1:"
+      : "=a"(ret)
+      : "a"(SYS_clone3), "D"(args), "S"(sizeof(CloneArgs)), "r"(r12), "r"(r13),
+        [exit] "i"(SYS_exit)
+      : "rcx", "r11", "memory");
+  return ret;
+}
+#else
+inline constexpr bool kHasClone3OnStack = false;
+inline long clone3_on_stack(CloneArgs*, int (*)(void*), void*) { return -ENOSYS; }
+#endif
+
 [[noreturn]] inline void raw_exit(int code) {
   for (;;) ::syscall(SYS_exit_group, code);
 }

@@ -51,7 +51,9 @@ std::string warm_library_path() {
 }
 
 WarmTemplate::WarmTemplate(std::unique_ptr<Sandbox> sandbox, UniqueFd control)
-    : sandbox_(std::move(sandbox)), control_(std::move(control)) {}
+    : sandbox_(std::move(sandbox)),
+      control_(std::move(control)),
+      cgroup_tree_(sandbox_->warm_cgroup_tree()) {}
 
 Result<std::unique_ptr<WarmTemplate>> WarmTemplate::launch(
     Spec spec, std::chrono::milliseconds ready_timeout) {
@@ -73,7 +75,7 @@ Result<std::unique_ptr<WarmTemplate>> WarmTemplate::launch(
 }
 
 Result<std::unique_ptr<Sandbox>> WarmTemplate::start_call(const Spec& call) {
-  return Sandbox::start_warm_call(control_.get(), send_mu_, call);
+  return Sandbox::start_warm_call(control_.get(), send_mu_, call, cgroup_tree_);
 }
 
 void WarmTemplate::retire() {

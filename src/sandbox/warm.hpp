@@ -57,6 +57,7 @@ class WarmTemplate {
   WarmTemplate(std::unique_ptr<Sandbox> sandbox, UniqueFd control);
   std::unique_ptr<Sandbox> sandbox_;
   UniqueFd control_;
+  std::shared_ptr<WarmCgroupTree> cgroup_tree_;  // v2: where its calls' cgroups are made
   std::mutex send_mu_;
 };
 

@@ -13,13 +13,16 @@
 //           for it, nor torn down when it ends. While the template waits (a futex), it takes
 //           the call's descriptors and forks the tool; then it releases the template and
 //           keeps to its stack and raw system calls (nothing of glibc, which would write
-//           errno or other state it shares with the template): it joins the call's cgroups,
-//           reaps every process and reports the tool's exit, as a cold sandbox's init does;
+//           errno or other state it shares with the template): on v1 it joins the call's
+//           cgroups (on v2 it was cloned into the call's: CLONE_INTO_CGROUP, with a cgroup
+//           namespace rooted there), reaps every process and reports the tool's exit, as a
+//           cold sandbox's init does;
 //   tool    forked by init: the one copy of the template's address space a call makes. It
 //           maps its id, makes its mount, network, ipc and uts namespaces (off the template's
 //           critical section), mounts the call's fresh tmpfs on the work dir, /tmp and
-//           /dev/shm and a fresh /proc, brings up lo, joins the call's cgroups (made and
-//           limited by the supervisor, which sent their `tasks` files), sends the supervisor
+//           /dev/shm and a fresh /proc, brings up lo, on v1 joins the call's cgroups (made
+//           and limited by the supervisor, which sent their `tasks` files; on v2 it was born
+//           in init's, made and limited by the supervisor too), sends the supervisor
 //           a pidfd of init, drops every capability, sets the rlimits, applies Landlock and
 //           the seccomp filter (its listener goes to the supervisor; child.cpp's steps,
 //           reused), closes the error pipe (the supervisor's "ready", as exec is for a cold
@@ -283,24 +286,54 @@ void wait_for_init() {
   }
 }
 
+// cgroup v2: the call's leaf in the template's tree, which the template sees read-only.
+int open_call_cgroup(const ChildPlan& plan) {
+  const std::string leaf = std::string(kWarmCgroupTreeInSandbox) + "/" + plan.warm_cgroup;
+  int fd = ::open(leaf.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+// Init straight into the call's cgroup (v2: `cgroup` >= 0) and a cgroup namespace rooted
+// there, or (v1) where the template is: init and the tool then join the call's cgroups
+// through their `tasks` files. Returns its pid or -errno.
+long clone_init_on(PendingCall& call, void* stack, int cgroup) {
+  if (cgroup < 0) {
+    const int flags = CLONE_VM | CLONE_CHILD_CLEARTID | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD;
+    int init = ::clone(init_main, static_cast<char*>(stack) + kInitStackBytes, flags, &call,
+                       nullptr, nullptr, &g_init_running);
+    return init >= 0 ? init : -errno;
+  }
+  sys::CloneArgs args{};
+  args.flags = CLONE_VM | CLONE_CHILD_CLEARTID | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWCGROUP |
+               sys::kCloneIntoCgroup;
+  args.child_tid = reinterpret_cast<std::uint64_t>(&g_init_running);
+  args.exit_signal = SIGCHLD;
+  args.stack = reinterpret_cast<std::uint64_t>(stack);
+  args.stack_size = kInitStackBytes;
+  args.cgroup = static_cast<std::uint64_t>(cgroup);
+  return sys::clone3_on_stack(&args, init_main, &call);
+}
+
 // The template's side: init in fresh namespaces, nested under the template's, sharing its
 // memory until it has forked the tool. Returns init's pid or -errno.
 long clone_init(PendingCall& call) {
+  int cgroup = -1;
+  if (!call.plan.warm_cgroup.empty() && (cgroup = open_call_cgroup(call.plan)) < 0) return cgroup;
   void* stack = ::mmap(nullptr, kInitStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return -errno;
-  g_init_running = 1;
-  const int flags = CLONE_VM | CLONE_CHILD_CLEARTID | CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD;
-  int init = ::clone(init_main, static_cast<char*>(stack) + kInitStackBytes, flags, &call,
-                     nullptr, nullptr, &g_init_running);
-  if (init < 0) {
-    int err = errno;
-    g_init_running = 0;
-    ::munmap(stack, kInitStackBytes);
-    return -err;
+  long init = stack == MAP_FAILED ? -errno : 0;
+  if (init == 0) {
+    g_init_running = 1;
+    init = clone_init_on(call, stack, cgroup);
+    if (init > 0) {
+      wait_for_init();  // nothing of glibc here until init has let go of it
+      g_stacks.push_back({static_cast<pid_t>(init), stack});
+    } else {
+      g_init_running = 0;
+      ::munmap(stack, kInitStackBytes);
+    }
   }
-  g_stacks.push_back({init, stack});
-  wait_for_init();
+  if (cgroup >= 0) ::close(cgroup);
   return init;
 }
 
@@ -342,7 +375,10 @@ extern "C" int airlock_warm_start() {
   long init = clone_init(*g_call);
   if (init < 0)
     child_steps::report_failure(g_call->fds.fds[kChildErrorFd],
-                                "clone (new user and pid namespaces)",
+                                g_call->plan.warm_cgroup.empty()
+                                    ? "clone (new user and pid namespaces)"
+                                    : "clone3 into the call's cgroup (new user, pid and cgroup "
+                                      "namespaces)",
                                 nullptr, static_cast<int>(-init));
   close_received();
   return init > 0 ? static_cast<int>(init) : -1;

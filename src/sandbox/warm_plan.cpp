@@ -19,6 +19,7 @@ std::string encode_warm_call_plan(const ChildPlan& plan) {
                         {"gid", plan.gid},
                         {"last_cap", plan.last_cap},
                         {"cgroup_ns", plan.unshare_cgroup_ns},
+                        {"cgroup", plan.warm_cgroup},
                         {"rlimits", rlimits},
                         {"landlock",
                          {{"abi", plan.landlock.abi},
@@ -41,6 +42,10 @@ Status decode_warm_call_plan(const std::string& text, ChildPlan& plan) {
     plan.gid = j.at("gid").get<unsigned>();
     plan.last_cap = j.at("last_cap").get<int>();
     plan.unshare_cgroup_ns = j.at("cgroup_ns").get<bool>();
+    plan.warm_cgroup = j.at("cgroup").get<std::string>();
+    // A leaf's name, nothing that would resolve elsewhere in the tree.
+    if (plan.warm_cgroup.find_first_of("/.") != std::string::npos)
+      return Error::make("setup_error", "the warm call's cgroup is not a leaf's name");
     for (const auto& l : j.at("rlimits"))
       plan.rlimits.push_back({l.at(0).get<int>(), rlimit{l.at(1).get<rlim_t>(), l.at(2).get<rlim_t>()}});
     const auto& ll = j.at("landlock");

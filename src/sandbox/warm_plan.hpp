@@ -11,10 +11,14 @@
 
 namespace airlock::sandbox {
 
+// cgroup v2: where a warm template sees its cgroup tree (read-only; sandbox/cgroup.hpp,
+// WarmCgroupTree), in which the plan names the call's leaf.
+inline constexpr const char* kWarmCgroupTreeInSandbox = "/airlock-warm-cgroup";
+
 std::string encode_warm_call_plan(const ChildPlan& plan);
 
 // Fills plan's workdir, root_options, hostname, uid, gid, last_cap, unshare_cgroup_ns,
-// rlimits, landlock and seccomp from the encoded text.
+// warm_cgroup, rlimits, landlock and seccomp from the encoded text.
 Status decode_warm_call_plan(const std::string& text, ChildPlan& plan);
 
 }  // namespace airlock::sandbox
