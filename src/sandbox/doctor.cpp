@@ -1,13 +1,17 @@
 #include "sandbox/doctor.hpp"
 
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -50,28 +54,205 @@ std::string read_first_line(const std::string& path) {
   return line;
 }
 
+bool exists(const char* path) { return ::access(path, F_OK) == 0; }
+
+int status_field(const std::string& name) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + ":", 0) == 0) return std::atoi(line.c_str() + name.size() + 1);
+  return 0;
+}
+
+// What runs us, as far as a process can tell from inside.
+std::string detect_container() {
+  if (exists("/.dockerenv")) return "docker";
+  if (exists("/run/.containerenv")) return "podman";
+  if (std::getenv("KUBERNETES_SERVICE_HOST")) return "kubernetes";
+  std::ifstream in("/proc/1/cgroup");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* kind : {"kubepods", "docker", "containerd", "lxc", "libpod"})
+    if (text.find(kind) != std::string::npos) return kind;
+  return "";
+}
+
+// An allow-all filter, installed in a child: where an outer filter (a container runtime's
+// profile) refuses seccomp(2) itself, this fails as the sandbox's would.
+int probe_seccomp_install() {
+  return in_child([] {
+    sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    sock_fprog prog{1, &allow};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+    return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 ? 0 : errno;
+  });
+}
+
+HostFacts read_host_facts() {
+  HostFacts f;
+  f.root = ::geteuid() == 0;
+  f.userns_errno = in_child([] { return ::unshare(CLONE_NEWUSER) == 0 ? 0 : errno; });
+  f.max_user_namespaces = read_first_line("/proc/sys/user/max_user_namespaces");
+  if (exists("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"))
+    f.apparmor_restrict_userns =
+        read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  f.seccomp_mode_before = status_field("Seccomp");
+  f.seccomp_filters_before = status_field("Seccomp_filters");
+  f.seccomp_errno = probe_seccomp_install();
+  f.clone3_errno = ::syscall(SYS_clone3, nullptr, 0) < 0 ? errno : 0;
+  f.container = detect_container();
+  return f;
+}
+
+const char* kFilteredAlready =
+    "a seccomp filter is already in force on this process (a container runtime's profile or "
+    "a service manager's SystemCallFilter=)";
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
 }  // namespace
+
+MechanismCheck user_namespaces_check(const HostFacts& f) {
+  std::string detail = f.userns_errno == 0 ? "unshare(CLONE_NEWUSER) works" : errno_text(f.userns_errno);
+  if (f.userns_errno != 0) {
+    detail += "; user.max_user_namespaces=" + f.max_user_namespaces;
+    if (!f.apparmor_restrict_userns.empty())
+      detail += ", kernel.apparmor_restrict_unprivileged_userns=" + f.apparmor_restrict_userns;
+    if (f.seccomp_mode_before == 2)
+      detail += std::string("; ") + kFilteredAlready + " and may refuse unshare (Docker's "
+                "default profile does)";
+  }
+  return {"user namespaces", f.userns_errno == 0, detail,
+          "refuses to run: every other namespace and the unprivileged path hang on it", true};
+}
+
+MechanismCheck apparmor_userns_check(const HostFacts& f) {
+  const std::string sysctl = "kernel.apparmor_restrict_unprivileged_userns=" + f.apparmor_restrict_userns;
+  const bool restricted = f.apparmor_restrict_userns == "1";
+  std::string detail;
+  if (!restricted)
+    detail = sysctl + ": unprivileged user namespaces are not restricted";
+  else if (f.root)
+    detail = sysctl + ": root is not restricted; an unprivileged daemon would be (its new user "
+             "namespaces get no capabilities unless an AppArmor profile allows `userns`)";
+  else
+    detail = sysctl + " (Ubuntu 23.10 and later): this user's new user namespaces get no "
+             "capabilities, unless an AppArmor profile for the program allows `userns`";
+  return {"AppArmor and user namespaces", !restricted || f.root, detail,
+          "the sandbox cannot be built as this user (its first mount or id map is refused: the "
+          "trial sandbox below fails): run the daemon as root, or load an AppArmor profile "
+          "for airlock and airlock-serve that allows `userns,` (docs/sandbox.md), or set the "
+          "sysctl to 0",
+          false};
+}
+
+MechanismCheck clone3_check(const HostFacts& f) {
+  const bool missing = f.clone3_errno == ENOSYS;
+  std::string detail = "available";
+  if (missing)
+    detail = f.seccomp_mode_before == 2
+                 ? std::string("ENOSYS: ") + kFilteredAlready + " and answers clone3 with ENOSYS "
+                   "(container runtimes' default profiles do)"
+                 : "missing (kernel < 5.3)";
+  return {"clone3", !missing, detail,
+          "refuses to run (namespaces, pidfd and cgroup placement are set in one call)", true};
+}
+
+MechanismCheck seccomp_check(const HostFacts& f, std::size_t instructions) {
+  std::string detail;
+  if (f.seccomp_errno == 0) {
+    detail = std::to_string(instructions) +
+             "-instruction filter (compiled with libseccomp at build time)";
+    if (f.seccomp_mode_before == 2)
+      detail += "; stacked under " + std::to_string(f.seccomp_filters_before) +
+                " filter(s) already in force";
+  } else {
+    detail = "installing a filter fails: " + errno_text(f.seccomp_errno);
+    if (f.seccomp_mode_before == 2) detail += std::string("; ") + kFilteredAlready;
+  }
+  return {"seccomp-bpf", f.seccomp_errno == 0, detail, "refuses to run", true};
+}
+
+MechanismCheck container_check(const HostFacts& f) {
+  std::string detail = f.container.empty() ? "no container seen" : "running in " + f.container;
+  const bool filtered = f.seccomp_mode_before == 2;
+  if (filtered)
+    detail += "; " + std::to_string(f.seccomp_filters_before) + " seccomp filter(s) already in force";
+  return {"container", !filtered, detail,
+          "the outer filter's refusals are the sandbox's: with Docker's default profile, "
+          "unshare, mount and clone3's namespaces are refused and no sandbox can be built. Run "
+          "the container with a profile that allows them (or --security-opt seccomp=unconfined; "
+          "the sandbox installs its own filter) and with an unmasked /proc "
+          "(--security-opt systempaths=unconfined), or on Kubernetes use the kubernetes "
+          "backend (docs/sandbox.md)",
+          false};
+}
+
+MechanismCheck cgroup_hierarchies_check(const CgroupFacts& f) {
+  std::vector<std::string> v1, v2, unmounted;
+  for (const auto& [name, where] : f.controllers)
+    (where == "v1" ? v1 : where == "v2" ? v2 : unmounted).push_back(name);
+  std::vector<std::string> parts;
+  if (!v1.empty()) parts.push_back("v1: " + join(v1, ", "));
+  if (!v2.empty()) parts.push_back("v2: " + join(v2, ", "));
+  if (!unmounted.empty()) parts.push_back("unmounted: " + join(unmounted, ", "));
+  const char* kind = v1.empty() ? (v2.empty() ? "no cgroup hierarchy" : "pure cgroup v2")
+                     : v2.empty() ? "cgroup v1" : "hybrid (v1 and v2)";
+  return {"cgroup hierarchies", true, std::string(kind) + "; " + join(parts, "; "), "", false};
+}
+
+MechanismCheck cgroup_v2_delegation_check(const CgroupFacts& f, const CgroupSupport& cg) {
+  const std::string name = "cgroup v2 delegation";
+  const std::string without =
+      "no memory or pids limit from cgroup v2 (the rlimits of the lines above instead) and "
+      "warm calls run cold. Under systemd: Delegate=yes (deploy/systemd/airlock.service); by "
+      "hand: a cgroup whose directory, cgroup.procs, cgroup.subtree_control and cgroup.threads "
+      "are this user's, with memory and pids in its cgroup.controllers, holding only the "
+      "daemon (docs/sandbox.md)";
+  if (cg.mode == CgroupMode::v2 && cg.v2_memory && cg.v2_pids)
+    return {name, true, f.v2_path + ": memory and pids are handed to the sandboxes' cgroups "
+                                    "(cgroup.subtree_control: " + f.v2_subtree + ")",
+            without, false};
+  if (cg.mode == CgroupMode::v1 && cg.limits_memory())
+    return {name, true, "not needed: memory and pids are limited on v1 here; the unified "
+                        "hierarchy holds " + (f.v2_controllers.empty() ? "no controller" : f.v2_controllers),
+            without, false};
+  std::string detail;
+  auto has = [&](const char* c) { return (" " + f.v2_controllers + " ").find(std::string(" ") + c + " ") != std::string::npos; };
+  if (!f.v2_writable)
+    detail = f.v2_path + " is not writable by uid " + std::to_string(::geteuid()) +
+             ": nothing is delegated to this user";
+  else if (!has("memory") || !has("pids"))
+    detail = f.v2_path + "/cgroup.controllers is \"" + f.v2_controllers +
+             "\": the parent did not delegate memory and pids";
+  else
+    detail = cg.why_not.empty() ? f.v2_path + ": memory and pids are not enabled in "
+                                              "cgroup.subtree_control (\"" + f.v2_subtree + "\")"
+                                : cg.why_not;
+  return {name, false, detail, without, false};
+}
+
+MechanismCheck warm_calls_check(const CgroupSupport& cg, const std::optional<std::string>& why_not) {
+  std::string detail = cg.mode == CgroupMode::v2
+                           ? "v2: each call's init is cloned into the call's cgroup "
+                             "(CLONE_INTO_CGROUP) in its template's tree"
+                           : "v1: each call joins its cgroups through their `tasks` files";
+  return {"warm calls (tools[].warm)", !why_not, why_not ? *why_not : detail,
+          "every call of a warm tool runs cold (a fresh Python and import each time) and says "
+          "so (\"start\": \"cold\", with why)",
+          false};
+}
 
 std::vector<MechanismCheck> check_mechanisms() {
   std::vector<MechanismCheck> checks;
 
-  int userns = in_child([] { return ::unshare(CLONE_NEWUSER) == 0 ? 0 : errno; });
-  std::string userns_detail = userns == 0 ? "unshare(CLONE_NEWUSER) works" : errno_text(userns);
-  if (userns != 0) {
-    std::string max = read_first_line("/proc/sys/user/max_user_namespaces");
-    std::string aa = read_first_line("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
-    userns_detail += "; user.max_user_namespaces=" + max;
-    if (!aa.empty()) userns_detail += ", kernel.apparmor_restrict_unprivileged_userns=" + aa;
-  }
-  checks.push_back({"user namespaces", userns == 0, userns_detail,
-                    "refuses to run: every other namespace and the unprivileged path hang on it",
-                    true});
-
-  long clone3 = ::syscall(SYS_clone3, nullptr, 0);
-  bool has_clone3 = clone3 < 0 && errno != ENOSYS;
-  checks.push_back({"clone3", has_clone3, has_clone3 ? "available" : "missing (kernel < 5.3)",
-                    "refuses to run (namespaces, pidfd and cgroup placement are set in one call)",
-                    true});
+  const HostFacts host = read_host_facts();
+  checks.push_back(user_namespaces_check(host));
+  if (!host.apparmor_restrict_userns.empty()) checks.push_back(apparmor_userns_check(host));
+  checks.push_back(clone3_check(host));
 
   int pidfd = sys::pidfd_open(::getpid());
   checks.push_back({"pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open works" : errno_text(errno),
@@ -108,14 +289,14 @@ std::vector<MechanismCheck> check_mechanisms() {
   if (cg.mode == CgroupMode::v2)
     checks.push_back({"cgroup v2 placement and kill", true,
                       "CLONE_INTO_CGROUP and cgroup.kill under " + cg.v2_base, "", false});
+  const CgroupFacts cgroups = read_cgroup_facts(cg);
+  checks.push_back(cgroup_hierarchies_check(cgroups));
+  if (cgroups.unified_holds_us) checks.push_back(cgroup_v2_delegation_check(cgroups, cg));
+  checks.push_back(warm_calls_check(cg, warm_calls_unsupported()));
 
-  const auto& program = seccomp_program();
-  bool seccomp_works = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
-  checks.push_back({"seccomp-bpf", seccomp_works,
-                    seccomp_works ? std::to_string(program.instructions.size()) +
-                                        "-instruction filter (compiled with libseccomp at build time)"
-                                  : errno_text(errno),
-                    "refuses to run", true});
+  checks.push_back(seccomp_check(host, seccomp_program().instructions.size()));
+  if (!host.container.empty() || host.seccomp_mode_before == 2)
+    checks.push_back(container_check(host));
   std::string actions = read_first_line("/proc/sys/kernel/seccomp/actions_avail");
   bool notif = actions.find("user_notif") != std::string::npos;
   checks.push_back({"seccomp user notification", notif,

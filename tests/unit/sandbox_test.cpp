@@ -12,6 +12,7 @@
 #include <set>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/doctor.hpp"
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/landlock.hpp"
 #include "sandbox/outcome.hpp"
@@ -237,6 +238,98 @@ TEST(Cgroups, TheUsualPlacesAgreeWithMountinfo) {
     EXPECT_EQ(usual.v1_cpuacct, mountinfo.v1_cpuacct) << mode;
     EXPECT_EQ(usual.v1_memsw, mountinfo.v1_memsw) << mode;
   }
+}
+
+// `airlock doctor` on hosts this one is not: each absence is named, with what it costs.
+bool mentions(const MechanismCheck& c, const std::string& text) {
+  return c.detail.find(text) != std::string::npos || c.without.find(text) != std::string::npos;
+}
+
+TEST(Doctor, AppArmorsUserNamespaceRestrictionIsNamedForAnUnprivilegedUser) {
+  HostFacts ubuntu;
+  ubuntu.apparmor_restrict_userns = "1";
+  auto c = apparmor_userns_check(ubuntu);
+  EXPECT_FALSE(c.works);
+  EXPECT_TRUE(mentions(c, "kernel.apparmor_restrict_unprivileged_userns=1")) << c.detail;
+  EXPECT_TRUE(mentions(c, "userns")) << c.without;
+  ubuntu.root = true;  // root is not restricted
+  EXPECT_TRUE(apparmor_userns_check(ubuntu).works);
+  HostFacts open;
+  open.apparmor_restrict_userns = "0";
+  EXPECT_TRUE(apparmor_userns_check(open).works);
+}
+
+TEST(Doctor, AContainersSeccompProfileIsNamedAsTheCause) {
+  HostFacts docker;
+  docker.container = "docker";
+  docker.seccomp_mode_before = 2;
+  docker.seccomp_filters_before = 1;
+  docker.userns_errno = EPERM;
+  docker.clone3_errno = ENOSYS;
+  auto userns = user_namespaces_check(docker);
+  EXPECT_FALSE(userns.works);
+  EXPECT_TRUE(mentions(userns, "seccomp filter is already in force")) << userns.detail;
+  auto clone3 = clone3_check(docker);
+  EXPECT_FALSE(clone3.works);
+  EXPECT_TRUE(mentions(clone3, "seccomp filter is already in force")) << clone3.detail;
+  EXPECT_FALSE(mentions(clone3, "kernel < 5.3")) << clone3.detail;
+  auto container = container_check(docker);
+  EXPECT_FALSE(container.works);
+  EXPECT_TRUE(mentions(container, "running in docker")) << container.detail;
+  EXPECT_TRUE(mentions(container, "seccomp=unconfined")) << container.without;
+  docker.seccomp_errno = EPERM;  // the outer profile refuses seccomp(2) itself
+  auto seccomp = seccomp_check(docker, 100);
+  EXPECT_FALSE(seccomp.works);
+  EXPECT_TRUE(seccomp.required);
+  EXPECT_TRUE(mentions(seccomp, "installing a filter fails")) << seccomp.detail;
+  HostFacts bare;  // a kernel without clone3 says so
+  bare.clone3_errno = ENOSYS;
+  EXPECT_TRUE(mentions(clone3_check(bare), "kernel < 5.3"));
+}
+
+TEST(Doctor, CgroupHierarchiesAreNamedPerController) {
+  CgroupFacts hybrid;
+  hybrid.controllers = {{"memory", "v1"}, {"pids", "v1"}, {"hugetlb", "v2"}, {"rdma", "unmounted"}};
+  auto c = cgroup_hierarchies_check(hybrid);
+  EXPECT_EQ(c.detail, "hybrid (v1 and v2); v1: memory, pids; v2: hugetlb; unmounted: rdma");
+  CgroupFacts pure;
+  pure.controllers = {{"cpu", "v2"}, {"memory", "v2"}};
+  EXPECT_EQ(cgroup_hierarchies_check(pure).detail, "pure cgroup v2; v2: cpu, memory");
+}
+
+TEST(Doctor, AMissingV2DelegationSaysWhatIsMissingAndWhatItCosts) {
+  CgroupFacts facts;
+  facts.unified_holds_us = true;
+  facts.v2_path = "/sys/fs/cgroup/user.slice/user-1000.slice/session-1.scope";
+  CgroupSupport none;  // nothing usable was found
+  auto c = cgroup_v2_delegation_check(facts, none);
+  EXPECT_FALSE(c.works);
+  EXPECT_TRUE(mentions(c, "is not writable by uid")) << c.detail;
+  EXPECT_TRUE(mentions(c, "Delegate=yes")) << c.without;
+  EXPECT_TRUE(mentions(c, "warm calls run cold")) << c.without;
+  facts.v2_writable = true;
+  facts.v2_controllers = "cpu io";
+  EXPECT_TRUE(mentions(cgroup_v2_delegation_check(facts, none), "did not delegate memory and pids"));
+  facts.v2_controllers = "cpu io memory pids";
+  none.why_not = "cgroup v2: X holds other processes, so its controllers cannot be delegated";
+  EXPECT_TRUE(mentions(cgroup_v2_delegation_check(facts, none), "holds other processes"));
+  CgroupSupport delegated;
+  delegated.mode = CgroupMode::v2;
+  delegated.v2_memory = delegated.v2_pids = true;
+  facts.v2_subtree = "memory pids";
+  EXPECT_TRUE(cgroup_v2_delegation_check(facts, delegated).works);
+}
+
+TEST(Doctor, WarmCallsSayWhyTheyRunCold) {
+  CgroupSupport v2;
+  v2.mode = CgroupMode::v2;
+  auto works = warm_calls_check(v2, std::nullopt);
+  EXPECT_TRUE(works.works);
+  EXPECT_TRUE(mentions(works, "CLONE_INTO_CGROUP")) << works.detail;
+  auto cold = warm_calls_check(v2, std::string("no memory limit"));
+  EXPECT_FALSE(cold.works);
+  EXPECT_EQ(cold.detail, "no memory limit");
+  EXPECT_TRUE(mentions(cold, "\"start\": \"cold\"")) << cold.without;
 }
 
 TEST(Cgroups, ForcedNoneUsesNoCgroup) {
