@@ -41,6 +41,11 @@ PACKAGES=(
   chromium chromium-driver
 )
 
+# The pure cgroup v2 test host (tests/vm, ctest label vm): QEMU, run under TCG, and
+# busybox-static for its initramfs; systemd-analyze checks deploy/systemd. Its kernel is
+# unpacked into a cache after the install below (tests/vm/fetch-kernel.sh).
+PACKAGES+=(qemu-system-x86 busybox-static systemd)
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -65,8 +70,13 @@ if ((${#missing[@]} > 0)); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# `npm ci` in tests/DIR, exactly as its package-lock.json pins; again only when the lock changes.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# The test VM's kernel: Debian's linux-image-amd64, downloaded and unpacked into
+# /var/cache/airlock-vm, never installed into /boot; only when no kernel is cached yet.
+"$ROOT/tests/vm/fetch-kernel.sh"
+
+# `npm ci` in tests/DIR, exactly as its package-lock.json pins; again only when the lock changes.
 npm_ci_in() {
   local dir="$ROOT/tests/$1"
   [[ -f "$dir/package-lock.json" ]] || return 0

@@ -1148,6 +1148,10 @@ TEST(Regime, IsTheOneThisRunAskedFor) {
     EXPECT_EQ(cg.mode, CgroupMode::none) << cg.why_not;
   } else if (want == "v2") {
     EXPECT_EQ(cg.mode, CgroupMode::v2) << cg.why_not;
+  } else if (want == "v2-limits") {  // a pure v2 host with a delegated subtree (tests/vm)
+    EXPECT_EQ(cg.mode, CgroupMode::v2) << cg.why_not;
+    EXPECT_TRUE(cg.limits_memory()) << cg.why_not;
+    EXPECT_TRUE(cg.limits_pids()) << cg.why_not;
   } else if (want == "limits") {
     EXPECT_NE(cg.mode, CgroupMode::none) << cg.why_not;
     EXPECT_TRUE(cg.limits_memory()) << cg.why_not;
