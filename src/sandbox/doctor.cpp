@@ -64,15 +64,15 @@ int status_field(const std::string& name) {
   return 0;
 }
 
-// What runs us, as far as a process can tell from inside.
+// What runs us, as far as a process can tell from inside: the sign it saw, or "".
 std::string detect_container() {
-  if (exists("/.dockerenv")) return "docker";
-  if (exists("/run/.containerenv")) return "podman";
-  if (std::getenv("KUBERNETES_SERVICE_HOST")) return "kubernetes";
+  if (exists("/.dockerenv")) return "docker (/.dockerenv)";
+  if (exists("/run/.containerenv")) return "podman (/run/.containerenv)";
+  if (std::getenv("KUBERNETES_SERVICE_HOST")) return "kubernetes (KUBERNETES_SERVICE_HOST)";
   std::ifstream in("/proc/1/cgroup");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   for (const char* kind : {"kubepods", "docker", "containerd", "lxc", "libpod"})
-    if (text.find(kind) != std::string::npos) return kind;
+    if (text.find(kind) != std::string::npos) return std::string(kind) + " (/proc/1/cgroup)";
   return "";
 }
 
@@ -177,7 +177,7 @@ MechanismCheck seccomp_check(const HostFacts& f, std::size_t instructions) {
 }
 
 MechanismCheck container_check(const HostFacts& f) {
-  std::string detail = f.container.empty() ? "no container seen" : "running in " + f.container;
+  std::string detail = f.container.empty() ? "no sign of a container" : "signs of " + f.container;
   const bool filtered = f.seccomp_mode_before == 2;
   if (filtered)
     detail += "; " + std::to_string(f.seccomp_filters_before) + " seccomp filter(s) already in force";

@@ -31,7 +31,7 @@ struct HostFacts {
   int seccomp_filters_before = 0;        // "Seccomp_filters:"
   int seccomp_errno = 0;                 // installing an allow-all filter in a child
   int clone3_errno = 0;                  // clone3(NULL, 0): EFAULT/EINVAL where it exists
-  std::string container;                 // "docker", "podman", "kubernetes", ...; "" if none seen
+  std::string container;                 // the sign of one seen: "docker (/.dockerenv)"; "" if none
 };
 
 MechanismCheck user_namespaces_check(const HostFacts& facts);

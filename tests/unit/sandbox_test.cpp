@@ -261,7 +261,7 @@ TEST(Doctor, AppArmorsUserNamespaceRestrictionIsNamedForAnUnprivilegedUser) {
 
 TEST(Doctor, AContainersSeccompProfileIsNamedAsTheCause) {
   HostFacts docker;
-  docker.container = "docker";
+  docker.container = "docker (/.dockerenv)";
   docker.seccomp_mode_before = 2;
   docker.seccomp_filters_before = 1;
   docker.userns_errno = EPERM;
@@ -275,7 +275,7 @@ TEST(Doctor, AContainersSeccompProfileIsNamedAsTheCause) {
   EXPECT_FALSE(mentions(clone3, "kernel < 5.3")) << clone3.detail;
   auto container = container_check(docker);
   EXPECT_FALSE(container.works);
-  EXPECT_TRUE(mentions(container, "running in docker")) << container.detail;
+  EXPECT_TRUE(mentions(container, "signs of docker")) << container.detail;
   EXPECT_TRUE(mentions(container, "seccomp=unconfined")) << container.without;
   docker.seccomp_errno = EPERM;  // the outer profile refuses seccomp(2) itself
   auto seccomp = seccomp_check(docker, 100);

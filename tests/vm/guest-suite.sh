@@ -6,7 +6,8 @@
 # PART: sandbox  the sandbox's threat model and the warm templates' as root, and doctor
 #       unprivileged  the same (fewer attacks) and the daemon's warm calls as an unprivileged
 #                     user with a delegated subtree
-#       daemon  the daemon's warm calls end to end (and the sandbox's regime)
+#       daemon  the daemon's warm calls end to end
+#       bench   bench_startup's cold and warm calls (not a test; docs/performance.md)
 set -uo pipefail
 build=$1 part=$2
 source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -72,6 +73,10 @@ case $part in
   daemon)
     cd "$build/tests/server" || exit 1
     run warm-daemon "$build/tests/server/warm_daemon_test"
+    ;;
+  bench)  # not a test: docs/performance.md's warm figures on v2 (TCG: emulated, see there)
+    cd "$build" || exit 1
+    run bench-startup "$build/bench/bench_startup" --benchmark_filter='BM_ToolCold|BM_ToolWarm'
     ;;
   *) echo "guest-suite: unknown part $part"; exit 2 ;;
 esac
