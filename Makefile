@@ -11,8 +11,10 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIRLOCK_WERROR=ON \
 
 # ccache where it is installed (scripts/install-deps.sh installs it): a second clone, or a tree
 # rebuilt after a branch switch, compiles only what changed. Paths are hashed relative to the
-# clone, so clones in other folders share the cache.
-LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+# clone, so clones in other folders share the cache. Decided in the recipe, after `deps` ran:
+# decided when make reads this file, a fresh machine's first build went without ccache (deps
+# installs it later) and the next command's configure added it, which rebuilt the whole tree.
+LAUNCHER = $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
