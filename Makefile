@@ -21,7 +21,7 @@ LAUNCHER = $$(command -v ccache >/dev/null && echo -DCMAKE_CXX_COMPILER_LAUNCHER
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build build-sanitize demo test clean
+.PHONY: all deps build build-sanitize demo test image clean
 
 all: build
 
@@ -52,6 +52,11 @@ test: build build-sanitize
 	@cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS)
 	@echo "== all tests =="
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The OCI image (Debian's packages and this build, no registry): build/image/oci, its digest
+# printed (scripts/build-image.sh; docs/deploy.md, "The image"). Root: mmdebstrap, umoci.
+image: build
+	@scripts/build-image.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
