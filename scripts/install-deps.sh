@@ -39,6 +39,9 @@ PACKAGES=(
   runsc
   # the web console's browser test (tests/console): headless Chromium and its WebDriver
   chromium chromium-driver
+  # the OCI image (scripts/build-image.sh, tests/image): a Debian root filesystem from Debian's
+  # packages, packed as an OCI image; iproute2 for the test's network namespace
+  mmdebstrap umoci iproute2
 )
 
 # The pure cgroup v2 test host (tests/vm, ctest label vm): QEMU, run under TCG, and

@@ -1,11 +1,15 @@
 // Validates a Kubernetes object against the official OpenAPI schemas that kubernetes-models
-// ships (generated from the Kubernetes API's swagger). Returns "" when valid, else why not.
+// ships (generated from the Kubernetes API's swagger), and cert-manager's objects against the
+// schemas of its CRDs (@kubernetes-models/cert-manager, generated from cert-manager's own CRD
+// manifests). Returns "" when valid, else why not.
 // With {strict: true} a field the schema does not declare is an error too (unknownFields).
-import { Pod, Secret, Namespace, ServiceAccount, Service, ConfigMap, ResourceQuota, LimitRange } from "kubernetes-models/v1";
+import { Pod, Secret, Namespace, ServiceAccount, Service, ConfigMap, ResourceQuota, LimitRange,
+         PersistentVolumeClaim } from "kubernetes-models/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { Certificate, Issuer } from "@kubernetes-models/cert-manager/cert-manager.io/v1";
 
 const MODELS = {
   "v1/Pod": Pod,
@@ -16,11 +20,14 @@ const MODELS = {
   "v1/ConfigMap": ConfigMap,
   "v1/ResourceQuota": ResourceQuota,
   "v1/LimitRange": LimitRange,
+  "v1/PersistentVolumeClaim": PersistentVolumeClaim,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "apps/v1/Deployment": Deployment,
   "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
+  "cert-manager.io/v1/Certificate": Certificate,
+  "cert-manager.io/v1/Issuer": Issuer,
 };
 
 // The paths of the fields in `object` that its schema does not declare. The published schemas
