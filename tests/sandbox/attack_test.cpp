@@ -380,14 +380,19 @@ INSTANTIATE_TEST_SUITE_P(
         ForbiddenSyscall{"kcmp", "libc.syscall(312, 1, 2, 0, 0, 0)"},
         ForbiddenSyscall{"pidfd_getfd", "libc.syscall(438, 0, 0, 0)"}));
 
-TEST(ForbiddenSyscallsOtherAbi, X32AndI386AreViolations) {
-  for (const char* abi : {"x32", "i386"}) {
-    Outcome o = run(helper("foreign_abi", {abi}));
-    EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << abi << describe(o);
-    EXPECT_EQ(o.syscall.value_or(""), std::string(abi) + ":getpid") << describe(o);
-    EXPECT_TRUE(no_escape(o));
-  }
+// A syscall through a foreign ABI must end the run as a violation naming that ABI.
+void expect_foreign_abi_is_a_violation(const std::string& abi) {
+  if (!test::host_kernel_runs_abi(abi))
+    GTEST_SKIP() << "this kernel kills a " << abi
+                 << " syscall itself (no emulation of that ABI): there is no attack to run";
+  Outcome o = run(helper("foreign_abi", {abi}));
+  EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << abi << describe(o);
+  EXPECT_EQ(o.syscall.value_or(""), abi + ":getpid") << describe(o);
+  EXPECT_TRUE(no_escape(o));
 }
+
+TEST(ForbiddenSyscallsOtherAbi, X32IsAViolation) { expect_foreign_abi_is_a_violation("x32"); }
+TEST(ForbiddenSyscallsOtherAbi, I386IsAViolation) { expect_foreign_abi_is_a_violation("i386"); }
 
 TEST(ForbiddenSyscallsTerminal, TiocstiIsAViolation) {
   Outcome o = run(helper("hold_terminal"));

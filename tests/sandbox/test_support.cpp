@@ -45,6 +45,20 @@ Spec helper(const std::string& name, const std::vector<std::string>& args) {
 
 Outcome run_with(Spec spec) { return run(spec); }
 
+bool host_kernel_runs_abi(const std::string& abi) {
+  std::string path = std::string(AIRLOCK_TEST_HELPERS_DIR) + "/foreign_abi";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+    ::execl(path.c_str(), path.c_str(), abi.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return true;  // unknown: try the attack
+  return !WIFSIGNALED(status);
+}
+
 std::string describe(const Outcome& o) {
   auto j = to_json(o);
   for (const char* stream : {"stdout", "stderr"}) {

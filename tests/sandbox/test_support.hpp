@@ -18,6 +18,10 @@ Spec python(const std::string& code, const std::vector<std::string>& args = {});
 // A spec that runs one of the compiled helpers (tests/sandbox/helpers), bound at /helpers.
 Spec helper(const std::string& name, const std::vector<std::string>& args = {});
 Outcome run_with(Spec spec);
+// Whether this kernel itself runs a syscall through `abi` ("x32", "i386"): the foreign_abi
+// helper run on the host, outside any sandbox. A kernel without IA32 emulation answers int 0x80
+// with SIGSEGV before seccomp sees it, so there is no attack to contain.
+bool host_kernel_runs_abi(const std::string& abi);
 
 std::string describe(const Outcome& o);  // the Outcome as JSON, for failure messages
 bool no_escape(const Outcome& o);        // stdout carries no "ESCAPED"
