@@ -47,11 +47,13 @@ demo: build
 
 # Unit tests under the sanitizers and the fuzz targets for a short while, then every test
 # (unit, integration, unprivileged) in the normal build. Exit 0 only when both ctest runs pass.
+# Then where the time went: each tree's build and the slowest tests (the CI budget's breakdown).
 test: build build-sanitize
 	@echo "== unit tests under ASan+UBSan, and the fuzz targets ($(FUZZ_SECONDS)s each) =="
 	@cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS)
 	@echo "== all tests =="
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS); status=$$?; \
+		cd $(CURDIR) && scripts/build-and-test-times.py $(BUILD_DIR) $(SANITIZE_DIR); exit $$status
 
 # The OCI image (Debian's packages and this build, no registry): build/image/oci, its digest
 # printed (scripts/build-image.sh; docs/deploy.md, "The image"). Root: mmdebstrap, umoci.
