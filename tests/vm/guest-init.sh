@@ -14,7 +14,21 @@ ln -sf pts/ptmx /dev/ptmx
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 # As systemd mounts it: namespaces are delegation boundaries.
 mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /sys/fs/cgroup
+# A tree below a directory the tmpfs mounts cover (a clone in /tmp) stays visible: the source
+# and build trees are bound aside first and moved back onto the tmpfs after.
+suite=${AIRLOCK_VM_SUITE:-}
+args=${AIRLOCK_VM_ARGS:-}
+keep=("${suite%/tests/vm/guest-suite.sh}" "${args%%,*}")
+held=()
+for path in "${keep[@]}"; do
+  case $path in /tmp/*|/var/tmp/*|/run/*|/root/*) ;; *) continue ;; esac
+  holder=/dev/airlock-keep/${#held[@]}
+  mkdir -p "$holder" && mount --bind "$path" "$holder" && held+=("$path")
+done
 for dir in /tmp /var/tmp /run /root; do mount -t tmpfs -o mode=1777 tmpfs "$dir"; done
+for i in "${!held[@]}"; do
+  mkdir -p "${held[$i]}" && mount --move "/dev/airlock-keep/$i" "${held[$i]}"
+done
 chmod 700 /root
 mkdir -p /run/airlock-vm
 mount -t 9p -o trans=virtio,version=9p2000.L results /run/airlock-vm
