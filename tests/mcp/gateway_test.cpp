@@ -63,8 +63,13 @@ std::vector<int> processes_with(const std::string& marker) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    std::string cmdline;
+    try {
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::exception&) {
+      continue;  // it exited while we read (ESRCH): not a process any more
+    }
     if (cmdline.find(marker) != std::string::npos && std::stoi(name) != ::getpid())
       pids.push_back(std::stoi(name));
   }
