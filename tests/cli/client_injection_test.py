@@ -63,12 +63,17 @@ class Recorder:
                             data += chunk
                     except OSError:
                         pass
+                    # Kept before answering: the client exits on the answer and the test
+                    # reads the list at once (appended after, it was sometimes still empty).
+                    self.received.append(data)
+                    data = None
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                  b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(ANSWER)
                                  + ANSWER)
                 except OSError:
                     pass
-                self.received.append(data)
+                if data is not None:
+                    self.received.append(data)
 
     def close(self):
         self.sock.close()
