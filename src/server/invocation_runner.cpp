@@ -15,7 +15,10 @@ namespace airlock::server {
 namespace {
 
 void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const std::string& tool_label) {
-  metrics.count("airlock_invocations_total", {{"tool", tool_label}, {"status", inv.status()}});
+  // The status as the API names it: a call held for its approvers is "pending_approval".
+  const bool held = inv.suspended && !inv.error && inv.suspended->stage == "approval";
+  metrics.count("airlock_invocations_total",
+                {{"tool", tool_label}, {"status", held ? std::string("pending_approval") : inv.status()}});
   if (inv.error && inv.error->error_class == pipeline::ErrorClass::denied)
     metrics.count("airlock_denials_total", {{"reason", std::string(inv.error->kind_name())}});
   if (!inv.redactions.empty())

@@ -147,6 +147,9 @@ TEST_F(Approvals, ACriticalCallAnswers202RunsNothingAndRunsOnceApproved) {
   EXPECT_TRUE(j["output"].is_null());
   EXPECT_TRUE(j["usage"].is_null()) << "nothing ran";
   EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval");
+  const auto metrics = http(port(), "GET", "/metrics", "", "").body;
+  EXPECT_NE(metrics.find(R"(airlock_invocations_total{status="pending_approval",tool="danger"} 1)"),
+            std::string::npos) << metrics;
 
   auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"));
   ASSERT_EQ(shown.status, 200) << shown.body;
