@@ -65,21 +65,22 @@ std::optional<nlohmann::json> number_value(std::string_view token) {
 // nlohmann's input ("{} \0 x" is accepted); here any NUL byte makes the text invalid.
 class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, ValueBuilder> {
  public:
-  explicit ValueBuilder(std::size_t max_depth) : max_depth_(max_depth) {}
+  ValueBuilder(std::size_t max_depth, bool unique_members)
+      : max_depth_(max_depth), unique_members_(unique_members) {}
 
-  bool Null() { return put(nullptr); }
-  bool Bool(bool b) { return put(b); }
+  bool Null() { return put(nullptr) != nullptr; }
+  bool Bool(bool b) { return put(b) != nullptr; }
   // Numbers come as their text (RapidJSON checked the syntax): its own conversion of long
   // integers with full precision is wrong (184467440737095516156 became -2.0e264).
   bool RawNumber(const char* s, rapidjson::SizeType length, bool) {
     auto value = number_value(std::string_view(s, length));
-    return value && put(std::move(*value));
+    return value && put(std::move(*value)) != nullptr;
   }
   // RapidJSON does not check the UTF-8 it copies, and encodes a lone "\udc00" escape as a
   // surrogate: the strict check refuses both, as nlohmann does.
   bool String(const char* s, rapidjson::SizeType length, bool) {
     if (!is_valid_utf8(std::string_view(s, length))) return false;  // not valid JSON
-    return put(std::string(s, length));
+    return put(std::string(s, length)) != nullptr;
   }
   bool Key(const char* s, rapidjson::SizeType length, bool) {
     if (!is_valid_utf8(std::string_view(s, length))) return false;  // not valid JSON
@@ -92,6 +93,7 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   bool EndArray(rapidjson::SizeType) { return close(); }
 
   bool too_deep() const { return too_deep_; }
+  bool repeated_member() const { return repeated_member_; }
   nlohmann::json take() { return std::move(root_); }
 
  private:
@@ -107,14 +109,18 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
       items.push_back(std::move(value));
       return &items.back();
     }
-    nlohmann::json& slot = parent.get_ref<nlohmann::json::object_t&>()[key_];
+    auto& members = parent.get_ref<nlohmann::json::object_t&>();
+    if (unique_members_ && members.count(key_) != 0) return repeated_member_ = true, nullptr;
+    nlohmann::json& slot = members[key_];
     slot = std::move(value);
     return &slot;
   }
   // nlohmann counts the containers already open when one opens: the root is at depth 0.
   bool open(nlohmann::json empty) {
     if (open_.size() >= max_depth_) return too_deep_ = true, false;
-    open_.push_back(put(std::move(empty)));
+    nlohmann::json* placed = put(std::move(empty));
+    if (placed == nullptr) return false;
+    open_.push_back(placed);
     return true;
   }
   bool close() {
@@ -126,7 +132,8 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   nlohmann::json root_;
   std::vector<nlohmann::json*> open_;  // stable: a container's parent grows only after it closes
   std::string key_;
-  bool too_deep_ = false;
+  bool unique_members_;
+  bool too_deep_ = false, repeated_member_ = false;
 };
 
 // nlohmann skips a UTF-8 byte order mark at the start.
@@ -136,7 +143,7 @@ std::string_view without_bom(std::string_view text) {
 }
 
 // `text` is followed by a NUL byte (the SSE2 string scan is for NUL-terminated input).
-Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_depth) {
+Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_depth, bool unique_members) {
   auto invalid = [] { return Error::make("invalid_json", "not valid JSON"); };
   text = without_bom(text);
   // A NUL byte is never valid JSON (nor inside a string: a control character), and RapidJSON
@@ -145,7 +152,7 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
   // RapidJSON's string lengths are 32-bit.
   if (text.size() > std::numeric_limits<rapidjson::SizeType>::max()) return invalid();
   rapidjson::StringStream stream(text.data());
-  ValueBuilder builder(max_depth);
+  ValueBuilder builder(max_depth, unique_members);
   rapidjson::Reader reader;
   constexpr unsigned kFlags =
       rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
@@ -153,6 +160,8 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
   if (builder.too_deep())
     return Error::make("too_deep", "the JSON nests arrays and objects deeper than the limit of " +
                                            std::to_string(max_depth) + " levels");
+  if (builder.repeated_member())
+    return Error::make("repeated_member", "an object names the same member twice");
   if (parsed.IsError()) return invalid();
   return builder.take();
 }
@@ -160,11 +169,15 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
 }  // namespace
 
 Result<nlohmann::json> parse_json_bounded(const std::string& text, std::size_t max_depth) {
-  return parse_terminated(text, max_depth);
+  return parse_terminated(text, max_depth, false);
 }
 
 Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
-  return parse_terminated(std::string(text), max_depth);
+  return parse_terminated(std::string(text), max_depth, false);
+}
+
+Result<nlohmann::json> parse_json_unique_members(std::string_view text, std::size_t max_depth) {
+  return parse_terminated(std::string(text), max_depth, true);
 }
 
 }  // namespace airlock

@@ -25,5 +25,9 @@ Result<nlohmann::json> parse_json_bounded(const std::string& text, std::size_t m
 inline Result<nlohmann::json> parse_json_bounded(const char* text, std::size_t max_depth) {
   return parse_json_bounded(std::string_view(text), max_depth);
 }
+// The same, refusing an object that names a member twice (nlohmann keeps the last one): where
+// two readers of one text must not see two values, as a JWT's header and claims (RFC 7515
+// 4.1 and RFC 7519 4 allow refusing them). Error "repeated_member".
+Result<nlohmann::json> parse_json_unique_members(std::string_view text, std::size_t max_depth);
 
 }  // namespace airlock

@@ -31,7 +31,9 @@ struct Compact {
 Result<nlohmann::json> decode_object(std::string_view segment, const char* what) {
   auto bytes = base64url_decode(segment);
   if (!bytes) return fail("malformed", std::string("the ") + what + " is not base64url");
-  auto json = parse_json_bounded(*bytes, kMaxJsonDepth);
+  auto json = parse_json_unique_members(*bytes, kMaxJsonDepth);
+  if (!json && json.error().code == "repeated_member")
+    return fail("malformed", std::string("the ") + what + " names a member twice");
   if (!json || !json->is_object())
     return fail("malformed", std::string("the ") + what + " is not a JSON object");
   return json;

@@ -5,7 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <memory>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "audit/log_reader.hpp"
 #include "identity/base64url.hpp"
@@ -23,6 +28,24 @@ constexpr const char* kAgentSubject = "system:serviceaccount:agents:ci";
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// header.payload as given (text, not a JSON value: the tests repeat members), signed with the
+// Ed25519 key in `key_file`: a token corp's key really signed.
+std::string signed_as_written(const std::string& key_file, const std::string& header, const std::string& payload) {
+  std::unique_ptr<FILE, decltype(&std::fclose)> f(std::fopen(key_file.c_str(), "r"), &std::fclose);
+  EXPECT_TRUE(f) << key_file;
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      f ? PEM_read_PrivateKey(f.get(), nullptr, nullptr, nullptr) : nullptr, &EVP_PKEY_free);
+  EXPECT_TRUE(key);
+  const std::string input = identity::base64url_encode(header) + "." + identity::base64url_encode(payload);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  unsigned char sig[64];
+  std::size_t size = sizeof sig;
+  EXPECT_EQ(EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()), 1);
+  EXPECT_EQ(EVP_DigestSign(ctx.get(), sig, &size, reinterpret_cast<const unsigned char*>(input.data()),
+                           input.size()), 1);
+  return input + "." + identity::base64url_encode(std::string(reinterpret_cast<const char*>(sig), size));
 }
 
 // The config: the usual principals (agent may call everything, other only echo), a JWT agent,
@@ -185,6 +208,23 @@ TEST_F(Identity, AUserReadsTheAuditLogOnlyIfARoleAllowsIt) {
                  user_token("alice")).status, 200);
   EXPECT_EQ(http(daemon_->port, "GET", "/v1/invocations/" + agents.json()["id"].get<std::string>(), "",
                  user_token("alice")).status, 404);
+}
+
+// A JSON object that names a member twice reads differently to different parsers (the first
+// or the last wins): a token signed by corp's own key whose payload says "sub" twice, or whose
+// header says "alg" twice, is refused; the same token with each member once is accepted.
+TEST_F(Identity, ATokenThatNamesAMemberTwiceIsRefused) {
+  const std::string key = ws_.dir() + "/corp.key";
+  const std::string header = R"({"alg":"EdDSA","typ":"JWT","kid":")" + corp_->kid() + "\"}";
+  const std::string rest = std::string(R"("groups":["staff","analysts"],"iss":")") + kCorp +
+                           R"(","aud":"airlock","exp":)" + std::to_string(now_s() + 300) + "}";
+  const std::string once = R"({"sub":"alice",)" + rest;
+  ASSERT_EQ(call("echo", kKey, signed_as_written(key, header, once)).status, 200);
+  expect_refused(call("echo", kKey, signed_as_written(key, header, R"({"sub":"mallory","sub":"alice",)" + rest)),
+                 401, "unauthenticated", "names a member twice");
+  const std::string alg_twice = R"({"alg":"none","alg":"EdDSA","typ":"JWT","kid":")" + corp_->kid() + "\"}";
+  expect_refused(call("echo", kKey, signed_as_written(key, alg_twice, once)), 401, "unauthenticated",
+                 "names a member twice");
 }
 
 TEST_F(Identity, AnAgentAuthenticatesWithItsOwnJwt) {

@@ -75,6 +75,23 @@ TEST(WriteWithoutSigpipe, AClosedPipeIsEpipeNotADeadProcess) {
   ::close(fds[1]);
 }
 
+// A member named twice in any object, at any depth, of any type, is refused by the strict
+// form; the same name in two objects is not a repetition; the lenient form keeps the last.
+TEST(ParseJsonUniqueMembers, RefusesAMemberNamedTwice) {
+  for (const char* twice : {R"({"alg":"none","alg":"EdDSA"})", R"({"a":{"b":1,"c":2,"b":3}})",
+                            R"([{"x":[]},{"y":{},"y":null}])", R"({"s":{},"s":{}})", R"({"a":1,"a":2})"}) {
+    auto parsed = parse_json_unique_members(twice, 64);
+    ASSERT_FALSE(parsed.ok()) << twice;
+    EXPECT_EQ(parsed.error().code, "repeated_member") << twice;
+    EXPECT_TRUE(parse_json_bounded(twice, 64).ok()) << twice;
+  }
+  EXPECT_EQ(parse_json_bounded(R"({"alg":"none","alg":"EdDSA"})", 64)->at("alg"), "EdDSA");
+  auto distinct = parse_json_unique_members(R"({"a":{"a":1},"b":[{"a":2},{"a":3}]})", 64);
+  ASSERT_TRUE(distinct.ok());
+  EXPECT_EQ(*distinct, nlohmann::json::parse(R"({"a":{"a":1},"b":[{"a":2},{"a":3}]})"));
+  EXPECT_EQ(parse_json_unique_members("{", 64).error().code, "invalid_json");
+}
+
 // Nesting is bounded while parsing: 100,000 levels are refused without building them.
 TEST(ParseJsonBounded, RefusesNestingPastTheLimit) {
   EXPECT_TRUE(parse_json_bounded(R"({"a":[[1]]})", 3).ok());

@@ -578,6 +578,15 @@ TEST_F(IdentityTest, RefusesMalformedTokens) {
             claims(), ed_a_),
   };
   for (const auto& t : bad) expect_error(v.verify(t), "malformed", t);
+  // A member named twice: the header's "alg" (the last would win: EdDSA, correctly signed) and
+  // the payload's "sub".
+  const std::string claims_text = claims().dump();
+  const std::string alg_twice = base64url_encode(R"({"alg":"none","alg":"EdDSA","kid":"ed-1"})") + "." +
+                                base64url_encode(claims_text);
+  expect_error(v.verify(alg_twice + "." + base64url_encode(sign(ed_a_, alg_twice))), "malformed", alg_twice);
+  const std::string sub_twice = base64url_encode(header_for(ed_a_).dump()) + "." +
+                                base64url_encode(R"({"sub":"mallory",)" + claims_text.substr(1));
+  expect_error(v.verify(sub_twice + "." + base64url_encode(sign(ed_a_, sub_twice))), "malformed", sub_twice);
 }
 
 // ---- delegation ----
