@@ -125,13 +125,21 @@ std::string optional_string(const nlohmann::json& claims, const char* name) {
   return it != claims.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::int64_t whole_seconds(double t) {
-  constexpr double kMax = 9.2e18;  // below INT64_MAX: the cast stays defined
-  return t >= kMax ? std::numeric_limits<std::int64_t>::max()
-                   : static_cast<std::int64_t>(std::floor(t));
+}  // namespace
+
+std::int64_t numeric_date_seconds(double t) {
+  constexpr double kMax = 9.2e18;  // inside int64 both ways: the cast stays defined
+  if (std::isnan(t)) return 0;
+  if (t >= kMax) return std::numeric_limits<std::int64_t>::max();
+  if (t <= -kMax) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::floor(t));
 }
 
-}  // namespace
+std::optional<std::int64_t> numeric_date_claim(const nlohmann::json& claims, const char* name) {
+  auto it = claims.find(name);
+  if (it == claims.end() || !it->is_number()) return std::nullopt;
+  return numeric_date_seconds(it->get<double>());
+}
 
 Verifier::Verifier(VerifierOptions options) : options_(std::move(options)) {}
 
@@ -189,7 +197,7 @@ VerifiedToken Verifier::verified(const Issuer& issuer, nlohmann::json claims) co
   out.iss = issuer.config.issuer;
   out.sub = optional_string(claims, "sub");
   out.aud = *audiences(claims);
-  out.exp = whole_seconds(claims["exp"].get<double>());
+  out.exp = numeric_date_seconds(claims["exp"].get<double>());
   out.jti = optional_string(claims, "jti");
   if (claims.contains("act")) out.act = claims["act"];
   out.claims = std::move(claims);

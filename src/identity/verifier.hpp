@@ -59,6 +59,14 @@ struct VerifiedToken {
   std::optional<nlohmann::json> act;
 };
 
+// A NumericDate (RFC 7519 2: seconds, possibly fractional) as whole seconds: rounded down (a
+// token valid until 99.5 is not valid at 100) and clamped into int64 before converting
+// (2^64-1 or -1e300 would be undefined as a cast, and wrapped to a negative time before).
+std::int64_t numeric_date_seconds(double t);
+// The claim `name` of verified claims (where the verifier checked it is a finite number) as
+// whole seconds; nullopt when absent or not a number.
+std::optional<std::int64_t> numeric_date_claim(const nlohmann::json& claims, const char* name);
+
 struct VerifierOptions {
   Clock now = system_clock();
   std::chrono::seconds skew{60};  // allowed clock difference for exp/nbf/iat

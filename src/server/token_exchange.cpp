@@ -7,6 +7,7 @@
 
 #include "common/hex.hpp"
 #include "common/split.hpp"
+#include "identity/verifier.hpp"
 
 namespace airlock::server {
 namespace {
@@ -166,8 +167,13 @@ HttpResponse exchange_token(const HttpRequest& request, const pipeline::Authenti
   const auto now = std::chrono::system_clock::now();
   const std::int64_t iat = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   std::int64_t exp = iat + std::chrono::duration_cast<std::chrono::seconds>(config.identity.token_lifetime).count();
-  if (auto user_exp = user->subject.claims.find("exp"); user_exp != user->subject.claims.end() && user_exp->is_number_integer())
-    exp = std::min(exp, user_exp->get<std::int64_t>());  // never outlives the user's token
+  // Never outlives the user's token, whatever the form of its exp (an integer, a fraction,
+  // 2^64-1). One already past (verified within the clock skew) gets no token at all.
+  if (auto user_exp = identity::numeric_date_claim(user->subject.claims, "exp")) exp = std::min(exp, *user_exp);
+  if (exp <= iat)
+    return oauth_error(400, "invalid_grant",
+                       "subject_token: expired: the user's token expires now or has expired (accepted only within "
+                       "the clock skew); an Airlock token would outlive it");
   json claims = {{"iss", pipeline::kAirlockTokenIssuer}, {"aud", pipeline::kAirlockTokenAudience},
                  {"sub", user->subject.sub},              {"act", {{"sub", agent.principal}}},
                  {"iat", iat},                            {"nbf", iat},

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 
 #include <openssl/evp.h>
@@ -278,6 +279,29 @@ TEST_F(Identity, TokenExchangeGivesAnAirlockTokenThatNamesAgentAndUser) {
   auto jwks = http(daemon_->port, "GET", "/.well-known/jwks.json", "", "");
   ASSERT_EQ(jwks.status, 200);
   EXPECT_EQ(jwks.json()["keys"][0]["alg"], "EdDSA");
+}
+
+// The Airlock token never outlives the user's, whatever form the user token's exp takes
+// (RFC 7519: a NumericDate may be fractional): a fraction already past (accepted within the
+// clock skew) and an integer already past get no token; a fraction ahead caps the life; a
+// huge exp (2^64-1) is clamped, not wrapped to a negative expires_in.
+TEST_F(Identity, TheExchangeReadsEveryNumericDateAndNeverOutlivesTheUserToken) {
+  const std::string grant =
+      "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+      "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&subject_token=";
+  for (const json& past : {json(static_cast<double>(now_s()) - 10.5), json(now_s() - 10)}) {
+    auto r = exchange(grant + user_token("alice", {{"exp", past}}));
+    EXPECT_EQ(r.status, 400) << past << " " << r.body;
+    EXPECT_EQ(r.json().value("error", ""), "invalid_grant") << r.body;
+    EXPECT_NE(r.json().value("error_description", "").find("expired"), std::string::npos) << r.body;
+  }
+  auto soon = exchange(grant + user_token("alice", {{"exp", static_cast<double>(now_s()) + 120.7}}));
+  ASSERT_EQ(soon.status, 200) << soon.body;
+  EXPECT_GT(soon.json()["expires_in"].get<std::int64_t>(), 100) << soon.body;
+  EXPECT_LE(soon.json()["expires_in"].get<std::int64_t>(), 121) << soon.body;
+  auto huge = exchange(grant + user_token("alice", {{"exp", std::numeric_limits<std::uint64_t>::max()}}));
+  ASSERT_EQ(huge.status, 200) << huge.body;
+  EXPECT_EQ(huge.json()["expires_in"].get<std::int64_t>(), 15 * 60) << huge.body;
 }
 
 TEST_F(Identity, AnAirlockTokenUsedWithAnotherAgentsKeyIsRefused) {

@@ -557,6 +557,19 @@ TEST_F(IdentityTest, RefusesAnOversizedTokenBeforeParsing) {
   expect_error(v.verify(std::string(kMaxTokenBytes + 1, '!')), "token_too_large", "");
 }
 
+// NumericDate as whole seconds: fractions round down, out-of-range values are clamped (a cast
+// of 2^64-1 or -1e300 to int64 is undefined; it wrapped to a negative time before).
+TEST(NumericDate, RoundsDownAndClamps) {
+  EXPECT_EQ(numeric_date_seconds(1700000000.9), 1700000000);
+  EXPECT_EQ(numeric_date_seconds(-0.5), -1);
+  EXPECT_EQ(numeric_date_seconds(18446744073709551615.0), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(numeric_date_seconds(-1e300), std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ(numeric_date_claim(json{{"exp", 18446744073709551615ull}}, "exp"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_EQ(numeric_date_claim(json{{"exp", 99.5}}, "exp"), 99);
+  EXPECT_EQ(numeric_date_claim(json{{"exp", "99"}}, "exp"), std::nullopt);
+  EXPECT_EQ(numeric_date_claim(json::object(), "exp"), std::nullopt);
+}
+
 TEST_F(IdentityTest, RefusesMalformedTokens) {
   auto v = make_verifier();
   const auto jwt = token(header_for(ed_a_), claims(), ed_a_);
