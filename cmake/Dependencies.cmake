@@ -28,6 +28,11 @@ target_include_directories(airlock_dep_rapidjson SYSTEM INTERFACE ${RAPIDJSON_IN
 
 # Egress and the daemon: Asio and Beast (header-only), libidn2 for IDNA host names.
 find_package(Boost 1.81 REQUIRED)
+# Boost.URL: the one URL parser (common/http_url.cpp). Its static archive, as for the other
+# libraries every program loads (AIRLOCK_STATIC_DEPS): no new shared object at each start.
+find_library(AIRLOCK_BOOST_URL_ARCHIVE NAMES libboost_url.a REQUIRED)
+add_library(airlock_dep_boost_url INTERFACE)
+target_link_libraries(airlock_dep_boost_url INTERFACE ${AIRLOCK_BOOST_URL_ARCHIVE} Boost::headers)
 pkg_check_modules(IDN2 REQUIRED IMPORTED_TARGET libidn2)
 
 # DLP: Vectorscan (the portable Hyperscan) and RE2.

@@ -13,7 +13,7 @@ PACKAGES=(
   # libraries
   libseccomp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost1.81-dev libidn2-dev libunistring-dev libyaml-cpp-dev libvalijson-dev
+  libboost1.81-dev libboost-url1.81-dev libidn2-dev libunistring-dev libyaml-cpp-dev libvalijson-dev
   # request bodies and tool output: RapidJSON's reader (common/json_limits.cpp)
   rapidjson-dev
   # JSON Schema: the draft-07 meta-schema tool schemas are checked against (a data file)

@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
+#include "common/http_url.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
 #include "common/percent_encoding.hpp"
@@ -26,56 +27,20 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 
 // The daemon's address from --server: http[s]://HOST[:PORT][/], HOST a DNS name, an IPv4
-// address or a bracketed IPv6 address. Nothing else: the authority goes into the Host header
-// as it is.
+// address or a bracketed IPv6 address. Nothing else (no user, path, query or fragment): the
+// authority goes into the Host header.
 struct ServerAddress {
   bool tls = false;       // https
-  std::string authority;  // HOST[:PORT] as given
+  std::string authority;  // HOST[:PORT]
   std::string host;       // without brackets
   std::string port = "80";  // 443 for https
 };
 
-bool is_host_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '.';
-}
-
-bool is_port(std::string_view text) {
-  if (text.empty() || text.size() > 5 || text.find_first_not_of("0123456789") != std::string::npos)
-    return false;
-  const unsigned long port = std::stoul(std::string(text));
-  return port >= 1 && port <= 65535;
-}
-
 Result<ServerAddress> parse_server(std::string_view url) {
-  auto bad = [&] { return Error::make("usage", "--server must be http[s]://HOST:PORT"); };
-  ServerAddress a;
-  a.tls = url.starts_with("https://");
-  if (!a.tls && !url.starts_with("http://")) return bad();
-  std::string_view authority = url.substr(a.tls ? 8 : 7);
-  if (authority.ends_with('/')) authority.remove_suffix(1);
-  a.authority = std::string(authority);
-  if (a.tls) a.port = "443";
-  std::string_view host = authority, port;
-  if (authority.starts_with('[')) {  // [IPv6]:PORT
-    auto close = authority.find(']');
-    if (close == std::string_view::npos) return bad();
-    host = authority.substr(1, close - 1);
-    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
-      return bad();
-    auto rest = authority.substr(close + 1);
-    if (!rest.empty() && (!rest.starts_with(':') || !is_port(port = rest.substr(1)))) return bad();
-  } else {
-    if (auto colon = authority.find(':'); colon != std::string_view::npos) {
-      host = authority.substr(0, colon);
-      port = authority.substr(colon + 1);
-      if (!is_port(port)) return bad();
-    }
-    if (host.empty() || !std::all_of(host.begin(), host.end(), is_host_char)) return bad();
-  }
-  a.host = std::string(host);
-  if (!port.empty()) a.port = std::string(port);
-  return a;
+  auto parsed = parse_http_url(url);  // the parser every other URL in Airlock goes through
+  if (!parsed || parsed->has_path || parsed->has_query)
+    return Error::make("usage", "--server must be http[s]://HOST:PORT");
+  return ServerAddress{parsed->tls, parsed->authority(), parsed->host, parsed->port};
 }
 
 // An API key (and a subject token) goes into a header: visible ASCII only, so it cannot end

@@ -1,5 +1,6 @@
 #include "identity/http_fetch.hpp"
 
+#include "common/http_url.hpp"
 #include "common/percent_encoding.hpp"
 
 #include <boost/asio.hpp>
@@ -24,41 +25,13 @@ Error failed(const std::string& why) {
   return Error::make("fetch_failed", why);
 }
 
-struct Url {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string target;
-};
+using Url = HttpUrl;
 
+// The URL by the one parser (common/http_url.hpp) that the config's checks use too.
 Result<Url> parse_url(const std::string& url, const std::string& what) {
-  Url out;
-  std::string rest;
-  if (url.rfind("https://", 0) == 0) {
-    out.tls = true;
-    rest = url.substr(8);
-  } else if (url.rfind("http://", 0) == 0) {
-    rest = url.substr(7);
-  } else {
-    return failed(what + " is neither http:// nor https://");
-  }
-  const auto slash = rest.find('/');
-  std::string authority = rest.substr(0, slash);
-  out.target = slash == std::string::npos ? "/" : rest.substr(slash);
-  if (authority.find('@') != std::string::npos)
-    return failed(what + " carries user information");
-  std::size_t colon = authority.rfind(':');
-  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
-    const auto close = authority.find(']');
-    if (close == std::string::npos) return failed(what + " has a malformed host");
-    out.host = authority.substr(1, close - 1);
-    colon = authority.find(':', close);
-  } else {
-    out.host = authority.substr(0, colon);
-  }
-  out.port = colon == std::string::npos ? (out.tls ? "443" : "80") : authority.substr(colon + 1);
-  if (out.host.empty() || out.port.empty()) return failed(what + " has no host or port");
-  return out;
+  auto parsed = parse_http_url(url);
+  if (!parsed) return failed(what + ": " + parsed.error().message);
+  return *parsed;
 }
 
 // One request over `stream` (a tcp_stream or an ssl_stream over one), run to completion on `io`.
@@ -71,7 +44,7 @@ Result<FetchResponse> exchange(asio::io_context& io, Stream& stream, beast::tcp_
   std::string stage = "connect";
   beast::flat_buffer buffer;
   http::request<http::string_body> req{http::string_to_verb(request.method), url.target, 11};
-  req.set(http::field::host, url.host);
+  req.set(http::field::host, url.authority());
   req.set(http::field::accept, "application/json");
   req.set(http::field::user_agent, "airlock");
   for (const auto& [name, value] : request.headers) req.set(name, value);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "common/http_url.hpp"
 #include "egress/policy.hpp"
 #include "policy/config_reader.hpp"
 #include "policy/names.hpp"
@@ -42,13 +43,10 @@ std::string secret_name(Reader& r, const YAML::Node& v, const std::string& what)
 // https://, or http:// to a loopback address (a token service on the same host).
 std::string endpoint(Reader& r, const YAML::Node& v, const std::string& what) {
   std::string url = r.string(v, what);
-  if (url.starts_with("https://") && url.size() > 8) return url;
-  for (const char* loopback : {"http://127.0.0.1", "http://[::1]", "http://localhost"})
-    if (url.starts_with(loopback) && (url.size() == std::string_view(loopback).size() ||
-                                      url[std::string_view(loopback).size()] == ':' ||
-                                      url[std::string_view(loopback).size()] == '/'))
-      return url;
-  fail(v, what + ": expected an https:// URL (http:// only to a loopback address), got '" + url + "'");
+  auto parsed = parse_http_url(url);
+  if (parsed && (parsed->tls || parsed->is_loopback())) return url;
+  fail(v, what + ": expected an https:// URL (http:// only to a loopback address), got '" + url + "'" +
+              (parsed ? std::string() : ": " + parsed.error().message));
 }
 
 TokenCredential read_token(Reader& r, const YAML::Node& n, const std::string& what) {

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/http_url.hpp"
 #include "policy/config_reader.hpp"
 
 namespace airlock::policy {
@@ -26,9 +27,10 @@ std::string jwks_file(Reader& r, const YAML::Node& v, const std::string& what) {
 
 std::string jwks_url(Reader& r, const YAML::Node& v, const std::string& what) {
   std::string url = r.string(v, what);
-  for (std::string_view scheme : {"https://", "http://"})
-    if (url.starts_with(scheme) && url.size() > scheme.size()) return url;
-  fail(v, what + ": expected an http:// or https:// URL, got '" + url + "'");
+  if (!url.starts_with("https://") && !url.starts_with("http://"))
+    fail(v, what + ": expected an http:// or https:// URL, got '" + url + "'");
+  if (auto parsed = parse_http_url(url); !parsed) fail(v, what + ": " + parsed.error().message);
+  return url;
 }
 
 // Each field is read on its own, so that the issuer's name is known (for the checks of

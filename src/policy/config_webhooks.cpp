@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/http_url.hpp"
 #include "policy/config_reader.hpp"
 #include "policy/names.hpp"
 
@@ -26,28 +27,18 @@ namespace {
 // The shortest first wait before a retry: a failing receiver is not hammered.
 constexpr std::chrono::milliseconds kMinRetry{100};
 
-bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "[::1]" || (host.starts_with("127.") && host.size() > 4 &&
-                                                    host.find_first_not_of("0123456789.") == std::string::npos);
-}
-
-// https://host[:port][/path], or http:// to a loopback address (a receiver on this host).
+// https://host[:port][/path], or http:// to a loopback address (a receiver on this host), read
+// by the parser the sender uses (common/http_url.hpp): both see the same host.
 std::string webhook_url(Reader& r, const YAML::Node& v, const std::string& what) {
   const std::string url = r.string(v, what);
-  const bool tls = url.starts_with("https://");
-  if (!tls && !url.starts_with("http://")) fail(v, what + ": expected an https:// URL, got '" + url + "'");
-  if (std::any_of(url.begin(), url.end(), [](unsigned char c) { return c <= ' ' || c == 0x7f; }))
-    fail(v, what + ": a URL has no spaces or control characters");
-  const std::string rest = url.substr(tls ? 8 : 7);
-  const std::string authority = rest.substr(0, rest.find_first_of("/?#"));
-  if (authority.find('@') != std::string::npos) fail(v, what + ": no user information in the URL (the secret signs)");
-  if (authority.empty()) fail(v, what + ": no host in '" + url + "'");
-  const std::string host = authority.front() == '[' ? authority.substr(0, authority.find(']') + 1)
-                                                     : authority.substr(0, authority.find(':'));
-  if (host.empty()) fail(v, what + ": no host in '" + url + "'");
-  if (!tls && !is_loopback_host(host))
+  if (!url.starts_with("https://") && !url.starts_with("http://"))
+    fail(v, what + ": expected an https:// URL, got '" + url + "'");
+  if (url.find('@') != std::string::npos) fail(v, what + ": no user information in the URL (the secret signs)");
+  auto parsed = parse_http_url(url);
+  if (!parsed) fail(v, what + ": " + parsed.error().message);
+  if (!parsed->tls && !parsed->is_loopback())
     fail(v, what + ": plain http:// only to a loopback address (127.0.0.0/8, [::1], localhost); use https:// for " +
-                host);
+                parsed->host);
   return url;
 }
 

@@ -533,6 +533,22 @@ TEST_F(Webhooks, AHangingReceiverDelaysOnlyItsOwnWebhook) {
   EXPECT_TRUE(verify(kOutcomeSecret, *second_fast));
 }
 
+// The URL the config's loopback check approved is the URL the sender connects to: one parser
+// for both. `http://127.0.0.1:PORT?.attacker.invalid/hook` is the loopback address with a
+// query; the sender read "127.0.0.1:PORT?.attacker.invalid" as its authority before (a host
+// name to resolve, here a port that is no number), so nothing reached the receiver.
+TEST_F(Webhooks, TheSenderConnectsToTheHostTheLoopbackCheckApproved) {
+  Receiver receiver;
+  start("webhooks:\n  tricky:\n    url: http://127.0.0.1:" + std::to_string(receiver.port()) +
+        "?.attacker.invalid/hook\n    secret: {file: outcomes.secret}\n    events: [invocation.completed]\n"
+        "    retry: {initial: 200ms, max: 1s}\n");
+  auto r = request("show-secret", {{"vars", json::array()}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto got = receiver.nth(0, "/?.attacker.invalid/hook");
+  ASSERT_TRUE(got) << "nothing reached the loopback receiver the config check approved";
+  EXPECT_TRUE(verify(kOutcomeSecret, *got));
+}
+
 TEST_F(Webhooks, ADeliveryIsFailedOnceGiveUpAfterHasPassed) {
   Receiver receiver(0, std::vector<int>(200, 500));
   start(webhooks_yaml(receiver.port(), "{initial: 100ms, max: 100ms, giveUpAfter: 600ms}"));

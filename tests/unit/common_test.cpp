@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "common/http_url.hpp"
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
@@ -73,6 +74,41 @@ TEST(WriteWithoutSigpipe, AClosedPipeIsEpipeNotADeadProcess) {
   ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
   EXPECT_FALSE(sigismember(&mask, SIGPIPE)) << "SIGPIPE was left blocked";
   ::close(fds[1]);
+}
+
+// The one URL parser: the host every user of a URL sees, and what it refuses.
+TEST(HttpUrl, ReadsTheHostTheWayEveryUserOfTheUrlWill) {
+  auto tricky = parse_http_url("http://127.0.0.1?.attacker.invalid/hook");
+  ASSERT_TRUE(tricky.ok()) << tricky.error().message;
+  EXPECT_EQ(tricky->host, "127.0.0.1");
+  EXPECT_TRUE(tricky->is_loopback());
+  EXPECT_EQ(tricky->target, "/?.attacker.invalid/hook");
+  auto v6 = parse_http_url("https://[::1]:8443/a/b?c=d");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_TRUE(v6->ipv6 && v6->is_loopback() && v6->tls);
+  EXPECT_EQ(v6->authority(), "[::1]:8443");
+  EXPECT_EQ(v6->target, "/a/b?c=d");
+  auto plain = parse_http_url("HTTPS://Hooks.Example");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->host, "hooks.example");
+  EXPECT_EQ(plain->port, "443");
+  EXPECT_EQ(plain->target, "/");
+  EXPECT_FALSE(plain->is_loopback());
+  // Boost 1.81 alone read this as host 127.0.0.1 and path ".attacker.invalid/".
+  auto lookalike = parse_http_url("http://127.0.0.1.attacker.invalid/");
+  EXPECT_TRUE(!lookalike.ok() || (lookalike->host == "127.0.0.1.attacker.invalid" && !lookalike->is_loopback()));
+  EXPECT_FALSE(parse_http_url("http://localhost.attacker.invalid/")->is_loopback());
+  for (const char* bad : {"ftp://a.example/", "http://", "http:///x", "http://user@127.0.0.1/",
+                          "http://127.0.0.1@evil.example/", "https://a.example/#frag", "http://a.example:0/",
+                          "http://a.example:65536/", "http://a.example:80x/", "http://a%2eexample/",
+                          "http://a_b.example/", "http://[::1/", "http://a.example/\r\nX: 1", "a.example",
+                          "http://[v1.x]/", "http://127.0.0.1x/", "http://127.0.0.1.attacker.invalid:8/"}) {
+    auto parsed = parse_http_url(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    if (!parsed.ok()) {
+      EXPECT_EQ(parsed.error().code, "invalid_url") << bad;
+    }
+  }
 }
 
 // A member named twice in any object, at any depth, of any type, is refused by the strict

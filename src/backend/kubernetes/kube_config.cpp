@@ -8,6 +8,8 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/http_url.hpp"
+
 namespace airlock::backend::kubernetes {
 namespace {
 
@@ -58,28 +60,15 @@ YAML::Node named_entry(const YAML::Node& list, const std::string& name, const ch
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
-// https://HOST[:PORT][/] only: the API server is never spoken to in clear.
+// https://HOST[:PORT][/] only: the API server is never spoken to in clear. Read by the one
+// URL parser (common/http_url.hpp).
 Status parse_server(const std::string& server, KubeEndpoint& endpoint) {
-  const std::string scheme = "https://";
-  if (server.rfind(scheme, 0) != 0)
-    return config_error("the cluster's server " + server + " is not an https:// URL");
-  std::string rest = server.substr(scheme.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) {
-    if (rest.substr(slash) != "/") return config_error("a server with a path is not supported: " + server);
-    rest.resize(slash);
-  }
-  if (!rest.empty() && rest[0] == '[') {
-    auto close = rest.find(']');
-    if (close == std::string::npos) return config_error("bad server " + server);
-    endpoint.host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') endpoint.port = rest.substr(close + 2);
-  } else if (auto colon = rest.find(':'); colon != std::string::npos) {
-    endpoint.host = rest.substr(0, colon);
-    endpoint.port = rest.substr(colon + 1);
-  } else {
-    endpoint.host = rest;
-  }
-  if (endpoint.host.empty()) return config_error("the cluster's server " + server + " names no host");
+  if (!server.starts_with("https://")) return config_error("the cluster's server " + server + " is not an https:// URL");
+  auto url = parse_http_url(server);
+  if (!url) return config_error("the cluster's server " + server + ": " + url.error().message);
+  if (url->has_path || url->has_query) return config_error("a server with a path is not supported: " + server);
+  endpoint.host = url->host;
+  endpoint.port = url->port;
   return Status::success();
 }
 
