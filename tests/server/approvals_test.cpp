@@ -14,6 +14,7 @@
 
 #include <sys/wait.h>
 
+#include "audit/hash.hpp"
 #include "audit/log_reader.hpp"
 #include "corp_issuer.hpp"
 #include "pipeline/stages/approval.hpp"
@@ -234,6 +235,33 @@ TEST_F(Approvals, AnApprovalDoesNotCoverChangedArguments) {
   ASSERT_EQ(decide(first.approval, "approve", "bob", "", {{"reason", "ok"}, {"arguments_sha256", *own_hash}}).status, 200);
   EXPECT_EQ(outcome(first.invocation)["output"]["echo"], (json{{"x", 1}}));
   EXPECT_EQ(invocation(second.invocation)["status"], "pending_approval");
+}
+
+// A refund of 42.5 is the first thing a user tries: arguments with a fraction, an exponent and
+// an integer past 2^53 are held, shown with the SHA-256 of their RFC 8785 text (the arguments
+// sent as text, so the test does not depend on how nlohmann writes them), approved with that
+// hash, and run once with exactly those values. (Before: 500 internal, "canonical JSON has
+// integers only".)
+TEST_F(Approvals, ArgumentsWithDecimalsAreHeldApprovedByTheirHashAndRun) {
+  const std::string body = R"({"arguments":{"amount":42.5,"rate":1E-7,"big":1e21,"id":9007199254740993}})";
+  auto r = http_with(port(), "POST", "/v1/tools/danger/invoke", body, kKey,
+                     {{"Airlock-Subject-Token", token("alice")}});
+  auto p = pending_of(r);
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"));
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  const std::string jcs_text = R"({"amount":42.5,"big":1e+21,"id":9007199254740993,"rate":1e-7})";
+  const std::string expected = audit::to_hex(audit::sha256(std::string_view(jcs_text)));
+  EXPECT_EQ(shown.json()["arguments_sha256"], expected) << shown.body;
+  // The hash of the neighbouring integer (one JCS-by-double would give the same) is refused.
+  const std::string neighbour = R"({"amount":42.5,"big":1e+21,"id":9007199254740992,"rate":1e-7})";
+  expect_error(decide(p.approval, "approve", "bob", "",
+                      {{"reason", "ok"}, {"arguments_sha256", audit::to_hex(audit::sha256(std::string_view(neighbour)))}}),
+               409, "arguments_changed");
+  ASSERT_EQ(decide(p.approval, "approve", "bob", "", {{"reason", "ok"}, {"arguments_sha256", expected}}).status, 200);
+  auto done = outcome(p.invocation);
+  ASSERT_EQ(done["status"], "ok") << done.dump();
+  EXPECT_EQ(done["output"]["echo"]["amount"], 42.5);
+  EXPECT_EQ(done["output"]["echo"]["id"], 9007199254740993ULL);
 }
 
 TEST_F(Approvals, ArgumentsChangedInTheStateDatabaseAreNotRun) {

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "audit/canonical_json.hpp"
+#include "audit/jcs.hpp"
 #include "audit/hash.hpp"
 
 using namespace airlock::audit;
@@ -78,4 +81,45 @@ TEST(FindTopLevelMember, SurvivesMalformedInput) {
                           "{\"a\":[1,2", "[\"index\",1]", "{\"a\":1 \"index\":2}", "{\"a\\"}) {
     EXPECT_EQ(find_top_level_member(bad, "index"), std::nullopt) << bad;
   }
+}
+
+// RFC 8785 (JCS), for approval arguments: the numbers of its Appendix B and a few more, as
+// ECMAScript writes them.
+TEST(Jcs, NumbersAsEcmaScriptWritesThem) {
+  const std::vector<std::pair<double, const char*>> cases = {
+      {0.0, "0"},
+      {-0.0, "0"},
+      {5e-324, "5e-324"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {-1.7976931348623157e308, "-1.7976931348623157e+308"},
+      {9007199254740992.0, "9007199254740992"},
+      {295147905179352830000.0, "295147905179352830000"},
+      {1e21, "1e+21"},
+      {1e20, "100000000000000000000"},
+      {333333333.3333333, "333333333.3333333"},
+      {42.5, "42.5"},
+      {0.000001, "0.000001"},
+      {1e-7, "1e-7"},
+      {123e-20, "1.23e-18"},
+      {-4.5e-3, "-0.0045"},
+      {1e23, "1e+23"},
+  };
+  for (const auto& [value, text] : cases) EXPECT_EQ(jcs_number(value), text) << text;
+}
+
+// Members sorted by UTF-16 code units (RFC 8785 3.2.3's example: U+1F600 sorts before U+FB33,
+// though its UTF-8 bytes sort after), strings with the minimal escapes, integers past 2^53
+// with all their digits, and what the audit form refuses (a fraction) held.
+TEST(Jcs, MembersInUtf16OrderAndEveryValueHeld) {
+  auto value = nlohmann::json::parse(
+      R"({"\u20ac":"Euro","\r":"CR","\ufb33":"Hebrew","1":"One","\ud83d\ude00":"Smiley","\u0080":"Ctl","\u00f6":"o"})");
+  auto text = jcs(value);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "{\"\\r\":\"CR\",\"1\":\"One\",\"\u0080\":\"Ctl\",\"\u00f6\":\"o\",\"\u20ac\":\"Euro\","
+                   "\"\U0001F600\":\"Smiley\",\"\uFB33\":\"Hebrew\"}");
+  auto numbers = jcs(nlohmann::json::parse(R"([42.5, 1E-7, 9007199254740993, -9007199254740993, 4.50, 2e0])"));
+  ASSERT_TRUE(numbers.ok());
+  EXPECT_EQ(*numbers, "[42.5,1e-7,9007199254740993,-9007199254740993,4.5,2]");
+  EXPECT_FALSE(canonical_json(nlohmann::json::parse("42.5")).ok()) << "the audit form is unchanged";
+  EXPECT_FALSE(jcs(nlohmann::json(std::string("\xff"))).ok());
 }

@@ -1,6 +1,6 @@
 #include "pipeline/stages/approval.hpp"
 
-#include "audit/canonical_json.hpp"
+#include "audit/jcs.hpp"
 #include "audit/hash.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/utc_time.hpp"
@@ -8,7 +8,7 @@
 namespace airlock::pipeline {
 
 Result<std::string> canonical_sha256(const nlohmann::json& value) {
-  auto canonical = audit::canonical_json(value);
+  auto canonical = audit::jcs(value);
   if (!canonical) return canonical.error();
   return audit::to_hex(audit::sha256(std::string_view(*canonical)));
 }

@@ -18,7 +18,7 @@ namespace airlock::pipeline {
 // What the approvers are asked: this invocation, with these exact arguments.
 struct ApprovalRequest {
   std::string approval_id;       // "apr-<uuid>"
-  std::string arguments_sha256;  // hex, of the arguments' canonical JSON (audit/canonical_json.hpp)
+  std::string arguments_sha256;  // hex, of the arguments' RFC 8785 canonical JSON (audit/jcs.hpp)
   std::uint32_t approvers = 1;   // distinct approvers needed (tools[].approval.approvers)
   std::chrono::system_clock::time_point requested_at, expires_at;
 };
@@ -27,7 +27,8 @@ struct ApprovalRequest {
 // it will be restored: its cursor at the stage after this one.
 using ApprovalHold = std::function<Status(const Invocation& suspended, const ApprovalRequest& request)>;
 
-// The SHA-256 (hex) of a value's canonical JSON: what an approver approves.
+// The SHA-256 (hex) of a value's RFC 8785 canonical JSON (audit/jcs.hpp, every JSON value,
+// decimals included): what an approver approves.
 Result<std::string> canonical_sha256(const nlohmann::json& value);
 
 class ApprovalStage : public Stage {
