@@ -158,12 +158,13 @@ void Api::handle_mcp(const HttpRequest& r, const std::vector<std::string>& parts
 
 namespace {
 
-// An agent sees the invocations it made (for whichever user); a user calling directly, those
-// made for them. By the row's owner as it began, not its response: a row still running (or
-// resumed after its approval) has none.
+// An agent sees the invocations it made (for whichever user; acting for a user, those it made
+// for that user); a user calling directly, those made for them. By the row's owner as it
+// began, not its response: a row still running (or resumed after its approval) has none.
 bool owns(const pipeline::Caller& caller, const InvocationStore::Owner& owner) {
-  if (caller.actor) return owner.principal == caller.actor->principal;
-  return caller.subject && owner.issuer == caller.subject->issuer && owner.sub == caller.subject->sub;
+  if (caller.actor && owner.principal != caller.actor->principal) return false;
+  if (caller.subject && (owner.issuer != caller.subject->issuer || owner.sub != caller.subject->sub)) return false;
+  return caller.actor || caller.subject;
 }
 
 // ?wait=30s: how long GET /v1/invocations/{id} may hold an unfinished invocation's answer
@@ -203,11 +204,11 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, subject, t.name).refusal) tools.push_back(tool_summary(t));
+      if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
-    if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2]); decided.refusal)
+    if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2], caller.scope); decided.refusal)
       return reply(refusal_response(*decided.refusal));
     const auto* tool = config.find_tool(parts[2]);
     auto detail = tool_summary(*tool);

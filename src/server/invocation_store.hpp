@@ -42,7 +42,8 @@ class InvocationStore {
 
   // GET /v1/invocations: the newest first, at most `limit`, each a summary (id, tool, status,
   // actor, subject, started_at, finished_at, verdict, error_kind). Empty filters match all;
-  // `owner` set: only that owner's rows (an agent: its principal; a user: issuer and sub).
+  // `owner` set: only that owner's rows (an agent: its principal; a user: issuer and sub; an
+  // agent acting for a user: both).
   struct Query {
     std::string tool, user, agent, status;  // status as stored: ok, error, denied, suspended, running
     std::optional<std::int64_t> since_ms, until_ms;
