@@ -134,15 +134,12 @@ std::variant<Caller, InvocationError> Authenticator::from_bearer(const std::stri
 }
 
 std::variant<Caller, InvocationError> Authenticator::from_token(const identity::VerifiedToken& t) const {
-  if (accepts_airlock_tokens_ && t.iss == kAirlockTokenIssuer) {
-    const std::string agent = act_subject(t);
-    auto user = user_of_airlock_token(t);
-    if (agent.empty() || !user) return unauthenticated("the bearer token is an Airlock token without act.sub or its user");
-    if (is_revoked(t)) return unauthenticated("the bearer token is not valid: it was revoked");
-    if (!config_->find_principal(agent))
-      return unauthenticated("the bearer token was issued to agent '" + agent + "', which is not configured");
-    return Caller{Actor{agent}, std::move(user), jti_digest(t.jti), "airlock_token", scope_of(t), {}};
-  }
+  // Bound to its agent: a bearer proves nothing of who presents it, so only beside that
+  // agent's own credential (add_subject), never alone.
+  if (accepts_airlock_tokens_ && t.iss == kAirlockTokenIssuer)
+    return unauthenticated("the bearer token is an Airlock token (issued to agent '" + act_subject(t) +
+                           "'): it is accepted only as Airlock-Subject-Token, next to that agent's own credential "
+                           "(its API key, JWT or client certificate)");
   if (const auto* agent = agent_of(*config_, t)) {
     if (t.act) return unauthenticated("the bearer token of agent '" + agent->name + "' carries act: agents do not act through another");
     return Caller{Actor{agent->name}, std::nullopt, {}, "jwt", {}, {}};

@@ -3,10 +3,11 @@
 //
 //   Authorization: Bearer <API key>            an agent (principals[].apiKeySha256)
 //   Authorization: Bearer <agent JWT>          an agent (principals[].jwt: issuer + subject)
-//   Authorization: Bearer <Airlock token>      an agent acting for a user (POST /v1/token)
 //   Authorization: Bearer <user JWT>           a person calling directly: a user, no agent
 //   a client certificate (mTLS), no bearer     an agent (principals[].certificate)
 //   Airlock-Subject-Token: <user JWT>          next to an agent's credential: the user it acts for
+//   Airlock-Subject-Token: <Airlock token>     the same, only next to the credential of the agent
+//                                              it was issued to (POST /v1/token); never a bearer
 //
 // Tokens are verified locally and strictly (identity::Verifier). Airlock's own tokens are
 // EdDSA JWTs with iss and aud "airlock", `sub` the user, `act.sub` the agent's principal.
@@ -42,7 +43,7 @@ struct Caller {
   std::optional<Actor> actor;      // the agent, when there is one
   std::optional<Subject> subject;  // the user, when one is given
   std::string subject_jti_sha256;  // of the user token's jti (hex), "" without one
-  std::string credential;          // "api_key", "jwt", "airlock_token", "user_token", "certificate"
+  std::string credential;          // "api_key", "jwt", "user_token", "certificate"
   std::vector<std::string> scope;  // an Airlock token's scope: the only tools it may call
   std::string user_token;          // the user's token from a configured issuer, as received
 };

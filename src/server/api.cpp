@@ -158,14 +158,13 @@ void Api::handle_mcp(const HttpRequest& r, const std::vector<std::string>& parts
 
 namespace {
 
-// An agent sees the invocations it made (for whichever user); a user calling directly, those
-// made for them. A row still running has no owner yet and is seen as running.
-bool owns(const pipeline::Caller& caller, const nlohmann::json& stored) {
-  if (caller.actor) return stored.value("principal", caller.actor->principal) == caller.actor->principal;
-  const auto subject = stored.find("subject");
-  if (stored.value("status", "") == "running") return true;
-  return subject != stored.end() && subject->is_object() &&
-         subject->value("issuer", "") == caller.subject->issuer && subject->value("sub", "") == caller.subject->sub;
+// An agent sees the invocations it made (for whichever user; acting for a user, those it made
+// for that user); a user calling directly, those made for them. By the row's owner as it
+// began, not its response: a row still running (or resumed after its approval) has none.
+bool owns(const pipeline::Caller& caller, const InvocationStore::Owner& owner) {
+  if (caller.actor && owner.principal != caller.actor->principal) return false;
+  if (caller.subject && (owner.issuer != caller.subject->issuer || owner.sub != caller.subject->sub)) return false;
+  return caller.actor || caller.subject;
 }
 
 // ?wait=30s: how long GET /v1/invocations/{id} may hold an unfinished invocation's answer
@@ -205,11 +204,11 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   if (parts.size() == 2 && parts[1] == "tools") {
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, subject, t.name).refusal) tools.push_back(tool_summary(t));
+      if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(tool_summary(t));
     return reply(json_response(200, {{"tools", tools}}));
   }
   if (parts.size() == 3 && parts[1] == "tools") {
-    if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2]); decided.refusal)
+    if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2], caller.scope); decided.refusal)
       return reply(refusal_response(*decided.refusal));
     const auto* tool = config.find_tool(parts[2]);
     auto detail = tool_summary(*tool);
@@ -217,34 +216,11 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
     detail["outputSchema"] = tool->output_schema ? *tool->output_schema : nlohmann::json();
     return reply(json_response(200, detail));
   }
-  if (parts.size() == 2 && parts[1] == "invocations") {
+  if ((parts.size() == 2 || parts.size() == 3) && parts[1] == "invocations") {
     const bool reads_all =
         access::decide(config, actor, subject, policy::Action::read_all_invocations, "").allowed;
-    return reply(list_invocations(*s_.store, r.target, caller, reads_all));
-  }
-  if (parts.size() == 3 && parts[1] == "invocations") {
-    auto stored = s_.store->get(parts[2]);
-    const bool reads_all =
-        access::decide(config, actor, subject, policy::Action::read_all_invocations, "").allowed;
-    if (!stored || (!reads_all && !owns(caller, *stored)))
-      return reply(error_response(404, "not_found", "no invocation " + parts[2] + " of yours"));
-    auto wait = wait_of(r.target);
-    if (!wait) return reply(error_response(400, "invalid_input", wait.error().message));
-    if (*wait > std::chrono::milliseconds(0) && is_unfinished(*stored) && s_.waiters) {
-      // Long poll: answered when the invocation finishes, or with what is stored at the deadline.
-      auto answer = [store = s_.store, id = parts[2], reply] {
-        auto now = store->get(id);
-        if (!now) return reply(error_response(404, "not_found", "no invocation " + id + " of yours"));
-        now->erase("principal");
-        reply(json_response(200, *now));
-      };
-      if (s_.waiters->add(parts[2], InvocationWaiters::Clock::now() + *wait, answer)) {
-        if (auto again = s_.store->get(parts[2]); again && !is_unfinished(*again)) s_.waiters->notify(parts[2]);
-        return;
-      }
-    }
-    stored->erase("principal");
-    return reply(json_response(200, *stored));
+    if (parts.size() == 2) return reply(list_invocations(*s_.store, r.target, caller, reads_all));
+    return invocation(r.target, parts[2], caller, reads_all, std::move(reply));
   }
   if (parts.size() >= 3 && parts[1] == "audit") {
     auto decided = access::decide(config, actor, subject, policy::Action::read_audit, "");
@@ -268,6 +244,46 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
     return reply(json_response(200, *proof));
   }
   return reply(error_response(404, "not_found", "no such endpoint"));
+}
+
+namespace {
+
+// An invocation's row as GET /v1/invocations/{id} shows it, when the caller may read it.
+std::optional<nlohmann::json> readable_invocation(InvocationStore& store, const std::string& id,
+                                                  const pipeline::Caller& caller, bool reads_all) {
+  auto owner = store.owner(id);
+  if (!owner || (!reads_all && !owns(caller, *owner))) return std::nullopt;
+  auto stored = store.get(id);
+  if (stored) stored->erase("principal");
+  return stored;
+}
+
+HttpResponse invocation_reply(const std::optional<nlohmann::json>& stored, const std::string& id) {
+  if (!stored) return error_response(404, "not_found", "no invocation " + id + " of yours");
+  return json_response(200, *stored);
+}
+
+}  // namespace
+
+// GET /v1/invocations/{id}[?wait=30s]: the caller's own (or any, with read_all_invocations).
+// A long poll checks again when it answers.
+void Api::invocation(const std::string& target, const std::string& id, const pipeline::Caller& caller,
+                     bool reads_all, std::function<void(HttpResponse)> reply) const {
+  auto stored = readable_invocation(*s_.store, id, caller, reads_all);
+  if (!stored) return reply(invocation_reply(stored, id));
+  auto wait = wait_of(target);
+  if (!wait) return reply(error_response(400, "invalid_input", wait.error().message));
+  if (*wait > std::chrono::milliseconds(0) && is_unfinished(*stored) && s_.waiters) {
+    // Answered when the invocation finishes, or with what is stored at the deadline.
+    auto answer = [store = s_.store, id, caller, reads_all, reply] {
+      reply(invocation_reply(readable_invocation(*store, id, caller, reads_all), id));
+    };
+    if (s_.waiters->add(id, InvocationWaiters::Clock::now() + *wait, answer)) {
+      if (auto again = s_.store->get(id); again && !is_unfinished(*again)) s_.waiters->notify(id);
+      return;
+    }
+  }
+  reply(invocation_reply(stored, id));
 }
 
 namespace {

@@ -112,6 +112,8 @@ class Api {
   void invoke(const HttpRequest& request, const std::string& tool, std::function<void(HttpResponse)> reply) const;
   void token(const HttpRequest& request, std::function<void(HttpResponse)> reply) const;
   void verify_audit(std::function<void(HttpResponse)> reply) const;
+  void invocation(const std::string& target, const std::string& id, const pipeline::Caller& caller, bool reads_all,
+                  std::function<void(HttpResponse)> reply) const;
   void handle_mcp(const HttpRequest& request, const std::vector<std::string>& parts,
                   std::function<void(HttpResponse)> reply) const;
   void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,

@@ -74,10 +74,11 @@ std::string where_clause(const InvocationStore::Query& q, std::vector<std::strin
   if (q.since_ms) add("started_ms", ">=", std::to_string(*q.since_ms));
   if (q.until_ms) add("started_ms", "<", std::to_string(*q.until_ms));
   if (q.owner && !q.owner->principal.empty()) add("principal", "=", q.owner->principal);
-  if (q.owner && q.owner->principal.empty()) {
+  if (q.owner && !q.owner->sub.empty()) {
     add("subject_issuer", "=", q.owner->issuer);
     add("subject_sub", "=", q.owner->sub);
   }
+  if (q.owner && q.owner->principal.empty() && q.owner->sub.empty()) sql += " AND 1 = 0";  // nobody's
   return sql;
 }
 

@@ -36,10 +36,14 @@ class InvocationStore {
   virtual Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) = 0;
   // The stored response ({"id", "status": "running"} while it runs), or nullopt.
   virtual std::optional<nlohmann::json> get(const std::string& id) = 0;
+  // Whose the row is, as begin() recorded it (whatever its response says, or while it has
+  // none), or nullopt when there is no such row.
+  virtual std::optional<Owner> owner(const std::string& id) = 0;
 
   // GET /v1/invocations: the newest first, at most `limit`, each a summary (id, tool, status,
   // actor, subject, started_at, finished_at, verdict, error_kind). Empty filters match all;
-  // `owner` set: only that owner's rows (an agent: its principal; a user: issuer and sub).
+  // `owner` set: only that owner's rows (an agent: its principal; a user: issuer and sub; an
+  // agent acting for a user: both).
   struct Query {
     std::string tool, user, agent, status;  // status as stored: ok, error, denied, suspended, running
     std::optional<std::int64_t> since_ms, until_ms;

@@ -106,6 +106,13 @@ std::optional<nlohmann::json> PostgresInvocationStore::get(const std::string& id
   return nlohmann::json::parse(rows->value(0, 1), nullptr, false);
 }
 
+std::optional<InvocationStore::Owner> PostgresInvocationStore::owner(const std::string& id) {
+  auto rows = db_->exec("load the owner of invocation " + id,
+                        "SELECT principal, subject_issuer, subject_sub FROM invocations WHERE id = $1", {utf8(id)});
+  if (!rows || rows->rows() == 0) return std::nullopt;
+  return Owner{rows->value(0, 0), rows->value(0, 1), rows->value(0, 2)};
+}
+
 Result<nlohmann::json> PostgresInvocationStore::list(const Query& q) {
   std::vector<std::string> where_params;
   const std::string where = detail::where_clause(q, where_params, dollar);

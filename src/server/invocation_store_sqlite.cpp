@@ -27,6 +27,7 @@ class SqliteInvocationStore : public InvocationStore {
   Status begin(const std::string& id, const std::string& tool, const Owner& owner) override;
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) override;
   std::optional<nlohmann::json> get(const std::string& id) override;
+  std::optional<Owner> owner(const std::string& id) override;
   Result<nlohmann::json> list(const Query& query) override;
   std::vector<Running> running() override;
 
@@ -113,6 +114,14 @@ std::optional<nlohmann::json> SqliteInvocationStore::get(const std::string& id) 
   std::string status = s.text(0), response = s.text(1);
   if (response.empty()) return nlohmann::json{{"id", id}, {"tool", s.text(2)}, {"status", status}};
   return nlohmann::json::parse(response, nullptr, false);
+}
+
+std::optional<InvocationStore::Owner> SqliteInvocationStore::owner(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT principal, subject_issuer, subject_sub FROM invocations WHERE id = ?");
+  s.bind(1, id);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return std::nullopt;
+  return Owner{s.text(0), s.text(1), s.text(2)};
 }
 
 namespace {

@@ -106,7 +106,10 @@ Result<InvocationStore::Query> invocation_query(const std::string& target, const
   if (!reads_all) {
     InvocationStore::Owner owner;
     if (caller.actor) owner.principal = caller.actor->principal;
-    else if (caller.subject) owner = {"", caller.subject->issuer, caller.subject->sub};
+    if (caller.subject) {
+      owner.issuer = caller.subject->issuer;
+      owner.sub = caller.subject->sub;
+    }
     q.owner = owner;
   }
   return q;

@@ -25,7 +25,8 @@ nlohmann::json tools_list(const McpServer::Call& call) {
   const auto* subject = call.caller.subject ? &*call.caller.subject : nullptr;
   auto tools = nlohmann::json::array();
   for (const auto& t : config.tools)
-    if (!pipeline::may_invoke(config, actor, subject, t.name).refusal) tools.push_back(mcp_tool_entry(t));
+    if (!pipeline::may_invoke(config, actor, subject, t.name, call.caller.scope).refusal)
+      tools.push_back(mcp_tool_entry(t));
   nlohmann::json result = {{"tools", std::move(tools)}};
   if (call.stateless) cache_privately(result);
   return result;

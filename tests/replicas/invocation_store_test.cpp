@@ -165,6 +165,25 @@ TYPED_TEST(InvocationStoreTest, AnAbortedRowKeepsItsOwner) {
   EXPECT_EQ((*mine)[0]["error_kind"], "aborted");
 }
 
+// Whose a row is comes from its start: while it runs, and once resumed as "running" after its
+// approval (a response that names no one), as when it is done.
+TYPED_TEST(InvocationStoreTest, ARowNamesItsOwnerFromItsStart) {
+  auto owner_of = [this](const std::string& id) {
+    auto o = this->store().owner(id);
+    return o ? o->principal + "|" + o->issuer + "|" + o->sub : std::string("none");
+  };
+  ASSERT_TRUE(this->store().begin("a", "echo", {"agent", "corp", "alice"}));
+  EXPECT_EQ(owner_of("a"), "agent|corp|alice");
+  ASSERT_TRUE(this->store().finish("a", "suspended", response("a", "suspended", "agent", "alice")));
+  ASSERT_TRUE(this->store().finish("a", "running", {{"id", "a"}, {"tool", "echo"}, {"status", "running"}}));
+  EXPECT_EQ(owner_of("a"), "agent|corp|alice");
+  ASSERT_TRUE(this->store().finish("a", "ok", response("a", "ok", "agent", "alice")));
+  EXPECT_EQ(owner_of("a"), "agent|corp|alice");
+  ASSERT_TRUE(this->store().begin("b", "echo", {"", "corp", "bob"}));
+  EXPECT_EQ(owner_of("b"), "|corp|bob");
+  EXPECT_EQ(owner_of("nobody"), "none");
+}
+
 TYPED_TEST(InvocationStoreTest, HostileNamesAreStoredNotRefused) {
   const std::string name = std::string("tool\xff\xfe") + "'; DROP TABLE invocations; --";
   ASSERT_TRUE(this->store().begin("x", name, {"agent", "", ""}));

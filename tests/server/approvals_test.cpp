@@ -41,7 +41,12 @@ const char* kTools = R"(
   - name: danger-brief
     risk: critical
     approval: {approvers: 1, timeout: 1s}
-    runtime: {type: python, file: tools/echo.py})";
+    runtime: {type: python, file: tools/echo.py}
+  - name: danger-slow
+    risk: critical
+    approval: {approvers: 1, timeout: 60s}
+    runtime: {type: python, file: tools/slow.py}
+    limits: {timeout: 30s})";
 
 class Approvals : public ::testing::Test {
  protected:
@@ -393,6 +398,50 @@ TEST_F(Approvals, ALongPollAnswersWhenTheInvocationEnds) {
   EXPECT_EQ(j["status"], "ok") << j.dump();
   auto bad = http(port(), "GET", "/v1/invocations/" + p.invocation + "?wait=forever");
   EXPECT_EQ(bad.status, 400);
+}
+
+// A call that still runs (resumed after its approval, or never held) is its owner's: a long
+// poll by anyone else who knows its id (another agent, a user with no role, an approver, who
+// sees ids in GET /v1/approvals) is answered 404, not with its output when it ends.
+TEST_F(Approvals, ARunningCallIsAnsweredOnlyToItsOwner) {
+  auto strangers_poll = [&](const std::string& id) {
+    const std::vector<std::pair<std::string, std::map<std::string, std::string>>> strangers = {
+        {kOtherKey, {}}, {token("mallory"), {}}, {token("bob"), {}}, {kOtherKey, {{"Airlock-Subject-Token", token("bob")}}},
+        {kOtherKey, {{"Airlock-Subject-Token", token("alice")}}}};
+    for (const auto& [credential, headers] : strangers) {
+      auto r = http_with(port(), "GET", "/v1/invocations/" + id + "?wait=30s", "", credential, headers);
+      EXPECT_EQ(r.status, 404) << r.body;
+      EXPECT_EQ(r.body.find("slept"), std::string::npos) << r.body;
+    }
+  };
+  auto running = [&](const std::string& id) {
+    for (int i = 0; i < 500; ++i) {
+      if (invocation(id).value("status", "") == "running") return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+
+  auto p = pending_of(request("danger-slow", {{"seconds", 5}}));
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  ASSERT_TRUE(running(p.invocation)) << "the approved call runs";
+  strangers_poll(p.invocation);
+  // Its user and its agent are answered its outcome.
+  auto alices = http(port(), "GET", "/v1/invocations/" + p.invocation + "?wait=30s", "", token("alice"));
+  ASSERT_EQ(alices.status, 200) << alices.body;
+  EXPECT_EQ(outcome(p.invocation)["status"], "ok");
+
+  // Never held: the agent's own call, found in its list while it runs.
+  auto call = std::async(std::launch::async, [&] { return invoke(port(), "slow", {{"seconds", 5}}); });
+  std::string id;
+  for (int i = 0; i < 500 && id.empty(); ++i) {
+    auto listed = http(port(), "GET", "/v1/invocations?status=running&tool=slow").json()["invocations"];
+    if (!listed.empty()) id = listed[0].value("id", "");
+    else std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(id.empty()) << "the call is listed as running";
+  strangers_poll(id);
+  EXPECT_EQ(call.get().status, 200);
 }
 
 TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {

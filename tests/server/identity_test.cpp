@@ -272,7 +272,7 @@ TEST_F(Identity, TokenExchangeGivesAnAirlockTokenThatNamesAgentAndUser) {
   EXPECT_EQ(claims["sub"], "alice");
   EXPECT_EQ(claims["act"]["sub"], "agent");
   EXPECT_LE(claims["exp"].get<std::int64_t>() - claims["iat"].get<std::int64_t>(), 15 * 60);
-  auto r = call("echo-for-user", token);
+  auto r = call("echo-for-user", kKey, token);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["actor"]["principal"], "agent");
   EXPECT_EQ(r.json()["subject"]["sub"], "alice");
@@ -317,14 +317,57 @@ TEST_F(Identity, AnAirlockTokenUsedWithAnotherAgentsKeyIsRefused) {
   auto payload = json::parse(*identity::base64url_decode(
       token.substr(token.find('.') + 1, token.rfind('.') - token.find('.') - 1)));
   payload["act"]["sub"] = "other";
-  expect_refused(call("echo", header + "." + identity::base64url_encode(payload.dump()) + signature), 401,
-                 "unauthenticated", "bad_signature");
+  expect_refused(call("echo", kOtherKey, header + "." + identity::base64url_encode(payload.dump()) + signature),
+                 401, "unauthenticated", "bad_signature");
 }
 
-TEST_F(Identity, AScopedAirlockTokenCallsOnlyItsTools) {
+TEST_F(Identity, AScopedAirlockTokenCallsAndListsOnlyItsTools) {
   const std::string token = exchanged_token(user_token("alice"), "&scope=echo");
-  EXPECT_EQ(call("echo", token).status, 200);
-  expect_refused(call("echo-for-user", token), 403, "forbidden", "scope");
+  EXPECT_EQ(call("echo", kKey, token).status, 200);
+  expect_refused(call("echo-for-user", kKey, token), 403, "forbidden", "scope");
+  auto listed = http_with(daemon_->port, "GET", "/v1/tools", "", kKey, {{"Airlock-Subject-Token", token}});
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  ASSERT_EQ(listed.json()["tools"].size(), 1u) << listed.body;
+  EXPECT_EQ(listed.json()["tools"][0]["name"], "echo");
+  auto one = http_with(daemon_->port, "GET", "/v1/tools/echo-for-user", "", kKey, {{"Airlock-Subject-Token", token}});
+  EXPECT_EQ(one.status, 403) << one.body;
+  auto mcp = http_with(daemon_->port, "POST", "/mcp",
+                       json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"},
+                            {"params", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+                                                         {"io.modelcontextprotocol/clientCapabilities", json::object()},
+                                                         {"io.modelcontextprotocol/clientInfo",
+                                                          {{"name", "test"}, {"version", "1"}}}}}}}}.dump(),
+                       kKey,
+                       {{"Airlock-Subject-Token", token}, {"Accept", "application/json, text/event-stream"},
+                        {"MCP-Protocol-Version", "2026-07-28"}, {"Mcp-Method", "tools/list"}});
+  ASSERT_EQ(mcp.status, 200) << mcp.body;
+  EXPECT_NE(mcp.body.find("\"echo\""), std::string::npos) << mcp.body;
+  EXPECT_EQ(mcp.body.find("echo-for-user"), std::string::npos) << mcp.body;
+}
+
+// docs/identity.md, "The confused deputy": an Airlock token is bound to the agent it was
+// issued to. As a bare bearer it authenticates no one (whoever holds it); another agent's
+// credential beside it is refused; and the user it names bounds what it reads.
+TEST_F(Identity, AnAirlockTokenIsBoundToItsAgentAndItsUser) {
+  const std::string token = exchanged_token(user_token("alice"));
+  expect_refused(call("echo", token), 401, "unauthenticated", "accepted only as Airlock-Subject-Token");
+  expect_refused(call("echo", kOtherKey, token), 401, "unauthenticated", "issued to agent 'agent', not to 'other'");
+  for (const char* path : {"/v1/tools", "/v1/invocations"})
+    EXPECT_EQ(http(daemon_->port, "GET", path, "", token).status, 401) << path;
+  auto alices = call("echo", kKey, token);
+  ASSERT_EQ(alices.status, 200) << alices.body;
+  // The same agent's call for carol is not alice's to read through her token.
+  auto carols = call("echo", kKey, user_token("carol", {{"groups", {"analysts"}}}));
+  ASSERT_EQ(carols.status, 200) << carols.body;
+  const std::string carol_id = carols.json()["id"], alice_id = alices.json()["id"];
+  const std::map<std::string, std::string> as_alice = {{"Airlock-Subject-Token", token}};
+  EXPECT_EQ(http_with(daemon_->port, "GET", "/v1/invocations/" + carol_id, "", kKey, as_alice).status, 404);
+  EXPECT_EQ(http_with(daemon_->port, "GET", "/v1/invocations/" + alice_id, "", kKey, as_alice).status, 200);
+  auto listed = http_with(daemon_->port, "GET", "/v1/invocations", "", kKey, as_alice);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  for (const auto& row : listed.json()["invocations"]) EXPECT_EQ(row["subject"]["sub"], "alice") << listed.body;
+  // The agent alone still reads both.
+  EXPECT_EQ(http(daemon_->port, "GET", "/v1/invocations/" + carol_id).status, 200);
 }
 
 TEST_F(Identity, TokenExchangeErrorsFollowRfc8693) {

@@ -15,8 +15,16 @@ ErrorKind refusal_kind(const access::Decision& d) {
 }  // namespace
 
 InvokeDecision may_invoke(const policy::Config& config, const Actor* actor, const Subject* subject,
-                          const std::string& tool) {
+                          const std::string& tool, const std::vector<std::string>& scope) {
   InvokeDecision out{access::decide(config, actor, subject, policy::Action::invoke, tool), std::nullopt};
+  if (out.decision.allowed && !scope.empty() && std::find(scope.begin(), scope.end(), tool) == scope.end()) {
+    std::string listed;
+    for (const auto& t : scope) listed += (listed.empty() ? "" : " ") + t;
+    out.decision = {false, "forbidden", "token scope",
+                    "the token's scope (" + listed + ") does not include tool '" + tool + "'"};
+    out.refusal = deny(ErrorKind::forbidden, out.decision.reason);
+    return out;
+  }
   if (out.decision.allowed) return out;
   std::string message = out.decision.reason;
   // With a user the rules are the roles': the message names the one that decided. (An agent
@@ -43,16 +51,9 @@ StageResult AuthorizeStage::run(Invocation& inv, StageContext& ctx) {
   if (!inv.actor && !inv.subject)
     return deny(ErrorKind::unauthenticated, "the invocation has no authenticated caller");
   auto decided = may_invoke(ctx.config(), inv.actor ? &*inv.actor : nullptr,
-                            inv.subject ? &*inv.subject : nullptr, inv.tool_name);
+                            inv.subject ? &*inv.subject : nullptr, inv.tool_name, inv.token_scope);
   inv.access_rule = decided.decision.rule;
   if (decided.refusal) return std::move(*decided.refusal);
-  if (!inv.token_scope.empty() &&
-      std::find(inv.token_scope.begin(), inv.token_scope.end(), inv.tool_name) == inv.token_scope.end()) {
-    inv.access_rule = "token scope";
-    std::string scope;
-    for (const auto& t : inv.token_scope) scope += (scope.empty() ? "" : " ") + t;
-    return deny(ErrorKind::forbidden, "the token's scope (" + scope + ") does not include tool '" + inv.tool_name + "'");
-  }
   return StageResult::next();
 }
 

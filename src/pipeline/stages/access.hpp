@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "pipeline/authenticator.hpp"
 #include "pipeline/stage.hpp"
@@ -20,8 +21,9 @@ struct InvokeDecision {
   access::Decision decision;
   std::optional<InvocationError> refusal;
 };
+// `scope`: an Airlock token's (none: no narrowing); a tool outside it is refused, rule "token scope".
 InvokeDecision may_invoke(const policy::Config& config, const Actor* actor, const Subject* subject,
-                          const std::string& tool);
+                          const std::string& tool, const std::vector<std::string>& scope = {});
 
 // Who calls and for whom (pipeline/authenticator.hpp).
 class AuthenticateStage : public Stage {

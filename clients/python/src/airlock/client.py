@@ -25,10 +25,11 @@ MAX_SERVER_WAIT = 60  # seconds: the most GET /v1/invocations/{id}?wait= holds a
 class Client:
     """`Client("http://127.0.0.1:8750", api_key=KEY)`.
 
-    `api_key` is the bearer credential: an agent's API key, an agent's JWT, an Airlock token
-    from the token exchange, or a person's own token. `subject_token`, when given, is sent
-    as `Airlock-Subject-Token` on every request: the user the agent acts for (or, on
-    approvals, the person who decides). Each request opens its own connection, so one client
+    `api_key` is the bearer credential: an agent's API key, an agent's JWT, or a person's own
+    token. `subject_token`, when given, is sent as `Airlock-Subject-Token` on every request:
+    the user the agent acts for (a user's token, or an Airlock token from the token exchange,
+    which is bound to the agent it was issued to and is no bearer), or, on approvals, the
+    person who decides. Each request opens its own connection, so one client
     may be shared by threads."""
 
     def __init__(self, base_url: str, api_key: Optional[str] = None, *,
@@ -175,11 +176,12 @@ class Client:
     def as_user(self, subject_token: str, *, exchange: bool = False,
                 scope: Optional[Sequence[str]] = None) -> "Client":
         """A client acting for the user of `subject_token`: it sends the token with every
-        call, or (`exchange=True`) trades it once for an Airlock token and calls with that."""
+        call, or (`exchange=True`) trades it once for an Airlock token and sends that instead,
+        beside the agent's own credential."""
         if not exchange:
             return self._clone(api_key=self._api_key, subject_token=subject_token)
         token = self.exchange_token(subject_token, scope=scope)
-        return self._clone(api_key=token.access_token, subject_token=None)
+        return self._clone(api_key=self._api_key, subject_token=token.access_token)
 
     def _clone(self, *, api_key: Optional[str], subject_token: Optional[str]) -> "Client":
         clone = Client.__new__(Client)
