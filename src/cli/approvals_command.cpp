@@ -1,8 +1,11 @@
-// airlock approvals list|show ID|approve ID|deny ID [--reason TEXT]: the pending approvals of
-// critical calls on the daemon (docs/approvals.md). A decision is a person's: --key is their
-// own token from a configured issuer (or an agent's key with --subject-token, the person's
-// token, which the agent relays). Exit 0 done, 1 the daemon refused, 2 the request failed.
+// airlock approvals list|show ID|approve ID [--sha256 HEX]|deny ID [--reason TEXT]: the pending
+// approvals of critical calls on the daemon (docs/approvals.md). A decision is a person's: --key
+// is their own token from a configured issuer (or an agent's key with --subject-token, the
+// person's token, which the agent relays). An approval names what it approves: the arguments'
+// SHA-256, the one given with --sha256 (from an earlier `show`) or else the one of the
+// arguments shown just before it is sent. Exit 0 done, 1 the daemon refused, 2 the request failed.
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -16,7 +19,7 @@ namespace http = boost::beast::http;
 
 struct ApprovalsOptions {
   ClientOptions client;
-  std::string id, reason;
+  std::string id, reason, sha256;
   bool json = false;
 };
 
@@ -42,32 +45,78 @@ void print_line(const nlohmann::json& a) {
             << "  expires " << text(a, "expires_at") << "\n";
 }
 
-// Sends one request; prints the answer; the exit status.
-int exchange(const char* what, ApprovalsOptions& o, http::verb verb, const std::string& path,
-             const std::string& body, bool list) {
+// One approval with its arguments (as JSON text, escapes for every non-ASCII character, so
+// nothing invisible passes unseen) and its decisions.
+void print_details(const nlohmann::json& j) {
+  print_line(j);
+  if (j.contains("arguments"))
+    std::cout << "  arguments " << j["arguments"].dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)
+              << "  sha256 " << text(j, "arguments_sha256") << "\n";
+  for (const auto& d : j.value("decisions", nlohmann::json::array()))
+    std::cout << "  " << text(d, "decision") << " by " << text(d.value("approver", nlohmann::json::object()), "sub")
+              << " at " << text(d, "at") << ": " << text(d, "reason") << "\n";
+}
+
+// Sends one request: the answer's JSON, or nothing with `status` set after saying what failed.
+std::optional<nlohmann::json> ask(const char* what, ApprovalsOptions& o, http::verb verb, const std::string& path,
+                                  const std::string& body, int& status) {
   key_from_environment(o.client);
   auto reply = request(o.client, verb, path, body);
   if (!reply) {
     std::cerr << "airlock approvals " << what << ": " << reply.error().message << "\n";
-    return 2;
+    status = 2;
+    return std::nullopt;
   }
   auto j = nlohmann::json::parse(reply->body, nullptr, false);
   if (reply->status != 200 || j.is_discarded()) {
     std::cerr << "airlock approvals " << what << ": HTTP " << reply->status << ": " << reply->body << "\n";
-    return 1;
+    status = 1;
+    return std::nullopt;
   }
+  status = 0;
+  return j;
+}
+
+// Sends one request; prints the answer; the exit status.
+int exchange(const char* what, ApprovalsOptions& o, http::verb verb, const std::string& path,
+             const std::string& body, bool list) {
+  int status = 0;
+  auto j = ask(what, o, verb, path, body, status);
+  if (!j) return status;
   if (o.json) {
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else if (list) {
-    for (const auto& a : j.value("approvals", nlohmann::json::array())) print_line(a);
+    const auto approvals = j->value("approvals", nlohmann::json::array());
+    if (approvals.empty()) std::cout << "no pending approvals that you may decide\n";
+    for (const auto& a : approvals) print_line(a);
   } else {
-    print_line(j);
-    if (j.contains("arguments")) std::cout << "  arguments " << j["arguments"].dump() << "  sha256 " << text(j, "arguments_sha256") << "\n";
-    for (const auto& d : j.value("decisions", nlohmann::json::array()))
-      std::cout << "  " << text(d, "decision") << " by " << text(d.value("approver", nlohmann::json::object()), "sub")
-                << " at " << text(d, "at") << ": " << text(d, "reason") << "\n";
+    print_details(*j);
   }
   return 0;
+}
+
+bool valid_sha256(const std::string& hex) {
+  return hex.size() == 64 && hex.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// approve: with the hash of --sha256, or of the arguments fetched and shown just now. The daemon
+// refuses (409 arguments_changed) unless the pending arguments have exactly that hash.
+int approve(ApprovalsOptions& o, const std::string& path) {
+  std::string sha256 = o.sha256;
+  if (!sha256.empty() && !valid_sha256(sha256)) {
+    std::cerr << "airlock approvals approve: --sha256 must be 64 lower-case hex digits\n";
+    return 2;
+  }
+  if (sha256.empty()) {
+    int status = 0;
+    auto shown = ask("approve", o, http::verb::get, path, "", status);
+    if (!shown) return status;
+    std::cout << "approving:\n";
+    print_details(*shown);
+    sha256 = shown->value("arguments_sha256", "");
+  }
+  return exchange("approve", o, http::verb::post, path + "/approve",
+                  nlohmann::json{{"reason", o.reason}, {"arguments_sha256", sha256}}.dump(), false);
 }
 
 CLI::App* with_options(CLI::App* cmd, ApprovalsOptions& o, bool takes_id) {
@@ -97,14 +146,23 @@ void add_approvals_command(CLI::App& app, ExitStatus& status) {
       ->callback([o, &status] { status.code = exchange("list", *o, http::verb::get, "/v1/approvals", "", true); });
   with_options(approvals->add_subcommand("show", "One approval: its arguments and decisions"), *o, true)
       ->callback([o, &status] { status.code = by_id("show", *o, http::verb::get, "", ""); });
-  for (const char* verdict : {"approve", "deny"}) {
-    auto* cmd = with_options(approvals->add_subcommand(verdict, std::string(verdict) + " a pending approval"), *o, true);
-    cmd->add_option("--reason", o->reason, "Why (recorded in the audit log)");
-    cmd->callback([o, verdict, &status] {
-      status.code = by_id(verdict, *o, http::verb::post, std::string("/") + verdict,
-                          nlohmann::json{{"reason", o->reason}}.dump());
-    });
-  }
+  auto* approve_cmd = with_options(approvals->add_subcommand("approve", "Approve a pending approval: its arguments are shown and their SHA-256 sent"), *o, true);
+  approve_cmd->add_option("--reason", o->reason, "Why (recorded in the audit log)");
+  approve_cmd->add_option("--sha256", o->sha256,
+                          "The SHA-256 of the arguments you reviewed (`show` prints it): refused if they differ");
+  approve_cmd->callback([o, &status] {
+    if (!valid_id(o->id)) {
+      std::cerr << "airlock approvals approve: '" << o->id << "' is not an approval id (apr-...)\n";
+      status.code = 2;
+      return;
+    }
+    status.code = approve(*o, "/v1/approvals/" + percent_encode(o->id));
+  });
+  auto* deny_cmd = with_options(approvals->add_subcommand("deny", "Deny a pending approval"), *o, true);
+  deny_cmd->add_option("--reason", o->reason, "Why (recorded in the audit log)");
+  deny_cmd->callback([o, &status] {
+    status.code = by_id("deny", *o, http::verb::post, "/deny", nlohmann::json{{"reason", o->reason}}.dump());
+  });
 }
 
 }  // namespace airlock::cli

@@ -241,6 +241,20 @@ TEST_F(MaliciousGateway, ItsAttacksAreContainedAndItsLeakedKeyRedacted) {
   EXPECT_EQ(processes_with(marker), 0);
 }
 
+// A server's result is held to the tier's output cap (limits.output: 64 KiB in the tests'
+// workspace) as a sandbox's stdout is: 3 MiB was returned ok; now it is refused output_limit,
+// naming the limit, and 32 KiB goes through.
+TEST_F(MaliciousGateway, AResultPastTheTiersOutputCapIsRefused) {
+  auto big = invoke(daemon_->port, "evil.big", {{"bytes", 3 << 20}});
+  EXPECT_EQ(big.json()["status"], "error") << big.body.substr(0, 300);
+  EXPECT_EQ(big.json()["error"]["kind"], "output_limit") << big.body.substr(0, 300);
+  EXPECT_NE(big.json()["error"].value("message", "").find("65536-byte limit"), std::string::npos) << big.body.substr(0, 300);
+  EXPECT_LT(big.body.size(), std::size_t{1} << 20);
+  auto fits = invoke(daemon_->port, "evil.big", {{"bytes", 32 << 10}});
+  EXPECT_EQ(fits.status, 200) << fits.body.substr(0, 300);
+  EXPECT_EQ(fits.json()["status"], "ok") << fits.body.substr(0, 300);
+}
+
 TEST_F(MaliciousGateway, AnAgentKeepsItsInstanceAndRbacComesFirst) {
   auto a = invoke(daemon_->port, "evil.whoami", nlohmann::json::object());
   auto again = invoke(daemon_->port, "evil.whoami", nlohmann::json::object());

@@ -526,5 +526,33 @@ TEST_F(Approvals, TheCommandLineListsShowsAndDecides) {
   EXPECT_EQ(status, 2) << bad;
 }
 
+// An approval from the shell names what it approves: the arguments are shown and their SHA-256
+// sent, or the hash given with --sha256 (from an earlier `show`), which the daemon holds against
+// the pending arguments. An empty list says so.
+TEST_F(Approvals, TheCommandLineApprovesTheArgumentsItShowedByTheirHash) {
+  const std::string server = " --server http://127.0.0.1:" + std::to_string(port());
+  int status = -1;
+  auto none = run_cli("list" + server + " --key " + token("bob"), status);
+  EXPECT_EQ(status, 0) << none;
+  EXPECT_NE(none.find("no pending approvals"), std::string::npos) << none;
+
+  auto p = pending_of(request("danger", {{"x", 7}}));
+  const auto other = pipeline::canonical_sha256(json{{"x", 8}});
+  ASSERT_TRUE(other.ok());
+  auto refused = run_cli("approve " + p.approval + server + " --key " + token("bob") + " --sha256 " + *other, status);
+  EXPECT_EQ(status, 1) << refused;
+  EXPECT_NE(refused.find("arguments_changed"), std::string::npos) << refused;
+  EXPECT_EQ(invocation(p.invocation)["status"], "pending_approval");
+
+  const auto own = pipeline::canonical_sha256(json{{"x", 7}});
+  ASSERT_TRUE(own.ok());
+  auto approved = run_cli("approve " + p.approval + server + " --key " + token("bob") + " --reason seen", status);
+  EXPECT_EQ(status, 0) << approved;
+  EXPECT_NE(approved.find("approving:"), std::string::npos) << approved;
+  EXPECT_NE(approved.find("{\"x\":7}"), std::string::npos) << approved;
+  EXPECT_NE(approved.find(*own), std::string::npos) << approved;
+  EXPECT_EQ(outcome(p.invocation)["output"]["echo"], (json{{"x", 7}}));
+}
+
 }  // namespace
 }  // namespace airlock::server::test

@@ -279,6 +279,10 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
     output["structuredContent"] = std::move(*result->structured_content);
   }
   if (result->is_error) output["isError"] = true;
+  // The tier's output cap holds for a server's result as for a sandbox's stdout.
+  if (const std::size_t size = output.dump().size(); size > inv.limits.output_bytes)
+    return fail(ErrorKind::output_limit, "the MCP server's result (" + std::to_string(size) + " bytes) passed the " +
+                                             std::to_string(inv.limits.output_bytes) + "-byte limit");
   inv.output = std::move(output);
   return StageResult::next();
 }
