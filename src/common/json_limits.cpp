@@ -61,11 +61,12 @@ std::optional<nlohmann::json> number_value(std::string_view token) {
 
 // Builds the nlohmann value from RapidJSON's events, as nlohmann's parser would: non-negative
 // integers unsigned, negative ones signed, the rest (and integers past 64 bits) double; a
-// repeated key keeps its last value. One difference: a NUL byte outside a string ends
+// repeated key keeps its last value (unless the builder refuses repeated keys). One difference: a NUL byte outside a string ends
 // nlohmann's input ("{} \0 x" is accepted); here any NUL byte makes the text invalid.
 class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, ValueBuilder> {
  public:
-  explicit ValueBuilder(std::size_t max_depth) : max_depth_(max_depth) {}
+  ValueBuilder(std::size_t max_depth, bool unique_keys)
+      : max_depth_(max_depth), unique_keys_(unique_keys) {}
 
   bool Null() { return put(nullptr); }
   bool Bool(bool b) { return put(b); }
@@ -84,6 +85,7 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   bool Key(const char* s, rapidjson::SizeType length, bool) {
     if (!is_valid_utf8(std::string_view(s, length))) return false;  // not valid JSON
     key_.assign(s, length);
+    if (unique_keys_ && open_.back()->contains(key_)) return duplicate_key_ = true, false;
     return true;
   }
   bool StartObject() { return open(nlohmann::json::object()); }
@@ -92,6 +94,7 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   bool EndArray(rapidjson::SizeType) { return close(); }
 
   bool too_deep() const { return too_deep_; }
+  bool duplicate_key() const { return duplicate_key_; }
   nlohmann::json take() { return std::move(root_); }
 
  private:
@@ -126,7 +129,9 @@ class ValueBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Valu
   nlohmann::json root_;
   std::vector<nlohmann::json*> open_;  // stable: a container's parent grows only after it closes
   std::string key_;
+  bool unique_keys_;
   bool too_deep_ = false;
+  bool duplicate_key_ = false;
 };
 
 // nlohmann skips a UTF-8 byte order mark at the start.
@@ -136,7 +141,8 @@ std::string_view without_bom(std::string_view text) {
 }
 
 // `text` is followed by a NUL byte (the SSE2 string scan is for NUL-terminated input).
-Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_depth) {
+Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_depth,
+                                        bool unique_keys = false) {
   auto invalid = [] { return Error::make("invalid_json", "not valid JSON"); };
   text = without_bom(text);
   // A NUL byte is never valid JSON (nor inside a string: a control character), and RapidJSON
@@ -145,7 +151,7 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
   // RapidJSON's string lengths are 32-bit.
   if (text.size() > std::numeric_limits<rapidjson::SizeType>::max()) return invalid();
   rapidjson::StringStream stream(text.data());
-  ValueBuilder builder(max_depth);
+  ValueBuilder builder(max_depth, unique_keys);
   rapidjson::Reader reader;
   constexpr unsigned kFlags =
       rapidjson::kParseIterativeFlag | rapidjson::kParseNumbersAsStringsFlag;
@@ -153,6 +159,8 @@ Result<nlohmann::json> parse_terminated(std::string_view text, std::size_t max_d
   if (builder.too_deep())
     return Error::make("too_deep", "the JSON nests arrays and objects deeper than the limit of " +
                                            std::to_string(max_depth) + " levels");
+  if (builder.duplicate_key())
+    return Error::make("duplicate_key", "an object names the same member twice");
   if (parsed.IsError()) return invalid();
   return builder.take();
 }
@@ -165,6 +173,10 @@ Result<nlohmann::json> parse_json_bounded(const std::string& text, std::size_t m
 
 Result<nlohmann::json> parse_json_bounded(std::string_view text, std::size_t max_depth) {
   return parse_terminated(std::string(text), max_depth);
+}
+
+Result<nlohmann::json> parse_json_unique_keys(const std::string& text, std::size_t max_depth) {
+  return parse_terminated(text, max_depth, /*unique_keys=*/true);
 }
 
 }  // namespace airlock

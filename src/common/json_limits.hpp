@@ -26,4 +26,8 @@ inline Result<nlohmann::json> parse_json_bounded(const char* text, std::size_t m
   return parse_json_bounded(std::string_view(text), max_depth);
 }
 
+// The same, refusing an object that names a member twice (error "duplicate_key"), where the
+// last value would otherwise win unseen: JOSE headers and JWT claims (RFC 7515 4, RFC 7519 4).
+Result<nlohmann::json> parse_json_unique_keys(const std::string& text, std::size_t max_depth);
+
 }  // namespace airlock

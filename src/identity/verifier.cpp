@@ -31,7 +31,11 @@ struct Compact {
 Result<nlohmann::json> decode_object(std::string_view segment, const char* what) {
   auto bytes = base64url_decode(segment);
   if (!bytes) return fail("malformed", std::string("the ") + what + " is not base64url");
-  auto json = parse_json_bounded(*bytes, kMaxJsonDepth);
+  auto json = parse_json_unique_keys(*bytes, kMaxJsonDepth);
+  // Which of two values a member has would be the parser's choice, and another reader of the
+  // same token may choose the other one: refused (RFC 7515 4, RFC 7519 4).
+  if (!json && json.error().code == "duplicate_key")
+    return fail("malformed", std::string("the ") + what + " names a member twice");
   if (!json || !json->is_object())
     return fail("malformed", std::string("the ") + what + " is not a JSON object");
   return json;
@@ -124,9 +128,10 @@ std::string optional_string(const nlohmann::json& claims, const char* name) {
 }
 
 std::int64_t whole_seconds(double t) {
-  constexpr double kMax = 9.2e18;  // below INT64_MAX: the cast stays defined
-  return t >= kMax ? std::numeric_limits<std::int64_t>::max()
-                   : static_cast<std::int64_t>(std::floor(t));
+  constexpr double kMax = 9.2e18;  // inside the int64 range: the cast stays defined
+  if (t >= kMax) return std::numeric_limits<std::int64_t>::max();
+  if (t <= -kMax) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(std::floor(t));
 }
 
 }  // namespace

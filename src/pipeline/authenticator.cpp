@@ -212,7 +212,7 @@ Result<VerifiedUser> Authenticator::verify_user_token(const std::string& token) 
     return Error::make("invalid_grant", "the token is an agent's (principals[].jwt), not a user's");
   if (verified->sub.empty()) return Error::make("invalid_grant", "the token names no user: it has no sub");
   return VerifiedUser{Subject{verified->issuer_name, verified->sub, verified->claims},
-                      jti_digest(verified->jti)};
+                      jti_digest(verified->jti), verified->exp};
 }
 
 }  // namespace airlock::pipeline

@@ -51,6 +51,7 @@ struct Caller {
 struct VerifiedUser {
   Subject subject;
   std::string jti_sha256;
+  std::int64_t exp = 0;  // the token's exp in whole seconds (a fractional one rounded down)
 };
 
 // Whether Airlock revoked the token with this jti (creds::RevokedTokens::is_revoked).

@@ -165,9 +165,13 @@ HttpResponse exchange_token(const HttpRequest& request, const pipeline::Authenti
 
   const auto now = std::chrono::system_clock::now();
   const std::int64_t iat = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  std::int64_t exp = iat + std::chrono::duration_cast<std::chrono::seconds>(config.identity.token_lifetime).count();
-  if (auto user_exp = user->subject.claims.find("exp"); user_exp != user->subject.claims.end() && user_exp->is_number_integer())
-    exp = std::min(exp, user_exp->get<std::int64_t>());  // never outlives the user's token
+  // Never outlives the user's token, whose exp may be fractional or far out (clamped by the
+  // verifier); one past already but inside the clock skew leaves nothing to give.
+  const std::int64_t exp = std::min(
+      iat + std::chrono::duration_cast<std::chrono::seconds>(config.identity.token_lifetime).count(), user->exp);
+  if (exp <= iat)
+    return oauth_error(400, "invalid_grant", "subject_token: expired: the token expires now (within the "
+                                             "allowed clock skew): there is no time left for an Airlock token");
   json claims = {{"iss", pipeline::kAirlockTokenIssuer}, {"aud", pipeline::kAirlockTokenAudience},
                  {"sub", user->subject.sub},              {"act", {{"sub", agent.principal}}},
                  {"iat", iat},                            {"nbf", iat},

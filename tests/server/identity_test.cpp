@@ -4,8 +4,14 @@
 // (Verification itself, key by key and claim by claim, is in tests/unit/identity_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
 #include <chrono>
+#include <cstdio>
 #include <fstream>
+#include <limits>
+#include <memory>
 
 #include "audit/log_reader.hpp"
 #include "identity/base64url.hpp"
@@ -83,6 +89,23 @@ class Identity : public ::testing::Test {
       else claims[k] = v;
     }
     return *corp_->issue(claims);
+  }
+
+  // A corp token of the header and payload exactly as written (JSON text, not a value: a value
+  // cannot name a member twice), signed with corp's key.
+  std::string raw_token(const std::string& header, const std::string& payload) const {
+    const std::string input = identity::base64url_encode(header) + "." + identity::base64url_encode(payload);
+    std::unique_ptr<FILE, decltype(&std::fclose)> pem(std::fopen((ws_.dir() + "/corp.key").c_str(), "r"), std::fclose);
+    EXPECT_TRUE(pem);
+    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_PrivateKey(pem.get(), nullptr, nullptr, nullptr),
+                                                            EVP_PKEY_free);
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    unsigned char sig[64];
+    std::size_t size = sizeof sig;
+    EXPECT_TRUE(key && ctx && EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) == 1 &&
+                EVP_DigestSign(ctx.get(), sig, &size, reinterpret_cast<const unsigned char*>(input.data()),
+                               input.size()) == 1);
+    return input + "." + identity::base64url_encode(std::string_view(reinterpret_cast<const char*>(sig), size));
   }
 
   Reply call(const std::string& tool, const std::string& bearer, const std::string& subject_token = "") {
@@ -261,6 +284,52 @@ TEST_F(Identity, AScopedAirlockTokenCallsOnlyItsTools) {
   const std::string token = exchanged_token(user_token("alice"), "&scope=echo");
   EXPECT_EQ(call("echo", token).status, 200);
   expect_refused(call("echo-for-user", token), 403, "forbidden", "scope");
+}
+
+// exp is a NumericDate (RFC 7519 2): it may be fractional, and it may be far out of range.
+TEST_F(Identity, TokenExchangeNeverOutlivesTheUserTokenWhateverItsExp) {
+  const std::string grant = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+                            "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&subject_token=";
+  // Past already, but inside the verifier's 60 s skew: valid, and no time left to give.
+  auto r = exchange(grant + user_token("alice", {{"exp", static_cast<double>(now_s()) - 10.5}}));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.json().value("error", ""), "invalid_grant") << r.body;
+  EXPECT_NE(r.body.find("no time left"), std::string::npos) << r.body;
+
+  const double user_exp = static_cast<double>(now_s()) + 100.5;
+  r = exchange(grant + user_token("alice", {{"exp", user_exp}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(r.json()["expires_in"].get<std::int64_t>(), 0);
+  EXPECT_LE(r.json()["expires_in"].get<std::int64_t>(), 101);
+  const std::string token = r.json()["access_token"];
+  auto claims = json::parse(*identity::base64url_decode(
+      token.substr(token.find('.') + 1, token.rfind('.') - token.find('.') - 1)));
+  EXPECT_LE(claims["exp"].get<double>(), user_exp);
+
+  // 2^64 - 1 is a JSON integer that no int64 holds: the lifetime is the configured 15 minutes.
+  r = exchange(grant + user_token("alice", {{"exp", std::numeric_limits<std::uint64_t>::max()}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["expires_in"].get<std::int64_t>(), 15 * 60) << r.body;
+}
+
+// A member named twice would be whichever value the parser keeps (the last, here; the first
+// elsewhere): the header's "alg", a payload's "sub". Refused in the header and in the payload.
+TEST_F(Identity, ATokenThatNamesAMemberTwiceIsRefused) {
+  const std::string kid = "\"kid\":\"" + corp_->kid() + "\"";
+  const std::string payload = "{\"iss\":\"" + std::string(kCorp) + "\",\"aud\":\"airlock\",\"sub\":\"alice\","
+                              "\"groups\":[\"analysts\"],\"exp\":" + std::to_string(now_s() + 300) + "}";
+  // The control: the same token written once per member is accepted.
+  ASSERT_EQ(call("echo-for-user", kKey, raw_token("{\"alg\":\"EdDSA\"," + kid + "}", payload)).status, 200);
+  expect_refused(call("echo-for-user", kKey, raw_token("{\"alg\":\"none\",\"alg\":\"EdDSA\"," + kid + "}", payload)),
+                 401, "unauthenticated", "the header names a member twice");
+  const std::string twice = "{\"sub\":\"mallory\"," + payload.substr(1);
+  expect_refused(call("echo-for-user", kKey, raw_token("{\"alg\":\"EdDSA\"," + kid + "}", twice)), 401,
+                 "unauthenticated", "the payload names a member twice");
+  auto r = exchange("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+                    "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Ajwt&subject_token=" +
+                    raw_token("{\"alg\":\"EdDSA\"," + kid + "}", twice));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("names a member twice"), std::string::npos) << r.body;
 }
 
 TEST_F(Identity, TokenExchangeErrorsFollowRfc8693) {
