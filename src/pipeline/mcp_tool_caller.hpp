@@ -52,8 +52,9 @@ struct McpToolCall {
   std::string server;       // mcpServers[].name
   std::string remote_tool;  // the server's own name for the tool ("read_file")
   nlohmann::json arguments = nlohmann::json::object();
-  // Whose server process runs it: two owners never share one. "user <issuer> <sub>" when the
-  // call is on behalf of a user, else "agent <principal>".
+  // Whose server process runs it: two owners never share one. `agent "<principal>"`, with
+  // ` for user "<issuer>" "<sub>"` after it when the call is on behalf of a user (each name
+  // quoted as JSON); `user "<issuer>" "<sub>"` for a person calling with their own token.
   std::string owner;
   std::chrono::milliseconds timeout{30'000};
   CancelSignal* cancel = nullptr;                    // may be null

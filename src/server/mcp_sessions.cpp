@@ -20,14 +20,28 @@ std::string random_id() {
 std::string McpSessions::open(const std::string& principal, const std::string& revision) {
   std::string id = random_id();
   std::lock_guard lock(mu_);
-  if (sessions_.size() >= capacity_) {
-    auto oldest = std::min_element(sessions_.begin(), sessions_.end(), [](const auto& a, const auto& b) {
-      return a.second.last_used < b.second.last_used;
-    });
-    sessions_.erase(oldest);
+  if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
+    evict_oldest([&](const std::string& p) { return p == principal; });
+  } else if (sessions_.size() >= capacity_) {
+    std::size_t most = 0;
+    for (const auto& [p, n] : held_) most = std::max(most, n);
+    evict_oldest([&](const std::string& p) { return held_.at(p) == most; });
   }
   sessions_[id] = Session{principal, revision, ++clock_};
+  ++held_[principal];
   return id;
+}
+
+void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose) {
+  auto oldest = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+    if (whose(it->second.principal) &&
+        (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used))
+      oldest = it;
+  if (oldest == sessions_.end()) return;
+  const std::string principal = oldest->second.principal;
+  sessions_.erase(oldest);
+  if (--held_[principal] == 0) held_.erase(principal);
 }
 
 std::optional<std::string> McpSessions::revision(const std::string& id, const std::string& principal) {
@@ -43,6 +57,7 @@ bool McpSessions::close(const std::string& id, const std::string& principal) {
   auto it = sessions_.find(id);
   if (it == sessions_.end() || it->second.principal != principal) return false;
   sessions_.erase(it);
+  if (--held_[principal] == 0) held_.erase(principal);
   return true;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,13 +15,19 @@
 
 namespace airlock::server {
 
-inline constexpr std::size_t kMaxMcpSessions = 1024;
+// Sessions held at once: by one principal (the verified agent and user), and in all.
+inline constexpr std::size_t kMaxMcpSessionsPerPrincipal = 256;
+inline constexpr std::size_t kMaxMcpSessions = 4096;
 
 class McpSessions {
  public:
-  explicit McpSessions(std::size_t capacity = kMaxMcpSessions) : capacity_(capacity) {}
-  // A new session of `principal` under `revision`: its id (128 random bits, hex). When the
-  // table is full, the session idle longest goes.
+  explicit McpSessions(std::size_t capacity = kMaxMcpSessions,
+                       std::size_t per_principal = kMaxMcpSessionsPerPrincipal)
+      : capacity_(capacity), per_principal_(per_principal) {}
+  // A new session of `principal` under `revision`: its id (128 random bits, hex). A principal
+  // holding `per_principal` sessions loses its own idle longest; when the table is full, the
+  // session idle longest of the principals holding most goes. One principal never evicts another's sessions but from a
+  // table it cannot fill alone.
   std::string open(const std::string& principal, const std::string& revision);
   // The revision of session `id` when `principal` owns it; nullopt for a session that does
   // not exist, has gone, or is another principal's (the caller cannot tell which).
@@ -34,8 +41,12 @@ class McpSessions {
     std::string principal, revision;
     std::uint64_t last_used = 0;
   };
+  // Under mu_: drops the session idle longest of those whose principal `whose` names.
+  void evict_oldest(const std::function<bool(const std::string&)>& whose);
+
   mutable std::mutex mu_;
-  std::size_t capacity_;
+  std::size_t capacity_, per_principal_;
+  std::map<std::string, std::size_t> held_;  // sessions by principal
   std::uint64_t clock_ = 0;  // a counter, not time: only the order of use matters
   std::map<std::string, Session> sessions_;
 };

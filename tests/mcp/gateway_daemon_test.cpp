@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "common/digest.hpp"
 #include "creds/lease_store.hpp"
 #include "creds/secret_store.hpp"
+#include "identity/signer.hpp"
 #include "mcp/pin_store.hpp"
 #include "server_test_support.hpp"
 
@@ -92,6 +94,22 @@ mcpServers:
     dataPaths: [")" + node_modules() + ":" + kModulesInside + R"(", ")" + shared_ + R"(:/data"]
     tools: {allow: ["read_text_file"]}
 )";
+    // Users of a corp issuer whom analysts' role lets call files.*, for calls on their behalf.
+    auto corp = identity::TokenSigner::load_or_create(ws_->dir() + "/corp.key");
+    ASSERT_TRUE(corp.ok()) << corp.error().message;
+    corp_.emplace(std::move(*corp));
+    std::ofstream(ws_->dir() + "/corp-jwks.json") << corp_->jwks().dump();
+    yaml += R"(identity:
+  issuers:
+    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksFile: corp-jwks.json}
+roles:
+  - name: analyst
+    rules:
+      - {effect: allow, actions: [invoke], tools: ["files.*"]}
+bindings:
+  - role: analyst
+    users: [{issuer: corp, claim: groups, value: analysts}]
+)";
     ws_->write_config(yaml);
     daemon_ = std::make_unique<RunningDaemon>(*ws_);
     ASSERT_TRUE(wait_for_tool(daemon_->port, "files.read_text_file")) << "files was never listed";
@@ -105,9 +123,21 @@ mcpServers:
   Reply read(const std::string& tool, const std::string& path, const std::string& key = kKey) {
     return invoke(daemon_->port, tool, {{"path", path}}, key);
   }
+  // The same, by the agent of `key` on behalf of the corp user `sub`.
+  Reply read_for(const std::string& sub, const std::string& path, const std::string& key) {
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    auto token = corp_->issue({{"iss", "https://idp.corp.example"}, {"aud", "airlock"}, {"sub", sub},
+                               {"groups", {"analysts"}}, {"exp", now + 300}});
+    EXPECT_TRUE(token.ok());
+    return http_with(daemon_->port, "POST", "/v1/tools/files.read_text_file/invoke",
+                     nlohmann::json{{"arguments", {{"path", path}}}}.dump(), key,
+                     {{"Airlock-Subject-Token", token.ok() ? *token : ""}});
+  }
 
   std::unique_ptr<Workspace> ws_;
   std::unique_ptr<RunningDaemon> daemon_;
+  std::optional<identity::TokenSigner> corp_;
   std::string shared_;
 };
 
@@ -146,6 +176,24 @@ TEST_F(FilesystemGateway, TwoAgentsNeverShareAServerProcess) {
   auto again = read("files.read_text_file", "/data/hello.txt");
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(processes_with(marker()), after_other) << "the first agent's process is reused";
+}
+
+// An instance belongs to (server, agent, user): a second agent acting for the same user does
+// not reach the process (and the credentials, leased for the first agent) the first one left.
+TEST_F(FilesystemGateway, TwoAgentsActingForOneUserNeverShareAServerProcess) {
+  auto first = read_for("alice", "/data/hello.txt", kKey);
+  ASSERT_EQ(first.status, 200) << first.body;
+  ASSERT_EQ(first.json()["subject"]["sub"], "alice") << first.body;
+  const int after_agent = processes_with(marker());
+  auto other = read_for("alice", "/data/hello.txt", kOtherKey);
+  ASSERT_EQ(other.status, 200) << other.body;
+  const int after_other = processes_with(marker());
+  EXPECT_EQ(after_other, after_agent + 1) << "the second agent must get a server process of its own";
+  ASSERT_EQ(read_for("alice", "/data/hello.txt", kKey).status, 200);
+  EXPECT_EQ(processes_with(marker()), after_other) << "the first agent's process for alice is reused";
+  // The same agent without the user is yet another owner.
+  ASSERT_EQ(read("files.read_text_file", "/data/hello.txt").status, 200);
+  EXPECT_EQ(processes_with(marker()), after_other + 1);
 }
 
 // The hostile server of tests/mcp/fixtures: it reads host files, connects out, leaves a

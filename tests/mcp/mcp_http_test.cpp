@@ -97,6 +97,22 @@ TEST_F(McpHttpTest, SessionIsBoundToThePrincipalThatOpenedIt) {
   EXPECT_EQ(mine.status, 200);
 }
 
+// Sessions are bounded per principal (kMaxMcpSessionsPerPrincipal, 256): an agent opening
+// more than the old table held (1,024) loses its own oldest, never another principal's.
+TEST_F(McpHttpTest, OneAgentsSessionsNeverEvictAnothers) {
+  const auto theirs = open_session(d.port, "2025-11-25", kOtherKey);
+  ASSERT_FALSE(theirs.empty());
+  std::string first, last;
+  for (int i = 0; i < 1025; ++i) {
+    last = open_session(d.port, "2025-11-25");
+    ASSERT_FALSE(last.empty()) << i;
+    if (i == 0) first = last;
+  }
+  EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kOtherKey, session_headers(theirs, "2025-11-25")).status, 200);
+  EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kKey, session_headers(last, "2025-11-25")).status, 200);
+  EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kKey, session_headers(first, "2025-11-25")).status, 404);
+}
+
 TEST_F(McpHttpTest, ToolsListFollowsRbacAndRisk) {
   const auto other = open_session(d.port, "2025-11-25", kOtherKey);
   auto r = mcp_post(d.port, rpc(2, "tools/list"), kOtherKey, session_headers(other, "2025-11-25"));

@@ -27,6 +27,23 @@ TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
   EXPECT_FALSE(sessions.revision(c, "agent:c"));
 }
 
+TEST(McpSessions, APrincipalAtItsBoundLosesItsOwnAndAFullTableTheLargestHolders) {
+  McpSessions sessions(4, 2);
+  const auto b = sessions.open("agent:b", "2025-11-25");
+  const auto a1 = sessions.open("agent:a", "2025-11-25");
+  const auto a2 = sessions.open("agent:a", "2025-11-25");
+  const auto a3 = sessions.open("agent:a", "2025-11-25");  // a at its bound: a1 goes, not b
+  EXPECT_FALSE(sessions.revision(a1, "agent:a"));
+  EXPECT_TRUE(sessions.revision(b, "agent:b"));
+  const auto c = sessions.open("agent:c", "2025-11-25");
+  (void)sessions.revision(a2, "agent:a");
+  const auto d = sessions.open("agent:d", "2025-11-25");  // full: a holds most, a3 idle longest
+  EXPECT_EQ(sessions.size(), 4u);
+  EXPECT_FALSE(sessions.revision(a3, "agent:a"));
+  for (const auto& [id, who] : {std::pair{b, "agent:b"}, {a2, "agent:a"}, {c, "agent:c"}, {d, "agent:d"}})
+    EXPECT_TRUE(sessions.revision(id, who)) << who;
+}
+
 TEST(McpTools, AnnotationsFollowRiskAndEgress) {
   policy::ToolConfig t;
   t.name = "fetch";

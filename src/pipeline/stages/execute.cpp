@@ -221,10 +221,15 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
 
 namespace {
 
-// Whose server process a call runs in: two users (or two agents) never share one.
+// Whose server process a call runs in: (agent, user), so that two users, two agents, or two
+// agents acting for one user never share one (nor its credentials, leased for the first).
+// Each name quoted as JSON: a name with spaces in it cannot pass for two.
 std::string server_owner(const Invocation& inv) {
-  if (inv.subject) return "user " + inv.subject->issuer + " " + inv.subject->sub;
-  return "agent " + inv.principal_name();
+  auto quoted = [](const std::string& name) { return nlohmann::json(name).dump(); };
+  std::string owner = inv.actor ? "agent " + quoted(inv.principal_name()) : std::string();
+  if (inv.subject)
+    owner += (owner.empty() ? "user " : " for user ") + quoted(inv.subject->issuer) + " " + quoted(inv.subject->sub);
+  return owner;
 }
 
 InvocationError mcp_error(const Error& e, const std::string& tool) {
