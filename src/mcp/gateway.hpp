@@ -1,9 +1,9 @@
 // The gateway: third-party MCP servers (the config's mcpServers) run in Airlock's sandbox,
 // one long-lived sandbox per (server, owner), so that two users, or two agents acting for one
-// user, never share a server process. Started on first use, stopped after idleTimeout and at shutdown, restarted with
-// backoff after a crash. Each start lists the server's tools (and again on its
-// notifications/tools/list_changed) and hands the listing to `listed`, which pins it
-// (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
+// user, never share a server process. Started on first use, stopped after idleTimeout and at
+// shutdown, restarted with backoff after a crash. Each start lists the server's tools (and
+// again on its notifications/tools/list_changed) and hands the listing to `listed`, which pins
+// it (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
 #pragma once
 
 #include <chrono>
