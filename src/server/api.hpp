@@ -36,6 +36,7 @@ namespace airlock::server {
 class ApprovalService;
 class InvocationWaiters;
 class WebhookService;
+class VerifiedCallers;
 
 struct HttpRequest {
   std::string method;
@@ -89,6 +90,7 @@ struct ApiServices {
   WebhookService* webhooks = nullptr;     // null: no webhooks (docs/webhooks.md)
   pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
   std::shared_ptr<pipeline::QuotaBook> quotas;  // null: no quotas; ended calls' CPU is charged here
+  VerifiedCallers* verified_callers = nullptr;   // null: every caller waits in intake unverified
 };
 
 class TokenIntrospection;

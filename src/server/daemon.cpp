@@ -8,6 +8,7 @@
 #include "server/invocation_waiters.hpp"
 #include "server/quota_book_pg.hpp"
 #include "server/replicas.hpp"
+#include "server/verified_callers.hpp"
 #include "server/webhooks.hpp"
 
 #include <netdb.h>
@@ -191,6 +192,7 @@ struct Daemon::State {
   GenerationSlot generation;  // the current config and pipeline
   std::mutex reload_mu;       // one reload at a time
   std::unique_ptr<InvocationExecutor> executor;
+  VerifiedCallers verified_callers;  // whose credentials authenticated: their intake share
   std::atomic<bool> draining{false};
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> http;
@@ -484,6 +486,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   ApiServices services;
   services.generation = &generation;
   services.executor = executor.get();
+  services.verified_callers = &verified_callers;
   services.store = store.get();
   services.audit = audit.get();
   services.token_signer = &*token_signer;

@@ -5,7 +5,8 @@
 namespace airlock::server {
 
 InvocationExecutor::InvocationExecutor(unsigned workers, unsigned queue_length)
-    : max_intake_(static_cast<std::size_t>(workers) + queue_length) {
+    : max_intake_(static_cast<std::size_t>(workers) + queue_length),
+      max_unverified_(std::max<std::size_t>(1, max_intake_ / 2)) {
   for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this] { work(false); });
   threads_.emplace_back([this] { work(true); });
 }
@@ -19,40 +20,64 @@ InvocationExecutor::~InvocationExecutor() {
   for (auto& t : threads_) t.join();
 }
 
-bool InvocationExecutor::submit(const std::string& caller, std::function<void()> job,
+bool InvocationExecutor::submit(const IntakeCaller& caller, std::function<void()> job,
                                 std::function<void()> displaced) {
   std::function<void()> displaced_other;
   {
     std::lock_guard lock(mu_);
     if (draining_ || stopping_) return false;
-    if (intake_jobs_ >= max_intake_) {
-      displaced_other = displace_for(caller);
+    // The unverified half first: a place taken there is one place of the whole intake too.
+    const bool unverified_full = !caller.verified && unverified_jobs_ >= max_unverified_;
+    if (unverified_full || intake_jobs_ >= max_intake_) {
+      displaced_other = displace_for(caller.key, unverified_full);
       if (!displaced_other) return false;
     }
-    auto& queue = intake_[caller];
-    if (queue.empty()) intake_turns_.push_back(caller);
-    queue.push_back({std::move(job), std::move(displaced)});
+    auto [it, added] = intake_.try_emplace(caller.key);
+    if (added) {
+      it->second.verified = caller.verified;
+      intake_turns_.push_back(caller.key);
+    }
+    it->second.jobs.push_back({std::move(job), std::move(displaced)});
     ++intake_jobs_;
+    if (!it->second.verified) ++unverified_jobs_;
   }
   wake_.notify_all();  // the intake thread, or an idle worker
   if (displaced_other) displaced_other();  // answered outside the lock
   return true;
 }
 
-std::function<void()> InvocationExecutor::displace_for(const std::string& caller) {
+std::function<void()> InvocationExecutor::displace_for(const std::string& caller, bool unverified_only) {
   auto mine = intake_.find(caller);
-  const std::size_t held = mine == intake_.end() ? 0 : mine->second.size();
-  auto most = std::max_element(intake_.begin(), intake_.end(),
-                               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
-  if (most == intake_.end() || most->second.size() < held + 2 || !most->second.back().displaced) return nullptr;
-  std::function<void()> displaced = std::move(most->second.back().displaced);
-  most->second.pop_back();
+  const std::size_t held = mine == intake_.end() ? 0 : mine->second.jobs.size();
+  auto most = intake_.end();
+  for (auto it = intake_.begin(); it != intake_.end(); ++it)
+    if ((!unverified_only || !it->second.verified) &&
+        (most == intake_.end() || it->second.jobs.size() > most->second.jobs.size()))
+      most = it;
+  if (most == intake_.end() || most->second.jobs.size() < held + 2 || !most->second.jobs.back().displaced)
+    return nullptr;
+  std::function<void()> displaced = std::move(most->second.jobs.back().displaced);
+  most->second.jobs.pop_back();
   --intake_jobs_;
-  if (most->second.empty()) {
+  if (!most->second.verified) --unverified_jobs_;
+  if (most->second.jobs.empty()) {
     intake_turns_.erase(std::find(intake_turns_.begin(), intake_turns_.end(), most->first));
     intake_.erase(most);
   }
   return displaced;
+}
+
+std::function<void()> InvocationExecutor::pop_intake(const std::string& caller) {
+  auto it = intake_.find(caller);
+  std::function<void()> job = std::move(it->second.jobs.front().run);
+  it->second.jobs.pop_front();
+  --intake_jobs_;
+  if (!it->second.verified) --unverified_jobs_;
+  if (it->second.jobs.empty())
+    intake_.erase(it);
+  else
+    intake_turns_.push_back(caller);
+  return job;
 }
 
 void InvocationExecutor::submit_to_lane(const std::string& lane, unsigned weight, std::function<void()> job) {
@@ -113,14 +138,7 @@ bool InvocationExecutor::take(bool intake_only, std::function<void()>& job, bool
   if (intake_jobs_ > 0) {  // one request of the caller whose turn it is
     const std::string caller = intake_turns_.front();
     intake_turns_.pop_front();
-    auto& queue = intake_.at(caller);
-    job = std::move(queue.front().run);
-    queue.pop_front();
-    --intake_jobs_;
-    if (queue.empty())
-      intake_.erase(caller);
-    else
-      intake_turns_.push_back(caller);
+    job = pop_intake(caller);
     from_lane = false;
     return true;
   }

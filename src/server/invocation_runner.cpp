@@ -7,6 +7,7 @@
 #include "pipeline/stages/quota.hpp"
 #include "server/executor.hpp"
 #include "server/invocation_waiters.hpp"
+#include "server/verified_callers.hpp"
 #include "server/webhooks.hpp"
 
 #include <iostream>
@@ -81,12 +82,11 @@ void queue_admitted(const ApiServices& s, std::shared_ptr<const Generation> gene
   submit_in_lane(s, *generation->config, principal, user, [proceed] { (*proceed)(); }, std::move(expiry));
 }
 
-// The intake's share is the caller's: the credential the request presents, not yet verified
-// (authentication comes at admission; a forged one only queues under its own name).
-std::string intake_caller(const pipeline::Invocation& inv) {
-  if (inv.client_certificate) return "certificate " + inv.client_certificate->subject;
-  const auto auth = inv.headers.find("authorization");
-  return auth == inv.headers.end() ? std::string("none") : "authorization " + auth->second;
+// The intake's share is the caller's: the principal its credential was verified as before,
+// else the credential itself, unverified (authentication comes at admission).
+IntakeCaller intake_caller(const ApiServices& s, const pipeline::Invocation& inv) {
+  if (s.verified_callers) return s.verified_callers->intake_caller(inv);
+  return VerifiedCallers(0).intake_caller(inv);  // none kept: every caller is unverified
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ std::string intake_caller(const pipeline::Invocation& inv) {
 void submit_in_lane(const ApiServices& s, const policy::Config& config, const std::string& principal,
                     const std::string& user_key, std::function<void()> job,
                     std::optional<InvocationExecutor::Expiry> expiry) {
-  const std::string lane = principal.empty() ? "user " + user_key : "principal " + principal;
+  const std::string lane = lane_of(principal, user_key);
   const unsigned weight = config.quotas.for_principal(principal).weight.value_or(1);
   if (expiry)
     s.executor->submit_to_lane(lane, weight, std::move(job), std::move(*expiry));
@@ -141,9 +141,10 @@ Rejection run_invocation(const ApiServices& s, InvocationRequest request, Invoca
   // The invocation keeps its generation to its end: a reload meanwhile does not touch it.
   // The job holds copies of what it uses: it may outlive the caller.
   auto generation = s.generation->load();
-  const std::string caller = intake_caller(*inv);
+  const IntakeCaller caller = intake_caller(s, *inv);
   auto job = [services = s, generation, inv, done = std::move(done)]() mutable {
     generation->pipeline->run(*inv);
+    if (services.verified_callers) services.verified_callers->remember(*inv);
     if (pipeline::queued_for_worker(*inv))  // admitted: the rest when its principal's turn comes
       return queue_admitted(services, std::move(generation), std::move(inv), std::move(done));
     finish(services, *generation, *inv, done);

@@ -8,8 +8,12 @@
 #include <future>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "identity/base64url.hpp"
 #include "identity/signer.hpp"
 #include "server_test_support.hpp"
 
@@ -93,6 +97,153 @@ TEST(FairQueue, AnotherAgentsCallIsNotQueuedBehindAFlood) {
   EXPECT_LE(finished_before_victim, 6);
   for (auto& t : flood) t.join();
   EXPECT_EQ(flood_done.load(), 20);
+}
+
+// An identity provider that hangs: every request is answered (an empty JWKS) after `delay`.
+class HungIdentityProvider {
+ public:
+  explicit HungIdentityProvider(std::chrono::milliseconds delay) : delay_(delay) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      throw std::runtime_error("the identity provider's socket");
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~HungIdentityProvider() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  int requests() const { return requests_.load(); }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      std::string head;
+      char buf[4096];
+      ssize_t n;
+      while (head.find("\r\n\r\n") == std::string::npos && (n = ::read(c, buf, sizeof buf)) > 0) head.append(buf, n);
+      ++requests_;
+      std::this_thread::sleep_for(delay_);
+      const std::string body = R"({"keys":[]})";
+      const std::string answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body;
+      (void)!::write(c, answer.data(), answer.size());
+      ::close(c);
+    }
+  }
+  std::chrono::milliseconds delay_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<int> requests_{0};
+  std::thread thread_;
+};
+
+// A user token of the hung provider's issuer: verifying it waits for that provider's keys.
+std::string token_of_hung_issuer() {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const json header = {{"alg", "EdDSA"}, {"kid", "k1"}, {"typ", "JWT"}};
+  const json payload = {{"iss", "https://idp.hung.example"}, {"aud", "airlock"}, {"sub", "u"}, {"iat", now}, {"exp", now + 600}};
+  return identity::base64url_encode(header.dump()) + "." + identity::base64url_encode(payload.dump()) + ".AAAA";
+}
+
+bool metric_reads(std::uint16_t port, const std::string& line) {
+  for (int i = 0; i < 1000; ++i) {
+    if (http(port, "GET", "/metrics").body.find(line + "\n") != std::string::npos) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// One worker (busy with a slow call) and the intake's own thread (waiting for the hung
+// provider's keys, 3 s): what comes next stays in the intake, `places` in all. Both agents
+// have called once before: their credentials are verified.
+struct BlockedIntake {
+  HungIdentityProvider idp{3000ms};
+  Workspace ws;
+  std::unique_ptr<RunningDaemon> d;
+  std::future<Reply> slow, hung;
+
+  explicit BlockedIntake(int places) {
+    ws.rewrite("server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 1, queueLength: " + std::to_string(places - 1) + "}", "");
+    ws.write_config(ws.config_text() +
+                    "identity:\n  issuers:\n    - {name: hung, issuer: https://idp.hung.example, audiences: [airlock], "
+                    "jwksUrl: http://127.0.0.1:" + std::to_string(idp.port()) + "/jwks}\n");
+    d = std::make_unique<RunningDaemon>(ws);
+    EXPECT_EQ(invoke(d->port, "echo", {{"n", 0}}).status, 200);
+    EXPECT_EQ(invoke(d->port, "echo", {{"n", 0}}, kOtherKey).status, 200);
+    slow = std::async(std::launch::async, [this] { return invoke(d->port, "slow", {{"seconds", 4}}); });
+    EXPECT_TRUE(metric_reads(d->port, "airlock_sandboxes_running 1"));
+    hung = std::async(std::launch::async, [this] {
+      return http_with(d->port, "POST", "/v1/tools/echo/invoke", R"({"arguments":{"n":1}})", "",
+                       {{"Authorization", "Bearer " + token_of_hung_issuer()}});
+    });
+    for (int i = 0; i < 500 && idp.requests() == 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(idp.requests(), 1) << "the intake's thread never asked for the keys";
+  }
+  std::future<Reply> send_async(const std::string& authorization) {
+    return std::async(std::launch::async, [this, authorization] {
+      return http_with(d->port, "POST", "/v1/tools/echo/invoke", R"({"arguments":{"n":2}})", "",
+                       {{"Authorization", authorization}});
+    });
+  }
+  ~BlockedIntake() {
+    if (slow.valid()) slow.wait();
+    if (hung.valid()) hung.wait();
+  }
+};
+
+bool queue_full(const Reply& r) { return r.status == 429 && r.json()["error"]["kind"] == "queue_full"; }
+
+// Issue #33: the intake's share is the principal a credential was verified as, not the text
+// of the Authorization header. The agent's two waiting requests, spelt `Bearer` and `bearer`,
+// fill the intake (two places); they are one caller, so the other agent's request takes the
+// newer one's place. (Before, they were two callers holding one each, and the other agent was
+// answered queue_full: any agent could take N shares by spelling its header N ways.)
+TEST(FairQueue, AnAgentHoldsOneShareOfTheIntakeHoweverItSpellsItsHeader) {
+  BlockedIntake b(2);
+  auto first = b.send_async(std::string("Bearer ") + kKey);
+  ASSERT_TRUE(metric_reads(b.d->port, "airlock_queue_depth 1"));
+  auto second = b.send_async(std::string("bearer ") + kKey);
+  ASSERT_TRUE(metric_reads(b.d->port, "airlock_queue_depth 2"));
+  auto victim = invoke(b.d->port, "echo", {{"n", 3}}, kOtherKey);
+  EXPECT_EQ(victim.status, 200) << victim.body;
+  EXPECT_EQ(victim.json()["status"], "ok") << victim.body;
+  auto displaced = second.get();
+  EXPECT_TRUE(queue_full(displaced)) << displaced.status << " " << displaced.body;
+  EXPECT_EQ(first.get().status, 200);
+  EXPECT_EQ(b.hung.get().status, 401);
+}
+
+// Credentials never verified (fresh, forged) are each a caller of their own, and together they
+// hold at most half the intake: four forged tokens take two of the four places and the next
+// two are refused at once; a verified caller still finds a place. (Before, the forged ones
+// took all four and the other agent was answered queue_full.)
+TEST(FairQueue, UnverifiedCredentialsHoldAtMostHalfTheIntake) {
+  BlockedIntake b(4);
+  std::vector<std::future<Reply>> forged;
+  for (int i = 0; i < 4; ++i) forged.push_back(b.send_async("Bearer forged-" + std::to_string(i)));
+  ASSERT_TRUE(metric_reads(b.d->port, "airlock_queue_depth 2"));
+  int refused_at_once = 0;
+  std::this_thread::sleep_for(300ms);  // the refused ones are answered at once, not after the 3 s
+  for (auto& f : forged)
+    if (f.wait_for(0s) == std::future_status::ready) refused_at_once += queue_full(f.get());
+  EXPECT_EQ(refused_at_once, 2);
+  auto victim = invoke(b.d->port, "echo", {{"n", 3}}, kOtherKey);
+  EXPECT_EQ(victim.status, 200) << victim.body;
+  for (auto& f : forged) {
+    if (f.valid()) {
+      EXPECT_EQ(f.get().status, 401);
+    }
+  }
 }
 
 // An admitted call that waits for a worker past server.queueTimeout is answered 429

@@ -159,5 +159,34 @@ TEST(FairQueue, AFloodFillsOnlyItsOwnShareOfTheIntake) {
   EXPECT_EQ(order.seen(), (std::vector<std::string>{"f0", "v0", "o0", "f1"}));
 }
 
+// Unverified callers (credentials not yet authenticated) hold at most half the intake, each a
+// caller of its own: a fifth, sixth... forged credential is refused while the verified
+// callers still find the other half; among themselves, the unverified displace the largest.
+TEST(FairQueue, UnverifiedCallersHoldAtMostHalfTheIntake) {
+  InvocationExecutor executor(1, 3);  // intake 4, the unverified at most 2
+  Gate gate, intake_gate;
+  executor.submit_to_lane("hold", 1, [&] { gate.wait(); });
+  while (executor.running() == 0) std::this_thread::yield();
+  ASSERT_TRUE(executor.submit("hold", [&] { intake_gate.wait(); }, nullptr));
+  while (executor.queued() != 0) std::this_thread::yield();  // both threads held
+  std::vector<std::string> displaced;
+  auto unverified = [&](const std::string& key, const std::string& name) {
+    return executor.submit(IntakeCaller{key, false}, [] {}, [&, name] { displaced.push_back(name); });
+  };
+  EXPECT_TRUE(unverified("forged-a", "a0"));
+  EXPECT_TRUE(unverified("forged-a", "a1"));
+  EXPECT_TRUE(unverified("forged-b", "b0"));  // the unverified half is full: a's newest goes
+  EXPECT_EQ(displaced, (std::vector<std::string>{"a1"}));
+  EXPECT_FALSE(unverified("forged-c", "c0")) << "a and b hold one each: none holds two more";
+  EXPECT_EQ(executor.queued(), 2u);
+  EXPECT_TRUE(executor.submit("agent", [] {}, nullptr));  // the verified half is free
+  EXPECT_TRUE(executor.submit("other", [] {}, nullptr));
+  EXPECT_EQ(executor.queued(), 4u);
+  EXPECT_EQ(displaced.size(), 1u);
+  intake_gate.release();
+  gate.release();
+  ASSERT_TRUE(executor.drain(std::chrono::seconds(10)));
+}
+
 }  // namespace
 }  // namespace airlock::server
