@@ -7,11 +7,14 @@
 #include <set>
 #include <vector>
 
+#include "common/json_limits.hpp"
 #include "identity/base64url.hpp"
 #include "identity/ossl.hpp"
 
 namespace airlock::identity {
 namespace {
+
+constexpr std::size_t kMaxJwksDepth = 16;  // {"keys": [{..., "x5c": [...]}]} is 4
 
 Error invalid(const std::string& why) {
   return Error::make("invalid_key", "JWK: " + why);
@@ -157,8 +160,13 @@ Result<Jwk> parse_jwk(const nlohmann::json& jwk) {
 }
 
 Result<KeySet> KeySet::parse(std::string_view document) {
-  auto doc = nlohmann::json::parse(document, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
+  // A member named twice is refused, as in a token (verifier.cpp): a key whose "x" or "n" one
+  // reader takes from the first and another from the second is not one key.
+  auto parsed = parse_json_unique_members(document, kMaxJwksDepth);
+  if (!parsed && parsed.error().code == "repeated_member")
+    return Error::make("invalid_jwks", "the JWKS names a member twice: " + parsed.error().message);
+  nlohmann::json doc = parsed ? std::move(*parsed) : nlohmann::json();
+  if (!doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array())
     return Error::make("invalid_jwks", "the JWKS is not a JSON object with a \"keys\" array");
   std::map<std::string, Jwk> keys;
   std::set<std::string> duplicated;

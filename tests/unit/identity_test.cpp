@@ -976,6 +976,20 @@ TEST(IdentityJwk, KeySetSkipsKeysItCannotUseAndDuplicatedKids) {
   EXPECT_FALSE(KeySet::parse("[]").ok());
 }
 
+// A JWKS that names a member twice is refused whole, as a token is: the key below is d's,
+// with a second "x" that a reader keeping the first member would take instead (#33).
+TEST(IdentityJwk, AJwksNamingAMemberTwiceIsRefused) {
+  TestKey ed = make_key("ED25519", "d");
+  const std::string key = public_jwk(ed).dump();
+  const std::string repeated = key.substr(0, key.size() - 1) + R"(,"x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"})";
+  auto set = KeySet::parse(R"({"keys":[)" + repeated + "]}");
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.error().code, "invalid_jwks");
+  EXPECT_NE(set.error().message.find("twice"), std::string::npos) << set.error().message;
+  EXPECT_FALSE(KeySet::parse(R"({"keys":[],"keys":[)" + key + "]}").ok());
+  EXPECT_TRUE(KeySet::parse(R"({"keys":[)" + key + "]}").ok());
+}
+
 // RFC 8037 appendix A: the Ed25519 key, its thumbprint and the signature of "Example of Ed25519
 // signing" (header {"alg":"EdDSA"}).
 TEST(IdentityJwk, Rfc8037KnownAnswers) {
