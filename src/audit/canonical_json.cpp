@@ -10,53 +10,46 @@
 namespace airlock::audit {
 namespace {
 
-Status append_canonical(const nlohmann::json& value, std::string& out) {
-  using Type = nlohmann::json::value_t;
-  switch (value.type()) {
-    case Type::null: out += "null"; return {};
-    case Type::boolean: out += value.get<bool>() ? "true" : "false"; return {};
-    case Type::number_integer: out += std::to_string(value.get<std::int64_t>()); return {};
-    case Type::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return {};
-    case Type::number_float:
-      return Error::make("invalid_record", "canonical JSON has integers only, found " +
-                                               value.dump());
-    case Type::string:
-      if (!append_canonical_string(value.get_ref<const std::string&>(), out))
-        return Error::make("invalid_record", "a string is not valid UTF-8");
-      return {};
-    case Type::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& element : value) {
-        if (!first) out += ',';
-        first = false;
-        if (auto status = append_canonical(element, out); !status) return status;
-      }
-      out += ']';
-      return {};
-    }
-    case Type::object: {
-      // nlohmann::json keeps members in a std::map<std::string, ...>: std::string compares
-      // as unsigned bytes, which is exactly the canonical key order.
-      out += '{';
-      bool first = true;
-      for (const auto& [key, member] : value.items()) {
-        if (!first) out += ',';
-        first = false;
-        if (!append_canonical_string(key, out))
-          return Error::make("invalid_record", "an object key is not valid UTF-8");
-        out += ':';
-        if (auto status = append_canonical(member, out); !status) return status;
-      }
-      out += '}';
-      return {};
-    }
-    case Type::binary:
-    case Type::discarded:
-      break;
-  }
-  return Error::make("invalid_record", "canonical JSON has no form for binary values");
+Status append_member(const std::string& name, const nlohmann::json& member, const CanonicalForm& form, std::string& out) {
+  if (!append_canonical_string(name, out)) return Error::make(form.error_code, "a member name is not valid UTF-8");
+  out += ':';
+  return append_in_form(member, form, out);
 }
+
+Status append_object(const nlohmann::json& value, const CanonicalForm& form, std::string& out) {
+  out += '{';
+  bool first = true;
+  auto next = [&](const std::string& name, const nlohmann::json& member) {
+    if (!first) out += ',';
+    first = false;
+    return append_member(name, member, form, out);
+  };
+  if (!form.order_members) {
+    // nlohmann::json keeps members in a std::map<std::string, ...>: std::string compares as
+    // unsigned bytes, which is the byte order already (no copy on the audit log's path).
+    for (const auto& [name, member] : value.items())
+      if (auto status = next(name, member); !status) return status;
+  } else {
+    std::vector<const std::string*> names;
+    names.reserve(value.size());
+    for (const auto& [name, member] : value.items()) {
+      (void)member;
+      names.push_back(&name);
+    }
+    form.order_members(names);
+    for (const auto* name : names)
+      if (auto status = next(*name, value.at(*name)); !status) return status;
+  }
+  out += '}';
+  return {};
+}
+
+// The audit log's form: a number with a fraction or an exponent has no canonical text.
+Status refuse_float(const nlohmann::json& value, std::string&) {
+  return Error::make("invalid_record", "canonical JSON has integers only, found " + value.dump());
+}
+
+const CanonicalForm kAuditForm{"invalid_record", &refuse_float, nullptr};
 
 }  // namespace
 
@@ -108,9 +101,38 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+Status append_in_form(const nlohmann::json& value, const CanonicalForm& form, std::string& out) {
+  using Type = nlohmann::json::value_t;
+  switch (value.type()) {
+    case Type::null: out += "null"; return {};
+    case Type::boolean: out += value.get<bool>() ? "true" : "false"; return {};
+    // Integers with all their digits (in JCS, within 2^53 the same text as the double's).
+    case Type::number_integer: out += std::to_string(value.get<std::int64_t>()); return {};
+    case Type::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return {};
+    case Type::number_float: return form.number_float(value, out);
+    case Type::string:
+      if (!append_canonical_string(value.get_ref<const std::string&>(), out))
+        return Error::make(form.error_code, "a string is not valid UTF-8");
+      return {};
+    case Type::array: {
+      out += '[';
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        if (i > 0) out += ',';
+        if (auto status = append_in_form(value[i], form, out); !status) return status;
+      }
+      out += ']';
+      return {};
+    }
+    case Type::object: return append_object(value, form, out);
+    case Type::binary:
+    case Type::discarded: break;
+  }
+  return Error::make(form.error_code, "canonical JSON has no form for binary values");
+}
+
 Result<std::string> canonical_json(const nlohmann::json& value) {
   std::string out;
-  if (auto status = append_canonical(value, out); !status) return status.error();
+  if (auto status = append_in_form(value, kAuditForm, out); !status) return status.error();
   return out;
 }
 

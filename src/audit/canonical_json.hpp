@@ -19,6 +19,17 @@ namespace airlock::audit {
 // a string or key that is not valid UTF-8, binary data.
 Result<std::string> canonical_json(const nlohmann::json& value);
 
+// What a canonical form decides; the rest (literals, integers with all their digits, strings
+// as below, no whitespace) both forms share: this one and RFC 8785's (jcs.hpp).
+struct CanonicalForm {
+  const char* error_code;  // of every error
+  // Appends a floating-point number's text, or says why it has none.
+  Status (*number_float)(const nlohmann::json& value, std::string& out);
+  // Sorts an object's member names; null: UTF-8 byte order.
+  void (*order_members)(std::vector<const std::string*>& names);
+};
+Status append_in_form(const nlohmann::json& value, const CanonicalForm& form, std::string& out);
+
 // Appends the canonical JSON string literal for `text` (quotes included) to `out`; false when
 // `text` is not valid UTF-8.
 bool append_canonical_string(std::string_view text, std::string& out);

@@ -38,58 +38,23 @@ std::u16string utf16_units(const std::string& utf8) {
   return out;
 }
 
-Status append(const nlohmann::json& value, std::string& out);
+// RFC 8785 3.2.3: members sorted by their names' UTF-16 code units.
+void utf16_order(std::vector<const std::string*>& names) {
+  std::vector<std::pair<std::u16string, const std::string*>> keyed;
+  keyed.reserve(names.size());
+  for (const auto* name : names) keyed.emplace_back(utf16_units(*name), name);
+  std::sort(keyed.begin(), keyed.end());
+  for (std::size_t i = 0; i < keyed.size(); ++i) names[i] = keyed[i].second;
+}
 
-Status append_object(const nlohmann::json& value, std::string& out) {
-  std::vector<std::pair<std::u16string, const std::string*>> keys;
-  for (const auto& [key, member] : value.items()) {
-    (void)member;
-    keys.emplace_back(utf16_units(key), &key);
-  }
-  std::sort(keys.begin(), keys.end());
-  out += '{';
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0) out += ',';
-    if (!append_canonical_string(*keys[i].second, out)) return invalid("a member name is not valid UTF-8");
-    out += ':';
-    if (auto s = append(value.at(*keys[i].second), out); !s) return s;
-  }
-  out += '}';
+Status append_number(const nlohmann::json& value, std::string& out) {
+  const double v = value.get<double>();
+  if (!std::isfinite(v)) return invalid("a number is not finite");
+  out += jcs_number(v);
   return {};
 }
 
-Status append(const nlohmann::json& value, std::string& out) {
-  using Type = nlohmann::json::value_t;
-  switch (value.type()) {
-    case Type::null: out += "null"; return {};
-    case Type::boolean: out += value.get<bool>() ? "true" : "false"; return {};
-    // Integers with all their digits (within 2^53 the same text as the double's).
-    case Type::number_integer: out += std::to_string(value.get<std::int64_t>()); return {};
-    case Type::number_unsigned: out += std::to_string(value.get<std::uint64_t>()); return {};
-    case Type::number_float: {
-      const double v = value.get<double>();
-      if (!std::isfinite(v)) return invalid("a number is not finite");
-      out += jcs_number(v);
-      return {};
-    }
-    case Type::string:
-      if (!append_canonical_string(value.get_ref<const std::string&>(), out)) return invalid("a string is not valid UTF-8");
-      return {};
-    case Type::array: {
-      out += '[';
-      for (std::size_t i = 0; i < value.size(); ++i) {
-        if (i > 0) out += ',';
-        if (auto s = append(value[i], out); !s) return s;
-      }
-      out += ']';
-      return {};
-    }
-    case Type::object: return append_object(value, out);
-    case Type::binary:
-    case Type::discarded: break;
-  }
-  return invalid("JSON has no form for binary values");
-}
+const CanonicalForm kJcsForm{"invalid_json", &append_number, &utf16_order};
 
 }  // namespace
 
@@ -127,7 +92,7 @@ std::string jcs_number(double value) {
 
 Result<std::string> jcs(const nlohmann::json& value) {
   std::string out;
-  if (auto s = append(value, out); !s) return s.error();
+  if (auto s = append_in_form(value, kJcsForm, out); !s) return s.error();
   return out;
 }
 
