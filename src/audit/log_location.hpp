@@ -1,6 +1,6 @@
 // Where an audit log is stored: a SQLite file (the embedded default) or a PostgreSQL database
 // several writers (processes, hosts) share. Plain data; storage.* in the configuration
-// (policy/config_storage.cpp) says which, and storage/audit_location.hpp makes one of these.
+// (policy/config_storage.cpp) says which, and pipeline/storage_locations.hpp makes one of these.
 #pragma once
 
 #include <string>

@@ -11,7 +11,7 @@
 #include "audit/verify.hpp"
 #include "common/utc_time.hpp"
 #include "policy/config.hpp"
-#include "storage/audit_location.hpp"
+#include "pipeline/storage_locations.hpp"
 #include "cli/commands.hpp"
 
 namespace airlock::cli {
@@ -35,7 +35,7 @@ Result<audit::LogLocation> log_location(const std::string& path, const std::stri
   if (config_file.empty()) return audit::LogLocation::sqlite(path);
   auto config = policy::load_config(config_file);
   if (!config) return Error::make(config.error().code, "--config " + config_file + ": " + config.error().message);
-  return storage::audit_log_location(config->storage);
+  return pipeline::audit_log_location(config->storage);
 }
 
 // The public part of the log's key file, when this user can read it: verify then also checks

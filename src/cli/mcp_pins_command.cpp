@@ -14,7 +14,7 @@
 #include "mcp/pin_store.hpp"
 #include "policy/config.hpp"
 #include "policy/names.hpp"
-#include "storage/state_location.hpp"
+#include "pipeline/storage_locations.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -40,7 +40,7 @@ struct StateTarget {
 StateTarget state_of(const PinsOptions& o) {
   auto config = policy::load_config(o.config_file);
   if (!config) throw UsageError{config.error().message};
-  StateTarget target{storage::state_location(config->storage), ""};
+  StateTarget target{pipeline::state_location(config->storage), ""};
   target.name = target.location.is_postgres() ? "the storage.postgres database" : target.location.sqlite_path;
   return target;
 }

@@ -19,8 +19,6 @@
 #include "egress/policy.hpp"
 #include "egress/proxy.hpp"
 #include "egress/tls_intercept.hpp"
-#include "sandbox/outcome.hpp"
-#include "sandbox/spec.hpp"
 
 namespace airlock::egress {
 

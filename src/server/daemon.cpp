@@ -35,7 +35,7 @@
 #include "mcp/pin_store.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/stages/audit_record.hpp"
-#include "storage/audit_location.hpp"
+#include "pipeline/storage_locations.hpp"
 #include "storage/postgres.hpp"
 #include "storage/state_location.hpp"
 #include "pipeline/stages/execute.hpp"
@@ -232,7 +232,7 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   // storage.postgres: the audit log is the database's, shared with every daemon configured
   // with it (so is the state, below); the webhook outbox and the secrets stay in the data
   // directory.
-  auto log = audit::AuditLog::open(storage::audit_log_location(cfg.storage), audit_options);
+  auto log = audit::AuditLog::open(pipeline::audit_log_location(cfg.storage), audit_options);
   if (!log) return log.error();
   audit = std::move(*log);
   // storage.tokenKeyFile: the key every replica signs its tokens with (each accepts the
@@ -245,7 +245,7 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   if (auto s = open_invocations(cfg); !s) return s.error();
   // Leases, revoked tokens, pins and approvals: state.db, or the storage.postgres database
   // every replica shares. The webhook outbox stays in state.db (docs/config.md, "storage", says why).
-  const storage::StateLocation shared_state = storage::state_location(cfg.storage);
+  const storage::StateLocation shared_state = pipeline::state_location(cfg.storage);
   auto lease_store = creds::LeaseStore::open(shared_state);
   if (!lease_store) return lease_store.error();
   leases = std::move(*lease_store);
@@ -344,7 +344,7 @@ nlohmann::json aborted_response(const std::string& id, const std::string& tool, 
 
 // state.db, or storage.postgres: then this daemon is a replica (joined in join_replicas).
 Status Daemon::State::open_invocations(const policy::Config& cfg) {
-  const auto location = storage::state_location(cfg.storage);
+  const auto location = pipeline::state_location(cfg.storage);
   if (!location.is_postgres()) {
     auto opened = InvocationStore::open(location);
     if (!opened) return opened.error();
@@ -381,7 +381,7 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
     else if (*released > 0) std::cerr << "airlock: failover: released " << *released << " quota place(s) of dead replicas\n";
   };
   hooks.log = [](const std::string& line) { std::cerr << "airlock: " << line << "\n"; };
-  auto joined = ReplicaRegistry::join(storage::state_location(cfg.storage).postgres, *pg_store, timing,
+  auto joined = ReplicaRegistry::join(pipeline::state_location(cfg.storage).postgres, *pg_store, timing,
                                       std::move(hooks));
   if (!joined) return joined.error();
   replicas = std::move(*joined);
@@ -402,7 +402,7 @@ Status Daemon::State::open_quotas(const policy::Config& cfg) {
   // "Quotas on PostgreSQL"). Releases stay synchronous.
   PostgresQuotaBook::Options relaxed;
   relaxed.synchronous_commit = false;
-  auto book = PostgresQuotaBook::open(storage::state_location(cfg.storage).postgres, pg_store->replica(), relaxed);
+  auto book = PostgresQuotaBook::open(pipeline::state_location(cfg.storage).postgres, pg_store->replica(), relaxed);
   if (!book) return book.error();
   pg_quotas = *book;
   pipeline_deps.quotas = pg_quotas;
@@ -507,7 +507,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   approvals->expire_due();
   sweeper = std::make_unique<ApprovalSweeper>(*approvals, waiters);
   // Replicas: also the quota releases and charges the database missed (quota_book_pg.hpp).
-  if (storage::state_location(cfg.storage).is_postgres())
+  if (pipeline::state_location(cfg.storage).is_postgres())
     sweeper->also([this] {
       answer_polls_done_elsewhere();
       if (pg_quotas) (void)pg_quotas->flush_pending();

@@ -4,7 +4,7 @@
 // next use reconnects (at most once a second, so a dead server is not hammered: meanwhile
 // statements fail at once with "storage_unavailable"). Any other failure is "storage", with
 // the step and the server's (redacted) words. The invocation, approval, lease and pin stores
-// each hold one (storage/state_location.hpp says when).
+// each hold one (pipeline/storage_locations.hpp says when).
 //
 //   auto db = Database::open(location, "the state database");
 //   auto rows = (*db)->exec("load approval", "SELECT ... WHERE id = $1", {id});

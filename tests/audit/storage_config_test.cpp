@@ -7,7 +7,7 @@
 
 #include "../unit/audit_test_support.hpp"
 #include "policy/config.hpp"
-#include "storage/audit_location.hpp"
+#include "pipeline/storage_locations.hpp"
 #include "storage/postgres.hpp"
 #include "storage/state_location.hpp"
 
@@ -25,7 +25,7 @@ TEST(StorageConfig, DefaultIsSqliteInTheDataDirectory) {
   auto c = parse(config_with("  dataDir: /var/lib/airlock\n"));
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_FALSE(c->storage.postgres);
-  auto location = storage::audit_log_location(c->storage);
+  auto location = pipeline::audit_log_location(c->storage);
   EXPECT_FALSE(location.is_postgres());
   EXPECT_EQ(location.sqlite_path, "/var/lib/airlock/audit.db");
   EXPECT_EQ(location.signing_key_file(), "/var/lib/airlock/audit.db.key");
@@ -38,12 +38,12 @@ TEST(StorageConfig, PostgresWithThePasswordInTheUrl) {
   ASSERT_TRUE(c->storage.postgres);
   EXPECT_EQ(c->storage.postgres->url, "postgresql://airlock:s3cret@db:5432/airlock");
   EXPECT_EQ(c->storage.signing_key_file, "/etc/airlock/keys/audit.key");
-  auto location = storage::audit_log_location(c->storage);
+  auto location = pipeline::audit_log_location(c->storage);
   EXPECT_TRUE(location.is_postgres());
   EXPECT_EQ(location.key_file, "/etc/airlock/keys/audit.key");
   EXPECT_EQ(location.describe().find("s3cret"), std::string::npos) << location.describe();
   EXPECT_EQ(c->storage.token_key_file, "/etc/airlock/keys/token.key");
-  EXPECT_TRUE(storage::state_location(c->storage).is_postgres()) << "the state is the database's too";
+  EXPECT_TRUE(pipeline::state_location(c->storage).is_postgres()) << "the state is the database's too";
 }
 
 TEST(StorageConfig, PostgresWithAPasswordFile) {
