@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 29> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 30> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -31,6 +31,7 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 29> kNames{{
     {ErrorKind::stopped, "stopped"},
     {ErrorKind::cancelled, "cancelled"},
     {ErrorKind::tool_server_failed, "tool_server_failed"},
+    {ErrorKind::tool_error, "tool_error"},
     {ErrorKind::sandbox_setup, "sandbox_setup"},
     {ErrorKind::audit_failed, "audit_failed"},
     {ErrorKind::storage_unavailable, "storage_unavailable"},

@@ -38,6 +38,7 @@ enum class ErrorKind {
   stopped,            // the daemon stopped it while shutting down
   cancelled,          // the client cancelled it (MCP notifications/cancelled)
   tool_server_failed, // the MCP server providing the tool could not start, crashed or broke protocol
+  tool_error,         // the tool answered with an error of its own (an MCP result with isError)
   // Failures of Airlock itself (status "error").
   sandbox_setup,
   audit_failed,

@@ -106,6 +106,15 @@ struct Invocation {
   std::optional<backend::RunResult> outcome;
   std::optional<nlohmann::json> output;
   std::optional<std::string> redacted_output;
+  // An MCP server's result as it came, before DLP (the audit record's output digest; a
+  // sandbox's is its stdout's), and whether it said isError: the call then ends tool_error
+  // once the result has been scanned, its output kept (Pipeline::run).
+  struct ResultDigest {
+    std::string sha256;  // hex
+    std::uint64_t bytes = 0;
+  };
+  std::optional<ResultDigest> server_result;
+  bool tool_reported_error = false;
   std::string tool_log;  // the tool's stderr, capped
   // Airlock's own lines about the run (each egress denial), kept apart from what the tool
   // wrote: DLP scans the tool's log, never these, and they follow it in the stored log.

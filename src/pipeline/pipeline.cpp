@@ -86,7 +86,15 @@ void Pipeline::run(Invocation& inv) const {
   run_finalizers(inv, ctx);
   if (inv.suspended && !inv.error) return;  // its record is written when it ends
   inv.suspended.reset();
+  end_with_reported_error(inv);
   run_final_stage(inv, ctx);
+}
+
+// A tool that answered with an error of its own (an MCP result with isError) ran, and its
+// result was scanned like any: the call ends tool_error, its output kept for the caller.
+void Pipeline::end_with_reported_error(Invocation& inv) {
+  if (!inv.tool_reported_error || inv.error) return;
+  inv.error = fail(ErrorKind::tool_error, "the tool answered with an error (isError); its result is the output");
 }
 
 // Most recent first, like a scope's destructors: what was set up last is undone first.

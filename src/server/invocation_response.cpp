@@ -65,7 +65,8 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::invalid_output:
     case ErrorKind::stopped:
     case ErrorKind::cancelled:
-    case ErrorKind::tool_server_failed: return 200;
+    case ErrorKind::tool_server_failed:
+    case ErrorKind::tool_error: return 200;
   }
   return 500;
 }
@@ -87,7 +88,7 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   j["actor"] = inv.actor ? nlohmann::json{{"principal", inv.actor->principal}} : nlohmann::json();
   j["subject"] = inv.subject ? nlohmann::json{{"issuer", inv.subject->issuer}, {"sub", inv.subject->sub}}
                              : nlohmann::json();
-  j["output"] = (!inv.error && inv.output) ? *inv.output : nlohmann::json();
+  j["output"] = inv.output && (!inv.error || inv.error->kind == ErrorKind::tool_error) ? *inv.output : nlohmann::json();
   j["error"] = error_json(inv);
   j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
   j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();

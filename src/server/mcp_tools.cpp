@@ -60,7 +60,10 @@ namespace {
 
 nlohmann::json call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv) {
   const bool structured = !(tool && tool->output_schema);
-  if (inv.error) return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured);
+  // A tool's own error (an MCP server's isError result) is its result: passed on below.
+  const bool reported = inv.error && inv.error->kind == pipeline::ErrorKind::tool_error && inv.output;
+  if (inv.error && !reported)
+    return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured);
   if (inv.suspended) {
     // A call waiting for a human (a critical tool's approval): an error naming the approval
     // and the invocation, which the client polls at GET /v1/invocations/{id}?wait=30s. (An

@@ -151,6 +151,52 @@ TEST_F(FilesystemGateway, ItsToolsAreInTheRegistryAndAnAllowedReadWorks) {
   EXPECT_EQ(invoke(daemon_->port, "files.write_file", {{"path", "/data/x"}, {"content", "x"}}).status, 404);
 }
 
+// The audit record of invocation `id` (its fields), null when there is none.
+nlohmann::json audit_record_of(const std::string& audit_path, const std::string& id) {
+  nlohmann::json record;
+  auto reader = audit::LogReader::open(audit_path);
+  EXPECT_TRUE(reader.ok());
+  if (!reader.ok()) return record;
+  EXPECT_TRUE(reader->for_each_record(0, [&](std::uint64_t, std::string_view text) {
+    auto parsed = nlohmann::json::parse(text, nullptr, false);
+    const auto& fields = parsed.contains("fields") ? parsed["fields"] : parsed;
+    if (fields.value("invocation_id", fields.value("id", "")) == id) record = fields;
+    return true;
+  }).ok());
+  return record;
+}
+
+// Issue #33: a server's result with isError was answered and audited as `ok`, and its audit
+// record had `output: null`. Now it is a tool_error, its result still the output (REST; over
+// MCP it passes through with isError), and every gateway call's record holds the SHA-256 and
+// size of the result as the server gave it.
+TEST_F(FilesystemGateway, AnIsErrorResultIsAToolErrorAndEveryResultIsDigestedInTheAudit) {
+  auto failed = read("files.read_text_file", "/data/no-such-file.txt");
+  ASSERT_EQ(failed.status, 200) << failed.body;
+  EXPECT_EQ(failed.json()["status"], "error") << failed.body;
+  EXPECT_EQ(failed.json()["error"]["kind"], "tool_error") << failed.body;
+  EXPECT_EQ(failed.json()["output"]["isError"], true) << failed.body;
+  EXPECT_FALSE(failed.json()["output"]["content"].empty()) << failed.body;
+  auto stored = http(daemon_->port, "GET", "/v1/invocations/" + failed.json()["id"].get<std::string>());
+  EXPECT_EQ(stored.json()["error"]["kind"], "tool_error") << stored.body;
+  EXPECT_EQ(stored.json()["output"], failed.json()["output"]) << stored.body;
+  auto ok = read("files.read_text_file", "/data/hello.txt");
+  ASSERT_EQ(ok.json()["status"], "ok") << ok.body;
+
+  daemon_.reset();  // the log is read when the daemon has closed it
+  const auto error_record = audit_record_of(ws_->audit_path(), failed.json()["id"]);
+  ASSERT_FALSE(error_record.is_null());
+  EXPECT_EQ(error_record["verdict"], "tool_error") << error_record.dump();
+  const std::string failed_text = failed.json()["output"].dump();
+  EXPECT_EQ(error_record["output"]["sha256"], sha256_hex(failed_text)) << error_record.dump();
+  EXPECT_EQ(error_record["output"]["bytes"], failed_text.size()) << error_record.dump();
+  const auto ok_record = audit_record_of(ws_->audit_path(), ok.json()["id"]);
+  EXPECT_EQ(ok_record["verdict"], "ok") << ok_record.dump();
+  const std::string ok_text = ok.json()["output"].dump();
+  EXPECT_EQ(ok_record["output"]["sha256"], sha256_hex(ok_text)) << ok_record.dump();
+  EXPECT_EQ(ok_record["output"]["bytes"], ok_text.size()) << ok_record.dump();
+}
+
 TEST_F(FilesystemGateway, PathTraversalSymlinksAndHostPathsFailAtTheSandboxBoundary) {
   for (const std::string& path : std::vector<std::string>{"/data/../../etc/shadow", "/data/shadow-link", "/data/escape",
                                  ws_->dir() + "/host-secret.txt", "/etc/shadow"}) {

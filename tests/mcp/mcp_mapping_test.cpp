@@ -85,6 +85,11 @@ TEST(McpTools, GatewayToolResultsPassThroughAndSchemaToolsKeepErrorsOutOfStructu
   EXPECT_EQ(r["content"][0]["text"], "hi");
   EXPECT_EQ(r["isError"], true);
   EXPECT_FALSE(r.contains("structuredContent"));
+  // Ended tool_error (the pipeline's mark of an isError result): still the server's own result.
+  inv.error = pipeline::fail(pipeline::ErrorKind::tool_error, "the tool answered with an error");
+  r = mcp_call_result(&gateway, inv);
+  EXPECT_EQ(r["content"][0]["text"], "hi");
+  EXPECT_EQ(r["isError"], true);
 
   policy::ToolConfig typed;
   typed.output_schema = nlohmann::json{{"type", "object"}, {"required", {"answer"}}};

@@ -49,6 +49,11 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
   }
   record.input = audit::ContentDigest::of(inv.raw_body);
   if (inv.redacted_input) record.input->redacted = *inv.redacted_input;
+  if (!record.output && inv.server_result) {  // an MCP server's result: no stdout, its text instead
+    record.output = audit::ContentDigest{};
+    record.output->sha256 = inv.server_result->sha256;
+    record.output->bytes = inv.server_result->bytes;
+  }
   if (inv.redacted_output) {
     if (!record.output) record.output = audit::ContentDigest::of("");
     record.output->redacted = *inv.redacted_output;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "common/digest.hpp"
 #include "common/json_limits.hpp"
 
 namespace airlock::pipeline {
@@ -249,7 +250,8 @@ InvocationError mcp_error(const Error& e, const std::string& tool) {
 
 // A tool of an MCP server: the gateway calls it in that server's sandbox. Its result is the
 // output as the server gave it ({content, structuredContent?, isError?}), scanned by DLP
-// next like any output; isError stays in the output (the MCP answer carries it on).
+// next like any output; isError stays in the output (the MCP answer carries it on) and
+// ends the call tool_error once it has been scanned (Pipeline::run).
 StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const {
   if (!options_.mcp)
     return fail(ErrorKind::tool_server_failed, "tool " + inv.tool_name + ": no MCP gateway runs here");
@@ -285,9 +287,12 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
   }
   if (result->is_error) output["isError"] = true;
   // The tier's output cap holds for a server's result as for a sandbox's stdout.
-  if (const std::size_t size = output.dump().size(); size > inv.limits.output_bytes)
-    return fail(ErrorKind::output_limit, "the MCP server's result (" + std::to_string(size) + " bytes) passed the " +
-                                             std::to_string(inv.limits.output_bytes) + "-byte limit");
+  const std::string text = output.dump();
+  if (text.size() > inv.limits.output_bytes)
+    return fail(ErrorKind::output_limit, "the MCP server's result (" + std::to_string(text.size()) +
+                                             " bytes) passed the " + std::to_string(inv.limits.output_bytes) + "-byte limit");
+  inv.server_result = Invocation::ResultDigest{sha256_hex(text), text.size()};
+  inv.tool_reported_error = result->is_error;
   inv.output = std::move(output);
   return StageResult::next();
 }
