@@ -5,6 +5,7 @@
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/approvals_api.hpp"
+#include "server/first_listings.hpp"
 #include "server/invocations_api.hpp"
 #include "server/console/console.hpp"
 #include "pipeline/failed_auth.hpp"
@@ -66,6 +67,26 @@ bool is_get(const HttpRequest& r) {
   return r.method == "GET" || r.method == "HEAD";
 }
 
+// /healthz once it is neither draining nor without its database: 503 "starting" while an MCP
+// server configured at start has not been listed once (its tools would be missing from a
+// tools/list), naming those still pending; then 200, naming the servers whose first listing
+// failed (the daemon serves without their tools: the failure is theirs, named, not a restart).
+HttpResponse health_of_first_listings(const FirstListings* listings) {
+  if (!listings) return json_response(200, {{"status", "ok"}});
+  const auto report = listings->report();
+  nlohmann::json failed = nlohmann::json::object();
+  for (const auto& [server, why] : report.failed) failed[server] = why;
+  if (!report.pending.empty()) {
+    auto resp = json_response(503, {{"status", "starting"}, {"mcp_servers_pending", report.pending},
+                                    {"mcp_servers_failed", failed}});
+    resp.headers.emplace_back("Retry-After", "1");
+    return resp;
+  }
+  nlohmann::json body = {{"status", "ok"}};
+  if (!failed.empty()) body["mcp_servers_failed"] = failed;
+  return json_response(200, body);
+}
+
 HttpResponse use_get() {
   auto resp = error_response(405, "method_not_allowed", "use GET or HEAD");
   resp.headers.emplace_back("Allow", "GET, HEAD");
@@ -103,7 +124,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
       resp.headers.emplace_back("Retry-After", "1");
       return reply(resp);
     }
-    return reply(json_response(200, {{"status", "ok"}}));
+    return reply(health_of_first_listings(s_.first_listings));
   }
   if (parts.size() == 1 && parts[0] == "metrics") {
     if (!get) return reply(use_get());

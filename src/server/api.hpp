@@ -37,6 +37,7 @@ class ApprovalService;
 class InvocationWaiters;
 class WebhookService;
 class VerifiedCallers;
+class FirstListings;
 
 struct HttpRequest {
   std::string method;
@@ -91,6 +92,7 @@ struct ApiServices {
   pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
   std::shared_ptr<pipeline::QuotaBook> quotas;  // null: no quotas; ended calls' CPU is charged here
   VerifiedCallers* verified_callers = nullptr;   // null: every caller waits in intake unverified
+  const FirstListings* first_listings = nullptr;  // null: /healthz never says "starting"
 };
 
 class TokenIntrospection;

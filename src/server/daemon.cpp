@@ -8,6 +8,7 @@
 #include "server/invocation_waiters.hpp"
 #include "server/quota_book_pg.hpp"
 #include "server/replicas.hpp"
+#include "server/first_listings.hpp"
 #include "server/verified_callers.hpp"
 #include "server/webhooks.hpp"
 
@@ -193,6 +194,7 @@ struct Daemon::State {
   std::mutex reload_mu;       // one reload at a time
   std::unique_ptr<InvocationExecutor> executor;
   VerifiedCallers verified_callers;  // whose credentials authenticated: their intake share
+  FirstListings first_listings;      // the MCP servers' first listing: /healthz "starting"
   std::atomic<bool> draining{false};
   std::unique_ptr<Api> api;
   std::unique_ptr<HttpServer> http;
@@ -304,8 +306,12 @@ void Daemon::State::discover_mcp_tools(const policy::Config& cfg) {
   discovery = std::thread([this, servers] {
     for (const auto& name : servers) {
       if (draining) return;
-      if (auto listed = gateway->list_tools(name); !listed)
+      if (auto listed = gateway->list_tools(name); !listed) {
         std::cerr << "airlock: mcp server " << name << ": " << listed.error().message << "\n";
+        first_listings.failed(name, listed.error().message);
+      } else {
+        first_listings.listed(name);
+      }
     }
   });
 }
@@ -487,6 +493,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.generation = &generation;
   services.executor = executor.get();
   services.verified_callers = &verified_callers;
+  services.first_listings = &first_listings;
   services.store = store.get();
   services.audit = audit.get();
   services.token_signer = &*token_signer;
@@ -603,15 +610,26 @@ Status Daemon::start() {
     if (host == "0.0.0.0" || host == "::" || host == loopback)
       state_->forbidden->push_back({*egress::parse_ip_strict(loopback), port});
   if (auto ip = egress::parse_ip_strict(host)) state_->forbidden->push_back({*ip, port});
+  start_services();
+  state_->http->serve();
+  return {};
+}
+
+void Daemon::start_services() {
   for (const auto& endpoint : storage_database_endpoints(state_->config().storage))
     state_->forbidden->push_back(endpoint);
   state_->failed_auth->start();
   state_->sweeper->start();
   state_->webhooks->start();  // what a predecessor left pending goes out now
   if (state_->replicas) state_->replicas->start();
-  state_->http->serve();
+  std::vector<std::string> servers;
+  for (const auto& s : state_->config().mcp_servers) servers.push_back(s.name);
+  state_->first_listings.expect(servers);
   state_->discover_mcp_tools(state_->config());
-  return {};
+}
+
+bool Daemon::wait_for_first_listings(std::chrono::milliseconds timeout) const {
+  return state_->first_listings.wait(timeout);
 }
 std::uint16_t Daemon::port() const { return state_->http->port(); }
 const Api& Daemon::api() const { return *state_->api; }

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <chrono>
 #include <iostream>
 #include <mutex>
 
@@ -23,6 +24,10 @@ class LineWriter {
   std::mutex mu_;
   std::ostream& out_;
 };
+
+// At most this long before the first request is read (a server's start and listing are each
+// bounded by its own timeouts; this bounds them all).
+constexpr std::chrono::seconds kFirstListingWait{60};
 
 struct StdioSession {
   std::mutex mu;
@@ -77,6 +82,14 @@ int serve_mcp_stdio(const std::string& config_path, const std::string& api_key) 
     std::cerr << "airlock mcp: " << daemon.error().message << "\n";
     return 1;
   }
+  // The same services as `airlock serve`; the first request is read once every MCP server
+  // has been listed (or has failed, or its start timeout passed), so that the client's first
+  // tools/list has their tools.
+  (*daemon)->start_services();
+  if (!(*daemon)->wait_for_first_listings(kFirstListingWait))
+    std::cerr << "airlock mcp: some MCP servers were not listed after "
+              << std::chrono::duration_cast<std::chrono::seconds>(kFirstListingWait).count()
+              << " s; serving without their tools until they are\n";
   std::cerr << "airlock mcp: serving MCP on stdin and stdout\n" << std::flush;
   run_mcp_stdio((*daemon)->api().mcp(), api_key, std::cin, std::cout);
   (*daemon)->shutdown();  // running calls finish (server.drainTimeout) and answer first

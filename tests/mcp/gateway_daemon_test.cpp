@@ -270,6 +270,71 @@ mcpServers:
   std::unique_ptr<RunningDaemon> daemon_;
 };
 
+// Issue #33: a daemon whose MCP servers are not listed yet answers tools/list without their
+// tools, and /healthz said ok meanwhile. Now /healthz is 503 "starting", naming the servers
+// pending, until each has been listed once or has failed; then 200, naming the failed one,
+// with the slow server's tools in the registry already.
+TEST(GatewayStart, HealthzSaysStartingUntilEveryServerIsListedOrFailed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+  Workspace ws;
+  ws.write_config(ws.config_text() + R"(
+mcpServers:
+  - name: slow
+    command: [python3, /fixtures/malicious_server.py, --slow-start, "3"]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+  - name: broken
+    command: [python3, /fixtures/no-such-server.py]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+)");
+  RunningDaemon d(ws);
+  auto first = http(d.port, "GET", "/healthz", "", "");
+  ASSERT_EQ(first.status, 503) << first.body;
+  EXPECT_EQ(first.json()["status"], "starting") << first.body;
+  EXPECT_NE(first.body.find("\"slow\""), std::string::npos) << first.body;
+  EXPECT_EQ(first.headers["retry-after"], "1");
+  Reply ready;
+  for (int i = 0; i < 600; ++i) {
+    ready = http(d.port, "GET", "/healthz", "", "");
+    if (ready.status != 503) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(ready.status, 200) << ready.body;
+  EXPECT_EQ(ready.json()["status"], "ok") << ready.body;
+  EXPECT_TRUE(ready.json()["mcp_servers_failed"].contains("broken")) << ready.body;
+  EXPECT_FALSE(ready.json()["mcp_servers_failed"].contains("slow")) << ready.body;
+  auto tools = http(d.port, "GET", "/v1/tools");
+  EXPECT_NE(tools.body.find("slow.whoami"), std::string::npos) << "ready before its tools were listed";
+}
+
+// Issue #33: `airlock mcp` (stdio) never started the gateway's listing, so its tools/list never
+// had a gateway tool. Now it starts the daemon's services and reads its first request once the
+// servers are listed: the first tools/list has them.
+TEST(GatewayStart, McpOverStdioListsGatewayToolsInItsFirstListing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+  Workspace ws;
+  ws.write_config(ws.config_text() + R"(
+mcpServers:
+  - name: slow
+    command: [python3, /fixtures/malicious_server.py, --slow-start, "1"]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+)");
+  const std::string in = ws.dir() + "/stdin.jsonl", out = ws.dir() + "/stdout.jsonl";
+  std::ofstream(in) << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})" "\n"
+                    << R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+                    << R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})" "\n";
+  const std::string command = "cd " + ws.dir() + " && AIRLOCK_API_KEY=" + kKey + " " AIRLOCK_SERVE_BIN " --config " +
+                              ws.config_path() + " --mcp-stdio < " + in + " > " + out + " 2>" + ws.dir() + "/stderr.txt";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream replies(out);
+  nlohmann::json listing;
+  for (std::string line; std::getline(replies, line);) {
+    auto reply = nlohmann::json::parse(line, nullptr, false);
+    if (reply.is_object() && reply.value("id", 0) == 2) listing = reply;
+  }
+  ASSERT_TRUE(listing.contains("result")) << listing.dump();
+  EXPECT_NE(listing.dump().find("slow.whoami"), std::string::npos) << listing.dump().substr(0, 500);
+}
+
 TEST_F(MaliciousGateway, ARugPullDisablesTheToolUntilAnAdminApprovesIt) {
   EXPECT_TRUE(wait_for_tool(daemon_->port, "evil.harvest")) << "pinned and admitted as first listed";
   // After a call, its listing changes harvest's description: the tool is gone from the
