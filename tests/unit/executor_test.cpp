@@ -153,7 +153,10 @@ TEST(FairQueue, AFloodFillsOnlyItsOwnShareOfTheIntake) {
   EXPECT_EQ(displaced, (std::vector<std::string>{"f3", "f2"}));
   // flood 2, victim 1, other 1: the victim would hold 2 against the flood's 2: refused.
   EXPECT_FALSE(executor.submit("victim", order.job("v1"), nullptr));
+  // Only the intake thread is let go, so the order seen is the order served (with the worker
+  // free too, two threads would take intake and could finish out of turn).
   intake_gate.release();
+  for (int i = 0; i < 2000 && order.seen().size() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   gate.release();
   ASSERT_TRUE(executor.drain(std::chrono::seconds(10)));
   EXPECT_EQ(order.seen(), (std::vector<std::string>{"f0", "v0", "o0", "f1"}));
