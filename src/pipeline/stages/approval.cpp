@@ -4,6 +4,7 @@
 #include "audit/hash.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/utc_time.hpp"
+#include "pipeline/decision_basis.hpp"
 
 namespace airlock::pipeline {
 
@@ -53,6 +54,9 @@ StageResult ApprovalStage::run(Invocation& inv, StageContext& ctx) {
   if (!request) return fail(ErrorKind::internal, "the approval request: " + request.error().message);
   const std::string reason = "waiting for " + std::to_string(request->approvers) +
                              " approval(s) until " + rfc3339_ms(request->expires_at);
+  auto basis = decision_basis(ctx.config(), inv);
+  if (!basis) return fail(ErrorKind::internal, "the approval request: " + basis.error().message);
+  inv.decision_basis = std::move(*basis);
   nlohmann::json data = suspension_data(*request);
   Invocation suspended = inv;  // as it will be restored: resumes at the next stage
   suspended.suspended = Suspension{std::string(name()), reason, data};
