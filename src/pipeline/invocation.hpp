@@ -69,6 +69,9 @@ struct Invocation {
 
   // Where it is in the pipeline.
   std::string config_version;  // of the configuration it started under
+  // What its decisions rested on, part by part (pipeline/decision_basis.hpp), set when it is
+  // suspended and compared when it resumes; empty: compare config_version (older state).
+  nlohmann::json decision_basis = nlohmann::json::object();
   std::size_t cursor = 0;      // the next stage to run
   std::optional<Suspension> suspended;
 

@@ -102,6 +102,7 @@ Result<json> persist(const Invocation& inv) {
       {"arguments", inv.arguments},
       {"received_ms", received},
       {"config_version", inv.config_version},
+      {"decision_basis", inv.decision_basis},
       {"cursor", inv.cursor},
       {"suspended", optional_json(inv.suspended, [](const Suspension& s) {
          return json{{"stage", s.stage}, {"reason", s.reason}, {"data", s.data}};
@@ -136,6 +137,9 @@ Result<Invocation> restore(const json& j) {
     inv.arguments = j.at("arguments");
     inv.received = std::chrono::system_clock::time_point(milliseconds(j.at("received_ms").get<std::int64_t>()));
     inv.config_version = j.at("config_version").get<std::string>();
+    // Absent in what an older daemon kept: the version is compared then.
+    inv.decision_basis = j.value("decision_basis", nlohmann::json::object());
+    if (!inv.decision_basis.is_object()) return Error::make("state", "decision_basis is not an object");
     inv.cursor = j.at("cursor").get<std::size_t>();
     if (const auto& s = j.at("suspended"); !s.is_null())
       inv.suspended = Suspension{s.at("stage").get<std::string>(), s.at("reason").get<std::string>(), s.at("data")};

@@ -1,5 +1,7 @@
 #include "pipeline/pipeline.hpp"
 
+#include "pipeline/decision_basis.hpp"
+
 #include <chrono>
 #include <exception>
 
@@ -43,6 +45,18 @@ std::vector<std::string_view> Pipeline::stage_names() const {
   return names;
 }
 
+// What changed, in words, of what `inv`'s decisions rested on ("" when nothing did). An
+// invocation kept before the basis was (none kept) compares the whole file's version.
+std::string Pipeline::changed_basis(const Invocation& inv) const {
+  if (inv.decision_basis.empty())
+    return inv.config_version == config_->version ? "" : "the configuration file";
+  auto now = decision_basis(*config_, inv);
+  if (!now) return "its decision basis, which could not be computed (" + now.error().message + ")";
+  std::string words;
+  for (const auto& part : changed_parts(inv.decision_basis, *now)) words += (words.empty() ? "" : ", ") + part;
+  return words;
+}
+
 bool Pipeline::resume_allowed(Invocation& inv) const {
   if (!inv.suspended) {
     if (inv.cursor == 0) inv.config_version = config_->version;
@@ -50,10 +64,11 @@ bool Pipeline::resume_allowed(Invocation& inv) const {
   }
   const std::string waited_for = inv.suspended->reason;
   inv.suspended.reset();
-  if (inv.config_version == config_->version) return true;
+  const std::string changed = changed_basis(inv);
+  if (changed.empty()) return true;
   inv.error = deny(ErrorKind::config_changed,
-                   "the configuration changed while the invocation waited (" + waited_for +
-                       "): call the tool again");
+                   "the configuration changed what the call was decided on while it waited (" + waited_for +
+                       "): " + changed + ": call the tool again");
   return false;
 }
 

@@ -35,12 +35,14 @@ class Pipeline {
 
   // Runs `inv` from its cursor until it ends or a stage suspends it. A suspended invocation
   // is resumed by calling run again (with this pipeline or one restored after a restart); if
-  // the configuration's version changed meanwhile it ends with config_changed, since what
-  // the earlier stages decided may no longer hold.
+  // the configuration changed what its decisions rested on meanwhile (its tool's definition,
+  // tier, the access rules that let it through: pipeline/decision_basis.hpp) it ends with
+  // config_changed, since what the earlier stages decided may no longer hold.
   void run(Invocation& inv) const;
 
  private:
   bool resume_allowed(Invocation& inv) const;
+  std::string changed_basis(const Invocation& inv) const;
   void run_finalizers(Invocation& inv, StageContext& ctx) const;
   void run_final_stage(Invocation& inv, StageContext& ctx) const;
   static void end_with_reported_error(Invocation& inv);

@@ -34,6 +34,32 @@ bool is_airlock_config(Reader& r, const YAML::Node& root) {
   return ok;
 }
 
+// The named entries of `list` (a YAML sequence of maps), each as JSON under its name.
+nlohmann::json entries_by_name(Reader& r, const YAML::Node& list) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!list || !list.IsSequence()) return out;
+  for (const auto& item : list)
+    if (item.IsMap() && item["name"] && item["name"].IsScalar()) out[item["name"].Scalar()] = r.json(item);
+  return out;
+}
+
+// The entries a call's decisions read, as written (pipeline/decision_basis.hpp compares a
+// waiting call's by these). Mistakes in them are the section readers' to report: a part that
+// does not read is left out.
+nlohmann::json definitions_of(Reader& r, const YAML::Node& root) {
+  nlohmann::json d = nlohmann::json::object();
+  try {
+    for (const char* section : {"tools", "principals", "roles", "credentialServers", "mcpServers"})
+      d[section] = entries_by_name(r, root[section]);
+    d["issuers"] = root["identity"] && root["identity"].IsMap() ? entries_by_name(r, root["identity"]["issuers"])
+                                                               : nlohmann::json::object();
+    d["tiers"] = root["tiers"] ? r.json(root["tiers"]) : nlohmann::json::object();
+    d["dlp"] = root["dlp"] ? r.json(root["dlp"]) : nlohmann::json();
+  } catch (const YAML::Exception&) {
+  }
+  return d;
+}
+
 Config read_config(Reader& r, const YAML::Node& root, const std::string& label) {
   Config c;
   c.path = label;
@@ -71,6 +97,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
     detail::read_mcp_servers(r, v, label, c.tools, c.credential_servers, c.mcp_servers);
   });
   r.field(root, "webhooks", [&](const YAML::Node& v) { detail::read_webhooks(r, v, label, c.webhooks); });
+  c.definitions = definitions_of(r, root);
   return c;
 }
 

@@ -187,6 +187,11 @@ struct Config {
   std::vector<McpServerConfig> mcp_servers;
   std::vector<WebhookConfig> webhooks;  // docs/webhooks.md
   QuotasConfig quotas;                  // docs/daemon.md, "Quotas"
+  // The entries as written in the file, read as JSON: "tools", "principals", "roles",
+  // "credentialServers", "mcpServers", "issuers" (each by name), "tiers" and "dlp". What a
+  // call waiting for an approval was decided on is compared by these when it resumes
+  // (pipeline/decision_basis.hpp), not by the whole file's version. Empty when built in code.
+  nlohmann::json definitions = nlohmann::json::object();
 
   const ToolConfig* find_tool(std::string_view name) const;
   const Principal* find_principal(std::string_view name) const;

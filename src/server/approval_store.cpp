@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "creds/sealing_key.hpp"
 #include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
@@ -26,15 +27,13 @@ constexpr const char* kSchema =
     " relayed_by TEXT NOT NULL, verdict TEXT NOT NULL, reason TEXT NOT NULL, at_ms INTEGER NOT NULL,"
     " PRIMARY KEY (approval_id, approver_issuer, approver_sub))";
 
-// The arguments' first 256 bytes and their size, for the list: made once, when the approval is
-// stored (as the list computed them, without parsing each stored invocation at every list).
 #define AIRLOCK_ARGUMENTS(doc) "CAST(json_extract(" doc ", '$.arguments') AS BLOB)"
-constexpr const char* kPreviewOf = "CAST(substr(" AIRLOCK_ARGUMENTS("?12") ", 1, 256) AS TEXT)";
-constexpr const char* kBytesOf = "length(" AIRLOCK_ARGUMENTS("?12") ")";
 
-// Databases made before those columns: added, and filled from the stored invocations.
-Status add_preview_columns(sqlite3* db) {
-  for (const char* column : {"arguments_preview TEXT", "arguments_bytes INTEGER"}) {
+// Databases made before these columns: added, and the previews of rows kept in plain filled
+// from their invocations (seal_plain_rows then seals both).
+Status add_later_columns(sqlite3* db) {
+  for (const char* column : {"arguments_preview TEXT", "arguments_bytes INTEGER",
+                             "decision_basis TEXT NOT NULL DEFAULT ''", "user_token TEXT"}) {
     const std::string sql = std::string("ALTER TABLE approvals ADD COLUMN ") + column;
     char* message = nullptr;
     if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
@@ -46,7 +45,7 @@ Status add_preview_columns(sqlite3* db) {
   }
   const char* fill = "UPDATE approvals SET arguments_preview = CAST(substr(" AIRLOCK_ARGUMENTS("invocation")
                      ", 1, 256) AS TEXT), arguments_bytes = length(" AIRLOCK_ARGUMENTS("invocation")
-                     ") WHERE arguments_bytes IS NULL";
+                     ") WHERE arguments_bytes IS NULL AND substr(invocation, 1, 1) = '{'";
   if (sqlite3_exec(db, fill, nullptr, nullptr, nullptr) != SQLITE_OK)
     return Error::make("storage", std::string("state database (approvals): ") + sqlite3_errmsg(db));
   return {};
@@ -56,9 +55,9 @@ Status add_preview_columns(sqlite3* db) {
 constexpr const char* kColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
-    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation FROM approvals ";
+    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation, decision_basis, user_token FROM approvals ";
 
-ApprovalRecord row_of(const Statement& s, bool with_invocation) {
+ApprovalRecord row_of(const Statement& s, const creds::SealingKey& key, bool with_invocation) {
   ApprovalRecord r;
   r.id = s.text(0);
   r.invocation_id = s.text(1);
@@ -74,9 +73,9 @@ ApprovalRecord row_of(const Statement& s, bool with_invocation) {
   r.state = s.text(11);
   r.decided_ms = s.integer(12);
   r.resumed = s.integer(13) != 0;
-  r.arguments_preview = s.text(14);
   r.arguments_bytes = s.integer(15);
-  if (with_invocation) r.invocation = nlohmann::json::parse(s.text(16), nullptr, false);
+  r.decision_basis_sha256 = s.text(17);
+  detail::open_columns(key, r, s.text(16), s.text(14), s.is_null(18) ? "" : s.text(18), with_invocation);
   return r;
 }
 
@@ -102,7 +101,7 @@ Error db_error(sqlite3* db, const std::string& what) {
 // The SQLite store: one connection, one mutex, BEGIN IMMEDIATE transactions.
 class SqliteApprovalStore final : public ApprovalStore {
  public:
-  explicit SqliteApprovalStore(sqlite3* db) : db_(db) {}
+  SqliteApprovalStore(sqlite3* db, Key key) : db_(db), key_(std::move(key)) {}
   ~SqliteApprovalStore() override { sqlite3_close(db_); }
   Status create(const ApprovalRecord& record) override;
   std::optional<ApprovalRecord> get(const std::string& id) override;
@@ -113,12 +112,16 @@ class SqliteApprovalStore final : public ApprovalStore {
   std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) override;
   std::vector<ApprovalRecord> approved_not_resumed() override;
   bool claim_resume(const std::string& id) override;
+  Status forget_user_token(const std::string& id) override;
+  std::size_t forget_spent_user_tokens() override;
+  Status seal_plain_rows();
 
  private:
   std::optional<ApprovalRecord> load(const char* where, const std::string& key, bool with_invocation);
   std::vector<ApprovalDecision> decisions_of(const std::string& id);
   std::mutex mu_;
   sqlite3* db_;
+  Key key_;
 };
 
 }  // namespace
@@ -129,29 +132,63 @@ std::size_t ApprovalRecord::approvals() const {
   return n;
 }
 
-Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& path) {
+Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& path, Key key) {
+  if (!key) return Error::make("storage", "state database (approvals): no key to seal pending calls with");
   auto db = storage::open_sqlite_state(path, kSchema, "state database (approvals)");
   if (!db) return db.error();
   sqlite3* raw = db->release();
-  auto store = std::make_unique<SqliteApprovalStore>(raw);  // owns it from here
-  if (auto s = add_preview_columns(raw); !s) return s.error();
+  auto store = std::make_unique<SqliteApprovalStore>(raw, std::move(key));  // owns it from here
+  // A deleted token's or argument's bytes are overwritten, not left in a free page.
+  if (sqlite3_exec(raw, "PRAGMA secure_delete = ON", nullptr, nullptr, nullptr) != SQLITE_OK)
+    return db_error(raw, "state database (approvals): secure_delete");
+  if (auto s = add_later_columns(raw); !s) return s.error();
+  if (auto s = store->seal_plain_rows(); !s) return s.error();
   return std::unique_ptr<ApprovalStore>(std::move(store));
 }
 
-Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const storage::StateLocation& location) {
-  if (location.is_postgres()) return open_postgres_approval_store(location);
-  return open(location.sqlite_path);
+Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const storage::StateLocation& location, Key key) {
+  if (location.is_postgres()) return open_postgres_approval_store(location, std::move(key));
+  return open(location.sqlite_path, std::move(key));
+}
+
+// Rows an older daemon kept in plain (their invocation a JSON document): sealed, in one
+// transaction, before the store serves.
+Status SqliteApprovalStore::seal_plain_rows() {
+  std::lock_guard lock(mu_);
+  Transaction tx(db_);
+  if (!tx.ok()) return db_error(db_, "sealing older approvals");
+  std::vector<ApprovalRecord> plain;
+  {
+    Statement s(db_, "SELECT id, invocation FROM approvals WHERE substr(invocation, 1, 1) = '{'");
+    while (s.step_row()) {
+      ApprovalRecord r;
+      r.id = s.text(0);
+      r.invocation = nlohmann::json::parse(s.text(1), nullptr, false);
+      plain.push_back(std::move(r));
+    }
+  }
+  for (const auto& r : plain) {
+    auto sealed = detail::seal_columns(*key_, r);
+    if (!sealed) return sealed.error();
+    Statement up(db_, "UPDATE approvals SET invocation = ?, arguments_preview = ? WHERE id = ?");
+    up.bind(1, sealed->invocation);
+    up.bind(2, sealed->arguments_preview);
+    up.bind(3, r.id);
+    if (!up.step_done()) return db_error(db_, "sealing approval " + r.id);
+  }
+  if (!tx.commit()) return db_error(db_, "sealing older approvals");
+  return {};
 }
 
 Status SqliteApprovalStore::create(const ApprovalRecord& r) {
+  auto sealed = detail::seal_columns(*key_, r);
+  if (!sealed) return sealed.error();
   std::lock_guard lock(mu_);
-  const std::string insert =
-      std::string("INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
-                  " approvers_required, requester_principal, requester_issuer, requester_sub, requested_ms,"
-                  " expires_ms, state, invocation, arguments_preview, arguments_bytes)"
-                  " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12, ") +
-      kPreviewOf + ", " + kBytesOf + ")";
-  Statement s(db_, insert.c_str());
+  Statement s(db_,
+              "INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256,"
+              " approvers_required, requester_principal, requester_issuer, requester_sub, requested_ms,"
+              " expires_ms, state, invocation, decision_basis, arguments_preview, arguments_bytes, user_token)"
+              " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'pending', ?12, ?13, ?14, ?15, NULLIF(?16, ''))");
   s.bind(1, r.id);
   s.bind(2, r.invocation_id);
   s.bind(3, r.tool);
@@ -163,7 +200,11 @@ Status SqliteApprovalStore::create(const ApprovalRecord& r) {
   s.bind(9, r.requester_sub);
   s.bind(10, r.requested_ms);
   s.bind(11, r.expires_ms);
-  s.bind(12, r.invocation.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  s.bind(12, sealed->invocation);
+  s.bind(13, r.decision_basis_sha256);
+  s.bind(14, sealed->arguments_preview);
+  s.bind(15, sealed->arguments_bytes);
+  s.bind(16, sealed->user_token);
   if (!s.step_done()) return db_error(db_, "storing approval " + r.id);
   return {};
 }
@@ -182,7 +223,7 @@ std::optional<ApprovalRecord> SqliteApprovalStore::load(const char* where, const
   Statement s(db_, (std::string(kColumns) + where).c_str());
   s.bind(1, key);
   if (!s.step_row()) return std::nullopt;
-  ApprovalRecord r = row_of(s, with_invocation);
+  ApprovalRecord r = row_of(s, *key_, with_invocation);
   r.decisions = decisions_of(r.id);
   return r;
 }
@@ -203,7 +244,7 @@ std::vector<ApprovalRecord> SqliteApprovalStore::pending() {
   {
     // The arguments' preview and size are stored with the approval: no document is parsed here.
     Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' ORDER BY requested_ms, rowid").c_str());
-    while (s.step_row()) out.push_back(row_of(s, false));
+    while (s.step_row()) out.push_back(row_of(s, *key_, false));
   }
   // The decisions of all of them at once: one query, not one per approval.
   Statement d(db_,
@@ -248,7 +289,10 @@ Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const 
                      : current->approvals() >= current->approvers_required ? "approved"
                                                                             : "pending";
   if (next != "pending") {
-    Statement up(db_, "UPDATE approvals SET state = ?, decided_ms = ? WHERE id = ?");
+    // A denied call never runs: the user's token kept for it goes with the decision.
+    Statement up(db_,
+                 "UPDATE approvals SET state = ?1, decided_ms = ?2,"
+                 " user_token = CASE WHEN ?1 = 'denied' THEN NULL ELSE user_token END WHERE id = ?3");
     up.bind(1, next);
     up.bind(2, now_ms);
     up.bind(3, id);
@@ -268,9 +312,10 @@ std::vector<ApprovalRecord> SqliteApprovalStore::expire_due(std::int64_t now_ms)
   {
     Statement s(db_, (std::string(kColumns) + "WHERE state = 'pending' AND expires_ms <= ?").c_str());
     s.bind(1, now_ms);
-    while (s.step_row()) out.push_back(row_of(s, true));
+    while (s.step_row()) out.push_back(row_of(s, *key_, true));
   }
-  Statement up(db_, "UPDATE approvals SET state = 'expired', decided_ms = ? WHERE state = 'pending' AND expires_ms <= ?");
+  Statement up(db_, "UPDATE approvals SET state = 'expired', decided_ms = ?, user_token = NULL"
+                   " WHERE state = 'pending' AND expires_ms <= ?");
   up.bind(1, now_ms);
   up.bind(2, now_ms);
   if (!up.step_done() || !tx.commit()) return {};
@@ -286,7 +331,7 @@ std::vector<ApprovalRecord> SqliteApprovalStore::approved_not_resumed() {
   std::lock_guard lock(mu_);
   Statement s(db_, (std::string(kColumns) + "WHERE state = 'approved' AND resumed = 0").c_str());
   std::vector<ApprovalRecord> out;
-  while (s.step_row()) out.push_back(row_of(s, true));
+  while (s.step_row()) out.push_back(row_of(s, *key_, true));
   for (auto& r : out) r.decisions = decisions_of(r.id);
   return out;
 }
@@ -296,6 +341,23 @@ bool SqliteApprovalStore::claim_resume(const std::string& id) {
   Statement s(db_, "UPDATE approvals SET resumed = 1 WHERE id = ? AND state = 'approved' AND resumed = 0");
   s.bind(1, id);
   return s.step_done() && sqlite3_changes(db_) == 1;
+}
+
+Status SqliteApprovalStore::forget_user_token(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "UPDATE approvals SET user_token = NULL WHERE id = ? AND user_token IS NOT NULL");
+  s.bind(1, id);
+  if (!s.step_done()) return db_error(db_, "deleting the user token of approval " + id);
+  return {};
+}
+
+std::size_t SqliteApprovalStore::forget_spent_user_tokens() {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE approvals SET user_token = NULL WHERE user_token IS NOT NULL"
+              " AND (state IN ('denied', 'expired') OR resumed = 1)");
+  if (!s.step_done()) return 0;
+  return static_cast<std::size_t>(sqlite3_changes(db_));
 }
 
 }  // namespace airlock::server

@@ -6,7 +6,7 @@
 // and an approved one is claimed by exactly one of them.
 #include <map>
 
-#include "common/utf8_truncate.hpp"
+#include "creds/sealing_key.hpp"
 #include "server/approval_store.hpp"
 #include "server/approvals.hpp"
 #include "storage/pg_schema.hpp"
@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS approvals (
   decided_ms bigint NOT NULL DEFAULT 0, resumed boolean NOT NULL DEFAULT false,
   invocation text NOT NULL, arguments_preview text NOT NULL, arguments_bytes bigint NOT NULL,
   seq bigserial);
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS decision_basis text NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN IF NOT EXISTS user_token text;
 CREATE INDEX IF NOT EXISTS approvals_state ON approvals (state, expires_ms);
 CREATE TABLE IF NOT EXISTS approval_decisions (
   approval_id text NOT NULL, approver_issuer text NOT NULL, approver_sub text NOT NULL,
@@ -33,26 +35,27 @@ CREATE TABLE IF NOT EXISTS approval_decisions (
   seq bigserial, PRIMARY KEY (approval_id, approver_issuer, approver_sub));
 )sql";
 
-// Column 16 is the invocation document ('' where a list does not need it).
+// Column 16 is the sealed invocation document ('' where a list does not need it), 17 the
+// decision basis's digest, 18 the sealed user token (NULL when none is kept).
 constexpr const char* kColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
-    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation FROM approvals ";
+    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation, decision_basis, user_token FROM approvals ";
 constexpr const char* kListColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
-    " decided_ms, resumed, arguments_preview, arguments_bytes, '' FROM approvals ";
+    " decided_ms, resumed, arguments_preview, arguments_bytes, '', decision_basis, NULL FROM approvals ";
 constexpr const char* kReturning =
     " RETURNING id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
-    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation";
+    " decided_ms, resumed, arguments_preview, arguments_bytes, invocation, decision_basis, user_token";
 constexpr const char* kDecisionColumns =
     "SELECT approver_issuer, approver_sub, relayed_by, verdict, reason, at_ms, approval_id"
     " FROM approval_decisions ";
 
 std::int64_t int_of(const pg::Reply& r, int row, int col) { return std::stoll(r.value(row, col)); }
 
-ApprovalRecord record_of(const pg::Reply& s, int row, bool with_invocation) {
+ApprovalRecord record_of(const pg::Reply& s, int row, const creds::SealingKey& key, bool with_invocation) {
   ApprovalRecord r;
   r.id = s.value(row, 0);
   r.invocation_id = s.value(row, 1);
@@ -68,9 +71,10 @@ ApprovalRecord record_of(const pg::Reply& s, int row, bool with_invocation) {
   r.state = s.value(row, 11);
   r.decided_ms = int_of(s, row, 12);
   r.resumed = s.value(row, 13) == "t";
-  r.arguments_preview = s.value(row, 14);
   r.arguments_bytes = int_of(s, row, 15);
-  if (with_invocation) r.invocation = nlohmann::json::parse(s.value(row, 16), nullptr, false);
+  r.decision_basis_sha256 = s.value(row, 17);
+  detail::open_columns(key, r, s.value(row, 16), s.value(row, 14), s.is_null(row, 18) ? "" : s.value(row, 18),
+                       with_invocation);
   return r;
 }
 
@@ -78,27 +82,24 @@ ApprovalDecision decision_of(const pg::Reply& d, int row) {
   return {d.value(row, 0), d.value(row, 1), d.value(row, 2), d.value(row, 3), d.value(row, 4), int_of(d, row, 5)};
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
 class PgApprovalStore final : public ApprovalStore {
  public:
-  explicit PgApprovalStore(std::unique_ptr<pg::Database> db) : db_(std::move(db)) {}
+  PgApprovalStore(std::unique_ptr<pg::Database> db, Key key) : db_(std::move(db)), key_(std::move(key)) {}
 
   Status create(const ApprovalRecord& r) override {
-    // The list's preview of the arguments, as the SQLite store keeps it (whole characters here:
-    // PostgreSQL text is valid UTF-8).
-    std::string arguments;
-    if (r.invocation.is_object() && r.invocation.contains("arguments")) arguments = dump(r.invocation["arguments"]);
+    auto sealed = detail::seal_columns(*key_, r);
+    if (!sealed) return sealed.error();
     auto done = db_->exec(
         "storing approval " + r.id,
         "INSERT INTO approvals (id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
         " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state, invocation,"
-        " arguments_preview, arguments_bytes)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $14)",
+        " arguments_preview, arguments_bytes, decision_basis, user_token)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'pending', $12, $13, $14, $15, $16)",
         {r.id, r.invocation_id, r.tool, r.config_version, r.arguments_sha256, std::to_string(r.approvers_required),
          r.requester_principal, r.requester_issuer, r.requester_sub, std::to_string(r.requested_ms),
-         std::to_string(r.expires_ms), dump(r.invocation), truncate_utf8(arguments, kArgumentsPreviewBytes),
-         std::to_string(arguments.size())});
+         std::to_string(r.expires_ms), sealed->invocation, sealed->arguments_preview,
+         std::to_string(sealed->arguments_bytes), r.decision_basis_sha256,
+         sealed->user_token.empty() ? std::nullopt : std::optional<std::string>(sealed->user_token)});
     if (!done) return done.error();
     return {};
   }
@@ -120,7 +121,7 @@ class PgApprovalStore final : public ApprovalStore {
     std::map<std::string, std::vector<ApprovalDecision>> by_id;
     for (int i = 0; i < decisions->rows(); ++i) by_id[decisions->value(i, 6)].push_back(decision_of(*decisions, i));
     for (int i = 0; i < rows->rows(); ++i) {
-      out.push_back(record_of(*rows, i, false));
+      out.push_back(record_of(*rows, i, *key_, false));
       if (auto it = by_id.find(out.back().id); it != by_id.end()) out.back().decisions = std::move(it->second);
     }
     return out;
@@ -132,7 +133,7 @@ class PgApprovalStore final : public ApprovalStore {
       auto row = tx.exec("locking approval " + id, std::string(kColumns) + "WHERE id = $1 FOR UPDATE", {id});
       if (!row) return row.error();
       if (row->rows() == 0) return Error::make("not_found", "no approval " + id);
-      current = record_of(*row, 0, false);
+      current = record_of(*row, 0, *key_, false);
       auto decisions = decisions_in(tx, id);
       if (!decisions) return decisions.error();
       current.decisions = std::move(*decisions);
@@ -146,13 +147,13 @@ class PgApprovalStore final : public ApprovalStore {
   std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) override {
     const std::string now = std::to_string(now_ms);
     auto rows = db_->exec("expiring approvals",
-                          std::string("UPDATE approvals SET state = 'expired', decided_ms = $1"
+                          std::string("UPDATE approvals SET state = 'expired', decided_ms = $1, user_token = NULL"
                                       " WHERE state = 'pending' AND expires_ms <= $1") + kReturning,
                           {now});
     std::vector<ApprovalRecord> out;
     if (!rows) return out;
     for (int i = 0; i < rows->rows(); ++i) {
-      out.push_back(record_of(*rows, i, true));
+      out.push_back(record_of(*rows, i, *key_, true));
       out.back().decisions = decisions_of(out.back().id);
     }
     return out;
@@ -164,7 +165,7 @@ class PgApprovalStore final : public ApprovalStore {
     std::vector<ApprovalRecord> out;
     if (!rows) return out;
     for (int i = 0; i < rows->rows(); ++i) {
-      out.push_back(record_of(*rows, i, true));
+      out.push_back(record_of(*rows, i, *key_, true));
       out.back().decisions = decisions_of(out.back().id);
     }
     return out;
@@ -178,11 +179,46 @@ class PgApprovalStore final : public ApprovalStore {
     return claimed && claimed->rows() == 1;
   }
 
+  Status forget_user_token(const std::string& id) override {
+    auto done = db_->exec("deleting the user token of approval " + id,
+                          "UPDATE approvals SET user_token = NULL WHERE id = $1 AND user_token IS NOT NULL", {id});
+    if (!done) return done.error();
+    return {};
+  }
+
+  std::size_t forget_spent_user_tokens() override {
+    auto done = db_->exec("deleting spent user tokens",
+                          "UPDATE approvals SET user_token = NULL WHERE user_token IS NOT NULL"
+                          " AND (state IN ('denied', 'expired') OR resumed) RETURNING id");
+    return done ? static_cast<std::size_t>(done->rows()) : 0;
+  }
+
+  // Rows an older replica kept in plain (their invocation a JSON document): sealed, one
+  // statement each, each only if still in plain (another replica may seal it at once).
+  Status seal_plain_rows() {
+    auto rows = db_->exec("finding approvals kept in plain",
+                          "SELECT id, invocation FROM approvals WHERE left(invocation, 1) = '{'");
+    if (!rows) return rows.error();
+    for (int i = 0; i < rows->rows(); ++i) {
+      ApprovalRecord r;
+      r.id = rows->value(i, 0);
+      r.invocation = nlohmann::json::parse(rows->value(i, 1), nullptr, false);
+      auto sealed = detail::seal_columns(*key_, r);
+      if (!sealed) return sealed.error();
+      auto done = db_->exec("sealing approval " + r.id,
+                            "UPDATE approvals SET invocation = $1, arguments_preview = $2"
+                            " WHERE id = $3 AND left(invocation, 1) = '{'",
+                            {sealed->invocation, sealed->arguments_preview, r.id});
+      if (!done) return done.error();
+    }
+    return {};
+  }
+
  private:
   std::optional<ApprovalRecord> load(const std::string& where, const std::string& key) {
     auto row = db_->exec("loading an approval", std::string(kColumns) + where, {key});
     if (!row || row->rows() == 0) return std::nullopt;
-    ApprovalRecord r = record_of(*row, 0, true);
+    ApprovalRecord r = record_of(*row, 0, *key_, true);
     r.decisions = decisions_of(r.id);
     return r;
   }
@@ -233,8 +269,11 @@ class PgApprovalStore final : public ApprovalStore {
                              : current.approvals() >= current.approvers_required ? "approved"
                                                                                   : "pending";
     if (next == "pending") return {};
+    // A denied call never runs: the user's token kept for it goes with the decision.
     auto updated = tx.exec("deciding approval " + current.id,
-                           "UPDATE approvals SET state = $1, decided_ms = $2 WHERE id = $3", {next, now, current.id});
+                           "UPDATE approvals SET state = $1, decided_ms = $2,"
+                           " user_token = CASE WHEN $1 = 'denied' THEN NULL ELSE user_token END WHERE id = $3",
+                           {next, now, current.id});
     if (!updated) return updated.error();
     current.state = next;
     current.decided_ms = now_ms;
@@ -242,15 +281,20 @@ class PgApprovalStore final : public ApprovalStore {
   }
 
   std::unique_ptr<pg::Database> db_;
+  Key key_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<ApprovalStore>> open_postgres_approval_store(const storage::StateLocation& location) {
+Result<std::unique_ptr<ApprovalStore>> open_postgres_approval_store(const storage::StateLocation& location,
+                                                                    ApprovalStore::Key key) {
+  if (!key) return Error::make("storage", "the state database (approvals): no key to seal pending calls with");
   auto db = pg::Database::open(location.postgres, "the state database (approvals)");
   if (!db) return db.error();
   if (auto made = pg::create_schema(**db, "creating the approvals' tables", kSchema); !made) return made.error();
-  return std::unique_ptr<ApprovalStore>(std::make_unique<PgApprovalStore>(std::move(*db)));
+  auto store = std::make_unique<PgApprovalStore>(std::move(*db), std::move(key));
+  if (auto sealed = store->seal_plain_rows(); !sealed) return sealed.error();
+  return std::unique_ptr<ApprovalStore>(std::move(store));
 }
 
 }  // namespace airlock::server

@@ -1,8 +1,11 @@
 #include "server/approvals.hpp"
 
+#include <iostream>
+
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
 #include "common/utc_time.hpp"
+#include "pipeline/decision_basis.hpp"
 #include "pipeline/invocation_state.hpp"
 #include "pipeline/quota_book.hpp"
 #include "pipeline/stages/audit_record.hpp"
@@ -124,6 +127,16 @@ json tool_context(const ApprovalRecord& r, const policy::Config& config) {
           {"credentials", std::move(credentials)}};
 }
 
+// Why it expired when the user's token bounded it (the approval stage): the credential the
+// tool exchanges that token for could not be had after it.
+std::string expiry_cause(const ApprovalRecord& r) {
+  const json suspended = r.invocation.is_object() ? r.invocation.value("suspended", json()) : json();
+  const json data = suspended.is_object() ? suspended.value("data", json::object()) : json::object();
+  if (!data.is_object() || !data.value("expires_with_user_token", false)) return "";
+  return " (the user's token, which the tool's oauth-exchange credential exchanges, expired then: the call "
+         "could not have had its credential after it)";
+}
+
 ApprovalAnswer answer_error(int status, const std::string& kind, const std::string& message) {
   return {status, {{"error", {{"kind", kind}, {"message", message}}}}};
 }
@@ -138,6 +151,7 @@ json approval_json(const ApprovalRecord& r, bool with_arguments) {
             {"tool", r.tool},
             {"status", r.state},
             {"config_version", r.config_version},
+            {"decision_basis_sha256", r.decision_basis_sha256.empty() ? json() : json(r.decision_basis_sha256)},
             {"arguments_sha256", r.arguments_sha256},
             {"approvers_required", r.approvers_required},
             {"approvals", r.approvals()},
@@ -184,6 +198,9 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
   r.invocation_id = inv.id;
   r.tool = inv.tool_name;
   r.config_version = inv.config_version;
+  auto basis = pipeline::basis_sha256(inv.decision_basis);
+  if (!basis) return basis.error();
+  r.decision_basis_sha256 = std::move(*basis);
   r.arguments_sha256 = request.arguments_sha256;
   r.approvers_required = request.approvers;
   r.requester_principal = inv.actor ? inv.actor->principal : "";
@@ -195,6 +212,7 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
   r.expires_ms = to_ms(request.expires_at);
   r.state = "pending";
   r.invocation = std::move(*persisted);
+  r.user_token = inv.user_token;  // set only for a tool that exchanges it (the approval stage)
   // The invocation's row first (GET /v1/invocations/{id}: pending_approval), then the
   // approval: once that exists it may be decided, and the outcome's row must come after.
   json row = to_response(inv);
@@ -208,6 +226,7 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
   return audit_event(r, "approval.requested",
                      {{"arguments_sha256", r.arguments_sha256},
                       {"config_version", r.config_version},
+                      {"decision_basis_sha256", r.decision_basis_sha256},
                       {"approvers_required", r.approvers_required},
                       {"principal", r.requester_principal},
                       {"subject", r.requester_sub.empty() ? json() : json{{"issuer", r.requester_issuer}, {"sub", r.requester_sub}}},
@@ -233,6 +252,11 @@ ApprovalAnswer ApprovalService::show(const std::string& id, const pipeline::Call
   auto r = store_.get(id);
   if (!r || !(may_approve(config, caller, r->tool) || is_requester(*r, caller)))
     return answer_error(404, "not_found", "no approval " + id + " you may see");
+  // Never an approval shown without the arguments it is for.
+  if (r->sealed_error == "sealed_other_key")
+    return answer_error(503, "sealed_other_key", "this replica cannot open approval " + id + ": " + r->sealed_error_message);
+  if (!r->sealed_error.empty())
+    return answer_error(500, "internal", "approval " + id + " cannot be shown: " + r->sealed_error_message);
   json j = approval_json(*r, true);
   j["context"] = tool_context(*r, config);
   // Whether this caller may decide it now (what decide() would check first): a console shows
@@ -290,6 +314,7 @@ ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Ca
 void ApprovalService::tick() {
   expire_due();
   schedule_approved();
+  store_.forget_spent_user_tokens();
 }
 
 void ApprovalService::expire_due() {
@@ -298,7 +323,7 @@ void ApprovalService::expire_due() {
     end_unrun(r, pipeline::deny(pipeline::ErrorKind::approval_expired,
                                 "approval " + r.id + " expired at " + rfc3339_ms(r.expires_ms) + " with " +
                                     std::to_string(r.approvals()) + " of " + std::to_string(r.approvers_required) +
-                                    " approval(s): no decision in time is a deny"));
+                                    " approval(s): no decision in time is a deny" + expiry_cause(r)));
   }
 }
 
@@ -329,17 +354,27 @@ bool ApprovalService::schedule(const ApprovalRecord& r) {
 // current configuration (a changed one refuses it: config_changed), with the arguments it was
 // approved for, byte for byte.
 void ApprovalService::run_approved(const std::string& id) {
-  if (!store_.claim_resume(id)) return;  // another worker ran it (or it is not approved)
   auto r = store_.get(id);
   if (!r) return;
+  // Sealed by a replica with another key: left to one that holds it (docs/approvals.md).
+  if (r->sealed_error == "sealed_other_key") {
+    std::cerr << "airlock: approval " << id << ": " << r->sealed_error_message << "\n";
+    return;
+  }
+  if (!store_.claim_resume(id)) return;  // another worker ran it (or it is not approved)
+  // Read once, by the run that claimed it: the stored copy goes now, this one with the run.
+  (void)store_.forget_user_token(id);
   auto inv = pipeline::restore(r->invocation);
   auto digest = inv ? pipeline::canonical_sha256(inv->arguments) : Result<std::string>(inv.error());
-  if (!inv || !digest || *digest != r->arguments_sha256) {
+  if (!r->sealed_error.empty() || !inv || !digest || *digest != r->arguments_sha256) {
+    const std::string why = !r->sealed_error.empty() ? "it does not decrypt (" + r->sealed_error_message + ")"
+                                                     : "its arguments' SHA-256 differs";
     (void)audit_event(*r, "approval.refused", {{"reason", "the stored invocation is not what was approved"}});
     return end_unrun(*r, pipeline::deny(pipeline::ErrorKind::approval_denied,
-                                        "the stored invocation of approval " + id +
-                                            " is not what was approved (its arguments' SHA-256 differs): not run"));
+                                        "the stored invocation of approval " + id + " is not what was approved (" +
+                                            why + "): not run"));
   }
+  inv->user_token = std::move(r->user_token);
   (void)s_.store->finish(inv->id, "running", {{"id", inv->id}, {"tool", inv->tool_name}, {"status", "running"}});
   auto generation = s_.generation->load();
   generation->pipeline->run(*inv);

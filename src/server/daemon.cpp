@@ -1,6 +1,7 @@
 #include "server/daemon.hpp"
 
 #include "server/tier_backends.hpp"
+#include "creds/sealing_key.hpp"
 #include "server/approval_store.hpp"
 #include "server/approval_sweeper.hpp"
 #include "server/approvals.hpp"
@@ -257,11 +258,15 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto pin_store = mcp::PinStore::open(shared_state);
   if (!pin_store) return pin_store.error();
   pins = std::move(*pin_store);
-  auto approval_store_opened = ApprovalStore::open(shared_state);
+  // Pending calls' arguments, kept user tokens and webhook bodies are sealed with the secret
+  // store's key.
+  auto sealing_key = creds::SealingKey::load_or_create(creds::SealingKey::key_file_for(data_dir));
+  if (!sealing_key) return Error::make(sealing_key.error().code, "the approvals' sealing key: " + sealing_key.error().message);
+  auto approval_store_opened = ApprovalStore::open(shared_state, *sealing_key);
   if (!approval_store_opened) return approval_store_opened.error();
   approval_store = std::move(*approval_store_opened);
   approvals = std::make_unique<ApprovalService>(*approval_store);
-  auto outbox = WebhookOutbox::open(dir + "/state.db");
+  auto outbox = WebhookOutbox::open(dir + "/state.db", *sealing_key);
   if (!outbox) return outbox.error();
   webhook_outbox = std::move(*outbox);
   return {};

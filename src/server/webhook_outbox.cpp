@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include "creds/sealing_key.hpp"
 #include "storage/sqlite_state.hpp"
 
 namespace airlock::server {
@@ -20,13 +21,21 @@ constexpr const char* kColumns =
     "SELECT id, webhook, event, subject, body, created_ms, next_ms, attempts, state, last_error"
     " FROM webhook_deliveries ";
 
-WebhookDelivery row_of(const Statement& s) {
+// The body's associated data: a body sealed for one delivery does not open as another's.
+std::string body_of(const std::string& id) { return "webhook delivery " + id + " body"; }
+
+WebhookDelivery row_of(const Statement& s, const creds::SealingKey& key) {
   WebhookDelivery d;
   d.id = s.text(0);
   d.webhook = s.text(1);
   d.event = s.text(2);
   d.subject = s.text(3);
-  d.body = s.text(4);
+  const std::string sealed = s.text(4);
+  auto body = creds::SealingKey::is_sealed_text(sealed)
+                  ? key.open_text(body_of(d.id), sealed)
+                  : Result<std::string>(Error::make("sealed_corrupt", "delivery " + d.id + ": its body is not sealed"));
+  if (body) d.body = std::move(*body);
+  else d.body_error = body.error().message;
   d.created_ms = s.integer(5);
   d.next_ms = s.integer(6);
   d.attempts = static_cast<std::uint32_t>(s.integer(7));
@@ -41,10 +50,38 @@ Error db_error(sqlite3* db, const std::string& what) {
 
 }  // namespace
 
-Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path) {
+Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path,
+                                                           std::shared_ptr<const creds::SealingKey> key) {
+  if (!key) return Error::make("storage", "state database (webhook_deliveries): no key to seal bodies with");
   auto db = storage::open_sqlite_state(path, kSchema, "state database (webhook_deliveries)");
   if (!db) return db.error();
-  return std::unique_ptr<WebhookOutbox>(new WebhookOutbox(db->release()));
+  std::unique_ptr<WebhookOutbox> outbox(new WebhookOutbox(db->release(), std::move(key)));
+  if (auto s = outbox->exec("PRAGMA secure_delete = ON"); !s) return s.error();
+  if (auto s = outbox->seal_plain_bodies(); !s) return s.error();
+  return outbox;
+}
+
+// Bodies an older daemon stored in plain (a JSON document): sealed, in one transaction.
+Status WebhookOutbox::seal_plain_bodies() {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::string>> plain;
+  {
+    Statement s(db_, "SELECT id, body FROM webhook_deliveries WHERE substr(body, 1, 1) = '{'");
+    while (s.step_row()) plain.emplace_back(s.text(0), s.text(1));
+  }
+  if (plain.empty()) return {};
+  if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
+  for (const auto& [id, body] : plain) {
+    auto sealed = key_->seal_text(body_of(id), body);
+    Statement up(db_, "UPDATE webhook_deliveries SET body = ? WHERE id = ?");
+    if (sealed) up.bind(1, *sealed);
+    up.bind(2, id);
+    if (!sealed || !up.step_done()) {
+      (void)exec("ROLLBACK");
+      return sealed ? db_error(db_, "sealing delivery " + id) : sealed.error();
+    }
+  }
+  return exec("COMMIT");
 }
 
 WebhookOutbox::~WebhookOutbox() { sqlite3_close(db_); }
@@ -58,6 +95,11 @@ Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
   std::lock_guard lock(mu_);
   if (auto s = exec("BEGIN IMMEDIATE"); !s) return s;
   for (const auto& d : deliveries) {
+    auto sealed = key_->seal_text(body_of(d.id), d.body);
+    if (!sealed) {
+      (void)exec("ROLLBACK");
+      return sealed.error();
+    }
     Statement s(db_,
                 "INSERT INTO webhook_deliveries (id, webhook, event, subject, body, created_ms, next_ms, state)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')");
@@ -65,7 +107,7 @@ Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
     s.bind(2, d.webhook);
     s.bind(3, d.event);
     s.bind(4, d.subject);
-    s.bind(5, d.body);
+    s.bind(5, *sealed);
     s.bind(6, d.created_ms);
     s.bind(7, d.next_ms);
     if (!s.step_done()) {
@@ -89,7 +131,7 @@ std::vector<WebhookDelivery> WebhookOutbox::due(std::int64_t now_ms, int limit) 
   s.bind(1, now_ms);
   s.bind(2, static_cast<std::int64_t>(limit));
   std::vector<WebhookDelivery> out;
-  while (s.step_row()) out.push_back(row_of(s));
+  while (s.step_row()) out.push_back(row_of(s, *key_));
   return out;
 }
 
@@ -105,7 +147,7 @@ std::optional<WebhookDelivery> WebhookOutbox::get(const std::string& id) {
   Statement s(db_, (std::string(kColumns) + "WHERE id = ?").c_str());
   s.bind(1, id);
   if (!s.step_row()) return std::nullopt;
-  return row_of(s);
+  return row_of(s, *key_);
 }
 
 Status WebhookOutbox::release(const std::string& event, const std::string& subject, std::int64_t now_ms) {

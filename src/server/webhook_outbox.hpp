@@ -15,6 +15,10 @@
 
 struct sqlite3;
 
+namespace airlock::creds {
+class SealingKey;
+}
+
 namespace airlock::server {
 
 struct WebhookDelivery {
@@ -22,7 +26,9 @@ struct WebhookDelivery {
   std::string webhook;  // its name in the configuration
   std::string event;    // approval.requested | invocation.completed
   std::string subject;  // the invocation's id (links it to the audit records)
-  std::string body;     // the JSON sent, byte for byte on every attempt
+  std::string body;     // the JSON sent, byte for byte on every attempt (sealed in the table)
+  // Why the stored body did not open ("" when it did): such a delivery is failed, never sent.
+  std::string body_error;
   std::int64_t created_ms = 0, next_ms = 0;
   std::uint32_t attempts = 0;
   std::string state = "pending";  // pending | delivered | failed
@@ -31,7 +37,11 @@ struct WebhookDelivery {
 
 class WebhookOutbox {
  public:
-  static Result<std::unique_ptr<WebhookOutbox>> open(const std::string& path);
+  // Bodies are sealed with `key` (the secret store's, creds/sealing_key.hpp): an
+  // approval.requested body carries the pending call's arguments. Bodies an older daemon
+  // stored in plain are sealed at open.
+  static Result<std::unique_ptr<WebhookOutbox>> open(const std::string& path,
+                                                     std::shared_ptr<const creds::SealingKey> key);
   ~WebhookOutbox();
 
   // All of them or none, in one transaction.
@@ -49,12 +59,14 @@ class WebhookOutbox {
   Status failed(const std::string& id, std::uint32_t attempts, const std::string& error);
 
  private:
-  explicit WebhookOutbox(sqlite3* db) : db_(db) {}
+  WebhookOutbox(sqlite3* db, std::shared_ptr<const creds::SealingKey> key) : db_(db), key_(std::move(key)) {}
+  Status seal_plain_bodies();
   Status exec(const std::string& sql);
   Status update(const std::string& id, const char* state, std::uint32_t attempts, std::int64_t next_ms,
                 const std::string& error);
   std::mutex mu_;
   sqlite3* db_;
+  std::shared_ptr<const creds::SealingKey> key_;
 };
 
 }  // namespace airlock::server

@@ -177,6 +177,7 @@ void WebhookService::attempt(const WebhookDelivery& d) {
   const auto* w = find_webhook(*generation->config, d.webhook);
   const std::uint32_t attempts = d.attempts + 1;
   if (!w) return give_up(d, d.attempts, "webhook " + d.webhook + " is no longer in the configuration");
+  if (!d.body_error.empty()) return give_up(d, d.attempts, "its stored body does not decrypt: " + d.body_error);
   const auto failure = post(*w, d);
   if (!failure) {
     if (auto s = outbox_.delivered(d.id, attempts); !s) std::cerr << "airlock: webhook " << w->name << ": " << s.error().message << "\n";

@@ -11,6 +11,7 @@
 
 #include "audit/log_reader.hpp"
 #include "common/digest.hpp"
+#include "creds/sealing_key.hpp"
 #include "server/approval_store.hpp"
 #include "server/approvals.hpp"
 #include "server/console/console.hpp"
@@ -207,7 +208,7 @@ TEST(ConsoleAssets, ThePageHasNoInlineScriptStyleOrHandlers) {
 // of three-byte characters is cut on a character, within the bound, with its whole size.
 TEST(ConsolePreview, ListsCarryABoundedPreviewCutOnACharacterAndTheFullHash) {
   Workspace ws;
-  auto store = ApprovalStore::open(ws.dir() + "/state.db");
+  auto store = ApprovalStore::open(ws.dir() + "/state.db", creds::SealingKey::from_bytes({9, 9, 9}));
   ASSERT_TRUE(store.ok()) << store.error().message;
   ApprovalRecord r;
   r.id = "apr-1";

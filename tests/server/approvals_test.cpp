@@ -17,6 +17,7 @@
 #include "audit/hash.hpp"
 #include "audit/log_reader.hpp"
 #include "corp_issuer.hpp"
+#include "creds/secret_store.hpp"
 #include "pipeline/stages/approval.hpp"
 #include "mcp_test_support.hpp"
 #include "server/approvals.hpp"
@@ -60,6 +61,12 @@ class Approvals : public ::testing::Test {
   }
 
   void start() { daemon_ = std::make_unique<RunningDaemon>(ws_); }
+  // The operator edits the file and reloads it (as SIGHUP does).
+  void reload(const std::string& yaml) {
+    ws_.write_config(yaml);
+    auto reloaded = daemon_->daemon->reload(ws_.config());
+    ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
+  }
   void stop() { daemon_.reset(); }
   std::uint16_t port() const { return daemon_->port; }
 
@@ -269,23 +276,91 @@ TEST_F(Approvals, ArgumentsWithDecimalsAreHeldApprovedByTheirHashAndRun) {
   EXPECT_EQ(done["output"]["echo"]["id"], 9007199254740993ULL);
 }
 
-TEST_F(Approvals, ArgumentsChangedInTheStateDatabaseAreNotRun) {
-  auto p = pending_of(request("danger", {{"x", 1}}));
+// Issue #33: the pending invocation is sealed with its approval's id as associated data. Two
+// pending calls with the same arguments, alice's and carol's: someone who can write state.db
+// swaps their stored invocations, so that approving alice's would run carol's (another user,
+// her credentials). It does not open under the other id: refused, nothing runs. (Before, in
+// plain, the swapped call ran: the arguments' hash was the same.)
+TEST_F(Approvals, InvocationsSwappedBetweenRowsOfTheStateDatabaseAreNotRun) {
+  auto alices = pending_of(request("danger", {{"x", 1}}, "alice"));
+  auto carols = pending_of(request("danger", {{"x", 1}}, "carol"));
   stop();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((ws_.dir() + "/data/state.db").c_str(), &db), SQLITE_OK);
-  const std::string sql = "UPDATE approvals SET invocation = replace(invocation, '\"x\":1', '\"x\":666') WHERE id = '" +
-                          p.approval + "'";
+  const std::string a = "'" + alices.approval + "'", c = "'" + carols.approval + "'";
+  const std::string sql = "CREATE TEMP TABLE kept AS SELECT id, invocation FROM approvals;"
+                          "UPDATE approvals SET invocation = (SELECT invocation FROM kept WHERE kept.id = CASE approvals.id"
+                          " WHEN " + a + " THEN " + c + " ELSE " + a + " END) WHERE id IN (" + a + ", " + c + ")";
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
-  EXPECT_EQ(sqlite3_changes(db), 1);
+  EXPECT_EQ(sqlite3_changes(db), 2);
   sqlite3_close(db);
   start();
-  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
-  auto done = outcome(p.invocation);
+  ASSERT_EQ(decide(alices.approval, "approve", "bob").status, 200);
+  auto done = outcome(alices.invocation);
   EXPECT_EQ(done["status"], "denied") << done.dump();
   EXPECT_EQ(done["error"]["kind"], "approval_denied");
   EXPECT_TRUE(done["output"].is_null());
-  EXPECT_TRUE(done["usage"].is_null()) << "the changed arguments never ran";
+  EXPECT_TRUE(done["usage"].is_null()) << "carol's call never ran as alice's";
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Issue #33: a reload that leaves what the call was decided on alone (a comment, a new tool,
+// another agent's tools) lets the approved call run, in the daemon that reloaded and across a
+// restart (the basis is kept with the pending invocation). Before: config_changed, whatever
+// changed.
+TEST_F(Approvals, AReloadThatChangesNothingTheCallRestsOnLetsTheApprovedCallRun) {
+  const std::string base = ws_.config_text();
+  auto p = pending_of(request("danger", {{"x", 1}}));
+  const std::string shown_basis = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"))
+                                      .json()
+                                      .value("decision_basis_sha256", "");
+  EXPECT_EQ(shown_basis.size(), 64u);
+  reload("# a comment the operator added\n" + base +
+         "\n  - name: brand-new\n    runtime: {type: python, file: tools/echo.py}\n");
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["status"], "ok") << done.dump();
+  EXPECT_EQ(done["output"]["echo"], (json{{"x", 1}}));
+
+  auto q = pending_of(request("danger", {{"x", 2}}));
+  stop();
+  ws_.write_config(replaced(ws_.config_text(), R"(tools: ["echo"])", R"(tools: ["echo", "slow"])"));
+  start();
+  ASSERT_EQ(decide(q.approval, "approve", "bob").status, 200);
+  done = outcome(q.invocation);
+  EXPECT_EQ(done["status"], "ok") << done.dump();
+}
+
+// A reload that changes the tool's definition, its tier or the access rule that let the call
+// through ends the approved call with config_changed, naming what changed; nothing runs.
+TEST_F(Approvals, AReloadThatChangesWhatTheCallRestsOnEndsItConfigChanged) {
+  const std::string base = ws_.config_text();
+  struct Change {
+    std::string from, to, named;
+  };
+  const std::vector<Change> changes = {
+      {"- name: danger\n", "- name: danger\n    description: now it wires money\n", "the tool's definition"},
+      {"critical: {backend: local}", "critical: {backend: local, timeout: 20s}", "its risk tier"},
+      {R"(actions: [invoke], tools: ["danger*"])", R"(actions: [invoke], tools: ["danger*", "echo"])",
+       "the access rules that let it through"}};
+  for (const auto& change : changes) {
+    SCOPED_TRACE(change.named);
+    auto p = pending_of(request("danger", {{"x", 1}}));
+    reload(replaced(base, change.from, change.to));
+    ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+    auto done = outcome(p.invocation);
+    EXPECT_EQ(done["status"], "denied") << done.dump();
+    EXPECT_EQ(done["error"]["kind"], "config_changed") << done.dump();
+    EXPECT_NE(done["error"].value("message", "").find(change.named), std::string::npos) << done.dump();
+    EXPECT_TRUE(done["usage"].is_null()) << "nothing ran";
+    reload(base);
+  }
 }
 
 TEST_F(Approvals, NoDecisionBeforeTheTimeoutIsADenyAndALateApprovalIsRefused) {
@@ -552,6 +627,133 @@ TEST_F(Approvals, TheCommandLineApprovesTheArgumentsItShowedByTheirHash) {
   EXPECT_NE(approved.find("{\"x\":7}"), std::string::npos) << approved;
   EXPECT_NE(approved.find(*own), std::string::npos) << approved;
   EXPECT_EQ(outcome(p.invocation)["output"]["echo"], (json{{"x", 7}}));
+}
+
+// Issue #33: critical tools whose credential is exchanged from the user's token
+// (oauth-exchange). The upstream STS is the daemon's own POST /v1/token (as in
+// credentials_token_test), the client authenticated by the agent's key, kept in the secret
+// store as `agent-key`.
+const char* kExchangeTools = R"(
+  - name: danger-exchange
+    risk: critical
+    approval: {approvers: 1, timeout: 60s}
+    runtime: {type: python, file: tools/exchanged_claims.py}
+    credentials:
+      - env: UPSTREAM_TOKEN
+        oauth-exchange: {tokenEndpoint: "ENDPOINT", audience: airlock, scopes: [echo], clientSecret: agent-key}
+  - name: danger-exchange-brief
+    risk: critical
+    approval: {approvers: 1, timeout: 1s}
+    runtime: {type: python, file: tools/exchanged_claims.py}
+    credentials:
+      - env: UPSTREAM_TOKEN
+        oauth-exchange: {tokenEndpoint: "ENDPOINT", audience: airlock, scopes: [echo], clientSecret: agent-key}
+)";
+
+class ApprovalsExchange : public Approvals {
+ protected:
+  void SetUp() override {
+    Approvals::SetUp();
+    auto secrets = creds::SecretStore::open(ws_.dir() + "/data");
+    ASSERT_TRUE(secrets.ok()) << secrets.error().message;
+    ASSERT_TRUE((*secrets)->set("agent-key", kKey).ok());
+    std::string tools = kExchangeTools;
+    const std::string endpoint = "http://127.0.0.1:" + std::to_string(port()) + "/v1/token";
+    for (auto at = tools.find("ENDPOINT"); at != std::string::npos; at = tools.find("ENDPOINT"))
+      tools.replace(at, 8, endpoint);
+    reload(ws_.config_text() + tools);
+  }
+
+  Reply request_as(const std::string& tool, const json& arguments, const std::string& user_token) {
+    return http_with(port(), "POST", "/v1/tools/" + tool + "/invoke", json{{"arguments", arguments}}.dump(), kKey,
+                     {{"Airlock-Subject-Token", user_token}});
+  }
+
+  // Rows of approvals that keep a user token now (-1: the query failed).
+  int kept_tokens() const {
+    sqlite3* db = nullptr;
+    int n = -1;
+    if (sqlite3_open_v2((ws_.dir() + "/data/state.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_exec(
+          db, "SELECT count(*) FROM approvals WHERE user_token IS NOT NULL",
+          [](void* out, int, char** values, char**) {
+            *static_cast<int*>(out) = std::atoi(values[0]);
+            return 0;
+          },
+          &n, nullptr);
+    }
+    sqlite3_close(db);
+    return n;
+  }
+
+  // Every byte of a database file and its write-ahead log.
+  std::string file_bytes(const std::string& path) const {
+    std::string out;
+    for (const std::string& p : {path, path + "-wal"}) {
+      std::ifstream in(p, std::ios::binary);
+      out.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return out;
+  }
+};
+
+// (a) The call waits; once approved, its credential is exchanged from alice's kept token: the
+// tool's token speaks for alice, acted on by the agent. (b) While it waits, state.db holds
+// neither her token nor the arguments in plain (sealed with the secret store's key), and
+// nothing else Airlock wrote does. The stored token is deleted once the run has read it.
+// (Before: the token was not kept, so the call failed credential_denied after the approval,
+// and the arguments were plain text in state.db.)
+TEST_F(ApprovalsExchange, ACriticalOAuthExchangeToolRunsWithTheKeptUserTokenAndNothingIsInPlain) {
+  const std::string alice = token("alice");
+  const json arguments = {{"var", "UPSTREAM_TOKEN"}, {"note", "wire 4711 EUR to acct-zz-secret-payee"}};
+  auto p = pending_of(request_as("danger-exchange", arguments, alice));
+  EXPECT_EQ(kept_tokens(), 1);
+  const std::string signature = alice.substr(alice.rfind('.') + 1);
+  const std::string state = file_bytes(ws_.dir() + "/data/state.db");
+  ASSERT_FALSE(state.empty());
+  EXPECT_EQ(state.find(signature), std::string::npos) << "state.db holds the user's token";
+  EXPECT_EQ(state.find("acct-zz-secret-payee"), std::string::npos) << "state.db holds the arguments in plain";
+  EXPECT_EQ(file_bytes(ws_.dir() + "/data/audit.db").find(signature), std::string::npos);
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"));
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  EXPECT_EQ(shown.json()["arguments"], arguments) << "the approver sees them, opened";
+  auto listed = http(port(), "GET", "/v1/approvals", "", token("bob"));
+  EXPECT_NE(listed.body.find("acct-zz-secret-payee"), std::string::npos) << "and their preview in the list";
+
+  ASSERT_EQ(decide(p.approval, "approve", "bob").status, 200);
+  auto done = outcome(p.invocation);
+  ASSERT_EQ(done["status"], "ok") << done.dump();
+  EXPECT_EQ(done["output"]["claims"]["sub"], "alice") << done.dump();
+  EXPECT_EQ(done["output"]["claims"]["act"]["sub"], "agent") << done.dump();
+  EXPECT_EQ(kept_tokens(), 0) << "read once by the run, then deleted";
+  EXPECT_EQ(file_bytes(ws_.dir() + "/data/state.db").find(signature), std::string::npos);
+}
+
+// (c) A denied call's kept token goes with the deny, an expired one's with the expiry; a tool
+// that exchanges nothing keeps no token at all.
+TEST_F(ApprovalsExchange, TheKeptUserTokenIsDeletedWhenTheApprovalIsDeniedOrExpires) {
+  auto denied = pending_of(request("danger-exchange", {{"x", 1}}));
+  auto expiring = pending_of(request("danger-exchange-brief", {{"x", 2}}));
+  EXPECT_EQ(kept_tokens(), 2);
+  ASSERT_EQ(decide(denied.approval, "deny", "bob").status, 200);
+  EXPECT_EQ(outcome(denied.invocation)["error"]["kind"], "approval_denied");
+  EXPECT_EQ(outcome(expiring.invocation)["error"]["kind"], "approval_expired");
+  EXPECT_EQ(kept_tokens(), 0);
+  auto plain = pending_of(request("danger", {{"x", 3}}));
+  EXPECT_EQ(kept_tokens(), 0) << "danger exchanges no token: none is kept";
+  ASSERT_EQ(decide(plain.approval, "deny", "bob").status, 200);
+}
+
+// The kept token's own expiry ends the wait: the approval expires with it (past its exp the
+// credential could not be exchanged), the message says why, and the token is deleted.
+TEST_F(ApprovalsExchange, AnApprovalExpiresWithTheKeptUserToken) {
+  auto r = request_as("danger-exchange", {{"x", 1}}, corp_->token("alice", json::array({"staff"}), std::chrono::seconds(3)));
+  auto p = pending_of(r);
+  EXPECT_EQ(kept_tokens(), 1);
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["error"]["kind"], "approval_expired") << done.dump();
+  EXPECT_NE(done["error"].value("message", "").find("user's token"), std::string::npos) << done.dump();
+  EXPECT_EQ(kept_tokens(), 0);
 }
 
 }  // namespace

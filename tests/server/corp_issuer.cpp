@@ -42,11 +42,12 @@ void CorpIssuer::publish(const std::string& dir) const {
   std::ofstream(dir + "/corp-jwks.json") << signer_.jwks().dump();
 }
 
-std::string CorpIssuer::token(const std::string& sub, const nlohmann::json& groups) const {
+std::string CorpIssuer::token(const std::string& sub, const nlohmann::json& groups,
+                              std::chrono::seconds lifetime) const {
   const std::int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const nlohmann::json claims = {{"iss", kIssuer}, {"aud", "airlock"},  {"sub", sub},          {"iat", now},
-                                 {"exp", now + 600}, {"jti", "jti-" + sub}, {"groups", groups}};
+                                 {"exp", now + lifetime.count()}, {"jti", "jti-" + sub}, {"groups", groups}};
   return *signer_.issue(claims);
 }
 

@@ -3,6 +3,7 @@
 // and role sections those configs share, and the critical tier on the local backend.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,8 +28,10 @@ class CorpIssuer {
   static Result<CorpIssuer> open(const std::string& dir);
   // Writes dir/corp-jwks.json (another daemon's workspace trusting the same issuer).
   void publish(const std::string& dir) const;
-  // A token for `sub` in `groups`: audience airlock, valid ten minutes, jti "jti-<sub>".
-  std::string token(const std::string& sub, const nlohmann::json& groups) const;
+  // A token for `sub` in `groups`: audience airlock, valid `lifetime` (ten minutes unless
+  // given), jti "jti-<sub>".
+  std::string token(const std::string& sub, const nlohmann::json& groups,
+                    std::chrono::seconds lifetime = std::chrono::seconds(600)) const;
 
  private:
   explicit CorpIssuer(identity::TokenSigner signer) : signer_(std::move(signer)) {}

@@ -21,6 +21,7 @@
 #include "audit/log_reader.hpp"
 #include "creds/secret_store.hpp"
 #include "corp_issuer.hpp"
+#include "creds/sealing_key.hpp"
 #include "server/webhook_outbox.hpp"
 #include "server/webhooks.hpp"
 #include "server_test_support.hpp"
@@ -249,6 +250,12 @@ class Webhooks : public ::testing::Test {
   }
   void stop() { daemon_.reset(); }
   std::uint16_t port() const { return daemon_->port; }
+  // The key the daemon seals the outbox's bodies with (the secret store's).
+  std::shared_ptr<const creds::SealingKey> daemon_key() const {
+    auto key = creds::SealingKey::load_or_create(creds::SealingKey::key_file_for(ws_.dir() + "/data"));
+    EXPECT_TRUE(key.ok()) << key.error().message;
+    return key.ok() ? *key : nullptr;
+  }
 
   std::string token(const std::string& sub) const {
     json groups = json::array({"staff"});
@@ -322,6 +329,32 @@ TEST_F(Webhooks, ApprovalRequestedReachesTheApproversSignedWithWhatTheyDecideOn)
   EXPECT_FALSE(verify(kApproverSecret, std::to_string(std::stoll(ts) + 1), sig, got->body));
   // Nothing else was sent: the call has not ended.
   EXPECT_FALSE(receiver.nth(0, "/outcomes", milliseconds(300)));
+}
+
+// Issue #33: the approval.requested delivery carries the pending call's arguments to the
+// bridge; the outbox keeps its body sealed like the approval, so state.db holds them in plain
+// neither before nor after the delivery. (Before: the body was plain text, kept after delivery.)
+TEST_F(Webhooks, TheOutboxKeepsTheArgumentsItDeliversSealed) {
+  Receiver receiver;
+  start(webhooks_yaml(receiver.port()));
+  auto r = request("danger", {{"note", "acct-zz-webhook-payee"}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  auto got = receiver.nth(0, "/approvals");
+  ASSERT_TRUE(got) << "no approval.requested delivery";
+  EXPECT_NE(got->body.find("acct-zz-webhook-payee"), std::string::npos) << "the bridge gets them";
+  stop();
+  std::string bytes;
+  for (const std::string file : {"/data/state.db", "/data/state.db-wal"}) {
+    std::ifstream in(ws_.dir() + file, std::ios::binary);
+    bytes.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(bytes.find("acct-zz-webhook-payee"), std::string::npos) << "state.db holds the arguments in plain";
+  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db", daemon_key());
+  ASSERT_TRUE(outbox.ok()) << outbox.error().message;
+  auto row = (*outbox)->get(got->headers["airlock-webhook-id"]);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->body, got->body) << "the stored body opens to what was sent";
 }
 
 TEST_F(Webhooks, InvocationCompletedCarriesTheResultAsTheApiAnswersIt) {
@@ -400,7 +433,7 @@ TEST_F(Webhooks, AFailingReceiverGetsTheSameDeliveryAgainAfterGrowingWaits) {
   EXPECT_NE(metrics.find("airlock_webhook_deliveries_total{result=\"delivered\",webhook=\"outcomes\"} 1"),
             std::string::npos) << metrics;
   stop();
-  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db");
+  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db", daemon_key());
   ASSERT_TRUE(outbox.ok());
   auto row = (*outbox)->get(third->headers["airlock-webhook-id"]);
   ASSERT_TRUE(row);
@@ -417,7 +450,7 @@ TEST_F(Webhooks, AnEventWhileTheReceiverIsDownIsDeliveredAfterADaemonRestart) {
   std::this_thread::sleep_for(milliseconds(500));  // an attempt or two fail: nothing listens
   stop();
   {
-    auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db");
+    auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db", daemon_key());
     ASSERT_TRUE(outbox.ok());
     auto due = (*outbox)->due(std::numeric_limits<std::int64_t>::max(), 10);
     ASSERT_EQ(due.size(), 1u) << "kept while the daemon is down";
@@ -561,7 +594,7 @@ TEST_F(Webhooks, ADeliveryIsFailedOnceGiveUpAfterHasPassed) {
   std::this_thread::sleep_for(milliseconds(500));
   EXPECT_EQ(receiver.count(), attempts) << "still trying after giveUpAfter";
   stop();
-  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db");
+  auto outbox = WebhookOutbox::open(ws_.dir() + "/data/state.db", daemon_key());
   ASSERT_TRUE(outbox.ok());
   auto row = (*outbox)->get(first->headers["airlock-webhook-id"]);
   ASSERT_TRUE(row);

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "creds/sealing_key.hpp"
 #include "server/approval_store.hpp"
 #include "state_store_support.hpp"
 
@@ -17,7 +18,7 @@ template <typename State>
 class ApprovalStoreTest : public ::testing::Test {
  protected:
   std::unique_ptr<ApprovalStore> open() {
-    auto store = ApprovalStore::open(state_.location());
+    auto store = ApprovalStore::open(state_.location(), key_);
     EXPECT_TRUE(store) << (store ? "" : store.error().message);
     return store ? std::move(*store) : nullptr;
   }
@@ -39,6 +40,8 @@ class ApprovalStoreTest : public ::testing::Test {
     return {"https://idp", sub, "", verdict, "ok", 0};
   }
   State state_;
+  // Both "replicas" share one key, as replicas that run each other's approvals must.
+  ApprovalStore::Key key_ = creds::SealingKey::from_bytes({1, 2, 3, 4, 5, 6, 7, 8});
 };
 
 TYPED_TEST_SUITE(ApprovalStoreTest, test::BothStores, test::StoreNames);
@@ -163,6 +166,53 @@ TYPED_TEST(ApprovalStoreTest, ConcurrentDecisionsAndExpiryEndItOneWay) {
     EXPECT_EQ(a->get(id)->decisions.size(), static_cast<std::size_t>(won.load())) << id;
     EXPECT_NE(final_state, "pending");
   }
+}
+
+// Issue #33: a kept user token opens for the store that sealed it, and is gone once the
+// approval is denied, expired, or resumed (read once, then forgotten); the sweeper's pass
+// deletes any left on an ended row.
+TYPED_TEST(ApprovalStoreTest, AKeptUserTokenLastsOnlyWhileTheApprovalCanStillRun) {
+  auto store = this->open();
+  ASSERT_TRUE(store);
+  for (const char* id : {"deny", "expire", "run", "left"}) {
+    auto r = this->record(id, 1, std::string(id) == "expire" ? 5'000 : 50'000);
+    r.user_token = std::string("eyJ.user-token-of.") + id;
+    ASSERT_TRUE(store->create(r));
+    EXPECT_EQ(store->get(id)->user_token, r.user_token);
+  }
+  EXPECT_TRUE(store->pending()[0].user_token.empty()) << "a list carries no token";
+  ASSERT_TRUE(store->decide("deny", this->by("alice", "deny"), 2'000));
+  EXPECT_EQ(store->get("deny")->user_token, "");
+  ASSERT_EQ(store->expire_due(5'000).size(), 1u);
+  EXPECT_EQ(store->get("expire")->user_token, "");
+  ASSERT_TRUE(store->decide("run", this->by("alice"), 2'000));
+  EXPECT_EQ(store->get("run")->user_token, "eyJ.user-token-of.run") << "approved, not run yet: kept";
+  ASSERT_TRUE(store->claim_resume("run"));
+  ASSERT_TRUE(store->forget_user_token("run"));
+  EXPECT_EQ(store->get("run")->user_token, "");
+  // A claim whose forget never came (the daemon stopped between them): the sweeper's pass.
+  ASSERT_TRUE(store->decide("left", this->by("alice"), 2'000));
+  ASSERT_TRUE(store->claim_resume("left"));
+  EXPECT_EQ(store->forget_spent_user_tokens(), 1u);
+  EXPECT_EQ(store->get("left")->user_token, "");
+}
+
+// What another key sealed does not open, and says so: a replica given another key file.
+TYPED_TEST(ApprovalStoreTest, AStoreWithAnotherKeyOpensNothingAndSaysWhy) {
+  auto store = this->open();
+  ASSERT_TRUE(store);
+  auto r = this->record("sealed");
+  r.user_token = "eyJ.token";
+  ASSERT_TRUE(store->create(r));
+  auto other = ApprovalStore::open(this->state_.location(), creds::SealingKey::from_bytes({42}));
+  ASSERT_TRUE(other) << other.error().message;
+  auto seen = (*other)->get("sealed");
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->sealed_error, "sealed_other_key") << seen->sealed_error_message;
+  EXPECT_TRUE(seen->invocation.is_null());
+  EXPECT_EQ(seen->user_token, "");
+  EXPECT_EQ(seen->arguments_preview, "");
+  EXPECT_EQ(seen->arguments_sha256, r.arguments_sha256) << "what is not sealed reads as ever";
 }
 
 }  // namespace

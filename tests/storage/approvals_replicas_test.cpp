@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 
@@ -34,6 +35,9 @@ std::string tools_yaml(std::uint16_t collector_port) {
 class ApprovalsAcrossReplicas : public ::testing::Test {
  protected:
   void SetUp() override {
+    // Pending calls are sealed with the secret store's key: replicas given the same key file
+    // (docs/approvals.md) run each other's approved calls.
+    if (share_key_) ::setenv("AIRLOCK_SECRETS_KEY_FILE", (a_ws_.dir() + "/shared-secrets.key").c_str(), 1);
     auto corp = CorpIssuer::open(a_ws_.dir());
     ASSERT_TRUE(corp.ok()) << corp.error().message;
     corp_.emplace(std::move(*corp));
@@ -43,6 +47,11 @@ class ApprovalsAcrossReplicas : public ::testing::Test {
     for (Workspace* ws : {&a_ws_, &b_ws_}) configure(*ws, location.postgres.url);
     a_ = std::make_unique<RunningDaemon>(a_ws_);
     b_ = std::make_unique<RunningDaemon>(b_ws_);
+  }
+  void TearDown() override {
+    a_.reset();
+    b_.reset();
+    ::unsetenv("AIRLOCK_SECRETS_KEY_FILE");
   }
 
   // The approvals test's configuration, on the shared database with the shared keys.
@@ -99,6 +108,7 @@ class ApprovalsAcrossReplicas : public ::testing::Test {
     EXPECT_EQ(collector_.next(), "") << "the tool ran a second time";
   }
 
+  bool share_key_ = true;
   Collector collector_;
   ::airlock::test::PostgresState state_;
   audit::LogLocation log_;
@@ -144,6 +154,29 @@ TEST_F(ApprovalsAcrossReplicas, ApprovedAtOnceOnAAndBRunsOnce) {
   expect_one_run(arguments);
   auto done = http(a_->port, "GET", "/v1/invocations/" + invocation + "?wait=30s");
   EXPECT_EQ(done.json()["status"], "ok") << done.body;
+  EXPECT_EQ(executions(invocation), 1);
+}
+
+// Issue #33: replicas each with their own secrets key (the default: <dataDir>.secrets-key).
+// B cannot open what A sealed: it shows the approval's arguments to nobody (503, naming the
+// key), takes the decision (which needs no sealed column), and leaves the run to A, which
+// holds the key: the call still runs once and A's poll answers.
+class ApprovalsAcrossReplicasWithOwnKeys : public ApprovalsAcrossReplicas {
+ protected:
+  ApprovalsAcrossReplicasWithOwnKeys() { share_key_ = false; }
+};
+
+TEST_F(ApprovalsAcrossReplicasWithOwnKeys, AReplicaWithAnotherKeyLeavesTheRunToTheOneThatSealedIt) {
+  const json arguments = {{"x", 3}};
+  auto [invocation, approval] = request(a_->port, arguments);
+  ASSERT_FALSE(approval.empty());
+  auto shown = http(b_->port, "GET", "/v1/approvals/" + approval, "", token("bob"));
+  EXPECT_EQ(shown.status, 503) << shown.body;
+  EXPECT_NE(shown.body.find("same key file"), std::string::npos) << shown.body;
+  ASSERT_EQ(decide(b_->port, approval, "bob").status, 200);
+  auto done = http(a_->port, "GET", "/v1/invocations/" + invocation + "?wait=30s");
+  EXPECT_EQ(done.json()["status"], "ok") << done.body;
+  expect_one_run(arguments);
   EXPECT_EQ(executions(invocation), 1);
 }
 

@@ -4,6 +4,7 @@
 #include "audit/hash.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/utc_time.hpp"
+#include "pipeline/decision_basis.hpp"
 
 namespace airlock::pipeline {
 
@@ -15,6 +16,30 @@ Result<std::string> canonical_sha256(const nlohmann::json& value) {
 
 namespace {
 
+bool exchanges(const std::vector<policy::CredentialSpec>& credentials) {
+  for (const auto& c : credentials)
+    if (std::holds_alternative<policy::OAuthExchangeCredential>(c.source)) return true;
+  return false;
+}
+
+// Whether the call's credentials are exchanged from the user's token (oauth-exchange, the
+// tool's own or its MCP server's): only then is the token kept while the call waits.
+bool exchanges_user_token(const policy::Config& config, const policy::ToolConfig& tool) {
+  if (exchanges(tool.credentials)) return true;
+  const auto* server = tool.mcp ? config.find_mcp_server(tool.mcp->server) : nullptr;
+  return server && exchanges(server->credentials);
+}
+
+// The user token's `exp`, when the token is kept and says one.
+std::optional<std::chrono::system_clock::time_point> kept_token_expiry(const Invocation& inv) {
+  if (inv.user_token.empty() || !inv.subject) return std::nullopt;
+  const auto& exp = inv.subject->claims.contains("exp") ? inv.subject->claims["exp"] : nlohmann::json();
+  if (!exp.is_number()) return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(exp.get<std::int64_t>()));
+}
+
+// A kept token bounds the wait: past its `exp` the credential cannot be exchanged, so the
+// approval expires with it (and the token is deleted then).
 Result<ApprovalRequest> make_request(const Invocation& inv, const policy::ToolConfig& tool) {
   auto digest = canonical_sha256(inv.arguments);
   if (!digest) return digest.error();
@@ -24,6 +49,10 @@ Result<ApprovalRequest> make_request(const Invocation& inv, const policy::ToolCo
   r.approvers = tool.approval.approvers;
   r.requested_at = std::chrono::system_clock::now();
   r.expires_at = r.requested_at + tool.approval.timeout;
+  if (auto exp = kept_token_expiry(inv); exp && *exp < r.expires_at) {
+    r.expires_at = *exp;
+    r.expires_with_user_token = true;
+  }
   return r;
 }
 
@@ -34,7 +63,8 @@ nlohmann::json suspension_data(const ApprovalRequest& r) {
             {"expires_at", rfc3339_ms(r.expires_at)},
             {"url", "/v1/approvals/" + r.approval_id},
             {"approvers", r.approvers}}},
-          {"arguments_sha256", r.arguments_sha256}};
+          {"arguments_sha256", r.arguments_sha256},
+          {"expires_with_user_token", r.expires_with_user_token}};
 }
 
 }  // namespace
@@ -49,10 +79,15 @@ StageResult ApprovalStage::run(Invocation& inv, StageContext& ctx) {
     return deny(ErrorKind::tier_unavailable,
                 "tool '" + inv.tool_name + "' is critical risk and needs a human approval; this "
                 "daemon has no approval store");
+  // The user's token is kept (sealed, docs/approvals.md) only for a tool that exchanges it.
+  if (!exchanges_user_token(ctx.config(), *tool)) inv.user_token.clear();
   auto request = make_request(inv, *tool);
   if (!request) return fail(ErrorKind::internal, "the approval request: " + request.error().message);
   const std::string reason = "waiting for " + std::to_string(request->approvers) +
                              " approval(s) until " + rfc3339_ms(request->expires_at);
+  auto basis = decision_basis(ctx.config(), inv);
+  if (!basis) return fail(ErrorKind::internal, "the approval request: " + basis.error().message);
+  inv.decision_basis = std::move(*basis);
   nlohmann::json data = suspension_data(*request);
   Invocation suspended = inv;  // as it will be restored: resumes at the next stage
   suspended.suspended = Suspension{std::string(name()), reason, data};

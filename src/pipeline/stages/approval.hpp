@@ -21,6 +21,9 @@ struct ApprovalRequest {
   std::string arguments_sha256;  // hex, of the arguments' RFC 8785 canonical JSON (audit/jcs.hpp)
   std::uint32_t approvers = 1;   // distinct approvers needed (tools[].approval.approvers)
   std::chrono::system_clock::time_point requested_at, expires_at;
+  // The user's token is kept for the tool's oauth-exchange credential and expires before the
+  // approval's timeout: the approval expires with it.
+  bool expires_with_user_token = false;
 };
 
 // Keeps the pending approval durably (the state database). `suspended` is the invocation as
