@@ -4,6 +4,7 @@
 #include "audit/hash.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/utc_time.hpp"
+#include "identity/verifier.hpp"
 #include "pipeline/decision_basis.hpp"
 
 namespace airlock::pipeline {
@@ -30,12 +31,15 @@ bool exchanges_user_token(const policy::Config& config, const policy::ToolConfig
   return server && exchanges(server->credentials);
 }
 
-// The user token's `exp`, when the token is kept and says one.
-std::optional<std::chrono::system_clock::time_point> kept_token_expiry(const Invocation& inv) {
+// The user token's `exp` when the token is kept, says one, and comes before `deadline`.
+// Compared in seconds: a far `exp` (up to int64's) never becomes a time_point that overflows.
+std::optional<std::chrono::system_clock::time_point> kept_token_expiry_before(
+    const Invocation& inv, std::chrono::system_clock::time_point deadline) {
   if (inv.user_token.empty() || !inv.subject) return std::nullopt;
-  const auto& exp = inv.subject->claims.contains("exp") ? inv.subject->claims["exp"] : nlohmann::json();
-  if (!exp.is_number()) return std::nullopt;
-  return std::chrono::system_clock::time_point(std::chrono::seconds(exp.get<std::int64_t>()));
+  const auto exp = identity::numeric_date_claim(inv.subject->claims, "exp");  // RFC 7519: may be fractional
+  const auto deadline_s = std::chrono::duration_cast<std::chrono::seconds>(deadline.time_since_epoch()).count();
+  if (!exp || *exp >= deadline_s) return std::nullopt;
+  return std::chrono::system_clock::time_point(std::chrono::seconds(*exp));
 }
 
 // A kept token bounds the wait: past its `exp` the credential cannot be exchanged, so the
@@ -49,7 +53,7 @@ Result<ApprovalRequest> make_request(const Invocation& inv, const policy::ToolCo
   r.approvers = tool.approval.approvers;
   r.requested_at = std::chrono::system_clock::now();
   r.expires_at = r.requested_at + tool.approval.timeout;
-  if (auto exp = kept_token_expiry(inv); exp && *exp < r.expires_at) {
+  if (auto exp = kept_token_expiry_before(inv, r.expires_at)) {
     r.expires_at = *exp;
     r.expires_with_user_token = true;
   }
