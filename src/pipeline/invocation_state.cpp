@@ -100,6 +100,7 @@ Result<json> persist(const Invocation& inv) {
       {"raw_body", inv.raw_body},
       {"peer", inv.peer},
       {"arguments", inv.arguments},
+      {"reason", inv.reason},
       {"received_ms", received},
       {"config_version", inv.config_version},
       {"cursor", inv.cursor},
@@ -134,6 +135,7 @@ Result<Invocation> restore(const json& j) {
     inv.raw_body = j.at("raw_body").get<std::string>();
     inv.peer = j.at("peer").get<std::string>();
     inv.arguments = j.at("arguments");
+    inv.reason = j.value("reason", "");  // absent in invocations persisted before it existed
     inv.received = std::chrono::system_clock::time_point(milliseconds(j.at("received_ms").get<std::int64_t>()));
     inv.config_version = j.at("config_version").get<std::string>();
     inv.cursor = j.at("cursor").get<std::size_t>();

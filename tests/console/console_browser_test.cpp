@@ -46,7 +46,13 @@ bindings:
 
 const char* kTools = R"(
   - name: danger
-    description: Pays an invoice.
+    description: 'Pays an invoice. <img src=x onerror="window.__pwned=1">'
+    inputSchema:
+      type: object
+      properties:
+        amount: {type: integer, description: 'In cents <script>window.__pwned=2</script>'}
+        payee: {type: string, description: Who is paid}
+      additionalProperties: true
     risk: critical
     approval: {approvers: 1, timeout: 10m}
     runtime: {type: python, file: tools/echo.py}
