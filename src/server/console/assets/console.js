@@ -246,6 +246,26 @@
     showSignedIn(r.data);
   }
 
+  // "Sign in with <issuer>" when identity.console is configured: the server starts the
+  // login (state, nonce and PKCE stay on the server) and the browser goes to the provider.
+  async function offerOidc() {
+    const r = await call("GET", "/console/oidc");
+    const box = document.getElementById("oidc");
+    if (!r.ok || !r.data.issuer) return;
+    const button = document.getElementById("oidc-sign-in");
+    button.textContent = "";
+    button.appendChild(text("Sign in with " + r.data.issuer));
+    box.hidden = false;
+  }
+
+  async function oidcSignIn() {
+    const r = await call("POST", "/console/oidc/login", {});
+    if (!r.ok) return setStatus(errorText(r), true);
+    const url = new URL(r.data.authorization_url);
+    if (url.protocol !== "https:" && url.protocol !== "http:") return setStatus("the provider's URL is not http(s)", true);
+    location.assign(url.href);
+  }
+
   async function signOut() {
     await call("DELETE", "/console/session", {});
     signedOut(null);
@@ -587,6 +607,8 @@
   async function start() {
     document.getElementById("sign-in-form").addEventListener("submit", signIn);
     document.getElementById("sign-out").addEventListener("click", signOut);
+    document.getElementById("oidc-sign-in").addEventListener("click", oidcSignIn);
+    offerOidc();
     window.addEventListener("hashchange", route);
     const r = await call("GET", "/console/session");
     if (r.ok) showSignedIn(r.data);
