@@ -34,7 +34,7 @@ struct ConsoleSignInConfig {
   std::string issuer;              // an IssuerConfig name
   std::string client_id;           // as registered at the provider
   std::string redirect_uri;        // http(s)://<the console's origin>/console/oidc/callback, registered too
-  std::string client_secret_file;  // a confidential client's secret (sent with client_secret_basic); "": none
+  std::string client_secret_file;  // a confidential client's secret (sent as client_secret_post); "": none
   std::string discovery_url;       // "": <the issuer's iss>/.well-known/openid-configuration
 };
 

@@ -601,6 +601,13 @@ TEST_F(Approvals, TheAgentsReasonIsKeptShownRedactedAndAudited) {
   auto requested = chain(p.invocation).at(0);
   EXPECT_EQ(requested["event"], "approval.requested");
   EXPECT_EQ(requested["reason"], kept) << "the audit log keeps the reason the approvers saw";
+  int status = -1;  // and `airlock approvals show`, escaped as the arguments are
+  const std::string cli = run_cli("show " + p.approval + " --server http://127.0.0.1:" + std::to_string(port()) +
+                                      " --key " + token("bob"), status);
+  EXPECT_EQ(status, 0) << cli;
+  EXPECT_NE(cli.find("tool \"Pays an invoice. <img src=x onerror=\\\"alert(1)\\\">\""), std::string::npos) << cli;
+  EXPECT_NE(cli.find("the agent's reason \"<img src=x onerror=alert(1)> invoice 7 from "), std::string::npos) << cli;
+  EXPECT_NE(cli.find("\\u202e\""), std::string::npos) << "the bidi override escaped in a terminal too: " << cli;
 
   expect_error(with_reason(42), 400, "invalid_input", "reason must be a string");
   expect_error(with_reason(std::string(2049, 'r')), 400, "invalid_input", "at most 2048");
