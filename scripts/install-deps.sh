@@ -96,5 +96,6 @@ npm_ci_in mcp
 # Kubernetes tests: the official Kubernetes schemas (kubernetes-models) for the API-server
 # stand-in and the deploy/kubernetes/ check.
 npm_ci_in kubernetes
-# Console tests: selenium-webdriver drives Debian's chromium.
+# Console tests: selenium-webdriver drives Debian's chromium; oidc-provider is the real OpenID
+# provider of the console's sign-in test.
 npm_ci_in console

@@ -45,13 +45,17 @@ void print_line(const nlohmann::json& a) {
             << "  expires " << text(a, "expires_at") << "\n";
 }
 
-// One approval with its arguments (as JSON text, escapes for every non-ASCII character, so
-// nothing invisible passes unseen) and its decisions.
+// One approval with the tool's description, the agent's reason and its arguments (as JSON
+// text, escapes for every non-ASCII character, so nothing invisible passes unseen) and its
+// decisions.
 void print_details(const nlohmann::json& j) {
   print_line(j);
+  const auto escaped = [](const nlohmann::json& v) { return v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace); };
+  if (const auto c = j.find("context"); c != j.end() && c->is_object() && c->value("description", nlohmann::json()).is_string())
+    std::cout << "  tool " << escaped((*c)["description"]) << "\n";
+  if (j.value("reason", nlohmann::json()).is_string()) std::cout << "  the agent's reason " << escaped(j["reason"]) << "\n";
   if (j.contains("arguments"))
-    std::cout << "  arguments " << j["arguments"].dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)
-              << "  sha256 " << text(j, "arguments_sha256") << "\n";
+    std::cout << "  arguments " << escaped(j["arguments"]) << "  sha256 " << text(j, "arguments_sha256") << "\n";
   for (const auto& d : j.value("decisions", nlohmann::json::array()))
     std::cout << "  " << text(d, "decision") << " by " << text(d.value("approver", nlohmann::json::object()), "sub")
               << " at " << text(d, "at") << ": " << text(d, "reason") << "\n";

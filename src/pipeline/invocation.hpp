@@ -65,6 +65,9 @@ struct Invocation {
   // Set by a transport that can cancel the call or follow its progress (MCP); not persisted.
   std::shared_ptr<InvocationControl> control;
   nlohmann::json arguments = nlohmann::json::object();  // parsed by check_input
+  // The agent's stated reason for the call ("reason" beside "arguments", MCP's
+  // _meta["airlock/reason"]): shown to approvers, DLP-redacted like the arguments. "": none.
+  std::string reason;
   std::chrono::system_clock::time_point received = std::chrono::system_clock::now();
 
   // Where it is in the pipeline.

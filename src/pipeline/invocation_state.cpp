@@ -100,6 +100,7 @@ Result<json> persist(const Invocation& inv) {
       {"raw_body", inv.raw_body},
       {"peer", inv.peer},
       {"arguments", inv.arguments},
+      {"reason", inv.reason},
       {"received_ms", received},
       {"config_version", inv.config_version},
       {"decision_basis", inv.decision_basis},
@@ -135,6 +136,7 @@ Result<Invocation> restore(const json& j) {
     inv.raw_body = j.at("raw_body").get<std::string>();
     inv.peer = j.at("peer").get<std::string>();
     inv.arguments = j.at("arguments");
+    inv.reason = j.value("reason", "");  // absent in invocations persisted before it existed
     inv.received = std::chrono::system_clock::time_point(milliseconds(j.at("received_ms").get<std::int64_t>()));
     inv.config_version = j.at("config_version").get<std::string>();
     // Absent in what an older daemon kept: the version is compared then.

@@ -1,4 +1,5 @@
 // The identity section: the token issuers Airlock trusts, and the settings of its own tokens.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -75,11 +76,55 @@ void read_issuers(Reader& r, const YAML::Node& n, std::vector<IssuerConfig>& out
   });
 }
 
+// The redirect URI must end at the console's callback: a provider sends the code there.
+std::string redirect_uri(Reader& r, const YAML::Node& v, const std::string& what) {
+  std::string url = r.string(v, what);
+  auto parsed = parse_http_url(url);
+  if (!parsed) fail(v, what + ": " + parsed.error().message);
+  if (parsed->target != "/console/oidc/callback")
+    fail(v, what + ": must be http(s)://<the console's host>/console/oidc/callback, got '" + url + "'");
+  return url;
+}
+
+// identity.console, checked against the issuers read before it.
+ConsoleSignInConfig read_console_sign_in(Reader& r, const YAML::Node& n, const std::vector<IssuerConfig>& issuers) {
+  const std::string what = "identity.console";
+  r.only_keys(n, what, {"issuer", "clientId", "redirectUri", "clientSecretFile", "discoveryUrl"});
+  for (const char* key : {"issuer", "clientId", "redirectUri"})
+    if (!n[key]) fail(n, what + ": missing " + key);
+  ConsoleSignInConfig c;
+  c.issuer = r.string(n["issuer"], what + ".issuer");
+  c.client_id = r.string(n["clientId"], what + ".clientId");
+  if (c.client_id.empty()) fail(n["clientId"], what + ".clientId: empty");
+  c.redirect_uri = redirect_uri(r, n["redirectUri"], what + ".redirectUri");
+  r.field(n, "clientSecretFile",
+          [&](const YAML::Node& v) { c.client_secret_file = jwks_file(r, v, what + ".clientSecretFile"); });
+  r.field(n, "discoveryUrl",
+          [&](const YAML::Node& v) { c.discovery_url = jwks_url(r, v, what + ".discoveryUrl"); });
+  const IssuerConfig* issuer = nullptr;
+  for (const auto& i : issuers)
+    if (i.name == c.issuer) issuer = &i;
+  if (!issuer) fail(n["issuer"], what + ".issuer: no issuer named '" + c.issuer + "' in identity.issuers");
+  if (std::find(issuer->audiences.begin(), issuer->audiences.end(), c.client_id) == issuer->audiences.end())
+    fail(n["clientId"], what + ".clientId: '" + c.client_id + "' is not one of issuer " + c.issuer +
+                            "'s audiences: an ID token's aud is the client id, and it is verified as any of that "
+                            "issuer's user tokens (add it to audiences)");
+  if (c.discovery_url.empty()) {
+    std::string base = issuer->issuer;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    c.discovery_url = base + "/.well-known/openid-configuration";
+    if (!parse_http_url(c.discovery_url))
+      fail(n, what + ": issuer " + c.issuer + "'s iss is not an http(s) URL; give discoveryUrl");
+  }
+  return c;
+}
+
 }  // namespace
 
 void read_identity(Reader& r, const YAML::Node& n, IdentityConfig& out) {
-  r.only_keys(n, "identity", {"issuers", "allowDelegatedSubjects", "tokenLifetime"});
+  r.only_keys(n, "identity", {"issuers", "allowDelegatedSubjects", "tokenLifetime", "console"});
   r.field(n, "issuers", [&](const YAML::Node& v) { read_issuers(r, v, out.issuers); });
+  r.field(n, "console", [&](const YAML::Node& v) { out.console = read_console_sign_in(r, v, out.issuers); });
   r.field(n, "allowDelegatedSubjects", [&](const YAML::Node& v) {
     out.allow_delegated_subjects = r.boolean(v, "identity.allowDelegatedSubjects");
   });

@@ -27,8 +27,20 @@ struct IssuerConfig {
   std::string jwks_url;                // http:// or https://, or empty; exactly one is set
 };
 
+// identity.console: the web console's "Sign in with <issuer>" (OpenID Connect, the
+// authorization code flow with PKCE; docs/console.md). The ID token it gets is verified as any
+// user token of `issuer`, so `client_id` must be one of that issuer's audiences.
+struct ConsoleSignInConfig {
+  std::string issuer;              // an IssuerConfig name
+  std::string client_id;           // as registered at the provider
+  std::string redirect_uri;        // http(s)://<the console's origin>/console/oidc/callback, registered too
+  std::string client_secret_file;  // a confidential client's secret (sent as client_secret_post); "": none
+  std::string discovery_url;       // "": <the issuer's iss>/.well-known/openid-configuration
+};
+
 struct IdentityConfig {
   std::vector<IssuerConfig> issuers;
+  std::optional<ConsoleSignInConfig> console;
   // Whether a user's token that carries `act` (it was itself obtained by delegation) is
   // accepted as a subject.
   bool allow_delegated_subjects = false;

@@ -4,6 +4,7 @@
 #include "common/split.hpp"
 #include "audit/log_reader.hpp"
 #include "pipeline/stages/access.hpp"
+#include "server/approvals.hpp"
 #include "server/approvals_api.hpp"
 #include "server/first_listings.hpp"
 #include "server/invocations_api.hpp"
@@ -270,12 +271,16 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
 namespace {
 
 // An invocation's row as GET /v1/invocations/{id} shows it, when the caller may read it.
-std::optional<nlohmann::json> readable_invocation(InvocationStore& store, const std::string& id,
-                                                  const pipeline::Caller& caller, bool reads_all) {
+// With the approval it needed, if any: who decided it, when and why (docs/approvals.md).
+std::optional<nlohmann::json> readable_invocation(InvocationStore& store, ApprovalService* approvals,
+                                                  const std::string& id, const pipeline::Caller& caller,
+                                                  bool reads_all) {
   auto owner = store.owner(id);
   if (!owner || (!reads_all && !owns(caller, *owner))) return std::nullopt;
   auto stored = store.get(id);
-  if (stored) stored->erase("principal");
+  if (!stored) return stored;
+  stored->erase("principal");
+  if (auto approval = approvals ? approvals->of_invocation(id) : std::nullopt) (*stored)["approval"] = std::move(*approval);
   return stored;
 }
 
@@ -290,14 +295,14 @@ HttpResponse invocation_reply(const std::optional<nlohmann::json>& stored, const
 // A long poll checks again when it answers.
 void Api::invocation(const std::string& target, const std::string& id, const pipeline::Caller& caller,
                      bool reads_all, std::function<void(HttpResponse)> reply) const {
-  auto stored = readable_invocation(*s_.store, id, caller, reads_all);
+  auto stored = readable_invocation(*s_.store, s_.approvals, id, caller, reads_all);
   if (!stored) return reply(invocation_reply(stored, id));
   auto wait = wait_of(target);
   if (!wait) return reply(error_response(400, "invalid_input", wait.error().message));
   if (*wait > std::chrono::milliseconds(0) && is_unfinished(*stored) && s_.waiters) {
     // Answered when the invocation finishes, or with what is stored at the deadline.
-    auto answer = [store = s_.store, id, caller, reads_all, reply] {
-      reply(invocation_reply(readable_invocation(*store, id, caller, reads_all), id));
+    auto answer = [store = s_.store, approvals = s_.approvals, id, caller, reads_all, reply] {
+      reply(invocation_reply(readable_invocation(*store, approvals, id, caller, reads_all), id));
     };
     if (s_.waiters->add(id, InvocationWaiters::Clock::now() + *wait, answer)) {
       if (auto again = s_.store->get(id); again && !is_unfinished(*again)) s_.waiters->notify(id);

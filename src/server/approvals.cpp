@@ -4,6 +4,7 @@
 
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
+#include "audit/jcs.hpp"
 #include "common/utc_time.hpp"
 #include "pipeline/decision_basis.hpp"
 #include "pipeline/invocation_state.hpp"
@@ -62,6 +63,19 @@ void add_preview(json& j, const ApprovalRecord& r) {
   j["arguments_bytes"] = r.arguments_bytes;
 }
 
+// The arguments, and their canonical JSON text (RFC 8785, integers with all their digits):
+// the very text arguments_sha256 is the SHA-256 of. A console shows that text, never a value
+// a JavaScript engine parsed (which rounds 9007199254740993 to 9007199254740992).
+void add_arguments(json& j, const ApprovalRecord& r) {
+  const json arguments = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+  auto text = audit::jcs(arguments);
+  j["arguments_json"] = text ? json(*text) : json();  // stored arguments are valid JSON: jcs holds them
+  j["arguments"] = arguments;
+  // The agent's stated reason for the call (DLP-redacted like the arguments), or null.
+  const std::string reason = r.invocation.is_object() ? r.invocation.value("reason", "") : "";
+  j["reason"] = reason.empty() ? json() : json(reason);
+}
+
 json decision_json(const ApprovalDecision& d) {
   return {{"approver", {{"issuer", d.approver_issuer}, {"sub", d.approver_sub}}},
           {"relayed_by", d.relayed_by.empty() ? json() : json(d.relayed_by)},
@@ -109,9 +123,11 @@ bool is_requester(const ApprovalRecord& r, const pipeline::Caller& caller) {
 // redacted, the egress the tool may reach and the credentials it would get (by scope; never a
 // value), as the current configuration says.
 json tool_context(const ApprovalRecord& r, const policy::Config& config) {
-  json egress = json::array(), credentials = json::array(), risk;
+  json egress = json::array(), credentials = json::array(), risk, description, input_schema;
   if (const auto* tool = config.find_tool(r.tool)) {
     risk = policy::risk_name(tool->risk);
+    description = tool->description;
+    input_schema = tool->input_schema;
     for (const auto& a : tool->network.allow)
       egress.push_back({{"host", a.host}, {"port", a.port ? json(*a.port) : json("*")}});
     for (const auto& f : tool->network.forwards)
@@ -120,6 +136,8 @@ json tool_context(const ApprovalRecord& r, const policy::Config& config) {
   }
   const json& inv = r.invocation.is_object() ? r.invocation : json::object();
   return {{"risk", std::move(risk)},
+          {"description", std::move(description)},
+          {"input_schema", std::move(input_schema)},
           {"validator_findings", inv.value("validator_findings", json::array())},
           {"validator_findings_total", inv.value("validator_findings_total", 0)},
           {"redactions", inv.value("redactions", json::array())},
@@ -164,7 +182,7 @@ json approval_json(const ApprovalRecord& r, bool with_arguments) {
             {"decided_at", r.decided_ms ? json(rfc3339_ms(r.decided_ms)) : json()},
             {"decisions", std::move(decisions)},
             {"url", "/v1/approvals/" + r.id}};
-  if (with_arguments) j["arguments"] = r.invocation.is_object() ? r.invocation.value("arguments", json::object()) : json::object();
+  if (with_arguments) add_arguments(j, r);
   else add_preview(j, r);
   return j;
 }
@@ -230,7 +248,8 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
                       {"approvers_required", r.approvers_required},
                       {"principal", r.requester_principal},
                       {"subject", r.requester_sub.empty() ? json() : json{{"issuer", r.requester_issuer}, {"sub", r.requester_sub}}},
-                      {"expires_at", rfc3339_ms(r.expires_ms)}});
+                      {"expires_at", rfc3339_ms(r.expires_ms)},
+                      {"reason", r.invocation.value("reason", "")}});
 }
 
 json ApprovalService::list(const pipeline::Caller& caller, const policy::Config& config) {
@@ -265,6 +284,25 @@ ApprovalAnswer ApprovalService::show(const std::string& id, const pipeline::Call
   const bool person = approver_of(caller).ok();
   j["may_decide"] = r->state == "pending" && person && !own && may_approve(config, caller, r->tool);
   return {200, std::move(j)};
+}
+
+std::optional<json> ApprovalService::of_invocation(const std::string& invocation_id) {
+  auto r = store_.by_invocation(invocation_id);
+  if (!r) return std::nullopt;
+  json decisions = json::array();
+  for (const auto& d : r->decisions) decisions.push_back(decision_json(d));
+  const std::string reason = r->invocation.is_object() ? r->invocation.value("reason", "") : "";
+  return json{{"id", r->id},
+              {"status", r->state},
+              {"url", "/v1/approvals/" + r->id},
+              {"approvers", r->approvers_required},
+              {"approvals", r->approvals()},
+              {"arguments_sha256", r->arguments_sha256},
+              {"reason", reason.empty() ? json() : json(reason)},
+              {"requested_at", rfc3339_ms(r->requested_ms)},
+              {"expires_at", rfc3339_ms(r->expires_ms)},
+              {"decided_at", r->decided_ms ? json(rfc3339_ms(r->decided_ms)) : json()},
+              {"decisions", std::move(decisions)}};
 }
 
 ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Caller& caller,

@@ -45,6 +45,10 @@ class ApprovalService {
   ApprovalAnswer decide(const std::string& id, const pipeline::Caller& caller, const policy::Config& config,
                         const std::string& verdict, const nlohmann::json& body);
 
+  // GET /v1/invocations/{id}: the approval of an invocation that needed one (who decided, when,
+  // why; the agent's reason), or none. The caller has already been allowed to read the invocation.
+  std::optional<nlohmann::json> of_invocation(const std::string& invocation_id);
+
   // The sweeper's tick: expires what is due, hands approved ones to the executor.
   void tick();
   // Expires what is due now (also at start: what expired while the daemon was down).

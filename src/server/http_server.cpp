@@ -42,6 +42,16 @@ HttpRequest to_request(const http::request<http::string_body>& req, std::string 
   return r;
 }
 
+// The response's own headers. Set-Cookie may come more than once (one cookie each: the console's
+// OpenID callback sets its session and clears its login cookie); any other name is set once.
+template <class Message>
+void add_headers(Message& out, const HttpResponse& resp) {
+  for (const auto& [k, v] : resp.headers) {
+    if (boost::beast::iequals(k, "set-cookie")) out.insert(k, v);
+    else out.set(k, v);
+  }
+}
+
 // `head_only`: the answer to a HEAD request, with the GET answer's headers (Content-Length
 // too) and no body.
 http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive,
@@ -49,7 +59,7 @@ http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_a
   http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
   out.set(http::field::server, "airlock");
   out.set(http::field::content_type, resp.content_type);
-  for (const auto& [k, v] : resp.headers) out.set(k, v);
+  add_headers(out, resp);
   out.keep_alive(keep_alive);
   out.body() = resp.body;
   out.prepare_payload();
@@ -63,7 +73,7 @@ http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep
   http::response<http::empty_body> out{static_cast<http::status>(resp.status), version};
   out.set(http::field::server, "airlock");
   out.set(http::field::content_type, resp.content_type);
-  for (const auto& [k, v] : resp.headers) out.set(k, v);
+  add_headers(out, resp);
   out.keep_alive(keep_alive && version >= 11);
   if (version >= 11) out.chunked(true);
   return out;

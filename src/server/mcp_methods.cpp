@@ -61,13 +61,26 @@ void McpServer::dispatch(Call& call) const {
   call.fail(200, rpc::method_not_found, "Method not found: " + method);
 }
 
+namespace {
+
+// The body POST /v1/tools/{name}/invoke would get: the arguments, and the agent's reason for
+// the call when params._meta carries one as "airlock/reason" (MCP has no field of its own for
+// it; check_input refuses one that is not a string).
+std::string invoke_body(const nlohmann::json& params) {
+  nlohmann::json body{{"arguments", params.value("arguments", nlohmann::json::object())}};
+  if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object())
+    if (const auto reason = meta->find(kReasonMetaKey); reason != meta->end()) body["reason"] = *reason;
+  return body.dump();
+}
+
+}  // namespace
+
 void McpServer::call_tool(Call& call) const {
   const auto& params = call.message.params;
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
     return call.fail(200, rpc::invalid_params, "tools/call needs params.name, a string");
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
-                            nlohmann::json{{"arguments", params.value("arguments", nlohmann::json::object())}}.dump(),
-                            call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
+                            invoke_body(params), call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken"))
     request.control->progress = progress_to(call.notify, (*meta)["progressToken"]);
   const std::string key = McpCallsInFlight::key(call.channel, call.message.id.dump());

@@ -21,6 +21,10 @@
 
 namespace airlock::server {
 
+// tools/call: params._meta[kReasonMetaKey] is the agent's reason for the call (the REST body's
+// "reason"), shown to approvers.
+inline constexpr const char* kReasonMetaKey = "airlock/reason";
+
 // Where a message came from.
 struct McpContext {
   std::map<std::string, std::string> headers;  // lower-case: Authorization, the user token, MCP's own

@@ -45,6 +45,19 @@ class Approvals(DaemonTest):
         self.assertEqual(done.status, "ok")
         self.assertEqual(done.output, {"echo": {"x": 1}})
 
+    def test_the_agents_reason_reaches_the_approver_and_the_outcome_names_who_approved(self):
+        pending = self.client().invoke("danger", {"x": 3}, reason="paying invoice 7",
+                                       subject_token=self.token("alice", ("staff",)))
+        bob = self.approver()
+        shown = bob.approval(pending.approval.id)
+        self.assertEqual(shown.reason, "paying invoice 7")
+        bob.approve(shown, "invoice checked")
+        done = self.client().wait(pending, timeout=120, poll=10)
+        decision = done.raw["approval"]["decisions"][0]
+        self.assertEqual((decision["approver"]["sub"], decision["reason"]), ("bob", "invoice checked"))
+        with self.assertRaises(airlock.UsageError):
+            self.client().invoke("danger", {"x": 3}, reason=7)  # type: ignore[arg-type]
+
     def test_separation_of_duties_and_a_decision_for_other_arguments_are_refused(self):
         pending = self.request({"x": 2})
         alice = self.token("alice", ("staff", "approvers"))

@@ -12,7 +12,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "identity/signer.hpp"
 #include "server_test_support.hpp"
@@ -46,7 +49,13 @@ bindings:
 
 const char* kTools = R"(
   - name: danger
-    description: Pays an invoice.
+    description: 'Pays an invoice. <img src=x onerror="window.__pwned=1">'
+    inputSchema:
+      type: object
+      properties:
+        amount: {type: integer, description: 'In cents <script>window.__pwned=2</script>'}
+        payee: {type: string, description: Who is paid}
+      additionalProperties: true
     risk: critical
     approval: {approvers: 1, timeout: 10m}
     runtime: {type: python, file: tools/echo.py}
@@ -95,6 +104,68 @@ TEST(ConsoleBrowser, SignInApproveHistoryAuditAndHostileValues) {
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << "the browser test was killed";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "tests/console/console_test.mjs failed (its output is above)";
+}
+
+// A loopback port free now (the OpenID provider and the console must know each other's
+// before either starts: the client's redirect URI and the issuer are configured).
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return 0;
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+const char* kOidcTools = R"(
+  - name: danger
+    description: Pays an invoice.
+    risk: critical
+    approval: {approvers: 1, timeout: 10m}
+    runtime: {type: python, file: tools/echo.py})";
+
+// Issue #33: "Sign in with <issuer>" against a real OpenID provider (oidc-provider, started by
+// tests/console/console_oidc_test.mjs on loopback): the authorization code flow with PKCE end
+// to end in chromium, and the attacks on it (console_oidc_test.mjs says which).
+TEST(ConsoleBrowser, SignInWithARealOpenIdProvider) {
+  ASSERT_TRUE(std::filesystem::exists(AIRLOCK_CONSOLE_NODE_MODULES "/oidc-provider"))
+      << "npm ci in tests/console (scripts/install-deps.sh)";
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/chromedriver")) << "apt-get install chromium chromium-driver";
+  const std::uint16_t idp = free_port(), console = free_port();
+  ASSERT_TRUE(idp && console && idp != console);
+  const std::string issuer = "http://127.0.0.1:" + std::to_string(idp);
+  const std::string base = "http://127.0.0.1:" + std::to_string(console);
+  const std::string server = "server: {listen: 127.0.0.1:" + std::to_string(console) +
+                             ", maxConcurrentInvocations: 4, queueLength: 64, drainTimeout: 20s}";
+  Workspace ws(server.c_str(), kOidcTools);
+  std::ofstream(ws.dir() + "/client-secret") << "console-client-secret-for-tests\n";
+  const std::string sections = "identity:\n  issuers:\n    - {name: corp-oidc, issuer: \"" + issuer +
+                               "\", audiences: [airlock-console], jwksUrl: \"" + issuer + "/jwks\"}\n" +
+                               "  console: {issuer: corp-oidc, clientId: airlock-console, redirectUri: \"" + base +
+                               "/console/oidc/callback\", clientSecretFile: client-secret}\n" +
+                               "roles:\n  - name: approver\n    rules:\n"
+                               "      - {effect: allow, actions: [approve], tools: [\"danger\"]}\n"
+                               "      - {effect: allow, actions: [read_all_invocations], tools: [\"*\"]}\n"
+                               "bindings:\n  - role: approver\n    users: [{issuer: corp-oidc, claim: sub, value: bob}]\n";
+  std::string yaml = ws.config_text();
+  yaml.replace(yaml.find("tiers:\n"), 7, sections + "tiers:\n  critical: {backend: local, output: 4Mi}\n");
+  ws.write_config(yaml);
+  RunningDaemon daemon(ws);
+  ASSERT_EQ(daemon.port, console);
+  const std::string shots = std::string(AIRLOCK_CONSOLE_SCREENSHOTS);
+  std::filesystem::create_directories(shots);
+  const std::string command =
+      "CONSOLE_URL=" + shell_quote(base) + " PROVIDER_PORT=" + std::to_string(idp) +
+      " CLIENT_SECRET=console-client-secret-for-tests AGENT_KEY=" + shell_quote(kKey) +
+      " SCREENSHOT_DIR=" + shell_quote(shots) + " NODE_PATH=" + shell_quote(AIRLOCK_CONSOLE_NODE_MODULES) + " " +
+      shell_quote(AIRLOCK_NODE) + " " + shell_quote(AIRLOCK_CONSOLE_OIDC_SCRIPT) + " 2>&1";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "the OpenID sign-in test was killed";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "tests/console/console_oidc_test.mjs failed (its output is above)";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "audit/log_reader.hpp"
 #include "common/digest.hpp"
 #include "creds/sealing_key.hpp"
+#include "policy/config.hpp"
 #include "server/approval_store.hpp"
 #include "server/approvals.hpp"
 #include "server/console/console.hpp"
@@ -292,6 +293,93 @@ TEST(InvocationHistory, RowsFromBeforeTheOwnerColumnsAreFilteredByOwner) {
   EXPECT_TRUE(InvocationStore::open(path).ok()) << "opening it again (the columns exist) works";
 }
 
+// ---- "Sign in with <issuer>" (identity.console): the checks of its own ------------------
+// The flow itself runs against a real OpenID provider in console_browser_test.cpp.
+
+TEST(ConsoleOidc, PkceIsS256OfAFresh256BitVerifier) {
+  // RFC 7636 appendix B.
+  EXPECT_EQ(s256_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"), "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
+  auto a = make_pkce(), b = make_pkce();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(std::regex_match(a->verifier, std::regex("[A-Za-z0-9_-]{43}")));
+  EXPECT_NE(a->verifier, b->verifier);
+  EXPECT_EQ(a->challenge, s256_challenge(a->verifier));
+}
+
+TEST(ConsoleOidc, AnIdTokenMustCarryThisSignInsNonceAndNameTheClient) {
+  const json good = {{"sub", "bob"}, {"aud", "airlock-console"}, {"nonce", "n-1"}};
+  EXPECT_FALSE(id_token_problem(good, "n-1", "airlock-console"));
+  auto without = [&](const char* key) {
+    json c = good;
+    c.erase(key);
+    return c;
+  };
+  auto with = [&](const char* key, json value) {
+    json c = good;
+    c[key] = std::move(value);
+    return c;
+  };
+  EXPECT_NE(id_token_problem(without("nonce"), "n-1", "airlock-console").value_or("").find("no nonce"), std::string::npos);
+  EXPECT_NE(id_token_problem(with("nonce", "n-2"), "n-1", "airlock-console").value_or("").find("not this sign-in's"),
+            std::string::npos);
+  EXPECT_TRUE(id_token_problem(with("nonce", 1), "n-1", "airlock-console"));
+  EXPECT_NE(id_token_problem(with("aud", "airlock"), "n-1", "airlock-console").value_or("").find("aud"), std::string::npos)
+      << "an ID token for another client (a token of the issuer's other audience)";
+  EXPECT_TRUE(id_token_problem(without("aud"), "n-1", "airlock-console"));
+  const json several = json::array({"airlock-console", "other-app"});
+  EXPECT_NE(id_token_problem(with("aud", several), "n-1", "airlock-console").value_or("").find("azp"), std::string::npos);
+  json with_azp = with("aud", several);
+  with_azp["azp"] = "airlock-console";
+  EXPECT_FALSE(id_token_problem(with_azp, "n-1", "airlock-console"));
+}
+
+TEST(ConsoleOidc, TheDiscoveryDocumentMustBeTheConfiguredIssuersAndOfferS256) {
+  const json doc = {{"issuer", "https://idp.example"},
+                    {"authorization_endpoint", "https://idp.example/auth"},
+                    {"token_endpoint", "https://idp.example/token"},
+                    {"code_challenge_methods_supported", {"S256"}}};
+  auto ok = provider_endpoints(doc.dump(), "https://idp.example");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->authorization, "https://idp.example/auth");
+  EXPECT_EQ(ok->token, "https://idp.example/token");
+  auto mixed_up = provider_endpoints(doc.dump(), "https://other-idp.example");
+  ASSERT_FALSE(mixed_up.ok());
+  EXPECT_NE(mixed_up.error().message.find("not the configured issuer"), std::string::npos);
+  json plain = doc;
+  plain["code_challenge_methods_supported"] = {"plain"};
+  EXPECT_FALSE(provider_endpoints(plain.dump(), "https://idp.example").ok()) << "PKCE plain only: refused";
+  json no_token = doc;
+  no_token.erase("token_endpoint");
+  EXPECT_FALSE(provider_endpoints(no_token.dump(), "https://idp.example").ok());
+  json javascript = doc;
+  javascript["authorization_endpoint"] = "javascript:alert(1)";
+  EXPECT_FALSE(provider_endpoints(javascript.dump(), "https://idp.example").ok());
+  EXPECT_FALSE(provider_endpoints("not json", "https://idp.example").ok());
+}
+
+TEST(ConsoleOidc, TheConfigurationIsCheckedWhenItIsLoaded) {
+  auto parse = [](const std::string& console) {
+    return policy::parse_config(
+        "apiVersion: airlock.dev/v1\nkind: AirlockConfig\nidentity:\n  issuers:\n"
+        "    - {name: corp, issuer: \"https://idp.corp.example\", audiences: [airlock, airlock-console], "
+        "jwksUrl: \"https://idp.corp.example/jwks\"}\n  console: " + console +
+            "\ntools:\n  - name: t\n    runtime: {type: command, command: [/bin/cat]}\n",
+        "test.yaml", "/tmp");
+  };
+  auto good = parse("{issuer: corp, clientId: airlock-console, redirectUri: \"https://airlock.corp/console/oidc/callback\"}");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->identity.console->discovery_url, "https://idp.corp.example/.well-known/openid-configuration");
+  auto foreign = parse("{issuer: corp, clientId: someone-else, redirectUri: \"https://airlock.corp/console/oidc/callback\"}");
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.error().message.find("is not one of issuer corp's audiences"), std::string::npos) << foreign.error().message;
+  auto unknown = parse("{issuer: nobody, clientId: airlock, redirectUri: \"https://airlock.corp/console/oidc/callback\"}");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("no issuer named 'nobody'"), std::string::npos);
+  auto elsewhere = parse("{issuer: corp, clientId: airlock, redirectUri: \"https://evil.example/steal\"}");
+  ASSERT_FALSE(elsewhere.ok());
+  EXPECT_NE(elsewhere.error().message.find("/console/oidc/callback"), std::string::npos);
+}
+
 // ---- against a daemon ------------------------------------------------------------------
 
 class ConsoleDaemon : public ::testing::Test {
@@ -421,6 +509,12 @@ TEST_F(ConsoleDaemon, ApiCallsNeedTheSessionAndStateChangesItsCsrfTokenAndOrigin
   auto invoke = http_with(port(), "POST", "/console/api/tools/echo/invoke", json{{"arguments", json::object()}}.dump(),
                           "", browser(s.cookie, s.csrf));
   EXPECT_EQ(invoke.status, 404);
+}
+
+TEST_F(ConsoleDaemon, WithoutIdentityConsoleThereIsNoOpenIdSignIn) {
+  EXPECT_EQ(http_with(port(), "GET", "/console/oidc", "", "", browser("")).status, 404);
+  EXPECT_EQ(http_with(port(), "POST", "/console/oidc/login", "{}", "", browser("")).status, 404);
+  EXPECT_EQ(http_with(port(), "GET", "/console/oidc/callback?state=x&code=y", "", "", browser("")).status, 404);
 }
 
 TEST_F(ConsoleDaemon, SignOutKillsTheSessionForGood) {

@@ -26,7 +26,29 @@ const HOSTILE = {
   amount: 100,
 };
 
-async function invoke(args) {
+// Arguments whose integers a JavaScript number cannot hold, and one character of every
+// invisible class, as the agent's raw JSON text (JSON.stringify would round the integers).
+const BIG = ["12345678901234567891", "9007199254740993", "-9007199254740993"];
+const INVISIBLES = {
+  "zero-width space": 0x200b, "zero-width non-joiner": 0x200c, "zero-width joiner": 0x200d, "word joiner": 0x2060,
+  "byte order mark": 0xfeff, "soft hyphen": 0x00ad, "combining grapheme joiner": 0x034f,
+  "tag latin A": 0xe0041, "cancel tag": 0xe007f, "variation selector 16": 0xfe0f, "variation selector 17": 0xe0100,
+  "line separator": 0x2028, "paragraph separator": 0x2029,
+  "right-to-left override": 0x202e, "left-to-right isolate": 0x2066, "right-to-left mark": 0x200f, "arabic letter mark": 0x061c,
+  "no-break space": 0x00a0, "ideographic space": 0x3000, "thin space": 0x2009,
+  "hangul filler": 0x3164, "braille blank": 0x2800, "bell (C0 control)": 0x0007, "next line (C1 control)": 0x0085,
+};
+const label = (cp) => `\u27E8U+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27E9`;
+function exactBody() {
+  const raw = (cp) => (cp < 0x20 ? `\\u${cp.toString(16).padStart(4, "0")}` : String.fromCodePoint(cp));  // JSON escapes C0
+  const members = Object.entries(INVISIBLES).map(([name, cp], i) => `"k${i}": "${name}:${raw(cp)}:end"`);
+  return `{"arguments": {"amount": ${BIG[0]}, "n": ${BIG[1]}, "neg": ${BIG[2]}, ${members.join(", ")}}}`;
+}
+
+// The agent's stated reason for the hostile call: markup, shown only as text.
+const REASON = "Paying <img src=x onerror=\"window.__pwned='reason'\"> invoice 7";
+
+async function invoke(args, rawBody, reason) {
   const resp = await fetch(`${base}/v1/tools/danger/invoke`, {
     method: "POST",
     headers: {
@@ -34,7 +56,7 @@ async function invoke(args) {
       "Airlock-Subject-Token": process.env.TOKEN_ALICE,
       "Content-Type": "application/json",
     },
-    body: JSON.stringify({ arguments: args }),
+    body: rawBody ?? JSON.stringify(reason ? { arguments: args, reason } : { arguments: args }),
   });
   const body = await resp.json();
   assert.equal(resp.status, 202, JSON.stringify(body).slice(0, 500));
@@ -109,7 +131,7 @@ async function approverFlow(driver) {
   log("bob signed in; the queue is empty");
 
   // Requests made after the page loaded appear without a reload (polling).
-  const hostile = await invoke(HOSTILE);
+  const hostile = await invoke(HOSTILE, null, REASON);
   const big = await invoke({ blob: "A".repeat(1024 * 1024), note: HOSTILE.bidi });
   const row = By.css(`tr[data-approval="${hostile.approval.id}"]`);
   await driver.wait(until.elementLocated(row), WAIT);
@@ -120,7 +142,7 @@ async function approverFlow(driver) {
   assert.match(rowText, /alice/);
   assert.match(rowText, /agent/);
   assert.match(rowText, /critical/);
-  assert.ok(rowText.includes("\\u202E"), `the bidi override is shown escaped in the list: ${rowText}`);
+  assert.ok(rowText.includes("\u27E8U+202E\u27E9"), `the bidi override is shown escaped in the list: ${rowText}`);
   const bigRow = await driver.findElement(By.css(`tr[data-approval="${big.approval.id}"]`)).getAttribute("textContent");
   assert.ok(bigRow.length < 2000, `the 1 MB argument is truncated in the list (${bigRow.length} characters)`);
   assert.match(bigRow, /bytes\)/);
@@ -130,7 +152,7 @@ async function approverFlow(driver) {
   // The big one: truncated with its hash, and "show all" shows all.
   await driver.get(`${base}/console/#/approval/${big.approval.id}`);
   await driver.wait(until.elementLocated(By.id("arguments-truncated")), WAIT);
-  assert.ok((await textOf(driver, "arguments")).length <= 64 * 1024 + 10);
+  assert.ok((await textOf(driver, "arguments")).length <= 64 * 1024 + 200);
   await driver.findElement(By.id("show-all-arguments")).click();
   assert.ok((await textOf(driver, "arguments")).length > 1024 * 1024);
   await assertInert(driver, "the 1 MB approval");
@@ -142,9 +164,12 @@ async function approverFlow(driver) {
   // The arguments are shown as JSON: a quote inside a string is \" there.
   const asJson = (v) => JSON.stringify(v).slice(1, -1);
   for (const expected of [HOSTILE.script, asJson(HOSTILE.attr), HOSTILE.link, "payments.example.com", "PAYMENTS_TOKEN",
-                          "payments:write", "alice", "invoice_\\u202Efdp.exe", "\\u2066isolate\\u2069"])
+                          "payments:write", "alice", REASON, 'Pays an invoice. <img src=x onerror="window.__pwned=1">',
+                          "In cents <script>window.__pwned=2</script>", "Who is paid", "invoice_\u27E8U+202E\u27E9fdp.exe", "\u27E8U+2066\u27E9isolate\u27E8U+2069\u27E9"])
     assert.ok(view.includes(expected), `the approval page shows ${expected}`);
   await assertInert(driver, "the approval page");
+  assert.equal(await textOf(driver, "agent-reason"), REASON, "the agent's reason, as text");
+  assert.match(await textOf(driver, "tool-fields"), /amount.*integer.*In cents/s, "the schema's field descriptions beside the arguments");
   await driver.findElement(By.id("reason")).sendKeys("checked the invoice with finance");
   await shot(driver, "approval.png");
   await driver.findElement(By.id("approve")).click();
@@ -158,7 +183,12 @@ async function approverFlow(driver) {
   const output = await textOf(driver, "invocation-output");
   assert.ok(output.includes(HOSTILE.script) && output.includes(JSON.stringify(HOSTILE.attr).slice(1, -1)),
             "hostile output shown as text");
-  assert.ok(output.includes("\\u202E"), "bidi in the output shown escaped");
+  assert.ok(output.includes("\u27E8U+202E\u27E9"), "bidi in the output shown escaped");
+  // Who approved it, when and why, and the agent's reason, on the finished invocation.
+  const decisions = await textOf(driver, "invocation-decisions");
+  assert.match(decisions, /approve.*bob \(corp\).*checked the invoice with finance.*\d{4}-\d\d-\d\dT/s, decisions);
+  assert.equal(await textOf(driver, "invocation-approval-status"), "approved");
+  assert.equal(await textOf(driver, "invocation-agent-reason"), REASON);
   await assertInert(driver, "the invocation page");
   await shot(driver, "invocation.png");
 
@@ -184,6 +214,45 @@ async function approverFlow(driver) {
   assert.match(await textOf(driver, "proof"), /"index": 0/);
   await signOut(driver);
   return { hostile, big };
+}
+
+// Issue #33: integers past 2^53 digit-exact, and every invisible class shown, with a warning,
+// in the list, on the approval page and in the approved invocation's output.
+async function exactFlow(driver) {
+  await signIn(driver, process.env.TOKEN_BOB);
+  const exact = await invoke(null, exactBody());
+  const row = By.css(`tr[data-approval="${exact.approval.id}"]`);
+  await driver.wait(until.elementLocated(row), WAIT);
+  const rowText = await driver.findElement(row).getAttribute("textContent");
+  // The list's preview is the first 256 bytes: "amount" comes first.
+  assert.ok(rowText.includes(`"amount":${BIG[0]}`), `the list shows ${BIG[0]} digit-exact: ${rowText}`);
+  await driver.get(`${base}/console/#/approval/${exact.approval.id}`);
+  await driver.wait(until.elementLocated(By.id("approve")), WAIT);
+  const args = await textOf(driver, "arguments");
+  for (const digits of BIG) assert.ok(args.includes(digits), `the approval shows ${digits} digit-exact: ${args}`);
+  assert.ok(!args.includes("12345678901234567000") && !args.includes("9007199254740992"), `no rounded integer: ${args}`);
+  for (const [name, cp] of Object.entries(INVISIBLES)) {
+    const shown = cp < 0x20 ? "\\u0007" : label(cp);  // JSON text escapes a C0 control itself
+    assert.ok(args.includes(`${name}:${shown}:end`), `the ${name} (U+${cp.toString(16)}) is shown as ${shown}: ${args}`);
+    if (cp >= 0x20) assert.ok(!args.includes(String.fromCodePoint(cp)), `no raw ${name} in the page`);
+  }
+  const marks = await driver.findElements(By.css("#arguments span.escaped"));
+  assert.ok(marks.length >= Object.keys(INVISIBLES).length - 1, `each one is a distinct, styled mark (${marks.length})`);
+  assert.match(await textOf(driver, "arguments-invisible"), /contains \d+ invisible or format characters/);
+  assert.match(await textOf(driver, "arguments-hash-check"), /computed the same SHA-256/);
+  await assertInert(driver, "the exact-arguments approval");
+  await shot(driver, "approval-invisible.png");
+  await driver.findElement(By.id("reason")).sendKeys("checked every digit");
+  await driver.findElement(By.id("approve")).click();
+  await driver.wait(until.elementLocated(By.id("invocation-status")), WAIT);
+  await driver.wait(async () => (await textOf(driver, "invocation-status").catch(() => "")) === "ok", 30000,
+                    "the approved invocation ends ok");
+  const output = await textOf(driver, "invocation-output");
+  for (const digits of BIG) assert.ok(output.includes(digits), `the output shows ${digits} digit-exact: ${output}`);
+  assert.ok(output.includes(label(0x200b)) && output.includes(label(0xe0041)), `invisibles in the output shown: ${output}`);
+  await driver.wait(until.elementLocated(By.id("invocation-output-invisible")), WAIT);
+  log("big integers digit-exact and every invisible class shown, in the list, the approval and the output");
+  await signOut(driver);
 }
 
 // What the page's own script could send: a decision with the session's CSRF token.
@@ -240,6 +309,7 @@ async function main() {
     await shot(driver, "sign-in.png");
     await assertCspHolds(driver);
     const { big } = await approverFlow(driver);
+    await exactFlow(driver);
     await noApproveFlow(driver, big);
     log("all passed");
   } finally {

@@ -30,11 +30,16 @@ using nlohmann::json;
 
 
 // alice asks (through the agent); bob, carol and alice may approve; mallory may not.
-const char* kTools = R"(
+const char* kTools = R"yaml(
   - name: danger
+    description: 'Pays an invoice. <img src=x onerror="alert(1)">'
     risk: critical
     approval: {approvers: 1, timeout: 60s}
     runtime: {type: python, file: tools/echo.py}
+    inputSchema:
+      type: object
+      properties: {payee: {type: string, description: 'Who is paid <script>alert(2)</script>'}}
+      additionalProperties: true
   - name: danger-two
     risk: critical
     approval: {approvers: 2, timeout: 60s}
@@ -47,7 +52,7 @@ const char* kTools = R"(
     risk: critical
     approval: {approvers: 1, timeout: 60s}
     runtime: {type: python, file: tools/slow.py}
-    limits: {timeout: 30s})";
+    limits: {timeout: 30s})yaml";
 
 class Approvals : public ::testing::Test {
  protected:
@@ -754,6 +759,109 @@ TEST_F(ApprovalsExchange, AnApprovalExpiresWithTheKeptUserToken) {
   EXPECT_EQ(done["error"]["kind"], "approval_expired") << done.dump();
   EXPECT_NE(done["error"].value("message", "").find("user's token"), std::string::npos) << done.dump();
   EXPECT_EQ(kept_tokens(), 0);
+}
+
+// Issue #33: what an approver is shown is the text that runs. `arguments_json` is the
+// canonical text arguments_sha256 covers, with integers past 2^53 digit-exact (a JavaScript
+// number rounds them) and invisible characters kept (the console makes them visible).
+TEST_F(Approvals, TheApprovalCarriesTheExactArgumentsTextItsHashCovers) {
+  const std::string body = "{\"arguments\": {\"amount\": 12345678901234567891, \"n\": 9007199254740993, "
+                           "\"neg\": -9007199254740993, \"payee\": \"ACME\u200b\U000E0041 Ltd\u2028\"}}";
+  auto p = pending_of(http_with(port(), "POST", "/v1/tools/danger/invoke", body, kKey,
+                                {{"Airlock-Subject-Token", token("alice")}}));
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob"));
+  ASSERT_EQ(shown.status, 200) << shown.body;
+  const json j = shown.json();
+  ASSERT_TRUE(j.contains("arguments_json") && j["arguments_json"].is_string()) << shown.body;
+  const std::string text = j["arguments_json"];
+  EXPECT_EQ(text, "{\"amount\":12345678901234567891,\"n\":9007199254740993,\"neg\":-9007199254740993,"
+                  "\"payee\":\"ACME\u200b\U000E0041 Ltd\u2028\"}");
+  EXPECT_EQ(audit::to_hex(audit::sha256(std::string_view(text))), j["arguments_sha256"])
+      << "the text shown is the text the approval's hash covers";
+  ASSERT_EQ(decide(p.approval, "approve", "bob", "", {{"reason", "ok"}, {"arguments_sha256", j["arguments_sha256"]}}).status, 200);
+  auto done = outcome(p.invocation);
+  EXPECT_EQ(done["output"]["echo"]["amount"].dump(), "12345678901234567891") << done.dump();
+}
+
+// Issue #33: the agent's stated reason ("reason" beside "arguments"; over MCP
+// _meta["airlock/reason"]) is kept with the approval as text, DLP-redacted, audited; anything
+// but a bounded string is refused.
+TEST_F(Approvals, TheAgentsReasonIsKeptShownRedactedAndAudited) {
+  const std::string reason = "<img src=x onerror=alert(1)> invoice 7 from jane.doe@example.com\u202e";
+  auto with_reason = [&](const json& why) {
+    return http_with(port(), "POST", "/v1/tools/danger/invoke", json{{"arguments", {{"payee", "ACME"}}}, {"reason", why}}.dump(),
+                     kKey, {{"Airlock-Subject-Token", token("alice")}});
+  };
+  auto p = pending_of(with_reason(reason));
+  auto shown = http(port(), "GET", "/v1/approvals/" + p.approval, "", token("bob")).json();
+  const std::string kept = shown.value("reason", "");
+  EXPECT_EQ(kept.find("jane.doe@example.com"), std::string::npos) << "DLP redacts the reason: " << kept;
+  EXPECT_NE(kept.find("<img src=x onerror=alert(1)> invoice 7 from "), std::string::npos) << kept;
+  EXPECT_NE(kept.find("\u202e"), std::string::npos) << "kept as sent, for the console to show escaped";
+  EXPECT_EQ(shown["context"]["description"], "Pays an invoice. <img src=x onerror=\"alert(1)\">");
+  EXPECT_EQ(shown["context"]["input_schema"]["properties"]["payee"]["description"], "Who is paid <script>alert(2)</script>");
+  auto requested = chain(p.invocation).at(0);
+  EXPECT_EQ(requested["event"], "approval.requested");
+  EXPECT_EQ(requested["reason"], kept) << "the audit log keeps the reason the approvers saw";
+  int status = -1;  // and `airlock approvals show`, escaped as the arguments are
+  const std::string cli = run_cli("show " + p.approval + " --server http://127.0.0.1:" + std::to_string(port()) +
+                                      " --key " + token("bob"), status);
+  EXPECT_EQ(status, 0) << cli;
+  EXPECT_NE(cli.find("tool \"Pays an invoice. <img src=x onerror=\\\"alert(1)\\\">\""), std::string::npos) << cli;
+  EXPECT_NE(cli.find("the agent's reason \"<img src=x onerror=alert(1)> invoice 7 from "), std::string::npos) << cli;
+  EXPECT_NE(cli.find("\\u202e\""), std::string::npos) << "the bidi override escaped in a terminal too: " << cli;
+
+  expect_error(with_reason(42), 400, "invalid_input", "reason must be a string");
+  expect_error(with_reason(std::string(2049, 'r')), 400, "invalid_input", "at most 2048");
+  auto other = http_with(port(), "POST", "/v1/tools/danger/invoke", json{{"arguments", json::object()}, {"why", "x"}}.dump(),
+                         kKey, {{"Airlock-Subject-Token", token("alice")}});
+  expect_error(other, 400, "invalid_input", "unknown field 'why'");
+  auto none = pending_of(request("danger", {{"payee", "ACME"}}));
+  EXPECT_TRUE(http(port(), "GET", "/v1/approvals/" + none.approval, "", token("bob")).json()["reason"].is_null());
+
+  json meta = stateless_meta();
+  meta["airlock/reason"] = "over MCP: the quarterly invoice";
+  auto call = rpc(4, "tools/call", {{"name", "danger"}, {"arguments", {{"payee", "ACME"}}}, {"_meta", meta}});
+  auto r = mcp_post(port(), call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string mcp_approval = r.json()["result"]["structuredContent"]["error"]["approval"].value("id", "");
+  ASSERT_FALSE(mcp_approval.empty()) << r.body;
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + mcp_approval, "", token("bob")).json()["reason"],
+            "over MCP: the quarterly invoice");
+}
+
+// Issue #33: the finished invocation names who approved it, when and why (and the agent's
+// reason), to whoever may read the invocation; a denied one names who denied it.
+TEST_F(Approvals, TheFinishedInvocationNamesWhoApprovedAndWhen) {
+  auto p = pending_of(http_with(port(), "POST", "/v1/tools/danger/invoke",
+                                json{{"arguments", {{"payee", "ACME"}}}, {"reason", "monthly rent"}}.dump(), kKey,
+                                {{"Airlock-Subject-Token", token("alice")}}));
+  const json waiting = invocation(p.invocation);
+  ASSERT_TRUE(waiting.contains("approval")) << waiting.dump();
+  EXPECT_EQ(waiting["approval"]["status"], "pending");
+  EXPECT_EQ(waiting["approval"]["url"], "/v1/approvals/" + p.approval) << "the 202's fields are still there";
+  ASSERT_EQ(decide(p.approval, "approve", "bob", "", {{"reason", "rent is due"}}).status, 200);
+  const json done = outcome(p.invocation);
+  ASSERT_EQ(done["status"], "ok") << done.dump();
+  const json& approval = done["approval"];
+  EXPECT_EQ(approval["id"], p.approval) << done.dump();
+  EXPECT_EQ(approval["status"], "approved");
+  EXPECT_EQ(approval["reason"], "monthly rent");
+  EXPECT_TRUE(approval["decided_at"].is_string());
+  ASSERT_EQ(approval["decisions"].size(), 1u) << done.dump();
+  EXPECT_EQ(approval["decisions"][0]["approver"], (json{{"issuer", "corp"}, {"sub", "bob"}}));
+  EXPECT_EQ(approval["decisions"][0]["decision"], "approve");
+  EXPECT_EQ(approval["decisions"][0]["reason"], "rent is due");
+  EXPECT_TRUE(approval["decisions"][0]["at"].is_string());
+
+  auto denied = pending_of(request("danger", {{"payee", "EVIL"}}));
+  ASSERT_EQ(decide(denied.approval, "deny", "carol", "", {{"reason", "not ours"}}).status, 200);
+  const json ended = outcome(denied.invocation);
+  EXPECT_EQ(ended["approval"]["status"], "denied") << ended.dump();
+  EXPECT_EQ(ended["approval"]["decisions"][0]["approver"]["sub"], "carol");
+  auto plain = invoke(port(), "echo", {{"n", 1}});
+  EXPECT_FALSE(plain.json().contains("approval"));
+  EXPECT_FALSE(invocation(plain.json()["id"])["approval"].is_object()) << "no approval: none named";
 }
 
 }  // namespace

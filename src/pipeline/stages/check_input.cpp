@@ -26,6 +26,21 @@ Result<std::unique_ptr<CheckInputStage>> CheckInputStage::create(const policy::C
   return stage;
 }
 
+namespace {
+
+// Why the body's optional "reason" (the agent's words to the approvers) is refused, or none.
+std::optional<std::string> reason_problem(const nlohmann::json& body) {
+  const auto it = body.find("reason");
+  if (it == body.end()) return std::nullopt;
+  if (!it->is_string()) return "reason must be a string (the agent's reason for the call, shown to approvers)";
+  if (it->get_ref<const std::string&>().size() > kMaxReasonBytes)
+    return "reason is " + std::to_string(it->get_ref<const std::string&>().size()) + " bytes; at most " +
+           std::to_string(kMaxReasonBytes) + " are accepted";
+  return std::nullopt;
+}
+
+}  // namespace
+
 StageResult CheckInputStage::run(Invocation& inv, StageContext&) {
   auto schema = schemas_.find(inv.tool_name);
   if (schema == schemas_.end())
@@ -41,8 +56,10 @@ StageResult CheckInputStage::run(Invocation& inv, StageContext&) {
   if (!body.is_object() || !body.contains("arguments"))
     return deny(ErrorKind::invalid_input, "the request body must be {\"arguments\": {...}}", "/arguments");
   for (const auto& [key, value] : body.items())
-    if (key != "arguments")
+    if (key != "arguments" && key != "reason")
       return deny(ErrorKind::invalid_input, "unknown field '" + key + "' in the request body", "/" + key);
+  if (auto problem = reason_problem(body)) return deny(ErrorKind::invalid_input, *problem, "/reason");
+  if (body.contains("reason")) inv.reason = body["reason"].get<std::string>();
   inv.arguments = std::move(body["arguments"]);  // a 1 MiB argument is not copied
   if (!inv.arguments.is_object())
     return deny(ErrorKind::invalid_input, "arguments must be a JSON object", "/arguments");

@@ -1,4 +1,5 @@
-// Checks the request body: JSON nested at most server.maxJsonDepth deep, {"arguments": {...}},
+// Checks the request body: JSON nested at most server.maxJsonDepth deep, {"arguments": {...}}
+// with an optional "reason" (the agent's words to approvers, at most kMaxReasonBytes),
 // the arguments against the tool's input JSON Schema (policy/json_schema.hpp, compiled when
 // the configuration was loaded).
 #pragma once
@@ -12,6 +13,8 @@
 namespace airlock::pipeline {
 
 using policy::JsonSchema;
+
+inline constexpr std::size_t kMaxReasonBytes = 2048;
 
 // The tool's compiled schema, or (a configuration built in code) compiled now.
 Result<std::shared_ptr<const JsonSchema>> compiled_schema(

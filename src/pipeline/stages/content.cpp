@@ -121,6 +121,22 @@ Result<std::shared_ptr<const dlp::Scanner>> make_scanner(const policy::Config& c
   return std::make_shared<const dlp::Scanner>(std::move(*scanner));
 }
 
+// The agent's stated reason is shown to approvers beside the arguments: blocked or redacted
+// by the same policy. A refusal, or none.
+std::optional<StageResult> ScanStage::scan_reason(Invocation& inv) const {
+  dlp::ScanOptions bytes_only;
+  bytes_only.json = dlp::JsonMode::off;
+  auto result = scanner_->scan(inv.reason, bytes_only);
+  if (result.findings.empty()) return std::nullopt;
+  if (result.blocked)
+    return StageResult(deny(ErrorKind::dlp_blocked, "the reason contains data the DLP policy blocks (" +
+                                                        detector_list(result, /*blocking_only=*/true) + ")"));
+  inv.reason = scanner_->redact(inv.reason, result);
+  for (const auto& f : result.findings)
+    if (f.action != dlp::Action::allow) inv.redactions.push_back({std::string(f.detector), "reason"});
+  return std::nullopt;
+}
+
 StageResult ScanStage::run(Invocation& inv, StageContext&) {
   const bool input = direction_ == Direction::input;
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
@@ -131,6 +147,8 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
     auto log = scanner_->scan(inv.tool_log, bytes_only);
     if (!log.findings.empty()) inv.tool_log = scanner_->redact(inv.tool_log, log);
   }
+  if (input && !inv.reason.empty())
+    if (auto refused = scan_reason(inv); refused) return *refused;
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
   if (!value) return StageResult::next();
   // The value is scanned where it is, with the findings its compact text would give

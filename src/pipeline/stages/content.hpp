@@ -2,6 +2,8 @@
 // tools) and DLP on the arguments going in and the result coming out.
 #pragma once
 
+#include <optional>
+
 #include <map>
 #include <memory>
 
@@ -35,6 +37,8 @@ class ScanStage : public Stage {
   StageResult run(Invocation& inv, StageContext& ctx) override;
 
  private:
+  std::optional<StageResult> scan_reason(Invocation& inv) const;
+
   std::shared_ptr<const dlp::Scanner> scanner_;
   Direction direction_;
 };

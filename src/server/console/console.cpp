@@ -2,6 +2,7 @@
 
 #include "access/decide.hpp"
 #include "common/json_limits.hpp"
+#include "server/invocations_api.hpp"
 
 namespace airlock::server::console {
 namespace {
@@ -73,7 +74,8 @@ Console::Console(const GenerationSlot& generation, Dispatch dispatch,
     : generation_(generation),
       dispatch_(std::move(dispatch)),
       refused_sign_in_(std::move(refused_sign_in)),
-      sessions_(options) {}
+      sessions_(options),
+      oidc_([](const identity::FetchRequest& request) { return identity::http_request(request, {}); }) {}
 
 void Console::handle(const HttpRequest& r, const std::vector<std::string>& parts,
                      std::function<void(HttpResponse)> reply) {
@@ -93,6 +95,7 @@ void Console::handle(const HttpRequest& r, const std::vector<std::string>& parts
     if (is_get(r)) return secured(session_info(r));
     return secured(error_response(405, "method_not_allowed", "use GET, POST or DELETE"));
   }
+  if (parts[1] == "oidc") return secured(oidc(r, parts, tls));
   if (parts.size() == 2) {
     const Asset* asset = find_asset(parts[1]);
     if (!asset || parts[1] == "index.html") return secured(error_response(404, "not_found", "no such console file"));
@@ -168,6 +171,79 @@ HttpResponse Console::describe(const std::string& credential, const std::string&
             {"subject", subject ? json{{"issuer", subject->issuer}, {"sub", subject->sub}} : json()},
             {"may", {{"read_all_invocations", may(policy::Action::read_all_invocations)},
                      {"read_audit", may(policy::Action::read_audit)}}}});
+}
+
+// ---- Sign in with the configured OpenID provider (identity.console) -----------------------
+
+HttpResponse Console::oidc(const HttpRequest& r, const std::vector<std::string>& parts, bool tls) {
+  const auto& config = generation_.load()->config->identity.console;
+  if (!config) return error_response(404, "not_found", "no sign-in with an OpenID provider is configured (identity.console)");
+  if (parts.size() == 2 && is_get(r)) return json_response(200, {{"issuer", config->issuer}});
+  if (parts.size() == 3 && parts[2] == "login" && r.method == "POST") return oidc_login(r, tls);
+  if (parts.size() == 3 && parts[2] == "callback" && is_get(r)) return oidc_callback(r, tls);
+  return error_response(404, "not_found", "no such console endpoint (GET /console/oidc, POST /console/oidc/login, "
+                                          "GET /console/oidc/callback)");
+}
+
+// POST /console/oidc/login: where to send the browser, and the cookie binding the login to it.
+// A state change from the console's own page only, as a sign-in with a credential is.
+HttpResponse Console::oidc_login(const HttpRequest& r, bool tls) {
+  if (auto refused = cross_site_refusal(r, tls)) return error_response(403, "cross_site", *refused);
+  const auto generation = generation_.load();
+  const auto& config = *generation->config->identity.console;
+  const auto* issuer = generation->config->identity.find_issuer(config.issuer);
+  auto started = oidc_.start(config, issuer->issuer);
+  if (!started) return error_response(502, started.error().code, "sign-in with " + config.issuer + ": " + started.error().message);
+  auto resp = json_response(200, {{"authorization_url", started->authorization_url}});
+  resp.headers.emplace_back("Set-Cookie", oidc_cookie(started->binding, tls));
+  return resp;
+}
+
+HttpResponse Console::oidc_refused(const HttpRequest& r, int status, const std::string& kind, const std::string& why,
+                                   bool tls) {
+  if (refused_sign_in_ && status == 401) refused_sign_in_(r.peer);
+  auto resp = error_response(status, kind, "sign-in refused: " + why);
+  resp.headers.emplace_back("Set-Cookie", cleared_oidc_cookie(tls));
+  return resp;
+}
+
+// GET /console/oidc/callback?code=&state=: the provider sent the browser back. The login of
+// `state` must be this browser's; the code is exchanged with its PKCE verifier; the ID token
+// must be a user token of the configured issuer (verified as the API verifies any) for this
+// login's nonce and the console's client. Then the session is made as by any sign-in.
+HttpResponse Console::oidc_callback(const HttpRequest& r, bool tls) {
+  auto param = [&](const char* name) {
+    auto v = query_param(r.target, name);
+    return v ? *v : std::string();
+  };
+  auto cookie = r.headers.find("cookie");
+  const std::string binding = cookie == r.headers.end() ? "" : cookie_value(cookie->second, kOidcCookieName);
+  auto login = oidc_.take(param("state"), binding);
+  if (!login) return oidc_refused(r, 400, login.error().code, login.error().message, tls);
+  if (const std::string error = param("error"); !error.empty())
+    return oidc_refused(r, 401, "oidc_provider", "the provider answered " + error + ": " + param("error_description"), tls);
+  const auto generation = generation_.load();
+  const auto& config = *generation->config->identity.console;
+  auto id_token = oidc_.exchange(config, *login, param("code"));
+  if (!id_token) return oidc_refused(r, 401, id_token.error().code, id_token.error().message, tls);
+  auto who = generation->authenticator->authenticate({{"authorization", "Bearer " + *id_token}});
+  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who))
+    return oidc_refused(r, 401, "oidc_id_token", "the ID token is not a valid user token: " + refused->message, tls);
+  const auto& caller = std::get<pipeline::Caller>(who);
+  if (caller.credential != "user_token" || !caller.subject || caller.subject->issuer != config.issuer)
+    return oidc_refused(r, 401, "oidc_id_token", "the ID token is not a user token of issuer " + config.issuer, tls);
+  if (auto problem = id_token_problem(caller.subject->claims, login->nonce, config.client_id))
+    return oidc_refused(r, 401, "oidc_id_token", *problem, tls);
+  auto made = sessions_.create(*id_token);
+  if (!made) return error_response(500, "internal", made.error().message);
+  HttpResponse resp;
+  resp.status = 303;
+  resp.content_type = "text/plain; charset=utf-8";
+  resp.body = "/console/\n";
+  resp.headers.emplace_back("Location", "/console/");
+  resp.headers.emplace_back("Set-Cookie", session_cookie(made->id, tls));
+  resp.headers.emplace_back("Set-Cookie", cleared_oidc_cookie(tls));
+  return resp;
 }
 
 void Console::forward(const HttpRequest& r, const std::vector<std::string>& parts, bool tls,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "server/api.hpp"
+#include "server/console/console_oidc.hpp"
 #include "server/console/console_session.hpp"
 
 namespace airlock::server::console {
@@ -37,6 +38,7 @@ class Console {
   void handle(const HttpRequest& request, const std::vector<std::string>& parts,
               std::function<void(HttpResponse)> reply);
   SessionStore& sessions() { return sessions_; }
+  OidcLogins& oidc_logins() { return oidc_; }
 
  private:
   HttpResponse sign_in(const HttpRequest& request, bool tls);
@@ -45,11 +47,19 @@ class Console {
   void forward(const HttpRequest& request, const std::vector<std::string>& parts, bool tls,
                std::function<void(HttpResponse)> reply);
   HttpResponse describe(const std::string& credential, const std::string& csrf);
+  // identity.console (console_oidc.hpp): GET /console/oidc, POST /console/oidc/login,
+  // GET /console/oidc/callback.
+  HttpResponse oidc(const HttpRequest& request, const std::vector<std::string>& parts, bool tls);
+  HttpResponse oidc_login(const HttpRequest& request, bool tls);
+  HttpResponse oidc_callback(const HttpRequest& request, bool tls);
+  HttpResponse oidc_refused(const HttpRequest& request, int status, const std::string& kind, const std::string& why,
+                            bool tls);
 
   const GenerationSlot& generation_;
   Dispatch dispatch_;
   std::function<void(const std::string&)> refused_sign_in_;
   SessionStore sessions_;
+  OidcLogins oidc_;
 };
 
 // The /v1 target a /console/api/... request is forwarded to, or "" when it is not one the

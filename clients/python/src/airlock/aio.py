@@ -55,9 +55,10 @@ class AsyncClient:
 
     async def invoke(self, name: str, arguments: Optional[Mapping[str, Any]] = None,
                      subject_token: Optional[str] = None, *,
-                     wait_for_approval: Optional[float] = None) -> Invocation:
+                     wait_for_approval: Optional[float] = None,
+                     reason: Optional[str] = None) -> Invocation:
         return await self._run(self.sync.invoke, name, arguments, subject_token,
-                               wait_for_approval=wait_for_approval)
+                               wait_for_approval=wait_for_approval, reason=reason)
 
     async def invocation(self, invocation_id: str, *, wait: Optional[float] = None) -> Invocation:
         return await self._run(self.sync.invocation, invocation_id, wait=wait)

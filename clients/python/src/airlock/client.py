@@ -99,16 +99,22 @@ class Client:
 
     def invoke(self, name: str, arguments: Optional[Mapping[str, Any]] = None,
                subject_token: Optional[str] = None, *,
-               wait_for_approval: Optional[float] = None) -> Invocation:
+               wait_for_approval: Optional[float] = None,
+               reason: Optional[str] = None) -> Invocation:
         """Runs a tool. Returns the `Invocation` when it ran (`status` ok, or `error` for the
         tool's own failure: see `raise_for_error()`), or `pending_approval` for a critical
         tool (then `wait()`, or pass `wait_for_approval=SECONDS` to long-poll here). Raises
-        the typed `AirlockError` when Airlock refused the call or failed itself."""
+        the typed `AirlockError` when Airlock refused the call or failed itself. `reason`:
+        why the agent makes the call (at most 2048 bytes), shown to a critical tool's approvers."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise UsageError("arguments must be a JSON object (a mapping)")
+        if reason is not None and not isinstance(reason, str):
+            raise UsageError("reason must be a string")
+        json_body: Dict[str, Any] = {"arguments": dict(arguments or {})}
+        if reason is not None:
+            json_body["reason"] = reason
         resp, body = self._send("POST", f"/v1/tools/{check_tool_name(name)}/invoke",
-                                json_body={"arguments": dict(arguments or {})},
-                                subject_token=subject_token)
+                                json_body=json_body, subject_token=subject_token)
         invocation = raise_if_refused(Invocation.from_json(body), resp.status)
         if invocation.status == "pending_approval" and wait_for_approval is not None:
             return self.wait(invocation.id, timeout=wait_for_approval)

@@ -143,18 +143,22 @@ class Approval:
     arguments: Optional[JsonObject]
     may_decide: Optional[bool]
     raw: JsonObject
+    # The agent's reason for the call (GET /v1/approvals/{id}; None: none given).
+    reason: Optional[str] = None
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> "Approval":
         args = body.get("arguments")
         may = body.get("may_decide")
+        why = body.get("reason")
         return cls(id=str(body.get("id", "")), invocation_id=str(body.get("invocation_id", "")),
                    tool=str(body.get("tool", "")), status=str(body.get("status", "")),
                    arguments_sha256=str(body.get("arguments_sha256", "")),
                    approvers_required=int(body.get("approvers_required", 0)),
                    approvals=int(body.get("approvals", 0)),
                    arguments=dict(args) if isinstance(args, Mapping) else None,
-                   may_decide=may if isinstance(may, bool) else None, raw=dict(body))
+                   may_decide=may if isinstance(may, bool) else None, raw=dict(body),
+                   reason=why if isinstance(why, str) else None)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 // The Airlock web console (docs/console.md). Everything shown is built with DOM APIs and
 // textContent: no value from a tool or a user is ever parsed as HTML. Bidi overrides and
-// other invisible controls are shown as escapes (\u202E) so they cannot reorder what an
-// approver reads. The credential never reaches this script: the session is an HttpOnly
+// every other invisible or format character are shown as escapes (⟨U+202E⟩) so they cannot
+// hide or reorder what an approver reads. JSON is shown from the server's text, token by
+// token, never re-serialised from a JavaScript value (which would round big integers). The credential never reaches this script: the session is an HttpOnly
 // cookie; the CSRF token lives in this closure only.
 "use strict";
 (() => {
@@ -11,11 +12,22 @@
 
   // ---- rendering helpers -------------------------------------------------------------
 
-  // Bidi embeddings/overrides/isolates, marks, and C0/C1 controls other than \n and \t.
-  const INVISIBLE = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g;
+  // Every character an approver could not see or could misread as a plain space: format
+  // characters (Cf: zero-width, bidi controls, tags U+E0000-E007F, ...), control characters
+  // (Cc) other than a newline or tab in free text, line and paragraph separators (Zl, Zp),
+  // spaces other than U+0020 (Zs), every default-ignorable code point (variation selectors
+  // U+FE00-FE0F and U+E0100-E01EF, Hangul fillers, the combining grapheme joiner, ...), and
+  // the blank braille pattern U+2800.
+  const INVISIBLE =
+    /(?![\n\t])(?:[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u2800\uFE00-\uFE0F\u{E0000}-\u{E01EF}]|(?! )\p{Zs})/gu;
 
-  function hex4(ch) {
-    return "\\u" + ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+  // "⟨U+200B⟩": how an invisible character is shown.
+  function codePointLabel(ch) {
+    return "\u27E8U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "\u27E9";
+  }
+
+  function countInvisible(s) {
+    return (s.match(INVISIBLE) || []).length;
   }
 
   // A fragment showing `value` as text, its invisible characters as visible escapes.
@@ -27,13 +39,85 @@
       if (m.index > last) frag.appendChild(document.createTextNode(s.slice(last, m.index)));
       const mark = document.createElement("span");
       mark.className = "escaped";
-      mark.title = "an invisible or direction-changing character, shown escaped";
-      mark.textContent = hex4(m[0]);
+      mark.title = "an invisible, format or direction-changing character, shown escaped";
+      mark.textContent = codePointLabel(m[0]);
       frag.appendChild(mark);
       last = m.index + m[0].length;
     }
     if (last < s.length) frag.appendChild(document.createTextNode(s.slice(last)));
     return frag;
+  }
+
+  // ---- JSON as text ----------------------------------------------------------------------
+  // JSON is shown from the text the server sent, token by token, never from a value
+  // JSON.parse made (a JavaScript number rounds 12345678901234567891 to 12345678901234567000).
+
+  // The tokens of JSON text with their exact text and offsets. Tolerant of a text cut short
+  // (an unterminated string is one token to the end): only display depends on it.
+  const TOKEN = /([ \t\n\r]+)|("(?:[^"\\]|\\[\s\S])*"?)|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(true|false|null)|([{}\[\]:,])|([\s\S])/gy;
+  const TOKEN_KINDS = ["space", "string", "number", "literal", "punct", "other"];
+
+  function jsonTokens(src) {
+    const tokens = [];
+    TOKEN.lastIndex = 0;
+    for (let m; (m = TOKEN.exec(src)) !== null;) {
+      const kind = TOKEN_KINDS[m.slice(1).findIndex((g) => g !== undefined)];
+      tokens.push({ kind, text: m[0], start: m.index, end: TOKEN.lastIndex });
+    }
+    return tokens;
+  }
+
+  // A fragment of `src` laid out with two-space indentation; every token's text unchanged.
+  function jsonText(src) {
+    const frag = document.createDocumentFragment();
+    const tokens = jsonTokens(src).filter((t) => t.kind !== "space");
+    let depth = 0;
+    const newline = () => frag.appendChild(document.createTextNode("\n" + "  ".repeat(Math.max(depth, 0))));
+    tokens.forEach((t, i) => {
+      const next = tokens[i + 1], prev = tokens[i - 1];
+      if (t.text === "{" || t.text === "[") {
+        frag.appendChild(document.createTextNode(t.text));
+        depth++;
+        if (next && next.text !== "}" && next.text !== "]") newline();
+      } else if (t.text === "}" || t.text === "]") {
+        depth--;
+        if (prev && prev.text !== "{" && prev.text !== "[") newline();
+        frag.appendChild(document.createTextNode(t.text));
+      } else if (t.text === ",") {
+        frag.appendChild(document.createTextNode(","));
+        newline();
+      } else if (t.text === ":") {
+        frag.appendChild(document.createTextNode(": "));
+      } else {
+        frag.appendChild(el("span", { class: "json-" + t.kind }, t.text));
+      }
+    });
+    return frag;
+  }
+
+  // The exact text of member `key` of the JSON object `src` (a whole server answer), or null.
+  function rawMember(src, key) {
+    const tokens = jsonTokens(src).filter((t) => t.kind !== "space");
+    let depth = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i];
+      if (depth === 1 && t.kind === "string" && tokens[i + 1] && tokens[i + 1].text === ":" && JSON.parse(t.text) === key)
+        return valueText(src, tokens, i + 2);
+      if (t.text === "{" || t.text === "[") depth++;
+      else if (t.text === "}" || t.text === "]") depth--;
+    }
+    return null;
+  }
+
+  // The text of the value that starts at tokens[i].
+  function valueText(src, tokens, i) {
+    let depth = 0;
+    for (let j = i; j < tokens.length; j++) {
+      if (tokens[j].text === "{" || tokens[j].text === "[") depth++;
+      else if (tokens[j].text === "}" || tokens[j].text === "]") depth--;
+      if (depth === 0) return src.slice(tokens[i].start, tokens[j].end);
+    }
+    return null;
   }
 
   // el("td", {class: "x"}, "text", node, ...): attributes from this file only, never data.
@@ -103,14 +187,16 @@
       init.body = JSON.stringify(body || {});
     }
     const resp = await fetch(path, init);
+    // `raw`: the answer's text, which JSON is shown from (jsonText); `data` only to navigate.
+    const raw = await resp.text();
     let data = null;
     try {
-      data = await resp.json();
+      data = JSON.parse(raw);
     } catch (e) {
       data = { error: { kind: "bad_response", message: "the server answered " + resp.status } };
     }
     if (resp.status === 401 && path !== "/console/session") signedOut(data);
-    return { status: resp.status, ok: resp.ok, data };
+    return { status: resp.status, ok: resp.ok, data, raw };
   }
 
   function api(path) {
@@ -160,6 +246,26 @@
     showSignedIn(r.data);
   }
 
+  // "Sign in with <issuer>" when identity.console is configured: the server starts the
+  // login (state, nonce and PKCE stay on the server) and the browser goes to the provider.
+  async function offerOidc() {
+    const r = await call("GET", "/console/oidc");
+    const box = document.getElementById("oidc");
+    if (!r.ok || !r.data.issuer) return;
+    const button = document.getElementById("oidc-sign-in");
+    button.textContent = "";
+    button.appendChild(text("Sign in with " + r.data.issuer));
+    box.hidden = false;
+  }
+
+  async function oidcSignIn() {
+    const r = await call("POST", "/console/oidc/login", {});
+    if (!r.ok) return setStatus(errorText(r), true);
+    const url = new URL(r.data.authorization_url);
+    if (url.protocol !== "https:" && url.protocol !== "http:") return setStatus("the provider's URL is not http(s)", true);
+    location.assign(url.href);
+  }
+
   async function signOut() {
     await call("DELETE", "/console/session", {});
     signedOut(null);
@@ -204,16 +310,24 @@
     poll(viewApprovals);
   }
 
-  // A <pre> of `full` cut at ARGS_SHOWN characters, with a button that shows all of it.
+  // A <pre> of the JSON text `full` cut at ARGS_SHOWN characters, with a button that shows
+  // all of it, and a warning when it holds invisible characters (anywhere, shown or not).
   function longText(id, full) {
+    full = full ?? "null";
     const pre = el("pre", { id });
-    pre.appendChild(text(full.length > ARGS_SHOWN ? full.slice(0, ARGS_SHOWN) : full));
+    pre.appendChild(jsonText(full.length > ARGS_SHOWN ? full.slice(0, ARGS_SHOWN) : full));
     const box = el("div", {}, pre);
+    const hidden = countInvisible(full);
+    if (hidden)
+      box.insertBefore(el("p", { class: "bad invisible-warning", id: id + "-invisible" },
+                          "Warning: this text contains " + hidden + " invisible or format character" + (hidden > 1 ? "s" : "") +
+                          " (zero-width, bidi, tag, variation selector, unusual space, control...), shown as \u27E8U+XXXX\u27E9. " +
+                          "They are part of what runs."), pre);
     if (full.length <= ARGS_SHOWN) return box;
     const more = el("button", { type: "button", id: "show-all-" + id }, "Show all " + full.length + " characters");
     more.addEventListener("click", () => {
       pre.textContent = "";
-      pre.appendChild(text(full));
+      pre.appendChild(jsonText(full));
       more.remove();
     });
     box.appendChild(el("p", { class: "note", id: id + "-truncated" },
@@ -222,10 +336,35 @@
     return box;
   }
 
-  function argumentsBlock(a) {
-    const box = longText("arguments", json(a.arguments));
+  // The arguments exactly as stored (arguments_json, the canonical text arguments_sha256 is
+  // the hash of), and whether this browser computed the same hash from the text it shows.
+  function argumentsBlock(a, hashCheck) {
+    if (typeof a.arguments_json !== "string")
+      return el("p", { class: "bad", id: "arguments-missing" }, "The server sent no arguments_json: nothing to approve from.");
+    const box = longText("arguments", a.arguments_json);
     box.appendChild(el("p", { class: "hash mono" }, "SHA-256 of the arguments: " + a.arguments_sha256));
+    box.appendChild(el("p", { class: hashCheck.ok ? "note" : "bad", id: "arguments-hash-check" }, hashCheck.message));
     return box;
+  }
+
+  // SHA-256 (hex) of the UTF-8 of `s`, or null where the browser has no WebCrypto (a page
+  // not served over https or from localhost).
+  async function sha256Hex(s) {
+    if (!(window.crypto && crypto.subtle)) return null;
+    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+    return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  // ok: the shown text is what the server's hash covers (or it cannot be checked here);
+  // a mismatch hides the decision buttons.
+  async function checkArgumentsHash(a) {
+    if (typeof a.arguments_json !== "string") return { ok: false, message: "no arguments text" };
+    const computed = await sha256Hex(a.arguments_json);
+    if (computed === null)
+      return { ok: true, message: "This browser cannot compute SHA-256 here (not a secure context); the server checks it." };
+    if (computed !== a.arguments_sha256)
+      return { ok: false, message: "The text shown does not match the server's SHA-256 (" + computed + "): do not decide." };
+    return { ok: true, message: "This browser computed the same SHA-256 from the text shown." };
   }
 
   function contextBlocks(c) {
@@ -246,6 +385,35 @@
       el("h2", {}, "Credentials it would get"),
       creds.length ? table(["Variable", "Provider", "Scope"], creds) : none("none"),
     ];
+  }
+
+  // The fields of a JSON Schema, depth first: [path, type, description, required].
+  function schemaFields(schema, prefix, required, out, depth) {
+    if (!schema || typeof schema !== "object" || depth > 6) return out;
+    if (prefix) out.push([prefix, [].concat(schema.type ?? "").join(" | ") || "any", schema.description ?? "", required ? "yes" : ""]);
+    const props = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
+    const needed = Array.isArray(schema.required) ? schema.required : [];
+    for (const [name, sub] of Object.entries(props))
+      schemaFields(sub, prefix ? prefix + "." + name : name, needed.includes(name), out, depth + 1);
+    if (schema.items && typeof schema.items === "object") schemaFields(schema.items, (prefix || "") + "[]", false, out, depth + 1);
+    return out;
+  }
+
+  // What the tool is: its description and its input schema's fields (from the configuration
+  // now), beside the arguments.
+  function toolFieldsBlock(c) {
+    const rows = schemaFields(c.input_schema, "", false, [], 0).map((f) =>
+      el("tr", {}, el("td", { class: "mono" }, f[0]), el("td", {}, f[1]), el("td", { class: "field-description" }, f[2]), el("td", {}, f[3])));
+    return el("div", { id: "tool-fields" },
+              el("h3", {}, "The tool's fields"),
+              rows.length ? table(["Field", "Type", "Description", "Required"], rows)
+                          : el("p", { class: "note" }, "The tool's input schema describes no fields."));
+  }
+
+  // The agent's stated reason ("reason" beside "arguments"): its words, shown as text.
+  function agentReasonBlock(reason) {
+    return reason ? el("p", { class: "agent-reason", id: "agent-reason" }, reason)
+                  : el("p", { class: "note", id: "agent-reason" }, "The agent gave no reason.");
   }
 
   function decisionsBlock(a) {
@@ -278,15 +446,20 @@
     if (!r.ok) return render(el("h1", {}, "Approval"), el("p", { class: "bad" }, errorText(r)));
     const a = r.data;
     const facts = dl([
-      ["Tool", a.tool], ["Risk", a.context.risk || "—"], ["Status", el("span", { id: "approval-status" }, a.status)],
+      ["Tool", a.tool], ["What it does", el("span", { id: "tool-description" }, a.context.description || "(no description)")],
+      ["Risk", a.context.risk || "—"], ["Status", el("span", { id: "approval-status" }, a.status)],
       ["User", person(a.requested_by.subject)], ["Agent", agent(a.requested_by.principal)],
       ["Requested", a.requested_at], ["Expires", a.expires_at + " (" + timeLeft(a.expires_at) + " left)"],
       ["Approvals", a.approvals + " of " + a.approvers_required],
       ["Invocation", link("invocation", a.invocation_id, a.invocation_id)],
     ]);
-    render(el("h1", {}, "Approval " + a.id), facts, el("h2", {}, "Arguments (DLP-redacted)"), argumentsBlock(a),
+    const hashCheck = await checkArgumentsHash(a);
+    render(el("h1", {}, "Approval " + a.id), facts, el("h2", {}, "The agent's reason"), agentReasonBlock(a.reason),
+           el("h2", {}, "Arguments (DLP-redacted)"),
+           el("div", { class: "beside" }, argumentsBlock(a, hashCheck), toolFieldsBlock(a.context)),
            ...contextBlocks(a.context), el("h2", {}, "Decisions"), decisionsBlock(a),
-           a.may_decide ? decideForm(a) : el("p", { class: "note", id: "no-decision" }, "You may not decide this approval."));
+           a.may_decide && hashCheck.ok ? decideForm(a)
+                                        : el("p", { class: "note", id: "no-decision" }, "You may not decide this approval."));
     if (a.status === "pending") pollStatus(id, a.status);
   }
 
@@ -345,6 +518,21 @@
     poll(() => refreshHistory(query));
   }
 
+  // Who approved (or denied) it, when and why, and the agent's reason for the call.
+  function invocationApprovalBlocks(ap) {
+    const rows = (ap.decisions || []).map((d) =>
+      el("tr", {}, el("td", {}, d.decision), el("td", {}, person(d.approver)), el("td", {}, agent(d.relayed_by)),
+         el("td", {}, d.reason), el("td", {}, d.at)));
+    return [
+      el("h2", {}, "Approval"),
+      dl([["Approval", link("approval", ap.id, ap.id)], ["Status", el("span", { id: "invocation-approval-status" }, ap.status)],
+          ["Approvals", ap.approvals + " of " + ap.approvers], ["Decided", ap.decided_at || "—"],
+          ["The agent's reason", el("span", { id: "invocation-agent-reason" }, ap.reason || "(none given)")]]),
+      rows.length ? el("div", { id: "invocation-decisions" }, table(["Decision", "By", "Relayed by", "Reason", "At"], rows))
+                  : el("p", { class: "note", id: "invocation-decisions" }, "no decision yet"),
+    ];
+  }
+
   async function viewInvocation(id) {
     const r = await api("invocations/" + encodeURIComponent(id));
     if (!r.ok) return render(el("h1", {}, "Invocation"), el("p", { class: "bad" }, errorText(r)));
@@ -356,8 +544,9 @@
                ["User", person(i.subject)], ["Agent", agent(i.actor && i.actor.principal)],
                ["Verdict", i.verdict || "—"], ["Error", i.error ? i.error.kind + ": " + i.error.message : "—"],
                ["Audit", proof]]),
-           el("h2", {}, "Output"), longText("invocation-output", json(i.output)),
-           el("h2", {}, "The full record"), longText("invocation-record", json(i)));
+           ...(i.approval ? invocationApprovalBlocks(i.approval) : []),
+           el("h2", {}, "Output"), longText("invocation-output", rawMember(r.raw, "output")),
+           el("h2", {}, "The full record"), longText("invocation-record", r.raw));
     if (["running", "pending_approval", "suspended"].includes(i.status)) poll(() => viewInvocation(id));
   }
 
@@ -375,7 +564,7 @@
       const line = v.data.intact ? "intact: " + v.data.records + " records, " + v.data.checkpoints + " checkpoints"
                                  : "NOT intact: " + (v.data.headline || "see the report");
       result.appendChild(el("p", { class: v.data.intact ? "good" : "bad" }, line));
-      result.appendChild(el("pre", {}, json(v.data)));
+      result.appendChild(el("pre", {}, jsonText(v.raw)));
     });
     const index = el("input", { id: "proof-index", type: "number", min: "0", value: "0" });
     const prove = el("button", { type: "button", id: "prove" }, "Show the inclusion proof");
@@ -391,7 +580,7 @@
   async function viewProof(index) {
     const r = await api("audit/proof/" + encodeURIComponent(index));
     render(el("h1", {}, "Inclusion proof of record " + index),
-           r.ok ? el("pre", { id: "proof" }, json(r.data)) : el("p", { class: "bad" }, errorText(r)),
+           r.ok ? el("pre", { id: "proof" }, jsonText(r.raw)) : el("p", { class: "bad" }, errorText(r)),
            el("p", {}, el("a", { href: "#/audit" }, "Back to the audit log")));
   }
 
@@ -418,6 +607,8 @@
   async function start() {
     document.getElementById("sign-in-form").addEventListener("submit", signIn);
     document.getElementById("sign-out").addEventListener("click", signOut);
+    document.getElementById("oidc-sign-in").addEventListener("click", oidcSignIn);
+    offerOidc();
     window.addEventListener("hashchange", route);
     const r = await call("GET", "/console/session");
     if (r.ok) showSignedIn(r.data);

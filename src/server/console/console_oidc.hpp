@@ -1,0 +1,93 @@
+// The console's "Sign in with <issuer>" (identity.console, docs/console.md): OpenID Connect's
+// authorization code flow with PKCE (RFC 7636, S256), done by the server so that no token ever
+// reaches the page. A login is started by the page (POST /console/oidc/login): a random state,
+// nonce and code verifier are kept here, bound to the browser by a cookie; the provider sends
+// the browser back to /console/oidc/callback, whose code is exchanged at the token endpoint with
+// the verifier. The ID token is then verified by the caller exactly as any user token, plus
+// the checks of id_token_problem().
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.hpp"
+#include "identity/http_fetch.hpp"
+#include "policy/identity_config.hpp"
+
+namespace airlock::server::console {
+
+// Binds a login to the browser that started it: HttpOnly, Path=/console/oidc, SameSite=Lax
+// (the provider's redirect back is a cross-site top-level navigation, which Strict would not
+// carry it on).
+inline constexpr const char* kOidcCookieName = "airlock_console_oidc";
+inline constexpr std::chrono::minutes kOidcLoginLifetime{10};
+inline constexpr std::size_t kMaxPendingLogins = 1000;
+
+std::string oidc_cookie(const std::string& binding, bool secure);
+std::string cleared_oidc_cookie(bool secure);
+
+// The provider's endpoints, from its discovery document (OpenID Connect Discovery 1.0), whose
+// `issuer` must be `expected_iss` exactly.
+struct ProviderEndpoints {
+  std::string authorization, token;
+};
+Result<ProviderEndpoints> provider_endpoints(const std::string& discovery_document, const std::string& expected_iss);
+
+// RFC 7636: a 256-bit verifier (base64url, 43 characters) and its S256 challenge.
+struct Pkce {
+  std::string verifier, challenge;
+};
+Result<Pkce> make_pkce();
+std::string s256_challenge(const std::string& verifier);
+
+// What an ID token must say besides what makes it a valid user token of the issuer (the
+// verifier checks signature, iss, exp, nbf, iat and that aud names one of the issuer's
+// audiences): the nonce of this login, aud naming the client, and azp the client when aud
+// names others too (OpenID Connect Core 3.1.3.7). Why it is refused, or none.
+std::optional<std::string> id_token_problem(const nlohmann::json& claims, const std::string& nonce,
+                                            const std::string& client_id);
+
+class OidcLogins {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Fetch = std::function<Result<identity::FetchResponse>(const identity::FetchRequest&)>;
+  explicit OidcLogins(Fetch fetch, std::function<Clock::time_point()> now = Clock::now);
+
+  struct Started {
+    std::string authorization_url;  // where the page sends the browser
+    std::string binding;            // for kOidcCookieName
+  };
+  // Fetches the discovery document of `config`, whose issuer must be `iss`.
+  Result<Started> start(const policy::ConsoleSignInConfig& config, const std::string& iss);
+
+  struct Pending {
+    std::string nonce, verifier, token_endpoint, binding, client_id, redirect_uri;
+    Clock::time_point created;
+  };
+  // The pending login of `state`, which ends now (a state is used once). Refused (code
+  // "oidc_state") when unknown, expired, or started by another browser (`binding`).
+  Result<Pending> take(const std::string& state, const std::string& binding);
+
+  // The ID token the token endpoint gives for `code` (the verifier sent with it). Refused
+  // (code "oidc_exchange") with the provider's error.
+  Result<std::string> exchange(const policy::ConsoleSignInConfig& config, const Pending& login, const std::string& code);
+
+  std::size_t size();
+
+ private:
+  void prune(Clock::time_point now);
+
+  Fetch fetch_;
+  std::function<Clock::time_point()> now_;
+  std::mutex mu_;
+  std::map<std::string, Pending> pending_;  // by the SHA-256 of the state
+};
+
+}  // namespace airlock::server::console
