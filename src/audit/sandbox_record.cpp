@@ -15,16 +15,6 @@ std::map<std::string, std::uint64_t> limits_of(const sandbox::Limits& limits) {
   return out;
 }
 
-std::map<std::string, std::uint64_t> usage_of(const sandbox::Usage& usage) {
-  std::map<std::string, std::uint64_t> out{{"wall_ms", usage.wall_ms},
-                                           {"cpu_user_ms", usage.cpu_user_ms},
-                                           {"cpu_sys_ms", usage.cpu_sys_ms}};
-  if (usage.memory_peak_bytes) out["memory_peak_bytes"] = *usage.memory_peak_bytes;
-  if (usage.pids_peak) out["pids_peak"] = *usage.pids_peak;
-  if (usage.pids_limit_hit) out["pids_limit_hit"] = *usage.pids_limit_hit ? 1 : 0;
-  return out;
-}
-
 ContentDigest output_digest(const std::string& kept, std::uint64_t discarded) {
   ContentDigest digest = ContentDigest::of(kept);
   digest.discarded_bytes = discarded;
@@ -58,6 +48,16 @@ void record_output(InvocationRecord& record, const sandbox::Outcome& outcome) {
 }
 
 }  // namespace
+
+std::map<std::string, std::uint64_t> usage_of(const sandbox::Usage& usage) {
+  std::map<std::string, std::uint64_t> out{{"wall_ms", usage.wall_ms},
+                                           {"cpu_user_ms", usage.cpu_user_ms},
+                                           {"cpu_sys_ms", usage.cpu_sys_ms}};
+  if (usage.memory_peak_bytes) out["memory_peak_bytes"] = *usage.memory_peak_bytes;
+  if (usage.pids_peak) out["pids_peak"] = *usage.pids_peak;
+  if (usage.pids_limit_hit) out["pids_limit_hit"] = *usage.pids_limit_hit ? 1 : 0;
+  return out;
+}
 
 InvocationRecord record_from_run(const sandbox::Spec& spec, const backend::RunResult& outcome,
                                  RunIdentity identity) {

@@ -2,6 +2,8 @@
 // (airlock_audit_sandbox) so airlock_audit itself never depends on the sandbox or a backend.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "audit/invocation_record.hpp"
@@ -16,6 +18,9 @@ struct RunIdentity {
   std::string principal;
   std::string tool;
 };
+
+// A run's usage as the record's `usage` member.
+std::map<std::string, std::uint64_t> usage_of(const sandbox::Usage& usage);
 
 // Limits, verdict, exit, usage and egress from the Spec and the run's result; input digest when the
 // Spec carried stdin as bytes; output digests when the run collected its output (a run that

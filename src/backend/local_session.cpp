@@ -156,6 +156,11 @@ pid_t LocalSession::pid() const {
   return state_->pid;
 }
 
+std::optional<sandbox::CpuTime> LocalSession::cpu_used() const {
+  std::lock_guard lock(state_->mu);  // the sandbox is there until publish_end
+  return state_->sandbox ? state_->sandbox->cpu_used() : std::nullopt;
+}
+
 void LocalSession::kill() {
   std::lock_guard lock(state_->mu);
   state_->kill_requested = true;

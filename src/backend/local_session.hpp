@@ -22,6 +22,7 @@
 #include "backend/local.hpp"
 #include "common/result.hpp"
 #include "common/unique_fd.hpp"
+#include "sandbox/sandbox.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::backend {
@@ -56,6 +57,8 @@ class LocalSession {
   UniqueFd take_stdin();
   UniqueFd take_stdout();
   pid_t pid() const;  // the sandbox's init, as the host sees it
+  // The CPU its processes have used so far (Sandbox::cpu_used); null once it has ended.
+  std::optional<sandbox::CpuTime> cpu_used() const;
 
   void kill();         // from any thread; the outcome says signaled (SIGKILL)
   bool ended() const;

@@ -1,5 +1,7 @@
 #include "mcp/server_instance.hpp"
 
+#include <algorithm>
+
 #include "mcp/server_spec.hpp"
 
 namespace airlock::mcp {
@@ -83,7 +85,36 @@ std::optional<ListedTool> ServerInstance::find_tool(const std::string& name) con
   return std::nullopt;
 }
 
+// The first call into an idle instance starts the count: what the server used while no call
+// was in it (its own start, background work) is nobody's.
+void ServerInstance::call_began() {
+  std::lock_guard lock(charge_mu_);
+  if (charged_.calls++ == 0) charged_.mark = session_->cpu_used();
+}
+
+// A call ends: it is given the instance's CPU since the last call ended or, if none did since
+// the instance was idle, since the first of the calls now in it began. Overlapping calls share
+// one count, so each CPU-second goes to one call (all of them run for one owner, whose quota
+// is the same). Whole milliseconds are given; the rest stays for the next call.
+std::optional<sandbox::Usage> ServerInstance::call_ended(std::chrono::steady_clock::time_point began) {
+  sandbox::Usage usage;
+  usage.wall_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - began).count());
+  std::lock_guard lock(charge_mu_);
+  --charged_.calls;
+  const auto now = session_->cpu_used();
+  if (!now || !charged_.mark) return std::nullopt;  // not measured: no CPU figure is better than 0
+  auto& mark = *charged_.mark;
+  usage.cpu_user_ms = (now->user_ns - std::min(now->user_ns, mark.user_ns)) / 1'000'000;
+  usage.cpu_sys_ms = (now->sys_ns - std::min(now->sys_ns, mark.sys_ns)) / 1'000'000;
+  mark.user_ns += usage.cpu_user_ms * 1'000'000;
+  mark.sys_ns += usage.cpu_sys_ms * 1'000'000;
+  return usage;
+}
+
 Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall& call) {
+  const auto began = std::chrono::steady_clock::now();
+  call_began();
   const auto mark = session_->stderr_mark();
   ToolCallRequest request;
   request.name = call.remote_tool;
@@ -92,6 +123,8 @@ Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall
   request.cancel = call.cancel;
   request.progress = call.progress;
   auto result = client_->call_tool(request);
+  auto used = call_ended(began);
+  if (call.usage) *call.usage = std::move(used);
   if (result) result->server_log = session_->stderr_since(mark, setup_.max_log_bytes);
   if (result && setup_.credentials) {
     result->credential_values = setup_.credentials->values;

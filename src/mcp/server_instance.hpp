@@ -78,8 +78,19 @@ class ServerInstance {
  private:
   ServerInstance() = default;
 
+  // The CPU accounting of calls (docs/mcp-gateway.md, "Accounting"): the cgroup reading up to
+  // which the instance's CPU was given to a call, and how many calls are in it now.
+  struct Charged {
+    std::optional<sandbox::CpuTime> mark;
+    int calls = 0;
+  };
+  void call_began();
+  std::optional<sandbox::Usage> call_ended(std::chrono::steady_clock::time_point began);
+
   InstanceSetup setup_;
   std::unique_ptr<backend::LocalSession> session_;
+  std::mutex charge_mu_;
+  Charged charged_;
   std::unique_ptr<StdioClient> client_;
   mutable std::mutex mu_;
   std::vector<ListedTool> tools_;

@@ -110,6 +110,8 @@ struct Invocation {
   std::vector<std::string> server_credential_values;
   std::optional<backend::RunRequest> request;  // what the execute stage ran
   std::optional<backend::RunResult> outcome;
+  // A tool of an MCP server: what the call used of its server's sandbox (McpToolCall::usage).
+  std::optional<sandbox::Usage> server_usage;
   std::optional<nlohmann::json> output;
   std::optional<std::string> redacted_output;
   // An MCP server's result as it came, before DLP (the audit record's output digest; a
@@ -148,6 +150,11 @@ struct Invocation {
     return suspended ? "suspended" : "ok";
   }
   std::string principal_name() const { return actor ? actor->principal : std::string(); }
+  // What the call used: its sandbox run's, or its MCP server's during the call; null if neither.
+  const sandbox::Usage* usage() const {
+    if (outcome) return &outcome->usage;
+    return server_usage ? &*server_usage : nullptr;
+  }
 };
 
 // The log kept with the invocation: the tool's stderr as DLP left it, then Airlock's notes.

@@ -60,6 +60,11 @@ struct McpToolCall {
   CancelSignal* cancel = nullptr;                    // may be null
   std::function<void(const Progress&)> progress;     // may be empty
   McpCredentialLeaser lease_credentials;             // empty: the server has none
+  // Set, whether the call succeeded or not, to what its instance used meanwhile: the call's
+  // wall time and the CPU of the instance's sandbox (its cgroup) while calls were in it, each
+  // CPU-second given to exactly one call (docs/mcp-gateway.md, "Accounting"). Left null when
+  // the call reached no instance, or the host cannot measure the sandbox's CPU. May be null.
+  std::optional<sandbox::Usage>* usage = nullptr;
 };
 
 // The server's CallToolResult.

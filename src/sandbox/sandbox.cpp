@@ -150,6 +150,12 @@ Sandbox::~Sandbox() {
 
 pid_t Sandbox::pid() const { return state_->pid; }
 
+std::optional<CpuTime> Sandbox::cpu_used() const {
+  const CgroupStats stats = state_->cgroup.read_stats();
+  if (!stats.cpu_user_ns || !stats.cpu_sys_ns) return std::nullopt;
+  return CpuTime{*stats.cpu_user_ns, *stats.cpu_sys_ns};
+}
+
 std::shared_ptr<WarmCgroupTree> Sandbox::warm_cgroup_tree() const { return state_->cgroup.warm_tree(); }
 
 std::vector<UniqueFd> Sandbox::take_listeners() { return std::move(state_->listeners); }

@@ -30,6 +30,12 @@ namespace airlock::sandbox {
 
 class WarmCgroupTree;  // sandbox/cgroup.hpp
 
+// CPU time its processes have used so far, from the sandbox's cgroup.
+struct CpuTime {
+  std::uint64_t user_ns = 0;
+  std::uint64_t sys_ns = 0;
+};
+
 // Launches and waits. Refuses loopback listeners: nobody would accept on them (see launch).
 Outcome run(const Spec& spec);
 
@@ -85,6 +91,10 @@ class Sandbox {
   // Ends the run from any thread (wait() reports it as signaled by SIGKILL).
   void kill();
   pid_t pid() const;
+  // What its processes have used of the CPU so far (its cgroup's counters): for a long-lived
+  // sandbox whose calls are charged as they end (an MCP server). Null without cgroup CPU
+  // accounting, or once its cgroup is gone. Any thread, until wait() has returned.
+  std::optional<CpuTime> cpu_used() const;
 
   struct State;
 

@@ -91,7 +91,7 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   j["output"] = inv.output && (!inv.error || inv.error->kind == ErrorKind::tool_error) ? *inv.output : nlohmann::json();
   j["error"] = error_json(inv);
   j["verdict"] = inv.outcome ? nlohmann::json(sandbox::verdict_name(inv.outcome->verdict)) : nlohmann::json();
-  j["usage"] = inv.outcome ? sandbox::to_json(inv.outcome->usage) : nlohmann::json();
+  j["usage"] = inv.usage() ? sandbox::to_json(*inv.usage()) : nlohmann::json();
   // Whether its sandbox forked from a warm template (docs/warm-start.md) or started cold.
   j["start"] = inv.outcome ? nlohmann::json(inv.outcome->warm ? "warm" : "cold") : nlohmann::json();
   auto redactions = nlohmann::json::array();

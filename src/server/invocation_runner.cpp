@@ -115,12 +115,11 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
     if (s.webhooks) announce_completed(*s.webhooks, inv, stored);
   }
   count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
-  // What its sandbox used counts against its principal's and user's cpuSeconds.
-  if (s.quotas && inv.outcome) {
-    const auto& usage = inv.outcome->usage;
+  // What its sandbox used (a tool of an MCP server: its server's sandbox during the call)
+  // counts against its principal's and user's cpuSeconds.
+  if (const sandbox::Usage* usage = inv.usage(); s.quotas && usage)
     s.quotas->charge_cpu(generation.config->quotas, pipeline::quota_principal(inv), pipeline::quota_user(inv),
-                         static_cast<double>(usage.cpu_user_ms + usage.cpu_sys_ms) / 1000.0);
-  }
+                         static_cast<double>(usage->cpu_user_ms + usage->cpu_sys_ms) / 1000.0);
   if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
 }
 

@@ -247,6 +247,7 @@ TEST_F(FilesystemGateway, TwoAgentsActingForOneUserNeverShareAServerProcess) {
 // description after its first call (the rug pull, at a moment the test knows).
 class MaliciousGateway : public ::testing::Test {
  protected:
+  std::string extra_yaml_;  // after the mcpServers section (a subclass's)
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
     ws_ = std::make_unique<Workspace>("", "");
@@ -258,7 +259,7 @@ mcpServers:
     command: [python3, /fixtures/malicious_server.py, --rug-pull-on-call]
     dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
     risk: low
-)");
+)" + extra_yaml_);
     daemon_ = std::make_unique<RunningDaemon>(*ws_);
     ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.whoami")) << "evil was never listed";
   }
@@ -422,6 +423,36 @@ TEST_F(MaliciousGateway, AnAgentKeepsItsInstanceAndRbacComesFirst) {
   EXPECT_EQ(a.json()["output"]["content"], again.json()["output"]["content"]) << "one instance per agent";
   // "other" may call only echo: refused by RBAC before any server process is involved.
   EXPECT_EQ(invoke(daemon_->port, "evil.whoami", nlohmann::json::object(), kOtherKey).status, 403);
+}
+
+// Issue #33: a gateway call was never charged against quotas.cpuSeconds (`usage: null`). Now
+// the CPU its server's sandbox used during the call (its cgroup's counters) is the call's
+// usage, charged like a sandboxed run's: a burn past the budget makes the next call refused.
+class MeteredGateway : public MaliciousGateway {
+ protected:
+  MeteredGateway() { extra_yaml_ = "quotas:\n  principals:\n    agent: {cpuSeconds: 0.3/60s}\n"; }
+};
+
+TEST_F(MeteredGateway, TheServersCpuDuringACallIsChargedToTheCallersQuota) {
+  auto burnt = invoke(daemon_->port, "evil.burn", {{"seconds", 0.5}});
+  ASSERT_EQ(burnt.status, 200) << burnt.body;
+  ASSERT_EQ(burnt.json()["status"], "ok") << burnt.body;
+  const nlohmann::json usage = burnt.json()["usage"];
+  ASSERT_TRUE(usage.is_object()) << burnt.body;
+  const int cpu_ms = usage.value("cpu_user_ms", 0) + usage.value("cpu_sys_ms", 0);
+  EXPECT_GE(cpu_ms, 450) << burnt.body;  // 0.5 s of CPU time, by the server's own clock
+  EXPECT_GE(usage.value("wall_ms", 0), cpu_ms) << burnt.body;
+  auto record = audit_record_of(ws_->audit_path(), burnt.json()["id"]);
+  ASSERT_TRUE(record.is_object());
+  EXPECT_EQ(record["usage"]["cpu_user_ms"], usage["cpu_user_ms"]) << record.dump();
+
+  auto next = invoke(daemon_->port, "evil.whoami", nlohmann::json::object());
+  EXPECT_EQ(next.status, 429) << next.body;
+  EXPECT_EQ(next.json()["error"]["kind"], "quota_exceeded") << next.body;
+  EXPECT_EQ(next.json()["error"]["quota"], "cpuSeconds") << next.body;
+  EXPECT_EQ(next.headers.count("retry-after"), 1u);
+  // Another principal's budget is its own.
+  EXPECT_EQ(invoke(daemon_->port, "echo", {{"n", 1}}, kOtherKey).status, 200);
 }
 
 // mcpServers[].credentials: leased for the instance's owner when it starts, given as its

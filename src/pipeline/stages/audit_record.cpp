@@ -48,6 +48,7 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
     record.verdict = "ok";
   }
   record.input = audit::ContentDigest::of(inv.raw_body);
+  if (!inv.outcome && inv.server_usage) record.usage = audit::usage_of(*inv.server_usage);
   if (inv.redacted_input) record.input->redacted = *inv.redacted_input;
   if (!record.output && inv.server_result) {  // an MCP server's result: no stdout, its text instead
     record.output = audit::ContentDigest{};

@@ -263,6 +263,7 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
   call.owner = server_owner(inv);
   call.timeout = inv.limits.wall_time;
   call.lease_credentials = inv.lease_server_credentials;
+  call.usage = &inv.server_usage;  // charged against quotas.cpuSeconds when the call ends
   if (inv.control) {
     call.cancel = &inv.control->cancel;
     call.progress = inv.control->progress;
