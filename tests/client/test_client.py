@@ -23,10 +23,11 @@ class ErrorKinds(unittest.TestCase):
         with open(os.path.join(root, "pipeline", "error.cpp")) as f:
             kinds = set(re.findall(r'\{ErrorKind::\w+, "(\w+)"\}', f.read()))
         self.assertGreater(len(kinds), 20)
-        for name in os.listdir(os.path.join(root, "server")):
-            if name.endswith(".cpp"):
-                with open(os.path.join(root, "server", name)) as f:
-                    kinds |= set(re.findall(r'(?:error_response|answer_error)\(\d+, "(\w+)"', f.read()))
+        for folder, _, names in os.walk(os.path.join(root, "server")):
+            for name in names:
+                if name.endswith(".cpp"):
+                    with open(os.path.join(folder, name)) as f:
+                        kinds |= set(re.findall(r'(?:error_response|answer_error)\(\d+, "(\w+)"', f.read()))
         unknown = kinds - set(ERROR_CLASSES) - TOOL_FAILURE_KINDS
         self.assertEqual(unknown, set())
 

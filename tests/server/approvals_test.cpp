@@ -350,7 +350,7 @@ TEST_F(Approvals, AReloadThatChangesWhatTheCallRestsOnEndsItConfigChanged) {
     std::string from, to, named;
   };
   const std::vector<Change> changes = {
-      {"- name: danger\n", "- name: danger\n    description: now it wires money\n", "the tool's definition"},
+      {"description: 'Pays an invoice.", "description: 'Wires money.", "the tool's definition"},
       {"critical: {backend: local}", "critical: {backend: local, timeout: 20s}", "its risk tier"},
       {R"(actions: [invoke], tools: ["danger*"])", R"(actions: [invoke], tools: ["danger*", "echo"])",
        "the access rules that let it through"}};

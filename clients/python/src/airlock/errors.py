@@ -139,7 +139,8 @@ class QuotaExceededError(RateLimitedError):
 
 
 class UnavailableError(AirlockError):
-    """503 `draining`, `credential_unavailable`, `temporarily_unavailable`."""
+    """503 `draining`, `credential_unavailable`, `temporarily_unavailable`, `sealed_other_key`
+    (this replica holds another sealing key than the one that sealed the approval)."""
 
 
 class StorageUnavailableError(UnavailableError):
@@ -197,6 +198,7 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "draining": UnavailableError,
     "credential_unavailable": UnavailableError,
     "temporarily_unavailable": UnavailableError,
+    "sealed_other_key": UnavailableError,
     "storage_unavailable": StorageUnavailableError,
     "audit_failed": ServerError,
     "sandbox_setup": ServerError,
