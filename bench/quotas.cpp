@@ -1,5 +1,5 @@
 // bench/quotas: one admission and its release (issue #22, quotas shared by the replicas): the
-// memory book (one daemon) beside the PostgreSQL book (server/quota_book_pg.hpp) on a
+// memory book (one daemon) beside the PostgreSQL book (server/daemon/quota_book_pg.hpp) on a
 // throwaway cluster with fsync and synchronous_commit on (the durability a production server
 // has), the book's writes committed synchronously (sync) and with SET LOCAL
 // synchronous_commit = off for the admission (async; a release is always synchronous). 1 and 8 threads on one book (one replica: its one
@@ -12,7 +12,7 @@
 
 #include "pg_cluster.hpp"
 #include "pipeline/quota_book.hpp"
-#include "server/quota_book_pg.hpp"
+#include "server/daemon/quota_book_pg.hpp"
 
 namespace {
 

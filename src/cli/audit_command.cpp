@@ -101,7 +101,7 @@ std::string member_text(const nlohmann::json& record, const char* key) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-// An approval's record (server/approvals.hpp): the event, and who decided for whom.
+// An approval's record (server/approvals/approvals.hpp): the event, and who decided for whom.
 void print_approval_record(const nlohmann::json& record) {
   std::cout << rfc3339_ms(record.value("time", std::int64_t{0})) << "  " << member_text(record, "event") << "  "
             << member_text(record, "tool") << "  approval " << member_text(record, "approval_id");

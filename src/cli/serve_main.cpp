@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 
-#include "server/daemon.hpp"
-#include "server/mcp_stdio.hpp"
+#include "server/daemon/daemon.hpp"
+#include "server/mcp_server/mcp_stdio.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};

@@ -3,7 +3,7 @@
 // token bucket, and the CPU-seconds their sandboxes used within the window. One book per
 // daemon, kept across reloads: a reload changes the limits, not what was already used.
 // Two books: MemoryQuotaBook (here: one daemon, SQLite) and PostgresQuotaBook
-// (server/quota_book_pg.hpp: storage.postgres, the replicas' accounts together). Both decide
+// (server/daemon/quota_book_pg.hpp: storage.postgres, the replicas' accounts together). Both decide
 // with quota_rules.hpp.
 #pragma once
 

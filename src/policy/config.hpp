@@ -160,7 +160,7 @@ struct ToolConfig {
   std::string where;                    // "file:line" of its definition
 };
 
-// A TLS client's verified certificate (HTTP layer: server/peer_certificate.hpp).
+// A TLS client's verified certificate (HTTP layer: server/http/peer_certificate.hpp).
 struct ClientCertificate {
   // The subject in RFC 2253 form, most specific first ("CN=research-agent,O=agents"), as
   // `openssl x509 -noout -subject -nameopt RFC2253` prints it; "" for an empty subject.

@@ -11,7 +11,7 @@
 #include "audit/audit_log.hpp"
 #include "pipeline/stages/access.hpp"
 #include "pipeline/stages/check_input.hpp"
-#include "server/http_server.hpp"
+#include "server/http/http_server.hpp"
 
 namespace {
 

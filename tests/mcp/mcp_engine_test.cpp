@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "mcp_test_support.hpp"
-#include "server/mcp_server.hpp"
-#include "server/mcp_stdio.hpp"
+#include "server/mcp_server/mcp_server.hpp"
+#include "server/mcp_server/mcp_stdio.hpp"
 
 namespace airlock::server::test {
 namespace {

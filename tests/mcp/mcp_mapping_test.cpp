@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "mcp_test_support.hpp"
-#include "server/mcp_protocol.hpp"
-#include "server/mcp_sessions.hpp"
-#include "server/mcp_tools.hpp"
+#include "server/mcp_server/mcp_protocol.hpp"
+#include "server/mcp_server/mcp_sessions.hpp"
+#include "server/mcp_server/mcp_tools.hpp"
 
 namespace airlock::server::test {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "pg_support.hpp"
-#include "server/invocation_store.hpp"
-#include "server/invocation_store_pg.hpp"
+#include "server/invocations/invocation_store.hpp"
+#include "server/invocations/invocation_store_pg.hpp"
 
 namespace airlock::replicas_test {
 namespace {

@@ -12,8 +12,8 @@
 #include "pg_support.hpp"
 #include "pipeline/quota_book.hpp"
 #include "policy/config.hpp"
-#include "server/invocation_store_pg.hpp"
-#include "server/quota_book_pg.hpp"
+#include "server/invocations/invocation_store_pg.hpp"
+#include "server/daemon/quota_book_pg.hpp"
 
 namespace airlock::replicas_test {
 namespace {

@@ -20,7 +20,7 @@
 #include "creds/secret_store.hpp"
 #include "pipeline/stages/approval.hpp"
 #include "mcp_test_support.hpp"
-#include "server/approvals.hpp"
+#include "server/approvals/approvals.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {

@@ -16,7 +16,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/log_reader.hpp"
 #include "pipeline/failed_auth.hpp"
-#include "server/invocation_store.hpp"
+#include "server/invocations/invocation_store.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {

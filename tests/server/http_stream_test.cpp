@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "server/body_stream.hpp"
-#include "server/http_server.hpp"
+#include "server/http/body_stream.hpp"
+#include "server/http/http_server.hpp"
 #include "tls_test_support.hpp"
 
 namespace airlock::server {

@@ -8,7 +8,7 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validator.hpp>
 
-#include "server/api.hpp"
+#include "server/api/api.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {

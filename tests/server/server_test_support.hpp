@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/daemon.hpp"
+#include "server/daemon/daemon.hpp"
 
 namespace airlock::server::test {
 

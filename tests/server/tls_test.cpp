@@ -7,8 +7,8 @@
 #include <future>
 #include <memory>
 
-#include "server/http_server.hpp"
-#include "server/peer_certificate.hpp"
+#include "server/http/http_server.hpp"
+#include "server/http/peer_certificate.hpp"
 #include "server_test_support.hpp"
 #include "tls_test_support.hpp"
 

@@ -22,8 +22,8 @@
 #include "creds/secret_store.hpp"
 #include "corp_issuer.hpp"
 #include "creds/sealing_key.hpp"
-#include "server/webhook_outbox.hpp"
-#include "server/webhooks.hpp"
+#include "server/approvals/webhook_outbox.hpp"
+#include "server/approvals/webhooks.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {

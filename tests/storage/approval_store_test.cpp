@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "creds/sealing_key.hpp"
-#include "server/approval_store.hpp"
+#include "server/approvals/approval_store.hpp"
 #include "state_store_support.hpp"
 
 namespace airlock::server {

@@ -2,7 +2,7 @@
 // quotas (quota_book.hpp) or refuses it with quota_exceeded naming the quota and when to try
 // again. In the daemon it then hands the call to the fair queue: it suspends with
 // kQueuedForWorker, and the daemon resumes it on a worker when its principal's turn comes
-// (server/executor.hpp). The admitted call's hold stays with the invocation until it ends.
+// (server/daemon/executor.hpp). The admitted call's hold stays with the invocation until it ends.
 #pragma once
 
 #include <memory>

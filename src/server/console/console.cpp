@@ -2,7 +2,7 @@
 
 #include "access/decide.hpp"
 #include "common/json_limits.hpp"
-#include "server/invocations_api.hpp"
+#include "server/invocations/invocations_api.hpp"
 
 namespace airlock::server::console {
 namespace {

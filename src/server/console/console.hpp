@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/api.hpp"
+#include "server/api/api.hpp"
 #include "server/console/console_oidc.hpp"
 #include "server/console/console_session.hpp"
 

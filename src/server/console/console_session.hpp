@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "common/result.hpp"
-#include "server/api.hpp"
+#include "server/api/api.hpp"
 
 namespace airlock::server::console {
 

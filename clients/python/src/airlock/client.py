@@ -1,4 +1,4 @@
-"""The synchronous client of Airlock's HTTP API (docs/daemon.md, src/server/openapi.json)."""
+"""The synchronous client of Airlock's HTTP API (docs/daemon.md, src/server/api/openapi.json)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""What the daemon answers, as typed objects (src/server/openapi.json). Each keeps the whole
+"""What the daemon answers, as typed objects (src/server/api/openapi.json). Each keeps the whole
 answer in `.raw`, so a member added by a later daemon is not lost."""
 from __future__ import annotations
 

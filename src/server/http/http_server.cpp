@@ -1,0 +1,612 @@
+#include "server/http/http_server.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "server/http/body_stream.hpp"
+#include "server/http/tls_context.hpp"
+
+namespace airlock::server {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+HttpRequest to_request(const http::request<http::string_body>& req, std::string peer = "",
+                       std::optional<PeerCertificate> client_certificate = std::nullopt) {
+  HttpRequest r;
+  r.peer = std::move(peer);
+  r.client_certificate = std::move(client_certificate);
+  r.method = std::string(req.method_string());
+  r.target = std::string(req.target());
+  for (const auto& f : req) {
+    std::string name(f.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  r.body = req.body();
+  return r;
+}
+
+// The response's own headers. Set-Cookie may come more than once (one cookie each: the console's
+// OpenID callback sets its session and clears its login cookie); any other name is set once.
+template <class Message>
+void add_headers(Message& out, const HttpResponse& resp) {
+  for (const auto& [k, v] : resp.headers) {
+    if (boost::beast::iequals(k, "set-cookie")) out.insert(k, v);
+    else out.set(k, v);
+  }
+}
+
+// `head_only`: the answer to a HEAD request, with the GET answer's headers (Content-Length
+// too) and no body.
+http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive,
+                                           unsigned version, bool head_only = false) {
+  http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
+  out.set(http::field::server, "airlock");
+  out.set(http::field::content_type, resp.content_type);
+  add_headers(out, resp);
+  out.keep_alive(keep_alive);
+  out.body() = resp.body;
+  out.prepare_payload();
+  if (head_only) out.body().clear();
+  return out;
+}
+
+// The head of a streamed answer: chunked on HTTP/1.1; on 1.0 the body ends with the connection.
+http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep_alive,
+                                             unsigned version) {
+  http::response<http::empty_body> out{static_cast<http::status>(resp.status), version};
+  out.set(http::field::server, "airlock");
+  out.set(http::field::content_type, resp.content_type);
+  add_headers(out, resp);
+  out.keep_alive(keep_alive && version >= 11);
+  if (version >= 11) out.chunked(true);
+  return out;
+}
+
+// A writer whose client has already gone: for a stream that will not be sent (HEAD, a head
+// that could not be written).
+std::shared_ptr<BodyWriter> gone_writer() {
+  auto writer = std::make_shared<BodyStream>(nullptr, 0);
+  writer->client_gone();
+  return writer;
+}
+
+HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
+  if (ec == http::error::body_limit)
+    return error_response(413, "body_too_large", "the request body is larger than " + std::to_string(max_body) + " bytes");
+  if (ec == http::error::header_limit) return error_response(431, "headers_too_large", "the request head is too large");
+  return error_response(400, "malformed_request", "malformed HTTP request: " + ec.message());
+}
+
+std::string peer_address(const tcp::socket& socket) {
+  error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec) return "";
+  auto address = endpoint.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped())
+    address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  return address.to_string();
+}
+
+// The client's certificate, if it sent one and the handshake verified it (a certificate that
+// fails verification has already failed the handshake).
+std::optional<PeerCertificate> verified_client_certificate(SSL* ssl) {
+  X509* certificate = SSL_get0_peer_certificate(ssl);
+  if (!certificate || SSL_get_verify_result(ssl) != X509_V_OK) return std::nullopt;
+  return read_peer_certificate(certificate);
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  RequestHandler handler;
+  HttpServerOptions options;
+  // Requests handed to the Api whose answer is not written yet: stop() waits for them, so an
+  // invocation that finishes while the daemon drains still reaches its client.
+  std::mutex mu;
+  std::condition_variable idle;
+  std::size_t in_flight = 0;
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  std::vector<std::thread> threads;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  std::shared_ptr<asio::ssl::context> tls;  // set by bind() when options.tls is
+  // The streamed bodies being sent (under mu): stop() tells their writers the client has
+  // gone before the io_context stops, so no writer posts to it afterwards.
+  std::vector<std::weak_ptr<BodyStream>> streams;
+
+  Impl(RequestHandler h, HttpServerOptions o) : handler(std::move(h)), options(std::move(o)) {}
+  void accept();
+  void add_stream(const std::shared_ptr<BodyStream>& body);
+  void end_streams();
+};
+
+void HttpServer::Impl::add_stream(const std::shared_ptr<BodyStream>& body) {
+  std::lock_guard lock(mu);
+  std::erase_if(streams, [](const auto& w) { return w.expired(); });
+  streams.push_back(body);
+}
+
+void HttpServer::Impl::end_streams() {
+  std::vector<std::shared_ptr<BodyStream>> open;
+  {
+    std::lock_guard lock(mu);
+    for (auto& w : streams)
+      if (auto body = w.lock()) open.push_back(std::move(body));
+    streams.clear();
+  }
+  for (auto& body : open) body->client_gone();
+}
+
+// One client connection: (over TLS, a handshake first) read a request, answer it, repeat
+// while keep-alive. Its handlers run on one strand. The read has its own deadline (a timer,
+// not the stream's expiry, which would close the socket): a request that has not fully
+// arrived in time, head or body, is answered 408 before the connection is closed. `Stream` is
+// PlainStream or TlsStream; the HTTP code is the same for both.
+template <class Stream>
+class Connection : public std::enable_shared_from_this<Connection<Stream>> {
+ public:
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+  // `tls_context...`: the ssl::context, for a TlsStream only.
+  template <class... TlsContext>
+  Connection(HttpServer::Impl& server, tcp::socket socket, TlsContext&... tls_context)
+      : server_(server),
+        peer_(peer_address(socket)),
+        stream_(std::move(socket), tls_context...),
+        read_deadline_(stream_.get_executor()) {}
+
+  ~Connection() {
+    if (body_) body_->client_gone();  // the io_context is going: so is the client
+  }
+
+  void start() {
+    if constexpr (kTls)
+      handshake();
+    else
+      read();
+  }
+
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(server_.options.max_body_bytes);
+    parser_->header_limit(server_.options.max_header_bytes);
+    tcp_layer().expires_never();
+    timed_out_ = false;
+    reading_ = true;
+    const std::uint64_t seq = ++reads_;
+    auto self = this->shared_from_this();
+    read_deadline_.expires_after(server_.options.read_timeout);
+    read_deadline_.async_wait([this, self, seq](error_code ec) {
+      if (ec || seq != reads_ || !reading_) return;  // cancelled, or that read is over
+      timed_out_ = true;
+      error_code ignored;
+      tcp_layer().socket().cancel(ignored);
+    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [this, self](error_code ec, std::size_t) { on_read(ec); });
+  }
+
+ private:
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+
+  // The handshake has the read timeout of a request head, through the stream's expiry: a
+  // client that connects and says nothing (or too slowly) is closed, with no answer (there
+  // is no TLS session to send one on).
+  void handshake() {
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
+    stream_.async_handshake(asio::ssl::stream_base::server, [this, self](error_code ec) {
+      if (ec) {
+        if (server_.options.rejected) server_.options.rejected("tls_handshake_failed");
+        return close_socket();
+      }
+      tls_up_ = true;
+      client_certificate_ = verified_client_certificate(stream_.native_handle());
+      read();
+    });
+  }
+
+  void on_read(error_code ec) {
+    reading_ = false;
+    read_deadline_.cancel();
+    if (ec && timed_out_) {
+      // An idle keep-alive connection is closed quietly; a request that is late gets 408.
+      if (!parser_->got_some() && buffer_.size() == 0) return close();
+      return reject("request_timeout",
+                    error_response(408, "request_timeout", "the request took too long"));
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof) return close();
+    if (ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
+      return close();
+    // A TLS record that does not decrypt, or a peer gone without close_notify: not HTTP.
+    if (ec.category() == asio::error::get_ssl_category() ||
+        ec == asio::ssl::error::stream_truncated)
+      return close_socket();
+    if (ec) return reject(rejection_reason(ec), parse_failure(ec, server_.options.max_body_bytes));
+    dispatch();
+  }
+
+  // Hands the parsed request to the Api; its answer comes back through `reply`.
+  void dispatch() {
+    auto& req = parser_->get();
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    const bool head_only = req.method() == http::verb::head;
+    auto self = this->shared_from_this();
+    auto reply = [self, keep_alive, version, head_only](HttpResponse resp) {
+      // From a worker thread: hop back onto the connection's executor.
+      asio::post(self->stream_.get_executor(),
+                 [self, resp = std::move(resp), keep_alive, version, head_only]() mutable {
+                   self->write(std::move(resp), keep_alive, version, head_only);
+                 });
+    };
+    {
+      std::lock_guard lock(server_.mu);
+      ++server_.in_flight;
+    }
+    answered_ = false;
+    server_.handler(to_request(req, peer_, client_certificate_), std::move(reply));
+  }
+
+  static std::string_view rejection_reason(const error_code& ec) {
+    if (ec == http::error::body_limit) return "body_too_large";
+    if (ec == http::error::header_limit) return "headers_too_large";
+    return "malformed_request";
+  }
+
+  void reject(std::string_view reason, HttpResponse resp) {
+    if (server_.options.rejected) server_.options.rejected(reason);
+    write(std::move(resp), false, 11);
+  }
+
+  void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
+    if (resp.stream) return start_stream(std::move(resp), keep_alive, version, head_only);
+    auto out = std::make_shared<http::response<http::string_body>>(
+        to_beast(resp, keep_alive, version, head_only));
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
+    auto done = [this, self, out, keep_alive](error_code ec, std::size_t) {
+      done_answering();
+      if (ec || !keep_alive) return close();
+      read();
+    };
+    // A HEAD answer announces the GET body's length but sends no body.
+    if (head_only) {
+      auto sr = std::make_shared<http::response_serializer<http::string_body>>(*out);
+      http::async_write_header(stream_, *sr,
+                               [sr, done](error_code ec, std::size_t n) { done(ec, n); });
+    } else {
+      http::async_write(stream_, *out, done);
+    }
+  }
+
+  // A streamed answer: the head, then the handler's writer is given the body. No read
+  // deadline applies while it is sent; each send is bounded by the read timeout instead (a
+  // client that stops reading is closed), and a client that leaves is noticed by a read kept
+  // open on the connection.
+  void start_stream(HttpResponse resp, bool keep_alive, unsigned version, bool head_only) {
+    chunked_ = version >= 11;
+    after_stream_ = keep_alive && chunked_ ? AfterStream::kRead : AfterStream::kClose;
+    auto head =
+        std::make_shared<http::response<http::empty_body>>(stream_head(resp, keep_alive, version));
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    tcp_layer().expires_after(server_.options.read_timeout);
+    auto self = this->shared_from_this();
+    http::async_write_header(
+        stream_, *sr,
+        [this, self, head, sr, stream = std::move(resp.stream), head_only](error_code ec,
+                                                                           std::size_t) {
+          if (ec || head_only) {
+            stream(gone_writer());  // a HEAD answer has no body; a failed head, no client
+            done_answering();
+            if (ec) return close_socket();
+            return continue_after_stream({});
+          }
+          begin_body(stream);
+        });
+  }
+
+  void begin_body(const std::function<void(std::shared_ptr<BodyWriter>)>& stream) {
+    tcp_layer().expires_never();
+    auto wake = [weak = this->weak_from_this(), ex = stream_.get_executor()] {
+      asio::post(ex, [weak] {
+        if (auto self = weak.lock()) self->pump();
+      });
+    };
+    body_ = std::make_shared<BodyStream>(std::move(wake), server_.options.max_stream_queue_bytes);
+    server_.add_stream(body_);
+    watch_client();
+    stream(body_);
+  }
+
+  // Sends what the writer has queued, one write at a time, in order.
+  void pump() {
+    if (!body_) return;
+    if (body_->overflowed()) return end_stream(false);  // too slow a reader, even mid-send
+    if (sending_) return;
+    auto next = body_->next();
+    switch (next.kind) {
+      case BodyStream::Next::kNothing:
+        return;
+      case BodyStream::Next::kBytes:
+        return send(chunked_ ? frame_chunk(next.bytes) : std::move(next.bytes), false);
+      case BodyStream::Next::kLast:
+        if (chunked_) return send(frame_last_chunk(), true);
+        return end_stream(true);
+    }
+  }
+
+  void send(std::string bytes, bool last) {
+    sending_ = true;
+    auto data = std::make_shared<std::string>(std::move(bytes));
+    tcp_layer().expires_after(server_.options.read_timeout);  // the pending read keeps its own
+    auto self = this->shared_from_this();
+    auto sent = [this, self, data, last](error_code ec, std::size_t) { on_sent(ec, last); };
+    asio::async_write(stream_, asio::buffer(*data), std::move(sent));
+  }
+
+  void on_sent(error_code ec, bool last) {
+    sending_ = false;
+    if (!body_) return;  // the stream ended meanwhile (the client left)
+    if (ec) return end_stream(false);
+    if (last) return end_stream(true);
+    pump();
+  }
+
+  // A read kept open while the body is sent: its failure is the client leaving. Bytes that
+  // arrive (a pipelined request) are kept for the next request, up to a head's worth.
+  void watch_client() {
+    if (buffer_.size() >= server_.options.max_header_bytes) return;
+    watching_ = true;
+    auto self = this->shared_from_this();
+    stream_.async_read_some(buffer_.prepare(1024), [this, self](error_code ec, std::size_t n) {
+      watching_ = false;
+      if (!ec) buffer_.commit(n);
+      if (!body_) return continue_after_stream(ec);
+      if (ec) return end_stream(false);
+      watch_client();
+    });
+  }
+
+  // `clean`: the last chunk is sent; else the client has gone (or is too slow) and the
+  // connection is dropped.
+  void end_stream(bool clean) {
+    auto body = std::exchange(body_, nullptr);
+    body->client_gone();  // after finish(), this only stops the writer's wakes
+    done_answering();
+    if (!clean) {
+      after_stream_ = AfterStream::kNothing;
+      return close_socket();
+    }
+    if (!watching_) return continue_after_stream({});
+    tcp_layer().cancel();  // the watch's handler continues
+  }
+
+  void continue_after_stream(error_code ec) {
+    const auto then = std::exchange(after_stream_, AfterStream::kNothing);
+    if (then == AfterStream::kNothing) return;
+    if (ec && ec != asio::error::operation_aborted) return close_socket();
+    if (then == AfterStream::kRead) return read();
+    close();
+  }
+
+  // Marks this connection's request answered (once), waking a stop() that waits for it.
+  void done_answering() {
+    if (answered_) return;
+    answered_ = true;
+    std::lock_guard lock(server_.mu);
+    if (--server_.in_flight == 0) server_.idle.notify_all();
+  }
+
+  // Over TLS, close_notify first (bounded by the read timeout), then the socket.
+  void close() {
+    if constexpr (kTls) {
+      if (tls_up_) {
+        tls_up_ = false;
+        tcp_layer().expires_after(server_.options.read_timeout);
+        auto self = this->shared_from_this();
+        stream_.async_shutdown([self](error_code) { self->close_socket(); });
+        return;
+      }
+    }
+    close_socket();
+  }
+
+  void close_socket() {
+    error_code ignored;
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer().close();
+  }
+
+  HttpServer::Impl& server_;
+  std::string peer_;
+  Stream stream_;
+  asio::steady_timer read_deadline_;
+  bool timed_out_ = false;
+  bool reading_ = false;
+  std::uint64_t reads_ = 0;  // which read the deadline belongs to
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  bool answered_ = true;  // no request of ours is with the Api
+  bool tls_up_ = false;   // the handshake is done and no close_notify was sent
+  std::optional<PeerCertificate> client_certificate_;  // verified at the handshake
+  // A streamed answer being sent (start_stream).
+  enum class AfterStream { kNothing, kRead, kClose };
+  std::shared_ptr<BodyStream> body_;
+  bool chunked_ = true;
+  bool sending_ = false;
+  bool watching_ = false;
+  AfterStream after_stream_ = AfterStream::kNothing;
+};
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+    // Each answer is written whole: Nagle's algorithm would only hold its last segment back
+    // until the client's (delayed) ACK of the one before.
+    error_code ignored;
+    if (!ec) socket.set_option(tcp::no_delay(true), ignored);
+    if (!ec && tls)
+      std::make_shared<Connection<TlsStream>>(*this, std::move(socket), *tls)->start();
+    else if (!ec)
+      std::make_shared<Connection<PlainStream>>(*this, std::move(socket))->start();
+    accept();
+  });
+}
+
+HttpServer::HttpServer(const Api& api, HttpServerOptions options)
+    : HttpServer(
+          [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+            api.handle(request, std::move(reply));
+          },
+          std::move(options)) {}
+
+HttpServer::HttpServer(RequestHandler handler, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::bind() {
+  if (impl_->options.tls && !impl_->tls) {
+    auto context = make_server_tls_context(*impl_->options.tls);
+    if (!context) return context.error();
+    impl_->tls = std::move(*context);
+  }
+  error_code ec;
+  auto address = asio::ip::make_address(impl_->options.host, ec);
+  if (ec) return Error::make("config", "server.listen: '" + impl_->options.host + "' is not an IP address");
+  tcp::endpoint endpoint(address, impl_->options.port);
+  impl_->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl_->acceptor.bind(endpoint, ec);
+  if (!ec) impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return Error::make("listen", "cannot listen on " + impl_->options.host + ":" +
+                                     std::to_string(impl_->options.port) + ": " + ec.message());
+  return {};
+}
+
+void HttpServer::serve() {
+  impl_->work.emplace(impl_->io.get_executor());
+  impl_->accept();
+  for (unsigned i = 0; i < impl_->options.io_threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
+}
+
+
+std::uint16_t HttpServer::port() const {
+  error_code ec;
+  return impl_->acceptor.local_endpoint(ec).port();
+}
+
+void HttpServer::stop_accepting() {
+  std::promise<void> done;
+  asio::post(impl_->io, [this, &done] {
+    error_code ignored;
+    impl_->acceptor.close(ignored);
+    done.set_value();
+  });
+  if (!impl_->threads.empty()) done.get_future().wait();
+}
+
+void HttpServer::stop() {
+  if (impl_->threads.empty()) return;
+  {
+    // Answers already handed back by the Api are written first (bounded: a client that does
+    // not read must not hold the shutdown).
+    std::unique_lock lock(impl_->mu);
+    impl_->idle.wait_for(lock, std::chrono::seconds(5), [this] { return impl_->in_flight == 0; });
+  }
+  impl_->end_streams();
+  impl_->work.reset();
+  impl_->io.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+}
+
+Status check_tls(const policy::TlsConfig& tls) {
+  auto context = make_server_tls_context(tls);
+  if (!context) return context.error();
+  return {};
+}
+
+namespace {
+
+std::string head_text(http::response<http::empty_body>& head) {
+  http::response_serializer<http::empty_body> sr{head};
+  sr.split(true);
+  std::string out;
+  error_code ec;
+  while (!ec && !sr.is_header_done()) {
+    sr.next(ec, [&](error_code& e, const auto& buffers) {
+      e = {};
+      out += beast::buffers_to_string(buffers);
+      sr.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  return out;
+}
+
+// No socket to watch: the collection stops where a client would have stopped waiting.
+std::string raw_stream_answer(const HttpResponse& resp, bool head_only) {
+  auto head = stream_head(resp, false, 11);
+  std::string out = head_text(head);
+  if (head_only) {
+    resp.stream(gone_writer());
+    return out;
+  }
+  return out + collect_chunked(resp.stream, std::chrono::seconds(2), 1u << 20);
+}
+
+}  // namespace
+
+std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
+  return handle_raw_request(
+      [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+        api.handle(request, std::move(reply));
+      },
+      bytes, max_body_bytes);
+}
+
+std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
+                               std::uint64_t max_body_bytes) {
+  http::request_parser<http::string_body> parser;
+  parser.body_limit(max_body_bytes);
+  parser.header_limit(16 * 1024);
+  parser.eager(true);
+  error_code ec;
+  parser.put(asio::buffer(bytes), ec);
+  if (!ec && !parser.is_done()) parser.put_eof(ec);
+  HttpResponse resp;
+  if (ec || !parser.is_done()) {
+    resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
+  } else {
+    std::promise<HttpResponse> answer;
+    handler(to_request(parser.get()),
+            [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
+    resp = answer.get_future().get();
+  }
+  const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;
+  if (resp.stream) return raw_stream_answer(resp, head_only);
+  std::ostringstream out;
+  out << to_beast(resp, false, 11, head_only);
+  return out.str();
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,160 @@
+#include "server/mcp_server/mcp_server.hpp"
+
+#include "common/json_limits.hpp"
+#include "server/mcp_server/mcp_call.hpp"
+#include "server/mcp_server/mcp_protocol.hpp"
+
+namespace airlock::server {
+
+namespace rpc = mcp::rpc_error;
+namespace protocol = mcp_protocol;
+
+namespace {
+
+// MCP's "session not found" (the TypeScript SDK's code; HTTP 404 says it too).
+constexpr int kSessionNotFound = -32001;
+
+std::string header(const std::map<std::string, std::string>& headers, const std::string& name) {
+  auto it = headers.find(name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+// Who a session belongs to: the agent and the user it acts for, as authenticated.
+std::string principal_key(const pipeline::Caller& c) {
+  std::string key = c.actor ? "agent:" + c.actor->principal : std::string("agent:");
+  if (c.subject) key += "\nuser:" + c.subject->issuer + "\n" + c.subject->sub;
+  return key;
+}
+
+McpReply refused(int status, const nlohmann::json& id, int code, const std::string& text) {
+  return McpReply{status, mcp::make_error(id, code, text), {}};
+}
+
+}  // namespace
+
+nlohmann::json mcp_server_info() { return {{"name", "airlock"}, {"version", "0.1.0"}}; }
+
+nlohmann::json mcp_capabilities() {
+  return {{"tools", {{"listChanged", false}}}, {"logging", nlohmann::json::object()}};
+}
+
+void McpServer::Call::answer(nlohmann::json result) const {
+  if (stateless) {
+    result["resultType"] = "complete";
+    result["_meta"][protocol::kServerInfoMeta] = mcp_server_info();
+  }
+  reply(McpReply{200, mcp::make_result(message.id, std::move(result)), {}});
+}
+
+void McpServer::Call::fail(int http_status, int code, const std::string& text) const {
+  reply(refused(http_status, message.id, code, text));
+}
+
+McpServer::McpServer(ApiServices services)
+    : s_(std::move(services)), calls_(std::make_shared<McpCallsInFlight>()) {}
+
+std::variant<nlohmann::json, McpReply> McpServer::parse(std::string_view body) const {
+  const auto& server = s_.generation->load()->config->server;
+  if (body.size() > server.max_body_bytes)
+    return refused(413, nullptr, rpc::invalid_request,
+                   "the message is larger than server.maxBodyBytes (" + std::to_string(server.max_body_bytes) + " bytes)");
+  auto parsed = parse_json_bounded(body, server.max_json_depth);
+  if (!parsed) return refused(400, nullptr, rpc::parse_error, "the message is not JSON: " + parsed.error().message);
+  return std::move(*parsed);
+}
+
+bool McpServer::wants_progress(const nlohmann::json& m) {
+  if (!m.is_object() || m.value("method", "") != "tools/call") return false;
+  const auto params = m.find("params");
+  if (params == m.end() || !params->is_object()) return false;
+  const auto meta = params->find("_meta");
+  return meta != params->end() && meta->is_object() && meta->contains("progressToken");
+}
+
+void McpServer::handle(const McpContext& ctx, const nlohmann::json& body, McpNotify notify, McpReplyFn reply) {
+  if (body.is_array())
+    return reply(refused(400, nullptr, rpc::invalid_request,
+                         "JSON-RPC batches are not accepted: send one message per request"));
+  auto parsed = mcp::parse_message(body);
+  if (!parsed) return reply(refused(400, nullptr, rpc::invalid_request, parsed.error().message));
+  auto generation = s_.generation->load();
+  auto who = generation->authenticator->authenticate(ctx.headers, ctx.client_certificate ? &*ctx.client_certificate : nullptr);
+  if (const auto* no = std::get_if<pipeline::InvocationError>(&who))
+    return reply(refused(401, parsed->id, rpc::invalid_request, "unauthenticated: " + no->message));
+  if (parsed->kind == mcp::Message::Kind::response || parsed->kind == mcp::Message::Kind::error_response)
+    return reply(McpReply{202, std::nullopt, {}});  // this server sends no requests: nothing awaits it
+  Call call{ctx, std::move(*parsed), generation, std::get<pipeline::Caller>(who), {}, {}, false, {},
+            std::move(notify), std::move(reply)};
+  call.principal = principal_key(call.caller);
+  if (auto revision = protocol::envelope_revision(call.message)) {
+    if (auto no = protocol::check_stateless(call.message, *revision, ctx.http ? &ctx.headers : nullptr))
+      return call.reply(McpReply{no->http_status, no->answer, {}});
+    call.revision = *revision;
+    call.stateless = true;
+    call.channel = ctx.channel;
+  } else if (call.message.method == "initialize" && call.message.kind == mcp::Message::Kind::request) {
+    return initialize(call);
+  } else if (!resolve_session(call)) {
+    return;
+  }
+  if (call.message.kind == mcp::Message::Kind::notification) {
+    notification(call);
+    return call.reply(McpReply{202, std::nullopt, {}});
+  }
+  dispatch(call);
+}
+
+// A message of a session revision: its session must exist, be the caller's, and speak the
+// revision the MCP-Protocol-Version header names. False: refused (answered).
+bool McpServer::resolve_session(Call& call) {
+  const std::string id = header(call.ctx.headers, "mcp-session-id");
+  if (id.empty()) {
+    call.fail(400, rpc::invalid_request,
+              "Bad Request: no Mcp-Session-Id header; send initialize first, or name a protocol revision in _meta");
+    return false;
+  }
+  auto revision = sessions_.revision(id, call.principal);
+  if (!revision) {
+    call.fail(404, kSessionNotFound, "Session not found: no session " + id + " of yours");
+    return false;
+  }
+  const std::string named = header(call.ctx.headers, "mcp-protocol-version");
+  if (call.ctx.http && !named.empty() && named != *revision) {
+    call.fail(400, rpc::unsupported_protocol_version,
+              "Bad Request: Unsupported protocol version: " + named + " (this session speaks " + *revision + ")");
+    return false;
+  }
+  call.revision = *revision;
+  call.channel = call.ctx.http ? id : call.ctx.channel;
+  return true;
+}
+
+void McpServer::initialize(Call& call) {
+  const std::string revision = protocol::negotiate(call.message.params);
+  const std::string id = sessions_.open(call.principal, revision);
+  nlohmann::json result = {{"protocolVersion", revision},
+                           {"capabilities", mcp_capabilities()},
+                           {"serverInfo", mcp_server_info()},
+                           {"instructions", "Airlock's tools: each call runs sandboxed, checked and audited."}};
+  call.reply(McpReply{200, mcp::make_result(call.message.id, std::move(result)), id});
+}
+
+void McpServer::notification(const Call& call) const {
+  if (call.message.method != "notifications/cancelled" || call.channel.empty()) return;
+  const auto& params = call.message.params;
+  if (params.is_object() && params.contains("requestId"))
+    calls_->cancel(McpCallsInFlight::key(call.channel, params["requestId"].dump()));
+}
+
+void McpServer::cancel(const std::string& channel, const nlohmann::json& request_id) {
+  calls_->cancel(McpCallsInFlight::key(channel, request_id.dump()));
+}
+
+int McpServer::end_session(const McpContext& ctx, const std::string& id) {
+  auto generation = s_.generation->load();
+  auto who = generation->authenticator->authenticate(ctx.headers, ctx.client_certificate ? &*ctx.client_certificate : nullptr);
+  if (std::holds_alternative<pipeline::InvocationError>(who)) return 401;
+  return sessions_.close(id, principal_key(std::get<pipeline::Caller>(who))) ? 204 : 404;
+}
+
+}  // namespace airlock::server

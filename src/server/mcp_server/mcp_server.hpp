@@ -1,0 +1,83 @@
+// Airlock's own MCP server, without a transport: JSON-RPC messages in, answers and
+// notifications out (docs/mcp-server.md). Streamable HTTP (mcp_http.hpp) and stdio
+// (mcp_stdio.hpp) carry it. Every message is authenticated as the HTTP API authenticates;
+// tools/list shows what RBAC lets the caller invoke; tools/call runs the same invocation
+// as POST /v1/tools/{name}/invoke (invocation_runner.hpp).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "mcp/jsonrpc.hpp"
+#include "server/api/api.hpp"
+#include "server/mcp_server/mcp_sessions.hpp"
+
+namespace airlock::server {
+
+// tools/call: params._meta[kReasonMetaKey] is the agent's reason for the call (the REST body's
+// "reason"), shown to approvers.
+inline constexpr const char* kReasonMetaKey = "airlock/reason";
+
+// Where a message came from.
+struct McpContext {
+  std::map<std::string, std::string> headers;  // lower-case: Authorization, the user token, MCP's own
+  std::optional<PeerCertificate> client_certificate;
+  std::string peer;
+  // Streamable HTTP: the revisions' header rules apply (MCP-Protocol-Version, Mcp-Method,
+  // Mcp-Name, Mcp-Session-Id). Otherwise stdio, which sets mcp-session-id itself.
+  bool http = true;
+  // The connection, for calls notifications/cancelled may name when there is no session
+  // (stdio); "" over HTTP, where a stateless call is cancelled by closing its stream.
+  std::string channel;
+};
+
+// The answer to one message.
+struct McpReply {
+  int http_status = 200;  // 200 with a message, 202 without (notifications, responses), 4xx refused
+  std::optional<nlohmann::json> message;
+  std::string session_id;  // set by initialize: the Mcp-Session-Id the client sends from then on
+};
+
+using McpNotify = std::function<void(const nlohmann::json& notification)>;
+using McpReplyFn = std::function<void(McpReply)>;
+
+class McpServer {
+ public:
+  explicit McpServer(ApiServices services);
+
+  // One message (a parsed body). `notify` gets the notifications due before the answer
+  // (progress), in order, from the call's worker; `reply` is called once, perhaps later.
+  void handle(const McpContext& ctx, const nlohmann::json& message, McpNotify notify, McpReplyFn reply);
+  // A body under the configuration's limits (size, depth), or the reply refusing it.
+  std::variant<nlohmann::json, McpReply> parse(std::string_view body) const;
+  // Ends session `id` of the caller: 204, 401 (no valid credential) or 404 (none of theirs).
+  int end_session(const McpContext& ctx, const std::string& id);
+  // Cancels the call `request_id` of `channel` (the HTTP client went away, say).
+  void cancel(const std::string& channel, const nlohmann::json& request_id);
+  // Whether the message is a tools/call that asked for progress (params._meta.progressToken).
+  static bool wants_progress(const nlohmann::json& message);
+
+  std::size_t sessions() const { return sessions_.size(); }
+
+  struct Call;  // one message being answered (mcp_call.hpp, internal)
+
+ private:
+  void dispatch(Call& call) const;
+  void call_tool(Call& call) const;
+  void initialize(Call& call);
+  bool resolve_session(Call& call);
+  void notification(const Call& call) const;
+
+  ApiServices s_;
+  McpSessions sessions_;
+  std::shared_ptr<McpCallsInFlight> calls_;  // shared with the workers that finish calls
+};
+
+}  // namespace airlock::server

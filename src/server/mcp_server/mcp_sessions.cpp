@@ -1,0 +1,95 @@
+#include "server/mcp_server/mcp_sessions.hpp"
+
+#include <algorithm>
+#include <random>
+
+#include "common/hex.hpp"
+
+namespace airlock::server {
+namespace {
+
+std::string random_id() {
+  std::random_device random;  // the kernel's getrandom()
+  std::string bytes(16, '\0');
+  for (auto& b : bytes) b = static_cast<char>(random() & 0xff);
+  return hex_encode(bytes);
+}
+
+}  // namespace
+
+std::string McpSessions::open(const std::string& principal, const std::string& revision) {
+  std::string id = random_id();
+  std::lock_guard lock(mu_);
+  if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
+    evict_oldest([&](const std::string& p) { return p == principal; });
+  } else if (sessions_.size() >= capacity_) {
+    std::size_t most = 0;
+    for (const auto& [p, n] : held_) most = std::max(most, n);
+    evict_oldest([&](const std::string& p) { return held_.at(p) == most; });
+  }
+  sessions_[id] = Session{principal, revision, ++clock_};
+  ++held_[principal];
+  return id;
+}
+
+void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose) {
+  auto oldest = sessions_.end();
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+    if (whose(it->second.principal) &&
+        (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used))
+      oldest = it;
+  if (oldest == sessions_.end()) return;
+  const std::string principal = oldest->second.principal;
+  sessions_.erase(oldest);
+  if (--held_[principal] == 0) held_.erase(principal);
+}
+
+std::optional<std::string> McpSessions::revision(const std::string& id, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.principal != principal) return std::nullopt;
+  it->second.last_used = ++clock_;
+  return it->second.revision;
+}
+
+bool McpSessions::close(const std::string& id, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.principal != principal) return false;
+  sessions_.erase(it);
+  if (--held_[principal] == 0) held_.erase(principal);
+  return true;
+}
+
+std::size_t McpSessions::size() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void McpCallsInFlight::add(const std::string& key, std::shared_ptr<pipeline::InvocationControl> control) {
+  std::lock_guard lock(mu_);
+  calls_[key] = std::move(control);
+}
+
+void McpCallsInFlight::remove(const std::string& key) {
+  std::lock_guard lock(mu_);
+  calls_.erase(key);
+}
+
+bool McpCallsInFlight::cancel(const std::string& key) {
+  std::shared_ptr<pipeline::InvocationControl> control;
+  {
+    std::lock_guard lock(mu_);
+    auto it = calls_.find(key);
+    if (it == calls_.end()) return false;
+    control = it->second;
+  }
+  control->cancel.cancel();  // outside the lock: it stops a sandbox
+  return true;
+}
+
+std::string McpCallsInFlight::key(const std::string& channel, const std::string& request_id) {
+  return channel + '\n' + request_id;
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,21 @@
+// MCP over stdio (`airlock mcp`): newline-delimited JSON-RPC on stdin, one answer or
+// notification per line on stdout, logs on stderr only. For clients that launch their
+// servers (desktop assistants, IDEs). The API key decides the principal, as over HTTP.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "server/mcp_server/mcp_server.hpp"
+
+namespace airlock::server {
+
+// Answers the messages of `in` until it ends; returns when every answer is written
+// (the caller shuts the daemon down first, which lets running calls finish).
+void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& in, std::ostream& out);
+
+// `airlock mcp --config FILE`: the daemon built from the config, not listening, serving
+// stdin and stdout. Returns the exit status: 0 at the end of stdin, 2 for a bad config.
+int serve_mcp_stdio(const std::string& config_path, const std::string& api_key);
+
+}  // namespace airlock::server
