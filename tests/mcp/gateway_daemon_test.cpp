@@ -441,7 +441,10 @@ TEST_F(MeteredGateway, TheServersCpuDuringACallIsChargedToTheCallersQuota) {
   ASSERT_TRUE(usage.is_object()) << burnt.body;
   const int cpu_ms = usage.value("cpu_user_ms", 0) + usage.value("cpu_sys_ms", 0);
   EXPECT_GE(cpu_ms, 450) << burnt.body;  // 0.5 s of CPU time, by the server's own clock
-  EXPECT_GE(usage.value("wall_ms", 0), cpu_ms) << burnt.body;
+  // Only the call's CPU, not the server's before it: at most its wall time, give or take the
+  // counters' grain (cgroup v1 splits user/system by ticks, and the call's wall time is taken
+  // just before its last CPU reading; 504 vs 503 ms was seen).
+  EXPECT_LE(cpu_ms, usage.value("wall_ms", 0) + 50) << burnt.body;
   auto record = audit_record_of(ws_->audit_path(), burnt.json()["id"]);
   ASSERT_TRUE(record.is_object());
   EXPECT_EQ(record["usage"]["cpu_user_ms"], usage["cpu_user_ms"]) << record.dump();
