@@ -1,5 +1,6 @@
 #include "server/console/console_oidc.hpp"
 
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include <fstream>
@@ -38,10 +39,9 @@ bool lists_s256(const json& doc) {
 }
 
 Result<std::string> random_base64url(std::size_t bytes) {
-  auto hex = random_hex(bytes);
-  if (!hex) return hex.error();
-  std::string raw;
-  for (std::size_t i = 0; i < hex->size(); i += 2) raw += static_cast<char>(std::stoi(hex->substr(i, 2), nullptr, 16));
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1)
+    return Error::make("internal", "the random number generator failed");
   return identity::base64url_encode(raw);
 }
 
