@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "creds/broker.hpp"
-#include "creds/postgres_provider.hpp"
+#include "creds/providers/postgres_provider.hpp"
 #include "creds/revoked_tokens.hpp"
-#include "creds/secret_provider.hpp"
+#include "creds/providers/secret_provider.hpp"
 #include "creds/secret_store.hpp"
-#include "creds/token_provider.hpp"
+#include "creds/providers/token_provider.hpp"
 #include "identity/signer.hpp"
 #include "pg_cluster.hpp"
 

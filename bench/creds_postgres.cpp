@@ -19,7 +19,7 @@
 #include <memory>
 #include <random>
 
-#include "creds/postgres_provider.hpp"
+#include "creds/providers/postgres_provider.hpp"
 #include "pg_cluster.hpp"
 
 using namespace airlock;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "creds/revoked_tokens.hpp"
-#include "creds/token_provider.hpp"
+#include "creds/providers/token_provider.hpp"
 
 namespace {
 

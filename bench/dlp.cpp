@@ -33,7 +33,7 @@
 
 #include "dlp/detectors.hpp"
 #include "dlp/scanner.hpp"
-#include "dlp/vectorscan.hpp"
+#include "dlp/vectorscan/vectorscan.hpp"
 #include "pipeline/stages/check_input.hpp"
 #include "pipeline/stages/content.hpp"
 #include "policy/config.hpp"

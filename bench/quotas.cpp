@@ -1,5 +1,5 @@
 // bench/quotas: one admission and its release (issue #22, quotas shared by the replicas): the
-// memory book (one daemon) beside the PostgreSQL book (server/daemon/quota_book_pg.hpp) on a
+// memory book (one daemon) beside the PostgreSQL book (pipeline/quotas/quota_book_pg.hpp) on a
 // throwaway cluster with fsync and synchronous_commit on (the durability a production server
 // has), the book's writes committed synchronously (sync) and with SET LOCAL
 // synchronous_commit = off for the admission (async; a release is always synchronous). 1 and 8 threads on one book (one replica: its one
@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "pg_cluster.hpp"
-#include "pipeline/quota_book.hpp"
-#include "server/daemon/quota_book_pg.hpp"
+#include "pipeline/quotas/quota_book.hpp"
+#include "pipeline/quotas/quota_book_pg.hpp"
 
 namespace {
 
@@ -38,7 +38,7 @@ std::shared_ptr<pipeline::QuotaBook> pg_book(bool synchronous) {
   if (!bench_cluster().exec("CREATE DATABASE " + database + " OWNER bench")) throw std::runtime_error("database");
   storage::pg::Database::Location location;
   location.url = bench_cluster().url("bench", "bench-pw", database);
-  auto book = server::PostgresQuotaBook::open(location, "bench", {synchronous});
+  auto book = pipeline::PostgresQuotaBook::open(location, "bench", {synchronous});
   if (!book) throw std::runtime_error(book.error().message);
   // Warm-up, outside the timing: the first thousands of commits of a new cluster also create
   // its WAL segments.

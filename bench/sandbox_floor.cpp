@@ -40,8 +40,8 @@
 #include <string>
 
 #include "sandbox/fd_passing.hpp"
-#include "sandbox/seccomp_policy.hpp"
-#include "sandbox/syscalls.hpp"
+#include "sandbox/seccomp/seccomp_policy.hpp"
+#include "sandbox/seccomp/syscalls.hpp"
 
 namespace sys = airlock::sandbox::sys;
 

@@ -35,7 +35,7 @@
 #include <thread>
 
 #include "sandbox/sandbox.hpp"
-#include "sandbox/warm.hpp"
+#include "sandbox/warm/warm.hpp"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 
 #include "backend/sandbox_egress.hpp"
 #include "sandbox/sandbox.hpp"
-#include "sandbox/warm.hpp"
+#include "sandbox/warm/warm.hpp"
 
 namespace airlock::backend {
 namespace {

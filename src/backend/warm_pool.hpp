@@ -18,7 +18,7 @@
 
 #include "common/result.hpp"
 #include "sandbox/sandbox.hpp"
-#include "sandbox/warm.hpp"
+#include "sandbox/warm/warm.hpp"
 
 namespace airlock::backend {
 

@@ -4,7 +4,6 @@
 #include <cstdlib>
 
 #include "server/daemon/daemon.hpp"
-#include "server/mcp_server/mcp_stdio.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};

@@ -10,7 +10,7 @@
 
 #include "common/result.hpp"
 #include "creds/lease_store.hpp"
-#include "creds/provider.hpp"
+#include "creds/providers/provider.hpp"
 
 namespace airlock::creds {
 

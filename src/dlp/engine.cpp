@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "dlp/database_cache.hpp"
+#include "dlp/vectorscan/database_cache.hpp"
 
 namespace airlock::dlp::detail {
 namespace {

@@ -21,8 +21,8 @@
 #include "common/result.hpp"
 #include "dlp/detectors.hpp"
 #include "dlp/policy.hpp"
-#include "dlp/run_lexer.hpp"
-#include "dlp/vectorscan.hpp"
+#include "dlp/run_lexer/run_lexer.hpp"
+#include "dlp/vectorscan/vectorscan.hpp"
 
 namespace airlock::dlp::detail {
 

@@ -7,7 +7,7 @@
 
 #include "dlp/engine.hpp"
 #include "dlp/scanner.hpp"
-#include "dlp/vectorscan.hpp"
+#include "dlp/vectorscan/vectorscan.hpp"
 
 namespace airlock::dlp {
 

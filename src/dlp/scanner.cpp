@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "dlp/candidates.hpp"
-#include "dlp/database_cache.hpp"
+#include "dlp/vectorscan/database_cache.hpp"
 #include "dlp/findings.hpp"
-#include "dlp/json_strings.hpp"
+#include "dlp/json/json_strings.hpp"
 #include "dlp/redaction.hpp"
 #include "dlp/scanner_internal.hpp"
 

@@ -81,7 +81,7 @@ class ValueScan;
 
 // How a scanner is built (not what it finds: that is the Policy).
 struct BuildOptions {
-  // A directory of compiled databases kept between processes (dlp/database_cache.hpp); ""
+  // A directory of compiled databases kept between processes (dlp/vectorscan/database_cache.hpp); ""
   // compiles every time.
   std::string database_cache;
 
@@ -109,7 +109,7 @@ class Scanner {
   struct Compiled;
 
  private:
-  friend class ValueScan;  // dlp/json_value.hpp: scans a parsed JSON value where it is
+  friend class ValueScan;  // dlp/json/json_value.hpp: scans a parsed JSON value where it is
   explicit Scanner(std::shared_ptr<const Compiled> compiled) : compiled_(std::move(compiled)) {}
   std::shared_ptr<const Compiled> compiled_;
 };

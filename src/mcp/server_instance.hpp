@@ -20,7 +20,7 @@
 #include "mcp/listed_tool.hpp"
 #include "mcp/stdio_client.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
-#include "policy/mcp_servers_config.hpp"
+#include "policy/sections/mcp_servers_config.hpp"
 
 namespace airlock::mcp {
 

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "egress/rules.hpp"
-#include "policy/mcp_servers_config.hpp"
+#include "policy/sections/mcp_servers_config.hpp"
 #include "policy/risk.hpp"
 #include "sandbox/spec.hpp"
 

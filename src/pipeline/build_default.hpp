@@ -16,7 +16,7 @@
 #include "pipeline/failed_auth.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
 #include "pipeline/pipeline.hpp"
-#include "pipeline/quota_book.hpp"
+#include "pipeline/quotas/quota_book.hpp"
 #include "pipeline/stages/approval.hpp"
 
 namespace airlock::audit {

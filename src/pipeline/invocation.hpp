@@ -129,7 +129,7 @@ struct Invocation {
   std::vector<std::string> notes;
 
   std::optional<InvocationError> error;
-  // The quota stage's admission (pipeline/quota_book.hpp): the call counts against its
+  // The quota stage's admission (pipeline/quotas/quota_book.hpp): the call counts against its
   // principal's and user's `concurrent` until this is reset. Not persisted: a call suspended
   // for a human approval holds no place meanwhile.
   std::shared_ptr<QuotaHold> quota_hold;

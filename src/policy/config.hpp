@@ -17,15 +17,15 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
-#include "policy/approvals_config.hpp"
-#include "policy/backends_config.hpp"
-#include "policy/credentials_config.hpp"
-#include "policy/mcp_servers_config.hpp"
-#include "policy/identity_config.hpp"
-#include "policy/quotas_config.hpp"
+#include "policy/sections/approvals_config.hpp"
+#include "policy/sections/backends_config.hpp"
+#include "policy/sections/credentials_config.hpp"
+#include "policy/sections/mcp_servers_config.hpp"
+#include "policy/sections/identity_config.hpp"
+#include "policy/sections/quotas_config.hpp"
 #include "policy/risk.hpp"
-#include "policy/warm_config.hpp"
-#include "policy/webhooks_config.hpp"
+#include "policy/sections/warm_config.hpp"
+#include "policy/sections/webhooks_config.hpp"
 #include "sandbox/spec.hpp"
 
 namespace airlock::policy {
@@ -62,8 +62,8 @@ struct ServerConfig {
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
   std::optional<TlsConfig> tls;                       // none: plain HTTP
-  McpEndpointConfig mcp;                              // /mcp (policy/mcp_servers_config.hpp)
-  unsigned max_warm_templates = 8;  // warm templates running at once (policy/warm_config.hpp)
+  McpEndpointConfig mcp;                              // /mcp (policy/sections/mcp_servers_config.hpp)
+  unsigned max_warm_templates = 8;  // warm templates running at once (policy/sections/warm_config.hpp)
 };
 
 // storage.postgres: the database the audit log lives in when several daemons share it

@@ -24,7 +24,7 @@ namespace airlock::sandbox {
 
 enum class CgroupMode { none, v1, v2 };
 
-// cgroup v2: a warm template's subtree (sandbox/warm.hpp). Its directory holds no process (it
+// cgroup v2: a warm template's subtree (sandbox/warm/warm.hpp). Its directory holds no process (it
 // hands its controllers to its children): the template runs in its leaf "template", each call
 // in a leaf "call-N" the supervisor makes with the call's limits. The template sees the tree
 // read-only and clones each call's init straight into its leaf (CLONE_INTO_CGROUP), so the
@@ -112,7 +112,7 @@ class SandboxCgroup {
   Result<std::vector<UniqueFd>> open_join_fds() const;
   std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
   CgroupStats read_stats() const;
-  // A warm call's child prepared ahead of its call (sandbox/warm.hpp) has run in this cgroup
+  // A warm call's child prepared ahead of its call (sandbox/warm/warm.hpp) has run in this cgroup
   // before the hand-over: from now on the CPU counters (cpu_usage_ns, read_stats) and the
   // memory peak count only what follows. The limits themselves are the cgroup's, as written.
   void count_from_now();

@@ -24,7 +24,7 @@
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/host_args.hpp"
 #include "sandbox/loopback.hpp"
-#include "sandbox/syscalls.hpp"
+#include "sandbox/seccomp/syscalls.hpp"
 
 #ifndef SECBIT_NOROOT
 #define SECBIT_NOROOT (1 << 0)

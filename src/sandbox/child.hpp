@@ -111,7 +111,7 @@ struct ChildPlan {
 
   mutable std::vector<int> source_fds;  // filled in the child
 
-  // A warm template (sandbox/warm.hpp): `inherit_fd` (a host descriptor, not owned) reaches
+  // A warm template (sandbox/warm/warm.hpp): `inherit_fd` (a host descriptor, not owned) reaches
   // the program as kChildInheritedFd, and the program runs without Landlock and seccomp,
   // since each call it forks must still mount its fresh /tmp and work dir and make its
   // namespaces; every call installs both before it gets its input (warm_child.cpp).

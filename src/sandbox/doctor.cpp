@@ -19,8 +19,8 @@
 #include "sandbox/landlock.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/sandbox.hpp"
-#include "sandbox/seccomp_policy.hpp"
-#include "sandbox/syscalls.hpp"
+#include "sandbox/seccomp/seccomp_policy.hpp"
+#include "sandbox/seccomp/syscalls.hpp"
 
 namespace airlock::sandbox {
 namespace {

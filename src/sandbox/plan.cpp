@@ -13,8 +13,8 @@
 #include <fstream>
 #include <set>
 
-#include "sandbox/seccomp_policy.hpp"
-#include "sandbox/syscalls.hpp"
+#include "sandbox/seccomp/seccomp_policy.hpp"
+#include "sandbox/seccomp/syscalls.hpp"
 
 namespace airlock::sandbox {
 namespace {

@@ -29,10 +29,10 @@
 #include "sandbox/child.hpp"
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/plan.hpp"
-#include "sandbox/seccomp_policy.hpp"
-#include "sandbox/syscalls.hpp"
+#include "sandbox/seccomp/seccomp_policy.hpp"
+#include "sandbox/seccomp/syscalls.hpp"
 #include "sandbox/verdict.hpp"
-#include "sandbox/warm_plan.hpp"
+#include "sandbox/warm/warm_plan.hpp"
 
 namespace airlock::sandbox {
 namespace {

@@ -59,7 +59,7 @@ class Sandbox {
   // Returns once the command has been exec'd inside the sandbox; setup failures come back as
   // an Error whose code is "setup_error" and whose message names the step and errno.
   static Result<std::unique_ptr<Sandbox>> launch(const Spec& spec);
-  // A call in a child of a warm template (sandbox/warm.hpp): `template_fd` is its control
+  // A call in a child of a warm template (sandbox/warm/warm.hpp): `template_fd` is its control
   // socket, `send_mu` serialises what is sent on it. Returns once the child is ready (fresh
   // namespaces, cgroup, tmpfs, Landlock and seccomp in place); the Spec's stdin, limits and
   // output handling apply as for launch(). Its argv, binds and env are the template's.

@@ -87,7 +87,7 @@ struct Spec {
   // is polled, never read or closed (airlock run passes a signalfd and reads the signal
   // afterwards).
   int stop_fd = -1;
-  // A warm template (sandbox/warm.hpp) only: this host descriptor (not owned) reaches the
+  // A warm template (sandbox/warm/warm.hpp) only: this host descriptor (not owned) reaches the
   // program as descriptor 7, and the program runs without Landlock and seccomp (each call it
   // forks installs both, and needs to mount and make namespaces first). Not for any other use.
   int warm_template_fd = -1;

@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "creds/postgres_provider.hpp"
+#include "creds/providers/postgres_provider.hpp"
 #include "pg_cluster.hpp"
 
 namespace airlock::creds {

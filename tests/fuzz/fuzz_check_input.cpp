@@ -5,7 +5,7 @@
 #include <string>
 
 #include "pipeline/stages/check_input.hpp"
-#include "server/invocations/invocation_response.hpp"
+#include "server/core/invocation_response.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dlp/json_strings.hpp"
+#include "dlp/json/json_strings.hpp"
 #include "dlp/scanner.hpp"
 
 namespace {

@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "pg_support.hpp"
-#include "pipeline/quota_book.hpp"
+#include "pipeline/quotas/quota_book.hpp"
 #include "policy/config.hpp"
 #include "server/invocations/invocation_store_pg.hpp"
-#include "server/daemon/quota_book_pg.hpp"
+#include "pipeline/quotas/quota_book_pg.hpp"
 
 namespace airlock::replicas_test {
 namespace {
@@ -51,10 +51,10 @@ bool eventually(const std::function<bool()>& done, std::chrono::seconds limit = 
   return done();
 }
 
-std::shared_ptr<server::PostgresQuotaBook> pg_book(const std::string& url, const std::string& replica) {
+std::shared_ptr<pipeline::PostgresQuotaBook> pg_book(const std::string& url, const std::string& replica) {
   storage::pg::Database::Location location;
   location.url = url;
-  auto book = server::PostgresQuotaBook::open(location, replica, {});
+  auto book = pipeline::PostgresQuotaBook::open(location, replica, {});
   if (!book) throw std::runtime_error(book.error().message);
   return *book;
 }

@@ -375,7 +375,7 @@ TEST(Replicas, ADatabaseOutageFailsCallsClosedThenTheyRecover) {
   EXPECT_EQ(audit_verify(*a_ws), 0);
 }
 
-// Issue #22 on PostgreSQL: the quotas are the replicas' together (server/daemon/quota_book_pg.hpp).
+// Issue #22 on PostgreSQL: the quotas are the replicas' together (pipeline/quotas/quota_book_pg.hpp).
 // Each test spends a quota on replica A and finds it spent on B: with a book per replica, B
 // would admit.
 std::unique_ptr<Workspace> quota_workspace(const Shared& db, const std::string& quotas) {

@@ -1,4 +1,4 @@
-// Warm templates (sandbox/warm.hpp) as an executable threat model: what one call leaves
+// Warm templates (sandbox/warm/warm.hpp) as an executable threat model: what one call leaves
 // behind, or holds while it runs, must not reach another call of the same template; and a
 // warm call's limits give the verdicts a cold run gives. The tool is the real runner in
 // template mode with the real libairlock_warm.so.
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/cgroup.hpp"
-#include "sandbox/warm.hpp"
+#include "sandbox/warm/warm.hpp"
 #include "test_support.hpp"
 
 namespace airlock::sandbox {

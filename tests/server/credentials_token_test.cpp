@@ -7,9 +7,9 @@
 #include <chrono>
 #include <fstream>
 
-#include "creds/oauth_exchange_provider.hpp"
+#include "creds/providers/oauth_exchange_provider.hpp"
 #include "creds/revoked_tokens.hpp"
-#include "creds/token_provider.hpp"
+#include "creds/providers/token_provider.hpp"
 #include "identity/http_fetch.hpp"
 #include "identity/signer.hpp"
 #include "server_test_support.hpp"

@@ -1,11 +1,11 @@
-// Which backend each risk tier gets at the daemon's start (server/daemon/tier_backends.hpp): a
+// Which backend each risk tier gets at the daemon's start (server/tiers/tier_backends.hpp): a
 // backend the config names that cannot work here stops the start; a default one that cannot
 // leaves its tier unavailable, and a call of that tier is refused saying why.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "server/daemon/tier_backends.hpp"
+#include "server/tiers/tier_backends.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {

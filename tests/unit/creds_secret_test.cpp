@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "creds/secret_provider.hpp"
+#include "creds/providers/secret_provider.hpp"
 #include "creds/secret_store.hpp"
 
 namespace airlock::creds {

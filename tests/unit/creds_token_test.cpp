@@ -13,9 +13,9 @@
 #include <set>
 #include <thread>
 
-#include "creds/oauth_exchange_provider.hpp"
+#include "creds/providers/oauth_exchange_provider.hpp"
 #include "creds/revoked_tokens.hpp"
-#include "creds/token_provider.hpp"
+#include "creds/providers/token_provider.hpp"
 #include "identity/verifier.hpp"
 
 namespace airlock::creds {

@@ -1,4 +1,4 @@
-// The compiled-database cache (dlp/database_cache.hpp): a good file is used, anything else is
+// The compiled-database cache (dlp/vectorscan/database_cache.hpp): a good file is used, anything else is
 // refused and replaced, and what a scanner finds is the same with or without it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "common/digest.hpp"
-#include "dlp/database_cache.hpp"
+#include "dlp/vectorscan/database_cache.hpp"
 #include "dlp/engine.hpp"
 #include "dlp/scanner.hpp"
 

@@ -1,4 +1,4 @@
-// ValueScan (dlp/json_value.hpp): a parsed value scanned where it is must give the findings of
+// ValueScan (dlp/json/json_value.hpp): a parsed value scanned where it is must give the findings of
 // the path it replaces -- dump_compact(value), Scanner::scan of that text, redact() of the text
 // and a parse of the result -- exactly: the same detectors at the same offsets, the same
 // redacted value and text, on the presidio-synth corpus (sentences with line breaks, quotes and
@@ -14,7 +14,7 @@
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
 #include "dlp/detectors.hpp"
-#include "dlp/json_value.hpp"
+#include "dlp/json/json_value.hpp"
 #include "dlp/scanner.hpp"
 
 using namespace airlock;

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "dlp/run_lexer.hpp"
+#include "dlp/run_lexer/run_lexer.hpp"
 
 using namespace airlock::dlp::detail;
 

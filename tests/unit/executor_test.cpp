@@ -1,4 +1,4 @@
-// The fair queue (server/daemon/executor.hpp): lanes are taken in turn by weight, intake before any
+// The fair queue (server/core/executor.hpp): lanes are taken in turn by weight, intake before any
 // lane, and an admitted job is never refused. One worker, so the order is exact.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/daemon/executor.hpp"
+#include "server/core/executor.hpp"
 
 namespace airlock::server {
 namespace {

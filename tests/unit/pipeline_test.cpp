@@ -10,7 +10,7 @@
 #include "pipeline/invocation_state.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/stages/audit_record.hpp"
-#include "server/invocations/invocation_response.hpp"
+#include "server/core/invocation_response.hpp"
 
 namespace airlock::pipeline {
 namespace {

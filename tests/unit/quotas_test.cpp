@@ -3,7 +3,7 @@
 // refused call uses up nothing. A fake clock: no test waits.
 #include <gtest/gtest.h>
 
-#include "pipeline/quota_book.hpp"
+#include "pipeline/quotas/quota_book.hpp"
 #include "policy/config.hpp"
 
 namespace airlock {

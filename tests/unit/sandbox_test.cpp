@@ -18,7 +18,7 @@
 #include "sandbox/outcome.hpp"
 #include "sandbox/plan.hpp"
 #include "sandbox/sandbox.hpp"
-#include "sandbox/seccomp_policy.hpp"
+#include "sandbox/seccomp/seccomp_policy.hpp"
 
 namespace airlock::sandbox {
 namespace {

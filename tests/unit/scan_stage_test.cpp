@@ -1,4 +1,4 @@
-// The scan stages scan a value where it is (dlp/json_value.hpp) and fall back to its compact
+// The scan stages scan a value where it is (dlp/json/json_value.hpp) and fall back to its compact
 // text when that cannot be done exactly. Whichever way, a call must come out as it did when the
 // stage scanned the text: the same arguments or result afterwards, the same redacted text for
 // the audit record, the same redactions listed, the same refusals. Checked on the presidio-synth

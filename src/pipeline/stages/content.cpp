@@ -4,7 +4,7 @@
 
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
-#include "dlp/json_value.hpp"
+#include "dlp/json/json_value.hpp"
 
 namespace airlock::pipeline {
 namespace {
@@ -152,7 +152,7 @@ StageResult ScanStage::run(Invocation& inv, StageContext&) {
   nlohmann::json* value = input ? &inv.arguments : (inv.output ? &*inv.output : nullptr);
   if (!value) return StageResult::next();
   // The value is scanned where it is, with the findings its compact text would give
-  // (dlp/json_value.hpp); what cannot be laid out that way is scanned as that text.
+  // (dlp/json/json_value.hpp); what cannot be laid out that way is scanned as that text.
   std::optional<dlp::ValueScan> in_place = dlp::ValueScan::scan(*scanner_, *value);
   std::string text;  // dump_compact(*value), written only when needed
   dlp::ScanResult text_result;

@@ -2,12 +2,12 @@
 // quotas (quota_book.hpp) or refuses it with quota_exceeded naming the quota and when to try
 // again. In the daemon it then hands the call to the fair queue: it suspends with
 // kQueuedForWorker, and the daemon resumes it on a worker when its principal's turn comes
-// (server/daemon/executor.hpp). The admitted call's hold stays with the invocation until it ends.
+// (server/core/executor.hpp). The admitted call's hold stays with the invocation until it ends.
 #pragma once
 
 #include <memory>
 
-#include "pipeline/quota_book.hpp"
+#include "pipeline/quotas/quota_book.hpp"
 #include "pipeline/stage.hpp"
 
 namespace airlock::pipeline {

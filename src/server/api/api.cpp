@@ -1,3 +1,6 @@
+// The router: each request of /v1/*, /mcp, /console and /healthz to the folder that answers it,
+// and the endpoints that need no folder of their own (health, metrics, the tool list, the audit
+// log and its proofs, an invocation by id).
 #include "server/api/api.hpp"
 
 #include "audit/audit_log.hpp"
@@ -6,12 +9,12 @@
 #include "pipeline/stages/access.hpp"
 #include "server/approvals/approvals.hpp"
 #include "server/approvals/approvals_api.hpp"
-#include "server/daemon/first_listings.hpp"
+#include "server/core/first_listings.hpp"
 #include "server/invocations/invocations_api.hpp"
 #include "server/console/console.hpp"
 #include "pipeline/failed_auth.hpp"
 #include "audit/verify.hpp"
-#include "server/invocations/invocation_response.hpp"
+#include "server/core/invocation_response.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "common/units.hpp"
 #include "server/invocations/invocation_runner.hpp"
@@ -19,6 +22,7 @@
 #include "server/mcp_server/mcp_server.hpp"
 #include "server/identity_endpoints/token_exchange.hpp"
 #include "server/identity_endpoints/token_introspection.hpp"
+#include "server/http/http_server.hpp"
 
 namespace airlock::server {
 
@@ -37,28 +41,19 @@ nlohmann::json tool_summary(const policy::ToolConfig& t) {
 
 }  // namespace
 
-HttpResponse json_response(int status, const nlohmann::json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  return r;
-}
-
-HttpResponse error_response(int status, const std::string& kind, const std::string& message) {
-  return json_response(status, {{"error", {{"kind", kind}, {"message", message}}}});
-}
-
-HttpResponse refusal_response(const pipeline::InvocationError& error) {
-  return error_response(http_status(error), std::string(error.kind_name()), error.message);
-}
-
 const std::string& openapi_document() {
   static const std::string doc = kOpenApiDocument;
   return doc;
 }
 
-std::string tool_label(const policy::Config& config, const std::string& name) {
-  return config.find_tool(name) ? name : kUnknownToolLabel;
+RequestHandler Api::handler() const {
+  return [this](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
+    handle(request, std::move(reply));
+  };
+}
+
+std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
+  return handle_raw_request(api.handler(), bytes, max_body_bytes);
 }
 
 namespace {

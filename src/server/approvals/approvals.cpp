@@ -8,10 +8,11 @@
 #include "common/utc_time.hpp"
 #include "pipeline/decision_basis.hpp"
 #include "pipeline/invocation_state.hpp"
-#include "pipeline/quota_book.hpp"
+#include "pipeline/quotas/quota_book.hpp"
 #include "pipeline/stages/audit_record.hpp"
-#include "server/invocations/invocation_response.hpp"
+#include "server/core/invocation_response.hpp"
 #include "server/invocations/invocation_runner.hpp"
+#include "server/invocations/invocation_store.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/approvals/webhooks.hpp"
 

@@ -15,7 +15,8 @@
 
 #include "pipeline/authenticator.hpp"
 #include "pipeline/stages/approval.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 #include "server/approvals/approval_store.hpp"
 
 namespace airlock::server {

@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 
 namespace airlock::server {
 

@@ -10,7 +10,8 @@
 #include "common/utc_time.hpp"
 #include "identity/http_fetch.hpp"
 #include "pipeline/stages/approval.hpp"
-#include "server/daemon/metrics.hpp"
+#include "server/approvals/approvals.hpp"
+#include "server/core/metrics.hpp"
 
 namespace airlock::server {
 namespace {
@@ -100,6 +101,14 @@ Status WebhookService::enqueue(const std::string& event, const std::string& tool
     return Error::make("webhook", "storing the " + event + " deliveries: " + s.error().message);
   if (!held) wake();
   return {};
+}
+
+void WebhookService::announce_completed(const pipeline::Invocation& inv, nlohmann::json stored,
+                                        ApprovalService* approvals) {
+  stored.erase("principal");
+  if (auto approval = approvals ? approvals->of_invocation(inv.id) : std::nullopt) stored["approval"] = std::move(*approval);
+  auto queued = enqueue(policy::kEventInvocationCompleted, inv.tool_name, inv.id, {{"invocation", std::move(stored)}});
+  if (!queued) std::cerr << "airlock: invocation " << inv.id << ": " << queued.error().message << "\n";
 }
 
 void WebhookService::release(const std::string& event, const std::string& invocation_id) {

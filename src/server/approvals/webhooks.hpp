@@ -20,7 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
-#include "server/daemon/generation.hpp"
+#include "pipeline/invocation.hpp"
+#include "server/core/generation.hpp"
 #include "server/approvals/webhook_outbox.hpp"
 
 namespace airlock::audit {
@@ -28,6 +29,8 @@ class AuditLog;
 }
 
 namespace airlock::server {
+
+class ApprovalService;
 
 class Metrics;
 
@@ -56,6 +59,10 @@ class WebhookService {
   Status enqueue(const std::string& event, const std::string& tool, const std::string& invocation_id,
                  const nlohmann::json& fields, bool held = false);
   void release(const std::string& event, const std::string& invocation_id);
+  // invocation.completed: the row as GET /v1/invocations/{id} answers it (with the approval it
+  // needed, if any: who let it run), stored in the outbox before anyone hears of the outcome
+  // (the caller, a long poll). The daemon's ApiServices::completed.
+  void announce_completed(const pipeline::Invocation& inv, nlohmann::json stored, ApprovalService* approvals);
   void wake();
 
   void start();  // the deliverers: pending rows (a restart's too) go out at once

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 #include "server/console/console_oidc.hpp"
 #include "server/console/console_session.hpp"
 

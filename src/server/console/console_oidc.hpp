@@ -19,7 +19,7 @@
 
 #include "common/result.hpp"
 #include "identity/http_fetch.hpp"
-#include "policy/identity_config.hpp"
+#include "policy/sections/identity_config.hpp"
 
 namespace airlock::server::console {
 

@@ -14,7 +14,8 @@
 #include <string_view>
 
 #include "common/result.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 
 namespace airlock::server::console {
 

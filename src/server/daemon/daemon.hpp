@@ -84,4 +84,9 @@ std::string cleartext_warning(const policy::ServerConfig& server, std::uint16_t 
 int serve(const std::string& config_path, const std::string& listen_override,
           bool check_only = false);
 
+// `airlock mcp --config FILE`: the daemon built from the config, not listening, serving MCP on
+// stdin and stdout (server/mcp_server/mcp_stdio.hpp). Returns the exit status: 0 at the end of
+// stdin, 2 for a bad config.
+int serve_mcp_stdio(const std::string& config_path, const std::string& api_key);
+
 }  // namespace airlock::server

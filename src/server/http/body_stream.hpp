@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/api/api.hpp"
+#include "server/http/http_message.hpp"
 
 namespace airlock::server {
 

@@ -471,13 +471,6 @@ void HttpServer::Impl::accept() {
   });
 }
 
-HttpServer::HttpServer(const Api& api, HttpServerOptions options)
-    : HttpServer(
-          [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
-            api.handle(request, std::move(reply));
-          },
-          std::move(options)) {}
-
 HttpServer::HttpServer(RequestHandler handler, HttpServerOptions options)
     : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
 
@@ -575,14 +568,6 @@ std::string raw_stream_answer(const HttpResponse& resp, bool head_only) {
 }
 
 }  // namespace
-
-std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes) {
-  return handle_raw_request(
-      [&api](const HttpRequest& request, std::function<void(HttpResponse)> reply) {
-        api.handle(request, std::move(reply));
-      },
-      bytes, max_body_bytes);
-}
 
 std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
                                std::uint64_t max_body_bytes) {

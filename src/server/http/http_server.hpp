@@ -13,7 +13,8 @@
 #include <string_view>
 
 #include "common/result.hpp"
-#include "server/api/api.hpp"
+#include "policy/config.hpp"
+#include "server/http/http_message.hpp"
 
 namespace airlock::server {
 
@@ -37,14 +38,9 @@ struct HttpServerOptions {
   std::function<void(std::string_view reason)> rejected;
 };
 
-// What answers the requests: Api::handle, or (in tests) anything with its contract.
-using RequestHandler =
-    std::function<void(const HttpRequest& request, std::function<void(HttpResponse)> reply)>;
-
 class HttpServer {
  public:
-  HttpServer(const Api& api, HttpServerOptions options);  // `api` outlives the server
-  HttpServer(RequestHandler handler, HttpServerOptions options);
+  HttpServer(RequestHandler handler, HttpServerOptions options);  // Api::handler() in the daemon
   ~HttpServer();
   Status bind();              // binds and listens; nothing is accepted until serve()
   void serve();               // accepts and answers on its own threads
@@ -62,12 +58,11 @@ class HttpServer {
 // that they belong together) and the client CA file are usable. For `airlock serve --check`.
 Status check_tls(const policy::TlsConfig& tls);
 
-// Runs one request through the same parser and Api as the server, without sockets: the raw
-// bytes of an HTTP/1.1 request in, the raw response out (used by the fuzz target and tests).
-// A streamed answer is collected as its chunks; one that has not finished within 2 s or has
-// written more than 1 MiB is cut there (the writer is told the client has gone).
-std::string handle_raw_request(const Api& api, const std::string& bytes, std::uint64_t max_body_bytes);
-// The same with any handler (tests).
+// Runs one request through the same parser as the server, without sockets: the raw bytes of
+// an HTTP/1.1 request in, the raw response out (used by the fuzz target and tests; the Api's
+// is in server/api/api.hpp). A streamed answer is collected as its chunks; one that has not
+// finished within 2 s or has written more than 1 MiB is cut there (the writer is told the
+// client has gone).
 std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
                                std::uint64_t max_body_bytes);
 

@@ -9,7 +9,8 @@
 #include "common/result.hpp"
 #include "identity/signer.hpp"
 #include "pipeline/authenticator.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 
 namespace airlock::server {
 

@@ -11,7 +11,8 @@
 #include "identity/signer.hpp"
 #include "identity/verifier.hpp"
 #include "pipeline/authenticator.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 
 namespace airlock::server {
 

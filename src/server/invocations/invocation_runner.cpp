@@ -2,14 +2,14 @@
 
 #include <chrono>
 
-#include "server/api/api.hpp"
-#include "server/invocations/invocation_response.hpp"
+#include "server/core/api_services.hpp"
+#include "server/invocations/invocation_store.hpp"
+#include "server/core/responses.hpp"
+#include "server/core/invocation_response.hpp"
 #include "pipeline/stages/quota.hpp"
-#include "server/daemon/executor.hpp"
+#include "server/core/executor.hpp"
 #include "server/invocations/invocation_waiters.hpp"
-#include "server/daemon/verified_callers.hpp"
-#include "server/approvals/approvals.hpp"
-#include "server/approvals/webhooks.hpp"
+#include "server/core/verified_callers.hpp"
 
 #include <iostream>
 
@@ -34,18 +34,6 @@ void count_invocation(Metrics& metrics, const pipeline::Invocation& inv, const s
   double total_ms = 0;
   for (const auto& t : inv.stage_times) total_ms += t.ms;
   metrics.observe("airlock_invocation_seconds", total_ms / 1000.0, {{"tool", tool_label}});
-}
-
-// invocation.completed: the row as GET /v1/invocations/{id} answers it (with the approval it
-// needed, if any: who let it run), stored in the outbox before anyone hears of the outcome
-// (the caller, a long poll).
-void announce_completed(WebhookService& webhooks, ApprovalService* approvals, const pipeline::Invocation& inv,
-                        nlohmann::json stored) {
-  stored.erase("principal");
-  if (auto approval = approvals ? approvals->of_invocation(inv.id) : std::nullopt) stored["approval"] = std::move(*approval);
-  auto queued = webhooks.enqueue(policy::kEventInvocationCompleted, inv.tool_name, inv.id,
-                                 {{"invocation", std::move(stored)}});
-  if (!queued) std::cerr << "airlock: invocation " << inv.id << ": " << queued.error().message << "\n";
 }
 
 // The invocation's end: its row, metrics and waiters, its quota place given back, its caller.
@@ -116,7 +104,7 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
   const bool held = inv.suspended && !inv.error && inv.suspended->stage == "approval";
   if ((inv.actor || inv.subject) && !held) {
     (void)s.store->finish(inv.id, inv.status(), stored);
-    if (s.webhooks) announce_completed(*s.webhooks, s.approvals, inv, stored);
+    if (s.completed) s.completed(inv, stored);
   }
   count_invocation(*s.metrics, inv, tool_label(*generation.config, inv.tool_name));
   // What its sandbox used (a tool of an MCP server: its server's sandbox during the call)

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "pipeline/invocation.hpp"
-#include "server/daemon/executor.hpp"
-#include "server/daemon/generation.hpp"
+#include "server/core/executor.hpp"
+#include "server/core/generation.hpp"
 #include "server/http/peer_certificate.hpp"
 
 namespace airlock::server {

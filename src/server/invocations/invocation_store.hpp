@@ -3,7 +3,7 @@
 // state.db, one daemon; rows still "running" when it starts are invocations a killed daemon
 // left, recorded as aborted by Daemon::State::recover) and PostgreSQL (storage.postgres,
 // several replicas; each row names the replica that runs it, and a dead replica's rows are
-// recorded as aborted by another: server/daemon/replicas.hpp). pipeline/storage_locations.hpp says which.
+// recorded as aborted by another: server/replicas/replicas.hpp). pipeline/storage_locations.hpp says which.
 #pragma once
 
 #include <cstdint>

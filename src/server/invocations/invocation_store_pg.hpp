@@ -1,6 +1,6 @@
 // The invocation store in PostgreSQL (storage.postgres), shared by every replica. Each row
 // names the replica that runs it; the `replicas` table (one row per live replica, its
-// heartbeat: server/daemon/replicas.hpp) is created with the store's tables, so a store can find the
+// heartbeat: server/replicas/replicas.hpp) is created with the store's tables, so a store can find the
 // running rows whose replica is gone.
 #pragma once
 

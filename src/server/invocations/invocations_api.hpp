@@ -10,7 +10,8 @@
 
 #include "common/result.hpp"
 #include "pipeline/authenticator.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 #include "server/invocations/invocation_store.hpp"
 
 namespace airlock::server {

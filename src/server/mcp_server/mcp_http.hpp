@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 #include "server/mcp_server/mcp_server.hpp"
 
 namespace airlock::server {

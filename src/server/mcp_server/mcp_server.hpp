@@ -16,7 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/jsonrpc.hpp"
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 #include "server/mcp_server/mcp_sessions.hpp"
 
 namespace airlock::server {

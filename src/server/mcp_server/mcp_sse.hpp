@@ -12,7 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/api/api.hpp"
+#include "server/core/api_services.hpp"
+#include "server/core/responses.hpp"
 
 namespace airlock::server {
 

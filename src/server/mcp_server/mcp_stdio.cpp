@@ -1,12 +1,7 @@
 #include "server/mcp_server/mcp_stdio.hpp"
 
-#include <signal.h>
-
-#include <chrono>
 #include <iostream>
 #include <mutex>
-
-#include "server/daemon/daemon.hpp"
 
 namespace airlock::server {
 namespace {
@@ -27,8 +22,6 @@ class LineWriter {
 
 // At most this long before the first request is read (a server's start and listing are each
 // bounded by its own timeouts; this bounds them all).
-constexpr std::chrono::seconds kFirstListingWait{60};
-
 struct StdioSession {
   std::mutex mu;
   std::string id;  // the session initialize opened ("" before)
@@ -68,33 +61,6 @@ void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& 
           if (reply.message && !notification) writer->write(*reply.message);
         });
   }
-}
-
-int serve_mcp_stdio(const std::string& config_path, const std::string& api_key) {
-  signal(SIGPIPE, SIG_IGN);
-  auto config = policy::load_config(config_path);
-  if (!config) {
-    std::cerr << "airlock mcp: " << config.error().message << "\n";
-    return 2;
-  }
-  auto daemon = Daemon::create(std::move(*config));
-  if (!daemon) {
-    std::cerr << "airlock mcp: " << daemon.error().message << "\n";
-    return 1;
-  }
-  // The same services as `airlock serve`; the first request is read once every MCP server
-  // has been listed (or has failed, or its start timeout passed), so that the client's first
-  // tools/list has their tools.
-  (*daemon)->start_services();
-  if (!(*daemon)->wait_for_first_listings(kFirstListingWait))
-    std::cerr << "airlock mcp: some MCP servers were not listed after "
-              << std::chrono::duration_cast<std::chrono::seconds>(kFirstListingWait).count()
-              << " s; serving without their tools until they are\n";
-  std::cerr << "airlock mcp: serving MCP on stdin and stdout\n" << std::flush;
-  run_mcp_stdio((*daemon)->api().mcp(), api_key, std::cin, std::cout);
-  (*daemon)->shutdown();  // running calls finish (server.drainTimeout) and answer first
-  std::cout << std::flush;
-  return 0;
 }
 
 }  // namespace airlock::server

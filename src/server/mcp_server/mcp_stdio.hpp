@@ -14,8 +14,4 @@ namespace airlock::server {
 // (the caller shuts the daemon down first, which lets running calls finish).
 void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& in, std::ostream& out);
 
-// `airlock mcp --config FILE`: the daemon built from the config, not listening, serving
-// stdin and stdout. Returns the exit status: 0 at the end of stdin, 2 for a bad config.
-int serve_mcp_stdio(const std::string& config_path, const std::string& api_key);
-
 }  // namespace airlock::server

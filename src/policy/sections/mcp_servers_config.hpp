@@ -1,0 +1,60 @@
+// The config's `mcpServers` section (policy/config_mcp_servers.cpp) and `server.mcp`: third-
+// party MCP servers that Airlock runs in its sandbox (the gateway, docs/mcp.md), and the
+// daemon's own MCP endpoint.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "egress/rules.hpp"
+#include "policy/sections/credentials_config.hpp"
+#include "policy/risk.hpp"
+
+namespace airlock::policy {
+
+// A host directory a server sees: "/srv/shared-docs:/data" (read-only) or "...:/data:rw".
+struct McpDataPath {
+  std::string host_path;
+  std::string path_inside;
+  bool writable = false;
+};
+
+struct McpServerConfig {
+  std::string name;                  // a tool-name segment: its tools are "<name>.<tool>"
+  std::vector<std::string> command;  // argv inside the sandbox (argv[0] looked up in PATH)
+  std::vector<McpDataPath> data_paths;
+  egress::EgressRules network;       // default: none
+  Risk risk = Risk::medium;          // of its tools, unless overridden
+  std::vector<std::string> tools_allow;     // globs on the server's tool names; empty: all
+  std::map<std::string, Risk> risk_overrides;  // server tool name -> risk
+  std::map<std::string, std::string> env;
+  // Leased for the instance's owner when an instance starts (as tools[].credentials are per
+  // call), given as its environment, revoked when it stops (docs/mcp-gateway.md).
+  std::vector<CredentialSpec> credentials;
+  std::chrono::milliseconds idle_timeout{5 * 60'000};
+  std::chrono::milliseconds call_timeout{60'000};  // per tools/call (the tier's timeout caps it)
+  std::string where;                 // "file:line"
+};
+
+// Where a tool of the registry comes from when an MCP server provides it.
+struct McpToolSource {
+  std::string server;       // mcpServers[].name
+  std::string remote_name;  // the server's name for it
+  std::string pin_sha256;   // of its name, description and schemas as pinned
+};
+
+// server.mcp: the daemon's Streamable HTTP endpoint at /mcp.
+struct McpEndpointConfig {
+  bool enabled = true;
+  // Origins a browser may send (DNS rebinding); a request with another Origin is refused 403.
+  // A request without Origin (not a browser) is let through to authentication.
+  std::vector<std::string> allowed_origins;
+  // The resource identifier (RFC 9728) of /mcp: "https://airlock.example.com/mcp". Empty:
+  // http(s)://<listen address>/mcp.
+  std::string resource;
+};
+
+}  // namespace airlock::policy

@@ -1,0 +1,23 @@
+// The daemon's answers beyond the transport's (json_response and error_response are in
+// server/http/http_message.hpp): a refusal of the access decision, a tool's metrics label.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/error.hpp"
+#include "policy/config.hpp"
+#include "server/http/http_message.hpp"
+
+namespace airlock::server {
+
+// A refusal of the access decision (401, 403, 404) outside an invocation.
+HttpResponse refusal_response(const pipeline::InvocationError& error);
+
+// The value of a `tool` metrics label: configured names only, never request text (a caller
+// without a key must not be able to add series to /metrics).
+inline constexpr const char* kUnknownToolLabel = "(unknown)";
+std::string tool_label(const policy::Config& config, const std::string& name);
+
+}  // namespace airlock::server

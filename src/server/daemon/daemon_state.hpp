@@ -1,0 +1,127 @@
+// The daemon's state and the steps of its life, shared by the files that tell them (one
+// file per part: daemon.cpp the story, daemon_storage.cpp, daemon_recovery.cpp,
+// daemon_services.cpp, reload.cpp, serve.cpp). Internal to server/daemon/.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/audit_log.hpp"
+#include "creds/lease_store.hpp"
+#include "creds/revoked_tokens.hpp"
+#include "creds/secret_store.hpp"
+#include "egress/policy.hpp"
+#include "identity/signer.hpp"
+#include "mcp/gateway.hpp"
+#include "mcp/pin_store.hpp"
+#include "pipeline/failed_auth.hpp"
+#include "pipeline/quotas/quota_book_pg.hpp"
+#include "server/approvals/approval_store.hpp"
+#include "server/approvals/approval_sweeper.hpp"
+#include "server/approvals/approvals.hpp"
+#include "server/approvals/webhook_outbox.hpp"
+#include "server/approvals/webhooks.hpp"
+#include "server/daemon/daemon.hpp"
+#include "server/daemon/data_dir_lock.hpp"
+#include "server/core/first_listings.hpp"
+#include "server/daemon/gateway_tools.hpp"
+#include "server/core/generation.hpp"
+#include "server/core/verified_callers.hpp"
+#include "server/http/http_server.hpp"
+#include "server/invocations/invocation_store_pg.hpp"
+#include "server/invocations/invocation_waiters.hpp"
+#include "server/replicas/replicas.hpp"
+#include "server/tiers/tier_backends.hpp"
+
+namespace airlock::server {
+
+// Stage latencies into the metrics, and a log line per invocation.
+class MetricsObserver : public pipeline::StageObserver {
+ public:
+  explicit MetricsObserver(Metrics& m) : metrics_(m) {}
+  void stage_done(std::string_view stage, double ms, const pipeline::Invocation&) override {
+    metrics_.observe("airlock_stage_seconds", ms / 1000.0, {{"stage", std::string(stage)}});
+  }
+
+ private:
+  Metrics& metrics_;
+};
+
+struct Daemon::State {
+  DaemonOptions options;
+  std::optional<DataDirLock> lock;  // first member: released last
+  std::unique_ptr<audit::AuditLog> audit;
+  std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
+  std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
+  std::unique_ptr<InvocationStore> store;
+  // storage.postgres: the store is PostgreSQL (pg_store, shared by the replicas) and this
+  // daemon is one replica among them (docs/daemon.md, "Replicas and failover").
+  PostgresInvocationStore* pg_store = nullptr;
+  std::unique_ptr<ReplicaRegistry> replicas;
+  std::shared_ptr<pipeline::PostgresQuotaBook> pg_quotas;  // the quota book then (pipeline_deps.quotas)
+  std::unique_ptr<creds::LeaseStore> leases;  // in state.db
+  std::unique_ptr<creds::RevokedTokens> revoked_tokens;  // in state.db: its own table
+  std::unique_ptr<mcp::PinStore> pins;                   // in state.db: MCP tool pins
+  std::unique_ptr<ApprovalStore> approval_store;         // in state.db: critical calls' approvals
+  std::unique_ptr<ApprovalService> approvals;
+  InvocationWaiters waiters;                             // GET /v1/invocations/{id}?wait=
+  std::unique_ptr<ApprovalSweeper> sweeper;
+  std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
+  std::unique_ptr<WebhookService> webhooks;
+  // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
+  // tools use none never creates the key file beside its data directory.
+  std::string data_dir;
+  std::mutex secrets_mu;
+  std::unique_ptr<creds::SecretStore> secrets;
+  Result<std::string> secret(const std::string& name);
+  backend::RunningSandboxes registry;
+  std::unique_ptr<TierBackends> backends;  // outlive the pipelines that use them
+  // The config's MCP servers in their sandboxes, and the tools they list as published.
+  std::unique_ptr<GatewayTools> gateway_tools;
+  std::unique_ptr<mcp::Gateway> gateway;
+  std::thread discovery;  // lists each server's tools once the daemon serves
+  Metrics metrics;
+  std::unique_ptr<MetricsObserver> observer;
+  pipeline::PipelineDeps pipeline_deps;
+  GenerationSlot generation;  // the current config and pipeline
+  std::mutex reload_mu;       // one reload at a time
+  std::unique_ptr<InvocationExecutor> executor;
+  VerifiedCallers verified_callers;  // whose credentials authenticated: their intake share
+  FirstListings first_listings;      // the MCP servers' first listing: /healthz "starting"
+  std::atomic<bool> draining{false};
+  std::unique_ptr<Api> api;
+  std::unique_ptr<HttpServer> http;
+  std::shared_ptr<std::vector<egress::Endpoint>> forbidden;  // our API: never an egress target
+  Recovery recovery;
+  bool shut_down = false;
+
+  const policy::Config& config() const { return *generation.load()->config; }
+  Status open_storage(const policy::Config& cfg);
+  Status open_invocations(const policy::Config& cfg);
+  Status join_replicas(const policy::Config& cfg);
+  Status open_quotas(const policy::Config& cfg);
+  void abandoned(const ReplicaRegistry::Orphan& orphan);
+  Status recover();
+  void wire_pipeline();
+  Status make_backends(const policy::Config& cfg);
+  void forbid_own_endpoints(std::uint16_t port);
+  void forbid_storage_database();
+  void revoke_leftover_leases(const policy::Config& cfg);
+  void describe_metrics();
+  void answer_polls_done_elsewhere();
+  void make_api(const policy::Config& cfg);
+  Status make_gateway(std::shared_ptr<const policy::Config> cfg);
+  void discover_mcp_tools(const policy::Config& cfg);
+};
+
+// "a, b" or "none" (reload.cpp).
+std::string joined(const std::vector<std::string>& names);
+
+}  // namespace airlock::server

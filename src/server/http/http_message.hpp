@@ -1,0 +1,63 @@
+// An HTTP request and its response as the handlers see them, without the sockets: what the
+// server (http_server.hpp) parses and writes, and what every endpoint folder takes and returns.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/http/peer_certificate.hpp"
+
+namespace airlock::server {
+
+struct HttpRequest {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  std::string peer;  // the client's IP address ("" when unknown)
+  // Over TLS with server.tls.clientCAFile: the certificate the client presented and the
+  // handshake verified against that CA. None: no TLS, or no certificate presented.
+  std::optional<PeerCertificate> client_certificate;
+};
+
+// The body of a response written while it is produced (Server-Sent Events on /mcp). Usable
+// from any thread; writes are sent in order.
+class BodyWriter {
+ public:
+  virtual ~BodyWriter() = default;
+  // False once the client has gone (nothing more will be sent).
+  virtual bool write(std::string bytes) = 0;
+  // Ends the body; the connection is kept alive if the request allowed it.
+  virtual void finish() = 0;
+  // Called once if the client goes away before finish() (at once if it already has).
+  virtual void on_client_gone(std::function<void()> callback) = 0;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Set: `body` is ignored; the server sends the head (chunked), then calls `stream` once
+  // with the writer of the body. Not read timeout bound.
+  std::function<void(std::shared_ptr<BodyWriter>)> stream;
+};
+
+// A JSON body with its status; Airlock's error shape, {"error": {"kind", "message"}}, which the
+// transport's own refusals (413, 431, 400, 408) use too.
+HttpResponse json_response(int status, const nlohmann::json& body);
+HttpResponse error_response(int status, const std::string& kind, const std::string& message);
+
+// What answers the requests: Api::handle, or (in tests) anything with its contract. `reply`
+// is called exactly once, perhaps later and from another thread.
+using RequestHandler =
+    std::function<void(const HttpRequest& request, std::function<void(HttpResponse)> reply)>;
+
+}  // namespace airlock::server
