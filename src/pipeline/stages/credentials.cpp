@@ -29,10 +29,11 @@ std::optional<std::vector<std::string>> user_scopes(const Subject& user) {
   return out;
 }
 
-creds::LeaseContext context_for(const Invocation& inv, const policy::ToolConfig& tool) {
+// Whose call it is: the invocation, its agent and the user it acts for (a tool's leases and an
+// MCP server instance's alike).
+creds::LeaseContext caller_context(const Invocation& inv) {
   creds::LeaseContext c;
   c.invocation_id = inv.id;
-  c.tool = tool.name;
   c.agent = inv.principal_name();
   if (inv.subject) {
     c.user_issuer = inv.subject->issuer;
@@ -40,6 +41,12 @@ creds::LeaseContext context_for(const Invocation& inv, const policy::ToolConfig&
     c.user_scopes = user_scopes(*inv.subject);
   }
   c.user_token = inv.user_token;
+  return c;
+}
+
+creds::LeaseContext context_for(const Invocation& inv, const policy::ToolConfig& tool) {
+  creds::LeaseContext c = caller_context(inv);
+  c.tool = tool.name;
   c.max_ttl = std::chrono::ceil<std::chrono::seconds>(inv.limits.wall_time) + kCredentialMargin;
   for (const auto& f : tool.network.forwards) c.forwards.push_back({f.listen_port, f.host, f.port});
   return c;
@@ -179,16 +186,8 @@ namespace {
 // credential may have, and each credential's own ttl decides; the gateway starts a new
 // instance (new leases) before the earliest runs out.
 creds::LeaseContext context_for_server(const Invocation& inv, const policy::McpServerConfig& server) {
-  creds::LeaseContext c;
-  c.invocation_id = inv.id;
+  creds::LeaseContext c = caller_context(inv);
   c.tool = "mcp server " + server.name;
-  c.agent = inv.principal_name();
-  if (inv.subject) {
-    c.user_issuer = inv.subject->issuer;
-    c.user_sub = inv.subject->sub;
-    c.user_scopes = user_scopes(*inv.subject);
-  }
-  c.user_token = inv.user_token;
   c.max_ttl = policy::kMaxCredentialTtl;
   for (const auto& f : server.network.forwards) c.forwards.push_back({f.listen_port, f.host, f.port});
   return c;

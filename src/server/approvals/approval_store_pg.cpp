@@ -150,25 +150,13 @@ class PgApprovalStore final : public ApprovalStore {
                           std::string("UPDATE approvals SET state = 'expired', decided_ms = $1, user_token = NULL"
                                       " WHERE state = 'pending' AND expires_ms <= $1") + kReturning,
                           {now});
-    std::vector<ApprovalRecord> out;
-    if (!rows) return out;
-    for (int i = 0; i < rows->rows(); ++i) {
-      out.push_back(record_of(*rows, i, *key_, true));
-      out.back().decisions = decisions_of(out.back().id);
-    }
-    return out;
+    return whole_records(rows);
   }
 
   std::vector<ApprovalRecord> approved_not_resumed() override {
     auto rows = db_->exec("listing approved approvals",
                           std::string(kColumns) + "WHERE state = 'approved' AND NOT resumed ORDER BY seq");
-    std::vector<ApprovalRecord> out;
-    if (!rows) return out;
-    for (int i = 0; i < rows->rows(); ++i) {
-      out.push_back(record_of(*rows, i, *key_, true));
-      out.back().decisions = decisions_of(out.back().id);
-    }
-    return out;
+    return whole_records(rows);
   }
 
   bool claim_resume(const std::string& id) override {
@@ -215,6 +203,18 @@ class PgApprovalStore final : public ApprovalStore {
   }
 
  private:
+  // Each row as a whole record, with the invocation's columns and its decisions; none when the
+  // statement failed.
+  std::vector<ApprovalRecord> whole_records(const Result<pg::Reply>& rows) {
+    std::vector<ApprovalRecord> out;
+    if (!rows) return out;
+    for (int i = 0; i < rows->rows(); ++i) {
+      out.push_back(record_of(*rows, i, *key_, true));
+      out.back().decisions = decisions_of(out.back().id);
+    }
+    return out;
+  }
+
   std::optional<ApprovalRecord> load(const std::string& where, const std::string& key) {
     auto row = db_->exec("loading an approval", std::string(kColumns) + where, {key});
     if (!row || row->rows() == 0) return std::nullopt;
