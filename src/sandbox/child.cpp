@@ -25,6 +25,7 @@
 #include "sandbox/host_args.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/seccomp/syscalls.hpp"
+#include "sandbox/session/session_init.hpp"
 
 #ifndef SECBIT_NOROOT
 #define SECBIT_NOROOT (1 << 0)
@@ -509,6 +510,7 @@ void child_main(const ChildPlan& plan) {
     install_seccomp(plan);
   }
   ::close(kChildControlFd);
+  if (plan.session) serve_session(plan);
   run_init(plan);
 }
 

@@ -117,6 +117,9 @@ struct ChildPlan {
   // namespaces; every call installs both before it gets its input (warm_child.cpp).
   int inherit_fd = -1;
   bool warm_template = false;
+  // A session (Spec::session_control_fd): `inherit_fd` is the control socket and the init
+  // serves execs on it (session/session_init.hpp) instead of starting argv.
+  bool session = false;
 };
 
 [[noreturn]] void child_main(const ChildPlan& plan);

@@ -436,8 +436,9 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   plan.gid = kSandboxGid;
   plan.last_cap = read_last_cap();
   plan.hostname = spec.hostname;
-  plan.inherit_fd = spec.warm_template_fd;
+  plan.inherit_fd = spec.warm_template_fd >= 0 ? spec.warm_template_fd : spec.session_control_fd;
   plan.warm_template = spec.warm_template_fd >= 0;
+  plan.session = spec.session_control_fd >= 0;
   plan.listeners = spec.network.loopback_listeners;
   plan.unshare_cgroup_ns = cgroups.mode != CgroupMode::v2;
 

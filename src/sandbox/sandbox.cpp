@@ -207,6 +207,8 @@ Status validate_spec(const Spec& spec) {
     if (spec.tty->rows == 0 || spec.tty->columns == 0)
       return bad("the terminal's window size must be at least 1x1");
   }
+  if (spec.session_control_fd >= 0 && (spec.warm_template_fd >= 0 || spec.tty))
+    return bad("a session is neither a warm template nor a terminal run");
   return {};
 }
 

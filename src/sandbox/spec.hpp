@@ -91,6 +91,10 @@ struct Spec {
   // program as descriptor 7, and the program runs without Landlock and seccomp (each call it
   // forks installs both, and needs to mount and make namespaces first). Not for any other use.
   int warm_template_fd = -1;
+  // A session (sandbox/session/session.hpp) only: the sandbox runs no program (argv is a name,
+  // never executed); its init serves exec requests on this host descriptor (not owned; one end
+  // of a SOCK_SEQPACKET socketpair) until the other end closes.
+  int session_control_fd = -1;
 };
 
 // The uid and gid the sandboxed program runs as, inside its user namespace.

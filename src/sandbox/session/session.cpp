@@ -1,0 +1,253 @@
+#include "sandbox/session/session.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "sandbox/fd_passing.hpp"
+#include "sandbox/plan.hpp"
+#include "sandbox/session/session_protocol.hpp"
+
+namespace airlock::sandbox {
+
+using namespace session_protocol;
+
+// Shared by the caller, the supervising thread (launch, then wait until the sandbox has
+// ended) and the reader of the init's replies.
+struct SessionSandbox::State {
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  UniqueFd control;  // ours; closing it ends the session
+  std::mutex send_mu;
+  std::map<std::string, std::string> env;  // the session's, as the sandbox's program would have it
+  std::string workdir;
+  std::uint32_t next_id = 1;
+  std::map<std::uint32_t, Reply> starts;  // 'S' or 'F' replies not yet taken
+  std::map<std::uint32_t, ExecEnd> ends;
+  Sandbox* sandbox = nullptr;  // while the supervisor runs it
+  bool launched = false, supervised = false, replies_ended = false;
+  std::optional<Error> launch_error;
+  Outcome outcome;
+  std::thread supervisor, reader;
+};
+
+namespace {
+
+void read_replies(SessionSandbox::State& st) {
+  for (;;) {
+    Reply r;
+    ssize_t n = ::recv(st.control.get(), &r, sizeof r, 0);
+    if (n < 0 && errno == EINTR) continue;
+    std::lock_guard lock(st.mu);
+    if (n != static_cast<ssize_t>(sizeof r)) {  // the init has gone (or said nonsense)
+      st.replies_ended = true;
+      st.cv.notify_all();
+      return;
+    }
+    if (r.tag == 'X')
+      st.ends[r.id] = ExecEnd{r.exited == 1, r.code, r.user_us, r.sys_us, r.max_rss_kb};
+    else
+      st.starts[r.id] = r;
+    st.cv.notify_all();
+  }
+}
+
+void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs) {
+  spec.session_control_fd = theirs.get();
+  auto launched = Sandbox::launch(spec);
+  theirs.reset();  // the init has its copy
+  {
+    std::lock_guard lock(st.mu);
+    if (!launched) st.launch_error = launched.error();
+    else st.sandbox = launched->get();
+    st.launched = true;
+    st.cv.notify_all();
+  }
+  if (!launched) return;
+  Outcome outcome = (*launched)->wait();
+  std::lock_guard lock(st.mu);
+  st.sandbox = nullptr;
+  st.outcome = std::move(outcome);
+  st.supervised = true;
+  st.cv.notify_all();
+  launched->reset();
+}
+
+Status bad(const std::string& what) { return Error::make("invalid_argument", what); }
+
+// The Exec message: header, cwd, argv, env, each string NUL-terminated.
+Result<std::string> exec_message(const SessionSandbox::State& st, std::uint32_t id, const SessionExec& request) {
+  if (request.argv.empty() || request.argv.front().empty()) return bad("no command to run").error();
+  const std::string cwd = request.cwd.empty() ? st.workdir : request.cwd;
+  if (cwd.front() != '/') return bad("the working directory must be absolute: " + cwd).error();
+  auto env = st.env;
+  for (const auto& [k, v] : request.env) env[k] = v;
+  std::vector<std::string> strings{cwd};
+  strings.insert(strings.end(), request.argv.begin(), request.argv.end());
+  for (const auto& [k, v] : env) {
+    if (k.empty() || k.find('=') != std::string::npos) return bad("environment variable name '" + k + "' is not a valid name").error();
+    strings.push_back(k + "=" + v);
+  }
+  if (request.argv.size() > kMaxArgs || env.size() > kMaxArgs) return bad("more than 1024 arguments or variables").error();
+  ExecHeader h{'E', id, static_cast<std::uint32_t>(request.argv.size()), static_cast<std::uint32_t>(env.size())};
+  std::string message(reinterpret_cast<const char*>(&h), sizeof h);
+  for (const auto& s : strings) {
+    if (s.find('\0') != std::string::npos) return bad("an argument, the directory or a variable contains a NUL byte").error();
+    message += s;
+    message += '\0';
+  }
+  if (message.size() > kMaxMessageBytes) return bad("the command, directory and environment exceed 64 KiB").error();
+  return message;
+}
+
+Status send_message(int socket, const std::string& message, const int* fds, std::size_t nfds) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)] = {};
+  iovec iov{const_cast<char*>(message.data()), message.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (nfds > 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+  }
+  ssize_t n;
+  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(message.size()))
+    return Error::make("session_ended", std::string("the session's init is gone: ") + std::strerror(errno));
+  return {};
+}
+
+bool over(const SessionSandbox::State& st) { return st.supervised || st.replies_ended; }
+
+}  // namespace
+
+SessionSandbox::SessionSandbox(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Result<std::unique_ptr<SessionSandbox>> SessionSandbox::start(Spec spec) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+    return Error::make("setup_error", std::string("socketpair (the session's control socket): ") + std::strerror(errno));
+  auto st = std::make_shared<State>();
+  st->control.reset(pair[0]);
+  UniqueFd theirs(pair[1]);
+  spec.argv = {"airlock-session"};  // never executed: the init serves execs instead
+  spec.stdin_source = StdinSource{};
+  spec.output_mode = OutputMode::collect;
+  st->env = {{"PATH", kDefaultPath}, {"HOME", spec.workdir}, {"LANG", "C.UTF-8"}};
+  for (const auto& [k, v] : spec.env) st->env[k] = v;
+  st->workdir = spec.workdir;
+  if (auto valid = validate_spec(spec); !valid) return valid.error();
+  st->supervisor = std::thread(supervise, std::ref(*st), std::move(spec), std::move(theirs));
+  std::unique_lock lock(st->mu);
+  st->cv.wait(lock, [&] { return st->launched; });
+  if (st->launch_error) {
+    Error e = *st->launch_error;
+    lock.unlock();
+    st->supervisor.join();
+    return e;
+  }
+  lock.unlock();
+  st->reader = std::thread(read_replies, std::ref(*st));
+  return std::unique_ptr<SessionSandbox>(new SessionSandbox(std::move(st)));
+}
+
+SessionSandbox::~SessionSandbox() { (void)end(); }
+
+Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
+  auto& st = *state_;
+  std::uint32_t id;
+  {
+    std::lock_guard lock(st.mu);
+    if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
+    id = st.next_id++;
+  }
+  auto message = exec_message(st, id, request);
+  if (!message) return message.error();
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
+  StartedExec started;
+  started.id = id;
+  started.stdin_w.reset(in[1]);
+  UniqueFd in_r(in[0]);
+  if (::pipe2(out, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
+  started.stdout_r.reset(out[0]);
+  UniqueFd out_w(out[1]);
+  if (::pipe2(err, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
+  started.stderr_r.reset(err[0]);
+  UniqueFd err_w(err[1]);
+  const int fds[3] = {in_r.get(), out_w.get(), err_w.get()};
+  {
+    std::lock_guard send_lock(st.send_mu);
+    if (auto sent = send_message(st.control.get(), *message, fds, 3); !sent) return sent.error();
+  }
+  in_r.reset();  // the exec has its own copies now: EOF on its output means it has closed them
+  out_w.reset();
+  err_w.reset();
+  std::unique_lock lock(st.mu);
+  st.cv.wait(lock, [&] { return st.starts.count(id) || over(st); });
+  auto it = st.starts.find(id);
+  if (it == st.starts.end()) return Error::make("session_ended", "the session ended before the command started");
+  Reply r = it->second;
+  st.starts.erase(it);
+  if (r.tag != 'S')
+    return Error::make("exec_failed", request.argv.front() + ": " + std::strerror(r.err));
+  started.pid = r.pid;
+  return started;
+}
+
+std::optional<ExecEnd> SessionSandbox::wait(std::uint32_t id, std::chrono::milliseconds timeout) {
+  auto& st = *state_;
+  std::unique_lock lock(st.mu);
+  st.cv.wait_for(lock, timeout, [&] { return st.ends.count(id) || over(st); });
+  auto it = st.ends.find(id);
+  if (it == st.ends.end()) return std::nullopt;
+  ExecEnd end = it->second;
+  st.ends.erase(it);
+  return end;
+}
+
+Status SessionSandbox::signal(std::uint32_t id, int sig) {
+  auto& st = *state_;
+  {
+    std::lock_guard lock(st.mu);
+    if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
+  }
+  SignalMessage m{'K', id, sig};
+  std::lock_guard send_lock(st.send_mu);
+  return send_message(st.control.get(), std::string(reinterpret_cast<const char*>(&m), sizeof m), nullptr, 0);
+}
+
+Outcome SessionSandbox::end() {
+  auto& st = *state_;
+  {
+    std::lock_guard send_lock(st.send_mu);
+    if (st.control) ::shutdown(st.control.get(), SHUT_RDWR);  // the init sees the end; the reader too
+  }
+  if (st.reader.joinable()) st.reader.join();
+  if (st.supervisor.joinable()) st.supervisor.join();
+  std::lock_guard lock(st.mu);
+  return st.outcome;
+}
+
+bool SessionSandbox::ended() const {
+  std::lock_guard lock(state_->mu);
+  return over(*state_);
+}
+
+std::optional<CpuTime> SessionSandbox::cpu_used() const {
+  std::lock_guard lock(state_->mu);
+  return state_->sandbox ? state_->sandbox->cpu_used() : std::nullopt;
+}
+
+}  // namespace airlock::sandbox

@@ -1,0 +1,88 @@
+// A session sandbox: one sandbox that lives across many execs, for an agent's stateful work.
+// It has every layer of a tool call's sandbox (namespaces, the read-only root, cgroup limits,
+// no capabilities, Landlock, seccomp); its pid 1 is Airlock's init, which starts each exec as
+// its own child inside those layers (session_init.cpp). Nothing enters the sandbox from
+// outside once it runs: an exec is a request on the init's control socket.
+//
+//   auto session = SessionSandbox::start(spec);   // spec.limits.wall_time: the whole life
+//   auto started = (*session)->exec({{"sh", "-c", "echo hi"}});
+//   ... read started->stdout_r ...
+//   auto end = (*session)->wait(started->id, 10s);
+//   Outcome outcome = (*session)->end();          // everything in it ends and is removed
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+#include "common/unique_fd.hpp"
+#include "sandbox/outcome.hpp"
+#include "sandbox/sandbox.hpp"
+#include "sandbox/spec.hpp"
+
+namespace airlock::sandbox {
+
+struct SessionExec {
+  std::vector<std::string> argv;  // argv[0] without '/' is looked up in PATH inside
+  std::map<std::string, std::string> env;  // over the session's environment
+  std::string cwd;  // absolute, inside the sandbox; empty: the session's work dir
+};
+
+// A started exec: its process and the host's ends of its stdin, stdout and stderr pipes.
+struct StartedExec {
+  std::uint32_t id = 0;
+  pid_t pid = 0;  // inside the sandbox
+  UniqueFd stdin_w, stdout_r, stderr_r;
+};
+
+// How an exec's process ended.
+struct ExecEnd {
+  bool exited = false;  // true: `code` is its exit code; false: the signal that killed it
+  int code = 0;
+  std::uint64_t user_us = 0, sys_us = 0;  // CPU of it and the children it waited for
+  std::uint64_t max_rss_kb = 0;
+};
+
+class SessionSandbox {
+ public:
+  // Launches the sandbox of `spec` (its argv and stdin are not used; limits.wall_time is the
+  // session's whole life) with a supervising thread of its own; returns once the init serves.
+  static Result<std::unique_ptr<SessionSandbox>> start(Spec spec);
+  ~SessionSandbox();  // end()
+  SessionSandbox(const SessionSandbox&) = delete;
+  SessionSandbox& operator=(const SessionSandbox&) = delete;
+
+  // Starts `request` inside the session. Refused with "session_ended" once the session is
+  // over, "invalid_argument" for a request the init would not take (no argv, NUL bytes, over
+  // 64 KiB, a relative cwd), and "exec_failed" naming the errno when nothing could run
+  // (no such program, no such directory).
+  Result<StartedExec> exec(const SessionExec& request);
+  // The exec's end once it has ended, waiting at most `timeout`; nothing while it runs.
+  std::optional<ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout);
+  // Sends `sig` to the exec's process group (it and what it started, unless they left it).
+  Status signal(std::uint32_t id, int sig);
+
+  // Ends the session: the init's control socket closes, the init exits, and with it the pid
+  // namespace and every process in it; then cgroups and mounts are removed. The Outcome says
+  // why it ended (ok when asked to, timeout at the end of its wall time, a verdict when a
+  // limit or a seccomp violation ended it). Idempotent.
+  Outcome end();
+  bool ended() const;  // over, for whatever reason; exec() is refused from then on
+  // What its processes have used of the CPU so far (its cgroup's counters), while it lives.
+  std::optional<CpuTime> cpu_used() const;
+
+  struct State;
+
+ private:
+  explicit SessionSandbox(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace airlock::sandbox

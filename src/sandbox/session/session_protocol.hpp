@@ -1,0 +1,49 @@
+// What a session's supervisor and the session's init (pid 1 inside the sandbox) say to each
+// other over their SOCK_SEQPACKET socket: one message per record, fixed layouts, no
+// allocation on the init's side (it is a raw clone of a multi-threaded process).
+//
+//   supervisor -> init   Exec   {tag 'E', id, argc, envc} cwd\0 argv...\0 env...\0
+//                                + 3 descriptors (the exec's stdin, stdout, stderr)
+//                        Signal {tag 'K', id, signal}: to the exec's process group
+//   init -> supervisor   Started {tag 'S', id, pid}       (pid inside the sandbox)
+//                        Failed  {tag 'F', id, errno}     (nothing ran: bad cwd, not found)
+//                        Ended   {tag 'X', id, ...}       (the exec's process has ended)
+//
+// The socket closing on the supervisor's side ends the session: init exits, which ends its
+// pid namespace and every process in it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace airlock::sandbox::session_protocol {
+
+inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;  // one exec's cwd, argv and env
+inline constexpr std::uint32_t kMaxArgs = 1024;             // argv and env strings, each
+inline constexpr std::uint32_t kMaxRunning = 256;           // execs alive at once
+
+struct ExecHeader {
+  char tag = 'E';
+  std::uint32_t id = 0;
+  std::uint32_t argc = 0;
+  std::uint32_t envc = 0;
+};
+
+struct SignalMessage {
+  char tag = 'K';
+  std::uint32_t id = 0;
+  std::int32_t signal = 0;
+};
+
+struct Reply {
+  char tag = 0;           // 'S', 'F' or 'X'
+  std::uint32_t id = 0;
+  std::int32_t pid = 0;   // 'S'
+  std::int32_t err = 0;   // 'F': errno
+  std::int32_t exited = 0;  // 'X': 1 exit code, 0 killed by a signal
+  std::int32_t code = 0;    // 'X': the exit code or the signal
+  std::uint64_t user_us = 0, sys_us = 0;  // 'X': CPU time of the exec and its reaped children
+  std::uint64_t max_rss_kb = 0;           // 'X': its largest resident set
+};
+
+}  // namespace airlock::sandbox::session_protocol
