@@ -11,7 +11,9 @@
 #include "audit/audit_log.hpp"
 #include "pipeline/stages/access.hpp"
 #include "pipeline/stages/check_input.hpp"
+#include "server/api/api.hpp"
 #include "server/http/http_server.hpp"
+#include "server/invocations/invocation_store.hpp"
 
 namespace {
 
