@@ -17,15 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "sandbox/sandbox.hpp"
 #include "validate/engine.hpp"
 #include "validate/parse_worker.hpp"
 #include "validate/validate.hpp"
 
-extern char** environ;
 
 namespace {
 
+using airlock::bench::measure;
 using airlock::validate::Policy;
 using airlock::validate::Validator;
 using airlock::validate::Verdict;
@@ -50,25 +51,6 @@ std::string tool_source(int lines) {
   for (int n = 0; static_cast<int>(std::count(source.begin(), source.end(), '\n')) < lines; ++n)
     source += tool_block(n);
   return source;
-}
-
-void report(benchmark::State& state, std::vector<double>& ms) {
-  std::sort(ms.begin(), ms.end());
-  state.counters["p50_ms"] = ms[ms.size() / 2];
-  state.counters["p99_ms"] = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
-}
-
-template <typename F>
-void measure(benchmark::State& state, F once) {
-  std::vector<double> ms;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    once();
-    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    state.SetIterationTime(took.count());
-    ms.push_back(took.count() * 1000);
-  }
-  report(state, ms);
 }
 
 airlock::validate::ParseWorkerConfig worker_config(bool native) {

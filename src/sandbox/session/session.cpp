@@ -105,25 +105,8 @@ Result<std::string> exec_message(const SessionSandbox::State& st, std::uint32_t 
   return message;
 }
 
-Status send_message(int socket, const std::string& message, const int* fds, std::size_t nfds) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)] = {};
-  iovec iov{const_cast<char*>(message.data()), message.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  if (nfds > 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-  }
-  ssize_t n;
-  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(message.size()))
+Status send_request(int socket, const std::string& message, const int* fds, std::size_t nfds) {
+  if (!send_message(socket, message.data(), message.size(), fds, nfds))
     return Error::make("session_ended", std::string("the session's init is gone: ") + std::strerror(errno));
   return {};
 }
@@ -189,7 +172,7 @@ Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
   const int fds[3] = {in_r.get(), out_w.get(), err_w.get()};
   {
     std::lock_guard send_lock(st.send_mu);
-    if (auto sent = send_message(st.control.get(), *message, fds, 3); !sent) return sent.error();
+    if (auto sent = send_request(st.control.get(), *message, fds, 3); !sent) return sent.error();
   }
   in_r.reset();  // the exec has its own copies now: EOF on its output means it has closed them
   out_w.reset();
@@ -225,7 +208,7 @@ Status SessionSandbox::signal(std::uint32_t id, int sig) {
   }
   SignalMessage m{'K', id, sig};
   std::lock_guard send_lock(st.send_mu);
-  return send_message(st.control.get(), std::string(reinterpret_cast<const char*>(&m), sizeof m), nullptr, 0);
+  return send_request(st.control.get(), std::string(reinterpret_cast<const char*>(&m), sizeof m), nullptr, 0);
 }
 
 Outcome SessionSandbox::end() {

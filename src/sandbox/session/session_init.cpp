@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sandbox/fd_passing.hpp"
 #include "sandbox/seccomp/syscalls.hpp"
 #include "sandbox/session/session_protocol.hpp"
 
@@ -217,31 +218,16 @@ void reap() {
 
 // One message from the supervisor; false when it has gone (the session ends).
 bool receive(const ChildPlan& plan) {
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 3)];
-  iovec iov{g_message, kMaxMessageBytes};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do n = ::recvmsg(kChildInheritedFd, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  ReceivedFds fds;
+  const ssize_t n = receive_message(kChildInheritedFd, g_message, kMaxMessageBytes, fds, 0);
   if (n <= 0) return n < 0 && errno == EAGAIN;
-  int fds[3] = {-1, -1, -1};
-  std::size_t nfds = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (std::size_t i = 0; i < count && nfds < 3; ++i) std::memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-  }
-  const bool whole = !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
-  if (whole && g_message[0] == 'E' && static_cast<std::size_t>(n) >= sizeof(ExecHeader)) {
-    start(static_cast<std::size_t>(n), fds, nfds, plan);
+  const bool whole = !fds.truncated && !fds.data_truncated;
+  if (whole && fds.tag == 'E' && static_cast<std::size_t>(n) >= sizeof(ExecHeader)) {
+    start(static_cast<std::size_t>(n), fds.fds, fds.count, plan);  // closes what it was given
     return true;
   }
-  close_received(fds, nfds);
-  if (whole && g_message[0] == 'K') signal_exec(static_cast<std::size_t>(n));
+  close_received(fds.fds, fds.count);
+  if (whole && fds.tag == 'K') signal_exec(static_cast<std::size_t>(n));
   return true;
 }
 
