@@ -6,8 +6,13 @@
 //   session: start + first exec      a new session and its first `true`, then its end
 //   session: exec in a live session  `true` in a session that is already running
 // and the memory an idle session holds (its cgroup's usage and the supervisor's RSS growth
-// per session, with 50 sessions open). The daemon's figures (create over HTTP, 500 open
-// sessions) come with the sessions API (issue #35).
+// per session, with 50 sessions open). Then through a daemon in this process, over one
+// keep-alive connection (as an agent's client holds it):
+//   daemon: create + first exec      POST /v1/sessions, then POST .../exec of `true` (JSON)
+//   daemon: exec in a live session   POST .../exec of `true`
+//   daemon: 500 sessions open        created one after the other, each idle after one exec:
+//                                    errors, the daemon's RSS growth and this process's
+//                                    memory cgroup growth (daemon and sessions) per session
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -21,9 +26,14 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <nlohmann/json.hpp>
+
 #include "bench_support.hpp"
 #include "sandbox/sandbox.hpp"
 #include "sandbox/session/session.hpp"
+#include "server_test_support.hpp"
 
 
 namespace {
@@ -114,6 +124,129 @@ void BM_IdleSessions(benchmark::State& state) {
   }
 }
 
+// --- through the daemon ---
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using airlock::server::test::RunningDaemon;
+using airlock::server::test::Workspace;
+
+// One keep-alive connection to the daemon.
+class Connection {
+ public:
+  explicit Connection(std::uint16_t port) : stream_(io_) {
+    stream_.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  }
+  nlohmann::json call(bhttp::verb verb, const std::string& target, const std::string& body, int expected) {
+    bhttp::request<bhttp::string_body> req{verb, target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    req.set(bhttp::field::authorization, std::string("Bearer ") + airlock::server::test::kKey);
+    req.set(bhttp::field::accept, "application/json");
+    req.keep_alive(true);
+    if (!body.empty()) {
+      req.set(bhttp::field::content_type, "application/json");
+      req.body() = body;
+    }
+    req.prepare_payload();
+    bhttp::write(stream_, req);
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(stream_, buffer_, res);
+    if (res.result_int() != static_cast<unsigned>(expected)) {
+      std::fprintf(stderr, "%s %s: HTTP %u %s\n", std::string(bhttp::to_string(verb)).c_str(), target.c_str(),
+                   res.result_int(), res.body().c_str());
+      std::abort();
+    }
+    return nlohmann::json::parse(res.body());
+  }
+  std::string create() {
+    return call(bhttp::verb::post, "/v1/sessions", R"({"template": "bench"})", 201)["id"];
+  }
+  void exec_true(const std::string& id) {
+    auto r = call(bhttp::verb::post, "/v1/sessions/" + id + "/exec", R"({"command": ["/bin/true"]})", 200);
+    if (r["verdict"] != "ok") std::abort();
+  }
+  void end(const std::string& id) { call(bhttp::verb::delete_, "/v1/sessions/" + id, "", 200); }
+
+ private:
+  boost::asio::io_context io_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+};
+
+struct BenchDaemon {
+  Workspace ws{"server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 8, queueLength: 64}",
+               "\nsessionTemplates:\n  - name: bench\n    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h}\n"};
+  RunningDaemon daemon{ws};
+};
+
+BenchDaemon& bench_daemon() {
+  static BenchDaemon d;
+  return d;
+}
+
+void BM_DaemonCreateAndFirstExec(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  std::vector<double> ms;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    const std::string id = c.create();
+    c.exec_true(id);
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(took.count());
+    ms.push_back(took.count() * 1000);
+    c.end(id);  // not timed: the next session's start does not pay this one's end
+  }
+  airlock::bench::report(state, ms);
+}
+
+void BM_DaemonExec(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  const std::string id = c.create();
+  measure(state, [&] { c.exec_true(id); });
+  c.end(id);
+}
+
+// This process's memory cgroup usage (v1 memory.usage_in_bytes, v2 memory.current): the
+// daemon and every session's cgroup below it.
+double cgroup_memory_kib() {
+  std::ifstream self("/proc/self/cgroup");
+  for (std::string line; std::getline(self, line);) {
+    const auto colon = line.find(':'), second = line.find(':', colon + 1);
+    const std::string controllers = line.substr(colon + 1, second - colon - 1), path = line.substr(second + 1);
+    std::string file;
+    if (controllers == "memory") file = "/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes";
+    if (controllers.empty()) file = "/sys/fs/cgroup" + path + "/memory.current";
+    std::ifstream in(file);
+    double bytes = 0;
+    if (in >> bytes && bytes > 0) return bytes / 1024;
+  }
+  return 0;
+}
+
+void BM_DaemonOpenSessions(benchmark::State& state) {
+  const int count = static_cast<int>(state.range(0));
+  Connection c(bench_daemon().daemon.port);
+  for (auto _ : state) {
+    const long rss_before = rss_kib();
+    const double cgroup_before = cgroup_memory_kib();
+    std::vector<std::string> open;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < count; ++i) {
+      open.push_back(c.create());
+      c.exec_true(open.back());
+    }
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(took.count());
+    const long rss_after = rss_kib();
+    const double cgroup_after = cgroup_memory_kib();
+    auto listed = c.call(bhttp::verb::get, "/v1/sessions", "", 200)["sessions"].size();
+    state.counters["sessions_open"] = static_cast<double>(listed);
+    state.counters["daemon_rss_kib_per_session"] = static_cast<double>(rss_after - rss_before) / count;
+    state.counters["cgroup_kib_per_session"] = (cgroup_after - cgroup_before) / count;
+    for (const auto& id : open) c.end(id);
+  }
+}
+
 }  // namespace
 
 BENCHMARK(BM_ForkExec)->Iterations(kRuns)->UseManualTime();
@@ -122,5 +255,8 @@ BENCHMARK(BM_SandboxRun)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_SessionStartAndFirstExec)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_SessionExec)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_IdleSessions)->Iterations(1)->UseManualTime();
+BENCHMARK(BM_DaemonCreateAndFirstExec)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonExec)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonOpenSessions)->Arg(500)->Iterations(1)->UseManualTime();
 
 BENCHMARK_MAIN();

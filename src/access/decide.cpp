@@ -31,10 +31,12 @@ bool any_glob(const std::vector<std::string>& globs, std::string_view name) {
                      [&](const std::string& g) { return policy::glob_match(g, name); });
 }
 
-// "invoke tool 'csv-export'", or "read_audit" for an action not done to a tool.
+// "invoke tool 'csv-export'", "create_session template 'python-dev'", or "read_audit" for
+// an action done to neither.
 std::string doing(Action a, std::string_view tool) {
   std::string out(policy::action_name(a));
   if (policy::is_tool_action(a)) out += " tool '" + std::string(tool) + "'";
+  if (policy::is_template_action(a)) out += " template '" + std::string(tool) + "'";
   return out;
 }
 
@@ -49,6 +51,14 @@ Decision agent_decision(const Principal& p, Action a, std::string_view tool) {
     return deny("forbidden", rule,
                 who + " may not call tool '" + std::string(tool) +
                     "' (its tools: " + (p.tools.empty() ? "none" : joined(p.tools)) + ")");
+  }
+  if (a == Action::create_session) {
+    const std::string rule = "principal " + p.name + " sessionTemplates";
+    if (any_glob(p.session_templates, tool))
+      return allow(rule, who + " may create sessions of template '" + std::string(tool) + "'");
+    return deny("forbidden", rule,
+                who + " may not create sessions of template '" + std::string(tool) + "' (its sessionTemplates: " +
+                    (p.session_templates.empty() ? "none" : joined(p.session_templates)) + ")");
   }
   if (a == Action::read_invocations || a == Action::read_audit)
     return allow("principal " + p.name + " (every principal may " +
@@ -91,16 +101,20 @@ std::string rule_label(const Role& role, std::size_t index) {
   const RoleRule& rule = role.rules[index];
   std::vector<std::string> actions;
   for (Action a : rule.actions) actions.emplace_back(policy::action_name(a));
+  std::vector<std::string> scope = rule.tools;
+  scope.insert(scope.end(), rule.session_templates.begin(), rule.session_templates.end());
   std::string label = "role " + role.name + " rule " + std::to_string(index + 1) + " (" +
                       (rule.effect == Effect::allow ? "allow " : "deny ") + joined(actions, ",") +
-                      " " + joined(rule.tools);
+                      " " + joined(scope);
   if (rule.max_risk) label += "; maxRisk " + std::string(policy::risk_name(*rule.max_risk));
   return label + ")";
 }
 
 bool covers(const RoleRule& rule, Action a, std::string_view tool) {
   if (std::find(rule.actions.begin(), rule.actions.end(), a) == rule.actions.end()) return false;
-  return !policy::is_tool_action(a) || any_glob(rule.tools, tool);
+  if (policy::is_tool_action(a)) return any_glob(rule.tools, tool);
+  if (policy::is_template_action(a)) return any_glob(rule.session_templates, tool);
+  return true;
 }
 
 struct RuleRef {
@@ -122,8 +136,9 @@ std::optional<RuleRef> first_rule(const std::vector<const Role*>& roles, Effect 
   return std::nullopt;
 }
 
+// `risk`: of the tool or template the action is done to (none: the action is done to neither).
 Decision user_decision(const policy::Config& c, const Subject& s, Action a,
-                       const ToolConfig* tool, std::string_view tool_name) {
+                       std::optional<policy::Risk> risk, std::string_view tool_name) {
   const auto roles = bound_roles(c, s);
   const std::string who = "user '" + s.sub + "' (issuer " + s.issuer + ")";
   const std::string what = doing(a, tool_name);
@@ -133,7 +148,7 @@ Decision user_decision(const policy::Config& c, const Subject& s, Action a,
     return deny("forbidden", label, who + " may not " + what + ": denied by " + label);
   }
   auto over_max_risk = [&](const RoleRule& rule) {
-    return tool && rule.max_risk && tool->risk > *rule.max_risk;
+    return risk && rule.max_risk && *risk > *rule.max_risk;
   };
   if (auto a_rule = first_rule(roles, Effect::allow, a, tool_name, over_max_risk)) {
     const std::string label = rule_label(*a_rule->role, a_rule->index);
@@ -142,7 +157,7 @@ Decision user_decision(const policy::Config& c, const Subject& s, Action a,
   if (auto capped = first_rule(roles, Effect::allow, a, tool_name, none)) {
     const std::string label = rule_label(*capped->role, capped->index);
     return deny("forbidden", label,
-                who + " may not " + what + ": it is " + std::string(policy::risk_name(tool->risk)) +
+                who + " may not " + what + ": it is " + std::string(policy::risk_name(*risk)) +
                     " risk, over the maxRisk " +
                     std::string(policy::risk_name(*capped->rule().max_risk)) + " of " + label);
   }
@@ -163,14 +178,25 @@ Decision both_allowed(const Decision& agent, const Decision& user) {
 
 int Decision::http_status() const {
   if (allowed) return 200;
-  return kind == "unknown_tool" ? 404 : 403;
+  return kind == "unknown_tool" || kind == "unknown_template" ? 404 : 403;
 }
 
 Decision decide(const policy::Config& config, const Actor* agent, const Subject* user,
                 Action action, std::string_view tool) {
   const ToolConfig* t = nullptr;
-  if (policy::is_tool_action(action) && !(t = config.find_tool(tool)))
-    return deny("unknown_tool", "no such tool", "there is no tool named '" + std::string(tool) + "'");
+  std::optional<policy::Risk> risk;
+  if (policy::is_tool_action(action)) {
+    if (!(t = config.find_tool(tool)))
+      return deny("unknown_tool", "no such tool", "there is no tool named '" + std::string(tool) + "'");
+    risk = t->risk;
+  }
+  if (policy::is_template_action(action)) {
+    const policy::SessionTemplate* st = config.find_session_template(tool);
+    if (!st)
+      return deny("unknown_template", "no such session template",
+                  "there is no session template named '" + std::string(tool) + "'");
+    risk = st->risk;
+  }
   if (!agent && !user)
     return deny("forbidden", "no rule allows", "neither an agent nor a user: nobody to allow");
   std::optional<Decision> by_agent;
@@ -189,7 +215,7 @@ Decision decide(const policy::Config& config, const Actor* agent, const Subject*
                   "has none (send the user's token in Airlock-Subject-Token, or exchange it at POST /v1/token)");
     return *by_agent;
   }
-  Decision by_user = user_decision(config, *user, action, t, tool);
+  Decision by_user = user_decision(config, *user, action, risk, tool);
   if (!by_user.allowed || !by_agent) return by_user;
   return both_allowed(*by_agent, by_user);
 }

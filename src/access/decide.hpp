@@ -36,19 +36,19 @@ struct Subject {
 
 struct Decision {
   bool allowed = false;
-  // "allowed", or why not: "forbidden", "unknown_tool", "subject_required" (the error kinds
-  // of the API's answers).
+  // "allowed", or why not: "forbidden", "unknown_tool", "unknown_template",
+  // "subject_required" (the error kinds of the API's answers).
   std::string kind;
   // What decided, stable and readable: "principal research-agent tools",
   // "role analyst rule 2 (deny invoke csv-export)", "no rule allows", ...
   std::string rule;
   std::string reason;  // a full sentence, the message of a 403 or 404
 
-  int http_status() const;  // 200, 403, or 404 for an unknown tool
+  int http_status() const;  // 200, 403, or 404 for an unknown tool or template
 };
 
 // `agent` and `user` may be null (not both: that is denied). `tool` names the tool for
-// invoke and approve; the other actions are not done to a tool and ignore it.
+// invoke and approve, the session template for create_session; the other actions ignore it.
 Decision decide(const policy::Config& config, const Actor* agent, const Subject* user,
                 policy::Action action, std::string_view tool);
 

@@ -46,13 +46,19 @@ nlohmann::json array_of(const std::vector<T>& items) {
   return out;
 }
 
-nlohmann::json counters(const std::map<std::string, std::uint64_t>& values) {
+}  // namespace
+
+nlohmann::json counter_fields(const std::map<std::string, std::uint64_t>& values) {
   auto out = nlohmann::json::object();
   for (const auto& [name, value] : values) out[to_valid_utf8(name)] = value;
   return out;
 }
 
-}  // namespace
+nlohmann::json egress_fields(const std::vector<EgressDecision>& egress) { return array_of(egress); }
+
+nlohmann::json subject_fields(const SubjectRecord& s) {
+  return {{"issuer", text(s.issuer)}, {"sub", text(s.sub)}, {"jti_sha256", text(s.jti_sha256)}};
+}
 
 ContentDigest ContentDigest::of(std::string_view content) {
   return {to_hex(audit::sha256(content)), content.size(), 0, std::nullopt};
@@ -79,13 +85,13 @@ nlohmann::json to_fields(const InvocationRecord& r) {
           {"principal", text(r.principal)},
           {"tool", text(r.tool)},
           {"command", std::move(command)},
-          {"limits", counters(r.limits)},
+          {"limits", counter_fields(r.limits)},
           {"verdict", text(r.verdict)},
           {"exit", {{"code", r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json()},
                     {"signal", r.signal ? text(*r.signal) : nlohmann::json()}}},
           {"message", text(r.message)},
-          {"usage", counters(r.usage)},
-          {"egress", array_of(r.egress)},
+          {"usage", counter_fields(r.usage)},
+          {"egress", egress_fields(r.egress)},
           {"input", optional_digest(r.input)},
           {"output", optional_digest(r.output)},
           {"stderr", optional_digest(r.error_output)},
@@ -93,10 +99,9 @@ nlohmann::json to_fields(const InvocationRecord& r) {
           {"credentials", std::move(credentials)}};
   // Added with identity (issue #15): present only when set, so records without them keep
   // their form.
-  if (r.subject)
-    fields["subject"] = {{"issuer", text(r.subject->issuer)}, {"sub", text(r.subject->sub)},
-                         {"jti_sha256", text(r.subject->jti_sha256)}};
+  if (r.subject) fields["subject"] = subject_fields(*r.subject);
   if (!r.access_rule.empty()) fields["access_rule"] = text(r.access_rule);
+  if (!r.session.empty()) fields["session"] = text(r.session);  // issue #35
   return fields;
 }
 

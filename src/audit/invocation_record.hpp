@@ -84,11 +84,17 @@ struct InvocationRecord {
   std::optional<ContentDigest> error_output;    // stderr
   std::vector<ValidatorFinding> findings;
   std::vector<CredentialUse> credentials;
+  std::string session;  // an exec in a session: its id (absent from the record when empty)
 };
 
 // The record's members (docs/audit.md, "Invocation records"). Text from outside is made valid
 // UTF-8 (invalid bytes become U+FFFD) so the result always has a canonical form.
 nlohmann::json to_fields(const InvocationRecord& record);
+
+// Parts of a record, shared with the session's (session_record.hpp).
+nlohmann::json egress_fields(const std::vector<EgressDecision>& egress);
+nlohmann::json subject_fields(const SubjectRecord& subject);
+nlohmann::json counter_fields(const std::map<std::string, std::uint64_t>& values);
 
 // 128 random bits in the 8-4-4-4-12 hex form (a version 4 UUID).
 std::string new_invocation_id();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/session_backend.hpp"
 #include "backend/warm_pool.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/outcome.hpp"
@@ -78,7 +79,9 @@ sandbox::Spec local_spec(const RunRequest& request);
 // them, before it serves).
 // A request with RunRequest::warm forks from its tool's warm template when one is ready
 // (at most `max_warm_templates` run at once), and runs cold, saying why, otherwise.
-class LocalBackend : public Backend {
+// It also runs sessions (session_backend.hpp; local_session_backend.cpp), registered and
+// refused the same endpoints.
+class LocalBackend : public Backend, public SessionBackend {
  public:
   LocalBackend(RunningSandboxes* registry,
                std::shared_ptr<const std::vector<egress::Endpoint>> forbidden,
@@ -88,6 +91,7 @@ class LocalBackend : public Backend {
   bool stopping() const override { return registry_ && registry_->stopping(); }
   void shutdown() override;
   WarmPool* warm_pool() { return warm_.get(); }
+  Result<std::unique_ptr<Session>> start_session(const RunRequest& request, const RunContext& context) override;
 
  private:
   RunResult run_cold(const RunRequest& request, const RunContext& context);

@@ -60,6 +60,7 @@ http::request<http::string_body> make_request(const ServerAddress& server, const
   http::request<http::string_body> req{verb, path, 11};
   req.set(http::field::host, server.authority);
   req.set(http::field::user_agent, "airlock-cli");
+  req.set(http::field::accept, "application/json");  // one answer (an exec's too, not its event stream)
   if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
   if (!o.subject_token.empty()) req.set("Airlock-Subject-Token", o.subject_token);
   if (verb == http::verb::post) {

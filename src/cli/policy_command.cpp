@@ -35,8 +35,8 @@ policy::Action action_of(const CheckOptions& o) {
   if (!action)
     throw UsageError{"--action: unknown action '" + o.action + "' (expected one of: " +
                      policy::action_names() + ")"};
-  if (policy::is_tool_action(*action) && o.tool.empty())
-    throw UsageError{"--tool is required for " + o.action};
+  if ((policy::is_tool_action(*action) || policy::is_template_action(*action)) && o.tool.empty())
+    throw UsageError{"--tool is required for " + o.action + " (for create_session: the session template)"};
   return *action;
 }
 
@@ -143,9 +143,11 @@ void add_policy_command(CLI::App& app, ExitStatus& status) {
                     "The user's token (a JWT), verified against identity.issuers like the daemon does");
   check->add_option("--user-issuer", opts->user_issuer,
                     "The user's issuer (a name in identity.issuers; default: the only one)");
-  check->add_option("--tool", opts->tool, "The tool (required for invoke and approve)");
+  check->add_option("--tool", opts->tool,
+                    "The tool (required for invoke and approve), or the session template (create_session)");
   check->add_option("--action", opts->action, "invoke (default), approve, read_invocations, "
-                                              "read_all_invocations, read_audit or admin");
+                                              "read_all_invocations, read_audit, admin, "
+                                              "create_session or manage_sessions");
   check->add_flag("--json", opts->json, "Print the decision as JSON");
   check->callback([opts, &status] { status.code = check_command(*opts); });
 }

@@ -17,5 +17,6 @@ int main(int argc, char** argv) {
     airlock::cli::add_secrets_command(app, status);
     airlock::cli::add_mcp_command(app, status);
     airlock::cli::add_approvals_command(app, status);
+    airlock::cli::add_session_command(app, status, trailing);
   });
 }

@@ -42,6 +42,7 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   p->add(std::move(*validate_code));
   auto scanner = make_scanner(cfg);
   if (!scanner) return scanner.error();
+  p->set_scanner(*scanner);
   p->add(std::make_unique<ScanStage>(*scanner, ScanStage::Direction::input));
   p->add(std::make_unique<TierStage>());
   p->add(std::make_unique<ApprovalStage>(deps.hold_for_approval, critical_unavailable(deps)));

@@ -9,6 +9,10 @@
 
 #include "pipeline/stage.hpp"
 
+namespace airlock::dlp {
+class Scanner;
+}
+
 namespace airlock::pipeline {
 
 // Observes stage timings (the daemon's metrics).
@@ -32,6 +36,10 @@ class Pipeline {
   const policy::Config& config() const { return *config_; }
   const std::shared_ptr<const policy::Config>& shared_config() const { return config_; }
   std::vector<std::string_view> stage_names() const;
+  // The DLP policy's scanner its scan stages use (null: none), for what scans outside them
+  // under the same policy (a session's exec output).
+  void set_scanner(std::shared_ptr<const dlp::Scanner> scanner) { scanner_ = std::move(scanner); }
+  const std::shared_ptr<const dlp::Scanner>& scanner() const { return scanner_; }
 
   // Runs `inv` from its cursor until it ends or a stage suspends it. A suspended invocation
   // is resumed by calling run again (with this pipeline or one restored after a restart); if
@@ -51,6 +59,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Stage>> stages_;
   std::unique_ptr<Stage> final_;
   StageObserver* observer_ = nullptr;
+  std::shared_ptr<const dlp::Scanner> scanner_;
 };
 
 }  // namespace airlock::pipeline

@@ -49,7 +49,7 @@ nlohmann::json entries_by_name(Reader& r, const YAML::Node& list) {
 nlohmann::json definitions_of(Reader& r, const YAML::Node& root) {
   nlohmann::json d = nlohmann::json::object();
   try {
-    for (const char* section : {"tools", "principals", "roles", "credentialServers", "mcpServers"})
+    for (const char* section : {"tools", "principals", "roles", "credentialServers", "mcpServers", "sessionTemplates"})
       d[section] = entries_by_name(r, root[section]);
     d["issuers"] = root["identity"] && root["identity"].IsMap() ? entries_by_name(r, root["identity"]["issuers"])
                                                                : nlohmann::json::object();
@@ -68,7 +68,7 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
   r.only_keys(root, "the configuration",
               {"apiVersion", "kind", "server", "storage", "identity", "roles", "bindings",
                "principals", "tiers", "tools", "dlp", "credentialServers", "mcpServers", "webhooks",
-               "quotas"});
+               "quotas", "sessionTemplates"});
   r.field(root, "server", [&](const YAML::Node& v) { detail::read_server(r, v, c.server); });
   r.field(root, "storage", [&](const YAML::Node& v) { detail::read_storage(r, v, c.storage); });
   r.field(root, "dlp", [&](const YAML::Node& v) { detail::read_dlp(r, v, c.dlp_policy); });
@@ -97,6 +97,9 @@ Config read_config(Reader& r, const YAML::Node& root, const std::string& label) 
     detail::read_mcp_servers(r, v, label, c.tools, c.credential_servers, c.mcp_servers);
   });
   r.field(root, "webhooks", [&](const YAML::Node& v) { detail::read_webhooks(r, v, label, c.webhooks); });
+  r.field(root, "sessionTemplates", [&](const YAML::Node& v) {
+    detail::read_session_templates(r, v, label, c.credential_servers, c.session_templates);
+  });
   c.definitions = definitions_of(r, root);
   return c;
 }
@@ -240,6 +243,26 @@ const Principal* Config::find_principal_by_certificate(const ClientCertificate& 
 
 sandbox::Limits Config::limits_for(const ToolConfig& tool) const {
   return detail::with_overrides(tiers.at(tool.risk), tool.limits);
+}
+
+const SessionTemplate* Config::find_session_template(std::string_view name) const {
+  for (const auto& t : session_templates)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+sandbox::Limits Config::limits_for(const SessionTemplate& t) const {
+  LimitOverrides o;
+  o.memory = t.memory;
+  o.disk = t.disk;
+  o.output = t.output;
+  o.pids = t.pids;
+  o.open_files = t.open_files;
+  o.cpu_time = t.cpu_time;
+  sandbox::Limits l = detail::with_overrides(tiers.at(t.risk), o);
+  l.wall_time = t.max_lifetime;
+  l.cpus = t.cpus;
+  return l;
 }
 
 Result<Config> parse_config(const std::string& yaml, const std::string& label,

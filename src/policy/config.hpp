@@ -23,6 +23,7 @@
 #include "policy/sections/mcp_servers_config.hpp"
 #include "policy/sections/identity_config.hpp"
 #include "policy/sections/quotas_config.hpp"
+#include "policy/sections/session_templates_config.hpp"
 #include "policy/risk.hpp"
 #include "policy/sections/warm_config.hpp"
 #include "policy/sections/webhooks_config.hpp"
@@ -108,6 +109,7 @@ struct Principal {
   std::optional<PrincipalJwt> jwt;     // a JWT of a configured issuer; or
   std::optional<CertificateMatch> certificate;  // a client certificate (at least one is set)
   std::vector<std::string> tools;      // names or globs ("fetch-*"); none by default
+  std::vector<std::string> session_templates;  // sessionTemplates it may create sessions of
 };
 
 // How a tool runs. `python`: a file defining run(args) -> dict, run by Airlock's runner;
@@ -187,6 +189,7 @@ struct Config {
   std::vector<McpServerConfig> mcp_servers;
   std::vector<WebhookConfig> webhooks;  // docs/webhooks.md
   QuotasConfig quotas;                  // docs/daemon.md, "Quotas"
+  std::vector<SessionTemplate> session_templates;  // docs/sessions.md
   // The entries as written in the file, read as JSON: "tools", "principals", "roles",
   // "credentialServers", "mcpServers", "issuers" (each by name), "tiers" and "dlp". What a
   // call waiting for an approval was decided on is compared by these when it resumes
@@ -198,6 +201,7 @@ struct Config {
   const Role* find_role(std::string_view name) const;
   const CredentialServer* find_credential_server(std::string_view name) const;
   const McpServerConfig* find_mcp_server(std::string_view name) const;
+  const SessionTemplate* find_session_template(std::string_view name) const;
   // The principal whose key this is (its SHA-256 compared in constant time with every
   // principal's), or nullptr.
   const Principal* find_principal_by_key(std::string_view api_key) const;
@@ -208,6 +212,9 @@ struct Config {
   const Principal* find_principal_by_certificate(const ClientCertificate& certificate) const;
   // The limits a tool runs with: its tier's, with its overrides applied.
   sandbox::Limits limits_for(const ToolConfig& tool) const;
+  // The limits a session of `t` runs with: its tier's with the template's applied; wall_time
+  // is its maxLifetime.
+  sandbox::Limits limits_for(const SessionTemplate& t) const;
 };
 
 // On failure the Error's message lists every mistake, one "file:line:column: what" per line,

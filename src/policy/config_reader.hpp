@@ -155,6 +155,9 @@ void read_credentials(Reader& r, const YAML::Node& n, const std::string& what,
                       const std::vector<CredentialServer>& servers,
                       const std::map<std::string, std::string>& env, egress::EgressRules& network,
                       std::vector<CredentialSpec>& out);
+// sessionTemplates (config_session_templates.cpp)
+void read_session_templates(Reader& r, const YAML::Node& n, const std::string& label,
+                            const std::vector<CredentialServer>& servers, std::vector<SessionTemplate>& out);
 // webhooks (config_webhooks.cpp): each secret is read from its variable or file here.
 void read_webhooks(Reader& r, const YAML::Node& n, const std::string& label, std::vector<WebhookConfig>& out);
 // An environment variable's name: letters, digits and '_', not starting with a digit.

@@ -9,6 +9,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -155,9 +156,9 @@ std::optional<std::vector<Mount>> cgroup_mounts_where_usual(const SelfCgroups& s
       mounts.push_back({"/", found, "cgroup2", ""});
       continue;
     }
-    if (!has_option(controllers, "memory") && !has_option(controllers, "pids") &&
-        !has_option(controllers, "cpuacct"))
-      continue;  // not one we use
+    bool used = false;
+    for (const char* c : {"memory", "pids", "cpuacct", "cpu", "freezer"}) used = used || has_option(controllers, c);
+    if (!used) continue;  // not one we use
     std::string dir = "/sys/fs/cgroup/" + controllers;
     if (!on_filesystem(dir, CGROUP_SUPER_MAGIC) || !exists(dir + "/release_agent"))
       return std::nullopt;
@@ -204,6 +205,7 @@ bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) 
   std::string controllers = read_file(s.v2_base + "/cgroup.controllers");
   bool want_memory = list_has(controllers, "memory");
   bool want_pids = list_has(controllers, "pids");
+  bool want_cpu = list_has(controllers, "cpu");
   if (!want_memory && !want_pids) {
     s.why_not = "cgroup v2: the memory and pids controllers are not delegated to " + s.v2_base;
     return true;  // still usable for placement, kill and cpu.stat
@@ -213,6 +215,7 @@ bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) 
   std::string enable;
   if (want_memory && !enabled("memory")) enable += " +memory";
   if (want_pids && !enabled("pids")) enable += " +pids";
+  if (want_cpu && !enabled("cpu")) enable += " +cpu";
   if (!enable.empty()) {
     bool is_root = (s.v2_base == hierarchy_root);
     if (!is_root) {
@@ -238,6 +241,7 @@ bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) 
   }
   s.v2_memory = enabled("memory");
   s.v2_pids = enabled("pids");
+  s.v2_cpu = enabled("cpu");
   return true;
 }
 
@@ -284,6 +288,8 @@ CgroupSupport detect_cgroup_support(const std::string& forced_mode, CgroupMountL
   s.v1_memory = v1_base(mounts, self, "memory");
   s.v1_pids = v1_base(mounts, self, "pids");
   s.v1_cpuacct = v1_base(mounts, self, "cpuacct");
+  s.v1_cpu = v1_base(mounts, self, "cpu");
+  s.v1_freezer = v1_base(mounts, self, "freezer");
   if (!s.v1_memory.empty())
     s.v1_memsw = ::access((s.v1_memory + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
   if (!s.v1_memory.empty() || !s.v1_pids.empty() || !s.v1_cpuacct.empty()) {
@@ -377,8 +383,28 @@ Status make_cgroup_dir(const std::string& dir) {
   return {};
 }
 
-// A v2 cgroup's limits: memory (no swap) and pids where those controllers are ours.
+// Limits::cpus as a CFS bandwidth: `cpus` periods of 100 ms per 100 ms.
+constexpr std::uint64_t kCpuPeriodUs = 100'000;
+std::uint64_t cpu_quota_us(double cpus) {
+  return std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(cpus * kCpuPeriodUs));
+}
+
+Status no_cpu_controller() {
+  return Error::make("setup_error",
+                     "cgroup: a CPU limit (cpus) was asked for, but no cpu controller is usable here "
+                     "(cgroup v2: delegate cpu; v1: a writable cpu hierarchy)");
+}
+
+// A v2 cgroup's limits: memory (no swap) and pids where those controllers are ours; CPU
+// bandwidth when asked for (refused without the controller: a limit is never dropped).
 Status write_v2_limits(const std::string& dir, const Limits& limits, const CgroupSupport& support) {
+  if (limits.cpus) {
+    if (!support.v2_cpu) return no_cpu_controller();
+    if (auto s = write_setting(dir + "/cpu.max", std::to_string(cpu_quota_us(*limits.cpus)) + " " +
+                                                     std::to_string(kCpuPeriodUs));
+        !s)
+      return s;
+  }
   if (support.v2_memory) {
     if (auto s = write_setting(dir + "/memory.max", std::to_string(limits.memory_bytes)); !s)
       return s;
@@ -427,6 +453,7 @@ SandboxCgroup& SandboxCgroup::operator=(SandboxCgroup&& other) noexcept {
     memory_dir_ = std::move(other.memory_dir_);
     pids_dir_ = std::move(other.pids_dir_);
     cpu_dir_ = std::move(other.cpu_dir_);
+    freezer_dir_ = std::move(other.freezer_dir_);
     v2_dir_fd_ = std::move(other.v2_dir_fd_);
     tree_ = std::move(other.tree_);
     cpu_base_ = other.cpu_base_;
@@ -481,6 +508,21 @@ Result<SandboxCgroup> SandboxCgroup::create(const Limits& limits) {
     auto dir = make(support.v1_cpuacct);
     if (!dir) return dir.error();
     cg.cpu_dir_ = *dir;
+  }
+  if (limits.freezable && !support.v1_freezer.empty()) {
+    auto dir = make(support.v1_freezer);
+    if (!dir) return dir.error();
+    cg.freezer_dir_ = *dir;
+  }
+  // The cpu hierarchy only when throttled (one mkdir less per tool call); co-mounted with
+  // cpuacct ("cpu,cpuacct"), the directory made above.
+  if (limits.cpus) {
+    if (support.v1_cpu.empty()) return no_cpu_controller().error();
+    std::string dir = support.v1_cpu + "/" + name;
+    if (support.v1_cpu != support.v1_cpuacct)
+      if (auto made = make(support.v1_cpu); !made) return made.error();
+    if (auto s = set(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUs)); !s) return s.error();
+    if (auto s = set(dir + "/cpu.cfs_quota_us", std::to_string(cpu_quota_us(*limits.cpus))); !s) return s.error();
   }
   return cg;
 }
@@ -636,6 +678,33 @@ void SandboxCgroup::count_from_now() {
 
 void SandboxCgroup::kill_all() const {
   if (mode_ == CgroupMode::v2 && !dirs_.empty()) (void)write_file(dirs_.front() + "/cgroup.kill", "1");
+  // A frozen v1 process takes no signal until thawed: a session paused when it is ended.
+  if (!freezer_dir_.empty()) (void)write_file(freezer_dir_ + "/freezer.state", "THAWED");
+}
+
+Status SandboxCgroup::freeze(bool frozen) const {
+  std::string file, value, settled;
+  if (mode_ == CgroupMode::v2 && !dirs_.empty()) {
+    file = dirs_.front() + "/cgroup.freeze";
+    value = frozen ? "1" : "0";
+  } else if (!freezer_dir_.empty()) {
+    file = freezer_dir_ + "/freezer.state";
+    value = frozen ? "FROZEN" : "THAWED";
+  } else {
+    return Error::make("freezer_unavailable", "no cgroup freezer is usable here (cgroup v2, or the v1 freezer hierarchy)");
+  }
+  if (auto s = write_setting(file, value); !s) return s;
+  // v1 passes through FREEZING, v2 reports "frozen 1" in cgroup.events once every task stopped.
+  for (int i = 0; i < 500; ++i) {
+    if (mode_ == CgroupMode::v2) {
+      const std::string events = read_file(dirs_.front() + "/cgroup.events");
+      if (events.find(frozen ? "frozen 1" : "frozen 0") != std::string::npos) return {};
+    } else if (read_file(file).rfind(value, 0) == 0) {
+      return {};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return Error::make("setup_error", "cgroup: " + file + " did not reach " + value + " within a second");
 }
 
 std::vector<std::string> SandboxCgroup::procs_files() const {
@@ -685,7 +754,7 @@ void remove_child_cgroup_dirs(const std::string& dir) {
 
 int remove_stale_cgroups() {
   const auto& s = cgroup_support();
-  std::vector<std::string> bases = {s.v2_base, s.v1_memory, s.v1_pids, s.v1_cpuacct};
+  std::vector<std::string> bases = {s.v2_base, s.v1_memory, s.v1_pids, s.v1_cpuacct, s.v1_cpu, s.v1_freezer};
   int removed = 0;
   for (const auto& base : bases) {
     if (base.empty()) continue;

@@ -38,15 +38,19 @@ struct CgroupSupport {
   std::string v2_base;        // our own cgroup in the unified hierarchy (v2 mode)
   bool v2_memory = false;     // memory controller usable below v2_base
   bool v2_pids = false;
+  bool v2_cpu = false;        // cpu controller (cpu.max: Limits::cpus) usable below v2_base
   std::string v1_memory;      // our own cgroup in each v1 hierarchy; empty when unusable
   std::string v1_pids;
   std::string v1_cpuacct;
+  std::string v1_cpu;         // the cpu hierarchy (cfs quota), made only for Limits::cpus
+  std::string v1_freezer;     // the freezer hierarchy, made only for Limits::freezable
   bool v1_memsw = false;      // memory.memsw.* exists (swap accounting)
   std::string why_not;        // why a mechanism is missing, for doctor and messages
 
   bool limits_memory() const { return mode == CgroupMode::v2 ? v2_memory : !v1_memory.empty(); }
   bool limits_pids() const { return mode == CgroupMode::v2 ? v2_pids : !v1_pids.empty(); }
   bool measures_cpu() const { return mode == CgroupMode::v2 || !v1_cpuacct.empty(); }
+  bool limits_cpu_bandwidth() const { return mode == CgroupMode::v2 ? v2_cpu : !v1_cpu.empty(); }
 };
 
 const CgroupSupport& cgroup_support();
@@ -116,7 +120,11 @@ class SandboxCgroup {
   // before the hand-over: from now on the CPU counters (cpu_usage_ns, read_stats) and the
   // memory peak count only what follows. The limits themselves are the cgroup's, as written.
   void count_from_now();
-  void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace
+  void kill_all() const;  // cgroup.kill on v2; v1 relies on the pid namespace (thawed first)
+  // Freezes (or thaws) every process in it: v2 cgroup.freeze, v1 the freezer hierarchy (for
+  // Limits::freezable). Returns once the kernel says it is frozen (or thawed); refused where
+  // no freezer is usable.
+  Status freeze(bool frozen) const;
   // SIGKILL to every process listed in the cgroup(s), v1 and v2: for processes that are not
   // in a pid namespace of ours (gVisor's sandbox and gofer).
   void kill_listed() const;
@@ -129,7 +137,7 @@ class SandboxCgroup {
 
   CgroupMode mode_ = CgroupMode::none;
   std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, cpuacct (those in use)
-  std::string memory_dir_, pids_dir_, cpu_dir_;
+  std::string memory_dir_, pids_dir_, cpu_dir_, freezer_dir_;
   UniqueFd v2_dir_fd_;
   std::shared_ptr<WarmCgroupTree> tree_;  // after dirs_ in removal: its leaves go first
   struct CpuBase {  // count_from_now

@@ -66,7 +66,7 @@ struct ChildPlan {
   // v1 cgroups: the supervisor creates them while the child builds its root, and sends each
   // hierarchy's `tasks` file (opened for writing) in a 'C' record on the control socket. The
   // child writes "0" into each before it drops its privileges and starts the program.
-  static constexpr int kMaxCgroupJoinFds = 3;
+  static constexpr int kMaxCgroupJoinFds = 5;  // memory, pids, cpuacct; cpu (Limits::cpus), freezer (a session)
   bool join_cgroups_from_control = false;
 
   bool unshare_cgroup_ns = false;  // v1: joined after clone, so its namespace comes after

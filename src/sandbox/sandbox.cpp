@@ -156,6 +156,8 @@ std::optional<CpuTime> Sandbox::cpu_used() const {
   return CpuTime{*stats.cpu_user_ns, *stats.cpu_sys_ns};
 }
 
+Status Sandbox::freeze(bool frozen) const { return state_->cgroup.freeze(frozen); }
+
 std::shared_ptr<WarmCgroupTree> Sandbox::warm_cgroup_tree() const { return state_->cgroup.warm_tree(); }
 
 std::vector<UniqueFd> Sandbox::take_listeners() { return std::move(state_->listeners); }

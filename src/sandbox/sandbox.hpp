@@ -95,6 +95,9 @@ class Sandbox {
   // sandbox whose calls are charged as they end (an MCP server). Null without cgroup CPU
   // accounting, or once its cgroup is gone. Any thread, until wait() has returned.
   std::optional<CpuTime> cpu_used() const;
+  // Freezes or thaws every process in it (its cgroup's freezer; Limits::freezable on v1):
+  // a session's pause. Any thread, until wait() has returned.
+  Status freeze(bool frozen) const;
 
   struct State;
 

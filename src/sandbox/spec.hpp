@@ -20,6 +20,11 @@ struct Limits {
   std::uint64_t output_bytes = 1ULL << 20;    // --output-limit, per stream
   std::uint64_t disk_bytes = 64ULL << 20;     // --disk, shared by the work dir and /tmp
   std::uint32_t open_files = 256;             // --nofile
+  // CPU bandwidth in cores (cgroup v2 cpu.max, v1 cpu.cfs_quota_us); none: not throttled.
+  std::optional<double> cpus;
+  // A session's: its cgroup can be frozen (Sandbox::freeze; v1 needs the freezer hierarchy,
+  // made only when asked for). Not a limit: where no freezer is usable, freezing is refused.
+  bool freezable = false;
 };
 
 // A host path made visible inside the sandbox.

@@ -55,6 +55,7 @@ roles:
   - name: staff
     rules:
       - {{effect: allow, actions: [invoke], tools: ["*"]}}
+      - {{effect: allow, actions: [create_session], sessionTemplates: ["*"]}}
   - name: approver
     rules:
       - {{effect: allow, actions: [approve], tools: ["*"]}}
@@ -67,9 +68,11 @@ principals:
   - name: agent
     apiKeySha256: {sha256_hex(AGENT_KEY)}
     tools: ["*"]
+    sessionTemplates: ["*"]
   - name: other-agent
     apiKeySha256: {sha256_hex(OTHER_AGENT_KEY)}
     tools: ["*"]
+    sessionTemplates: ["*"]
   - name: limited
     apiKeySha256: {sha256_hex(LIMITED_KEY)}
     tools: ["echo"]
@@ -98,6 +101,9 @@ tools:
     risk: critical
     approval: {{approvers: 1, timeout: 120s}}
     runtime: {{type: python, file: tools/echo.py}}
+sessionTemplates:
+  - name: workspace
+    limits: {{idleTimeout: 10m, maxLifetime: 1h}}
 """
 
 

@@ -74,10 +74,13 @@ struct Call {
 
 TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   OpenApi api;
-  Workspace ws("server: {listen: 127.0.0.1:0, maxBodyBytes: 4Ki}");
+  Workspace ws("server: {listen: 127.0.0.1:0, maxBodyBytes: 4Ki}", "\nsessionTemplates:\n  - name: dev\n");
   RunningDaemon d(ws);
   auto first = invoke(d.port, "echo", {{"n", 1}}).json();
   const std::string id = first["id"];
+  const std::string session = http(d.port, "POST", "/v1/sessions", R"({"template": "dev"})").json()["id"];
+  const std::string session_path = "/v1/sessions/" + session;
+  const std::map<std::string, std::string> json_accept = {{"Accept", "application/json"}};
   const std::string invoke_path = "/v1/tools/{name}/invoke";
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
   const std::string rejected_code =
@@ -159,6 +162,26 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/mcp", "delete", "/mcp", "", kKey},                                           // 400
       {"/.well-known/oauth-protected-resource", "get", "/.well-known/oauth-protected-resource", "", ""},
       {"/.well-known/oauth-protected-resource/mcp", "get", "/.well-known/oauth-protected-resource/mcp", "", ""},
+      {"/v1/sessions", "post", "/v1/sessions", R"({"template": "dev"})", kKey},          // 201
+      {"/v1/sessions", "post", "/v1/sessions", "[", kKey},                               // 400
+      {"/v1/sessions", "post", "/v1/sessions", R"({"template": "dev"})", ""},            // 401
+      {"/v1/sessions", "post", "/v1/sessions", R"({"template": "dev"})", kOtherKey},     // 403
+      {"/v1/sessions", "post", "/v1/sessions", R"({"template": "nope"})", kKey},         // 404
+      {"/v1/sessions", "get", "/v1/sessions", "", kKey},                                 // 200
+      {"/v1/sessions", "get", "/v1/sessions", "", ""},                                   // 401
+      {"/v1/sessions/{id}", "get", session_path, "", kKey},                              // 200
+      {"/v1/sessions/{id}", "get", session_path, "", kOtherKey},                         // 404: not its owner
+      {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": "echo hi"})", kKey, json_accept},  // 200
+      {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": []})", kKey, json_accept},         // 400
+      {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": ["/no/such"]})", kKey, json_accept},  // 422
+      {"/v1/sessions/{id}/exec", "post", "/v1/sessions/nope/exec", R"({"command": "true"})", kKey, json_accept},  // 404
+      {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 200
+      {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 409: paused
+      {"/v1/sessions/{id}/pause", "post", "/v1/sessions/nope/pause", "", kKey},          // 404
+      {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 200
+      {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 409: not paused
+      {"/v1/sessions/{id}", "delete", session_path, "", kKey},                           // 200
+      {"/v1/sessions/{id}", "delete", session_path, "", kKey},                           // 404: ended
   };
   std::set<std::pair<std::string, std::string>> exercised;
   for (const auto& c : calls) {

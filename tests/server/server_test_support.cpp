@@ -35,6 +35,7 @@ principals:
   - name: agent
     apiKeySha256: )" + sha256_hex(kKey) + R"(
     tools: ["*"]
+    sessionTemplates: ["*"]
   - name: other
     apiKeySha256: )" + sha256_hex(kOtherKey) + R"(
     tools: ["echo"]

@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Mistake{"actions: [approve, read_audit]", "actions: [approve, reed_audit]", "reed_audit",
                 "unknown action 'reed_audit' (expected one of: invoke, approve, read_invocations, "
-                "read_all_invocations, read_audit, admin)"},
+                "read_all_invocations, read_audit, admin, create_session, manage_sessions)"},
         Mistake{"effect: deny", "effect: block", "effect: block", "expected allow or deny"},
         Mistake{"maxRisk: medium", "maxRisk: huge", "maxRisk: huge",
                 "expected low, medium, high or critical"},

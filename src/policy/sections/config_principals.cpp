@@ -53,7 +53,7 @@ bool has_credential(const YAML::Node& n) {
 
 Principal read_principal(Reader& r, const YAML::Node& n, const std::string& what,
                          const IdentityConfig& identity) {
-  r.only_keys(n, what, {"name", "apiKeySha256", "jwt", "certificate", "tools"});
+  r.only_keys(n, what, {"name", "apiKeySha256", "jwt", "certificate", "tools", "sessionTemplates"});
   Principal p;
   if (!n["name"]) r.error(n, what + ": missing name");
   if (!has_credential(n))
@@ -69,6 +69,8 @@ Principal read_principal(Reader& r, const YAML::Node& n, const std::string& what
     p.certificate = read_certificate(r, v, what + ".certificate");
   });
   r.field(n, "tools", [&](const YAML::Node& v) { p.tools = r.strings(v, what + ".tools"); });
+  r.field(n, "sessionTemplates",
+          [&](const YAML::Node& v) { p.session_templates = r.strings(v, what + ".sessionTemplates"); });
   return p;
 }
 

@@ -51,9 +51,12 @@ double read_positive_number(Reader& r, const YAML::Node& n, const std::string& w
 void read_limits(Reader& r, const YAML::Node& n, const std::string& what, bool may_weigh, QuotaLimits& out) {
   r.expect_map(n, what);
   if (may_weigh)
-    r.only_keys(n, what, {"concurrent", "rate", "burst", "cpuSeconds", "weight"});
+    r.only_keys(n, what, {"concurrent", "rate", "burst", "cpuSeconds", "weight", "sessions"});
   else
-    r.only_keys(n, what, {"concurrent", "rate", "burst", "cpuSeconds"});
+    r.only_keys(n, what, {"concurrent", "rate", "burst", "cpuSeconds", "sessions"});
+  r.field(n, "sessions", [&](const YAML::Node& v) {
+    out.sessions = static_cast<std::uint32_t>(r.unsigned_int(v, what + ".sessions", kMaxQuotaConcurrent));
+  });
   r.field(n, "concurrent", [&](const YAML::Node& v) {
     auto c = r.unsigned_int(v, what + ".concurrent", kMaxQuotaConcurrent);
     if (c == 0) fail(v, what + ".concurrent: at least 1 (0 would refuse every call)");

@@ -18,6 +18,10 @@ std::string_view action_name(Action a) {
       return "read_audit";
     case Action::admin:
       return "admin";
+    case Action::create_session:
+      return "create_session";
+    case Action::manage_sessions:
+      return "manage_sessions";
   }
   return "admin";
 }
@@ -58,16 +62,22 @@ Effect read_effect(Reader& r, const YAML::Node& n, const std::string& what) {
 }
 
 RoleRule read_rule(Reader& r, const YAML::Node& n, const std::string& what) {
-  r.only_keys(n, what, {"effect", "actions", "tools", "maxRisk"});
+  r.only_keys(n, what, {"effect", "actions", "tools", "sessionTemplates", "maxRisk"});
   RoleRule rule;
-  for (const char* key : {"effect", "actions", "tools"})
+  for (const char* key : {"effect", "actions"})
     if (!n[key]) r.error(n, what + ": missing " + key);
+  // Every rule names what it is about: tools, session templates, or both.
+  if (!n["tools"] && !n["sessionTemplates"]) r.error(n, what + ": missing tools (or sessionTemplates)");
   r.field(n, "effect", [&](const YAML::Node& v) { rule.effect = read_effect(r, v, what + ".effect"); });
   r.field(n, "actions",
           [&](const YAML::Node& v) { rule.actions = read_actions(r, v, what + ".actions"); });
   r.field(n, "tools", [&](const YAML::Node& v) {
     rule.tools = r.strings(v, what + ".tools");
     if (rule.tools.empty()) fail(v, what + ".tools: expected at least one name or glob");
+  });
+  r.field(n, "sessionTemplates", [&](const YAML::Node& v) {
+    rule.session_templates = r.strings(v, what + ".sessionTemplates");
+    if (rule.session_templates.empty()) fail(v, what + ".sessionTemplates: expected at least one name or glob");
   });
   r.field(n, "maxRisk", [&](const YAML::Node& v) {
     rule.max_risk = r.risk(v, what + ".maxRisk");

@@ -49,17 +49,22 @@ struct IdentityConfig {
   const IssuerConfig* find_issuer(std::string_view name) const;
 };
 
-// What a rule allows or denies doing. invoke and approve are done to a tool; the others are
-// not (a rule's tools do not scope them).
-enum class Action { invoke, approve, read_invocations, read_all_invocations, read_audit, admin };
+// What a rule allows or denies doing. invoke and approve are done to a tool (a rule's tools
+// scope them); create_session to a session template (its sessionTemplates scope it); the
+// others to neither. manage_sessions lists and ends every owner's sessions.
+enum class Action {
+  invoke, approve, read_invocations, read_all_invocations, read_audit, admin, create_session, manage_sessions
+};
 inline constexpr Action kAllActions[] = {Action::invoke,           Action::approve,
                                          Action::read_invocations, Action::read_all_invocations,
-                                         Action::read_audit,       Action::admin};
+                                         Action::read_audit,       Action::admin,
+                                         Action::create_session,   Action::manage_sessions};
 std::string_view action_name(Action a);
 std::optional<Action> parse_action(std::string_view name);
 // "invoke, approve, ..., admin": for messages that list what is allowed.
 std::string action_names();
 constexpr bool is_tool_action(Action a) { return a == Action::invoke || a == Action::approve; }
+constexpr bool is_template_action(Action a) { return a == Action::create_session; }
 
 enum class Effect { allow, deny };
 
@@ -67,6 +72,7 @@ struct RoleRule {
   Effect effect = Effect::allow;
   std::vector<Action> actions;       // at least one
   std::vector<std::string> tools;    // names or globs; scope invoke and approve only
+  std::vector<std::string> session_templates;  // names or globs; scope create_session only
   std::optional<Risk> max_risk;      // allow rules only: tools over it are not allowed by it
 };
 

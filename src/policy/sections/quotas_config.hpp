@@ -29,6 +29,7 @@ struct QuotaLimits {
   std::optional<double> burst;              // the bucket's size; absent: one `per` of the rate
   std::optional<QuotaRate> cpu_seconds;     // CPU-seconds of the tools' sandboxes per window
   std::optional<std::uint32_t> weight;      // principals only: the fair queue's share (1)
+  std::optional<std::uint32_t> sessions;    // sessions open at once (docs/sessions.md); 0: none
   bool operator==(const QuotaLimits&) const = default;
   bool limits_anything() const { return concurrent || rate || cpu_seconds; }
 };
@@ -53,6 +54,7 @@ struct QuotasConfig {
     }
     if (!q.cpu_seconds) q.cpu_seconds = defaults.cpu_seconds;
     if (!q.weight) q.weight = defaults.weight;
+    if (!q.sessions) q.sessions = defaults.sessions;
     return q;
   }
   bool operator==(const QuotasConfig&) const = default;

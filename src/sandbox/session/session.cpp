@@ -57,10 +57,11 @@ void read_replies(SessionSandbox::State& st) {
   }
 }
 
-void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs) {
+void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs, SessionHooks hooks) {
   spec.session_control_fd = theirs.get();
   auto launched = Sandbox::launch(spec);
   theirs.reset();  // the init has its copy
+  if (launched && hooks.launched) hooks.launched(**launched);
   {
     std::lock_guard lock(st.mu);
     if (!launched) st.launch_error = launched.error();
@@ -70,6 +71,7 @@ void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs) {
   }
   if (!launched) return;
   Outcome outcome = (*launched)->wait();
+  if (hooks.ended) hooks.ended();
   std::lock_guard lock(st.mu);
   st.sandbox = nullptr;
   st.outcome = std::move(outcome);
@@ -117,7 +119,7 @@ bool over(const SessionSandbox::State& st) { return st.supervised || st.replies_
 
 SessionSandbox::SessionSandbox(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<SessionSandbox>> SessionSandbox::start(Spec spec) {
+Result<std::unique_ptr<SessionSandbox>> SessionSandbox::start(Spec spec, SessionHooks hooks) {
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
     return Error::make("setup_error", std::string("socketpair (the session's control socket): ") + std::strerror(errno));
@@ -130,8 +132,9 @@ Result<std::unique_ptr<SessionSandbox>> SessionSandbox::start(Spec spec) {
   st->env = {{"PATH", kDefaultPath}, {"HOME", spec.workdir}, {"LANG", "C.UTF-8"}};
   for (const auto& [k, v] : spec.env) st->env[k] = v;
   st->workdir = spec.workdir;
+  spec.limits.freezable = true;  // pause and resume
   if (auto valid = validate_spec(spec); !valid) return valid.error();
-  st->supervisor = std::thread(supervise, std::ref(*st), std::move(spec), std::move(theirs));
+  st->supervisor = std::thread(supervise, std::ref(*st), std::move(spec), std::move(theirs), std::move(hooks));
   std::unique_lock lock(st->mu);
   st->cv.wait(lock, [&] { return st->launched; });
   if (st->launch_error) {
@@ -211,8 +214,18 @@ Status SessionSandbox::signal(std::uint32_t id, int sig) {
   return send_request(st.control.get(), std::string(reinterpret_cast<const char*>(&m), sizeof m), nullptr, 0);
 }
 
+Status SessionSandbox::freeze(bool frozen) {
+  std::lock_guard lock(state_->mu);
+  if (!state_->sandbox || over(*state_)) return Error::make("session_ended", "the session has ended");
+  return state_->sandbox->freeze(frozen);
+}
+
 Outcome SessionSandbox::end() {
   auto& st = *state_;
+  {
+    std::lock_guard lock(st.mu);  // a paused session's init must run to see the end
+    if (st.sandbox) (void)st.sandbox->freeze(false);
+  }
   {
     std::lock_guard send_lock(st.send_mu);
     if (st.control) ::shutdown(st.control.get(), SHUT_RDWR);  // the init sees the end; the reader too

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,11 +51,19 @@ struct ExecEnd {
   std::uint64_t max_rss_kb = 0;
 };
 
+// What the session's owner does around its sandbox's life, on the supervising thread.
+struct SessionHooks {
+  // Once launched, before start() returns: the egress proxy takes the sandbox's listeners.
+  std::function<void(Sandbox&)> launched;
+  // Once the sandbox has ended, before end() returns: the proxy stops.
+  std::function<void()> ended;
+};
+
 class SessionSandbox {
  public:
   // Launches the sandbox of `spec` (its argv and stdin are not used; limits.wall_time is the
   // session's whole life) with a supervising thread of its own; returns once the init serves.
-  static Result<std::unique_ptr<SessionSandbox>> start(Spec spec);
+  static Result<std::unique_ptr<SessionSandbox>> start(Spec spec, SessionHooks hooks = {});
   ~SessionSandbox();  // end()
   SessionSandbox(const SessionSandbox&) = delete;
   SessionSandbox& operator=(const SessionSandbox&) = delete;
@@ -77,6 +86,10 @@ class SessionSandbox {
   bool ended() const;  // over, for whatever reason; exec() is refused from then on
   // What its processes have used of the CPU so far (its cgroup's counters), while it lives.
   std::optional<CpuTime> cpu_used() const;
+  // Pause: every process in it stops (the cgroup freezer: no CPU, memory kept) until
+  // freeze(false). Refused ("freezer_unavailable") where no freezer is usable, "session_ended" after
+  // its end. end() thaws it first.
+  Status freeze(bool frozen);
 
   struct State;
 

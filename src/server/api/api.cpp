@@ -20,6 +20,7 @@
 #include "server/invocations/invocation_runner.hpp"
 #include "server/mcp_server/mcp_http.hpp"
 #include "server/mcp_server/mcp_server.hpp"
+#include "server/sessions/sessions_api.hpp"
 #include "server/identity_endpoints/token_exchange.hpp"
 #include "server/identity_endpoints/token_introspection.hpp"
 #include "server/http/http_server.hpp"
@@ -160,6 +161,7 @@ void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) 
     return invoke(r, parts[2], std::move(reply));
   }
   if (is_approvals_path(parts)) return handle_approvals(s_, r, parts, reply);
+  if (is_sessions_path(parts) && s_.sessions) return handle_sessions(s_, *s_.sessions, r, parts, std::move(reply));
   handle_v1(r, parts, std::move(reply));
 }
 

@@ -35,6 +35,7 @@ class InvocationWaiters;
 class WebhookService;
 class VerifiedCallers;
 class FirstListings;
+class SessionService;
 
 struct ApiServices {
   const GenerationSlot* generation = nullptr;  // the current config and pipeline
@@ -58,6 +59,7 @@ struct ApiServices {
   std::shared_ptr<pipeline::QuotaBook> quotas;  // null: no quotas; ended calls' CPU is charged here
   VerifiedCallers* verified_callers = nullptr;   // null: every caller waits in intake unverified
   const FirstListings* first_listings = nullptr;  // null: /healthz never says "starting"
+  SessionService* sessions = nullptr;  // null: /v1/sessions answers 404 (docs/sessions.md)
 };
 
 }  // namespace airlock::server

@@ -73,6 +73,7 @@ void Daemon::shutdown() {
   s.shut_down = true;
   s.draining = true;
   s.http->stop_accepting();
+  s.sessions->end_all("shutdown");  // their execs end with them; no new one starts
   s.sweeper->stop();  // no approved call starts now (it resumes after a restart)
   if (!s.executor->drain(s.config().server.drain_timeout)) {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
@@ -82,6 +83,7 @@ void Daemon::shutdown() {
   s.gateway->shutdown();  // every server sandbox ends; a listing under way fails
   if (s.discovery.joinable()) s.discovery.join();
   s.http->stop();
+  s.sessions.reset();  // after the last request that could reach it
   s.executor.reset();
   s.webhooks->stop();      // after the attempt under way; the pending rest goes at the next start
   s.failed_auth->stop();   // what is pending is written

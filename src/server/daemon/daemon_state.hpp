@@ -38,6 +38,7 @@
 #include "server/invocations/invocation_store_pg.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/replicas/replicas.hpp"
+#include "server/sessions/session_service.hpp"
 #include "server/tiers/tier_backends.hpp"
 
 namespace airlock::server {
@@ -75,6 +76,7 @@ struct Daemon::State {
   std::unique_ptr<ApprovalSweeper> sweeper;
   std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
   std::unique_ptr<WebhookService> webhooks;
+  std::unique_ptr<SessionService> sessions;  // docs/sessions.md
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
   // tools use none never creates the key file beside its data directory.
   std::string data_dir;

@@ -73,6 +73,7 @@ Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
     return Error::make("reload", published.error().message + "; kept the running config");
   }
   s.gateway->configure(loaded->mcp_servers);
+  s.sessions->reconcile(*loaded);  // a session whose owner lost access, or whose template went, ends
   s.discover_mcp_tools(*loaded);
   ReloadReport report;
   const auto before = tool_names(*current->config), after = tool_names(*s.generation.load()->config);

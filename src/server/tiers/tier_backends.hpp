@@ -32,6 +32,7 @@ class TierBackends {
                                                       const BackendServices& services);
 
   backend::Backend& local() { return *local_; }
+  backend::SessionBackend& sessions() { return *local_; }  // the local tiers' sessions (docs/sessions.md)
   // The tiers that run on another backend than `local`, and those no backend runs, with why.
   const std::map<policy::Risk, backend::Backend*>& tiers() const { return tiers_; }
   const std::map<policy::Risk, std::string>& unavailable() const { return unavailable_; }

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeV
 from . import audit as _audit
 from .client import Client
 from .llm import ToolBox
-from .models import Approval, ExchangedToken, Invocation, Tool
+from .models import Approval, ExchangedToken, ExecResult, Invocation, Session, Tool
 
 T = TypeVar("T")
 
@@ -69,6 +69,28 @@ class AsyncClient:
 
     async def invocations(self, **filters: Any) -> List[Dict[str, Any]]:
         return await self._run(self.sync.invocations, **filters)
+
+    async def create_session(self, template: str, **options: Any) -> Session:
+        return await self._run(self.sync.create_session, template, **options)
+
+    async def sessions(self, **options: Any) -> List[Session]:
+        return await self._run(self.sync.sessions, **options)
+
+    async def session(self, session: Union[str, Session], **options: Any) -> Session:
+        return await self._run(self.sync.session, session, **options)
+
+    async def pause_session(self, session: Union[str, Session], **options: Any) -> Session:
+        return await self._run(self.sync.pause_session, session, **options)
+
+    async def resume_session(self, session: Union[str, Session], **options: Any) -> Session:
+        return await self._run(self.sync.resume_session, session, **options)
+
+    async def end_session(self, session: Union[str, Session], **options: Any) -> Session:
+        return await self._run(self.sync.end_session, session, **options)
+
+    async def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]],
+                   **options: Any) -> ExecResult:
+        return await self._run(self.sync.exec, session, command, **options)
 
     async def exchange_token(self, subject_token: str, *, scope: Optional[Sequence[str]] = None) -> ExchangedToken:
         return await self._run(self.sync.exchange_token, subject_token, scope=scope)

@@ -11,7 +11,7 @@ from . import audit as _audit
 from ._http import (Endpoint, RetryPolicy, Transport, check_credential, check_segment,
                     check_tool_name, send_with_retries)
 from .errors import NotFoundError, TransportError, UsageError, WaitTimeoutError
-from .models import Approval, ExchangedToken, Invocation, Tool, raise_if_refused
+from .models import Approval, ExchangedToken, ExecResult, Invocation, Session, Tool, raise_if_refused
 
 if TYPE_CHECKING:
     from .llm import ToolBox
@@ -231,6 +231,69 @@ class Client:
             body["arguments_sha256"] = arguments_sha256
         target = f"/v1/approvals/{check_segment('approval id', approval_id)}/{verdict}"
         return Approval.from_json(self._call("POST", target, json_body=body, subject_token=subject_token))
+
+    # --- sessions (docs/sessions.md) ---
+    def create_session(self, template: str, *, idle_timeout: Optional[str] = None,
+                       labels: Optional[Mapping[str, str]] = None,
+                       subject_token: Optional[str] = None) -> Session:
+        """A new session of `template`, owned by this agent and the user it acts for (only
+        they reach it). `idle_timeout`: "10m", at most the template's."""
+        body: Dict[str, Any] = {"template": template}
+        if idle_timeout is not None:
+            body["idleTimeout"] = idle_timeout
+        if labels:
+            body["labels"] = {str(k): str(v) for k, v in labels.items()}
+        return Session.from_json(self._call("POST", "/v1/sessions", json_body=body, subject_token=subject_token))
+
+    def sessions(self, *, subject_token: Optional[str] = None) -> List[Session]:
+        """This caller's sessions (every owner's with manage_sessions)."""
+        body = self._call("GET", "/v1/sessions", subject_token=subject_token)
+        return [Session.from_json(s) for s in body.get("sessions", []) if isinstance(s, Mapping)]
+
+    def session(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> Session:
+        return Session.from_json(self._call("GET", self._session_path(session), subject_token=subject_token))
+
+    def pause_session(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> Session:
+        """Freezes every process of it (no CPU, memory kept; the idle clock stops)."""
+        return Session.from_json(self._call("POST", self._session_path(session) + "/pause",
+                                            subject_token=subject_token))
+
+    def resume_session(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> Session:
+        return Session.from_json(self._call("POST", self._session_path(session) + "/resume",
+                                            subject_token=subject_token))
+
+    def end_session(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> Session:
+        """Ends it: every process in it, its files, its sandbox."""
+        return Session.from_json(self._call("DELETE", self._session_path(session), subject_token=subject_token))
+
+    def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]], *,
+             stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+             cwd: Optional[str] = None, timeout: Optional[str] = None,
+             subject_token: Optional[str] = None) -> ExecResult:
+        """Runs `command` (a list of arguments, or a shell line) in the session and returns
+        its output (DLP applied) and exit. A non-zero exit is a result, not an exception."""
+        if isinstance(command, str):
+            cmd: Any = command
+        elif isinstance(command, Sequence) and command and all(isinstance(a, str) for a in command):
+            cmd = list(command)
+        else:
+            raise UsageError("command must be a shell line or a non-empty list of strings")
+        body: Dict[str, Any] = {"command": cmd}
+        if stdin is not None:
+            body["stdin"] = stdin
+        if env:
+            body["env"] = {str(k): str(v) for k, v in env.items()}
+        if cwd is not None:
+            body["cwd"] = cwd
+        if timeout is not None:
+            body["timeout"] = timeout
+        return ExecResult.from_json(self._call("POST", self._session_path(session) + "/exec", json_body=body,
+                                               subject_token=subject_token, timeout=None))
+
+    @staticmethod
+    def _session_path(session: Union[str, Session]) -> str:
+        session_id = session.id if isinstance(session, Session) else session
+        return f"/v1/sessions/{check_segment('session id', session_id)}"
 
     # --- audit ---
     def audit_checkpoint(self) -> Dict[str, Any]:

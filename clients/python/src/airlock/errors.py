@@ -116,7 +116,8 @@ class DlpBlockedError(AirlockError):
 
 
 class ConflictError(AirlockError):
-    """409: `config_changed`, `arguments_changed`, `already_decided`, `not_pending`."""
+    """409: `config_changed`, `arguments_changed`, `already_decided`, `not_pending`; a session's
+    `session_paused`, `session_not_paused`, `session_ended`."""
 
 
 class RequestRejectedError(AirlockError):
@@ -189,6 +190,12 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "arguments_changed": ConflictError,
     "already_decided": ConflictError,
     "not_pending": ConflictError,
+    "session_paused": ConflictError,
+    "session_not_paused": ConflictError,
+    "session_ended": ConflictError,
+    "unknown_template": NotFoundError,
+    "exec_failed": InvalidInputError,
+    "invalid_argument": InvalidInputError,
     "method_not_allowed": RequestRejectedError,
     "request_timeout": RequestRejectedError,
     "body_too_large": RequestRejectedError,
@@ -205,6 +212,9 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "internal": ServerError,
     "audit": ServerError,
     "storage": ServerError,
+    "setup_error": ServerError,
+    "freezer_unavailable": ServerError,
+    "not_implemented": ServerError,
 }
 
 # The kinds of a tool's own failure (status "error", HTTP 200): src/pipeline/error.hpp.

@@ -173,6 +173,75 @@ class ExchangedToken:
         return f"ExchangedToken(expires_in={self.expires_in}, scope={self.scope!r})"
 
 
+def _audit_ref(audit: Any) -> Optional[AuditRef]:
+    if isinstance(audit, Mapping) and isinstance(audit.get("index"), int):
+        return AuditRef(int(audit["index"]), str(audit.get("leaf_hash", "")))
+    return None
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session (POST /v1/sessions, GET /v1/sessions/{id}; docs/sessions.md): one long-lived
+    sandbox of a template, owned by the agent and user that created it."""
+    id: str
+    template: str
+    state: str  # running | ending | ended
+    created_ms: int
+    expires_ms: int
+    idle_timeout_ms: int
+    labels: Dict[str, str]
+    execs: int
+    end_reason: Optional[str]
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "Session":
+        labels = body.get("labels")
+        reason = body.get("end_reason")
+        return cls(id=str(body.get("id", "")), template=str(body.get("template", "")),
+                   state=str(body.get("state", "")), created_ms=int(body.get("created", 0)),
+                   expires_ms=int(body.get("expires", 0)),
+                   idle_timeout_ms=int(body.get("idle_timeout_ms", 0)),
+                   labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {},
+                   execs=int(body.get("execs", 0)),
+                   end_reason=reason if isinstance(reason, str) else None, raw=dict(body))
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """One command run in a session: its output as DLP left it, how it ended, what it used,
+    and its audit record. `verdict`: ok, exit_nonzero, signaled, timeout, output_limit,
+    dlp_blocked, session_ended or audit_failed."""
+    invocation_id: str
+    verdict: str
+    exit_code: Optional[int]
+    signal: Optional[str]
+    stdout: str
+    stderr: str
+    usage: JsonObject
+    redactions: List[JsonObject]
+    audit: Optional["AuditRef"]
+    raw: JsonObject
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "ExecResult":
+        code = body.get("exit_code")
+        sig = body.get("signal")
+        usage = body.get("usage")
+        redactions = body.get("redactions")
+        return cls(invocation_id=str(body.get("invocation_id", "")), verdict=str(body.get("verdict", "")),
+                   exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                   signal=sig if isinstance(sig, str) else None,
+                   stdout=str(body.get("stdout", "")), stderr=str(body.get("stderr", "")),
+                   usage=dict(usage) if isinstance(usage, Mapping) else {},
+                   redactions=[dict(r) for r in redactions if isinstance(r, Mapping)] if isinstance(redactions, list) else [],
+                   audit=_audit_ref(body.get("audit")), raw=dict(body))
+
+
 def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
     """A call Airlock refused (status `denied`) or failed itself (an error that is not the
     tool's) becomes its typed exception; the tool's own failures are returned as they are."""
@@ -185,4 +254,4 @@ def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
 
 
 __all__ = ["Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval",
-           "ExchangedToken", "AirlockError", "raise_if_refused", "UNFINISHED_STATUSES"]
+           "ExchangedToken", "Session", "ExecResult", "AirlockError", "raise_if_refused", "UNFINISHED_STATUSES"]

@@ -1,0 +1,26 @@
+#include "audit/session_record.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "audit/canonical_json.hpp"
+
+namespace airlock::audit {
+
+nlohmann::json to_fields(const SessionRecord& r) {
+  auto text = [](const std::string& s) { return nlohmann::json(to_valid_utf8(s)); };
+  nlohmann::json fields = {{"schema", kSessionSchema},
+                           {"session_id", text(r.session_id)},
+                           {"event", text(r.event)},
+                           {"template", text(r.template_name)},
+                           {"principal", text(r.principal)}};
+  if (r.subject) fields["subject"] = subject_fields(*r.subject);
+  if (!r.access_rule.empty()) fields["access_rule"] = text(r.access_rule);
+  if (!r.limits.empty()) fields["limits"] = counter_fields(r.limits);
+  if (!r.reason.empty()) fields["reason"] = text(r.reason);
+  if (!r.message.empty()) fields["message"] = text(r.message);
+  if (!r.usage.empty()) fields["usage"] = counter_fields(r.usage);
+  if (r.event == "ended") fields["egress"] = egress_fields(r.egress);
+  return fields;
+}
+
+}  // namespace airlock::audit

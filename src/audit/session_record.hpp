@@ -1,0 +1,38 @@
+// The record of a session's life (docs/sessions.md, docs/audit.md "Session records"): one per
+// event (created, ended; paused, resumed and snapshotted to come), beside the invocation
+// record of each exec in it, which names the session.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "audit/invocation_record.hpp"
+
+namespace airlock::audit {
+
+inline constexpr const char* kSessionSchema = "airlock.session/v1";
+
+struct SessionRecord {
+  std::string session_id;
+  std::string event;  // "created", "ended"
+  std::string template_name;
+  std::string principal;                 // "" for a user without an agent
+  std::optional<SubjectRecord> subject;  // absent when the session is no user's
+  std::string access_rule;               // created: what allowed it
+  std::map<std::string, std::uint64_t> limits;  // created: memory_bytes, idle_timeout_ms, ...
+  // ended: why ("deleted", "idle_timeout", "max_lifetime", "access_revoked",
+  // "template_removed", "shutdown", "aborted", or the sandbox's verdict when a limit ended it)
+  std::string reason;
+  std::string message;                          // ended: a sentence for a human
+  std::map<std::string, std::uint64_t> usage;   // ended: execs, cpu_user_ms, cpu_sys_ms, memory_peak_bytes
+  std::vector<EgressDecision> egress;           // ended: every connection the session attempted
+};
+
+nlohmann::json to_fields(const SessionRecord& record);
+
+}  // namespace airlock::audit

@@ -1,0 +1,81 @@
+// The local backend's sessions: a sandbox::SessionSandbox behind the egress proxy of its rules,
+// registered with the daemon's running sandboxes (its shutdown ends them).
+#include <mutex>
+
+#include "backend/local.hpp"
+#include "backend/sandbox_egress.hpp"
+#include "backend/session_backend.hpp"
+
+namespace airlock::backend {
+namespace {
+
+class LocalSessionSandbox final : public Session {
+ public:
+  // What lives as long as the sandbox, touched on its supervising thread: the proxy and the
+  // registration are made when it is launched and end when it has ended.
+  struct Around {
+    std::unique_ptr<SandboxEgress> egress;
+    RunningSandboxes* registry = nullptr;
+    std::unique_ptr<SandboxRegistration> registration;
+    std::vector<egress::EgressRecord> records;
+  };
+
+  LocalSessionSandbox(std::unique_ptr<sandbox::SessionSandbox> sandbox, std::shared_ptr<Around> around)
+      : sandbox_(std::move(sandbox)), around_(std::move(around)) {}
+  ~LocalSessionSandbox() override { (void)end(); }
+
+  Result<sandbox::StartedExec> exec(const sandbox::SessionExec& request) override { return sandbox_->exec(request); }
+  std::optional<sandbox::ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout) override {
+    return sandbox_->wait(id, timeout);
+  }
+  Status signal(std::uint32_t id, int sig) override { return sandbox_->signal(id, sig); }
+  RunResult end() override {
+    std::lock_guard lock(end_mu_);
+    if (!result_) {
+      RunResult r;
+      static_cast<sandbox::Outcome&>(r) = sandbox_->end();  // the supervisor has joined: `around` is ours
+      r.egress = std::move(around_->records);
+      result_ = std::move(r);
+    }
+    return *result_;
+  }
+  bool ended() const override { return sandbox_->ended(); }
+  std::optional<sandbox::CpuTime> cpu_used() const override { return sandbox_->cpu_used(); }
+  Status freeze(bool frozen) override { return sandbox_->freeze(frozen); }
+
+ private:
+  std::unique_ptr<sandbox::SessionSandbox> sandbox_;
+  std::shared_ptr<Around> around_;
+  std::mutex end_mu_;
+  std::optional<RunResult> result_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Session>> LocalBackend::start_session(const RunRequest& request, const RunContext& context) {
+  if (registry_ && registry_->stopping())
+    return Error::make("setup_error", "the daemon is shutting down: no new session starts");
+  sandbox::Spec spec = local_spec(request);
+  auto around = std::make_shared<LocalSessionSandbox::Around>();
+  around->registry = registry_;
+  if (request.egress.has_egress()) {
+    auto prepared = SandboxEgress::prepare(spec, request.egress, context.rule_set,
+                                           forbidden_ ? *forbidden_ : std::vector<egress::Endpoint>{});
+    if (!prepared) return prepared.error();
+    around->egress = std::move(*prepared);
+  }
+  sandbox::SessionHooks hooks;
+  hooks.launched = [around](sandbox::Sandbox& sb) {
+    around->registration = std::make_unique<SandboxRegistration>(around->registry, &sb);
+    if (around->egress) around->egress->start(sb.take_listeners());
+  };
+  hooks.ended = [around] {
+    around->registration.reset();
+    if (around->egress) around->records = around->egress->stop();
+  };
+  auto session = sandbox::SessionSandbox::start(std::move(spec), std::move(hooks));
+  if (!session) return session.error();
+  return std::unique_ptr<Session>(new LocalSessionSandbox(std::move(*session), std::move(around)));
+}
+
+}  // namespace airlock::backend

@@ -1,0 +1,46 @@
+// Sessions on a backend (docs/sessions.md): one long-lived sandbox whose init starts each exec
+// inside it, for an agent's stateful work. The local backend implements it
+// (local_session_backend.cpp); gVisor and Kubernetes sessions are to come behind the same
+// interface. Execs speak the sandbox's vocabulary (sandbox::SessionExec, StartedExec: the
+// host's ends of the exec's stdin, stdout and stderr).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "backend/backend.hpp"
+#include "common/result.hpp"
+#include "sandbox/session/session.hpp"
+
+namespace airlock::backend {
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Starts a command inside the session ("session_ended", "invalid_argument", "exec_failed").
+  virtual Result<sandbox::StartedExec> exec(const sandbox::SessionExec& request) = 0;
+  // The exec's end once it has ended, waiting at most `timeout`.
+  virtual std::optional<sandbox::ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout) = 0;
+  virtual Status signal(std::uint32_t id, int sig) = 0;  // to the exec's process group
+  // Ends the session: every process in it, then its cgroups and mounts (and its egress
+  // proxy, whose records the result carries). Idempotent; the same result each time.
+  virtual RunResult end() = 0;
+  virtual bool ended() const = 0;  // over for whatever reason (its limits, its wall clock)
+  virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;  // while it lives
+  // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
+  // backend cannot.
+  virtual Status freeze(bool frozen) = 0;
+};
+
+class SessionBackend {
+ public:
+  virtual ~SessionBackend() = default;
+  // A new session from `request` (its argv, stdin_bytes and warm are not used; its
+  // limits.wall_time is the session's whole life), or why not (code "setup_error", the
+  // message naming the step).
+  virtual Result<std::unique_ptr<Session>> start_session(const RunRequest& request, const RunContext& context) = 0;
+};
+
+}  // namespace airlock::backend

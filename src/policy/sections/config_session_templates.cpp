@@ -1,0 +1,122 @@
+// The sessionTemplates section: what each session is made from (session_templates_config.hpp).
+#include <filesystem>
+#include <set>
+
+#include "policy/config_reader.hpp"
+#include "policy/names.hpp"
+
+namespace airlock::policy::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "/srv/datasets:/data" or "/srv/scratch:/scratch:rw": the host path (relative to the config's
+// directory, existing now) and where the session sees it, absolute.
+SessionDataPath read_data_path(Reader& r, const YAML::Node& n, const std::string& what) {
+  const std::string text = r.string(n, what);
+  std::string spec = text;
+  SessionDataPath out;
+  for (const char* suffix : {":rw", ":ro"})
+    if (spec.size() > 3 && spec.compare(spec.size() - 3, 3, suffix) == 0) {
+      out.writable = std::string_view(suffix) == ":rw";
+      spec.resize(spec.size() - 3);
+      break;
+    }
+  const auto colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
+    fail(n, what + ": expected HOST_PATH:PATH_INSIDE[:ro|:rw], got '" + text + "'");
+  out.host_path = r.resolve(spec.substr(0, colon));
+  out.path_inside = spec.substr(colon + 1);
+  if (out.path_inside.front() != '/' || out.path_inside.find("..") != std::string::npos)
+    fail(n, what + ": the path inside must be absolute and without '..', got '" + out.path_inside + "'");
+  if (!fs::exists(out.host_path)) fail(n, what + ": " + out.host_path + " does not exist");
+  return out;
+}
+
+// limits: the tier's keys, plus cpus, idleTimeout and maxLifetime.
+void read_session_limits(Reader& r, const YAML::Node& n, const std::string& what, SessionTemplate& t) {
+  const LimitOverrides o = r.overrides(n, what, {"cpus", "idleTimeout", "maxLifetime"});
+  t.memory = o.memory;
+  t.disk = o.disk;
+  t.output = o.output;
+  t.pids = o.pids;
+  t.open_files = o.open_files;
+  t.exec_timeout = o.timeout;
+  t.cpu_time = o.cpu_time;
+  r.field(n, "cpus", [&](const YAML::Node& v) {
+    double cpus = 0;
+    if (!YAML::convert<double>::decode(v, cpus) || !(cpus >= 0.01) || cpus > 1024)
+      fail(v, what + ".cpus: expected a number of cores from 0.01 to 1024");
+    t.cpus = cpus;
+  });
+  auto bounded = [&](const char* key, std::chrono::milliseconds& out) {
+    r.field(n, key, [&](const YAML::Node& v) {
+      const auto d = r.duration(v, what + "." + key);
+      if (d < std::chrono::seconds(1) || d > kMaxSessionLifetime)
+        fail(v, what + "." + key + ": expected a duration from 1s to 168h");
+      out = d;
+    });
+  };
+  bounded("idleTimeout", t.idle_timeout);
+  bounded("maxLifetime", t.max_lifetime);
+}
+
+SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
+                              const std::vector<CredentialServer>& servers) {
+  std::string what = "sessionTemplates[" + std::to_string(i) + "]";
+  r.only_keys(n, what, {"name", "description", "risk", "limits", "network", "dataPaths", "env", "credentials"});
+  SessionTemplate t;
+  t.where = label + ":" + std::to_string(n.Mark().line + 1);
+  if (!n["name"]) r.error(n, what + ": missing name");
+  r.field(n, "name", [&](const YAML::Node& v) {
+    t.name = r.string(v, what + ".name");
+    if (!valid_tool_name(t.name)) fail(v, what + ".name: " + kToolNameRule);
+  });
+  if (!t.name.empty()) what = "session template " + t.name;
+  r.field(n, "description", [&](const YAML::Node& v) { t.description = r.string(v, what + ".description"); });
+  r.field(n, "risk", [&](const YAML::Node& v) {
+    t.risk = r.risk(v, what + ".risk");
+    // The local backend runs low and medium; HIGH-tier sessions (gVisor, a pod) come later.
+    if (t.risk > Risk::medium)
+      fail(v, what + ".risk: sessions run on the local tiers only (low, medium) for now; got " +
+                  std::string(risk_name(t.risk)));
+  });
+  r.field(n, "limits", [&](const YAML::Node& v) { read_session_limits(r, v, what + ".limits", t); });
+  if (t.idle_timeout > t.max_lifetime)
+    r.error(n["limits"] ? n["limits"] : n, what + ".limits: idleTimeout is longer than maxLifetime");
+  r.field(n, "network", [&](const YAML::Node& v) { read_network(r, v, what + ".network", t.network); });
+  r.field(n, "dataPaths", [&](const YAML::Node& v) {
+    std::set<std::string> inside;
+    r.items(v, what + ".dataPaths", [&](const YAML::Node& item) {
+      auto p = read_data_path(r, item, what + ".dataPaths");
+      if (!inside.insert(p.path_inside).second) fail(item, what + ".dataPaths: " + p.path_inside + " is bound twice");
+      t.data_paths.push_back(std::move(p));
+    });
+  });
+  r.field(n, "env", [&](const YAML::Node& v) { read_env(r, v, what + ".env", t.env); });
+  r.field(n, "credentials", [&](const YAML::Node& v) {
+    read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
+    // Leased for a session's whole life, they need renewing before expiry, which is not built
+    // yet: refused rather than given to a session that would outlive them.
+    if (!t.credentials.empty())
+      fail(v, what + ".credentials: credentials for sessions are not supported yet "
+                     "(a session outlives a lease; renewal is to come)");
+  });
+  return t;
+}
+
+}  // namespace
+
+void read_session_templates(Reader& r, const YAML::Node& n, const std::string& label,
+                            const std::vector<CredentialServer>& servers, std::vector<SessionTemplate>& out) {
+  std::set<std::string> names;
+  std::size_t i = 0;
+  r.items(n, "sessionTemplates", [&](const YAML::Node& item) {
+    auto t = read_template(r, item, i++, label, servers);
+    if (!t.name.empty() && !names.insert(t.name).second)
+      fail(item, "sessionTemplates: '" + t.name + "' is defined twice");
+    out.push_back(std::move(t));
+  });
+}
+
+}  // namespace airlock::policy::detail

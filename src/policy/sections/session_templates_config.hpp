@@ -1,0 +1,50 @@
+// sessionTemplates: what a session is made from (docs/sessions.md). A session is one long-lived
+// sandbox for an agent's stateful work; its template gives it a tier (by risk, as a tool's),
+// limits over the tier's, its egress rules, data paths, environment and credentials, and how
+// long it may stay idle and live at most.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "egress/rules.hpp"
+#include "policy/risk.hpp"
+#include "policy/sections/credentials_config.hpp"
+
+namespace airlock::policy {
+
+// The longest a session may live (maxLifetime), and stay idle (idleTimeout), whatever a
+// template says: a session is work of hours, not a service.
+inline constexpr std::chrono::hours kMaxSessionLifetime{7 * 24};
+
+// dataPaths: "/srv/datasets:/data" (read-only) or "/srv/scratch:/scratch:rw".
+struct SessionDataPath {
+  std::string host_path;    // absolute, existed at load
+  std::string path_inside;  // absolute
+  bool writable = false;
+};
+
+struct SessionTemplate {
+  std::string name;
+  std::string description;
+  Risk risk = Risk::low;
+  // Over the tier's limits: memory, pids, disk, openFiles, output (each exec's, per stream),
+  // timeout (an exec's when it names none), cpuTime (the whole session's).
+  std::optional<std::uint64_t> memory, disk, output;
+  std::optional<std::uint32_t> pids, open_files;
+  std::optional<std::chrono::milliseconds> exec_timeout, cpu_time;
+  std::optional<double> cpus;                       // CPU bandwidth, in cores
+  std::chrono::milliseconds idle_timeout{15 * 60 * 1000};
+  std::chrono::milliseconds max_lifetime{8 * 3600 * 1000};
+  egress::EgressRules network;
+  std::vector<SessionDataPath> data_paths;
+  std::map<std::string, std::string> env;
+  std::vector<CredentialSpec> credentials;  // leased for the session, revoked at its end
+  std::string where;                        // "file:line" of its definition
+};
+
+}  // namespace airlock::policy

@@ -1,0 +1,400 @@
+#include "server/sessions/session_service.hpp"
+
+#include <algorithm>
+
+#include "access/decide.hpp"
+#include "audit/audit_log.hpp"
+#include "audit/sandbox_record.hpp"
+#include "audit/session_record.hpp"
+#include "pipeline/quotas/quota_rules.hpp"
+
+namespace airlock::server {
+namespace {
+
+using Clock = LiveSession::Clock;
+
+std::int64_t epoch_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+std::optional<audit::SubjectRecord> subject_of(const SessionOwner& o) {
+  if (o.issuer.empty() && o.sub.empty()) return std::nullopt;
+  return audit::SubjectRecord{o.issuer, o.sub, o.jti_sha256};
+}
+
+// What a session of `t` runs as: the template's environment, data paths and egress rules,
+// the tier's limits with the template's over them.
+backend::RunRequest session_request(const policy::Config& config, const policy::SessionTemplate& t) {
+  backend::RunRequest request;
+  request.env = t.env;
+  request.limits = config.limits_for(t);
+  for (const auto& p : t.data_paths)
+    request.mounts.push_back({backend::Mount::Kind::data, p.host_path, p.path_inside, !p.writable});
+  request.egress = t.network;
+  return request;
+}
+
+std::map<std::string, std::uint64_t> limits_record(const sandbox::Limits& l, const LiveSession& s) {
+  std::map<std::string, std::uint64_t> out = {
+      {"memory_bytes", l.memory_bytes}, {"pids", l.pids}, {"disk_bytes", l.disk_bytes},
+      {"output_bytes", l.output_bytes}, {"max_lifetime_ms", static_cast<std::uint64_t>(l.wall_time.count())},
+      {"idle_timeout_ms", static_cast<std::uint64_t>(s.idle_timeout.count())}};
+  if (l.cpus) out["cpu_millicores"] = static_cast<std::uint64_t>(*l.cpus * 1000);
+  if (l.cpu_time) out["cpu_time_ms"] = static_cast<std::uint64_t>(l.cpu_time->count());
+  return out;
+}
+
+Status append(audit::AuditLog* log, const audit::SessionRecord& record) {
+  if (!log) return {};
+  auto receipt = log->append(audit::to_fields(record));
+  if (!receipt) return Error::make("audit_failed", "the session's audit record: " + receipt.error().message);
+  return {};
+}
+
+// The record's reason when the sandbox ended on its own: its verdict (memory_limit, a
+// seccomp violation...), or its wall clock, which is the session's maximum lifetime.
+std::string own_end_reason(const backend::RunResult& r) {
+  if (r.verdict == sandbox::Verdict::timeout) return "max_lifetime";
+  return std::string(sandbox::verdict_name(r.verdict));
+}
+
+}  // namespace
+
+SessionOwner SessionOwner::of(const pipeline::Caller& caller) {
+  SessionOwner o;
+  if (caller.actor) o.principal = caller.actor->principal;
+  if (caller.subject) {
+    o.issuer = caller.subject->issuer;
+    o.sub = caller.subject->sub;
+  }
+  o.jti_sha256 = caller.subject_jti_sha256;
+  return o;
+}
+
+bool SessionOwner::is(const pipeline::Caller& caller) const {
+  const std::string their_principal = caller.actor ? caller.actor->principal : "";
+  const std::string their_issuer = caller.subject ? caller.subject->issuer : "";
+  const std::string their_sub = caller.subject ? caller.subject->sub : "";
+  return (caller.actor || caller.subject) && their_principal == principal && their_issuer == issuer &&
+         their_sub == sub;
+}
+
+std::string SessionOwner::quota_user() const {
+  return issuer.empty() && sub.empty() ? "" : pipeline::quota_user_key(issuer, sub);
+}
+
+std::string LiveSession::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+bool LiveSession::running() const { return state() == "running"; }
+
+std::optional<Error> LiveSession::begin_exec() {
+  std::lock_guard lock(mu_);
+  if (state_ == "paused") return Error::make("session_paused", "the session is paused: resume it first");
+  if (state_ != "running") return Error::make("session_ended", "the session has ended");
+  ++running_execs_;
+  ++execs_;
+  last_active_ = Clock::now();
+  return std::nullopt;
+}
+
+void LiveSession::end_exec() {
+  std::lock_guard lock(mu_);
+  if (running_execs_ > 0) --running_execs_;
+  last_active_ = Clock::now();
+}
+
+std::optional<Clock::time_point> LiveSession::idle_deadline() const {
+  std::lock_guard lock(mu_);
+  if (running_execs_ > 0 || state_ == "paused") return std::nullopt;
+  return last_active_ + idle_timeout;
+}
+
+nlohmann::json LiveSession::to_json() const {
+  std::lock_guard lock(mu_);
+  nlohmann::json owner_json = {{"principal", owner.principal.empty() ? nlohmann::json() : nlohmann::json(owner.principal)}};
+  if (!owner.sub.empty()) owner_json["user"] = {{"issuer", owner.issuer}, {"sub", owner.sub}};
+  nlohmann::json j = {{"id", id},
+                      {"template", template_name},
+                      {"owner", owner_json},
+                      {"state", state_},
+                      {"created", epoch_ms(created)},
+                      {"expires", epoch_ms(expires)},
+                      {"idle_timeout_ms", idle_timeout.count()},
+                      {"labels", labels},
+                      {"execs", execs_},
+                      {"running_execs", running_execs_}};
+  if (!end_reason_.empty()) j["end_reason"] = end_reason_;
+  if (sandbox && (state_ == "running" || state_ == "paused"))
+    if (auto cpu = sandbox->cpu_used())  // what its processes have used so far
+      j["usage"] = {{"cpu_user_ms", cpu->user_ns / 1'000'000}, {"cpu_sys_ms", cpu->sys_ns / 1'000'000}};
+  return j;
+}
+
+SessionService::SessionService(SessionServiceDeps deps) : deps_(std::move(deps)) {
+  sweeper_ = std::thread([this] { sweep_loop(); });
+}
+
+SessionService::~SessionService() {
+  end_all("shutdown");
+  {
+    std::unique_lock lock(mu_);
+    stopping_ = true;
+    tasks_done_.wait(lock, [&] { return tasks_ == 0; });  // each ends with its session
+  }
+  wake_.notify_all();
+  sweeper_.join();
+}
+
+void SessionService::spawn(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    ++tasks_;
+  }
+  std::thread([this, task = std::move(task)] {
+    task();
+    std::lock_guard lock(mu_);
+    if (--tasks_ == 0) tasks_done_.notify_all();
+  }).detach();
+}
+
+Status SessionService::check_quota(const policy::Config& config, const SessionOwner& owner) const {
+  auto count = [&](auto same) {
+    return static_cast<std::uint32_t>(std::count_if(sessions_.begin(), sessions_.end(), [&](const auto& kv) {
+      return kv.second->state() != "ended" && same(kv.second->owner);
+    }));
+  };
+  const auto by_principal = config.quotas.for_principal(owner.principal).sessions;
+  if (!owner.principal.empty() && by_principal &&
+      count([&](const SessionOwner& o) { return o.principal == owner.principal; }) >= *by_principal)
+    return Error::make("quota_exceeded:sessions", "principal '" + owner.principal + "' has " + std::to_string(*by_principal) +
+                                             " sessions open, its quota (quotas: sessions); end one first");
+  const auto by_user = config.quotas.users.sessions;
+  if (!owner.sub.empty() && by_user &&
+      count([&](const SessionOwner& o) { return o.issuer == owner.issuer && o.sub == owner.sub; }) >= *by_user)
+    return Error::make("quota_exceeded:sessions", "user '" + owner.sub + "' has " + std::to_string(*by_user) +
+                                             " sessions open, their quota (quotas.users: sessions); end one first");
+  return {};
+}
+
+Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config& config, const pipeline::Caller& caller,
+                                                            const CreateRequest& request) {
+  const access::Actor* actor = caller.actor ? &*caller.actor : nullptr;
+  const access::Subject* subject = caller.subject ? &*caller.subject : nullptr;
+  const auto decision = access::decide(config, actor, subject, policy::Action::create_session, request.template_name);
+  if (!decision.allowed) return Error::make(decision.kind == "unknown_template" ? "unknown_template" : "forbidden", decision.reason);
+  const policy::SessionTemplate& t = *config.find_session_template(request.template_name);
+  if (request.idle_timeout && (*request.idle_timeout < std::chrono::seconds(1) || *request.idle_timeout > t.idle_timeout))
+    return Error::make("invalid_input", "idleTimeout: from 1s to the template's " +
+                                            std::to_string(t.idle_timeout.count() / 1000) + "s");
+  if (!deps_.backend) return Error::make("setup_error", "no backend runs sessions here");
+
+  auto session = std::make_shared<LiveSession>();
+  session->id = deps_.new_id();
+  session->template_name = t.name;
+  session->owner = SessionOwner::of(caller);
+  session->access_rule = decision.rule;
+  session->labels = request.labels;
+  session->idle_timeout = request.idle_timeout.value_or(t.idle_timeout);
+  const backend::RunRequest run = session_request(config, t);
+  session->exec_timeout = t.exec_timeout.value_or(config.tiers.at(t.risk).wall_time);
+  session->output_bytes = run.limits.output_bytes;
+  session->state_ = "starting";
+  {
+    std::lock_guard lock(mu_);  // the place is taken before the sandbox starts: two creations race for it
+    if (stopping_) return Error::make("draining", "the daemon is shutting down");
+    if (auto within = check_quota(config, session->owner); !within) return within.error();
+    sessions_[session->id] = session;
+  }
+  auto forget = [&] {
+    std::lock_guard lock(mu_);
+    sessions_.erase(session->id);
+  };
+  backend::RunContext context;
+  context.rule_set = "session template " + t.name + "'s network rules";
+  context.invocation_id = session->id;
+  context.tool_name = t.name;
+  auto started = deps_.backend->start_session(run, context);
+  if (!started) {
+    forget();
+    return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
+  }
+  session->created = std::chrono::system_clock::now();
+  session->expires = session->created + run.limits.wall_time;
+  session->sandbox = std::move(*started);
+  audit::SessionRecord record;
+  record.session_id = session->id;
+  record.event = "created";
+  record.template_name = t.name;
+  record.principal = session->owner.principal;
+  record.subject = subject_of(session->owner);
+  record.access_rule = decision.rule;
+  record.limits = limits_record(run.limits, *session);
+  if (auto written = append(deps_.audit, record); !written) {  // no record, no session
+    session->sandbox->end();
+    forget();
+    return written.error();
+  }
+  {
+    std::lock_guard lock(session->mu_);
+    session->state_ = "running";
+    session->last_active_ = Clock::now();
+  }
+  return session;
+}
+
+std::shared_ptr<LiveSession> SessionService::find(const std::string& id, const pipeline::Caller& caller,
+                                                  bool manages) const {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second->state() == "starting") return nullptr;
+  if (!manages && !it->second->owner.is(caller)) return nullptr;
+  return it->second;
+}
+
+std::vector<std::shared_ptr<LiveSession>> SessionService::list(const pipeline::Caller& caller, bool manages) const {
+  std::vector<std::shared_ptr<LiveSession>> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, s] : sessions_)
+    if (s->state() != "starting" && (manages || s->owner.is(caller))) out.push_back(s);
+  return out;
+}
+
+Status SessionService::record(const LiveSession& s, const std::string& event) {
+  audit::SessionRecord record;
+  record.session_id = s.id;
+  record.event = event;
+  record.template_name = s.template_name;
+  record.principal = s.owner.principal;
+  record.subject = subject_of(s.owner);
+  return append(deps_.audit, record);
+}
+
+Status SessionService::pause(const std::shared_ptr<LiveSession>& session) {
+  std::lock_guard lock(session->mu_);  // one pause, resume or end at a time
+  if (session->state_ == "paused") return Error::make("session_paused", "the session is paused already");
+  if (session->state_ != "running") return Error::make("session_ended", "the session has ended");
+  if (auto frozen = session->sandbox->freeze(true); !frozen) return frozen;
+  session->state_ = "paused";
+  return record(*session, "paused");
+}
+
+Status SessionService::resume(const std::shared_ptr<LiveSession>& session) {
+  std::lock_guard lock(session->mu_);
+  if (session->state_ == "running") return Error::make("session_not_paused", "the session is not paused");
+  if (session->state_ != "paused") return Error::make("session_ended", "the session has ended");
+  if (auto thawed = session->sandbox->freeze(false); !thawed) return thawed;
+  session->state_ = "running";
+  session->last_active_ = Clock::now();  // the idle clock starts again
+  return record(*session, "resumed");
+}
+
+void SessionService::end(const std::shared_ptr<LiveSession>& session, const std::string& reason,
+                         const std::string& message) {
+  {
+    std::lock_guard lock(session->mu_);
+    if (session->state_ != "running" && session->state_ != "paused") return;  // ending or ended: one record
+    session->state_ = "ending";
+  }
+  const backend::RunResult result = session->sandbox->end();
+  std::uint64_t execs = 0;
+  {
+    std::lock_guard lock(session->mu_);
+    session->state_ = "ended";
+    session->end_reason_ = reason;
+    execs = session->execs_;
+  }
+  {
+    std::lock_guard lock(mu_);
+    sessions_.erase(session->id);
+  }
+  audit::SessionRecord record;
+  record.session_id = session->id;
+  record.event = "ended";
+  record.template_name = session->template_name;
+  record.principal = session->owner.principal;
+  record.subject = subject_of(session->owner);
+  record.reason = reason;
+  record.message = message;
+  record.usage = audit::usage_of(result.usage);
+  record.usage["execs"] = execs;
+  for (const auto& e : result.egress)
+    record.egress.push_back({e.host, e.port, e.address, e.allowed, e.rule, e.bytes_up, e.bytes_down, e.ms});
+  (void)append(deps_.audit, record);  // a failed log refuses every later append: the daemon's health says so
+}
+
+void SessionService::end_all(const std::string& reason) {
+  std::vector<std::shared_ptr<LiveSession>> all;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (const auto& [id, s] : sessions_) all.push_back(s);
+  }
+  for (const auto& s : all) end(s, reason, "the daemon is shutting down");
+}
+
+void SessionService::reconcile(const policy::Config& config) {
+  std::vector<std::pair<std::shared_ptr<LiveSession>, std::pair<std::string, std::string>>> ending;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (const auto state = s->state(); state != "running" && state != "paused") continue;
+      if (!config.find_session_template(s->template_name)) {
+        ending.push_back({s, {"template_removed", "its template '" + s->template_name + "' is no longer configured"}});
+        continue;
+      }
+      pipeline::Caller owner;
+      if (!s->owner.principal.empty()) owner.actor = access::Actor{s->owner.principal};
+      // The user's claims are not kept: a binding by another claim than sub is decided on sub alone.
+      if (!s->owner.sub.empty()) owner.subject = access::Subject{s->owner.issuer, s->owner.sub, {{"sub", s->owner.sub}}};
+      const auto d = access::decide(config, owner.actor ? &*owner.actor : nullptr,
+                                    owner.subject ? &*owner.subject : nullptr, policy::Action::create_session,
+                                    s->template_name);
+      if (!d.allowed) ending.push_back({s, {"access_revoked", d.reason}});
+    }
+  }
+  for (const auto& [s, why] : ending) end(s, why.first, why.second);
+}
+
+std::size_t SessionService::open_count() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+void SessionService::sweep_once() {
+  std::vector<std::pair<std::shared_ptr<LiveSession>, std::pair<std::string, std::string>>> ending;
+  const auto now = Clock::now();
+  const auto wall_now = std::chrono::system_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (const auto state = s->state(); state != "running" && state != "paused") continue;
+      if (s->sandbox->ended()) {  // its limits, its seccomp filter, or its wall clock ended it
+        ending.push_back({s, {"", "its sandbox ended"}});
+      } else if (wall_now >= s->expires) {
+        ending.push_back({s, {"max_lifetime", "it reached its maximum lifetime"}});
+      } else if (auto idle = s->idle_deadline(); idle && now >= *idle) {
+        ending.push_back({s, {"idle_timeout", "it was idle for " + std::to_string(s->idle_timeout.count() / 1000) + " s"}});
+      }
+    }
+  }
+  for (auto& [s, why] : ending) {
+    if (why.first.empty()) why.first = own_end_reason(s->sandbox->end());
+    end(s, why.first, why.second);
+  }
+}
+
+void SessionService::sweep_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_.wait_for(lock, deps_.sweep_interval);
+    if (stopping_) break;
+    lock.unlock();
+    sweep_once();
+    lock.lock();
+  }
+}
+
+}  // namespace airlock::server

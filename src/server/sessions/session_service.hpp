@@ -1,0 +1,146 @@
+// The daemon's sessions (docs/sessions.md): long-lived sandboxes made from the config's
+// sessionTemplates, each owned by the (principal, user) that created it. The service creates
+// them (access, the `sessions` quota, the backend), finds them for their owner only, ends them
+// (DELETE, idle timeout, maximum lifetime, a reload that takes away their owner's access or
+// their template, shutdown) and writes one airlock.session/v1 audit record per event.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/session_backend.hpp"
+#include "common/result.hpp"
+#include "pipeline/authenticator.hpp"
+#include "pipeline/quotas/quota_book.hpp"
+#include "policy/config.hpp"
+#include "server/core/generation.hpp"
+
+namespace airlock::audit {
+class AuditLog;
+}
+
+namespace airlock::server {
+
+// Who a session belongs to: the agent and the user of the request that created it, exactly.
+struct SessionOwner {
+  std::string principal;    // "" for a user calling without an agent
+  std::string issuer, sub;  // "" without a user
+  std::string jti_sha256;   // of the creating token's jti (the audit record's)
+  static SessionOwner of(const pipeline::Caller& caller);
+  bool is(const pipeline::Caller& caller) const;  // the same agent and the same user
+  std::string quota_user() const;                 // the quota book's key; "" without a user
+};
+
+class LiveSession {
+ public:
+  using Clock = std::chrono::steady_clock;
+  std::string id;
+  std::string template_name;
+  SessionOwner owner;
+  std::string access_rule;  // what allowed its creation
+  nlohmann::json labels = nlohmann::json::object();
+  std::chrono::system_clock::time_point created, expires;  // expires: its maximum lifetime
+  std::chrono::milliseconds idle_timeout{0};
+  std::chrono::milliseconds exec_timeout{0};  // an exec's when it names none
+  std::uint64_t output_bytes = 0;              // each exec's, per stream
+  std::unique_ptr<backend::Session> sandbox;
+
+  // Whether it is running, and when it was last used (an exec started or ended).
+  std::string state() const;
+  bool running() const;
+  // An exec begins: the reason it may not (session_paused, session_ended), or nothing.
+  std::optional<Error> begin_exec();
+  void end_exec();
+  // When it goes idle: last use + idle_timeout, unless an exec runs or it is paused (the idle
+  // clock stops then; nullopt).
+  std::optional<Clock::time_point> idle_deadline() const;
+  nlohmann::json to_json() const;  // {id, template, owner, state, created, expires, labels, ...}
+
+ private:
+  friend class SessionService;
+  mutable std::mutex mu_;
+  std::string state_ = "running";  // "starting", "running", "paused", "ending", "ended"
+  std::string end_reason_;
+  Clock::time_point last_active_ = Clock::now();
+  unsigned running_execs_ = 0;
+  std::uint64_t execs_ = 0;
+};
+
+struct SessionServiceDeps {
+  backend::SessionBackend* backend = nullptr;  // null: creating a session fails (setup_error)
+  audit::AuditLog* audit = nullptr;            // null: no records (tests of the service alone)
+  std::function<std::string()> new_id;
+  std::chrono::milliseconds sweep_interval{1000};  // how often idle and expired sessions are looked for
+};
+
+class SessionService {
+ public:
+  explicit SessionService(SessionServiceDeps deps);
+  ~SessionService();  // end_all("shutdown")
+  SessionService(const SessionService&) = delete;
+  SessionService& operator=(const SessionService&) = delete;
+
+  struct CreateRequest {
+    std::string template_name;
+    std::optional<std::chrono::milliseconds> idle_timeout;  // at most the template's
+    nlohmann::json labels = nlohmann::json::object();
+  };
+  // A new session for `caller` under `config`. Errors by code: unknown_template (404),
+  // forbidden (403), quota_exceeded:sessions (429), invalid_input (400), draining (503, shutting
+  // down), setup_error or audit_failed (500).
+  Result<std::shared_ptr<LiveSession>> create(const policy::Config& config, const pipeline::Caller& caller,
+                                              const CreateRequest& request);
+  // The session if `caller` owns it, or manages sessions (manage_sessions); null otherwise,
+  // never saying whether it exists.
+  std::shared_ptr<LiveSession> find(const std::string& id, const pipeline::Caller& caller, bool manages) const;
+  std::vector<std::shared_ptr<LiveSession>> list(const pipeline::Caller& caller, bool manages) const;
+  // Ends it: every process, its cgroups and mounts, then its "ended" record. Idempotent.
+  void end(const std::shared_ptr<LiveSession>& session, const std::string& reason, const std::string& message);
+  // Pause (every process frozen: no CPU, memory kept, the idle clock stopped) and resume,
+  // each with its audit record. Errors: session_paused or session_not_paused (409),
+  // freezer_unavailable (no freezer here), session_ended.
+  Status pause(const std::shared_ptr<LiveSession>& session);
+  Status resume(const std::shared_ptr<LiveSession>& session);
+  // Every session (daemon shutdown); from now on none is created.
+  void end_all(const std::string& reason);
+  // After a reload: ends the sessions whose template is gone (template_removed) or whose owner
+  // may no longer create them (access_revoked).
+  void reconcile(const policy::Config& config);
+  std::size_t open_count() const;
+
+  // Runs `task` on a thread of its own (a creation, an ending, an exec: each blocks on its
+  // sandbox); the destructor waits for every one, after ending every session.
+  void spawn(std::function<void()> task);
+
+  // An exec's audit record goes to the same log.
+  audit::AuditLog* audit() const { return deps_.audit; }
+  const std::function<std::string()>& new_id() const { return deps_.new_id; }
+
+ private:
+  Status check_quota(const policy::Config& config, const SessionOwner& owner) const;  // under mu_
+  Status record(const LiveSession& session, const std::string& event);  // paused, resumed
+  void sweep_loop();
+  void sweep_once();
+
+  SessionServiceDeps deps_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<std::string, std::shared_ptr<LiveSession>> sessions_;
+  bool stopping_ = false;
+  unsigned tasks_ = 0;  // spawned and not yet done
+  std::condition_variable tasks_done_;
+  std::thread sweeper_;
+};
+
+}  // namespace airlock::server

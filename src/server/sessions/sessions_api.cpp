@@ -1,0 +1,226 @@
+#include "server/sessions/sessions_api.hpp"
+
+#include <mutex>
+
+#include "access/decide.hpp"
+#include "common/json_limits.hpp"
+#include "common/units.hpp"
+#include "server/core/responses.hpp"
+#include "server/sessions/session_exec.hpp"
+
+namespace airlock::server {
+namespace {
+
+constexpr std::size_t kMaxLabels = 32;
+constexpr std::size_t kMaxLabelBytes = 256;
+
+int status_of(const std::string& code) {
+  if (code == "invalid_input" || code == "invalid_argument") return 400;
+  if (code == "forbidden") return 403;
+  if (code == "unknown_template") return 404;
+  if (code == "session_ended" || code == "session_paused" || code == "session_not_paused") return 409;
+  if (code == "freezer_unavailable") return 501;
+  if (code == "dlp_blocked" || code == "exec_failed") return 422;
+  if (code == "quota_exceeded") return 429;
+  if (code == "draining" || code == "storage_unavailable") return 503;
+  return 500;
+}
+
+// A refusal by a quota is coded "quota_exceeded:<quota>": the answer names the quota, as a
+// tool call's does.
+HttpResponse error_of(const Error& e) {
+  const auto colon = e.code.find(':');
+  const std::string kind = e.code.substr(0, colon);
+  if (colon == std::string::npos) return error_response(status_of(kind), kind, e.message);
+  nlohmann::json body = {{"error", {{"kind", kind}, {"message", e.message}, {"quota", e.code.substr(colon + 1)}}}};
+  auto resp = json_response(status_of(kind), body);
+  resp.headers.emplace_back("Retry-After", "1");
+  return resp;
+}
+
+HttpResponse not_found(const std::string& id) {
+  return error_response(404, "not_found", "no session " + id + " of yours");
+}
+
+Result<SessionService::CreateRequest> create_request(const std::string& body) {
+  auto parsed = parse_json_bounded(body, 8);
+  if (!parsed || !parsed->is_object())
+    return Error::make("invalid_input", "the body must be a JSON object: {\"template\": \"...\"}");
+  SessionService::CreateRequest r;
+  for (const auto& [key, value] : parsed->items()) {
+    if (key == "template" && value.is_string()) {
+      r.template_name = value.get<std::string>();
+    } else if (key == "idleTimeout" && value.is_string()) {
+      auto d = parse_duration(value.get<std::string>());
+      if (!d) return Error::make("invalid_input", "idleTimeout: a duration (\"10m\")");
+      r.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (key == "labels" && value.is_object() && value.size() <= kMaxLabels) {
+      for (const auto& [k, v] : value.items())
+        if (!v.is_string() || k.size() > kMaxLabelBytes || v.get<std::string>().size() > kMaxLabelBytes)
+          return Error::make("invalid_input", "labels: at most 32 string values of 256 bytes");
+      r.labels = value;
+    } else {
+      return Error::make("invalid_input", "'" + key + "': expected template (a name), idleTimeout (\"10m\") or labels");
+    }
+  }
+  if (r.template_name.empty()) return Error::make("invalid_input", "template: missing");
+  return r;
+}
+
+// Events of an exec as Server-Sent Events, queued until the connection takes the writer.
+class SseSink final : public ExecSink, public std::enable_shared_from_this<SseSink> {
+ public:
+  static std::string event(std::string_view name, const nlohmann::json& data) {
+    return "event: " + std::string(name) + "\ndata: " +
+           data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+  }
+  void output(std::string_view stream, const std::string& text) override {
+    send(event(stream, {{"data", text}}), false);
+  }
+  void finished(const nlohmann::json& exit) override { send(event("exit", exit), true); }
+  void attach(std::shared_ptr<BodyWriter> writer) {
+    std::lock_guard lock(mu_);
+    writer_ = std::move(writer);
+    for (auto& e : pending_) writer_->write(std::move(e));
+    pending_.clear();
+    if (finished_) writer_->finish();
+  }
+
+ private:
+  void send(std::string bytes, bool last) {
+    std::lock_guard lock(mu_);
+    finished_ = finished_ || last;
+    if (!writer_) return pending_.push_back(std::move(bytes));
+    writer_->write(std::move(bytes));  // a client that left: the exec runs on, its record is kept
+    if (last) writer_->finish();
+  }
+  std::mutex mu_;
+  std::shared_ptr<BodyWriter> writer_;
+  std::vector<std::string> pending_;
+  bool finished_ = false;
+};
+
+class JsonSink final : public ExecSink {
+ public:
+  void output(std::string_view stream, const std::string& text) override {
+    (stream == "stdout" ? stdout_ : stderr_) += text;
+  }
+  void finished(const nlohmann::json& exit) override {
+    answer_ = exit;
+    answer_["stdout"] = stdout_;
+    answer_["stderr"] = stderr_;
+  }
+  HttpResponse response() const {
+    return HttpResponse{200, "application/json", answer_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}, {}};
+  }
+
+ private:
+  std::string stdout_, stderr_;
+  nlohmann::json answer_;
+};
+
+bool wants_json(const HttpRequest& r) {
+  auto accept = r.headers.find("accept");
+  return accept != r.headers.end() && accept->second.find("application/json") != std::string::npos &&
+         accept->second.find("text/event-stream") == std::string::npos;
+}
+
+void exec(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSession> session,
+          const pipeline::Caller& caller, const HttpRequest& r, std::function<void(HttpResponse)> reply) {
+  auto request = parse_exec_request(r.body);
+  if (!request) return reply(error_of(request.error()));
+  ExecRun::Context ctx{std::move(session), caller, s.generation->load(), s.quotas, sessions.audit(),
+                       sessions.new_id()()};
+  const bool json = wants_json(r);
+  sessions.spawn([ctx = std::move(ctx), request = std::move(*request), json, reply = std::move(reply)]() mutable {
+    auto run = ExecRun::start(std::move(ctx), std::move(request));
+    if (!run) return reply(error_of(run.error()));
+    if (json) {
+      JsonSink sink;
+      (*run)->pump(sink);
+      return reply(sink.response());
+    }
+    auto sink = std::make_shared<SseSink>();
+    HttpResponse resp;
+    resp.content_type = "text/event-stream";
+    resp.headers.emplace_back("Cache-Control", "no-cache");
+    resp.stream = [sink](std::shared_ptr<BodyWriter> writer) { sink->attach(std::move(writer)); };
+    reply(std::move(resp));
+    (*run)->pump(*sink);
+  });
+}
+
+}  // namespace
+
+bool is_sessions_path(const std::vector<std::string>& parts) {
+  return parts.size() >= 2 && parts[0] == "v1" && parts[1] == "sessions";
+}
+
+void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpRequest& r,
+                     const std::vector<std::string>& parts, std::function<void(HttpResponse)> reply) {
+  const auto generation = s.generation->load();
+  auto who = generation->authenticator->authenticate(r.headers, r.client_certificate ? &*r.client_certificate : nullptr);
+  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
+    auto resp = refusal_response(*refused);
+    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return reply(resp);
+  }
+  const auto& caller = std::get<pipeline::Caller>(who);
+  if (!caller.scope.empty())  // a token narrowed to some tools is not a session's key
+    return reply(error_response(403, "forbidden", "a token scoped to tools cannot use sessions"));
+  const policy::Config& config = *generation->config;
+  const bool manages = access::decide(config, caller.actor ? &*caller.actor : nullptr,
+                                      caller.subject ? &*caller.subject : nullptr, policy::Action::manage_sessions, "")
+                           .allowed;
+  const bool get = r.method == "GET" || r.method == "HEAD";
+
+  if (parts.size() == 2) {
+    if (r.method == "POST") {
+      if (s.draining && s.draining->load()) return reply(error_response(503, "draining", "the daemon is draining"));
+      auto request = create_request(r.body);
+      if (!request) return reply(error_of(request.error()));
+      return sessions.spawn([&sessions, generation, caller, request = std::move(*request), reply = std::move(reply)] {
+        auto created = sessions.create(*generation->config, caller, request);
+        if (!created) return reply(error_of(created.error()));
+        reply(json_response(201, (*created)->to_json()));
+      });
+    }
+    if (!get) return reply(error_response(405, "method_not_allowed", "use GET or POST"));
+    auto list = nlohmann::json::array();
+    for (const auto& session : sessions.list(caller, manages)) list.push_back(session->to_json());
+    return reply(json_response(200, {{"sessions", list}}));
+  }
+  // Only the owner reaches a session; one who manages sessions may read and end it.
+  const std::string& id = parts[2];
+  const bool exec_path = parts.size() == 4 && parts[3] == "exec";
+  auto session = sessions.find(id, caller, manages && !exec_path);
+  if (!session) return reply(not_found(id));
+  if (parts.size() == 3) {
+    if (get) return reply(json_response(200, session->to_json()));
+    if (r.method != "DELETE") return reply(error_response(405, "method_not_allowed", "use GET or DELETE"));
+    const std::string who_ended = session->owner.is(caller) ? "its owner" : "a session manager";
+    return sessions.spawn([&sessions, session, who_ended, reply = std::move(reply)] {
+      sessions.end(session, "deleted", "ended by " + who_ended);
+      reply(json_response(200, session->to_json()));
+    });
+  }
+  if (exec_path) {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    return exec(s, sessions, std::move(session), caller, r, std::move(reply));
+  }
+  if (parts.size() == 4 && (parts[3] == "pause" || parts[3] == "resume")) {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    if (!session->owner.is(caller)) return reply(not_found(id));  // the owner's act, not a manager's
+    const bool pause = parts[3] == "pause";
+    return sessions.spawn([&sessions, session, pause, reply = std::move(reply)] {
+      auto done = pause ? sessions.pause(session) : sessions.resume(session);
+      if (!done) return reply(error_of(done.error()));
+      reply(json_response(200, session->to_json()));
+    });
+  }
+  if (parts.size() == 4 && (parts[3] == "files" || parts[3] == "terminal" || parts[3] == "snapshot"))
+    return reply(error_response(501, "not_implemented", "/v1/sessions/{id}/" + parts[3] + " is not built yet (docs/sessions.md)"));
+  reply(error_response(404, "not_found", "no such endpoint"));
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,361 @@
+// Issue #35 end to end: sessions against a real daemon (docs/sessions.md). Each test runs the
+// attack or the misuse for real: another agent or user reaching a session, a secret split
+// across two chunks of output, a session left idle or past its life, a quota, a reload that
+// takes an owner's access away, a fork bomb beside another session.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "audit/log_reader.hpp"
+#include "corp_issuer.hpp"
+#include "server_test_support.hpp"
+
+namespace airlock::server::test {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("not in the config: " + from);
+  return text.replace(at, from.size(), to);
+}
+
+constexpr const char* kTemplates = R"(
+sessionTemplates:
+  - name: dev
+    description: A workspace
+    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, maxLifetime: 2h, output: 64Ki}
+  - name: brief
+    limits: {idleTimeout: 2s, maxLifetime: 1h}
+  - name: mortal
+    limits: {idleTimeout: 3s, maxLifetime: 3s}
+  - name: quarter
+    limits: {cpus: 0.25}
+)";
+
+class Sessions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto corp = CorpIssuer::open(ws_.dir());
+    ASSERT_TRUE(corp) << corp.error().message;
+    corp_.emplace(std::move(*corp));
+    ws_.rewrite(corp_sections("echo"), "");
+    base_ = ws_.config_text();
+    write();
+  }
+  // The workspace's config with the session templates and who may use them: `agent` every
+  // template, `other` only dev; staff users dev and brief; the role `session-admin` manages.
+  void write() {
+    std::string yaml = base_;
+    yaml = replaced(yaml, "    tools: [\"echo\"]\n", "    tools: [\"echo\"]\n    sessionTemplates: [dev]\n");
+    yaml = replaced(yaml, "roles:\n", "roles:\n  - name: session-admin\n    rules:\n"
+                                      "      - {effect: allow, actions: [manage_sessions], tools: [\"*\"]}\n");
+    yaml = replaced(yaml, R"(actions: [invoke], tools: ["echo"]})",
+                    R"(actions: [invoke, create_session], tools: ["echo"], sessionTemplates: [dev, brief, mortal]})");
+    yaml = replaced(yaml, "bindings:\n", "bindings:\n  - role: session-admin\n    users: [{issuer: corp, claim: groups, value: admins}]\n");
+    ws_.write_config(yaml + kTemplates + extra_);
+  }
+  void start() { daemon_.emplace(ws_); }
+  std::uint16_t port() const { return daemon_->port; }
+
+  std::map<std::string, std::string> as_user(const std::string& sub, const json& groups = {"staff"}) const {
+    return {{"airlock-subject-token", corp_->token(sub, groups)}};
+  }
+  Reply create(const std::string& tmpl, const std::string& key = kKey, const std::map<std::string, std::string>& h = {}) {
+    return http_with(port(), "POST", "/v1/sessions", json{{"template", tmpl}}.dump(), key, h);
+  }
+  Reply exec(const std::string& id, const json& body, const std::string& key = kKey,
+             std::map<std::string, std::string> h = {}) {
+    h.emplace("accept", "application/json");
+    return http_with(port(), "POST", "/v1/sessions/" + id + "/exec", body.dump(), key, h);
+  }
+  // The audit records of this schema, oldest first.
+  std::vector<json> records(const std::string& schema) const {
+    std::vector<json> out;
+    auto reader = audit::LogReader::open(ws_.audit_path());
+    if (!reader) return out;
+    auto size = reader->size();
+    for (std::uint64_t i = 0; size && i < *size; ++i) {
+      auto text = reader->record(i);
+      if (!text) continue;
+      auto r = json::parse(*text, nullptr, false);
+      if (r.is_object() && r.value("schema", "") == schema) out.push_back(r);
+    }
+    return out;
+  }
+  std::optional<json> ended_record(const std::string& id) const {
+    for (const auto& r : records("airlock.session/v1"))
+      if (r["session_id"] == id && r["event"] == "ended") return r;
+    return std::nullopt;
+  }
+
+  Workspace ws_;
+  std::optional<CorpIssuer> corp_;
+  std::string base_;   // the workspace's config before write() adds sessions to it
+  std::string extra_;  // sections after the templates
+  std::optional<RunningDaemon> daemon_;
+};
+
+TEST_F(Sessions, StateLivesAcrossExecsAndDeleteEndsEverything) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  EXPECT_EQ(created.json()["state"], "running");
+  EXPECT_EQ(created.json()["template"], "dev");
+
+  auto wrote = exec(id, {{"command", "echo kept > /work/note && cd /tmp && sleep 60 > /dev/null 2>&1 &"}});
+  ASSERT_EQ(wrote.status, 200) << wrote.body;
+  EXPECT_EQ(wrote.json()["verdict"], "ok") << wrote.body;
+  auto read = exec(id, {{"command", json::array({"cat", "/work/note"})}});
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(read.json()["stdout"], "kept\n");
+  EXPECT_EQ(read.json()["exit_code"], 0);
+  ASSERT_TRUE(read.json().contains("audit")) << read.body;
+  auto background = exec(id, {{"command", "pgrep -x sleep >/dev/null && echo alive"}});
+  EXPECT_EQ(background.json()["stdout"], "alive\n") << background.body;
+  auto failing = exec(id, {{"command", "echo oops >&2; exit 3"}});
+  EXPECT_EQ(failing.json()["verdict"], "exit_nonzero");
+  EXPECT_EQ(failing.json()["exit_code"], 3);
+  EXPECT_EQ(failing.json()["stderr"], "oops\n");
+
+  auto ended = http(port(), "DELETE", "/v1/sessions/" + id);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  EXPECT_EQ(ended.json()["state"], "ended");
+  EXPECT_EQ(ended.json()["end_reason"], "deleted");
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id).status, 404);
+  EXPECT_EQ(exec(id, {{"command", "true"}}).status, 404);
+
+  // The life in the audit log: created, each exec naming the session, ended with its reason.
+  auto ended_rec = ended_record(id);
+  ASSERT_TRUE(ended_rec);
+  EXPECT_EQ((*ended_rec)["reason"], "deleted");
+  EXPECT_EQ((*ended_rec)["usage"]["execs"], 4);
+  int execs = 0;
+  for (const auto& r : records("airlock.invocation/v1")) execs += r.value("session", "") == id;
+  EXPECT_EQ(execs, 4);
+}
+
+// Another agent, another user of the same agent, the agent without its user, and a user
+// calling directly: every one gets 404 on every endpoint, as for a session that does not exist.
+TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
+  start();
+  auto created = create("dev", kKey, as_user("alice"));
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  struct Intruder {
+    const char* who;
+    std::string key;
+    std::map<std::string, std::string> headers;
+  };
+  std::vector<Intruder> intruders = {{"another agent", kOtherKey, {}},
+                                     {"another agent, same user", kOtherKey, as_user("alice")},
+                                     {"the agent for another user", kKey, as_user("bob")},
+                                     {"the agent alone", kKey, {}},
+                                     {"the user directly", corp_->token("alice", {"staff"}), {}}};
+  for (const auto& in : intruders) {
+    SCOPED_TRACE(in.who);
+    EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id, "", in.key, in.headers).status, 404);
+    EXPECT_EQ(exec(id, {{"command", "true"}}, in.key, in.headers).status, 404);
+    EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", in.key, in.headers).status, 404);
+    auto list = http_with(port(), "GET", "/v1/sessions", "", in.key, in.headers);
+    EXPECT_EQ(list.status, 200);
+    EXPECT_TRUE(list.json()["sessions"].empty()) << list.body;
+  }
+  // The owner still has it, untouched.
+  auto mine = http_with(port(), "GET", "/v1/sessions/" + id, "", kKey, as_user("alice"));
+  ASSERT_EQ(mine.status, 200);
+  EXPECT_EQ(mine.json()["owner"]["user"]["sub"], "alice");
+  EXPECT_EQ(mine.json()["state"], "running");
+  // A session manager lists and ends it, but cannot exec in it.
+  const std::string admin = corp_->token("root", {"admins"});
+  auto all = http_with(port(), "GET", "/v1/sessions", "", admin, {});
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.json()["sessions"].size(), 1u) << all.body;
+  EXPECT_EQ(exec(id, {{"command", "true"}}, admin).status, 404);
+  EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", admin, {}).status, 200);
+}
+
+TEST_F(Sessions, AccessAndTheSessionsQuotaDecideWhoCreates) {
+  extra_ = "quotas: {default: {sessions: 2}}\n";
+  write();
+  start();
+  EXPECT_EQ(create("no-such").status, 404);
+  auto forbidden = create("brief", kOtherKey);  // other's sessionTemplates: [dev]
+  EXPECT_EQ(forbidden.status, 403) << forbidden.body;
+  auto user_forbidden = create("dev", kKey, as_user("mallory", {"guests"}));  // no role
+  EXPECT_EQ(user_forbidden.status, 403) << user_forbidden.body;
+  ASSERT_EQ(create("dev").status, 201);
+  ASSERT_EQ(create("dev").status, 201);
+  auto third = create("dev");
+  EXPECT_EQ(third.status, 429) << third.body;
+  EXPECT_EQ(third.json()["error"]["kind"], "quota_exceeded");
+  EXPECT_EQ(third.json()["error"]["quota"], "sessions");
+  EXPECT_EQ(create("dev", kOtherKey).status, 201);  // another principal's count
+}
+
+// `printf` writes the key in two chunks half a second apart: each chunk alone holds no whole
+// key, and the stream scan still redacts it.
+TEST_F(Sessions, ASecretSplitAcrossTwoChunksIsRedactedInTheStream) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201);
+  const std::string id = created.json()["id"];
+  auto streamed = http_with(port(), "POST", "/v1/sessions/" + id + "/exec",
+                            json{{"command", "printf 'key AKIAZ7Q3PL'; sleep 0.5; printf 'DX4RS6TB2V done\\n'"}}.dump(),
+                            kKey, {});
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(streamed.headers["content-type"], "text/event-stream");
+  EXPECT_EQ(streamed.body.find("AKIAZ7Q3PL"), std::string::npos) << streamed.body;
+  EXPECT_EQ(streamed.body.find("DX4RS6TB2V"), std::string::npos) << streamed.body;
+  EXPECT_NE(streamed.body.find("event: stdout"), std::string::npos) << streamed.body;
+  EXPECT_NE(streamed.body.find("REDACTED"), std::string::npos) << streamed.body;
+  EXPECT_NE(streamed.body.find("done"), std::string::npos) << streamed.body;
+  const auto exit_at = streamed.body.find("event: exit\ndata: ");
+  ASSERT_NE(exit_at, std::string::npos) << streamed.body;
+  auto exit = json::parse(streamed.body.substr(exit_at + 18, streamed.body.find('\n', exit_at + 18) - exit_at - 18));
+  EXPECT_EQ(exit["verdict"], "ok");
+  ASSERT_FALSE(exit["redactions"].empty()) << exit;
+  EXPECT_EQ(exit["redactions"][0]["where"], "stdout");
+}
+
+TEST_F(Sessions, IdleTimeoutAndMaximumLifetimeEndThem) {
+  start();
+  auto idle = create("brief");
+  auto mortal = create("mortal");
+  ASSERT_EQ(idle.status, 201);
+  ASSERT_EQ(mortal.status, 201);
+  const std::string idle_id = idle.json()["id"], mortal_id = mortal.json()["id"];
+  // An exec that runs past the session's life is ended with it.
+  auto long_exec = std::async(std::launch::async, [&] { return exec(mortal_id, {{"command", "sleep 30"}, {"timeout", "60s"}}); });
+  for (int i = 0; i < 100 && (http(port(), "GET", "/v1/sessions/" + idle_id).status != 404 ||
+                              http(port(), "GET", "/v1/sessions/" + mortal_id).status != 404); ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + idle_id).status, 404);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + mortal_id).status, 404);
+  auto cut = long_exec.get();
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(cut.json()["verdict"], "session_ended") << cut.body;
+  ASSERT_TRUE(ended_record(idle_id));
+  EXPECT_EQ((*ended_record(idle_id))["reason"], "idle_timeout");
+  ASSERT_TRUE(ended_record(mortal_id));
+  EXPECT_EQ((*ended_record(mortal_id))["reason"], "max_lifetime");
+}
+
+TEST_F(Sessions, AReloadThatTakesAwayAccessEndsTheOwnersSessions) {
+  start();
+  auto mine = create("brief");  // agent: every template
+  auto others = create("dev", kOtherKey);
+  ASSERT_EQ(mine.status, 201);
+  ASSERT_EQ(others.status, 201);
+  ws_.write_config(replaced(ws_.config_text(), "    sessionTemplates: [\"*\"]\n", "    sessionTemplates: [dev]\n"));
+  auto reloaded = daemon_->daemon->reload(policy::load_config(ws_.config_path()));
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + std::string(mine.json()["id"])).status, 404);
+  ASSERT_TRUE(ended_record(mine.json()["id"]));
+  EXPECT_EQ((*ended_record(mine.json()["id"]))["reason"], "access_revoked");
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + std::string(others.json()["id"]), "", kOtherKey).status, 200);
+}
+
+// A fork bomb in one session is stopped by its own process limit; the other session's execs
+// all go through meanwhile, and a session cannot see another's files or processes.
+TEST_F(Sessions, OneSessionsForkBombAndFilesStayItsOwn) {
+  start();
+  auto a = create("dev"), b = create("dev");
+  ASSERT_EQ(a.status, 201) << a.body;
+  ASSERT_EQ(b.status, 201);
+  const std::string ida = a.json()["id"], idb = b.json()["id"];
+  ASSERT_EQ(exec(ida, {{"command", "echo secret > /tmp/a-only; echo secret > /work/a-only"}}).json()["verdict"], "ok");
+  auto bomb = std::async(std::launch::async, [&] {
+    return exec(ida, {{"command", "bomb() { bomb | bomb & }; bomb; sleep 3"}, {"timeout", "10s"}});
+  });
+  for (int i = 0; i < 20; ++i) {
+    auto r = exec(idb, {{"command", "ls /tmp /work; pgrep -c -x sh || true"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["verdict"], "ok") << r.body;
+    EXPECT_EQ(r.json()["stdout"].get<std::string>().find("a-only"), std::string::npos) << r.body;
+  }
+  bomb.get();
+  // The bomb's session lives on: its processes were held at its limit, not the daemon's.
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + ida).status, 200);
+}
+
+std::uint64_t cpu_ms(const Reply& r) {
+  const auto usage = r.json()["usage"];
+  return usage["cpu_user_ms"].get<std::uint64_t>() + usage["cpu_sys_ms"].get<std::uint64_t>();
+}
+
+// A session spinning in the background is paused: its CPU stops, execs are refused, the idle
+// clock stops; resumed, it spins again.
+TEST_F(Sessions, APausedSessionUsesNoCpu) {
+  start();
+  auto a = create("dev");
+  ASSERT_EQ(a.status, 201) << a.body;
+  const std::string id = a.json()["id"], path = "/v1/sessions/" + id;
+  ASSERT_EQ(exec(id, {{"command", "sh -c 'while :; do :; done' >/dev/null 2>&1 &"}}).json()["verdict"], "ok");
+  std::this_thread::sleep_for(300ms);
+  auto paused = http(port(), "POST", path + "/pause");
+  ASSERT_EQ(paused.status, 200) << paused.body;
+  EXPECT_EQ(paused.json()["state"], "paused");
+  const auto before = cpu_ms(http(port(), "GET", path));
+  std::this_thread::sleep_for(1500ms);
+  const auto after = cpu_ms(http(port(), "GET", path));
+  EXPECT_LE(after - before, 20u) << "a frozen session kept running";
+  auto refused = exec(id, {{"command", "true"}});
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["kind"], "session_paused");
+  EXPECT_EQ(http(port(), "POST", path + "/pause").status, 409);
+  auto resumed = http(port(), "POST", path + "/resume");
+  ASSERT_EQ(resumed.status, 200) << resumed.body;
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_GE(cpu_ms(http(port(), "GET", path)) - after, 300u) << "the resumed session does not run";
+  EXPECT_EQ(exec(id, {{"command", "true"}}).json()["verdict"], "ok");
+  // Paused again, it is still ended (thawed first) by DELETE.
+  ASSERT_EQ(http(port(), "POST", path + "/pause").status, 200);
+  EXPECT_EQ(http(port(), "DELETE", path).status, 200);
+  std::vector<std::string> events;
+  for (const auto& r : records("airlock.session/v1"))
+    if (r["session_id"] == id) events.push_back(r["event"]);
+  EXPECT_EQ(events, (std::vector<std::string>{"created", "paused", "resumed", "paused", "ended"}));
+}
+
+// limits.cpus: a busy loop for two seconds of wall time gets about a quarter of a core.
+TEST_F(Sessions, TheCpuLimitThrottlesASession) {
+  start();
+  auto a = create("quarter");
+  ASSERT_EQ(a.status, 201) << a.body;
+  auto spun = exec(a.json()["id"], {{"command", "timeout 2 sh -c 'while :; do :; done'; true"}});
+  ASSERT_EQ(spun.status, 200) << spun.body;
+  const auto used = spun.json()["usage"]["cpu_user_ms"].get<std::uint64_t>() + spun.json()["usage"]["cpu_sys_ms"].get<std::uint64_t>();
+  EXPECT_GT(used, 100u) << spun.body;
+  EXPECT_LT(used, 1000u) << "2 s of spinning at 0.25 cpus: " << spun.body;
+}
+
+TEST_F(Sessions, ShutdownEndsEverySessionAndRecordsIt) {
+  start();
+  auto a = create("dev");
+  ASSERT_EQ(a.status, 201) << a.body;
+  const std::string id = a.json()["id"];
+  daemon_.reset();
+  ASSERT_TRUE(ended_record(id));
+  EXPECT_EQ((*ended_record(id))["reason"], "shutdown");
+}
+
+TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
+  start();
+  auto a = create("dev");
+  ASSERT_EQ(a.status, 201) << a.body;
+  const std::string id = a.json()["id"];
+  EXPECT_EQ(http(port(), "POST", "/v1/sessions/" + id + "/snapshot").status, 501);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id + "/files").status, 501);
+  EXPECT_EQ(exec(id, {{"command", json::array()}}).status, 400);
+  EXPECT_EQ(exec(id, {{"command", "true"}, {"shell", true}}).status, 400);
+  EXPECT_EQ(exec(id, {{"command", json::array({"/no/such"})}}).status, 422);
+}
+
+}  // namespace
+}  // namespace airlock::server::test

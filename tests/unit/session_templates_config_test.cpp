@@ -1,0 +1,141 @@
+// sessionTemplates, create_session and manage_sessions, quotas.sessions (issue #35): what is
+// read, every mistake refused with an error naming it, and who the access decision lets create
+// a session of which template.
+#include <gtest/gtest.h>
+
+#include "access/decide.hpp"
+#include "policy/config.hpp"
+
+namespace airlock::policy {
+namespace {
+
+const std::string kHead = R"(apiVersion: airlock.dev/v1
+kind: AirlockConfig
+identity:
+  issuers:
+    - {name: corp, issuer: https://idp.corp.example, audiences: [airlock], jwksUrl: https://idp.corp.example/jwks}
+roles:
+  - name: dev
+    rules:
+      - {effect: allow, actions: [create_session], sessionTemplates: ["py-*"], maxRisk: low}
+      - {effect: deny, actions: [create_session], sessionTemplates: [py-secret]}
+  - name: ops
+    rules:
+      - {effect: allow, actions: [manage_sessions], tools: ["*"]}
+bindings:
+  - role: dev
+    users: [{issuer: corp, claim: groups, value: devs}]
+  - role: ops
+    users: [{issuer: corp, claim: sub, value: olga}]
+principals:
+  - name: coder
+    apiKeySha256: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+    sessionTemplates: ["py-*"]
+  - name: toolsonly
+    apiKeySha256: 3c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
+    tools: ["*"]
+quotas: {default: {sessions: 3}, users: {sessions: 1}}
+)";
+
+Result<Config> parse(const std::string& templates) {
+  return parse_config(kHead + "sessionTemplates:\n" + templates, "test.yaml", "/tmp");
+}
+
+TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
+  auto c = parse(R"(  - name: py-dev
+    description: A workspace
+    risk: medium
+    limits: {memory: 1Gi, cpus: 1.5, pids: 256, disk: 2Gi, timeout: 45s, idleTimeout: 15m, maxLifetime: 8h}
+    network: {allow: ["pypi.internal:443"]}
+    dataPaths: [/tmp:/data, /tmp:/scratch:rw]
+    env: {PIP_INDEX_URL: "https://pypi.internal/simple"}
+  - name: py-min
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const SessionTemplate* t = c->find_session_template("py-dev");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->risk, Risk::medium);
+  EXPECT_EQ(t->idle_timeout, std::chrono::minutes(15));
+  EXPECT_EQ(t->exec_timeout, std::chrono::seconds(45));
+  ASSERT_EQ(t->data_paths.size(), 2u);
+  EXPECT_EQ(t->data_paths[0].path_inside, "/data");
+  EXPECT_FALSE(t->data_paths[0].writable);
+  EXPECT_TRUE(t->data_paths[1].writable);
+  EXPECT_EQ(t->env.at("PIP_INDEX_URL"), "https://pypi.internal/simple");
+  const auto limits = c->limits_for(*t);
+  EXPECT_EQ(limits.memory_bytes, 1ULL << 30);
+  EXPECT_EQ(limits.pids, 256u);
+  EXPECT_EQ(limits.wall_time, std::chrono::hours(8));
+  ASSERT_TRUE(limits.cpus);
+  EXPECT_DOUBLE_EQ(*limits.cpus, 1.5);
+  const auto defaults = c->limits_for(*c->find_session_template("py-min"));
+  EXPECT_EQ(defaults.memory_bytes, c->tiers.at(Risk::low).memory_bytes);  // the tier's
+  EXPECT_FALSE(defaults.cpus);
+  EXPECT_EQ(c->quotas.for_principal("coder").sessions, 3u);
+  EXPECT_EQ(c->quotas.users.sessions, 1u);
+}
+
+TEST(SessionTemplatesConfig, MistakesAreRefusedByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"  - name: Bad Name\n", "name"},
+      {"  - name: a\n  - name: a\n", "defined twice"},
+      {"  - name: a\n    risk: high\n", "local tiers only"},
+      {"  - name: a\n    limits: {cpus: 0}\n", "cpus"},
+      {"  - name: a\n    limits: {idleTimeout: 2h, maxLifetime: 1h}\n", "idleTimeout is longer than maxLifetime"},
+      {"  - name: a\n    limits: {maxLifetime: 200h}\n", "168h"},
+      {"  - name: a\n    dataPaths: [/no/such/dir:/data]\n", "does not exist"},
+      {"  - name: a\n    dataPaths: [/tmp:relative]\n", "absolute"},
+      {"  - name: a\n    dataPaths: [/tmp:/d, /tmp:/d]\n", "bound twice"},
+      {"  - name: a\n    image: x\n", "image"},
+      {"  - name: a\n    credentials: [{env: T, secret: s}]\n", "not supported yet"},
+  };
+  for (const auto& [yaml, expected] : cases) {
+    auto c = parse(yaml);
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.error().message.find(expected), std::string::npos) << yaml << " -> " << c.error().message;
+  }
+}
+
+class SessionAccess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = parse("  - {name: py-dev}\n  - {name: py-secret}\n  - {name: py-big, risk: medium}\n  - {name: rust}\n");
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    config = std::move(*c);
+  }
+  access::Decision decide(const char* principal, const char* user, Action a, const char* tmpl) const {
+    std::optional<access::Actor> agent;
+    if (principal) agent = access::Actor{principal};
+    std::optional<access::Subject> subject;
+    if (user) subject = access::Subject{"corp", user, {{"sub", user}, {"groups", {"devs"}}}};
+    return access::decide(config, agent ? &*agent : nullptr, subject ? &*subject : nullptr, a, tmpl);
+  }
+  Config config;
+};
+
+TEST_F(SessionAccess, BothTheAgentAndTheUserMustBeAllowed) {
+  EXPECT_TRUE(decide("coder", nullptr, Action::create_session, "py-dev").allowed);
+  EXPECT_TRUE(decide("coder", "ann", Action::create_session, "py-dev").allowed);
+  auto not_agent = decide("toolsonly", "ann", Action::create_session, "py-dev");  // tools are not templates
+  EXPECT_FALSE(not_agent.allowed);
+  EXPECT_NE(not_agent.reason.find("sessionTemplates: none"), std::string::npos) << not_agent.reason;
+  EXPECT_FALSE(decide("coder", nullptr, Action::create_session, "rust").allowed);
+  EXPECT_FALSE(decide("coder", "ann", Action::create_session, "py-secret").allowed);  // deny wins
+  auto risky = decide("coder", "ann", Action::create_session, "py-big");  // over the rule's maxRisk
+  EXPECT_FALSE(risky.allowed);
+  EXPECT_NE(risky.reason.find("maxRisk"), std::string::npos) << risky.reason;
+  auto unknown = decide("coder", nullptr, Action::create_session, "nope");
+  EXPECT_EQ(unknown.kind, "unknown_template");
+  EXPECT_EQ(unknown.http_status(), 404);
+  // A rule of invoke does not reach templates, nor create_session tools.
+  EXPECT_FALSE(decide("toolsonly", nullptr, Action::create_session, "py-dev").allowed);
+}
+
+TEST_F(SessionAccess, ManagingSessionsIsARolesAlone) {
+  EXPECT_TRUE(decide(nullptr, "olga", Action::manage_sessions, "").allowed);
+  EXPECT_FALSE(decide(nullptr, "ann", Action::manage_sessions, "").allowed);
+  EXPECT_FALSE(decide("coder", nullptr, Action::manage_sessions, "").allowed);  // no principal grants it
+}
+
+}  // namespace
+}  // namespace airlock::policy
