@@ -55,7 +55,7 @@ std::set<std::string> airlock_cgroups(pid_t owner) {
   const std::string prefix = "airlock-" + std::to_string(owner) + "-";
   std::set<std::string> out;
   const auto& cg = sandbox::cgroup_support();
-  for (const std::string& base : {cg.v2_base, cg.v1_memory, cg.v1_pids, cg.v1_cpuacct}) {
+  for (const std::string& base : {cg.v2_base, cg.v1_memory, cg.v1_pids, cg.v1_cpuacct, cg.v1_cpu, cg.v1_freezer}) {
     if (base.empty()) continue;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(base, ec))
@@ -123,6 +123,49 @@ TEST(Restart, AfterSigkillNothingRunsAndTheNextStartRecovers) {
     auto record = reader->record(i);
     ASSERT_TRUE(record.ok());
     aborted |= record->find("\"verdict\":\"aborted\"") != std::string::npos;
+  }
+  EXPECT_TRUE(aborted);
+}
+
+// Issue #35: a session with a command running in it when its daemon is killed. Its processes
+// die with the daemon, the next start removes its cgroups and records it as aborted.
+TEST(Restart, AfterSigkillASessionLeavesNothingAndIsRecordedAborted) {
+  Workspace ws("", "\nsessionTemplates:\n  - name: dev\n");
+  const std::uint16_t port = free_port(20000);
+  const std::string log = ws.dir() + "/daemon.log";
+  pid_t daemon = start_serving(ws, port, log);
+  auto created = http(port, "POST", "/v1/sessions", R"({"template": "dev"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto running = std::async(std::launch::async, [&] {
+    return http(port, "POST", "/v1/sessions/" + id + "/exec", R"({"command": ["/bin/sleep", "61.25"]})");
+  });
+  for (int i = 0; i < 300 && host_processes_with("61.25") == 0; ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_GT(host_processes_with("61.25"), 0) << "the exec never started";
+  EXPECT_FALSE(airlock_cgroups(daemon).empty());
+
+  ::kill(daemon, SIGKILL);
+  ::waitpid(daemon, nullptr, 0);
+  EXPECT_EQ(running.get().status, 0);  // the connection died with the daemon
+  for (int i = 0; i < 250 && host_processes_with("61.25") > 0; ++i) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(host_processes_with("61.25"), 0) << "a session's process outlived its daemon";
+
+  pid_t second = start_serving(ws, port, log);
+  ASSERT_EQ(http(port, "GET", "/healthz", "", "").status, 200);
+  for (const auto& dir : airlock_cgroups(daemon)) ADD_FAILURE() << dir << " was left";
+  EXPECT_EQ(http(port, "GET", "/v1/sessions/" + id).status, 404);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("1 aborted session(s)"), std::string::npos) << text;
+  ::kill(second, SIGTERM);
+  ::waitpid(second, nullptr, 0);
+  auto reader = audit::LogReader::open(ws.audit_path());
+  ASSERT_TRUE(reader.ok());
+  bool aborted = false;
+  for (std::uint64_t i = 0; i < *reader->size(); ++i) {
+    auto record = json::parse(*reader->record(i));
+    aborted |= record["schema"] == "airlock.session/v1" && record["session_id"] == id &&
+               record["event"] == "ended" && record["reason"] == "aborted";
   }
   EXPECT_TRUE(aborted);
 }

@@ -57,6 +57,7 @@ class Daemon {
   struct Recovery {
     int stale_cgroups = 0;
     int aborted_invocations = 0;
+    int aborted_sessions = 0;              // sessions it held (docs/sessions.md)
     int revoked_leases = 0;               // credentials of those invocations
     std::vector<std::string> lease_errors;  // leases that could not be revoked, and why
   };

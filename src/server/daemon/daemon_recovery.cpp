@@ -29,6 +29,9 @@ nlohmann::json aborted_response(const std::string& id, const std::string& tool, 
 // live replicas' too: a dead replica's are aborted by failover (ReplicaRegistry), not here.
 Status Daemon::State::recover() {
   recovery.stale_cgroups = sandbox::remove_stale_cgroups();
+  auto sessions_aborted = record_aborted_sessions(*session_store, *audit);  // this host's, also on PostgreSQL
+  if (!sessions_aborted) return sessions_aborted.error();
+  recovery.aborted_sessions = *sessions_aborted;
   if (pg_store) return {};
   for (const auto& r : store->running()) {
     if (auto s = pipeline::record_aborted(*audit, r.id, r.tool); !s) return s.error();

@@ -226,7 +226,8 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.failed_auth = failed_auth.get();
   services.quotas = pipeline_deps.quotas;
   sessions = std::make_unique<SessionService>(
-      SessionServiceDeps{&backends->sessions(), audit.get(), services.new_id, std::chrono::milliseconds(1000)});
+      SessionServiceDeps{&backends->sessions(), audit.get(), session_store.get(), services.new_id,
+                         std::chrono::milliseconds(1000)});
   services.sessions = sessions.get();
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.

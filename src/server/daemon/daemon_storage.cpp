@@ -91,6 +91,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto outbox = WebhookOutbox::open(dir + "/state.db", *sealing_key);
   if (!outbox) return outbox.error();
   webhook_outbox = std::move(*outbox);
+  auto sessions_opened = SessionStore::open(dir + "/state.db");  // local: sessions live on this host
+  if (!sessions_opened) return sessions_opened.error();
+  session_store = std::move(*sessions_opened);
   return {};
 }
 

@@ -109,10 +109,10 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
     return 1;
   }
   const auto& rec = (*daemon)->recovery();
-  if (rec.stale_cgroups || rec.aborted_invocations || rec.revoked_leases)
+  if (rec.stale_cgroups || rec.aborted_invocations || rec.revoked_leases || rec.aborted_sessions)
     std::cerr << "airlock serve: recovered: removed " << rec.stale_cgroups << " stale cgroup(s), recorded "
-              << rec.aborted_invocations << " aborted invocation(s), revoked " << rec.revoked_leases
-              << " credential lease(s)\n";
+              << rec.aborted_invocations << " aborted invocation(s) and " << rec.aborted_sessions
+              << " aborted session(s), revoked " << rec.revoked_leases << " credential lease(s)\n";
   for (const auto& e : rec.lease_errors)
     std::cerr << "airlock serve: warning: a leftover credential could not be revoked (it expires on its own): " << e << "\n";
   if (auto s = (*daemon)->start(); !s) {

@@ -224,6 +224,14 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   session->created = std::chrono::system_clock::now();
   session->expires = session->created + run.limits.wall_time;
   session->sandbox = std::move(*started);
+  if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
+    if (auto kept = deps_.store->add({session->id, t.name, session->owner.principal, session->owner.issuer,
+                                      session->owner.sub, epoch_ms(session->created)});
+        !kept) {
+      session->sandbox->end();
+      forget();
+      return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
+    }
   audit::SessionRecord record;
   record.session_id = session->id;
   record.event = "created";
@@ -235,6 +243,7 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   if (auto written = append(deps_.audit, record); !written) {  // no record, no session
     session->sandbox->end();
     forget();
+    if (deps_.store) (void)deps_.store->remove(session->id);
     return written.error();
   }
   {
@@ -322,7 +331,27 @@ void SessionService::end(const std::shared_ptr<LiveSession>& session, const std:
   record.usage["execs"] = execs;
   for (const auto& e : result.egress)
     record.egress.push_back({e.host, e.port, e.address, e.allowed, e.rule, e.bytes_up, e.bytes_down, e.ms});
-  (void)append(deps_.audit, record);  // a failed log refuses every later append: the daemon's health says so
+  // A failed log refuses every later append (the daemon's health says so); the row then stays,
+  // and the next start records the session as aborted.
+  if (append(deps_.audit, record) && deps_.store) (void)deps_.store->remove(session->id);
+}
+
+Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit) {
+  auto rows = store.all();
+  if (!rows) return rows.error();
+  for (const auto& row : *rows) {
+    audit::SessionRecord record;
+    record.session_id = row.id;
+    record.event = "ended";
+    record.template_name = row.template_name;
+    record.principal = row.principal;
+    if (!row.sub.empty()) record.subject = audit::SubjectRecord{row.issuer, row.sub, ""};
+    record.reason = "aborted";
+    record.message = "the daemon that held it stopped without ending it";
+    if (auto written = append(&audit, record); !written) return written.error();
+    if (auto removed = store.remove(row.id); !removed) return removed.error();
+  }
+  return static_cast<int>(rows->size());
 }
 
 void SessionService::end_all(const std::string& reason) {

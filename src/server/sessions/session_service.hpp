@@ -25,6 +25,7 @@
 #include "pipeline/quotas/quota_book.hpp"
 #include "policy/config.hpp"
 #include "server/core/generation.hpp"
+#include "server/sessions/session_store.hpp"
 
 namespace airlock::audit {
 class AuditLog;
@@ -80,9 +81,14 @@ class LiveSession {
 struct SessionServiceDeps {
   backend::SessionBackend* backend = nullptr;  // null: creating a session fails (setup_error)
   audit::AuditLog* audit = nullptr;            // null: no records (tests of the service alone)
+  SessionStore* store = nullptr;               // null: nothing to recover after a crash
   std::function<std::string()> new_id;
   std::chrono::milliseconds sweep_interval{1000};  // how often idle and expired sessions are looked for
 };
+
+// At start: every session a predecessor left in `store` (it died without ending them) gets its
+// "ended" record, reason "aborted", and its row goes. Returns how many.
+Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit);
 
 class SessionService {
  public:
