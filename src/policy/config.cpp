@@ -252,15 +252,11 @@ const SessionTemplate* Config::find_session_template(std::string_view name) cons
 }
 
 sandbox::Limits Config::limits_for(const SessionTemplate& t) const {
-  LimitOverrides o;
-  o.memory = t.memory;
-  o.disk = t.disk;
-  o.output = t.output;
-  o.pids = t.pids;
-  o.open_files = t.open_files;
-  o.cpu_time = t.cpu_time;
+  LimitOverrides o = t.limits;
+  o.timeout.reset();  // an exec's, not the session's: its life is maxLifetime
   sandbox::Limits l = detail::with_overrides(tiers.at(t.risk), o);
   l.wall_time = t.max_lifetime;
+  l.cpu_time = t.limits.cpu_time;  // the tier's budget is a call's; a session has one only if given
   l.cpus = t.cpus;
   return l;
 }

@@ -17,6 +17,7 @@
 #include "common/json_limits.hpp"
 #include "common/result.hpp"
 #include "egress/rules.hpp"
+#include "policy/limit_overrides.hpp"
 #include "policy/sections/approvals_config.hpp"
 #include "policy/sections/backends_config.hpp"
 #include "policy/sections/credentials_config.hpp"
@@ -122,13 +123,6 @@ struct ToolRuntime {
   std::string interpreter = "python3"; // python, python-code: inside the sandbox
 };
 
-// Partial limits: a tool's overrides of its tier's limits.
-struct LimitOverrides {
-  std::optional<std::chrono::milliseconds> timeout, cpu_time;
-  std::optional<std::uint64_t> memory, disk, output;
-  std::optional<std::uint32_t> pids, open_files;
-};
-
 struct ValidationConfig {
   std::vector<std::string> allow_imports;
   std::vector<std::string> allow_hosts;
@@ -213,7 +207,7 @@ struct Config {
   // The limits a tool runs with: its tier's, with its overrides applied.
   sandbox::Limits limits_for(const ToolConfig& tool) const;
   // The limits a session of `t` runs with: its tier's with the template's applied; wall_time
-  // is its maxLifetime.
+  // is its maxLifetime, cpu_time the template's cpuTime or none (a tier's is per call).
   sandbox::Limits limits_for(const SessionTemplate& t) const;
 };
 

@@ -56,7 +56,7 @@ TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->risk, Risk::medium);
   EXPECT_EQ(t->idle_timeout, std::chrono::minutes(15));
-  EXPECT_EQ(t->exec_timeout, std::chrono::seconds(45));
+  EXPECT_EQ(t->limits.timeout, std::chrono::seconds(45));
   ASSERT_EQ(t->data_paths.size(), 2u);
   EXPECT_EQ(t->data_paths[0].path_inside, "/data");
   EXPECT_FALSE(t->data_paths[0].writable);
@@ -71,6 +71,7 @@ TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
   const auto defaults = c->limits_for(*c->find_session_template("py-min"));
   EXPECT_EQ(defaults.memory_bytes, c->tiers.at(Risk::low).memory_bytes);  // the tier's
   EXPECT_FALSE(defaults.cpus);
+  EXPECT_FALSE(defaults.cpu_time);  // the tier's 5 s is a call's budget, not a session's
   EXPECT_EQ(c->quotas.for_principal("coder").sessions, 3u);
   EXPECT_EQ(c->quotas.users.sessions, 1u);
 }

@@ -35,14 +35,7 @@ SessionDataPath read_data_path(Reader& r, const YAML::Node& n, const std::string
 
 // limits: the tier's keys, plus cpus, idleTimeout and maxLifetime.
 void read_session_limits(Reader& r, const YAML::Node& n, const std::string& what, SessionTemplate& t) {
-  const LimitOverrides o = r.overrides(n, what, {"cpus", "idleTimeout", "maxLifetime"});
-  t.memory = o.memory;
-  t.disk = o.disk;
-  t.output = o.output;
-  t.pids = o.pids;
-  t.open_files = o.open_files;
-  t.exec_timeout = o.timeout;
-  t.cpu_time = o.cpu_time;
+  t.limits = r.overrides(n, what, {"cpus", "idleTimeout", "maxLifetime"});
   r.field(n, "cpus", [&](const YAML::Node& v) {
     double cpus = 0;
     if (!YAML::convert<double>::decode(v, cpus) || !(cpus >= 0.01) || cpus > 1024)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "egress/rules.hpp"
+#include "policy/limit_overrides.hpp"
 #include "policy/risk.hpp"
 #include "policy/sections/credentials_config.hpp"
 
@@ -34,9 +35,7 @@ struct SessionTemplate {
   Risk risk = Risk::low;
   // Over the tier's limits: memory, pids, disk, openFiles, output (each exec's, per stream),
   // timeout (an exec's when it names none), cpuTime (the whole session's).
-  std::optional<std::uint64_t> memory, disk, output;
-  std::optional<std::uint32_t> pids, open_files;
-  std::optional<std::chrono::milliseconds> exec_timeout, cpu_time;
+  LimitOverrides limits;
   std::optional<double> cpus;                       // CPU bandwidth, in cores
   std::chrono::milliseconds idle_timeout{15 * 60 * 1000};
   std::chrono::milliseconds max_lifetime{8 * 3600 * 1000};

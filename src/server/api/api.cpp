@@ -208,13 +208,8 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
                     std::function<void(HttpResponse)> reply) const {
   const auto generation = s_.generation->load();  // the config this request is answered under
   const policy::Config& config = *generation->config;
-  auto who = generation->authenticator->authenticate(
-      r.headers, r.client_certificate ? &*r.client_certificate : nullptr);
-  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
-    auto resp = refusal_response(*refused);
-    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return reply(resp);
-  }
+  auto who = authenticate_request(*generation->authenticator, r);
+  if (auto* refused = std::get_if<HttpResponse>(&who)) return reply(std::move(*refused));
   const auto& caller = std::get<pipeline::Caller>(who);
   const pipeline::Actor* actor = caller.actor ? &*caller.actor : nullptr;
   const pipeline::Subject* subject = caller.subject ? &*caller.subject : nullptr;

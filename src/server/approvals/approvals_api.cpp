@@ -13,12 +13,8 @@ void handle_approvals(const ApiServices& s, const HttpRequest& r, const std::vec
                       const std::function<void(HttpResponse)>& reply) {
   if (!s.approvals) return reply(error_response(404, "not_found", "no such endpoint"));
   const auto generation = s.generation->load();
-  auto who = generation->authenticator->authenticate(r.headers, r.client_certificate ? &*r.client_certificate : nullptr);
-  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
-    auto resp = refusal_response(*refused);
-    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return reply(resp);
-  }
+  auto who = authenticate_request(*generation->authenticator, r);
+  if (auto* refused = std::get_if<HttpResponse>(&who)) return reply(std::move(*refused));
   const auto& caller = std::get<pipeline::Caller>(who);
   const policy::Config& config = *generation->config;
   const bool get = r.method == "GET" || r.method == "HEAD";

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <string>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/authenticator.hpp"
 #include "pipeline/error.hpp"
 #include "policy/config.hpp"
 #include "server/http/http_message.hpp"
@@ -14,6 +16,11 @@ namespace airlock::server {
 
 // A refusal of the access decision (401, 403, 404) outside an invocation.
 HttpResponse refusal_response(const pipeline::InvocationError& error);
+
+// Who sent `r` (its credentials and client certificate), or the 401 to answer, with its
+// WWW-Authenticate: the first step of every endpoint outside an invocation.
+std::variant<pipeline::Caller, HttpResponse> authenticate_request(const pipeline::Authenticator& authenticator,
+                                                                   const HttpRequest& r);
 
 // The value of a `tool` metrics label: configured names only, never request text (a caller
 // without a key must not be able to add series to /metrics).

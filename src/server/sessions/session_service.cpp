@@ -199,7 +199,7 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   session->labels = request.labels;
   session->idle_timeout = request.idle_timeout.value_or(t.idle_timeout);
   const backend::RunRequest run = session_request(config, t);
-  session->exec_timeout = t.exec_timeout.value_or(config.tiers.at(t.risk).wall_time);
+  session->exec_timeout = t.limits.timeout.value_or(config.tiers.at(t.risk).wall_time);
   session->output_bytes = run.limits.output_bytes;
   session->state_ = "starting";
   {

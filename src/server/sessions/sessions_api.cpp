@@ -159,12 +159,8 @@ bool is_sessions_path(const std::vector<std::string>& parts) {
 void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpRequest& r,
                      const std::vector<std::string>& parts, std::function<void(HttpResponse)> reply) {
   const auto generation = s.generation->load();
-  auto who = generation->authenticator->authenticate(r.headers, r.client_certificate ? &*r.client_certificate : nullptr);
-  if (const auto* refused = std::get_if<pipeline::InvocationError>(&who)) {
-    auto resp = refusal_response(*refused);
-    resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return reply(resp);
-  }
+  auto who = authenticate_request(*generation->authenticator, r);
+  if (auto* refused = std::get_if<HttpResponse>(&who)) return reply(std::move(*refused));
   const auto& caller = std::get<pipeline::Caller>(who);
   if (!caller.scope.empty())  // a token narrowed to some tools is not a session's key
     return reply(error_response(403, "forbidden", "a token scoped to tools cannot use sessions"));
