@@ -250,8 +250,10 @@ TEST_F(Sessions, AReloadThatTakesAwayAccessEndsTheOwnersSessions) {
   start();
   auto mine = create("brief");  // agent: every template
   auto others = create("dev", kOtherKey);
+  auto users = create("dev", kKey, as_user("alice"));  // allowed by her group, not her sub
   ASSERT_EQ(mine.status, 201);
   ASSERT_EQ(others.status, 201);
+  ASSERT_EQ(users.status, 201);
   ws_.write_config(replaced(ws_.config_text(), "    sessionTemplates: [\"*\"]\n", "    sessionTemplates: [dev]\n"));
   auto reloaded = daemon_->daemon->reload(policy::load_config(ws_.config_path()));
   ASSERT_TRUE(reloaded) << reloaded.error().message;
@@ -259,6 +261,8 @@ TEST_F(Sessions, AReloadThatTakesAwayAccessEndsTheOwnersSessions) {
   ASSERT_TRUE(ended_record(mine.json()["id"]));
   EXPECT_EQ((*ended_record(mine.json()["id"]))["reason"], "access_revoked");
   EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + std::string(others.json()["id"]), "", kOtherKey).status, 200);
+  EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + std::string(users.json()["id"]), "", kKey, as_user("alice")).status,
+            200);
 }
 
 // A fork bomb in one session is stopped by its own process limit; the other session's execs

@@ -66,6 +66,7 @@ SessionOwner SessionOwner::of(const pipeline::Caller& caller) {
   if (caller.subject) {
     o.issuer = caller.subject->issuer;
     o.sub = caller.subject->sub;
+    o.claims = caller.subject->claims;
   }
   o.jti_sha256 = caller.subject_jti_sha256;
   return o;
@@ -376,8 +377,7 @@ void SessionService::reconcile(const policy::Config& config) {
       }
       pipeline::Caller owner;
       if (!s->owner.principal.empty()) owner.actor = access::Actor{s->owner.principal};
-      // The user's claims are not kept: a binding by another claim than sub is decided on sub alone.
-      if (!s->owner.sub.empty()) owner.subject = access::Subject{s->owner.issuer, s->owner.sub, {{"sub", s->owner.sub}}};
+      if (!s->owner.sub.empty()) owner.subject = access::Subject{s->owner.issuer, s->owner.sub, s->owner.claims};
       const auto d = access::decide(config, owner.actor ? &*owner.actor : nullptr,
                                     owner.subject ? &*owner.subject : nullptr, policy::Action::create_session,
                                     s->template_name);

@@ -38,6 +38,9 @@ struct SessionOwner {
   std::string principal;    // "" for a user calling without an agent
   std::string issuer, sub;  // "" without a user
   std::string jti_sha256;   // of the creating token's jti (the audit record's)
+  // The user's claims when it was created (in memory only): a reload decides its access again
+  // by the same bindings (a group, an email) that allowed it.
+  nlohmann::json claims = nlohmann::json::object();
   static SessionOwner of(const pipeline::Caller& caller);
   bool is(const pipeline::Caller& caller) const;  // the same agent and the same user
   std::string quota_user() const;                 // the quota book's key; "" without a user
