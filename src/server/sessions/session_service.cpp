@@ -34,6 +34,18 @@ backend::RunRequest session_request(const policy::Config& config, const policy::
   return request;
 }
 
+// A record of `event` in the life of the session `id` of `template_name`, owned by `owner`.
+audit::SessionRecord session_record(const std::string& id, const std::string& event, const std::string& template_name,
+                                    const SessionOwner& owner) {
+  audit::SessionRecord record;
+  record.session_id = id;
+  record.event = event;
+  record.template_name = template_name;
+  record.principal = owner.principal;
+  record.subject = subject_of(owner);
+  return record;
+}
+
 std::map<std::string, std::uint64_t> limits_record(const sandbox::Limits& l, const LiveSession& s) {
   std::map<std::string, std::uint64_t> out = {
       {"memory_bytes", l.memory_bytes}, {"pids", l.pids}, {"disk_bytes", l.disk_bytes},
@@ -88,8 +100,6 @@ std::string LiveSession::state() const {
   std::lock_guard lock(mu_);
   return state_;
 }
-
-bool LiveSession::running() const { return state() == "running"; }
 
 std::optional<Error> LiveSession::begin_exec() {
   std::lock_guard lock(mu_);
@@ -233,12 +243,7 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
       forget();
       return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
     }
-  audit::SessionRecord record;
-  record.session_id = session->id;
-  record.event = "created";
-  record.template_name = t.name;
-  record.principal = session->owner.principal;
-  record.subject = subject_of(session->owner);
+  audit::SessionRecord record = session_record(session->id, "created", t.name, session->owner);
   record.access_rule = decision.rule;
   record.limits = limits_record(run.limits, *session);
   if (auto written = append(deps_.audit, record); !written) {  // no record, no session
@@ -273,13 +278,7 @@ std::vector<std::shared_ptr<LiveSession>> SessionService::list(const pipeline::C
 }
 
 Status SessionService::record(const LiveSession& s, const std::string& event) {
-  audit::SessionRecord record;
-  record.session_id = s.id;
-  record.event = event;
-  record.template_name = s.template_name;
-  record.principal = s.owner.principal;
-  record.subject = subject_of(s.owner);
-  return append(deps_.audit, record);
+  return append(deps_.audit, session_record(s.id, event, s.template_name, s.owner));
 }
 
 Status SessionService::pause(const std::shared_ptr<LiveSession>& session) {
@@ -320,12 +319,7 @@ void SessionService::end(const std::shared_ptr<LiveSession>& session, const std:
     std::lock_guard lock(mu_);
     sessions_.erase(session->id);
   }
-  audit::SessionRecord record;
-  record.session_id = session->id;
-  record.event = "ended";
-  record.template_name = session->template_name;
-  record.principal = session->owner.principal;
-  record.subject = subject_of(session->owner);
+  audit::SessionRecord record = session_record(session->id, "ended", session->template_name, session->owner);
   record.reason = reason;
   record.message = message;
   record.usage = audit::usage_of(result.usage);
@@ -341,12 +335,11 @@ Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit)
   auto rows = store.all();
   if (!rows) return rows.error();
   for (const auto& row : *rows) {
-    audit::SessionRecord record;
-    record.session_id = row.id;
-    record.event = "ended";
-    record.template_name = row.template_name;
-    record.principal = row.principal;
-    if (!row.sub.empty()) record.subject = audit::SubjectRecord{row.issuer, row.sub, ""};
+    SessionOwner owner;
+    owner.principal = row.principal;
+    owner.issuer = row.issuer;
+    owner.sub = row.sub;
+    audit::SessionRecord record = session_record(row.id, "ended", row.template_name, owner);
     record.reason = "aborted";
     record.message = "the daemon that held it stopped without ending it";
     if (auto written = append(&audit, record); !written) return written.error();

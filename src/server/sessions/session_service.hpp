@@ -62,7 +62,6 @@ class LiveSession {
 
   // Whether it is running, and when it was last used (an exec started or ended).
   std::string state() const;
-  bool running() const;
   // An exec begins: the reason it may not (session_paused, session_ended), or nothing.
   std::optional<Error> begin_exec();
   void end_exec();

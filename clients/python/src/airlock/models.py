@@ -43,6 +43,12 @@ class AuditRef:
     leaf_hash: str
 
 
+def _audit_ref(audit: Any) -> Optional[AuditRef]:
+    if isinstance(audit, Mapping) and isinstance(audit.get("index"), int):
+        return AuditRef(int(audit["index"]), str(audit.get("leaf_hash", "")))
+    return None
+
+
 @dataclass(frozen=True)
 class PendingApproval:
     """`approval` of a call that waits for approvers (status `pending_approval`)."""
@@ -78,8 +84,7 @@ class Invocation:
             output=dict(output) if isinstance(output, Mapping) else None,
             error=ErrorInfo.from_json(body.get("error")),
             verdict=body.get("verdict") if isinstance(body.get("verdict"), str) else None,
-            audit=(AuditRef(int(audit["index"]), str(audit.get("leaf_hash", "")))
-                   if isinstance(audit, Mapping) and isinstance(audit.get("index"), int) else None),
+            audit=_audit_ref(audit),
             approval=(PendingApproval(str(approval.get("id", "")), str(approval.get("expires_at", "")),
                                       str(approval.get("url", "")), int(approval.get("approvers", 1)))
                       if isinstance(approval, Mapping) and approval else None),
@@ -171,12 +176,6 @@ class ExchangedToken:
 
     def __repr__(self) -> str:  # never print the token itself
         return f"ExchangedToken(expires_in={self.expires_in}, scope={self.scope!r})"
-
-
-def _audit_ref(audit: Any) -> Optional[AuditRef]:
-    if isinstance(audit, Mapping) and isinstance(audit.get("index"), int):
-        return AuditRef(int(audit["index"]), str(audit.get("leaf_hash", "")))
-    return None
 
 
 @dataclass(frozen=True)
