@@ -215,7 +215,6 @@ bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) 
   std::string enable;
   if (want_memory && !enabled("memory")) enable += " +memory";
   if (want_pids && !enabled("pids")) enable += " +pids";
-  if (want_cpu && !enabled("cpu")) enable += " +cpu";
   if (!enable.empty()) {
     bool is_root = (s.v2_base == hierarchy_root);
     if (!is_root) {
@@ -239,6 +238,10 @@ bool prepare_v2_delegation(CgroupSupport& s, const std::string& hierarchy_root) 
     }
     subtree = read_file(s.v2_base + "/cgroup.subtree_control");
   }
+  // cpu on its own write, its failure not v2's (the kernel refuses it while a realtime task is
+  // in the subtree): without it only Limits::cpus is refused.
+  if (want_cpu && !enabled("cpu") && write_file(s.v2_base + "/cgroup.subtree_control", "+cpu"))
+    subtree = read_file(s.v2_base + "/cgroup.subtree_control");
   s.v2_memory = enabled("memory");
   s.v2_pids = enabled("pids");
   s.v2_cpu = enabled("cpu");
@@ -683,7 +686,7 @@ void SandboxCgroup::kill_all() const {
 }
 
 Status SandboxCgroup::freeze(bool frozen) const {
-  std::string file, value, settled;
+  std::string file, value;
   if (mode_ == CgroupMode::v2 && !dirs_.empty()) {
     file = dirs_.front() + "/cgroup.freeze";
     value = frozen ? "1" : "0";
