@@ -359,6 +359,7 @@ TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
   EXPECT_EQ(exec(id, {{"command", json::array()}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", "true"}, {"shell", true}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", json::array({"/no/such"})}}).status, 422);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id).json()["running_execs"], 0);  // it can go idle
 }
 
 }  // namespace

@@ -169,7 +169,10 @@ Result<std::unique_ptr<ExecRun>> ExecRun::start(Context context, ExecRequest req
   if (auto refused = session.begin_exec()) return *refused;
   st->exec_begun = true;
   auto started = session.sandbox->exec({st->request.argv, st->request.env, st->request.cwd});
-  if (!started) return started.error();
+  if (!started) {  // nothing runs: the session may go idle again
+    session.end_exec();
+    return started.error();
+  }
   st->started = std::move(*started);
   st->began = Clock::now();
   return std::unique_ptr<ExecRun>(new ExecRun(std::move(st)));
@@ -177,8 +180,8 @@ Result<std::unique_ptr<ExecRun>> ExecRun::start(Context context, ExecRequest req
 
 namespace {
 
-// Appends what the exec wrote to `out`, scanned; false once the stream is at its end (or
-// has nothing more now, with `drain_only`).
+// Reads an exec's output streams as they come: each through its DLP stream scan to the sink,
+// up to the output limit (past it, or once DLP blocks, nothing more is sent).
 struct Pump {
   ExecRun::State& st;
   ExecSink& sink;
