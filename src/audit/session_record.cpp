@@ -20,6 +20,13 @@ nlohmann::json to_fields(const SessionRecord& r) {
   if (!r.message.empty()) fields["message"] = text(r.message);
   if (!r.usage.empty()) fields["usage"] = counter_fields(r.usage);
   if (r.event == "ended") fields["egress"] = egress_fields(r.egress);
+  if (r.file) {
+    nlohmann::json redactions = nlohmann::json::array();
+    for (const auto& d : r.file->redactions) redactions.push_back(text(d));
+    fields["file"] = {{"path", text(r.file->path)}, {"outcome", text(r.file->outcome)},
+                      {"bytes", r.file->bytes}, {"redactions", redactions}};
+    if (!r.file->sha256.empty()) fields["file"]["sha256"] = r.file->sha256;
+  }
   return fields;
 }
 

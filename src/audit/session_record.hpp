@@ -1,6 +1,6 @@
 // The record of a session's life (docs/sessions.md, docs/audit.md "Session records"): one per
-// event (created, ended; paused, resumed and snapshotted to come), beside the invocation
-// record of each exec in it, which names the session.
+// event (created, paused, resumed, ended; a file written, read or removed through the files
+// API), beside the invocation record of each exec in it, which names the session.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,15 @@ namespace airlock::audit {
 
 inline constexpr const char* kSessionSchema = "airlock.session/v1";
 
+// What a file event did (file_written, file_read, file_removed).
+struct SessionFileRecord {
+  std::string path;     // in the workspace
+  std::string outcome;  // "ok", or the error's code (dlp_blocked, disk_limit, ...)
+  std::uint64_t bytes = 0;               // written or sent
+  std::string sha256;                    // of what was written or sent (files), hex
+  std::vector<std::string> redactions;   // the DLP detectors that redacted (or blocked) it
+};
+
 struct SessionRecord {
   std::string session_id;
   std::string event;  // "created", "ended"
@@ -31,6 +40,7 @@ struct SessionRecord {
   std::string message;                          // ended: a sentence for a human
   std::map<std::string, std::uint64_t> usage;   // ended: execs, cpu_user_ms, cpu_sys_ms, memory_peak_bytes
   std::vector<EgressDecision> egress;           // ended: every connection the session attempted
+  std::optional<SessionFileRecord> file;        // file_written, file_read, file_removed
 };
 
 nlohmann::json to_fields(const SessionRecord& record);

@@ -42,6 +42,11 @@ class LocalSessionSandbox final : public Session {
   bool ended() const override { return sandbox_->ended(); }
   std::optional<sandbox::CpuTime> cpu_used() const override { return sandbox_->cpu_used(); }
   Status freeze(bool frozen) override { return sandbox_->freeze(frozen); }
+  Result<sandbox::FileTransfer> read_file(const std::string& path) override { return sandbox_->read_file(path); }
+  Result<sandbox::FileTransfer> write_file(const std::string& path) override { return sandbox_->write_file(path); }
+  Status remove_file(const std::string& path) override { return sandbox_->remove_file(path); }
+  Status move_file(const std::string& from, const std::string& to) override { return sandbox_->move_file(from, to); }
+  Status make_directory(const std::string& path) override { return sandbox_->make_directory(path); }
 
  private:
   std::unique_ptr<sandbox::SessionSandbox> sandbox_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "backend/backend.hpp"
 #include "common/result.hpp"
@@ -32,6 +33,13 @@ class Session {
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;
+  // The workspace's files, resolved inside the session beneath its work dir (as
+  // sandbox::SessionSandbox's: paths from sandbox::workspace_path, errors by sandbox::file_error).
+  virtual Result<sandbox::FileTransfer> read_file(const std::string& path) = 0;
+  virtual Result<sandbox::FileTransfer> write_file(const std::string& path) = 0;
+  virtual Status remove_file(const std::string& path) = 0;
+  virtual Status move_file(const std::string& from, const std::string& to) = 0;
+  virtual Status make_directory(const std::string& path) = 0;
 };
 
 class SessionBackend {

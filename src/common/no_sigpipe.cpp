@@ -21,7 +21,10 @@ ssize_t write_without_sigpipe(int fd, const void* data, std::size_t size) {
   ::pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
   const ssize_t n = ::write(fd, data, size);
   const int saved = errno;
-  if (n < 0 && saved == EPIPE && !already_pending) {
+  // A write the reader left during returns what it wrote before, and still raises SIGPIPE.
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  if (!already_pending && sigismember(&pending, SIGPIPE) == 1) {
     const timespec now{};
     while (::sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
     }

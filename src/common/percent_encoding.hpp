@@ -3,6 +3,7 @@
 // and an application/x-www-form-urlencoded name or value.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,5 +11,8 @@ namespace airlock {
 
 bool is_unreserved(char c);
 std::string percent_encode(std::string_view text);
+// The bytes of a percent-encoded URL path ("a%2Fb" is "a/b"; '+' stays '+'); nothing for a
+// '%' that is not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view text);
 
 }  // namespace airlock

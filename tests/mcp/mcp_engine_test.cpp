@@ -80,6 +80,7 @@ class CollectingWriter : public BodyWriter {
     done_.notify_all();
   }
   void on_client_gone(std::function<void()>) override {}
+  void abort() override {}
   std::string wait() {
     std::unique_lock lock(mu_);
     done_.wait(lock, [this] { return finished_; });

@@ -1,7 +1,9 @@
 // Session sandboxes (sandbox/session/session.hpp) as an executable threat model: one sandbox
 // that lives across execs, each exec started by the session's init inside every layer. The
 // attacks: an exec that goes for the init or its control socket, one session reaching another,
-// a forbidden syscall, a session that outlives its end.
+// a forbidden syscall, a session that outlives its end, and file operations that try to
+// leave the workspace (`..`, symlinks planted by the session, a symlink swapped between check
+// and use, a FIFO to hang the init, a write past the disk limit).
 #include "sandbox/session/session.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/no_sigpipe.hpp"
 #include "test_support.hpp"
 
 namespace airlock::sandbox {
@@ -190,6 +193,149 @@ TEST(Session, ItsWallClockEndsIt) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "session_ended");
   EXPECT_EQ(s->end().verdict, Verdict::timeout);
+}
+
+// Writes `content` into a new file at `path` through the files API; the copier's result.
+Status write_through(SessionSandbox& s, const std::string& path, const std::string& content) {
+  auto t = s.write_file(path);
+  if (!t) return t.error();
+  for (std::size_t off = 0; off < content.size();) {
+    const ssize_t n = write_without_sigpipe(t->pipe.get(), content.data() + off, content.size() - off);
+    if (n <= 0) break;  // the copier stopped: its end says why
+    off += static_cast<std::size_t>(n);
+  }
+  t->pipe.reset();
+  auto end = s.wait(t->id, 30s);
+  if (!end) return Error::make("test", "the copier did not end");
+  if (!end->exited || end->code != 0) return file_error(end->exited ? end->code : EINTR, path);
+  return {};
+}
+
+// A file's content or a directory's listing through the files API.
+Result<std::string> read_through(SessionSandbox& s, const std::string& path) {
+  auto t = s.read_file(path);
+  if (!t) return t.error();
+  std::string out = read_all(t->pipe.get());
+  auto end = s.wait(t->id, 30s);
+  if (!end || !end->exited || end->code != 0) return Error::make("test", "the copier failed");
+  return out;
+}
+
+TEST(Session, FilesAreWrittenReadListedMovedAndRemovedInTheWorkspace) {
+  auto s = start_session();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(write_through(*s, "dir/sub/a.txt", "hello"));  // parents are made
+  EXPECT_EQ(sh(*s, "cat /work/dir/sub/a.txt").out, "hello");
+  auto read = read_through(*s, "dir/sub/a.txt");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(*read, "hello");
+  auto listing = read_through(*s, "dir");
+  ASSERT_TRUE(listing);
+  EXPECT_EQ(listing->substr(0, 2), "d ");
+  EXPECT_NE(listing->find(" sub", 0), std::string::npos);
+  EXPECT_EQ(listing->back(), '\0');
+  auto again = s->write_file("dir/sub/a.txt");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, "file_exists");
+  ASSERT_TRUE(s->move_file("dir/sub/a.txt", "b.txt"));
+  EXPECT_EQ(sh(*s, "cat /work/b.txt; test -e /work/dir/sub/a.txt || echo moved").out, "hellomoved\n");
+  ASSERT_TRUE(s->make_directory("x/y/z"));
+  ASSERT_TRUE(s->make_directory("x/y"));  // there already: fine
+  EXPECT_EQ(sh(*s, "test -d /work/x/y/z && echo dir").out, "dir\n");
+  auto not_empty = s->remove_file("x");
+  ASSERT_FALSE(not_empty);
+  EXPECT_EQ(not_empty.error().code, "directory_not_empty");
+  ASSERT_TRUE(s->remove_file("b.txt"));
+  auto gone = s->read_file("b.txt");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, "file_not_found");
+  // What is written belongs to the session's user, as if the session had written it.
+  ASSERT_TRUE(write_through(*s, "owned", "x"));
+  EXPECT_EQ(sh(*s, "test -O /work/owned && echo mine").out, "mine\n");
+}
+
+TEST(Session, FilesCannotLeaveTheWorkspace) {
+  auto s = start_session();
+  ASSERT_TRUE(s);
+  // Outside the workspace but inside the session: /tmp. Links planted by the session lead there.
+  auto planted = sh(*s, "echo outside-secret > /tmp/secret && echo inside > /work/real && "
+                        "ln -s /tmp /work/up && ln -s / /work/root && ln -s ../tmp/secret /work/rel && "
+                        "mkdir /work/d && ln -s ../../tmp /work/d/deep && mkfifo /work/fifo && echo ok");
+  ASSERT_EQ(planted.out, "ok\n") << planted.err;
+  for (const std::string path : {"up/secret", "root/tmp/secret", "root/etc/passwd", "rel", "d/deep/secret"}) {
+    auto escaped = s->read_file(path);
+    ASSERT_FALSE(escaped) << path << " was read";
+    EXPECT_EQ(escaped.error().code, "outside_workspace") << path << ": " << escaped.error().message;
+  }
+  auto written = s->write_file("up/planted");
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().code, "outside_workspace");
+  auto moved = s->move_file("real", "up/real");
+  ASSERT_FALSE(moved);
+  EXPECT_EQ(moved.error().code, "outside_workspace");
+  auto removed = s->remove_file("up/secret");
+  ASSERT_FALSE(removed);
+  EXPECT_EQ(removed.error().code, "outside_workspace");
+  EXPECT_EQ(sh(*s, "cat /tmp/secret; ls /tmp").out, "outside-secret\nsecret\n");
+  // `..` is refused before it reaches the init, and by the kernel if it did.
+  EXPECT_EQ(workspace_path("../../etc/shadow").error().code, "invalid_path");
+  EXPECT_EQ(workspace_path("a/../../b").error().code, "invalid_path");
+  EXPECT_EQ(*workspace_path("/a//./b/"), "a/b");
+  auto raw = s->read_file("../tmp/secret");  // as if the check were skipped
+  ASSERT_FALSE(raw);
+  EXPECT_EQ(raw.error().code, "outside_workspace");
+  // A FIFO does not hang the init: it is not a regular file, and the session goes on.
+  auto fifo = s->read_file("fifo");
+  ASSERT_FALSE(fifo);
+  EXPECT_EQ(fifo.error().code, "not_a_regular_file");
+  EXPECT_EQ(sh(*s, "echo alive").out, "alive\n");
+}
+
+TEST(Session, ASymlinkSwappedBetweenCheckAndUseNeverLeadsOut) {
+  auto s = start_session();
+  ASSERT_TRUE(s);
+  // In the background, for as long as the test reads: `link` and `dir` flip between a
+  // target inside the workspace and one outside, as fast as the session can flip them.
+  auto flipping = s->exec({{"/bin/sh", "-c",
+                            "echo outside-secret > /tmp/secret; echo inside > /work/real; mkdir /work/in; "
+                            "echo inside > /work/in/secret; echo started; "
+                            "while :; do ln -sfn /tmp/secret /work/link; ln -sfn real /work/link; "
+                            "ln -sfn /tmp /work/dir; ln -sfn in /work/dir; done"},
+                           {},
+                           ""});
+  ASSERT_TRUE(flipping);
+  char started[8] = {};
+  ASSERT_EQ(::read(flipping->stdout_r.get(), started, sizeof started), 8);
+  // Until both outcomes have been seen (the race was run, not avoided), at most 20000 reads.
+  int inside = 0, refused = 0;
+  for (int i = 0; i < 10000 && (inside < 20 || refused < 20); ++i) {
+    for (const std::string path : {"link", "dir/secret"}) {
+      auto got = read_through(*s, path);
+      if (got) {
+        ASSERT_EQ(*got, "inside\n") << path << " led out of the workspace";
+        ++inside;
+      } else {
+        ASSERT_TRUE(got.error().code == "outside_workspace" || got.error().code == "file_not_found")
+            << got.error().code << ": " << got.error().message;
+        ++refused;
+      }
+    }
+  }
+  ASSERT_TRUE(s->signal(flipping->id, SIGKILL));
+  EXPECT_GT(inside, 0);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(Session, AWritePastTheDiskLimitIsRefused) {
+  Spec spec = session_spec();
+  spec.limits.disk_bytes = 8u << 20;
+  auto s = start_session(spec);
+  ASSERT_TRUE(s);
+  auto refused = write_through(*s, "big", std::string(32u << 20, 'x'));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "disk_limit") << refused.error().message;
+  // The session's own writes hit the same limit: the copier wrote on the session's disk.
+  EXPECT_EQ(sh(*s, "rm /work/big; head -c 1048576 /dev/zero > /work/small && echo fits").out, "fits\n");
 }
 
 }  // namespace

@@ -4,11 +4,21 @@
 // takes an owner's access away, a fork bomb beside another session.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "audit/log_reader.hpp"
+#include "common/digest.hpp"
 #include "corp_issuer.hpp"
 #include "server_test_support.hpp"
 
@@ -35,7 +45,48 @@ sessionTemplates:
     limits: {idleTimeout: 3s, maxLifetime: 3s}
   - name: quarter
     limits: {cpus: 0.25}
+  - name: small
+    limits: {disk: 64Mi}
 )";
+
+// This process's resident memory (the daemon runs in it), in KiB.
+std::uint64_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  return 0;
+}
+
+// Sends a PUT with a chunked body of `total` bytes, generated as it goes (never held), and
+// stops early when the daemon answers first; returns the answer's head and body.
+std::string put_chunked(std::uint16_t port, const std::string& target, std::uint64_t total, std::uint64_t* sent) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return "";
+  const std::string head = "PUT " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + kKey +
+                           "\r\nTransfer-Encoding: chunked\r\nContent-Type: application/octet-stream\r\n\r\n";
+  (void)::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  const std::string piece(1u << 20, 'z');
+  char size_line[32];
+  std::snprintf(size_line, sizeof size_line, "%zx\r\n", piece.size());
+  *sent = 0;
+  for (; *sent < total; *sent += piece.size()) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // the daemon has answered
+    const std::string chunk = size_line + piece + "\r\n";
+    if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(chunk.size())) break;
+  }
+  if (*sent >= total) (void)::send(fd, "0\r\n\r\n", 5, MSG_NOSIGNAL);
+  std::string answer;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return answer;
+}
 
 class Sessions : public ::testing::Test {
  protected:
@@ -55,11 +106,24 @@ class Sessions : public ::testing::Test {
     yaml = replaced(yaml, "roles:\n", "roles:\n  - name: session-admin\n    rules:\n"
                                       "      - {effect: allow, actions: [manage_sessions], tools: [\"*\"]}\n");
     yaml = replaced(yaml, R"(actions: [invoke], tools: ["echo"]})",
-                    R"(actions: [invoke, create_session], tools: ["echo"], sessionTemplates: [dev, brief, mortal]})");
+                    R"(actions: [invoke, create_session], tools: ["echo"], sessionTemplates: [dev, brief, mortal, small]})");
     yaml = replaced(yaml, "bindings:\n", "bindings:\n  - role: session-admin\n    users: [{issuer: corp, claim: groups, value: admins}]\n");
     ws_.write_config(yaml + kTemplates + extra_);
   }
   void start() { daemon_.emplace(ws_); }
+  Reply put_file(const std::string& id, const std::string& path, const std::string& content) {
+    return http_with(port(), "PUT", "/v1/sessions/" + id + "/files/" + path, content, kKey,
+                     {{"content-type", "application/octet-stream"}});
+  }
+  Reply get_file(const std::string& id, const std::string& path) {
+    return http(port(), "GET", "/v1/sessions/" + id + "/files/" + path);
+  }
+  std::vector<json> file_records(const std::string& id, const std::string& event) const {
+    std::vector<json> out;
+    for (const auto& r : records("airlock.session/v1"))
+      if (r["session_id"] == id && r["event"] == event) out.push_back(r["file"]);
+    return out;
+  }
   std::uint16_t port() const { return daemon_->port; }
 
   std::map<std::string, std::string> as_user(const std::string& sub, const json& groups = {"staff"}) const {
@@ -162,6 +226,8 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
     EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id, "", in.key, in.headers).status, 404);
     EXPECT_EQ(exec(id, {{"command", "true"}}, in.key, in.headers).status, 404);
     EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", in.key, in.headers).status, 404);
+    EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", in.key, in.headers).status, 404);
+    EXPECT_EQ(http_with(port(), "PUT", "/v1/sessions/" + id + "/files/x", "planted", in.key, in.headers).status, 404);
     auto list = http_with(port(), "GET", "/v1/sessions", "", in.key, in.headers);
     EXPECT_EQ(list.status, 200);
     EXPECT_TRUE(list.json()["sessions"].empty()) << list.body;
@@ -177,6 +243,7 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
   ASSERT_EQ(all.status, 200);
   EXPECT_EQ(all.json()["sessions"].size(), 1u) << all.body;
   EXPECT_EQ(exec(id, {{"command", "true"}}, admin).status, 404);
+  EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", admin, {}).status, 404);
   EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", admin, {}).status, 200);
 }
 
@@ -349,13 +416,147 @@ TEST_F(Sessions, ShutdownEndsEverySessionAndRecordsIt) {
   EXPECT_EQ((*ended_record(id))["reason"], "shutdown");
 }
 
+TEST_F(Sessions, FilesGoInAndOutThroughDlpAndEachIsRecorded) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto put = put_file(id, "src/app.py", "print('hi')\n");
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(put.json()["path"], "src/app.py");
+  EXPECT_EQ(put.json()["size"], 12);
+  EXPECT_EQ(put.json()["sha256"], sha256_hex("print('hi')\n"));
+  EXPECT_EQ(exec(id, {{"command", "python3 /work/src/app.py"}}).json()["stdout"], "hi\n");
+  auto got = get_file(id, "src/app.py");
+  ASSERT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(got.headers["content-type"], "application/octet-stream");
+  EXPECT_EQ(got.body, "print('hi')\n");
+  // A directory is its listing; a name needs percent-encoding in the URL.
+  ASSERT_EQ(put_file(id, "src/a%20b.txt", "x").status, 200);
+  auto listing = get_file(id, "src/");
+  ASSERT_EQ(listing.status, 200) << listing.body;
+  EXPECT_EQ(listing.json()["type"], "directory");
+  std::set<std::string> names;
+  const json entries = listing.json()["entries"];
+  for (const auto& e : entries) names.insert(e["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"app.py", "a b.txt"})) << listing.body;
+  // A secret the session wrote is redacted on its way out, small or streamed.
+  // (Written in two halves: the command itself goes through DLP, and a whole key in it would
+  // be redacted before it ran.)
+  auto secret = exec(id, {{"command", "printf 'key AKIAZ7Q3PL' > /work/creds; printf 'DX4RS6TB2V\\n' >> /work/creds; "
+                                      "head -c 3000000 /dev/zero | tr '\\0' a > /work/big; cat /work/creds >> /work/big"}});
+  ASSERT_EQ(secret.json()["verdict"], "ok") << secret.body;
+  auto creds = get_file(id, "creds");
+  ASSERT_EQ(creds.status, 200);
+  EXPECT_EQ(creds.body.find("DX4RS6TB2V"), std::string::npos) << creds.body;
+  EXPECT_EQ(exec(id, {{"command", "grep -c DX4RS6TB2V /work/creds"}}).json()["stdout"], "1\n");  // it is there
+  EXPECT_NE(creds.body.find("REDACTED"), std::string::npos) << creds.body;
+  auto big = get_file(id, "big");  // over 1 MiB: streamed (chunked)
+  ASSERT_EQ(big.status, 200);
+  EXPECT_EQ(big.headers["transfer-encoding"], "chunked");
+  EXPECT_GT(big.body.size(), 3000000u);
+  EXPECT_EQ(big.body.find("DX4RS6TB2V"), std::string::npos);
+  EXPECT_NE(big.body.find("REDACTED"), std::string::npos);
+  // An upload replaces a file only once complete; a directory; DELETE.
+  ASSERT_EQ(put_file(id, "src/app.py", "print('v2')\n").status, 200);
+  EXPECT_EQ(get_file(id, "src/app.py").body, "print('v2')\n");
+  EXPECT_EQ(http(port(), "PUT", "/v1/sessions/" + id + "/files/out/logs/").status, 200);
+  EXPECT_EQ(exec(id, {{"command", "test -d /work/out/logs && echo dir"}}).json()["stdout"], "dir\n");
+  EXPECT_EQ(http(port(), "DELETE", "/v1/sessions/" + id + "/files/src/app.py").status, 200);
+  auto missing = get_file(id, "src/app.py");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.json()["error"]["kind"], "file_not_found");
+  EXPECT_EQ(http(port(), "DELETE", "/v1/sessions/" + id + "/files/src").status, 409);  // not empty
+  EXPECT_EQ(exec(id, {{"command", "ls -A /work/src"}}).json()["stdout"], "a b.txt\n");  // no upload left behind
+  // Each one is in the audit log, with what was written or sent.
+  auto written = file_records(id, "file_written");
+  ASSERT_EQ(written.size(), 3u);
+  EXPECT_EQ(written[0]["path"], "src/app.py");
+  EXPECT_EQ(written[0]["sha256"], sha256_hex("print('hi')\n"));
+  auto read = file_records(id, "file_read");
+  ASSERT_GE(read.size(), 4u);
+  bool redaction_recorded = false;
+  for (const auto& r : read) redaction_recorded |= r["path"] == "creds" && !r["redactions"].empty();
+  EXPECT_TRUE(redaction_recorded) << json(read).dump();
+  EXPECT_EQ(file_records(id, "file_removed").size(), 2u);
+}
+
+// The files API is a way in for a hostile caller and a hostile session alike: `..` in the
+// URL, percent-encoded or not, and symlinks the session planted to `/`, to /tmp, to the host's
+// files. None of them reaches anything outside the workspace.
+TEST_F(Sessions, FilesApiPathsCannotLeaveTheWorkspace) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto planted = exec(id, {{"command", "echo session-secret > /tmp/secret; ln -s / /work/root; ln -s /tmp /work/up; "
+                                       "ln -s ../../etc/shadow /work/shadow; echo ok"}});
+  ASSERT_EQ(planted.json()["stdout"], "ok\n") << planted.body;
+  const std::string files = "/v1/sessions/" + id + "/files/";
+  for (const std::string path : {"../../etc/shadow", "%2e%2e/%2e%2e/etc/shadow", "a/%2E%2E/%2e%2e/etc/passwd",
+                                 "..%2f..%2fetc%2fshadow", "%2"}) {
+    auto r = http(port(), "GET", files + path);
+    EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+    EXPECT_EQ(r.json()["error"]["kind"], "invalid_path") << path;
+  }
+  for (const std::string path : {"root/etc/shadow", "root/etc/passwd", "up/secret", "shadow", "root/"}) {
+    auto r = http(port(), "GET", files + path);
+    EXPECT_EQ(r.status, 403) << path << ": " << r.body;
+    EXPECT_EQ(r.json()["error"]["kind"], "outside_workspace") << path;
+    EXPECT_EQ(r.body.find("session-secret"), std::string::npos);
+    EXPECT_EQ(r.body.find("root:"), std::string::npos);
+  }
+  auto through = put_file(id, "up/planted", "x");
+  EXPECT_EQ(through.status, 403) << through.body;
+  EXPECT_EQ(http(port(), "DELETE", files + "up/secret").status, 403);
+  EXPECT_EQ(exec(id, {{"command", "ls /tmp; cat /tmp/secret"}}).json()["stdout"], "secret\nsession-secret\n");
+}
+
+// The body is streamed into the session as it arrives, through a pipe, and stops at the
+// template's disk limit (64 MiB): the daemon never holds it.
+TEST_F(Sessions, AThreeGibUploadIsRefusedAtTheDiskLimitWithTheDaemonsMemoryFlat) {
+  start();
+  auto created = create("small");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  const std::string target = "/v1/sessions/" + id + "/files/huge.bin";
+  // Declared up front: refused before a byte of the body is read.
+  auto declared = http_with(port(), "PUT", target, "", kKey, {{"content-length", "3221225472"}});
+  EXPECT_EQ(declared.status, 413);
+  EXPECT_EQ(declared.json()["error"]["kind"], "disk_limit");
+  // Chunked, without a length: streamed until the disk is full. The memory is sampled throughout.
+  std::atomic<bool> uploading{true};
+  std::atomic<std::uint64_t> peak_kib{0};
+  const std::uint64_t before_kib = resident_kib();
+  std::thread sampler([&] {
+    while (uploading) {
+      peak_kib = std::max<std::uint64_t>(peak_kib, resident_kib());
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  std::uint64_t sent = 0;
+  const std::string answer = put_chunked(port(), target, 3ULL << 30, &sent);
+  uploading = false;
+  sampler.join();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 413", 0), 0u) << answer.substr(0, 300);
+  EXPECT_NE(answer.find("disk_limit"), std::string::npos) << answer.substr(0, 300);
+  EXPECT_GE(sent, 64ULL << 20) << "refused before the disk was full";
+  EXPECT_LT(sent, 1ULL << 30) << "the daemon read far past the limit";
+  EXPECT_LT(peak_kib - std::min(peak_kib.load(), before_kib), 48u * 1024) << "the upload was held in memory";
+  // Nothing is left of it, and the session goes on with its disk free again.
+  auto after = exec(id, {{"command", "ls -A /work; head -c 1048576 /dev/zero > /work/fits && echo fits"}});
+  EXPECT_EQ(after.json()["stdout"], "fits\n") << after.body;
+  auto record = file_records(id, "file_written");
+  ASSERT_EQ(record.size(), 1u);
+  EXPECT_EQ(record[0]["outcome"], "disk_limit");
+}
+
 TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
   start();
   auto a = create("dev");
   ASSERT_EQ(a.status, 201) << a.body;
   const std::string id = a.json()["id"];
   EXPECT_EQ(http(port(), "POST", "/v1/sessions/" + id + "/snapshot").status, 501);
-  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id + "/files").status, 501);
   EXPECT_EQ(exec(id, {{"command", json::array()}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", "true"}, {"shell", true}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", json::array({"/no/such"})}}).status, 422);

@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <mutex>
 #include <thread>
 
@@ -115,7 +118,91 @@ Status send_request(int socket, const std::string& message, const int* fds, std:
 
 bool over(const SessionSandbox::State& st) { return st.supervised || st.replies_ended; }
 
+// Sends a File request and waits for its Done reply.
+Result<Reply> file_request(SessionSandbox::State& st, FileOp op, const std::vector<std::string>& paths, int fd) {
+  std::uint32_t id;
+  {
+    std::lock_guard lock(st.mu);
+    if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
+    id = st.next_id++;
+  }
+  FileHeader h{'P', id, op};
+  std::string message(reinterpret_cast<const char*>(&h), sizeof h);
+  for (const auto& p : paths) {
+    message += p;
+    message += '\0';
+  }
+  if (message.size() > kMaxMessageBytes) return Error::make("invalid_path", "the path is too long");
+  {
+    std::lock_guard send_lock(st.send_mu);
+    if (auto sent = send_request(st.control.get(), message, &fd, fd >= 0 ? 1 : 0); !sent) return sent.error();
+  }
+  std::unique_lock lock(st.mu);
+  st.cv.wait(lock, [&] { return st.starts.count(id) || over(st); });
+  auto it = st.starts.find(id);
+  if (it == st.starts.end()) return Error::make("session_ended", "the session ended during the file operation");
+  Reply r = it->second;
+  st.starts.erase(it);
+  if (r.err != 0) return file_error(r.err, paths.front());
+  return r;
+}
+
+Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
+  return std::make_pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+}
+
 }  // namespace
+
+Error file_error(int err, const std::string& path) {
+  const std::string where = "'" + (path.empty() ? std::string(".") : path) + "': ";
+  switch (err) {
+    case ENOENT:
+      return Error::make("file_not_found", where + "no such file or directory");
+    case EXDEV:
+    case ELOOP:
+      return Error::make("outside_workspace", where + "leads out of the session's workspace (a '..' or a symlink)");
+    case EISDIR:
+      return Error::make("is_a_directory", where + "is a directory");
+    case ENOTDIR:
+      return Error::make("not_a_directory", where + "a part of the path is not a directory");
+    case ENOTEMPTY:
+      return Error::make("directory_not_empty", where + "the directory is not empty");
+    case EEXIST:
+      return Error::make("file_exists", where + "something is there already");
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return Error::make("disk_limit", where + "the session's disk limit is reached");
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return Error::make("permission_denied", where + "not writable or readable by the session");
+    case EINVAL:
+    case ENAMETOOLONG:
+      return Error::make("invalid_path", where + "not a path the workspace can have");
+    default:
+      return Error::make("file_error", where + std::strerror(err));
+  }
+}
+
+Result<std::string> workspace_path(const std::string& path) {
+  if (path.size() > 4096) return Error::make("invalid_path", "the path is longer than 4096 bytes");
+  if (path.find('\0') != std::string::npos) return Error::make("invalid_path", "the path contains a NUL byte");
+  std::string out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    const std::string part = path.substr(start, slash - start);
+    start = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return Error::make("invalid_path", "'" + path + "': '..' is not allowed");
+    if (!out.empty()) out += '/';
+    out += part;
+  }
+  return out;
+}
 
 SessionSandbox::SessionSandbox(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
@@ -212,6 +299,54 @@ Status SessionSandbox::signal(std::uint32_t id, int sig) {
   SignalMessage m{'K', id, sig};
   std::lock_guard send_lock(st.send_mu);
   return send_request(st.control.get(), std::string(reinterpret_cast<const char*>(&m), sizeof m), nullptr, 0);
+}
+
+Result<FileTransfer> SessionSandbox::read_file(const std::string& path) {
+  auto pipe = make_pipe();
+  if (!pipe) return pipe.error();
+  auto done = file_request(*state_, FileOp::read, {path}, pipe->second.get());
+  if (!done) return done.error();
+  FileTransfer t;
+  t.id = done->id;
+  t.directory = S_ISDIR(done->file_type);
+  t.size = done->size;
+  if (!t.directory && !S_ISREG(done->file_type))
+    return Error::make("not_a_regular_file", "'" + path + "' is neither a regular file nor a directory");
+  t.pipe = std::move(pipe->first);  // the copier holds the write end: EOF is its end
+  return t;
+}
+
+Result<FileTransfer> SessionSandbox::write_file(const std::string& path) {
+  if (path.empty()) return Error::make("is_a_directory", "'.': the workspace itself is a directory");
+  auto pipe = make_pipe();
+  if (!pipe) return pipe.error();
+  auto done = file_request(*state_, FileOp::write, {path}, pipe->first.get());
+  if (!done) return done.error();
+  FileTransfer t;
+  t.id = done->id;
+  t.pipe = std::move(pipe->second);
+  return t;
+}
+
+Status SessionSandbox::remove_file(const std::string& path) {
+  if (path.empty()) return Error::make("invalid_path", "the workspace itself cannot be removed");
+  auto done = file_request(*state_, FileOp::remove, {path}, -1);
+  if (!done) return done.error();
+  return {};
+}
+
+Status SessionSandbox::move_file(const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty()) return Error::make("invalid_path", "the workspace itself cannot be moved");
+  auto done = file_request(*state_, FileOp::move, {from, to}, -1);
+  if (!done) return done.error();
+  return {};
+}
+
+Status SessionSandbox::make_directory(const std::string& path) {
+  if (path.empty()) return {};  // the workspace is there
+  auto done = file_request(*state_, FileOp::make_directory, {path}, -1);
+  if (!done) return done.error();
+  return {};
 }
 
 Status SessionSandbox::freeze(bool frozen) {

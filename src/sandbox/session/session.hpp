@@ -51,6 +51,28 @@ struct ExecEnd {
   std::uint64_t max_rss_kb = 0;
 };
 
+// A file's bytes or a directory's listing on their way out of the session (read_file), or a
+// new file's bytes on their way in (write_file): a copier inside the session moves them
+// through `pipe`; wait(id) gives its end (exit code 0, or the errno that stopped it: see
+// file_error).
+struct FileTransfer {
+  std::uint32_t id = 0;
+  bool directory = false;  // read_file: `pipe` carries a listing (session_protocol.hpp)
+  std::uint64_t size = 0;  // read_file: the file's size when it was opened
+  UniqueFd pipe;           // read_file: read it to its end; write_file: write, then close it
+};
+
+// The error for a file operation's errno (from the init or a copier's exit code), by code:
+// file_not_found, outside_workspace (the path leads out of the work dir), is_a_directory,
+// not_a_directory, directory_not_empty, file_exists, disk_limit, permission_denied,
+// invalid_path, file_error.
+Error file_error(int err, const std::string& path);
+
+// A path in the workspace as the file operations take it: relative to the work dir, without
+// empty or "." components; "" is the work dir itself. "..", NUL bytes and paths over 4 KiB are
+// refused (invalid_path); the init refuses what leads out through symlinks.
+Result<std::string> workspace_path(const std::string& path);
+
 // What the session's owner does around its sandbox's life, on the supervising thread.
 struct SessionHooks {
   // Once launched, before start() returns: the egress proxy takes the sandbox's listeners.
@@ -77,6 +99,16 @@ class SessionSandbox {
   std::optional<ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout);
   // Sends `sig` to the exec's process group (it and what it started, unless they left it).
   Status signal(std::uint32_t id, int sig);
+
+  // The workspace's files (`path` from workspace_path; resolved by the init inside the
+  // sandbox, beneath its work dir). read_file: a regular file's bytes or a directory's listing
+  // ("not_a_regular_file" for anything else). write_file: a new file at `path` (refused,
+  // file_exists, when something is there: write to a new name, then move_file over the old).
+  Result<FileTransfer> read_file(const std::string& path);
+  Result<FileTransfer> write_file(const std::string& path);
+  Status remove_file(const std::string& path);  // a file, a symlink or an empty directory
+  Status move_file(const std::string& from, const std::string& to);
+  Status make_directory(const std::string& path);  // and its parents
 
   // Ends the session: the init's control socket closes, the init exits, and with it the pid
   // namespace and every process in it; then cgroups and mounts are removed. The Outcome says

@@ -21,6 +21,7 @@
 
 #include "sandbox/fd_passing.hpp"
 #include "sandbox/seccomp/syscalls.hpp"
+#include "sandbox/session/session_init_files.hpp"
 #include "sandbox/session/session_protocol.hpp"
 
 namespace airlock::sandbox {
@@ -153,7 +154,9 @@ void close_received(const int* fds, std::size_t n) {
 void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& plan) {
   ExecHeader h;
   std::memcpy(&h, g_message, sizeof h);
-  Reply r{'F', h.id, 0, 0, 0, 0, 0, 0, 0};
+  Reply r{};
+  r.tag = 'F';
+  r.id = h.id;
   char* cursor = g_message + sizeof h;
   const char* end = g_message + size;
   g_job = ExecJob{};
@@ -178,9 +181,30 @@ void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& 
         r.err = g_job.err;  // it has exited; reaped below as nobody's
       } else {
         *slot = Running{h.id, pid};
-        r = Reply{'S', h.id, pid, 0, 0, 0, 0, 0, 0};
+        r.tag = 'S';
+        r.pid = pid;
       }
     }
+  }
+  close_received(fds, nfds);
+  reply(r);
+}
+
+// A File request: served by session_init_files.cpp; a copier it starts is tracked as the
+// request's id, so its end is reported as an exec's.
+void file_request(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& plan) {
+  FileHeader h;
+  std::memcpy(&h, g_message, sizeof h);
+  Running* slot = free_slot();
+  Reply r{};
+  pid_t copier = 0;
+  if (!slot || slot_of_id(h.id)) {
+    r.tag = 'R';
+    r.id = h.id;
+    r.err = slot ? EINVAL : EAGAIN;
+  } else {
+    r = session_files::serve(g_message, size, fds, nfds, plan.program_stack_top(), &copier);
+    if (copier > 0) *slot = Running{h.id, copier};
   }
   close_received(fds, nfds);
   reply(r);
@@ -207,9 +231,15 @@ void reap() {
     if (pid <= 0) return;
     for (auto& r : g_running) {
       if (r.pid != pid) continue;
-      Reply x{'X', r.id, pid, 0, WIFEXITED(status) ? 1 : 0,
-              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), micros(usage.ru_utime),
-              micros(usage.ru_stime), static_cast<std::uint64_t>(usage.ru_maxrss)};
+      Reply x{};
+      x.tag = 'X';
+      x.id = r.id;
+      x.pid = pid;
+      x.exited = WIFEXITED(status) ? 1 : 0;
+      x.code = WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status);
+      x.user_us = micros(usage.ru_utime);
+      x.sys_us = micros(usage.ru_stime);
+      x.max_rss_kb = static_cast<std::uint64_t>(usage.ru_maxrss);
       r = Running{};
       reply(x);
     }
@@ -224,6 +254,11 @@ bool receive(const ChildPlan& plan) {
   const bool whole = !fds.truncated && !fds.data_truncated;
   if (whole && fds.tag == 'E' && static_cast<std::size_t>(n) >= sizeof(ExecHeader)) {
     start(static_cast<std::size_t>(n), fds.fds, fds.count, plan);  // closes what it was given
+    return true;
+  }
+  if (whole && fds.tag == 'P' && static_cast<std::size_t>(n) >= sizeof(FileHeader)) {
+    g_message[n] = '\0';
+    file_request(static_cast<std::size_t>(n), fds.fds, fds.count, plan);  // closes them too
     return true;
   }
   close_received(fds.fds, fds.count);
@@ -253,6 +288,7 @@ void serve_session(const ChildPlan& plan) {
   ::close(2);
   (void)::prctl(PR_SET_NAME, "airlock-init", 0, 0, 0);
   (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // the session's processes may not read our fds
+  if (!session_files::open_workspace(plan.workdir.c_str())) sys::raw_exit(125);
   ::close(kChildErrorFd);  // EOF: the supervisor's launch() returns, the session is ready
   for (;;) {
     pollfd p[2] = {{kChildInheritedFd, POLLIN, 0}, {children, POLLIN, 0}};

@@ -5,9 +5,19 @@
 //   supervisor -> init   Exec   {tag 'E', id, argc, envc} cwd\0 argv...\0 env...\0
 //                                + 3 descriptors (the exec's stdin, stdout, stderr)
 //                        Signal {tag 'K', id, signal}: to the exec's process group
+//                        File   {tag 'P', id, op} path\0 [to\0]: an operation on the
+//                               workspace (FileOp), + 1 descriptor for read and write (a pipe)
 //   init -> supervisor   Started {tag 'S', id, pid}       (pid inside the sandbox)
 //                        Failed  {tag 'F', id, errno}     (nothing ran: bad cwd, not found)
 //                        Ended   {tag 'X', id, ...}       (the exec's process has ended)
+//                        Done    {tag 'R', id, errno, file_type, size}: a File operation's
+//                               result; for read and write, a copier then runs as the id's
+//                               process, and its Ended follows (exit code 0, or the errno that
+//                               stopped it)
+//
+// Paths of File operations are resolved by the init, inside the sandbox, beneath the work dir
+// (openat2 RESOLVE_BENEATH): `..`, absolute symlinks and symlinks leading out are refused by
+// the kernel at the moment of use, so a symlink swapped after a check cannot redirect them.
 //
 // The socket closing on the supervisor's side ends the session: init exits, which ends its
 // pid namespace and every process in it.
@@ -35,8 +45,25 @@ struct SignalMessage {
   std::int32_t signal = 0;
 };
 
+enum class FileOp : std::uint32_t {
+  read = 1,            // a file's content, or a directory's listing (ListingRecord), into the pipe
+  write = 2,           // a new file (it must not exist; parents are made) from the pipe
+  remove = 3,          // a file, a symlink or an empty directory
+  move = 4,            // path to `to` (rename: replaces a file there)
+  make_directory = 5,  // and its parents; one that exists is fine
+};
+
+struct FileHeader {
+  char tag = 'P';
+  std::uint32_t id = 0;
+  FileOp op = FileOp::read;
+};
+
+// A directory listing, as the copier writes it: one record per entry (not . and ..),
+// "<type> <size> <mtime seconds> <name>\0", type one of f (file), d, l (symlink), o (other).
+
 struct Reply {
-  char tag = 0;           // 'S', 'F' or 'X'
+  char tag = 0;           // 'S', 'F', 'X' or 'R'
   std::uint32_t id = 0;
   std::int32_t pid = 0;   // 'S'
   std::int32_t err = 0;   // 'F': errno
@@ -44,6 +71,8 @@ struct Reply {
   std::int32_t code = 0;    // 'X': the exit code or the signal
   std::uint64_t user_us = 0, sys_us = 0;  // 'X': CPU time of the exec and its reaped children
   std::uint64_t max_rss_kb = 0;           // 'X': its largest resident set
+  std::uint32_t file_type = 0;            // 'R': S_IFMT of what the path names (read)
+  std::uint64_t size = 0;                 // 'R': its size in bytes
 };
 
 }  // namespace airlock::sandbox::session_protocol

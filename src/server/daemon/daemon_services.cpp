@@ -10,6 +10,7 @@
 #include "creds/providers/providers.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "pipeline/storage_locations.hpp"
+#include "server/sessions/session_files.hpp"
 #include "storage/postgres.hpp"
 
 namespace airlock::server {
@@ -247,6 +248,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   http_options.read_timeout = cfg.server.read_timeout;
   http_options.io_threads = options.io_threads;
   http_options.tls = cfg.server.tls;
+  http_options.streams_body = is_file_upload;  // a session's files: streamed into it, never held whole
   http_options.rejected = [this](std::string_view reason) {
     metrics.count("airlock_rejected_total", {{"reason", std::string(reason)}});
   };

@@ -18,6 +18,7 @@ bool BodyStream::write(std::string bytes) {
     overflow_ = true;  // the sender drops the connection, then reports the client gone
     queue_.clear();
     queued_bytes_ = 0;
+    drained_.notify_all();
     if (wake_) wake_();
     return false;
   }
@@ -32,6 +33,21 @@ void BodyStream::finish() {
   if (gone_ || overflow_ || finished_) return;
   finished_ = true;
   if (wake_) wake_();
+}
+
+void BodyStream::abort() {
+  std::lock_guard lock(mu_);
+  if (gone_ || overflow_ || finished_) return;
+  overflow_ = true;
+  queue_.clear();
+  queued_bytes_ = 0;
+  if (wake_) wake_();
+}
+
+bool BodyStream::wait_below(std::size_t bytes, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  drained_.wait_for(lock, timeout, [&] { return gone_ || overflow_ || queued_bytes_ < bytes; });
+  return !gone_ && !overflow_ && queued_bytes_ < bytes;
 }
 
 void BodyStream::on_client_gone(std::function<void()> callback) {
@@ -51,6 +67,7 @@ BodyStream::Next BodyStream::next() {
     Next n{Next::kBytes, std::move(queue_.front())};
     queue_.pop_front();
     queued_bytes_ -= n.bytes.size();
+    drained_.notify_all();
     return n;
   }
   if (finished_ && !last_taken_) {
@@ -74,6 +91,7 @@ void BodyStream::client_gone() {
     queue_.clear();
     queued_bytes_ = 0;
     fire = take_gone_callback_locked();
+    drained_.notify_all();
   }
   if (fire) fire();
 }

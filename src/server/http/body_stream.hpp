@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -26,6 +27,8 @@ class BodyStream final : public BodyWriter {
   bool write(std::string bytes) override;
   void finish() override;
   void on_client_gone(std::function<void()> callback) override;
+  void abort() override;  // the sender drops the client, as for an overflow
+  bool wait_below(std::size_t bytes, std::chrono::milliseconds timeout) override;
 
   // The sender's side.
   struct Next {
@@ -44,6 +47,7 @@ class BodyStream final : public BodyWriter {
   std::function<void()> take_gone_callback_locked();
 
   std::mutex mu_;
+  std::condition_variable drained_;  // next() took bytes, or the client has gone
   std::function<void()> wake_;
   std::deque<std::string> queue_;
   std::size_t queued_bytes_ = 0;

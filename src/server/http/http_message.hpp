@@ -2,6 +2,9 @@
 // server (http_server.hpp) parses and writes, and what every endpoint folder takes and returns.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,15 +15,34 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.hpp"
 #include "server/http/peer_certificate.hpp"
 
 namespace airlock::server {
+
+// The body of a request read while it arrives (a file uploaded into a session: never held
+// whole). Used from one worker thread at a time; each read blocks until bytes arrive.
+class BodyReader {
+ public:
+  virtual ~BodyReader() = default;
+  // The next bytes of the body; "" at its end. An error when the client is too slow (the
+  // server's read timeout), has gone, or the answer has already been sent.
+  virtual Result<std::string> read() = 0;
+  // The Content-Length, when the request gave one (not a chunked body).
+  virtual std::optional<std::uint64_t> length() const = 0;
+};
+
+// A BodyReader over a body already read whole (a request the server did not stream).
+std::shared_ptr<BodyReader> string_body_reader(std::string body);
 
 struct HttpRequest {
   std::string method;
   std::string target;
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
+  // Set for a request whose route streams its body (HttpServerOptions::streams_body): `body`
+  // is empty and the handler reads it from here.
+  std::shared_ptr<BodyReader> body_reader;
   std::string peer;  // the client's IP address ("" when unknown)
   // Over TLS with server.tls.clientCAFile: the certificate the client presented and the
   // handshake verified against that CA. None: no TLS, or no certificate presented.
@@ -38,6 +60,17 @@ class BodyWriter {
   virtual void finish() = 0;
   // Called once if the client goes away before finish() (at once if it already has).
   virtual void on_client_gone(std::function<void()> callback) = 0;
+  // Ends the body without its end: the connection is dropped, so the client sees an
+  // incomplete answer (a download DLP blocked halfway).
+  virtual void abort() = 0;
+  // Blocks until fewer than `bytes` written are still waiting to be sent, or the client has
+  // gone, or `timeout` passes; true in the first case. A writer of a large body calls it
+  // between writes, so that a slow client slows it down instead of being dropped.
+  virtual bool wait_below(std::size_t bytes, std::chrono::milliseconds timeout) {
+    (void)bytes;
+    (void)timeout;
+    return true;
+  }
 };
 
 struct HttpResponse {

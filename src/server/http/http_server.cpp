@@ -26,7 +26,7 @@ using boost::system::error_code;
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-HttpRequest to_request(const http::request<http::string_body>& req, std::string peer = "",
+HttpRequest to_request(const http::request_header<>& req, std::string body, std::string peer = "",
                        std::optional<PeerCertificate> client_certificate = std::nullopt) {
   HttpRequest r;
   r.peer = std::move(peer);
@@ -38,7 +38,7 @@ HttpRequest to_request(const http::request<http::string_body>& req, std::string 
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     r.headers[name] = std::string(f.value());
   }
-  r.body = req.body();
+  r.body = std::move(body);
   return r;
 }
 
@@ -183,10 +183,14 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       read();
   }
 
+  // A request's head first: its route decides whether the body is read whole (up to
+  // max_body_bytes) before the handler runs, or streamed to it (options.streams_body).
   void read() {
-    parser_.emplace();
-    parser_->body_limit(server_.options.max_body_bytes);
-    parser_->header_limit(server_.options.max_header_bytes);
+    head_parser_.emplace();
+    head_parser_->header_limit(server_.options.max_header_bytes);
+    head_parser_->body_limit(boost::none);  // checked below, once the route is known
+    parser_.reset();
+    upload_parser_.reset();
     tcp_layer().expires_never();
     timed_out_ = false;
     reading_ = true;
@@ -199,8 +203,8 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       error_code ignored;
       tcp_layer().socket().cancel(ignored);
     });
-    http::async_read(stream_, buffer_, *parser_,
-                     [this, self](error_code ec, std::size_t) { on_read(ec); });
+    http::async_read_header(stream_, buffer_, *head_parser_,
+                            [this, self](error_code ec, std::size_t) { on_head(ec); });
   }
 
  private:
@@ -223,12 +227,36 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     });
   }
 
+  void on_head(error_code ec) {
+    if (ec) return on_read(ec);
+    const auto& head = head_parser_->get();
+    if (server_.options.streams_body && server_.options.streams_body(head.method_string(), head.target())) {
+      reading_ = false;
+      read_deadline_.cancel();
+      upload_parser_.emplace(std::move(*head_parser_));
+      head_parser_.reset();
+      return dispatch_streamed();
+    }
+    const auto length = head_parser_->content_length();
+    if (length && *length > server_.options.max_body_bytes) return on_read(http::error::body_limit);
+    parser_.emplace(std::move(*head_parser_));
+    head_parser_.reset();
+    parser_->body_limit(server_.options.max_body_bytes);  // a chunked body's, as it comes
+    if (parser_->is_done()) return on_read({});
+    auto self = this->shared_from_this();
+    http::async_read(stream_, buffer_, *parser_, [this, self](error_code e, std::size_t) { on_read(e); });
+  }
+
+  bool got_some() const {
+    return (head_parser_ && head_parser_->got_some()) || (parser_ && parser_->got_some());
+  }
+
   void on_read(error_code ec) {
     reading_ = false;
     read_deadline_.cancel();
     if (ec && timed_out_) {
       // An idle keep-alive connection is closed quietly; a request that is late gets 408.
-      if (!parser_->got_some() && buffer_.size() == 0) return close();
+      if (!got_some() && buffer_.size() == 0) return close();
       return reject("request_timeout",
                     error_response(408, "request_timeout", "the request took too long"));
     }
@@ -246,7 +274,24 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   // Hands the parsed request to the Api; its answer comes back through `reply`.
   void dispatch() {
     auto& req = parser_->get();
-    const bool keep_alive = req.keep_alive();
+    hand_over(parser_->keep_alive(), req, to_request(req, std::move(req.body()), peer_, client_certificate_));
+  }
+
+  // The head only: the handler reads the body through the request's body_reader.
+  void dispatch_streamed() {
+    const auto& head = upload_parser_->get();
+    auto request = to_request(head, "", peer_, client_certificate_);
+    std::optional<std::uint64_t> length;
+    if (auto n = upload_parser_->content_length()) length = *n;
+    expects_continue_ = beast::iequals(head[http::field::expect], "100-continue");
+    continue_sent_ = false;
+    upload_answered_ = false;
+    request.body_reader = std::make_shared<UploadReader>(this->weak_from_this(), stream_.get_executor(), length,
+                                                         server_.options.read_timeout);
+    hand_over(upload_parser_->keep_alive(), head, std::move(request));
+  }
+
+  void hand_over(bool keep_alive, const http::request_header<>& req, HttpRequest request) {
     const unsigned version = req.version();
     const bool head_only = req.method() == http::verb::head;
     auto self = this->shared_from_this();
@@ -262,7 +307,70 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       ++server_.in_flight;
     }
     answered_ = false;
-    server_.handler(to_request(req, peer_, client_certificate_), std::move(reply));
+    server_.handler(std::move(request), std::move(reply));
+  }
+
+  // A streamed request body, read on the connection's executor for a handler on a worker
+  // thread: one piece per read(), each within the read timeout (the stream's expiry: a client
+  // that stops sending is closed).
+  class UploadReader final : public BodyReader {
+   public:
+    UploadReader(std::weak_ptr<Connection> connection, asio::any_io_executor executor,
+                 std::optional<std::uint64_t> length, std::chrono::milliseconds timeout)
+        : connection_(std::move(connection)), executor_(std::move(executor)), length_(length), timeout_(timeout) {}
+
+    Result<std::string> read() override {
+      auto piece = std::make_shared<std::promise<Result<std::string>>>();
+      auto arrived = piece->get_future();
+      asio::post(executor_, [weak = connection_, piece] {
+        if (auto connection = weak.lock()) connection->read_upload_piece(piece);
+        else piece->set_value(Error::make("client_gone", "the client has gone"));
+      });
+      // Bounded: a server that stops drops the posted read without running it.
+      if (arrived.wait_for(timeout_ + std::chrono::seconds(5)) != std::future_status::ready)
+        return Error::make("client_gone", "the request body did not arrive in time");
+      return arrived.get();
+    }
+    std::optional<std::uint64_t> length() const override { return length_; }
+
+   private:
+    std::weak_ptr<Connection> connection_;
+    asio::any_io_executor executor_;
+    std::optional<std::uint64_t> length_;
+    std::chrono::milliseconds timeout_;
+  };
+
+  using Piece = std::shared_ptr<std::promise<Result<std::string>>>;
+
+  void read_upload_piece(Piece piece) {
+    if (!upload_parser_ || upload_answered_)
+      return piece->set_value(Error::make("client_gone", "the answer to this request has been sent"));
+    if (upload_parser_->is_done()) return piece->set_value(std::string());
+    auto self = this->shared_from_this();
+    if (expects_continue_ && !continue_sent_) {  // the client waits for this before its body
+      continue_sent_ = true;
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      tcp_layer().expires_after(server_.options.read_timeout);
+      return asio::async_write(stream_, asio::buffer(kContinue), [this, self, piece](error_code ec, std::size_t) {
+        tcp_layer().expires_never();
+        if (ec) return piece->set_value(Error::make("client_gone", "the client has gone: " + ec.message()));
+        read_upload_piece(piece);
+      });
+    }
+    upload_piece_.resize(64 * 1024);
+    auto& body = upload_parser_->get().body();
+    body.data = upload_piece_.data();
+    body.size = upload_piece_.size();
+    body.more = true;
+    tcp_layer().expires_after(server_.options.read_timeout);
+    http::async_read_some(stream_, buffer_, *upload_parser_, [this, self, piece](error_code ec, std::size_t) {
+      tcp_layer().expires_never();
+      if (ec == http::error::need_buffer) ec = {};  // the piece is full
+      if (ec) return piece->set_value(Error::make("client_gone", "reading the request body: " + ec.message()));
+      const std::size_t n = upload_piece_.size() - upload_parser_->get().body().size;
+      if (n == 0 && !upload_parser_->is_done()) return read_upload_piece(piece);  // framing only
+      piece->set_value(std::string(upload_piece_.data(), n));
+    });
   }
 
   static std::string_view rejection_reason(const error_code& ec) {
@@ -277,13 +385,19 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   }
 
   void write(HttpResponse resp, bool keep_alive, unsigned version, bool head_only = false) {
+    // A streamed body the handler did not read to its end cannot be skipped: the connection
+    // ends after this answer.
+    const bool unread_body = upload_parser_ && !upload_parser_->is_done();
+    if (unread_body) keep_alive = false;
+    upload_answered_ = true;  // later reads of the body fail
     if (resp.stream) return start_stream(std::move(resp), keep_alive, version, head_only);
     auto out = std::make_shared<http::response<http::string_body>>(
         to_beast(resp, keep_alive, version, head_only));
     tcp_layer().expires_after(server_.options.read_timeout);
     auto self = this->shared_from_this();
-    auto done = [this, self, out, keep_alive](error_code ec, std::size_t) {
+    auto done = [this, self, out, keep_alive, unread_body](error_code ec, std::size_t) {
       done_answering();
+      if (!ec && unread_body) return drain_then_close();
       if (ec || !keep_alive) return close();
       read();
     };
@@ -415,6 +529,30 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     if (--server_.in_flight == 0) server_.idle.notify_all();
   }
 
+  // After an answer to a request whose body was not read to its end (an upload refused at
+  // the disk limit): the client may still be sending it, and closing now would reset the
+  // connection before it reads the answer. So: no more sending, then what arrives is read and
+  // dropped until the client closes or 5 s pass.
+  void drain_then_close() {
+    if constexpr (kTls) {
+      return close();
+    } else {
+      error_code ignored;
+      tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+      tcp_layer().expires_after(std::min<std::chrono::milliseconds>(server_.options.read_timeout, std::chrono::seconds(5)));
+      drain_some();
+    }
+  }
+
+  void drain_some() {
+    upload_piece_.resize(64 * 1024);
+    auto self = this->shared_from_this();
+    stream_.async_read_some(asio::buffer(upload_piece_), [this, self](error_code ec, std::size_t) {
+      if (ec) return close_socket();
+      drain_some();
+    });
+  }
+
   // Over TLS, close_notify first (bounded by the read timeout), then the socket.
   void close() {
     if constexpr (kTls) {
@@ -443,7 +581,11 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
   bool reading_ = false;
   std::uint64_t reads_ = 0;  // which read the deadline belongs to
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::empty_body>> head_parser_;  // until the head is read
+  std::optional<http::request_parser<http::string_body>> parser_;      // a body read whole
+  std::optional<http::request_parser<http::buffer_body>> upload_parser_;  // a streamed body
+  std::string upload_piece_;  // the streamed body's next piece
+  bool expects_continue_ = false, continue_sent_ = false, upload_answered_ = false;
   bool answered_ = true;  // no request of ours is with the Api
   bool tls_up_ = false;   // the handshake is done and no close_notify was sent
   std::optional<PeerCertificate> client_certificate_;  // verified at the handshake
@@ -583,7 +725,7 @@ std::string handle_raw_request(const RequestHandler& handler, const std::string&
     resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
   } else {
     std::promise<HttpResponse> answer;
-    handler(to_request(parser.get()),
+    handler(to_request(parser.get(), parser.get().body()),
             [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
     resp = answer.get_future().get();
   }

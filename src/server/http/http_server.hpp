@@ -36,6 +36,10 @@ struct HttpServerOptions {
   // body_too_large, headers_too_large, malformed_request, request_timeout,
   // tls_handshake_failed.
   std::function<void(std::string_view reason)> rejected;
+  // Says, from a request's method and target, whether its body is streamed to the handler
+  // (HttpRequest::body_reader; no max_body_bytes: the handler bounds it) instead of read
+  // whole first. Each read of a streamed body has read_timeout. Unset: none is.
+  std::function<bool(std::string_view method, std::string_view target)> streams_body;
 };
 
 class HttpServer {

@@ -212,6 +212,7 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   const backend::RunRequest run = session_request(config, t);
   session->exec_timeout = t.limits.timeout.value_or(config.tiers.at(t.risk).wall_time);
   session->output_bytes = run.limits.output_bytes;
+  session->disk_bytes = run.limits.disk_bytes;
   session->state_ = "starting";
   {
     std::lock_guard lock(mu_);  // the place is taken before the sandbox starts: two creations race for it
@@ -279,6 +280,12 @@ std::vector<std::shared_ptr<LiveSession>> SessionService::list(const pipeline::C
 
 Status SessionService::record(const LiveSession& s, const std::string& event) {
   return append(deps_.audit, session_record(s.id, event, s.template_name, s.owner));
+}
+
+Status SessionService::record_file(const LiveSession& s, const std::string& event, audit::SessionFileRecord file) {
+  auto r = session_record(s.id, event, s.template_name, s.owner);
+  r.file = std::move(file);
+  return append(deps_.audit, r);
 }
 
 Status SessionService::pause(const std::shared_ptr<LiveSession>& session) {

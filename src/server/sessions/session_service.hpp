@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "audit/session_record.hpp"
 #include "backend/session_backend.hpp"
 #include "common/result.hpp"
 #include "pipeline/authenticator.hpp"
@@ -58,6 +59,7 @@ class LiveSession {
   std::chrono::milliseconds idle_timeout{0};
   std::chrono::milliseconds exec_timeout{0};  // an exec's when it names none
   std::uint64_t output_bytes = 0;              // each exec's, per stream
+  std::uint64_t disk_bytes = 0;                // its disk (the work dir and /tmp), shared
   std::unique_ptr<backend::Session> sandbox;
 
   // Whether it is running, and when it was last used (an exec started or ended).
@@ -130,6 +132,9 @@ class SessionService {
   // Runs `task` on a thread of its own (a creation, an ending, an exec: each blocks on its
   // sandbox); the destructor waits for every one, after ending every session.
   void spawn(std::function<void()> task);
+
+  // A file_written, file_read or file_removed record (the files API).
+  Status record_file(const LiveSession& session, const std::string& event, audit::SessionFileRecord file);
 
   // An exec's audit record goes to the same log.
   audit::AuditLog* audit() const { return deps_.audit; }

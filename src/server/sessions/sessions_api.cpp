@@ -6,7 +6,9 @@
 #include "common/json_limits.hpp"
 #include "common/units.hpp"
 #include "server/core/responses.hpp"
+#include "server/http/deferred_body.hpp"
 #include "server/sessions/session_exec.hpp"
+#include "server/sessions/session_files.hpp"
 
 namespace airlock::server {
 namespace {
@@ -15,10 +17,14 @@ constexpr std::size_t kMaxLabels = 32;
 constexpr std::size_t kMaxLabelBytes = 256;
 
 int status_of(const std::string& code) {
-  if (code == "invalid_input" || code == "invalid_argument") return 400;
-  if (code == "forbidden") return 403;
-  if (code == "unknown_template") return 404;
+  if (code == "invalid_input" || code == "invalid_argument" || code == "invalid_path") return 400;
+  if (code == "forbidden" || code == "outside_workspace" || code == "permission_denied") return 403;
+  if (code == "unknown_template" || code == "file_not_found") return 404;
   if (code == "session_ended" || code == "session_paused" || code == "session_not_paused") return 409;
+  if (code == "is_a_directory" || code == "not_a_directory" || code == "directory_not_empty" ||
+      code == "file_exists" || code == "not_a_regular_file")
+    return 409;
+  if (code == "disk_limit") return 413;
   if (code == "freezer_unavailable") return 501;
   if (code == "dlp_blocked" || code == "exec_failed") return 422;
   if (code == "quota_exceeded") return 429;
@@ -26,9 +32,11 @@ int status_of(const std::string& code) {
   return 500;
 }
 
+}  // namespace
+
 // A refusal by a quota is coded "quota_exceeded:<quota>": the answer names the quota, as a
 // tool call's does.
-HttpResponse error_of(const Error& e) {
+HttpResponse session_error_response(const Error& e) {
   const auto colon = e.code.find(':');
   const std::string kind = e.code.substr(0, colon);
   if (colon == std::string::npos) return error_response(status_of(kind), kind, e.message);
@@ -37,6 +45,8 @@ HttpResponse error_of(const Error& e) {
   resp.headers.emplace_back("Retry-After", "1");
   return resp;
 }
+
+namespace {
 
 HttpResponse not_found(const std::string& id) {
   return error_response(404, "not_found", "no session " + id + " of yours");
@@ -68,36 +78,28 @@ Result<SessionService::CreateRequest> create_request(const std::string& body) {
 }
 
 // Events of an exec as Server-Sent Events, queued until the connection takes the writer.
-class SseSink final : public ExecSink, public std::enable_shared_from_this<SseSink> {
+class SseSink final : public ExecSink {
  public:
   static std::string event(std::string_view name, const nlohmann::json& data) {
     return "event: " + std::string(name) + "\ndata: " +
            data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
   }
+  // A client that left: the exec runs on, its record is kept.
   void output(std::string_view stream, const std::string& text) override {
-    send(event(stream, {{"data", text}}), false);
+    body_->write(event(stream, {{"data", text}}));
   }
-  void finished(const nlohmann::json& exit) override { send(event("exit", exit), true); }
-  void attach(std::shared_ptr<BodyWriter> writer) {
-    std::lock_guard lock(mu_);
-    writer_ = std::move(writer);
-    for (auto& e : pending_) writer_->write(std::move(e));
-    pending_.clear();
-    if (finished_) writer_->finish();
+  void finished(const nlohmann::json& exit) override {
+    body_->write(event("exit", exit));
+    body_->finish();
+  }
+  HttpResponse response() const {
+    auto resp = DeferredBody::response(body_, "text/event-stream");
+    resp.headers.emplace_back("Cache-Control", "no-cache");
+    return resp;
   }
 
  private:
-  void send(std::string bytes, bool last) {
-    std::lock_guard lock(mu_);
-    finished_ = finished_ || last;
-    if (!writer_) return pending_.push_back(std::move(bytes));
-    writer_->write(std::move(bytes));  // a client that left: the exec runs on, its record is kept
-    if (last) writer_->finish();
-  }
-  std::mutex mu_;
-  std::shared_ptr<BodyWriter> writer_;
-  std::vector<std::string> pending_;
-  bool finished_ = false;
+  std::shared_ptr<DeferredBody> body_ = std::make_shared<DeferredBody>();
 };
 
 class JsonSink final : public ExecSink {
@@ -128,25 +130,21 @@ bool wants_json(const HttpRequest& r) {
 void exec(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSession> session,
           const pipeline::Caller& caller, const HttpRequest& r, std::function<void(HttpResponse)> reply) {
   auto request = parse_exec_request(r.body);
-  if (!request) return reply(error_of(request.error()));
+  if (!request) return reply(session_error_response(request.error()));
   ExecRun::Context ctx{std::move(session), caller, s.generation->load(), s.quotas, sessions.audit(),
                        sessions.new_id()()};
   const bool json = wants_json(r);
   sessions.spawn([ctx = std::move(ctx), request = std::move(*request), json, reply = std::move(reply)]() mutable {
     auto run = ExecRun::start(std::move(ctx), std::move(request));
-    if (!run) return reply(error_of(run.error()));
+    if (!run) return reply(session_error_response(run.error()));
     if (json) {
       JsonSink sink;
       (*run)->pump(sink);
       return reply(sink.response());
     }
-    auto sink = std::make_shared<SseSink>();
-    HttpResponse resp;
-    resp.content_type = "text/event-stream";
-    resp.headers.emplace_back("Cache-Control", "no-cache");
-    resp.stream = [sink](std::shared_ptr<BodyWriter> writer) { sink->attach(std::move(writer)); };
-    reply(std::move(resp));
-    (*run)->pump(*sink);
+    SseSink sink;
+    reply(sink.response());
+    (*run)->pump(sink);
   });
 }
 
@@ -174,10 +172,10 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
     if (r.method == "POST") {
       if (s.draining && s.draining->load()) return reply(error_response(503, "draining", "the daemon is draining"));
       auto request = create_request(r.body);
-      if (!request) return reply(error_of(request.error()));
+      if (!request) return reply(session_error_response(request.error()));
       return sessions.spawn([&sessions, generation, caller, request = std::move(*request), reply = std::move(reply)] {
         auto created = sessions.create(*generation->config, caller, request);
-        if (!created) return reply(error_of(created.error()));
+        if (!created) return reply(session_error_response(created.error()));
         reply(json_response(201, (*created)->to_json()));
       });
     }
@@ -189,7 +187,9 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   // Only the owner reaches a session; one who manages sessions may read and end it.
   const std::string& id = parts[2];
   const bool exec_path = parts.size() == 4 && parts[3] == "exec";
-  auto session = sessions.find(id, caller, manages && !exec_path);
+  const bool files_path = parts.size() >= 4 && parts[3] == "files";
+  // A manager reads and ends sessions; what runs in them and their files are the owner's.
+  auto session = sessions.find(id, caller, manages && !exec_path && !files_path);
   if (!session) return reply(not_found(id));
   if (parts.size() == 3) {
     if (get) return reply(json_response(200, session->to_json()));
@@ -210,11 +210,17 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
     const bool pause = parts[3] == "pause";
     return sessions.spawn([&sessions, session, pause, reply = std::move(reply)] {
       auto done = pause ? sessions.pause(session) : sessions.resume(session);
-      if (!done) return reply(error_of(done.error()));
+      if (!done) return reply(session_error_response(done.error()));
       reply(json_response(200, session->to_json()));
     });
   }
-  if (parts.size() == 4 && (parts[3] == "files" || parts[3] == "terminal" || parts[3] == "snapshot"))
+  if (files_path) {
+    if (session->state() == "paused") return reply(error_response(409, "session_paused", "the session is paused"));
+    return sessions.spawn([&sessions, session, generation, request = r, reply = std::move(reply)] {
+      serve_files(sessions, session, generation, request, reply);
+    });
+  }
+  if (parts.size() == 4 && (parts[3] == "terminal" || parts[3] == "snapshot"))
     return reply(error_response(501, "not_implemented", "/v1/sessions/{id}/" + parts[3] + " is not built yet (docs/sessions.md)"));
   reply(error_response(404, "not_found", "no such endpoint"));
 }

@@ -13,6 +13,10 @@
 
 namespace airlock::server {
 
+// The answer to a refusal by its code (404 file_not_found, 409 session_paused, 413
+// disk_limit, 429 quota_exceeded:<quota> naming the quota, ...).
+HttpResponse session_error_response(const Error& e);
+
 bool is_sessions_path(const std::vector<std::string>& parts);  // /v1/sessions[/...]
 
 void handle_sessions(const ApiServices& services, SessionService& sessions, const HttpRequest& r,

@@ -1,0 +1,334 @@
+#include "server/sessions/session_files.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "common/digest.hpp"
+#include "common/no_sigpipe.hpp"
+#include "common/percent_encoding.hpp"
+#include "dlp/scanner.hpp"
+#include "pipeline/pipeline.hpp"
+#include "sandbox/session/session.hpp"
+#include "server/http/deferred_body.hpp"
+#include "server/sessions/sessions_api.hpp"
+
+namespace airlock::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr std::size_t kWholeAnswerBytes = 1u << 20;    // a download up to this is answered whole
+constexpr std::size_t kMaxListingBytes = 16u << 20;    // a directory listing's records, at most
+constexpr std::size_t kQueuedDownloadBytes = 1u << 20;  // sent ahead of a slow client, at most
+constexpr milliseconds kSlowClient{30'000};            // a client that reads nothing this long is dropped
+constexpr milliseconds kCopierEnd{30'000};             // a copier's end after its pipe closed
+
+// An upload goes to a new name beside its target, then is renamed over it once complete: a
+// refused or interrupted upload leaves the old file as it was.
+std::string upload_name(const std::string& path, const std::string& id) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  return dir + ".airlock-upload-" + id;
+}
+
+// Holds the session busy (not idle, not pausable away from under us) for one request.
+class Busy {
+ public:
+  explicit Busy(LiveSession& s) : session_(s), refused_(s.begin_exec()) {}
+  ~Busy() {
+    if (!refused_) session_.end_exec();
+  }
+  const std::optional<Error>& refused() const { return refused_; }
+
+ private:
+  LiveSession& session_;
+  std::optional<Error> refused_;
+};
+
+std::shared_ptr<const dlp::Scanner> scanner_of(const Generation& g) {
+  return g.pipeline ? g.pipeline->scanner() : nullptr;
+}
+
+// DLP of a stream of bytes (an upload, a download): one stream scan, its findings kept.
+class ScannedStream {
+ public:
+  explicit ScannedStream(const std::shared_ptr<const dlp::Scanner>& scanner) {
+    if (scanner)
+      if (auto opened = scanner->open_stream()) scan_.emplace(std::move(*opened));
+  }
+  // What may be passed on of `bytes` now ("" at the end: what was held back).
+  std::string pass(std::string_view bytes, bool end) {
+    if (!scan_) return std::string(bytes);
+    dlp::StreamOutput out = end ? scan_->finish() : scan_->write(bytes);
+    for (const auto& f : out.findings) redactions_.emplace_back(f.detector);
+    blocked_ = blocked_ || out.blocked;
+    return blocked_ ? std::string() : std::move(out.text);
+  }
+  bool blocked() const { return blocked_; }
+  const std::vector<std::string>& redactions() const { return redactions_; }
+
+ private:
+  std::optional<dlp::StreamScanner> scan_;
+  std::vector<std::string> redactions_;
+  bool blocked_ = false;
+};
+
+nlohmann::json redactions_json(const std::vector<std::string>& detectors) {
+  auto out = nlohmann::json::array();
+  for (const auto& d : detectors) out.push_back({{"detector", d}});
+  return out;
+}
+
+// The copier's end: nothing, or the error it stopped on.
+std::optional<Error> copier_error(backend::Session& sandbox, std::uint32_t id, const std::string& path) {
+  auto end = sandbox.wait(id, kCopierEnd);
+  if (!end) return Error::make("session_ended", "the session ended during the transfer of '" + path + "'");
+  if (!end->exited) return Error::make("file_error", "'" + path + "': the transfer was stopped by a signal");
+  if (end->code != 0) return sandbox::file_error(end->code, path);
+  return std::nullopt;
+}
+
+bool write_to_pipe(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write_without_sigpipe(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;  // the copier has stopped: its end says why
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+struct FilesRequest {
+  SessionService& sessions;
+  LiveSession& session;
+  backend::Session& sandbox;
+  std::shared_ptr<const dlp::Scanner> scanner;
+};
+
+// PUT: the body into a new file beside the target, through DLP, then renamed over it.
+HttpResponse upload(const FilesRequest& q, const std::string& path, BodyReader& body) {
+  if (path.empty()) return session_error_response(Error::make("is_a_directory", "'.': the workspace is a directory"));
+  if (auto length = body.length(); length && *length > q.session.disk_bytes)
+    return session_error_response(Error::make("disk_limit", "'" + path + "': " + std::to_string(*length) +
+                                                                " bytes are more than the session's disk (" +
+                                                                std::to_string(q.session.disk_bytes) + " bytes)"));
+  const std::string temporary = upload_name(path, q.sessions.new_id()());
+  auto transfer = q.sandbox.write_file(temporary);
+  if (!transfer) return session_error_response(transfer.error());
+  ScannedStream scan(q.scanner);
+  Sha256 digest;
+  std::uint64_t written = 0;
+  std::optional<Error> failed;
+  for (bool end = false; !end && !failed && !scan.blocked();) {
+    auto piece = body.read();
+    if (!piece) {
+      failed = Error::make("client_gone", "the upload did not complete: " + piece.error().message);
+      break;
+    }
+    end = piece->empty();
+    const std::string out = scan.pass(*piece, end);
+    if (!write_to_pipe(transfer->pipe.get(), out)) break;
+    digest.update(out);
+    written += out.size();
+  }
+  transfer->pipe.reset();  // EOF: the copier ends
+  if (auto copier = copier_error(q.sandbox, transfer->id, path); copier && !failed) failed = copier;
+  if (scan.blocked())
+    failed = Error::make("dlp_blocked", "'" + path + "': the upload holds data the DLP policy blocks");
+  if (!failed)
+    if (auto moved = q.sandbox.move_file(temporary, path); !moved) failed = moved.error();
+  if (failed) (void)q.sandbox.remove_file(temporary);
+  audit::SessionFileRecord record{path, failed ? failed->code : "ok", written, failed ? "" : digest.hex(),
+                                  scan.redactions()};
+  if (auto recorded = q.sessions.record_file(q.session, "file_written", record); !recorded && !failed)
+    failed = recorded.error();
+  if (failed) return session_error_response(*failed);
+  return json_response(200, {{"path", path}, {"type", "file"}, {"size", written}, {"sha256", record.sha256},
+                             {"redactions", redactions_json(scan.redactions())}});
+}
+
+// One listing record: "<type> <size> <mtime> <name>".
+std::optional<nlohmann::json> listing_entry(std::string_view record) {
+  auto field = [&](std::string_view& out) {
+    const auto space = record.find(' ');
+    if (space == std::string_view::npos) return false;
+    out = record.substr(0, space);
+    record.remove_prefix(space + 1);
+    return true;
+  };
+  std::string_view type, size, mtime;
+  if (!field(type) || !field(size) || !field(mtime) || type.size() != 1) return std::nullopt;
+  std::uint64_t bytes = 0, seconds = 0;
+  std::from_chars(size.data(), size.data() + size.size(), bytes);
+  std::from_chars(mtime.data(), mtime.data() + mtime.size(), seconds);
+  static constexpr std::pair<char, const char*> kTypes[] = {{'f', "file"}, {'d', "directory"}, {'l', "symlink"}};
+  std::string kind = "other";
+  for (const auto& [letter, name] : kTypes)
+    if (type[0] == letter) kind = name;
+  return nlohmann::json{{"name", std::string(record)}, {"type", kind}, {"size", bytes}, {"modified", seconds}};
+}
+
+HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::FileTransfer& transfer) {
+  std::string records;
+  char buf[65536];
+  bool truncated = false;
+  for (ssize_t n; (n = ::read(transfer.pipe.get(), buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    records.append(buf, static_cast<std::size_t>(n));
+    if (records.size() > kMaxListingBytes) {
+      truncated = true;
+      (void)q.sandbox.signal(transfer.id, SIGKILL);
+      break;
+    }
+  }
+  transfer.pipe.reset();
+  if (auto failed = copier_error(q.sandbox, transfer.id, path); failed && !truncated) return session_error_response(*failed);
+  auto entries = nlohmann::json::array();
+  for (std::size_t start = 0; start < records.size();) {
+    const auto nul = records.find('\0', start);
+    if (nul == std::string::npos) break;  // cut short
+    if (auto entry = listing_entry(std::string_view(records).substr(start, nul - start))) entries.push_back(*entry);
+    start = nul + 1;
+  }
+  nlohmann::json answer = {{"path", path}, {"type", "directory"}, {"entries", entries}};
+  if (truncated) answer["truncated"] = true;
+  return json_response(200, answer);
+}
+
+// A download as it streams: what DLP passes, answered whole when it is small, streamed
+// (chunked) once it is not. A block found after streaming began cuts the answer short.
+class Download {
+ public:
+  Download(const FilesRequest& q, std::string path, const std::function<void(HttpResponse)>& reply)
+      : q_(q), path_(std::move(path)), reply_(reply), scan_(q.scanner) {}
+
+  void run(sandbox::FileTransfer& transfer) {
+    char buf[65536];
+    bool client_gone = false;
+    for (bool end = false; !end && !scan_.blocked() && !client_gone;) {
+      ssize_t n = ::read(transfer.pipe.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      end = n <= 0;
+      client_gone = !send(scan_.pass(std::string_view(buf, end ? 0 : static_cast<std::size_t>(n)), end));
+    }
+    if (scan_.blocked() || client_gone) (void)q_.sandbox.signal(transfer.id, SIGKILL);
+    transfer.pipe.reset();
+    std::optional<Error> failed = copier_error(q_.sandbox, transfer.id, path_);
+    if (scan_.blocked()) failed = Error::make("dlp_blocked", "'" + path_ + "' holds data the DLP policy blocks");
+    else if (client_gone) failed = Error::make("client_gone", "the client left during the download");
+    audit::SessionFileRecord record{path_, failed ? failed->code : "ok", sent_, digest_.hex(), scan_.redactions()};
+    auto recorded = q_.sessions.record_file(q_.session, "file_read", record);
+    if (!failed && !recorded) failed = recorded.error();
+    finish(failed);
+  }
+
+ private:
+  // False when the client has gone.
+  bool send(std::string text) {
+    if (text.empty()) return true;
+    digest_.update(text);
+    sent_ += text.size();
+    if (!body_) {
+      whole_ += text;
+      if (whole_.size() <= kWholeAnswerBytes) return true;
+      body_ = std::make_shared<DeferredBody>();
+      reply_(DeferredBody::response(body_, "application/octet-stream"));
+      text = std::exchange(whole_, std::string());
+    }
+    return body_->write(std::move(text)) && body_->wait_below(kQueuedDownloadBytes, kSlowClient);
+  }
+
+  void finish(const std::optional<Error>& failed) {
+    if (body_) return failed ? body_->abort() : body_->finish();
+    if (failed) return reply_(session_error_response(*failed));
+    HttpResponse resp;
+    resp.content_type = "application/octet-stream";
+    resp.body = std::move(whole_);
+    resp.headers.emplace_back("Airlock-Redactions", std::to_string(scan_.redactions().size()));
+    reply_(std::move(resp));
+  }
+
+  const FilesRequest& q_;
+  std::string path_;
+  const std::function<void(HttpResponse)>& reply_;
+  ScannedStream scan_;
+  Sha256 digest_;
+  std::uint64_t sent_ = 0;
+  std::string whole_;                  // until it outgrows kWholeAnswerBytes
+  std::shared_ptr<DeferredBody> body_;  // then: streamed
+};
+
+void download(const FilesRequest& q, const std::string& path, const std::function<void(HttpResponse)>& reply) {
+  auto transfer = q.sandbox.read_file(path);
+  if (!transfer) return reply(session_error_response(transfer.error()));
+  if (transfer->directory) return reply(listing(q, path, *transfer));
+  Download(q, path, reply).run(*transfer);
+}
+
+HttpResponse remove(const FilesRequest& q, const std::string& path) {
+  auto removed = q.sandbox.remove_file(path);
+  audit::SessionFileRecord record{path, removed ? "ok" : removed.error().code, 0, "", {}};
+  auto recorded = q.sessions.record_file(q.session, "file_removed", record);
+  if (!removed) return session_error_response(removed.error());
+  if (!recorded) return session_error_response(recorded.error());
+  return json_response(200, {{"path", path}, {"deleted", true}});
+}
+
+}  // namespace
+
+bool is_file_upload(std::string_view method, std::string_view target) {
+  if (method != "PUT") return false;
+  std::size_t segment = 0, pos = 0;
+  static constexpr std::string_view kExpected[] = {"v1", "sessions", "", "files"};
+  while (segment < 4) {
+    while (pos < target.size() && target[pos] == '/') ++pos;
+    const auto next = std::min(target.find_first_of("/?", pos), target.size());
+    if (next == pos) return false;
+    const std::string_view part = target.substr(pos, next - pos);
+    if (!kExpected[segment].empty() && part != kExpected[segment]) return false;
+    ++segment;
+    pos = next;
+  }
+  return pos < target.size() && target[pos] == '/';
+}
+
+Result<FileTarget> file_target(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::size_t pos = 0;
+  for (int segment = 0; segment < 4; ++segment) {  // v1, sessions, the id, files
+    while (pos < target.size() && target[pos] == '/') ++pos;
+    pos = std::min(target.find('/', pos), target.size());
+  }
+  auto decoded = percent_decode(target.substr(pos));
+  if (!decoded) return Error::make("invalid_path", "the path has a '%' that is not followed by two hex digits");
+  auto path = sandbox::workspace_path(*decoded);
+  if (!path) return path.error();
+  return FileTarget{*path, !decoded->empty() && decoded->back() == '/'};
+}
+
+void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
+                 std::shared_ptr<const Generation> generation, const HttpRequest& r,
+                 const std::function<void(HttpResponse)>& reply) {
+  auto target = file_target(r.target);
+  if (!target) return reply(session_error_response(target.error()));
+  Busy busy(*session);
+  if (busy.refused()) return reply(session_error_response(*busy.refused()));
+  const FilesRequest q{sessions, *session, *session->sandbox, scanner_of(*generation)};
+  if (r.method == "GET" || r.method == "HEAD") return download(q, target->path, reply);
+  if (r.method == "DELETE") return reply(remove(q, target->path));
+  if (r.method != "PUT") return reply(error_response(405, "method_not_allowed", "use GET, PUT or DELETE"));
+  auto body = r.body_reader ? r.body_reader : string_body_reader(r.body);
+  if (!target->directory) return reply(upload(q, target->path, *body));
+  auto made = q.sandbox.make_directory(target->path);
+  if (!made) return reply(session_error_response(made.error()));
+  reply(json_response(200, {{"path", target->path}, {"type", "directory"}}));
+}
+
+}  // namespace airlock::server
