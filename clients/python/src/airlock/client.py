@@ -315,7 +315,7 @@ class Client:
         """Writes `data` to `path` (its parent directories are created) and returns what was
         stored: its size, its SHA-256 and what DLP redacted. `data` is bytes, or a binary file
         object streamed from where it stands in chunks (chunked transfer encoding), never read
-        whole; a refusal sends it again only if it can seek back."""
+        whole (after a 429 or 503 it is sent again only if it can seek back)."""
         if isinstance(data, (str, io.TextIOBase)) or not (
                 isinstance(data, (bytes, bytearray, memoryview)) or hasattr(data, "read")):
             raise UsageError("data must be bytes or a binary file object (open(name, 'rb'))")
