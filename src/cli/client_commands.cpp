@@ -1,11 +1,17 @@
 // airlock call TOOL --input JSON and airlock tools list: a client of the daemon's HTTP API.
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <limits>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
@@ -54,16 +60,24 @@ std::string printable(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
+constexpr std::size_t kMaxAnswerBytes = 256 * 1024 * 1024;  // an answer held in memory
+constexpr std::size_t kChunkBytes = 64 * 1024;                // a streamed body's piece
+constexpr const char* kOctetStream = "application/octet-stream";
+
 http::request<http::string_body> make_request(const ServerAddress& server, const ClientOptions& o,
                                               http::verb verb, const std::string& path,
-                                              const std::string& body) {
+                                              const std::string& body, const Streams& streams) {
   http::request<http::string_body> req{verb, path, 11};
   req.set(http::field::host, server.authority);
   req.set(http::field::user_agent, "airlock-cli");
-  req.set(http::field::accept, "application/json");  // one answer (an exec's too, not its event stream)
+  // One answer (an exec's too, not its event stream); a file's content where one is streamed.
+  req.set(http::field::accept, streams.answer_fd >= 0 ? "application/octet-stream, application/json"
+                                                      : "application/json");
   if (!o.key.empty()) req.set(http::field::authorization, "Bearer " + o.key);
   if (!o.subject_token.empty()) req.set("Airlock-Subject-Token", o.subject_token);
-  if (verb == http::verb::post) {
+  if (streams.body_fd >= 0) {
+    req.set(http::field::content_type, kOctetStream);
+  } else if (verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
     req.body() = body;
     req.prepare_payload();
@@ -71,14 +85,101 @@ http::request<http::string_body> make_request(const ServerAddress& server, const
   return req;
 }
 
+// A local file (or stdin, stdout) that could not be read or written: no fault of the daemon's.
+struct LocalFileError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <class Fields>
+bool is_octet_stream(const Fields& head) {
+  const std::string_view type = head[http::field::content_type];
+  return type.substr(0, type.find(';')) == kOctetStream;
+}
+
+void write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw LocalFileError(std::string("cannot write the file: ") + std::strerror(errno));
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+// Sends the head, then the body read from `fd` one chunk at a time (chunked transfer encoding).
 template <class Stream>
-Reply exchange(Stream& stream, const http::request<http::string_body>& req) {
-  http::write(stream, req);
+void write_streamed(Stream& stream, const http::request<http::string_body>& head, int fd) {
+  http::request<http::buffer_body> req{head.base()};
+  req.chunked(true);
+  req.body().data = nullptr;
+  req.body().more = true;
+  http::request_serializer<http::buffer_body> serializer{req};
+  http::write_header(stream, serializer);
+  std::vector<char> chunk(kChunkBytes);
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw LocalFileError(std::string("cannot read the file: ") + std::strerror(errno));
+    req.body().data = n > 0 ? chunk.data() : nullptr;
+    req.body().size = static_cast<std::size_t>(n);
+    req.body().more = n > 0;  // none: the last chunk goes out
+    boost::system::error_code ec;
+    http::write(stream, serializer, ec);
+    if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
+    if (n == 0) return;
+  }
+}
+
+// Reads the answer: a 2xx application/octet-stream body goes to `fd` as it arrives, any other
+// into Reply::body (at most kMaxAnswerBytes).
+template <class Stream>
+Reply read_streamed(Stream& stream, beast::flat_buffer& buffer, int fd) {
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // a file of any size
+  http::read_header(stream, buffer, parser);
+  Reply reply;
+  reply.status = static_cast<int>(parser.get().result_int());
+  reply.file_content = is_octet_stream(parser.get());
+  const bool to_fd = reply.status / 100 == 2 && reply.file_content;
+  std::vector<char> chunk(kChunkBytes);
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    boost::system::error_code ec;
+    http::read(stream, buffer, parser, ec);
+    if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
+    const std::size_t n = chunk.size() - parser.get().body().size;
+    if (to_fd) {
+      write_all(fd, chunk.data(), n);
+      reply.streamed += n;
+    } else if (reply.body.size() + n > kMaxAnswerBytes) {
+      throw boost::system::system_error(http::error::body_limit);
+    } else {
+      reply.body.append(chunk.data(), n);
+    }
+  }
+  return reply;
+}
+
+template <class Stream>
+Reply exchange(Stream& stream, const http::request<http::string_body>& req, const Streams& streams) {
+  if (streams.body_fd < 0) {
+    http::write(stream, req);
+  } else {
+    try {
+      write_streamed(stream, req, streams.body_fd);
+    } catch (const boost::system::system_error& e) {
+      // The daemon may answer a body it refuses (a 413, a 404) before reading all of it, and
+      // close: its answer, when one came, says more than the broken pipe.
+      if (e.code() != asio::error::broken_pipe && e.code() != asio::error::connection_reset) throw;
+    }
+  }
   beast::flat_buffer buffer;
+  if (streams.answer_fd >= 0) return read_streamed(stream, buffer, streams.answer_fd);
   http::response_parser<http::string_body> parser;
-  parser.body_limit(256 * 1024 * 1024);
+  parser.body_limit(kMaxAnswerBytes);
   http::read(stream, buffer, parser);
-  return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  return Reply{static_cast<int>(parser.get().result_int()), parser.get().body(), is_octet_stream(parser.get())};
 }
 
 // A mistake in the TLS options, found before connecting.
@@ -132,7 +233,7 @@ std::string handshake_failure(SSL* ssl, const boost::system::error_code& ec) {
 }
 
 Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
-                          const http::request<http::string_body>& req) {
+                          const http::request<http::string_body>& req, const Streams& streams) {
   ssl::context ctx = client_context(o);
   asio::io_context io;
   asio::ip::tcp::resolver resolver(io);
@@ -146,7 +247,7 @@ Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
                                   handshake_failure(stream.native_handle(), ec));
   Reply reply;
   try {
-    reply = exchange(stream, req);
+    reply = exchange(stream, req, streams);
   } catch (const boost::system::system_error& e) {
     // TLS 1.3: a client certificate the server refuses shows here, after the handshake.
     if (e.code().category() != asio::error::get_ssl_category()) throw;
@@ -160,12 +261,13 @@ Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
   return reply;
 }
 
-Reply request_plain(const ServerAddress& server, const http::request<http::string_body>& req) {
+Reply request_plain(const ServerAddress& server, const http::request<http::string_body>& req,
+                    const Streams& streams) {
   asio::io_context io;
   asio::ip::tcp::resolver resolver(io);
   beast::tcp_stream stream(io);
   stream.connect(resolver.resolve(server.host, server.port));
-  Reply reply = exchange(stream, req);
+  Reply reply = exchange(stream, req, streams);
   beast::error_code ignored;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   return reply;
@@ -179,12 +281,8 @@ Status check_tls_options(const ServerAddress& server, const ClientOptions& o) {
   return {};
 }
 
-}  // namespace
-
-// One request to the daemon. Errors (unreachable, bad URL or key, TLS) come back as an
-// Error; those of the URL, key and options before anything is sent.
-Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
-                      const std::string& body) {
+Result<Reply> send_request(const ClientOptions& o, http::verb verb, const std::string& path, const std::string& body,
+                           const Streams& streams) {
   auto server = parse_server(o.server);
   if (!server) return server.error();
   if (!header_safe_key(o.key))
@@ -193,16 +291,30 @@ Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string
     return Error::make("usage", "the subject token may only hold visible ASCII characters");
   if (auto s = check_tls_options(*server, o); !s) return s.error();
   try {
-    auto req = make_request(*server, o, verb, path, body);
-    if (server->tls) return request_tls(*server, o, req);
-    return request_plain(*server, req);
+    auto req = make_request(*server, o, verb, path, body, streams);
+    if (server->tls) return request_tls(*server, o, req, streams);
+    return request_plain(*server, req, streams);
   } catch (const TlsSetupError& e) {
     return Error::make("usage", e.what());
+  } catch (const LocalFileError& e) {
+    return Error::make("file", e.what());
   } catch (const boost::system::system_error& e) {
     return Error::make("connection", "cannot reach " + o.server + ": " + e.code().message());
   } catch (const std::exception& e) {
     return Error::make("connection", "cannot reach " + o.server + ": " + e.what());
   }
+}
+
+}  // namespace
+
+Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
+                      const std::string& body) {
+  return send_request(o, verb, path, body, Streams{});
+}
+
+Result<Reply> request(const ClientOptions& o, http::verb verb, const std::string& path,
+                      const Streams& streams) {
+  return send_request(o, verb, path, "", streams);
 }
 
 void add_client_options(CLI::App* cmd, ClientOptions& o) {

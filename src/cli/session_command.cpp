@@ -1,9 +1,19 @@
 // airlock session create TEMPLATE | list | show ID | exec ID (-- CMD ARGS | --sh LINE) |
-// pause ID | resume ID | delete ID:
+// pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID REMOTE_PATH
+// [LOCAL_FILE] | ls ID [REMOTE_PATH] | rm ID REMOTE_PATH:
 // sessions on the daemon (docs/sessions.md), owned by the key (and --subject-token's user) that
 // created them. `exec` prints the command's stdout and stderr as the daemon scanned them and
 // exits with its exit code (124 past its timeout, 125 when it did not run to an exit; 128+N
 // for signal N). Other commands: exit 0 done, 1 the daemon refused, 2 the request failed.
+// REMOTE_PATH is relative to the session's workspace (/work; a leading '/' is its root).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -11,6 +21,8 @@
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
 #include "common/percent_encoding.hpp"
+#include "common/unique_fd.hpp"
+#include "common/utc_time.hpp"
 
 namespace airlock::cli {
 namespace {
@@ -20,16 +32,14 @@ namespace http = boost::beast::http;
 struct SessionOptions {
   ClientOptions client;
   std::string id, template_name, idle_timeout, shell_line, cwd, timeout;
+  std::string remote_path, local_file;  // put, get, ls, rm
   std::vector<std::string> labels, env;
   bool json = false;
 };
 
-// Sends one request: the answer's JSON when its status is `expected`, or nothing with
-// `status` set after saying what failed.
-std::optional<nlohmann::json> ask(const char* what, SessionOptions& o, http::verb verb, const std::string& path,
-                                  const std::string& body, int expected, int& status) {
-  key_from_environment(o.client);
-  auto reply = request(o.client, verb, path, body);
+// The answer's JSON when its status is `expected`, or nothing with `status` set after saying
+// what failed.
+std::optional<nlohmann::json> expect_json(const char* what, const Result<Reply>& reply, int expected, int& status) {
   if (!reply) {
     std::cerr << "airlock session " << what << ": " << reply.error().message << "\n";
     status = 2;
@@ -43,6 +53,13 @@ std::optional<nlohmann::json> ask(const char* what, SessionOptions& o, http::ver
   }
   status = 0;
   return j;
+}
+
+// Sends one request: as expect_json.
+std::optional<nlohmann::json> ask(const char* what, SessionOptions& o, http::verb verb, const std::string& path,
+                                  const std::string& body, int expected, int& status) {
+  key_from_environment(o.client);
+  return expect_json(what, request(o.client, verb, path, body), expected, status);
 }
 
 void print_session(const nlohmann::json& s) {
@@ -121,12 +138,152 @@ int exec(SessionOptions& o, const TrailingArgs& trailing) {
   return 125;
 }
 
+// /v1/sessions/ID/files/PATH: a leading '/' dropped (the workspace's root), each segment
+// percent-encoded, the '/'s kept.
+std::string files_target(const std::string& id, std::string_view remote) {
+  while (!remote.empty() && remote.front() == '/') remote.remove_prefix(1);
+  std::string target = "/v1/sessions/" + percent_encode(id) + "/files/";
+  for (std::size_t start = 0;;) {
+    const auto slash = remote.find('/', start);
+    target += percent_encode(remote.substr(start, slash == std::string_view::npos ? slash : slash - start));
+    if (slash == std::string_view::npos) return target;
+    target += '/';
+    start = slash + 1;
+  }
+}
+
+int local_failure(const char* what, const std::string& file, int error) {
+  std::cerr << "airlock session " << what << ": " << file << ": " << std::strerror(error) << "\n";
+  return 2;
+}
+
+// A name as the sandbox chose it may hold control characters (a terminal's escape sequences):
+// such a name is printed JSON-quoted.
+std::string display_name(const std::string& name) {
+  const bool plain = std::none_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  return plain ? name : nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+int put(SessionOptions& o) {
+  if (o.remote_path.empty() || o.remote_path.back() == '/') {
+    std::cerr << "airlock session put: REMOTE_PATH must name a file, not a directory\n";
+    return 2;
+  }
+  UniqueFd file;  // none: "-", stdin
+  if (o.local_file != "-") {
+    file = UniqueFd(::open(o.local_file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file) return local_failure("put", o.local_file, errno);
+    struct stat st {};
+    if (::fstat(file.get(), &st) == 0 && S_ISDIR(st.st_mode)) return local_failure("put", o.local_file, EISDIR);
+  }
+  key_from_environment(o.client);
+  Streams streams;
+  streams.body_fd = file ? file.get() : STDIN_FILENO;
+  int status = 0;
+  auto j = expect_json("put", request(o.client, http::verb::put, files_target(o.id, o.remote_path), streams), 200,
+                       status);
+  if (!j) return status;
+  if (o.json) {
+    std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  const auto redactions = j->value("redactions", nlohmann::json::array());
+  std::cout << display_name(j->value("path", o.remote_path)) << "  " << j->value("size", std::uint64_t{0})
+            << " bytes  sha256 " << j->value("sha256", "-");
+  if (!redactions.empty()) std::cout << "  (DLP redacted " << redactions.size() << ")";
+  std::cout << "\n";
+  return 0;
+}
+
+// Writes the file to LOCAL_FILE, or to stdout without one. LOCAL_FILE is written under another
+// name and renamed once whole: a failure leaves neither part of the file nor a clobbered one.
+int get(SessionOptions& o) {
+  const bool to_stdout = o.local_file.empty() || o.local_file == "-";
+  const std::string partial = to_stdout ? "" : o.local_file + ".airlock-partial";
+  UniqueFd out;
+  if (!to_stdout) {
+    out = UniqueFd(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+    if (!out) return local_failure("get", partial, errno);
+  }
+  key_from_environment(o.client);
+  Streams streams;
+  streams.answer_fd = to_stdout ? STDOUT_FILENO : out.get();
+  auto reply = request(o.client, http::verb::get, files_target(o.id, o.remote_path), streams);
+  const bool whole = reply && reply->status == 200 && reply->file_content;
+  if (!to_stdout) {
+    out.reset();
+    if (whole && ::rename(partial.c_str(), o.local_file.c_str()) != 0) {
+      const int error = errno;
+      ::unlink(partial.c_str());
+      return local_failure("get", o.local_file, error);
+    }
+    if (!whole) ::unlink(partial.c_str());
+  }
+  if (whole) return 0;
+  if (reply && reply->status == 200) {  // a listing
+    std::cerr << "airlock session get: " << o.remote_path << " is a directory (airlock session ls lists it)\n";
+    return 1;
+  }
+  int status = 0;
+  expect_json("get", reply, 200, status);  // says what failed
+  return status;
+}
+
+void print_entry(const nlohmann::json& e) {
+  const std::string type = e.value("type", "-");
+  std::cout << std::left << std::setw(9) << type << std::right << std::setw(12) << e.value("size", std::uint64_t{0})
+            << "  " << rfc3339_seconds(e.value("modified", std::int64_t{0})) << "  "
+            << display_name(e.value("name", "")) << (type == "directory" ? "/" : "") << "\n";
+}
+
+int ls(SessionOptions& o) {
+  key_from_environment(o.client);
+  auto reply = request(o.client, http::verb::get, files_target(o.id, o.remote_path), "");
+  if (reply && reply->status == 200 && reply->file_content) {
+    std::cerr << "airlock session ls: " << o.remote_path << " is a file (airlock session get reads it)\n";
+    return 1;
+  }
+  int status = 0;
+  auto j = expect_json("ls", reply, 200, status);
+  if (!j) return status;
+  if (o.json) std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  else
+    for (const auto& e : j->value("entries", nlohmann::json::array())) print_entry(e);
+  return 0;
+}
+
+int rm(SessionOptions& o) {
+  int status = 0;
+  auto j = ask("rm", o, http::verb::delete_, files_target(o.id, o.remote_path), "", 200, status);
+  if (j && o.json) std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return status;
+}
+
 CLI::App* with_options(CLI::App* cmd, SessionOptions& o, bool takes_id) {
   add_client_options(cmd, o.client);
   cmd->add_option("--subject-token", o.client.subject_token, "The user the agent acts for (Airlock-Subject-Token)");
   cmd->add_flag("--json", o.json, "Print the daemon's JSON");
   if (takes_id) cmd->add_option("id", o.id, "The session's id")->required();
   return cmd;
+}
+
+// put, get, ls, rm: the files of a session's workspace, by paths relative to it.
+void add_files_commands(CLI::App& session, const std::shared_ptr<SessionOptions>& o, ExitStatus& status) {
+  auto* put_cmd = with_options(session.add_subcommand("put", "Write a local file into a session's workspace"), *o, true);
+  put_cmd->add_option("local_file", o->local_file, "The file to send; - reads stdin")->required();
+  put_cmd->add_option("remote_path", o->remote_path, "Its path in the workspace (parents are created)")->required();
+  put_cmd->callback([o, &status] { status.code = put(*o); });
+  auto* get_cmd = with_options(session.add_subcommand("get", "Read a file of a session's workspace"), *o, true);
+  get_cmd->add_option("remote_path", o->remote_path, "Its path in the workspace")->required();
+  get_cmd->add_option("local_file", o->local_file, "Where to write it (default or -: stdout)");
+  get_cmd->callback([o, &status] { status.code = get(*o); });
+  auto* ls_cmd = with_options(session.add_subcommand("ls", "List a directory of a session's workspace"), *o, true);
+  ls_cmd->add_option("remote_path", o->remote_path, "The directory (default: the workspace)");
+  ls_cmd->callback([o, &status] { status.code = ls(*o); });
+  auto* rm_cmd =
+      with_options(session.add_subcommand("rm", "Remove a file, or an empty directory, of a session's workspace"), *o, true);
+  rm_cmd->add_option("remote_path", o->remote_path, "Its path in the workspace")->required();
+  rm_cmd->callback([o, &status] { status.code = rm(*o); });
 }
 
 }  // namespace
@@ -161,6 +318,7 @@ void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& 
   with_options(session->add_subcommand("delete", "End a session: everything in it goes"), *o, true)->callback([o, &status] {
     status.code = show("delete", *o, http::verb::delete_, "/v1/sessions/" + percent_encode(o->id), "", 200);
   });
+  add_files_commands(*session, o, status);
 }
 
 }  // namespace airlock::cli

@@ -1,11 +1,13 @@
 """`airlock call` and `airlock tools list` against a listener that records the raw bytes it
 receives: hostile tool names, --server values and API keys are refused before connecting,
 so nothing reaches the wire (a --subject-token with a line break too); a valid call sends
-exactly one request, with the key only in its own Authorization header."""
+exactly one request, with the key only in its own Authorization header. `airlock session put`
+percent-encodes every segment of a hostile remote path and streams the file chunked."""
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -79,12 +81,26 @@ class Recorder:
         self.sock.close()
 
 
-def airlock(*args, env_key=None):
+def airlock(*args, env_key=None, stdin=None):
     env = dict(os.environ)
     env.pop("AIRLOCK_API_KEY", None)
     if env_key is not None:
         env["AIRLOCK_API_KEY"] = env_key
-    return subprocess.run([AIRLOCK, *args], capture_output=True, env=env, timeout=60)
+    return subprocess.run([AIRLOCK, *args], capture_output=True, env=env, timeout=60, input=stdin)
+
+
+def dechunk(body):
+    """A chunked body's content; fails on anything but chunks and the last one."""
+    content = b""
+    while True:
+        size, _, body = body.partition(b"\r\n")
+        size = int(size, 16)
+        if size == 0:
+            assert body == b"\r\n", body
+            return content
+        content += body[:size]
+        assert body[size:size + 2] == b"\r\n"
+        body = body[size + 2:]
 
 
 class ClientInjection(unittest.TestCase):
@@ -174,6 +190,26 @@ class ClientInjection(unittest.TestCase):
         self.assertIn(b"Host: 127.0.0.1:%d" % self.recorder.port, lines)
         self.assertEqual(body, b'{"arguments":{}}')
         self.assertEqual(data.count(b"HTTP/1.1"), 1)
+
+    def test_session_put_encodes_the_path_and_streams_the_file_chunked(self):
+        content = b"line\r\nX-Injected: 1\r\n\r\nGET / HTTP/1.1\r\n"
+        remote = "/a b/c?d#e\r\nX: 1/../%2e"
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(content)
+            f.flush()
+            for source, stdin in ((f.name, None), ("-", content)):
+                with self.subTest(source=source):
+                    self.recorder.received.clear()
+                    result = airlock("session", "put", "--server", self.server, "--key", KEY, "ses 1", source,
+                                     remote, stdin=stdin)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    self.assertEqual(len(self.recorder.received), 1)
+                    head, _, body = self.recorder.received[0].partition(b"\r\n\r\n")
+                    lines = head.split(b"\r\n")
+                    self.assertEqual(lines[0], b"PUT /v1/sessions/ses%201/files/a%20b/c%3Fd%23e%0D%0AX%3A%201/../%252e HTTP/1.1")
+                    self.assertIn(b"Transfer-Encoding: chunked", lines)
+                    self.assertIn(b"Content-Type: application/octet-stream", lines)
+                    self.assertEqual(dechunk(body), content)
 
 
 if __name__ == "__main__":

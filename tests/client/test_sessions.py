@@ -1,15 +1,27 @@
 """Sessions through the client, against a real daemon (docs/sessions.md): state kept across
-execs, an exit code as a result, the output as DLP left it, another agent's 404, the end."""
+execs, an exit code as a result, the output as DLP left it, another agent's 404, the end; the
+files of a session's workspace written, listed, read (whole and streamed) and removed."""
 import asyncio
+import hashlib
+import os
+import tempfile
 import unittest
 
-from support import OTHER_AGENT_KEY, DaemonTest
+from support import OTHER_AGENT_KEY, SERVER, DaemonTest
 
 import airlock
 from airlock import AsyncClient, Client
 
 
+# Every byte with its high bit set: binary, and no ASCII that a DLP detector could take for a
+# secret or PII (they all need some), so the file comes back as it went.
+HIGH_BIT = bytes(b | 0x80 for b in range(256))
+
+
 class Sessions(DaemonTest):
+    # Room for the 5 MiB upload, whether or not the files endpoint is held to maxBodyBytes.
+    server = SERVER.replace("maxBodyBytes: 64Ki", "maxBodyBytes: 8Mi")
+
     def test_a_session_keeps_its_files_across_execs_and_ends(self):
         client = self.client()
         session = client.create_session("workspace", labels={"task": "t-1"})
@@ -52,9 +64,89 @@ class Sessions(DaemonTest):
             client = AsyncClient.from_client(self.client())
             session = await client.create_session("workspace")
             result = await client.exec(session, ["sh", "-c", "echo $GREETING"], env={"GREETING": "hi"})
+            written = await client.write_file(session, "greeting.txt", b"hello")
+            read = await client.read_file(session, "greeting.txt")
             await client.end_session(session)
-            return result
-        self.assertEqual(asyncio.run(run()).stdout, "hi\n")
+            return result, written, read
+        result, written, read = asyncio.run(run())
+        self.assertEqual(result.stdout, "hi\n")
+        self.assertEqual((written.size, read), (5, b"hello"))
+
+    def test_a_file_is_written_listed_read_and_removed(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        content = b"first line\nsecond line\n"
+        info = client.write_file(session, "notes/today.txt", content)
+        self.assertEqual((info.path, info.type, info.size), ("notes/today.txt", "file", len(content)))
+        self.assertEqual(info.sha256, hashlib.sha256(content).hexdigest())
+        self.assertEqual(info.redactions, [])
+        listed = {e.name: e for e in client.list_files(session, "notes")}
+        self.assertEqual(list(listed), ["today.txt"])
+        self.assertEqual((listed["today.txt"].type, listed["today.txt"].size), ("file", len(content)))
+        self.assertIsInstance(listed["today.txt"].modified, int)
+        self.assertGreater(listed["today.txt"].modified, 1_600_000_000)  # seconds, not milliseconds
+        self.assertLess(listed["today.txt"].modified, 100_000_000_000)
+        workspace = {e.name: e.type for e in client.list_files(session)}
+        self.assertEqual(workspace.get("notes"), "directory")
+        read = client.read_file(session, "/notes/today.txt")  # a leading "/" is the workspace's
+        self.assertEqual(hashlib.sha256(read).hexdigest(), info.sha256)
+        self.assertEqual(client.exec(session, ["cat", "/work/notes/today.txt"]).stdout, content.decode())
+        with self.assertRaises(airlock.ConflictError) as caught:
+            client.read_file(session, "notes")
+        self.assertEqual(caught.exception.kind, "is_a_directory")
+        made = client.make_directory(session, "notes/empty")
+        self.assertEqual((made.path.rstrip("/"), made.type), ("notes/empty", "directory"))
+        client.remove_file(session, "notes/today.txt")
+        client.remove_file(session, "notes/empty")
+        self.assertEqual(client.list_files(session, "notes"), [])
+        with self.assertRaises(airlock.NotFoundError) as caught:
+            client.read_file(session, "notes/today.txt")
+        self.assertEqual(caught.exception.kind, "file_not_found")
+        client.end_session(session)
+
+    def test_a_large_file_is_streamed_up_and_down(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        size = 5 * 1024 * 1024
+        content = os.urandom(size).translate(HIGH_BIT)
+        with tempfile.TemporaryFile() as source:
+            source.write(content)
+            source.seek(0)
+            info = client.write_file(session, "data/blob.bin", source)  # chunked, from the file
+        self.assertEqual((info.type, info.size), ("file", size))
+        self.assertEqual(info.sha256, hashlib.sha256(content).hexdigest())
+        with tempfile.TemporaryFile() as dest:
+            self.assertEqual(client.download_file(session, "data/blob.bin", dest), size)
+            dest.seek(0)
+            self.assertEqual(hashlib.sha256(dest.read()).hexdigest(), info.sha256)
+        client.end_session(session)
+
+    def test_a_path_out_of_the_workspace_is_refused(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        refused = (airlock.PermissionDeniedError, airlock.InvalidInputError)
+        with self.assertRaises(refused) as caught:
+            client.read_file(session, "../../etc/passwd")
+        self.assertIn(caught.exception.kind, ("outside_workspace", "invalid_path"))
+        with self.assertRaises(refused) as caught:
+            client.write_file(session, "../../tmp/escaped.txt", b"out")
+        self.assertIn(caught.exception.kind, ("outside_workspace", "invalid_path"))
+        client.end_session(session)
+
+    def test_another_agent_cannot_reach_a_sessions_files(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        client.write_file(session, "mine.txt", b"mine")
+        other = Client(self.daemon.url, api_key=OTHER_AGENT_KEY)
+        for attempt in (lambda: other.read_file(session.id, "mine.txt"),
+                        lambda: other.list_files(session.id),
+                        lambda: other.write_file(session.id, "mine.txt", b"theirs"),
+                        lambda: other.remove_file(session.id, "mine.txt")):
+            with self.assertRaises(airlock.NotFoundError) as caught:
+                attempt()
+            self.assertEqual(caught.exception.kind, "not_found")
+        self.assertEqual(client.read_file(session, "mine.txt"), b"mine")
+        client.end_session(session)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 // nothing is served that it does not document.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -31,6 +34,14 @@ class OpenApi {
   bool documents(const std::string& path, const std::string& method, int status) const {
     return doc_["paths"].contains(path) && doc_["paths"][path].contains(method) &&
            doc_["paths"][path][method]["responses"].contains(std::to_string(status));
+  }
+
+  // Whether path/method/status documents an answer of this media type (a file's content).
+  bool documents_content(const std::string& path, const std::string& method, int status,
+                         const std::string& media_type) const {
+    nlohmann::json resp = doc_["paths"][path][method]["responses"][std::to_string(status)];
+    if (resp.contains("$ref")) resp = resolve(resp["$ref"].get<std::string>());
+    return resp.contains("content") && resp["content"].contains(media_type);
   }
 
   // Validates `body` against `schema`, with $refs resolved inside the document.
@@ -80,6 +91,7 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string id = first["id"];
   const std::string session = http(d.port, "POST", "/v1/sessions", R"({"template": "dev"})").json()["id"];
   const std::string session_path = "/v1/sessions/" + session;
+  const std::string files = "/v1/sessions/{id}/files/{path}";
   const std::map<std::string, std::string> json_accept = {{"Accept", "application/json"}};
   const std::string invoke_path = "/v1/tools/{name}/invoke";
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
@@ -175,8 +187,27 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": []})", kKey, json_accept},         // 400
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": ["/no/such"]})", kKey, json_accept},  // 422
       {"/v1/sessions/{id}/exec", "post", "/v1/sessions/nope/exec", R"({"command": "true"})", kKey, json_accept},  // 404
+      {files, "put", session_path + "/files/notes/a.txt", "hello", kKey},                 // 200 a file
+      {files, "put", session_path + "/files/notes/empty/", "", kKey},                     // 200 a directory
+      {files, "put", session_path + "/files/notes/a.txt/b.txt", "x", kKey},               // 409 not_a_directory
+      {files, "put", session_path + "/files/../../etc/passwd", "x", kKey},                // 403 (or 400)
+      {files, "put", "/v1/sessions/nope/files/a.txt", "x", kKey},                         // 404
+      {files, "put", session_path + "/files/a.txt", "x", ""},                             // 401
+      {files, "get", session_path + "/files/notes/a.txt", "", kKey},                      // 200 the content
+      {files, "get", session_path + "/files/notes", "", kKey},                            // 200 a listing
+      {files, "get", session_path + "/files/", "", kKey},                                 // 200 the workspace
+      {files, "get", session_path + "/files/nope.txt", "", kKey},                         // 404 file_not_found
+      {files, "get", session_path + "/files/../../etc/passwd", "", kKey},                 // 403 (or 400)
+      {files, "get", session_path + "/files/notes/a.txt", "", kOtherKey},                 // 404: not its owner
+      {files, "get", session_path + "/files/notes", "", ""},                              // 401
+      {files, "delete", session_path + "/files/notes", "", kKey},                         // 409 directory_not_empty
+      {files, "delete", session_path + "/files/notes/a.txt", "", kKey},                   // 200
+      {files, "delete", session_path + "/files/notes/a.txt", "", kKey},                   // 404 file_not_found
+      {files, "delete", session_path + "/files/../../etc/passwd", "", kKey},              // 403 (or 400)
+      {files, "delete", session_path + "/files/notes/empty", "", ""},                     // 401
       {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 200
       {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 409: paused
+      {files, "put", session_path + "/files/late.txt", "x", kKey},                        // 409 session_paused
       {"/v1/sessions/{id}/pause", "post", "/v1/sessions/nope/pause", "", kKey},          // 404
       {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 200
       {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 409: not paused
@@ -185,12 +216,20 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   };
   std::set<std::pair<std::string, std::string>> exercised;
   for (const auto& c : calls) {
-    std::string method = c.method == "post" ? "POST" : c.method == "head" ? "HEAD" : c.method == "delete" ? "DELETE" : "GET";
+    std::string method = c.method;
+    std::transform(method.begin(), method.end(), method.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
     auto reply = c.headers.empty() ? http(d.port, method, c.target, c.body, c.key)
                                    : http_with(d.port, method, c.target, c.body, c.key, c.headers);
     SCOPED_TRACE(c.method + " " + c.target + " -> " + std::to_string(reply.status) + " " + reply.body.substr(0, 300));
     ASSERT_TRUE(api.documents(c.documented_path, c.method, reply.status)) << "undocumented status";
-    auto schema = api.response_schema(c.documented_path, c.method, reply.status);
+    // A file's content (GET .../files/{path}) is checked to be documented, not parsed as JSON.
+    const bool file_content = reply.headers.count("content-type") &&
+                              reply.headers.at("content-type").rfind("application/octet-stream", 0) == 0;
+    if (file_content) {
+      EXPECT_TRUE(api.documents_content(c.documented_path, c.method, reply.status, "application/octet-stream"));
+    }
+    auto schema = file_content ? nlohmann::json() : api.response_schema(c.documented_path, c.method, reply.status);
     if (!schema.is_null()) {
       auto body = reply.json();
       ASSERT_FALSE(body.is_discarded()) << "not JSON";

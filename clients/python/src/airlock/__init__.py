@@ -15,14 +15,15 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
                      TokenExchangeError, ToolDisabledError, ToolError, TransportError,
                      StorageUnavailableError, UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
 from .llm import ToolBox, ToolResult
-from .models import (Approval, AuditRef, ErrorInfo, ExchangedToken, ExecResult, Invocation, PendingApproval,
-                     Session, Tool)
+from .models import (Approval, AuditRef, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
+                     PendingApproval, Session, Tool)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult",
     "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult",
+    "FileInfo", "FileEntry",
     "verify_proof", "verify_checkpoint", "proof_holds", "VerifiedRecord",
     "VerificationError", "ProofInvalid", "SignatureInvalid", "SignatureUncheckable",
     "AirlockError", "UsageError", "TransportError", "WaitTimeoutError", "AuthenticationError",

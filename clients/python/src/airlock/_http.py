@@ -11,7 +11,7 @@ import ssl
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Mapping, Optional, Tuple, Union
 
 from .errors import AirlockError, TransportError, UsageError, error_class
 
@@ -21,6 +21,13 @@ _TOOL_NAME = re.compile(r"[a-z0-9._-]+")
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 _DNS_OR_IPV4 = re.compile(r"[A-Za-z0-9.-]+")
 _IPV6 = re.compile(r"[0-9A-Fa-f:.]+")
+
+OCTET_STREAM = "application/octet-stream"  # a session file's content, both ways
+COPY_CHUNK = 64 * 1024
+
+# A request's body: bytes (sent with Content-Length), or a binary file object that http.client
+# reads in blocks and sends with chunked transfer encoding, never whole.
+Body = Union[bytes, bytearray, memoryview, BinaryIO]
 
 
 def check_tool_name(name: str) -> str:
@@ -72,11 +79,21 @@ class Endpoint:
         return cls(parts.scheme, host, port)
 
 
+def media_type(headers: Mapping[str, str]) -> str:
+    """Content-Type without its parameters, lower-case ("" when absent); lower-case names."""
+    return headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 @dataclass(frozen=True)
 class Response:
     status: int
     headers: Dict[str, str]  # lower-case names
     body: bytes
+    streamed: int = 0  # bytes of a file's content written to the sink instead of `body`
+
+    @property
+    def media_type(self) -> str:
+        return media_type(self.headers)
 
     def json(self) -> Any:
         try:
@@ -114,8 +131,37 @@ def retry_after_seconds(value: Optional[str], now: Optional[float] = None) -> Op
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+class _SinkFailed(Exception):
+    """Writing a downloaded file where the caller asked failed: raised as its own OSError, not
+    as a failure of the connection."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _copy_body(resp: http.client.HTTPResponse, sink: BinaryIO) -> int:
+    """Writes the answer's body to `sink` as it arrives; the number of bytes written."""
+    written = 0
+    while True:
+        chunk = resp.read(COPY_CHUNK)
+        if not chunk:
+            break
+        try:
+            sink.write(chunk)
+        except OSError as e:
+            raise _SinkFailed(e) from e
+        written += len(chunk)
+    # http.client ends a Content-Length body cut short without an error: check it here.
+    length = resp.getheader("content-length")
+    if length is not None and length.isdigit() and int(length) != written:
+        raise http.client.IncompleteRead(b"", int(length) - written)
+    return written
+
+
 class Transport:
-    """Sends one request and reads its whole answer, at most `max_response_bytes`."""
+    """Sends one request and reads its whole answer, at most `max_response_bytes`; or, given a
+    `sink`, writes a 2xx application/octet-stream answer's body to it as it arrives."""
 
     def __init__(self, endpoint: Endpoint, *, timeout: float,
                  ssl_context: Optional[ssl.SSLContext], max_response_bytes: int) -> None:
@@ -128,19 +174,32 @@ class Transport:
         e = self.endpoint
         if e.scheme == "https":
             context = self.ssl_context or ssl.create_default_context()
-            return http.client.HTTPSConnection(e.host, e.port, timeout=timeout, context=context)
-        return http.client.HTTPConnection(e.host, e.port, timeout=timeout)
+            return http.client.HTTPSConnection(e.host, e.port, timeout=timeout, context=context,
+                                               blocksize=COPY_CHUNK)
+        # blocksize: how much of a file body is read and sent at a time (8 KiB by default)
+        return http.client.HTTPConnection(e.host, e.port, timeout=timeout, blocksize=COPY_CHUNK)
 
-    def send(self, method: str, target: str, body: Optional[bytes], headers: Mapping[str, str],
-             timeout: Optional[float] = None) -> Response:
+    def send(self, method: str, target: str, body: Optional[Body], headers: Mapping[str, str],
+             timeout: Optional[float] = None, sink: Optional[BinaryIO] = None) -> Response:
         conn = self._connection(timeout if timeout is not None else self.timeout)
         try:
-            conn.request(method, target, body=body, headers=dict(headers))
+            try:
+                conn.request(method, target, body=body, headers=dict(headers))
+            except (BrokenPipeError, ConnectionResetError):
+                # The daemon may answer a body it refuses (a 413, a 404) before reading all of
+                # it, and close: its answer, when one came, says more than the broken pipe.
+                if conn.sock is None:
+                    raise
             resp = conn.getresponse()
+            answer_headers = {k.lower(): v for k, v in resp.getheaders()}
+            if sink is not None and 200 <= resp.status < 300 and media_type(answer_headers) == OCTET_STREAM:
+                return Response(resp.status, answer_headers, b"", streamed=_copy_body(resp, sink))
             data = resp.read(self.max_response_bytes + 1)
             if len(data) > self.max_response_bytes:
                 raise TransportError(f"the answer is larger than {self.max_response_bytes} bytes")
-            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+            return Response(resp.status, answer_headers, data)
+        except _SinkFailed as e:
+            raise e.error from None
         except (OSError, http.client.HTTPException) as e:
             where = f"{self.endpoint.scheme}://{self.endpoint.host}:{self.endpoint.port}"
             raise TransportError(f"{method} {target.split('?')[0]} to {where} failed: "
@@ -189,13 +248,34 @@ def delay_for(policy: RetryPolicy, attempt: int, retry_after: Optional[float]) -
     return random.uniform(0, policy.backoff * (2 ** attempt))  # "full jitter"
 
 
+def _file_body(body: Optional[Body]) -> Optional[BinaryIO]:
+    if body is None or isinstance(body, (bytes, bytearray, memoryview)):
+        return None
+    return body
+
+
+def _start_of(stream: BinaryIO) -> Optional[int]:
+    """Where a file body starts, to send it again from there after a refusal; None for a file
+    that cannot seek back (it is not sent again: what it gave is gone)."""
+    try:
+        return stream.tell() if stream.seekable() else None
+    except (AttributeError, OSError):
+        return None
+
+
 def send_with_retries(transport: Transport, policy: RetryPolicy, method: str, target: str,
-                      body: Optional[bytes], headers: Mapping[str, str],
-                      timeout: Optional[float] = None) -> Tuple[Response, Any]:
-    """The answer and its parsed JSON; raises the typed exception of a refusal."""
+                      body: Optional[Body], headers: Mapping[str, str],
+                      timeout: Optional[float] = None,
+                      sink: Optional[BinaryIO] = None) -> Tuple[Response, Any]:
+    """The answer and its parsed JSON (None for a file's content, application/octet-stream);
+    raises the typed exception of a refusal."""
+    stream = _file_body(body)
+    start = _start_of(stream) if stream is not None else None
     attempt = 0
     while True:
-        resp = transport.send(method, target, body, headers, timeout)
+        resp = transport.send(method, target, body, headers, timeout, sink=sink)
+        if resp.status < 400 and resp.media_type == OCTET_STREAM:
+            return resp, None
         try:
             parsed = resp.json()
         except TransportError:
@@ -207,6 +287,8 @@ def send_with_retries(transport: Transport, policy: RetryPolicy, method: str, ta
         err = error_from_response(resp, parsed)
         if not retryable(resp, parsed) or attempt >= policy.max_retries:
             raise err
+        if stream is not None and start is None:
+            raise err
         delay = delay_for(policy, attempt, err.retry_after)
         if delay > policy.max_delay:
             raise err
@@ -214,3 +296,5 @@ def send_with_retries(transport: Transport, policy: RetryPolicy, method: str, ta
         if policy.on_retry:
             policy.on_retry(attempt, resp.status, delay)
         policy.sleep(delay)
+        if stream is not None and start is not None:
+            stream.seek(start)

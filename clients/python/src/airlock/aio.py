@@ -12,12 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import audit as _audit
 from .client import Client
 from .llm import ToolBox
-from .models import Approval, ExchangedToken, ExecResult, Invocation, Session, Tool
+from .models import Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Tool
 
 T = TypeVar("T")
 
@@ -91,6 +91,28 @@ class AsyncClient:
     async def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]],
                    **options: Any) -> ExecResult:
         return await self._run(self.sync.exec, session, command, **options)
+
+    async def write_file(self, session: Union[str, Session], path: str,
+                         data: Union[bytes, bytearray, memoryview, BinaryIO], **options: Any) -> FileInfo:
+        """A file object is read in the pool's thread, as the upload goes."""
+        return await self._run(self.sync.write_file, session, path, data, **options)
+
+    async def make_directory(self, session: Union[str, Session], path: str, **options: Any) -> FileInfo:
+        return await self._run(self.sync.make_directory, session, path, **options)
+
+    async def read_file(self, session: Union[str, Session], path: str, **options: Any) -> bytes:
+        return await self._run(self.sync.read_file, session, path, **options)
+
+    async def download_file(self, session: Union[str, Session], path: str, dest: BinaryIO,
+                            **options: Any) -> int:
+        """`dest` is written in the pool's thread, as the download goes."""
+        return await self._run(self.sync.download_file, session, path, dest, **options)
+
+    async def list_files(self, session: Union[str, Session], path: str = "", **options: Any) -> List[FileEntry]:
+        return await self._run(self.sync.list_files, session, path, **options)
+
+    async def remove_file(self, session: Union[str, Session], path: str, **options: Any) -> None:
+        await self._run(self.sync.remove_file, session, path, **options)
 
     async def exchange_token(self, subject_token: str, *, scope: Optional[Sequence[str]] = None) -> ExchangedToken:
         return await self._run(self.sync.exchange_token, subject_token, scope=scope)

@@ -1,17 +1,19 @@
 """The synchronous client of Airlock's HTTP API (docs/daemon.md, src/server/api/openapi.json)."""
 from __future__ import annotations
 
+import io
 import json
 import ssl
 import time
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, BinaryIO, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import audit as _audit
-from ._http import (Endpoint, RetryPolicy, Transport, check_credential, check_segment,
-                    check_tool_name, send_with_retries)
-from .errors import NotFoundError, TransportError, UsageError, WaitTimeoutError
-from .models import Approval, ExchangedToken, ExecResult, Invocation, Session, Tool, raise_if_refused
+from ._http import (OCTET_STREAM, Body, Endpoint, Response, RetryPolicy, Transport, check_credential,
+                    check_segment, check_tool_name, send_with_retries)
+from .errors import AirlockError, NotFoundError, TransportError, UsageError, WaitTimeoutError, error_class
+from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Tool,
+                     raise_if_refused)
 
 if TYPE_CHECKING:
     from .llm import ToolBox
@@ -20,6 +22,8 @@ SUBJECT_HEADER = "Airlock-Subject-Token"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt"
 MAX_SERVER_WAIT = 60  # seconds: the most GET /v1/invocations/{id}?wait= holds an answer
+# GET .../files/{path} answers a file's content or, for a directory, its listing in JSON.
+FILE_ACCEPT = f"{OCTET_STREAM}, application/json"
 
 
 class Client:
@@ -73,19 +77,28 @@ class Client:
                           subject_token=subject_token, timeout=timeout)[1]
 
     def _send(self, method: str, target: str, *, json_body: Any = None,
-              form: Optional[Mapping[str, str]] = None, subject_token: Optional[str] = None,
-              timeout: Optional[float] = None) -> Any:
+              form: Optional[Mapping[str, str]] = None, content: Optional[Body] = None,
+              accept: Optional[str] = None, sink: Optional[BinaryIO] = None,
+              subject_token: Optional[str] = None, timeout: Optional[float] = None) -> Tuple[Response, Any]:
+        """`content`: a body of bytes or a binary file (application/octet-stream); `sink`: where
+        a file's content goes as it arrives (the answer's `.streamed` says how much)."""
         headers = self._headers(subject_token)
-        body: Optional[bytes] = None
+        if accept is not None:
+            headers["Accept"] = accept
+        body: Optional[Body] = None
         if json_body is not None:
             body = json.dumps(json_body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         elif form is not None:
             body = urllib.parse.urlencode(dict(form)).encode("ascii")
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        elif content is not None:
+            body = content
+            headers["Content-Type"] = OCTET_STREAM
         elif method == "POST":
             body = b""
-        return send_with_retries(self._transport, self.retry, method, target, body, headers, timeout)
+        return send_with_retries(self._transport, self.retry, method, target, body, headers, timeout,
+                                 sink=sink)
 
     # --- tools and invocations ---
     def tools(self) -> List[Tool]:
@@ -294,6 +307,92 @@ class Client:
     def _session_path(session: Union[str, Session]) -> str:
         session_id = session.id if isinstance(session, Session) else session
         return f"/v1/sessions/{check_segment('session id', session_id)}"
+
+    # --- a session's files: paths relative to its workspace, its work dir /work ---
+    def write_file(self, session: Union[str, Session], path: str,
+                   data: Union[bytes, bytearray, memoryview, BinaryIO], *,
+                   subject_token: Optional[str] = None) -> FileInfo:
+        """Writes `data` to `path` (its parent directories are created) and returns what was
+        stored: its size, its SHA-256 and what DLP redacted. `data` is bytes, or a binary file
+        object streamed from where it stands in chunks (chunked transfer encoding), never read
+        whole (after a 429 or 503 it is sent again only if it can seek back)."""
+        if isinstance(data, (str, io.TextIOBase)) or not (
+                isinstance(data, (bytes, bytearray, memoryview)) or hasattr(data, "read")):
+            raise UsageError("data must be bytes or a binary file object (open(name, 'rb'))")
+        target = self._file_path(session, path)
+        if target.endswith("/"):
+            raise UsageError(f"{path!r} names a directory: use make_directory")
+        resp, body = self._send("PUT", target, content=data, subject_token=subject_token)
+        return FileInfo.from_json(self._json_object(resp, body))
+
+    def make_directory(self, session: Union[str, Session], path: str, *,
+                       subject_token: Optional[str] = None) -> FileInfo:
+        """Creates the directory `path` and its parents (PUT with a trailing "/" and no body)."""
+        target = self._file_path(session, path).rstrip("/") + "/"
+        resp, body = self._send("PUT", target, content=b"", subject_token=subject_token)
+        return FileInfo.from_json(self._json_object(resp, body))
+
+    def read_file(self, session: Union[str, Session], path: str, *,
+                  subject_token: Optional[str] = None) -> bytes:
+        """The content of a regular file as DLP left it, whole in memory (at most the client's
+        `max_response_bytes`; `download_file` streams a larger one)."""
+        resp, listing = self._send("GET", self._file_path(session, path), accept=FILE_ACCEPT,
+                                   subject_token=subject_token)
+        if resp.media_type != OCTET_STREAM:
+            raise self._wrong_type("is_a_directory", f"{path!r} is a directory", resp, listing)
+        return resp.body
+
+    def download_file(self, session: Union[str, Session], path: str, dest: BinaryIO, *,
+                      subject_token: Optional[str] = None) -> int:
+        """Writes the content of a regular file into `dest` (a binary file object) chunk by
+        chunk as it arrives; returns the number of bytes written. After a failure part of it
+        may have been written."""
+        resp, listing = self._send("GET", self._file_path(session, path), accept=FILE_ACCEPT, sink=dest,
+                                   subject_token=subject_token)
+        if resp.media_type != OCTET_STREAM:
+            raise self._wrong_type("is_a_directory", f"{path!r} is a directory", resp, listing)
+        return resp.streamed
+
+    def list_files(self, session: Union[str, Session], path: str = "", *,
+                   subject_token: Optional[str] = None) -> List[FileEntry]:
+        """The entries of a directory ("": the workspace itself)."""
+        resp, body = self._send("GET", self._file_path(session, path, workspace_allowed=True),
+                                accept=FILE_ACCEPT, subject_token=subject_token)
+        if resp.media_type == OCTET_STREAM:
+            raise self._wrong_type("not_a_directory", f"{path!r} is not a directory", resp, None)
+        entries = self._json_object(resp, body).get("entries")
+        if not isinstance(entries, list):
+            return []
+        return [FileEntry.from_json(e) for e in entries if isinstance(e, Mapping)]
+
+    def remove_file(self, session: Union[str, Session], path: str, *,
+                    subject_token: Optional[str] = None) -> None:
+        """Removes a file, or an empty directory (409 `directory_not_empty` otherwise)."""
+        self._send("DELETE", self._file_path(session, path), subject_token=subject_token)
+
+    def _file_path(self, session: Union[str, Session], path: str, *, workspace_allowed: bool = False) -> str:
+        """/v1/sessions/{id}/files/{path}, each segment of `path` percent-encoded; a leading "/"
+        is the workspace's root. The daemon decides what a path may name (`invalid_path`,
+        `outside_workspace`)."""
+        if not isinstance(path, str):
+            raise UsageError("a file's path is a string, relative to the session's workspace")
+        relative = path.lstrip("/")
+        if not relative and not workspace_allowed:
+            raise UsageError("name a file or directory in the session's workspace (the path is empty)")
+        return self._session_path(session) + "/files/" + urllib.parse.quote(relative, safe="/")
+
+    @staticmethod
+    def _json_object(resp: Response, body: Any) -> Mapping[str, Any]:
+        if not isinstance(body, Mapping):
+            raise TransportError(f"the answer ({resp.status}) is not a JSON object")
+        return body
+
+    @staticmethod
+    def _wrong_type(kind: str, message: str, resp: Response, body: Any) -> AirlockError:
+        """A GET answered with a listing where a file was asked for, or the reverse: the error
+        the daemon gives a write or delete of the wrong type, raised here."""
+        return error_class(kind, 409)(kind, message, status=resp.status,
+                                      body=body if isinstance(body, Mapping) else {})
 
     # --- audit ---
     def audit_checkpoint(self) -> Dict[str, Any]:

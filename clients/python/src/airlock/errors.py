@@ -56,7 +56,8 @@ class SubjectRequiredError(AuthenticationError):
 
 
 class PermissionDeniedError(AirlockError):
-    """403 `forbidden`: RBAC refused it (`.rule` names the rule that decided)."""
+    """403 `forbidden`: RBAC refused it (`.rule` names the rule that decided); a session's
+    file path that leads out of its workspace (`outside_workspace`)."""
 
     @property
     def rule(self) -> str:
@@ -85,7 +86,8 @@ class ApprovalExpiredError(PermissionDeniedError):
 
 
 class NotFoundError(AirlockError):
-    """404 `not_found`: no such endpoint, invocation, approval or audit record (of yours)."""
+    """404 `not_found`: no such endpoint, invocation, approval, session or audit record (of
+    yours); `file_not_found`: no such file in the session's workspace."""
 
 
 class UnknownToolError(NotFoundError):
@@ -93,7 +95,8 @@ class UnknownToolError(NotFoundError):
 
 
 class InvalidInputError(AirlockError):
-    """400 `invalid_input` (`.pointer` names the bad field) or `malformed_request`."""
+    """400 `invalid_input` (`.pointer` names the bad field) or `malformed_request`; a session's
+    file path that is not one (`invalid_path`)."""
 
     @property
     def pointer(self) -> str:
@@ -112,16 +115,19 @@ class CodeRejectedError(AirlockError):
 
 
 class DlpBlockedError(AirlockError):
-    """422 `dlp_blocked`: the arguments or the result hold data the DLP policy blocks."""
+    """422 `dlp_blocked`: the arguments or the result (or a session's file, written or read)
+    hold data the DLP policy blocks."""
 
 
 class ConflictError(AirlockError):
     """409: `config_changed`, `arguments_changed`, `already_decided`, `not_pending`; a session's
-    `session_paused`, `session_not_paused`, `session_ended`."""
+    `session_paused`, `session_not_paused`, `session_ended`; a session's files:
+    `is_a_directory`, `not_a_directory`, `directory_not_empty`, `not_a_regular_file`."""
 
 
 class RequestRejectedError(AirlockError):
-    """408 `request_timeout`, 413 `body_too_large`, 431 `headers_too_large`, 405."""
+    """408 `request_timeout`, 413 `body_too_large`, 431 `headers_too_large`, 405; 413
+    `disk_limit`: a file written to a session would pass its disk limit."""
 
 
 # --- Overload and failures: retry later, or tell an operator. ---
@@ -193,6 +199,14 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "session_paused": ConflictError,
     "session_not_paused": ConflictError,
     "session_ended": ConflictError,
+    "invalid_path": InvalidInputError,
+    "outside_workspace": PermissionDeniedError,
+    "file_not_found": NotFoundError,
+    "is_a_directory": ConflictError,
+    "not_a_directory": ConflictError,
+    "directory_not_empty": ConflictError,
+    "not_a_regular_file": ConflictError,
+    "disk_limit": RequestRejectedError,
     "unknown_template": NotFoundError,
     "exec_failed": InvalidInputError,
     "invalid_argument": InvalidInputError,

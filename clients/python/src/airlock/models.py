@@ -17,6 +17,11 @@ def _object(value: Any) -> JsonObject:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
+def _objects(value: Any) -> List[JsonObject]:
+    """The objects of a JSON array (`redactions`), anything else left out."""
+    return [dict(v) for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
 @dataclass(frozen=True)
 class ErrorInfo:
     """`error` of an invocation: `{kind, message, pointer?, rule?, findings?}`."""
@@ -231,14 +236,49 @@ class ExecResult:
         code = body.get("exit_code")
         sig = body.get("signal")
         usage = body.get("usage")
-        redactions = body.get("redactions")
         return cls(invocation_id=str(body.get("invocation_id", "")), verdict=str(body.get("verdict", "")),
                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
                    signal=sig if isinstance(sig, str) else None,
                    stdout=str(body.get("stdout", "")), stderr=str(body.get("stderr", "")),
                    usage=dict(usage) if isinstance(usage, Mapping) else {},
-                   redactions=[dict(r) for r in redactions if isinstance(r, Mapping)] if isinstance(redactions, list) else [],
+                   redactions=_objects(body.get("redactions")),
                    audit=_audit_ref(body.get("audit")), raw=dict(body))
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A file or directory written in a session's workspace (PUT /v1/sessions/{id}/files/{path}):
+    its path relative to the workspace, `type` (file | directory), its size, the SHA-256 of
+    what was stored (files only) and what DLP redacted on the way in."""
+    path: str
+    type: str
+    size: int
+    sha256: Optional[str]
+    redactions: List[JsonObject]
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "FileInfo":
+        digest = body.get("sha256")
+        return cls(path=str(body.get("path", "")), type=str(body.get("type", "")),
+                   size=int(body.get("size", 0)), sha256=digest if isinstance(digest, str) else None,
+                   redactions=_objects(body.get("redactions")), raw=dict(body))
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One entry of a directory listing (GET on a directory of a session's workspace): `type`
+    file | directory | symlink | other, `modified` in seconds since the epoch."""
+    name: str
+    type: str
+    size: int
+    modified: int
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "FileEntry":
+        return cls(name=str(body.get("name", "")), type=str(body.get("type", "")),
+                   size=int(body.get("size", 0)), modified=int(body.get("modified", 0)), raw=dict(body))
 
 
 def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
@@ -253,4 +293,5 @@ def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
 
 
 __all__ = ["Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval",
-           "ExchangedToken", "Session", "ExecResult", "AirlockError", "raise_if_refused", "UNFINISHED_STATUSES"]
+           "ExchangedToken", "Session", "ExecResult", "FileInfo", "FileEntry", "AirlockError",
+           "raise_if_refused", "UNFINISHED_STATUSES"]
