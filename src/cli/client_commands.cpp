@@ -192,21 +192,19 @@ ssl::context client_context(const ClientOptions& o) {
   ssl::context ctx(ssl::context::tls_client);
   SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
   auto load = [](const std::string& option, const std::string& file, auto&& how) {
-    try {
-      how();
-    } catch (const boost::system::system_error& e) {
-      throw TlsSetupError("cannot load " + option + " " + file + ": " + e.code().message());
-    }
+    boost::system::error_code failed;
+    how(failed);
+    if (failed) throw TlsSetupError("cannot load " + option + " " + file + ": " + failed.message());
   };
   if (o.cacert.empty())
     ctx.set_default_verify_paths();
   else
-    load("--cacert", o.cacert, [&] { ctx.load_verify_file(o.cacert); });
+    load("--cacert", o.cacert, [&](auto& ec) { ctx.load_verify_file(o.cacert, ec); });
   ctx.set_verify_mode(ssl::verify_peer);
   if (!o.cert.empty()) {
-    load("--cert", o.cert, [&] { ctx.use_certificate_chain_file(o.cert); });
+    load("--cert", o.cert, [&](auto& ec) { ctx.use_certificate_chain_file(o.cert, ec); });
     const std::string& key = o.key_file.empty() ? o.cert : o.key_file;
-    load("--cert-key", key, [&] { ctx.use_private_key_file(key, ssl::context::pem); });
+    load("--cert-key", key, [&](auto& ec) { ctx.use_private_key_file(key, ssl::context::pem, ec); });
   }
   return ctx;
 }

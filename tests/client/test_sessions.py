@@ -19,9 +19,6 @@ HIGH_BIT = bytes(b | 0x80 for b in range(256))
 
 
 class Sessions(DaemonTest):
-    # Room for the 5 MiB upload, whether or not the files endpoint is held to maxBodyBytes.
-    server = SERVER.replace("maxBodyBytes: 64Ki", "maxBodyBytes: 8Mi")
-
     def test_a_session_keeps_its_files_across_execs_and_ends(self):
         client = self.client()
         session = client.create_session("workspace", labels={"task": "t-1"})

@@ -104,7 +104,7 @@ TEST_F(McpEngineTest, ProgressIsStreamedBeforeTheResult) {
                        {"mcp-protocol-version", "2026-07-28"},
                        {"mcp-method", "tools/call"},
                        {"mcp-name", "echo"}},
-                      call.dump(), "127.0.0.1", std::nullopt};
+                      call.dump(), nullptr, "127.0.0.1", std::nullopt};
   std::promise<HttpResponse> answered;
   d.daemon->api().handle(request, [&](HttpResponse r) { answered.set_value(std::move(r)); });
   auto response = answered.get_future().get();

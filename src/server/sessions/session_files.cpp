@@ -328,7 +328,8 @@ void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
   if (!target->directory) return reply(upload(q, target->path, *body));
   auto made = q.sandbox.make_directory(target->path);
   if (!made) return reply(session_error_response(made.error()));
-  reply(json_response(200, {{"path", target->path}, {"type", "directory"}}));
+  reply(json_response(200, {{"path", target->path}, {"type", "directory"}, {"size", 0},
+                            {"redactions", nlohmann::json::array()}}));
 }
 
 }  // namespace airlock::server
