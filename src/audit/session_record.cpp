@@ -27,6 +27,8 @@ nlohmann::json to_fields(const SessionRecord& r) {
                       {"bytes", r.file->bytes}, {"redactions", redactions}};
     if (!r.file->sha256.empty()) fields["file"]["sha256"] = r.file->sha256;
   }
+  if (r.snapshot)
+    fields["snapshot"] = {{"id", text(r.snapshot->id)}, {"bytes", r.snapshot->bytes}, {"sha256", r.snapshot->sha256}};
   return fields;
 }
 

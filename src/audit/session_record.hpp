@@ -1,5 +1,5 @@
 // The record of a session's life (docs/sessions.md, docs/audit.md "Session records"): one per
-// event (created, paused, resumed, ended; a file written, read or removed through the files
+// event (created, paused, resumed, snapshotted, ended; a file written, read or removed through the files
 // API), beside the invocation record of each exec in it, which names the session.
 #pragma once
 
@@ -26,6 +26,14 @@ struct SessionFileRecord {
   std::vector<std::string> redactions;   // the DLP detectors that redacted (or blocked) it
 };
 
+// A snapshot of the session's workspace: the one taken (snapshotted), or the one a session
+// started from (created).
+struct SessionSnapshotRecord {
+  std::string id;
+  std::uint64_t bytes = 0;
+  std::string sha256;  // of the archive, hex
+};
+
 struct SessionRecord {
   std::string session_id;
   std::string event;  // "created", "ended"
@@ -41,6 +49,7 @@ struct SessionRecord {
   std::map<std::string, std::uint64_t> usage;   // ended: execs, cpu_user_ms, cpu_sys_ms, memory_peak_bytes
   std::vector<EgressDecision> egress;           // ended: every connection the session attempted
   std::optional<SessionFileRecord> file;        // file_written, file_read, file_removed
+  std::optional<SessionSnapshotRecord> snapshot;  // snapshotted; created from a snapshot
 };
 
 nlohmann::json to_fields(const SessionRecord& record);

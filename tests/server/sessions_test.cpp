@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <set>
@@ -551,12 +552,82 @@ TEST_F(Sessions, AThreeGibUploadIsRefusedAtTheDiskLimitWithTheDaemonsMemoryFlat)
   EXPECT_EQ(record[0]["outcome"], "disk_limit");
 }
 
+// Snapshot then create is a fork: the workspace's files (and links) come along, not its
+// processes or its /tmp; the two go separate ways; only the owner reaches the snapshot; a
+// snapshot whose archive was changed on disk is refused, and leaves no session behind.
+TEST_F(Sessions, ASnapshotForksTheWorkspaceForItsOwnerOnly) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto made = exec(id, {{"command", "mkdir -p /work/dir && echo one > /work/a.txt && echo two > /work/dir/b && "
+                                    "ln -s dir/b /work/link && echo gone > /tmp/scratch && (sleep 300 >/dev/null 2>&1 &) && echo ok"}});
+  ASSERT_EQ(made.json()["stdout"], "ok\n") << made.body;
+  auto snap = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"retention", "1h"}}.dump());
+  ASSERT_EQ(snap.status, 201) << snap.body;
+  const std::string snap_id = snap.json()["id"];
+  EXPECT_EQ(snap.json()["session_id"], id);
+  EXPECT_EQ(snap.json()["template"], "dev");
+  EXPECT_EQ(snap.json()["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(snap.json()["bytes"].get<std::uint64_t>(), 0u);
+
+  auto fork = http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump());
+  ASSERT_EQ(fork.status, 201) << fork.body;
+  const std::string fork_id = fork.json()["id"];
+  EXPECT_EQ(fork.json()["template"], "dev");
+  auto inside = exec(fork_id, {{"command", "cat /work/a.txt /work/link; readlink /work/link; "
+                                           "test -e /tmp/scratch || echo no-tmp; pgrep -x sleep || echo no-process"}});
+  EXPECT_EQ(inside.json()["stdout"], "one\ntwo\ndir/b\nno-tmp\nno-process\n") << inside.body;
+  ASSERT_EQ(exec(fork_id, {{"command", "echo changed > /work/a.txt"}}).status, 200);
+  EXPECT_EQ(exec(id, {{"command", "cat /work/a.txt"}}).json()["stdout"], "one\n");  // separate ways
+
+  // In the audit log: the snapshot taken, and the session started from it.
+  bool snapshotted = false, forked = false;
+  for (const auto& r : records("airlock.session/v1")) {
+    snapshotted |= r["event"] == "snapshotted" && r["session_id"] == id && r["snapshot"]["id"] == snap_id;
+    forked |= r["event"] == "created" && r["session_id"] == fork_id && r["snapshot"]["id"] == snap_id;
+  }
+  EXPECT_TRUE(snapshotted);
+  EXPECT_TRUE(forked);
+
+  // Nobody else sees, forks or deletes it.
+  auto others = http_with(port(), "GET", "/v1/snapshots", "", kOtherKey, {});
+  ASSERT_EQ(others.status, 200);
+  EXPECT_TRUE(others.json()["snapshots"].empty()) << others.body;
+  EXPECT_EQ(http_with(port(), "GET", "/v1/snapshots/" + snap_id, "", kOtherKey, {}).status, 404);
+  EXPECT_EQ(http_with(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump(), kOtherKey, {}).status, 404);
+  EXPECT_EQ(http_with(port(), "DELETE", "/v1/snapshots/" + snap_id, "", kOtherKey, {}).status, 404);
+  EXPECT_EQ(http_with(port(), "POST", "/v1/sessions/" + id + "/snapshot", "", kOtherKey, {}).status, 404);
+  auto mine = http(port(), "GET", "/v1/snapshots");
+  ASSERT_EQ(mine.json()["snapshots"].size(), 1u) << mine.body;
+
+  // An archive changed on disk does not restore.
+  auto second = http(port(), "POST", "/v1/sessions/" + id + "/snapshot");
+  ASSERT_EQ(second.status, 201) << second.body;
+  const std::string tampered = second.json()["id"];
+  {
+    std::fstream archive(ws_.dir() + "/data/snapshots/" + tampered + ".tar", std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(archive.is_open());
+    archive.seekp(0);
+    archive.write("x", 1);
+  }
+  const auto open_before = http(port(), "GET", "/v1/sessions").json()["sessions"].size();
+  auto refused = http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", tampered}}.dump());
+  EXPECT_EQ(refused.status, 500) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["kind"], "snapshot_corrupt") << refused.body;
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions").json()["sessions"].size(), open_before);
+
+  EXPECT_EQ(http(port(), "DELETE", "/v1/snapshots/" + snap_id).status, 200);
+  EXPECT_EQ(http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump()).status, 404);
+  EXPECT_FALSE(std::filesystem::exists(ws_.dir() + "/data/snapshots/" + snap_id + ".tar"));
+}
+
 TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
   start();
   auto a = create("dev");
   ASSERT_EQ(a.status, 201) << a.body;
   const std::string id = a.json()["id"];
-  EXPECT_EQ(http(port(), "POST", "/v1/sessions/" + id + "/snapshot").status, 501);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id + "/terminal").status, 501);
   EXPECT_EQ(exec(id, {{"command", json::array()}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", "true"}, {"shell", true}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", json::array({"/no/such"})}}).status, 422);

@@ -227,7 +227,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.failed_auth = failed_auth.get();
   services.quotas = pipeline_deps.quotas;
   sessions = std::make_unique<SessionService>(
-      SessionServiceDeps{&backends->sessions(), audit.get(), session_store.get(), services.new_id,
+      SessionServiceDeps{&backends->sessions(), audit.get(), session_store.get(), snapshot_store.get(), services.new_id,
                          std::chrono::milliseconds(1000)});
   services.sessions = sessions.get();
   approvals->set_services(services);

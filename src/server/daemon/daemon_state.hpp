@@ -77,6 +77,7 @@ struct Daemon::State {
   std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
   std::unique_ptr<WebhookService> webhooks;
   std::unique_ptr<SessionStore> session_store;  // in state.db: what a crash leaves to record aborted
+  std::unique_ptr<SnapshotStore> snapshot_store;  // in state.db and <dataDir>/snapshots
   std::unique_ptr<SessionService> sessions;  // docs/sessions.md
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
   // tools use none never creates the key file beside its data directory.

@@ -94,6 +94,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto sessions_opened = SessionStore::open(dir + "/state.db");  // local: sessions live on this host
   if (!sessions_opened) return sessions_opened.error();
   session_store = std::move(*sessions_opened);
+  auto snapshots_opened = SnapshotStore::open(dir + "/state.db", dir + "/snapshots");  // local, as sessions
+  if (!snapshots_opened) return snapshots_opened.error();
+  snapshot_store = std::move(*snapshots_opened);
   return {};
 }
 

@@ -146,7 +146,8 @@ HttpResponse upload(const FilesRequest& q, const std::string& path, BodyReader& 
   if (failed) (void)q.sandbox.remove_file(temporary);
   audit::SessionFileRecord record{path, failed ? failed->code : "ok", written, failed ? "" : digest.hex(),
                                   scan.redactions()};
-  if (auto recorded = q.sessions.record_file(q.session, "file_written", record); !recorded && !failed)
+  if (auto recorded = q.sessions.record_event(q.session, "file_written", [&](auto& r) { r.file = record; });
+      !recorded && !failed)
     failed = recorded.error();
   if (failed) return session_error_response(*failed);
   return json_response(200, {{"path", path}, {"type", "file"}, {"size", written}, {"sha256", record.sha256},
@@ -224,7 +225,7 @@ class Download {
     if (scan_.blocked()) failed = Error::make("dlp_blocked", "'" + path_ + "' holds data the DLP policy blocks");
     else if (client_gone) failed = Error::make("client_gone", "the client left during the download");
     audit::SessionFileRecord record{path_, failed ? failed->code : "ok", sent_, digest_.hex(), scan_.redactions()};
-    auto recorded = q_.sessions.record_file(q_.session, "file_read", record);
+    auto recorded = q_.sessions.record_event(q_.session, "file_read", [&](auto& r) { r.file = record; });
     if (!failed && !recorded) failed = recorded.error();
     finish(failed);
   }
@@ -275,7 +276,7 @@ void download(const FilesRequest& q, const std::string& path, const std::functio
 HttpResponse remove(const FilesRequest& q, const std::string& path) {
   auto removed = q.sandbox.remove_file(path);
   audit::SessionFileRecord record{path, removed ? "ok" : removed.error().code, 0, "", {}};
-  auto recorded = q.sessions.record_file(q.session, "file_removed", record);
+  auto recorded = q.sessions.record_event(q.session, "file_removed", [&](auto& r) { r.file = record; });
   if (!removed) return session_error_response(removed.error());
   if (!recorded) return session_error_response(recorded.error());
   return json_response(200, {{"path", path}, {"deleted", true}});

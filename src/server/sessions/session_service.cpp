@@ -236,6 +236,12 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   session->created = std::chrono::system_clock::now();
   session->expires = session->created + run.limits.wall_time;
   session->sandbox = std::move(*started);
+  if (request.prepare)
+    if (auto ready = request.prepare(*session->sandbox); !ready) {
+      session->sandbox->end();
+      forget();
+      return ready.error();
+    }
   if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
     if (auto kept = deps_.store->add({session->id, t.name, session->owner.principal, session->owner.issuer,
                                       session->owner.sub, epoch_ms(session->created)});
@@ -247,6 +253,7 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   audit::SessionRecord record = session_record(session->id, "created", t.name, session->owner);
   record.access_rule = decision.rule;
   record.limits = limits_record(run.limits, *session);
+  record.snapshot = request.from_snapshot;
   if (auto written = append(deps_.audit, record); !written) {  // no record, no session
     session->sandbox->end();
     forget();
@@ -282,9 +289,10 @@ Status SessionService::record(const LiveSession& s, const std::string& event) {
   return append(deps_.audit, session_record(s.id, event, s.template_name, s.owner));
 }
 
-Status SessionService::record_file(const LiveSession& s, const std::string& event, audit::SessionFileRecord file) {
+Status SessionService::record_event(const LiveSession& s, const std::string& event,
+                                    const std::function<void(audit::SessionRecord&)>& fill) {
   auto r = session_record(s.id, event, s.template_name, s.owner);
-  r.file = std::move(file);
+  fill(r);
   return append(deps_.audit, r);
 }
 
@@ -396,6 +404,7 @@ void SessionService::sweep_once() {
   std::vector<std::pair<std::shared_ptr<LiveSession>, std::pair<std::string, std::string>>> ending;
   const auto now = Clock::now();
   const auto wall_now = std::chrono::system_clock::now();
+  if (deps_.snapshots) deps_.snapshots->remove_expired(epoch_ms(wall_now));  // their retention
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, s] : sessions_) {

@@ -27,6 +27,7 @@
 #include "policy/config.hpp"
 #include "server/core/generation.hpp"
 #include "server/sessions/session_store.hpp"
+#include "server/sessions/snapshot_store.hpp"
 
 namespace airlock::audit {
 class AuditLog;
@@ -86,6 +87,7 @@ struct SessionServiceDeps {
   backend::SessionBackend* backend = nullptr;  // null: creating a session fails (setup_error)
   audit::AuditLog* audit = nullptr;            // null: no records (tests of the service alone)
   SessionStore* store = nullptr;               // null: nothing to recover after a crash
+  SnapshotStore* snapshots = nullptr;          // null: no snapshots (501); expired ones are swept
   std::function<std::string()> new_id;
   std::chrono::milliseconds sweep_interval{1000};  // how often idle and expired sessions are looked for
 };
@@ -105,6 +107,11 @@ class SessionService {
     std::string template_name;
     std::optional<std::chrono::milliseconds> idle_timeout;  // at most the template's
     nlohmann::json labels = nlohmann::json::object();
+    std::string snapshot_id;  // fromSnapshot: resolved by the API into the two below
+    // Run once the sandbox has started, before the session is recorded or returned (a
+    // snapshot's files unpacked into it); its error ends the sandbox and is the creation's.
+    std::function<Status(backend::Session&)> prepare;
+    std::optional<audit::SessionSnapshotRecord> from_snapshot;  // named in the created record
   };
   // A new session for `caller` under `config`. Errors by code: unknown_template (404),
   // forbidden (403), quota_exceeded:sessions (429), invalid_input (400), draining (503, shutting
@@ -133,8 +140,11 @@ class SessionService {
   // sandbox); the destructor waits for every one, after ending every session.
   void spawn(std::function<void()> task);
 
-  // A file_written, file_read or file_removed record (the files API).
-  Status record_file(const LiveSession& session, const std::string& event, audit::SessionFileRecord file);
+  // A record of `event` in the session's life beyond its own (file_written, file_read,
+  // file_removed, snapshotted), `fill` adding what it did.
+  Status record_event(const LiveSession& session, const std::string& event,
+                      const std::function<void(audit::SessionRecord&)>& fill);
+  SnapshotStore* snapshots() const { return deps_.snapshots; }
 
   // An exec's audit record goes to the same log.
   audit::AuditLog* audit() const { return deps_.audit; }

@@ -9,6 +9,7 @@
 #include "server/http/deferred_body.hpp"
 #include "server/sessions/session_exec.hpp"
 #include "server/sessions/session_files.hpp"
+#include "server/sessions/session_snapshots.hpp"
 
 namespace airlock::server {
 namespace {
@@ -24,7 +25,8 @@ int status_of(const std::string& code) {
   if (code == "is_a_directory" || code == "not_a_directory" || code == "directory_not_empty" ||
       code == "file_exists" || code == "not_a_regular_file")
     return 409;
-  if (code == "disk_limit") return 413;
+  if (code == "disk_limit" || code == "snapshot_too_large") return 413;
+  if (code == "not_found") return 404;
   if (code == "freezer_unavailable") return 501;
   if (code == "dlp_blocked" || code == "exec_failed") return 422;
   if (code == "quota_exceeded") return 429;
@@ -64,17 +66,37 @@ Result<SessionService::CreateRequest> create_request(const std::string& body) {
       auto d = parse_duration(value.get<std::string>());
       if (!d) return Error::make("invalid_input", "idleTimeout: a duration (\"10m\")");
       r.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+    } else if (key == "fromSnapshot" && value.is_string()) {
+      r.snapshot_id = value.get<std::string>();
     } else if (key == "labels" && value.is_object() && value.size() <= kMaxLabels) {
       for (const auto& [k, v] : value.items())
         if (!v.is_string() || k.size() > kMaxLabelBytes || v.get<std::string>().size() > kMaxLabelBytes)
           return Error::make("invalid_input", "labels: at most 32 string values of 256 bytes");
       r.labels = value;
     } else {
-      return Error::make("invalid_input", "'" + key + "': expected template (a name), idleTimeout (\"10m\") or labels");
+      return Error::make("invalid_input", "'" + key + "': expected template (a name), idleTimeout (\"10m\"), labels or fromSnapshot");
     }
   }
-  if (r.template_name.empty()) return Error::make("invalid_input", "template: missing");
+  if (r.template_name.empty() && r.snapshot_id.empty()) return Error::make("invalid_input", "template: missing");
   return r;
+}
+
+// A creation from a snapshot: the caller's own snapshot (a manager's reach does not extend to
+// forking another's), of the template asked for, unpacked into the new session before it is
+// recorded.
+Status from_snapshot(SessionService& sessions, const pipeline::Caller& caller, const std::string& id,
+                     SessionService::CreateRequest& request) {
+  SnapshotStore* store = sessions.snapshots();
+  if (!store) return Error::make("not_found", "this daemon keeps no snapshots");
+  auto row = find_snapshot(*store, id, caller, false);
+  if (!row) return Error::make("not_found", "no snapshot " + id + " of yours");
+  if (request.template_name.empty()) request.template_name = row->template_name;
+  if (request.template_name != row->template_name)
+    return Error::make("invalid_input", "snapshot " + id + " is of template '" + row->template_name +
+                                            "'; a session from it is of the same template");
+  request.prepare = [store, row = *row](backend::Session& sandbox) { return restore_snapshot(*store, row, sandbox); };
+  request.from_snapshot = audit::SessionSnapshotRecord{row->id, row->bytes, row->sha256};
+  return {};
 }
 
 // Events of an exec as Server-Sent Events, queued until the connection takes the writer.
@@ -151,7 +173,7 @@ void exec(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSe
 }  // namespace
 
 bool is_sessions_path(const std::vector<std::string>& parts) {
-  return parts.size() >= 2 && parts[0] == "v1" && parts[1] == "sessions";
+  return (parts.size() >= 2 && parts[0] == "v1" && parts[1] == "sessions") || is_snapshots_path(parts);
 }
 
 void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpRequest& r,
@@ -167,12 +189,19 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
                                       caller.subject ? &*caller.subject : nullptr, policy::Action::manage_sessions, "")
                            .allowed;
   const bool get = r.method == "GET" || r.method == "HEAD";
+  if (is_snapshots_path(parts)) {
+    if (!sessions.snapshots()) return reply(error_response(501, "not_implemented", "this daemon keeps no snapshots"));
+    return handle_snapshots(*sessions.snapshots(), caller, manages, r, parts, reply);
+  }
 
   if (parts.size() == 2) {
     if (r.method == "POST") {
       if (s.draining && s.draining->load()) return reply(error_response(503, "draining", "the daemon is draining"));
       auto request = create_request(r.body);
       if (!request) return reply(session_error_response(request.error()));
+      if (!request->snapshot_id.empty())
+        if (auto found = from_snapshot(sessions, caller, request->snapshot_id, *request); !found)
+          return reply(session_error_response(found.error()));
       return sessions.spawn([&sessions, generation, caller, request = std::move(*request), reply = std::move(reply)] {
         auto created = sessions.create(*generation->config, caller, request);
         if (!created) return reply(session_error_response(created.error()));
@@ -220,7 +249,14 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
       serve_files(sessions, session, generation, request, reply);
     });
   }
-  if (parts.size() == 4 && (parts[3] == "terminal" || parts[3] == "snapshot"))
+  if (parts.size() == 4 && parts[3] == "snapshot") {
+    if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+    if (!session->owner.is(caller)) return reply(not_found(id));  // the owner's act, not a manager's
+    return sessions.spawn([&sessions, session, body = r.body, reply = std::move(reply)] {
+      reply(snapshot_response(sessions, *session, body));
+    });
+  }
+  if (parts.size() == 4 && parts[3] == "terminal")
     return reply(error_response(501, "not_implemented", "/v1/sessions/{id}/" + parts[3] + " is not built yet (docs/sessions.md)"));
   reply(error_response(404, "not_found", "no such endpoint"));
 }

@@ -1,0 +1,149 @@
+#include "server/sessions/snapshot_store.hpp"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+namespace airlock::server {
+namespace {
+
+constexpr const char* kStore = "snapshots";
+constexpr const char* kColumns = "id, session_id, template, principal, issuer, sub, created_ms, expires_ms, bytes, sha256";
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return Error::make("storage", std::string(kStore) + ": " + what + ": " + sqlite3_errmsg(db));
+}
+
+SnapshotRow row_of(const storage::SqliteStatement& s) {
+  return {s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.integer(6), s.integer(7),
+          static_cast<std::uint64_t>(s.integer(8)), s.text(9)};
+}
+
+// Snapshot ids are the daemon's own (hex and dashes): nothing else names a file here.
+bool plain_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) return false;
+  return true;
+}
+
+}  // namespace
+
+nlohmann::json SnapshotRow::to_json() const {
+  nlohmann::json owner = {{"principal", principal.empty() ? nlohmann::json() : nlohmann::json(principal)}};
+  if (!sub.empty()) owner["user"] = {{"issuer", issuer}, {"sub", sub}};
+  return {{"id", id},           {"session_id", session_id}, {"template", template_name}, {"owner", owner},
+          {"created", created_ms}, {"expires", expires_ms},  {"bytes", bytes},            {"sha256", sha256}};
+}
+
+Result<std::unique_ptr<SnapshotStore>> SnapshotStore::open(const std::string& db_path, const std::string& dir) {
+  storage::SqliteStateOptions options;
+  options.synchronous = "FULL";  // a snapshot acknowledged survives a power cut
+  auto db = storage::open_sqlite_state(db_path,
+                                       "CREATE TABLE IF NOT EXISTS snapshots (id TEXT PRIMARY KEY, session_id TEXT NOT NULL,"
+                                       " template TEXT NOT NULL, principal TEXT NOT NULL, issuer TEXT NOT NULL,"
+                                       " sub TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL,"
+                                       " bytes INTEGER NOT NULL, sha256 TEXT NOT NULL)",
+                                       kStore, options);
+  if (!db) return db.error();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error::make("storage", "snapshots: cannot create " + dir + ": " + ec.message());
+  ::chmod(dir.c_str(), 0700);  // workspaces' contents: the daemon's alone
+  std::unique_ptr<SnapshotStore> store(new SnapshotStore(std::move(*db), dir));
+  store->remove_orphans();
+  return store;
+}
+
+std::string SnapshotStore::file_of(const std::string& id) const { return dir_ + "/" + id + ".tar"; }
+
+Result<SnapshotStore::Pending> SnapshotStore::begin(const std::string& id) {
+  if (!plain_id(id)) return Error::make("storage", "snapshots: '" + id + "' is not a snapshot id");
+  Pending p;
+  p.path = dir_ + "/" + id + ".partial";
+  p.fd.reset(::open(p.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!p.fd) return Error::make("storage", "snapshots: cannot create " + p.path + ": " + std::strerror(errno));
+  return p;
+}
+
+Status SnapshotStore::keep(Pending& pending, const SnapshotRow& row) {
+  if (::fsync(pending.fd.get()) != 0) return Error::make("storage", std::string("snapshots: fsync: ") + std::strerror(errno));
+  pending.fd.reset();
+  if (::rename(pending.path.c_str(), file_of(row.id).c_str()) != 0)
+    return Error::make("storage", std::string("snapshots: rename: ") + std::strerror(errno));
+  pending.path = file_of(row.id);  // discard() removes it if the row cannot be written
+  std::lock_guard lock(mu_);
+  storage::SqliteStatement s(db_.get(), (std::string("INSERT INTO snapshots (") + kColumns +
+                                         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").c_str());
+  s.bind(1, row.id);
+  s.bind(2, row.session_id);
+  s.bind(3, row.template_name);
+  s.bind(4, row.principal);
+  s.bind(5, row.issuer);
+  s.bind(6, row.sub);
+  s.bind(7, row.created_ms);
+  s.bind(8, row.expires_ms);
+  s.bind(9, static_cast<std::int64_t>(row.bytes));
+  s.bind(10, row.sha256);
+  if (!s.step_done()) return db_error(db_.get(), "recording a snapshot");
+  pending.path.clear();
+  return {};
+}
+
+void SnapshotStore::discard(Pending& pending) {
+  pending.fd.reset();
+  if (!pending.path.empty()) ::unlink(pending.path.c_str());
+  pending.path.clear();
+}
+
+std::optional<SnapshotRow> SnapshotStore::find(const std::string& id) {
+  std::lock_guard lock(mu_);
+  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kColumns + " FROM snapshots WHERE id = ?").c_str());
+  s.bind(1, id);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return row_of(s);
+}
+
+std::vector<SnapshotRow> SnapshotStore::all() {
+  std::lock_guard lock(mu_);
+  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kColumns + " FROM snapshots ORDER BY created_ms").c_str());
+  std::vector<SnapshotRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(row_of(s));
+  return out;
+}
+
+Status SnapshotStore::remove(const std::string& id) {
+  {
+    std::lock_guard lock(mu_);
+    storage::SqliteStatement s(db_.get(), "DELETE FROM snapshots WHERE id = ?");
+    s.bind(1, id);
+    if (!s.step_done()) return db_error(db_.get(), "removing a snapshot");
+  }
+  if (plain_id(id)) ::unlink(file_of(id).c_str());
+  return {};
+}
+
+int SnapshotStore::remove_expired(std::int64_t now_ms) {
+  int removed = 0;
+  for (const auto& row : all())
+    if (row.expires_ms <= now_ms && remove(row.id)) ++removed;
+  return removed;
+}
+
+void SnapshotStore::remove_orphans() {
+  std::set<std::string> kept;
+  for (const auto& row : all()) kept.insert(row.id + ".tar");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!kept.count(name)) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace airlock::server
