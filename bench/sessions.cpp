@@ -10,6 +10,9 @@
 // keep-alive connection (as an agent's client holds it):
 //   daemon: create + first exec      POST /v1/sessions, then POST .../exec of `true` (JSON)
 //   daemon: exec in a live session   POST .../exec of `true`
+//   daemon: 1 MiB file write, read   PUT and GET .../files/f, beside the naive way (an exec of
+//                                    `cat > f` with the bytes as stdin, `cat f`) and the floor
+//                                    (write and read 1 MiB in /dev/shm, no sandbox)
 //   daemon: 500 sessions open        created one after the other, each idle after one exec:
 //                                    errors, the daemon's RSS growth and this process's
 //                                    memory cgroup growth (daemon and sessions) per session
@@ -138,25 +141,32 @@ class Connection {
     stream_.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
   }
   nlohmann::json call(bhttp::verb verb, const std::string& target, const std::string& body, int expected) {
+    return nlohmann::json::parse(raw(verb, target, body, "application/json", expected));
+  }
+  // The answer's body as it came.
+  std::string raw(bhttp::verb verb, const std::string& target, const std::string& body, const std::string& type,
+                  int expected) {
     bhttp::request<bhttp::string_body> req{verb, target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
     req.set(bhttp::field::authorization, std::string("Bearer ") + airlock::server::test::kKey);
     req.set(bhttp::field::accept, "application/json");
     req.keep_alive(true);
     if (!body.empty()) {
-      req.set(bhttp::field::content_type, "application/json");
+      req.set(bhttp::field::content_type, type);
       req.body() = body;
     }
     req.prepare_payload();
     bhttp::write(stream_, req);
-    bhttp::response<bhttp::string_body> res;
-    bhttp::read(stream_, buffer_, res);
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(64u << 20);
+    bhttp::read(stream_, buffer_, parser);
+    auto& res = parser.get();
     if (res.result_int() != static_cast<unsigned>(expected)) {
       std::fprintf(stderr, "%s %s: HTTP %u %s\n", std::string(bhttp::to_string(verb)).c_str(), target.c_str(),
                    res.result_int(), res.body().c_str());
       std::abort();
     }
-    return nlohmann::json::parse(res.body());
+    return res.body();
   }
   std::string create() {
     return call(bhttp::verb::post, "/v1/sessions", R"({"template": "bench"})", 201)["id"];
@@ -174,8 +184,8 @@ class Connection {
 };
 
 struct BenchDaemon {
-  Workspace ws{"server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 8, queueLength: 64}",
-               "\nsessionTemplates:\n  - name: bench\n    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h}\n"};
+  Workspace ws{"server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 8, queueLength: 64, maxBodyBytes: 4Mi}",
+               "\nsessionTemplates:\n  - name: bench\n    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, output: 4Mi}\n"};
   RunningDaemon daemon{ws};
 };
 
@@ -203,6 +213,66 @@ void BM_DaemonExec(benchmark::State& state) {
   Connection c(bench_daemon().daemon.port);
   const std::string id = c.create();
   measure(state, [&] { c.exec_true(id); });
+  c.end(id);
+}
+
+const std::string& one_mib() {
+  static const std::string bytes(1u << 20, 'a');
+  return bytes;
+}
+
+// The floor: 1 MiB written to a file in /dev/shm and read back, no sandbox, no HTTP.
+void BM_HostFileWriteRead1MiB(benchmark::State& state) {
+  const std::string path = "/dev/shm/airlock-bench-" + std::to_string(::getpid());
+  measure(state, [&] {
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(one_mib().data(), static_cast<std::streamsize>(one_mib().size()));
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (back.size() != one_mib().size()) std::abort();
+  });
+  ::unlink(path.c_str());
+}
+
+void BM_DaemonFileWrite1MiB(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  const std::string id = c.create();
+  measure(state, [&] {
+    c.raw(bhttp::verb::put, "/v1/sessions/" + id + "/files/f", one_mib(), "application/octet-stream", 200);
+  });
+  c.end(id);
+}
+
+void BM_DaemonFileRead1MiB(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  const std::string id = c.create();
+  c.raw(bhttp::verb::put, "/v1/sessions/" + id + "/files/f", one_mib(), "application/octet-stream", 200);
+  measure(state, [&] {
+    if (c.raw(bhttp::verb::get, "/v1/sessions/" + id + "/files/f", "", "", 200).size() != one_mib().size()) std::abort();
+  });
+  c.end(id);
+}
+
+// The naive way without a files API: the bytes as an exec's stdin, and back as its stdout.
+void BM_DaemonExecWrite1MiB(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  const std::string id = c.create();
+  const std::string body = nlohmann::json{{"command", {"/bin/sh", "-c", "cat > /work/f"}}, {"stdin", one_mib()}}.dump();
+  measure(state, [&] { c.call(bhttp::verb::post, "/v1/sessions/" + id + "/exec", body, 200); });
+  c.end(id);
+}
+
+void BM_DaemonExecRead1MiB(benchmark::State& state) {
+  Connection c(bench_daemon().daemon.port);
+  const std::string id = c.create();
+  c.raw(bhttp::verb::put, "/v1/sessions/" + id + "/files/f", one_mib(), "application/octet-stream", 200);
+  const std::string body = nlohmann::json{{"command", {"/bin/cat", "/work/f"}}}.dump();
+  measure(state, [&] {
+    auto r = c.call(bhttp::verb::post, "/v1/sessions/" + id + "/exec", body, 200);
+    if (r["stdout"].get<std::string>().size() != one_mib().size()) std::abort();
+  });
   c.end(id);
 }
 
@@ -257,6 +327,11 @@ BENCHMARK(BM_SessionExec)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_IdleSessions)->Iterations(1)->UseManualTime();
 BENCHMARK(BM_DaemonCreateAndFirstExec)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_DaemonExec)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_HostFileWriteRead1MiB)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonFileWrite1MiB)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonFileRead1MiB)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonExecWrite1MiB)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonExecRead1MiB)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_DaemonOpenSessions)->Arg(500)->Iterations(1)->UseManualTime();
 
 BENCHMARK_MAIN();

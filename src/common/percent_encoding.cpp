@@ -34,11 +34,13 @@ int hex_value(char c) {
 
 }  // namespace
 
-std::optional<std::string> percent_decode(std::string_view text) {
+std::optional<std::string> percent_decode(std::string_view text, bool plus_is_space) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
+    if (plus_is_space && text[i] == '+') {
+      out += ' ';
+    } else if (text[i] != '%') {
       out += text[i];
       continue;
     }

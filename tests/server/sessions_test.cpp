@@ -622,6 +622,27 @@ TEST_F(Sessions, ASnapshotForksTheWorkspaceForItsOwnerOnly) {
   EXPECT_FALSE(std::filesystem::exists(ws_.dir() + "/data/snapshots/" + snap_id + ".tar"));
 }
 
+// A snapshot outlives the daemon that took it (and the session): the next daemon lists it
+// and forks from it.
+TEST_F(Sessions, ASnapshotOutlivesItsDaemon) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  ASSERT_EQ(put_file(id, "kept.txt", "across restarts").status, 200);
+  auto snap = http(port(), "POST", "/v1/sessions/" + id + "/snapshot");
+  ASSERT_EQ(snap.status, 201) << snap.body;
+  const std::string snap_id = snap.json()["id"];
+  daemon_.reset();
+  start();
+  auto listed = http(port(), "GET", "/v1/snapshots/" + snap_id);
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  EXPECT_EQ(listed.json()["sha256"], snap.json()["sha256"]);
+  auto fork = http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump());
+  ASSERT_EQ(fork.status, 201) << fork.body;
+  EXPECT_EQ(get_file(fork.json()["id"], "kept.txt").body, "across restarts");
+}
+
 TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
   start();
   auto a = create("dev");

@@ -2,35 +2,11 @@
 
 #include <ctime>
 
+#include "common/percent_encoding.hpp"
 #include "common/split.hpp"
 
 namespace airlock::server {
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-Result<std::string> percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] != '%') {
-      out += s[i];
-    } else {
-      const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1, lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
-      if (hi < 0 || lo < 0) return Error::make("invalid_input", "a malformed %-escape in the query");
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    }
-  }
-  return out;
-}
 
 bool all_digits(std::string_view s) {
   return !s.empty() && s.size() <= 15 && s.find_first_not_of("0123456789") == std::string_view::npos;
@@ -52,7 +28,9 @@ Result<std::string> query_param(std::string_view target, std::string_view name) 
   for (const auto& param : split_nonempty(target.substr(q + 1), '&')) {
     const auto eq = param.find('=');
     if (std::string_view(param).substr(0, eq) != name) continue;
-    return percent_decode(eq == std::string::npos ? std::string_view() : std::string_view(param).substr(eq + 1));
+    auto value = percent_decode(eq == std::string::npos ? std::string_view() : std::string_view(param).substr(eq + 1), true);
+    if (!value) return Error::make("invalid_input", "a malformed %-escape in the query");
+    return *value;
   }
   return std::string();
 }
