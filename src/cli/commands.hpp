@@ -34,7 +34,7 @@ inline constexpr ToolsCommand kPolicyCommand{"policy", "Check what the access po
 inline constexpr ToolsCommand kSecretsCommand{"secrets", "Set, list and remove the secrets credentials are given from"};
 inline constexpr ToolsCommand kMcpCommand{"mcp", "Serve Airlock's tools over MCP on stdin and stdout; the gateway's tool pins"};
 inline constexpr ToolsCommand kApprovalsCommand{"approvals", "List, show, approve and deny critical calls waiting on the daemon"};
-inline constexpr ToolsCommand kSessionCommand{"session", "Create, list, exec in and end sessions on the daemon; put, get, list and remove their files"};
+inline constexpr ToolsCommand kSessionCommand{"session", "Create, list, exec in, end, snapshot and fork sessions on the daemon; put, get, list and remove their files"};
 inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand,      kAuditCommand,
                                                   kCallCommand,     kToolsListCommand, kPolicyCommand,
                                                   kSecretsCommand,  kMcpCommand,       kApprovalsCommand,

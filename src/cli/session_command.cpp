@@ -1,10 +1,12 @@
-// airlock session create TEMPLATE | list | show ID | exec ID (-- CMD ARGS | --sh LINE) |
-// pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID REMOTE_PATH
-// [LOCAL_FILE] | ls ID [REMOTE_PATH] | rm ID REMOTE_PATH:
+// airlock session create [TEMPLATE] [--from-snapshot SNAP] | list | show ID | exec ID (-- CMD
+// ARGS | --sh LINE) | pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID
+// REMOTE_PATH [LOCAL_FILE] | ls ID [REMOTE_PATH] | rm ID REMOTE_PATH | snapshot ID [--retention
+// 7d] | fork ID | snapshots | snapshot-show SNAP | snapshot-delete SNAP:
 // sessions on the daemon (docs/sessions.md), owned by the key (and --subject-token's user) that
-// created them. `exec` prints the command's stdout and stderr as the daemon scanned them and
-// exits with its exit code (124 past its timeout, 125 when it did not run to an exit; 128+N
-// for signal N). Other commands: exit 0 done, 1 the daemon refused, 2 the request failed.
+// created them, and the snapshots of their workspaces, owned as their sessions were. `exec`
+// prints the command's stdout and stderr as the daemon scanned them and exits with its exit
+// code (124 past its timeout, 125 when it did not run to an exit; 128+N for signal N). Other
+// commands: exit 0 done, 1 the daemon refused, 2 the request failed.
 // REMOTE_PATH is relative to the session's workspace (/work; a leading '/' is its root).
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,6 +35,7 @@ struct SessionOptions {
   ClientOptions client;
   std::string id, template_name, idle_timeout, shell_line, cwd, timeout;
   std::string remote_path, local_file;  // put, get, ls, rm
+  std::string from_snapshot, retention, snapshot_id;  // create, snapshot, fork, snapshot-*
   std::vector<std::string> labels, env;
   bool json = false;
 };
@@ -70,16 +73,32 @@ void print_session(const nlohmann::json& s) {
             << " for " << user.value("sub", "-") << "  execs " << s.value("execs", 0) << "\n";
 }
 
+void print_snapshot(const nlohmann::json& s) {
+  std::cout << s.value("id", "-") << "  " << s.value("template", "-") << "  of " << s.value("session_id", "-") << "  "
+            << s.value("bytes", std::uint64_t{0}) << " bytes  until "
+            << rfc3339_seconds(s.value("expires", std::int64_t{0}) / 1000) << "  sha256 " << s.value("sha256", "-")
+            << "\n";
+}
+
+// What an answer holds: a list under `key` (GET /v1/sessions, /v1/snapshots) or one object,
+// each printed by `print`.
+struct Listing {
+  const char* key;
+  void (*print)(const nlohmann::json&);
+};
+constexpr Listing kSessions{"sessions", print_session};
+constexpr Listing kSnapshots{"snapshots", print_snapshot};
+
 int show(const char* what, SessionOptions& o, http::verb verb, const std::string& path, const std::string& body,
-         int expected) {
+         int expected, const Listing& listing = kSessions) {
   int status = 0;
   auto j = ask(what, o, verb, path, body, expected, status);
   if (!j) return status;
   if (o.json) std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  else if (j->contains("sessions")) {
-    if ((*j)["sessions"].empty()) std::cout << "no sessions of yours\n";
-    for (const auto& s : (*j)["sessions"]) print_session(s);
-  } else print_session(*j);
+  else if (j->contains(listing.key)) {
+    if ((*j)[listing.key].empty()) std::cout << "no " << listing.key << " of yours\n";
+    for (const auto& s : (*j)[listing.key]) listing.print(s);
+  } else listing.print(*j);
   return 0;
 }
 
@@ -96,18 +115,55 @@ bool pairs(const char* option, const std::vector<std::string>& items, nlohmann::
   return true;
 }
 
-int create(SessionOptions& o) {
-  nlohmann::json body = {{"template", o.template_name}};
+// What a creation answered: its id, or all of it with --json.
+void print_created(const nlohmann::json& j, const SessionOptions& o) {
+  if (o.json) std::cout << j.dump(2) << "\n";
+  else std::cout << j.value("id", "") << "\n";
+}
+
+// POST /v1/sessions (create, and fork's second half): prints the new session's id.
+int create(const char* what, SessionOptions& o) {
+  if (o.template_name.empty() && o.from_snapshot.empty()) {
+    std::cerr << "airlock session " << what << ": give a TEMPLATE, or --from-snapshot SNAP\n";
+    return 2;
+  }
+  nlohmann::json body = nlohmann::json::object();
+  if (!o.template_name.empty()) body["template"] = o.template_name;
+  if (!o.from_snapshot.empty()) body["fromSnapshot"] = o.from_snapshot;
   if (!o.idle_timeout.empty()) body["idleTimeout"] = o.idle_timeout;
   nlohmann::json labels = nlohmann::json::object();
   if (!pairs("--label", o.labels, labels)) return 2;
   if (!labels.empty()) body["labels"] = labels;
   int status = 0;
-  auto j = ask("create", o, http::verb::post, "/v1/sessions", body.dump(), 201, status);
+  auto j = ask(what, o, http::verb::post, "/v1/sessions", body.dump(), 201, status);
+  if (j) print_created(*j, o);
+  return status;
+}
+
+// POST /v1/sessions/ID/snapshot: the snapshot's JSON, or nothing with `status` set.
+std::optional<nlohmann::json> take_snapshot(const char* what, SessionOptions& o, int& status) {
+  const std::string body = o.retention.empty() ? "" : nlohmann::json{{"retention", o.retention}}.dump();
+  return ask(what, o, http::verb::post, "/v1/sessions/" + percent_encode(o.id) + "/snapshot", body, 201, status);
+}
+
+int snapshot(SessionOptions& o) {
+  int status = 0;
+  auto j = take_snapshot("snapshot", o, status);
+  if (j) print_created(*j, o);
+  return status;
+}
+
+// Snapshot then create; a snapshot whose session could not be created is deleted again, so a
+// failed fork leaves nothing behind.
+int fork_session(SessionOptions& o) {
+  int status = 0;
+  auto j = take_snapshot("fork", o, status);
   if (!j) return status;
-  if (o.json) std::cout << j->dump(2) << "\n";
-  else std::cout << j->value("id", "") << "\n";
-  return 0;
+  o.from_snapshot = j->value("id", "");
+  status = create("fork", o);
+  if (status != 0)
+    (void)request(o.client, http::verb::delete_, "/v1/snapshots/" + percent_encode(o.from_snapshot), "");
+  return status;
 }
 
 int exec(SessionOptions& o, const TrailingArgs& trailing) {
@@ -252,9 +308,10 @@ int ls(SessionOptions& o) {
   return 0;
 }
 
-int rm(SessionOptions& o) {
+// DELETE `path` (rm, snapshot-delete): silent when done, but for --json.
+int delete_at(const char* what, SessionOptions& o, const std::string& path) {
   int status = 0;
-  auto j = ask("rm", o, http::verb::delete_, files_target(o.id, o.remote_path), "", 200, status);
+  auto j = ask(what, o, http::verb::delete_, path, "", 200, status);
   if (j && o.json) std::cout << j->dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return status;
 }
@@ -283,7 +340,37 @@ void add_files_commands(CLI::App& session, const std::shared_ptr<SessionOptions>
   auto* rm_cmd =
       with_options(session.add_subcommand("rm", "Remove a file, or an empty directory, of a session's workspace"), *o, true);
   rm_cmd->add_option("remote_path", o->remote_path, "Its path in the workspace")->required();
-  rm_cmd->callback([o, &status] { status.code = rm(*o); });
+  rm_cmd->callback([o, &status] { status.code = delete_at("rm", *o, files_target(o->id, o->remote_path)); });
+}
+
+// snapshot, fork, snapshots, snapshot-show, snapshot-delete: a session's workspace kept, and
+// sessions started from it (create --from-snapshot).
+void add_snapshot_commands(CLI::App& session, const std::shared_ptr<SessionOptions>& o, ExitStatus& status) {
+  const char* retention = "How long the daemon keeps it (1m to 30d; default 7d)";
+  auto* snap_cmd = with_options(session.add_subcommand("snapshot", "Keep a session's workspace; prints the snapshot's id"),
+                                *o, true);
+  snap_cmd->add_option("--retention", o->retention, retention);
+  snap_cmd->callback([o, &status] { status.code = snapshot(*o); });
+  auto* fork_cmd = with_options(
+      session.add_subcommand("fork", "Snapshot a session and start another from the snapshot; prints its id"), *o, true);
+  fork_cmd->add_option("--retention", o->retention, retention);
+  fork_cmd->add_option("--idle-timeout", o->idle_timeout, "End it after this long unused (at most the template's)");
+  fork_cmd->add_option("--label", o->labels, "NAME=VALUE, kept with it (repeatable)");
+  fork_cmd->callback([o, &status] { status.code = fork_session(*o); });
+  with_options(session.add_subcommand("snapshots", "Your snapshots"), *o, false)->callback([o, &status] {
+    status.code = show("snapshots", *o, http::verb::get, "/v1/snapshots", "", 200, kSnapshots);
+  });
+  auto* show_cmd = with_options(session.add_subcommand("snapshot-show", "One snapshot of yours"), *o, false);
+  show_cmd->add_option("snapshot", o->snapshot_id, "The snapshot's id")->required();
+  show_cmd->callback([o, &status] {
+    status.code = show("snapshot-show", *o, http::verb::get, "/v1/snapshots/" + percent_encode(o->snapshot_id), "",
+                       200, kSnapshots);
+  });
+  auto* delete_cmd = with_options(session.add_subcommand("snapshot-delete", "Delete a snapshot of yours"), *o, false);
+  delete_cmd->add_option("snapshot", o->snapshot_id, "The snapshot's id")->required();
+  delete_cmd->callback([o, &status] {
+    status.code = delete_at("snapshot-delete", *o, "/v1/snapshots/" + percent_encode(o->snapshot_id));
+  });
 }
 
 }  // namespace
@@ -293,10 +380,11 @@ void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& 
   session->require_subcommand(1);
   auto o = std::make_shared<SessionOptions>();
   auto* create_cmd = with_options(session->add_subcommand("create", "Start a session from a template; prints its id"), *o, false);
-  create_cmd->add_option("template", o->template_name, "The session template")->required();
+  create_cmd->add_option("template", o->template_name, "The session template (default: the snapshot's)");
+  create_cmd->add_option("--from-snapshot", o->from_snapshot, "A snapshot of yours whose files it starts with");
   create_cmd->add_option("--idle-timeout", o->idle_timeout, "End it after this long unused (at most the template's)");
   create_cmd->add_option("--label", o->labels, "NAME=VALUE, kept with it (repeatable)");
-  create_cmd->callback([o, &status] { status.code = create(*o); });
+  create_cmd->callback([o, &status] { status.code = create("create", *o); });
   with_options(session->add_subcommand("list", "Your sessions"), *o, false)
       ->callback([o, &status] { status.code = show("list", *o, http::verb::get, "/v1/sessions", "", 200); });
   with_options(session->add_subcommand("show", "One session of yours"), *o, true)->callback([o, &status] {
@@ -319,6 +407,7 @@ void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& 
     status.code = show("delete", *o, http::verb::delete_, "/v1/sessions/" + percent_encode(o->id), "", 200);
   });
   add_files_commands(*session, o, status);
+  add_snapshot_commands(*session, o, status);
 }
 
 }  // namespace airlock::cli

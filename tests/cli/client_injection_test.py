@@ -2,7 +2,9 @@
 receives: hostile tool names, --server values and API keys are refused before connecting,
 so nothing reaches the wire (a --subject-token with a line break too); a valid call sends
 exactly one request, with the key only in its own Authorization header. `airlock session put`
-percent-encodes every segment of a hostile remote path and streams the file chunked."""
+percent-encodes every segment of a hostile remote path and streams the file chunked; `session
+create --from-snapshot` sends no template, `session snapshot` its retention."""
+import json
 import os
 import socket
 import subprocess
@@ -210,6 +212,21 @@ class ClientInjection(unittest.TestCase):
                     self.assertIn(b"Transfer-Encoding: chunked", lines)
                     self.assertIn(b"Content-Type: application/octet-stream", lines)
                     self.assertEqual(dechunk(body), content)
+
+    def test_session_create_from_a_snapshot_and_snapshot_send_what_was_given(self):
+        self.assert_refused(airlock("session", "create", "--server", self.server, "--key", KEY))  # neither
+        for args, line, body in (
+                (("create", "--from-snapshot", "snap 1"), b"POST /v1/sessions HTTP/1.1", {"fromSnapshot": "snap 1"}),
+                (("snapshot", "ses 1", "--retention", "1h"), b"POST /v1/sessions/ses%201/snapshot HTTP/1.1",
+                 {"retention": "1h"})):
+            with self.subTest(args=args):
+                self.recorder.received.clear()
+                # The canned 200 is not the 201 these expect (exit 1): only the request is checked.
+                airlock("session", *args, "--server", self.server, "--key", KEY)
+                self.assertEqual(len(self.recorder.received), 1)
+                head, _, sent = self.recorder.received[0].partition(b"\r\n\r\n")
+                self.assertEqual(head.split(b"\r\n")[0], line)
+                self.assertEqual(json.loads(sent), body)
 
 
 if __name__ == "__main__":

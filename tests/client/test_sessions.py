@@ -1,13 +1,14 @@
 """Sessions through the client, against a real daemon (docs/sessions.md): state kept across
 execs, an exit code as a result, the output as DLP left it, another agent's 404, the end; the
-files of a session's workspace written, listed, read (whole and streamed) and removed."""
+files of a session's workspace written, listed, read (whole and streamed) and removed; a
+snapshot of them, a fork from it, only for their owner."""
 import asyncio
 import hashlib
 import os
 import tempfile
 import unittest
 
-from support import OTHER_AGENT_KEY, SERVER, DaemonTest
+from support import OTHER_AGENT_KEY, DaemonTest
 
 import airlock
 from airlock import AsyncClient, Client
@@ -63,11 +64,18 @@ class Sessions(DaemonTest):
             result = await client.exec(session, ["sh", "-c", "echo $GREETING"], env={"GREETING": "hi"})
             written = await client.write_file(session, "greeting.txt", b"hello")
             read = await client.read_file(session, "greeting.txt")
+            forked = await client.fork(session, "1h")
+            copied = await client.read_file(forked, "greeting.txt")
+            for snapshot in await client.snapshots():  # the fork's, which it keeps
+                await client.delete_snapshot(snapshot)
+            left = await client.snapshots()
+            await client.end_session(forked)
             await client.end_session(session)
-            return result, written, read
-        result, written, read = asyncio.run(run())
+            return result, written, read, copied, left
+        result, written, read, copied, left = asyncio.run(run())
         self.assertEqual(result.stdout, "hi\n")
         self.assertEqual((written.size, read), (5, b"hello"))
+        self.assertEqual((copied, left), (b"hello", []))
 
     def test_a_file_is_written_listed_read_and_removed(self):
         client = self.client()
@@ -144,6 +152,57 @@ class Sessions(DaemonTest):
             self.assertEqual(caught.exception.kind, "not_found")
         self.assertEqual(client.read_file(session, "mine.txt"), b"mine")
         client.end_session(session)
+
+    def test_a_snapshot_forks_the_workspace_for_its_owner_only(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        client.write_file(session, "notes/kept.txt", b"kept")
+        snapshot = client.snapshot(session, retention="1h")
+        self.assertEqual((snapshot.session_id, snapshot.template), (session.id, "workspace"))
+        self.assertEqual(snapshot.owner.get("principal"), "agent")
+        self.assertEqual(snapshot.expires_ms - snapshot.created_ms, 3600 * 1000)
+        self.assertEqual(len(snapshot.sha256), 64)
+        self.assertGreater(snapshot.size, 0)
+
+        fork = client.fork(session)
+        self.assertNotEqual(fork.id, session.id)
+        self.assertEqual(fork.template, "workspace")
+        self.assertEqual(client.read_file(fork, "notes/kept.txt"), b"kept")
+        client.write_file(fork, "notes/kept.txt", b"changed")  # the two go separate ways
+        self.assertEqual(client.read_file(session, "notes/kept.txt"), b"kept")
+        again = client.create_session(from_snapshot=snapshot.id, labels={"from": "snapshot"})
+        self.assertEqual(client.read_file(again, "notes/kept.txt"), b"kept")
+
+        listed = {s.id: s for s in client.snapshots()}
+        self.assertIn(snapshot.id, listed)
+        self.assertEqual(len(listed), 2)  # and the one fork took
+        self.assertEqual({s.session_id for s in listed.values()}, {session.id})
+        self.assertEqual(client.get_snapshot(snapshot.id).sha256, snapshot.sha256)
+
+        other = Client(self.daemon.url, api_key=OTHER_AGENT_KEY)
+        self.assertEqual(other.snapshots(), [])
+        for attempt in (lambda: other.get_snapshot(snapshot.id),
+                        lambda: other.delete_snapshot(snapshot.id),
+                        lambda: other.create_session(from_snapshot=snapshot.id),
+                        lambda: other.snapshot(session.id)):
+            with self.assertRaises(airlock.NotFoundError) as caught:
+                attempt()
+            self.assertEqual(caught.exception.kind, "not_found")
+        with self.assertRaises(airlock.InvalidInputError):
+            client.create_session("another-template", from_snapshot=snapshot)  # a fork keeps its template
+        with self.assertRaises(airlock.InvalidInputError):
+            client.snapshot(session, retention="90d")
+        with self.assertRaises(airlock.UsageError):
+            client.create_session()
+
+        for taken in listed.values():
+            client.delete_snapshot(taken)
+        self.assertEqual(client.snapshots(), [])
+        with self.assertRaises(airlock.NotFoundError):
+            client.get_snapshot(snapshot)
+        self.assertEqual(client.read_file(again, "notes/kept.txt"), b"kept")  # its files are its own
+        for s in (session, fork, again):
+            client.end_session(s)
 
 
 if __name__ == "__main__":

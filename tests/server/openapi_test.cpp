@@ -92,6 +92,10 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string session = http(d.port, "POST", "/v1/sessions", R"({"template": "dev"})").json()["id"];
   const std::string session_path = "/v1/sessions/" + session;
   const std::string files = "/v1/sessions/{id}/files/{path}";
+  const std::string snapshot_of = "/v1/sessions/{id}/snapshot";
+  const std::string snapshot = http(d.port, "POST", session_path + "/snapshot").json()["id"];
+  const std::string snapshot_path = "/v1/snapshots/" + snapshot;
+  const std::string from_snapshot = nlohmann::json{{"fromSnapshot", snapshot}}.dump();
   const std::map<std::string, std::string> json_accept = {{"Accept", "application/json"}};
   const std::string invoke_path = "/v1/tools/{name}/invoke";
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
@@ -205,9 +209,28 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {files, "delete", session_path + "/files/notes/a.txt", "", kKey},                   // 404 file_not_found
       {files, "delete", session_path + "/files/../../etc/passwd", "", kKey},              // 403 (or 400)
       {files, "delete", session_path + "/files/notes/empty", "", ""},                     // 401
+      {snapshot_of, "post", session_path + "/snapshot", R"({"retention": "1h"})", kKey},  // 201
+      {snapshot_of, "post", session_path + "/snapshot", R"({"retention": "90d"})", kKey},  // 400
+      {snapshot_of, "post", session_path + "/snapshot", "", kOtherKey},                    // 404: not its owner
+      {snapshot_of, "post", session_path + "/snapshot", "", ""},                           // 401
+      {"/v1/snapshots", "get", "/v1/snapshots", "", kKey},                                 // 200
+      {"/v1/snapshots", "get", "/v1/snapshots", "", ""},                                   // 401
+      {"/v1/snapshots/{id}", "get", snapshot_path, "", kKey},                              // 200
+      {"/v1/snapshots/{id}", "get", snapshot_path, "", kOtherKey},                         // 404: not its owner
+      {"/v1/snapshots/{id}", "get", snapshot_path, "", ""},                                // 401
+      {"/v1/sessions", "post", "/v1/sessions", from_snapshot, kKey},                       // 201 a fork
+      {"/v1/sessions", "post", "/v1/sessions", from_snapshot, kOtherKey},                  // 404: not its owner
+      {"/v1/sessions", "post", "/v1/sessions", R"({"template": "other", "fromSnapshot": ")" + snapshot + R"("})",
+       kKey},                                                                              // 400: not its template
+      {"/v1/snapshots/{id}", "delete", snapshot_path, "", kOtherKey},                      // 404: not its owner
+      {"/v1/snapshots/{id}", "delete", snapshot_path, "", ""},                             // 401
+      {"/v1/snapshots/{id}", "delete", snapshot_path, "", kKey},                           // 200
+      {"/v1/snapshots/{id}", "delete", snapshot_path, "", kKey},                           // 404: deleted
+      {"/v1/sessions", "post", "/v1/sessions", from_snapshot, kKey},                       // 404: deleted
       {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 200
       {"/v1/sessions/{id}/pause", "post", session_path + "/pause", "", kKey},            // 409: paused
       {files, "put", session_path + "/files/late.txt", "x", kKey},                        // 409 session_paused
+      {snapshot_of, "post", session_path + "/snapshot", "", kKey},                         // 409 session_paused
       {"/v1/sessions/{id}/pause", "post", "/v1/sessions/nope/pause", "", kKey},          // 404
       {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 200
       {"/v1/sessions/{id}/resume", "post", session_path + "/resume", "", kKey},          // 409: not paused

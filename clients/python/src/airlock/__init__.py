@@ -16,14 +16,14 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
                      StorageUnavailableError, UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
 from .llm import ToolBox, ToolResult
 from .models import (Approval, AuditRef, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
-                     PendingApproval, Session, Tool)
+                     PendingApproval, Session, Snapshot, Tool)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult",
     "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult",
-    "FileInfo", "FileEntry",
+    "FileInfo", "FileEntry", "Snapshot",
     "verify_proof", "verify_checkpoint", "proof_holds", "VerifiedRecord",
     "VerificationError", "ProofInvalid", "SignatureInvalid", "SignatureUncheckable",
     "AirlockError", "UsageError", "TransportError", "WaitTimeoutError", "AuthenticationError",

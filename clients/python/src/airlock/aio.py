@@ -17,7 +17,8 @@ from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Seque
 from . import audit as _audit
 from .client import Client
 from .llm import ToolBox
-from .models import Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Tool
+from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
+                     Tool)
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ class AsyncClient:
     async def invocations(self, **filters: Any) -> List[Dict[str, Any]]:
         return await self._run(self.sync.invocations, **filters)
 
-    async def create_session(self, template: str, **options: Any) -> Session:
+    async def create_session(self, template: Optional[str] = None, **options: Any) -> Session:
         return await self._run(self.sync.create_session, template, **options)
 
     async def sessions(self, **options: Any) -> List[Session]:
@@ -91,6 +92,23 @@ class AsyncClient:
     async def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]],
                    **options: Any) -> ExecResult:
         return await self._run(self.sync.exec, session, command, **options)
+
+    async def snapshot(self, session: Union[str, Session], retention: Optional[str] = None,
+                       **options: Any) -> Snapshot:
+        return await self._run(self.sync.snapshot, session, retention, **options)
+
+    async def snapshots(self, **options: Any) -> List[Snapshot]:
+        return await self._run(self.sync.snapshots, **options)
+
+    async def get_snapshot(self, snapshot: Union[str, Snapshot], **options: Any) -> Snapshot:
+        return await self._run(self.sync.get_snapshot, snapshot, **options)
+
+    async def delete_snapshot(self, snapshot: Union[str, Snapshot], **options: Any) -> None:
+        await self._run(self.sync.delete_snapshot, snapshot, **options)
+
+    async def fork(self, session: Union[str, Session], retention: Optional[str] = None,
+                   **options: Any) -> Session:
+        return await self._run(self.sync.fork, session, retention, **options)
 
     async def write_file(self, session: Union[str, Session], path: str,
                          data: Union[bytes, bytearray, memoryview, BinaryIO], **options: Any) -> FileInfo:

@@ -12,8 +12,8 @@ from . import audit as _audit
 from ._http import (OCTET_STREAM, Body, Endpoint, Response, RetryPolicy, Transport, check_credential,
                     check_segment, check_tool_name, send_with_retries)
 from .errors import AirlockError, NotFoundError, TransportError, UsageError, WaitTimeoutError, error_class
-from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Tool,
-                     raise_if_refused)
+from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
+                     Tool, raise_if_refused)
 
 if TYPE_CHECKING:
     from .llm import ToolBox
@@ -246,12 +246,21 @@ class Client:
         return Approval.from_json(self._call("POST", target, json_body=body, subject_token=subject_token))
 
     # --- sessions (docs/sessions.md) ---
-    def create_session(self, template: str, *, idle_timeout: Optional[str] = None,
+    def create_session(self, template: Optional[str] = None, *, idle_timeout: Optional[str] = None,
                        labels: Optional[Mapping[str, str]] = None,
+                       from_snapshot: Union[str, Snapshot, None] = None,
                        subject_token: Optional[str] = None) -> Session:
         """A new session of `template`, owned by this agent and the user it acts for (only
-        they reach it). `idle_timeout`: "10m", at most the template's."""
-        body: Dict[str, Any] = {"template": template}
+        they reach it). `idle_timeout`: "10m", at most the template's. `from_snapshot`: one of
+        this caller's snapshots, whose files the session starts with; it is of the snapshot's
+        template (`template` may be left out, and is refused if it is another)."""
+        if template is None and from_snapshot is None:
+            raise UsageError("create_session needs a template, or a snapshot to start from")
+        body: Dict[str, Any] = {}
+        if template is not None:
+            body["template"] = template
+        if from_snapshot is not None:
+            body["fromSnapshot"] = from_snapshot.id if isinstance(from_snapshot, Snapshot) else from_snapshot
         if idle_timeout is not None:
             body["idleTimeout"] = idle_timeout
         if labels:
@@ -307,6 +316,51 @@ class Client:
     def _session_path(session: Union[str, Session]) -> str:
         session_id = session.id if isinstance(session, Session) else session
         return f"/v1/sessions/{check_segment('session id', session_id)}"
+
+    # --- snapshots of a session's workspace, and forks from them (docs/sessions.md) ---
+    def snapshot(self, session: Union[str, Session], retention: Optional[str] = None, *,
+                 subject_token: Optional[str] = None) -> Snapshot:
+        """Archives the session's work dir (its files, links and modes; not its processes'
+        memory, not /tmp) into a snapshot of the session's owner, kept for `retention` ("7d"
+        by default, from "1m" to "30d"). The owner's act only: `NotFoundError` for anyone else."""
+        body = {"retention": retention} if retention is not None else None
+        return Snapshot.from_json(self._call("POST", self._session_path(session) + "/snapshot", json_body=body,
+                                             subject_token=subject_token))
+
+    def snapshots(self, *, subject_token: Optional[str] = None) -> List[Snapshot]:
+        """This caller's snapshots that have not expired (every owner's with manage_sessions)."""
+        body = self._call("GET", "/v1/snapshots", subject_token=subject_token)
+        return [Snapshot.from_json(s) for s in body.get("snapshots", []) if isinstance(s, Mapping)]
+
+    def get_snapshot(self, snapshot: Union[str, Snapshot], *, subject_token: Optional[str] = None) -> Snapshot:
+        return Snapshot.from_json(self._call("GET", self._snapshot_path(snapshot), subject_token=subject_token))
+
+    def delete_snapshot(self, snapshot: Union[str, Snapshot], *, subject_token: Optional[str] = None) -> None:
+        """Deletes it, its archive with it (sessions started from it keep their files)."""
+        self._call("DELETE", self._snapshot_path(snapshot), subject_token=subject_token)
+
+    def fork(self, session: Union[str, Session], retention: Optional[str] = None, *,
+             idle_timeout: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
+             subject_token: Optional[str] = None) -> Session:
+        """A new session of the same template starting with a copy of this one's workspace:
+        `snapshot()` then `create_session(from_snapshot=...)`. The snapshot is kept for
+        `retention` (`snapshots()` lists it, by `session_id`); deleted again if the creation
+        fails, so a failed fork leaves nothing behind."""
+        taken = self.snapshot(session, retention, subject_token=subject_token)
+        try:
+            return self.create_session(from_snapshot=taken, idle_timeout=idle_timeout, labels=labels,
+                                       subject_token=subject_token)
+        except AirlockError:
+            try:
+                self.delete_snapshot(taken, subject_token=subject_token)
+            except AirlockError:
+                pass  # the creation's error is the one to raise; the snapshot expires anyway
+            raise
+
+    @staticmethod
+    def _snapshot_path(snapshot: Union[str, Snapshot]) -> str:
+        snapshot_id = snapshot.id if isinstance(snapshot, Snapshot) else snapshot
+        return f"/v1/snapshots/{check_segment('snapshot id', snapshot_id)}"
 
     # --- a session's files: paths relative to its workspace, its work dir /work ---
     def write_file(self, session: Union[str, Session], path: str,

@@ -86,8 +86,8 @@ class ApprovalExpiredError(PermissionDeniedError):
 
 
 class NotFoundError(AirlockError):
-    """404 `not_found`: no such endpoint, invocation, approval, session or audit record (of
-    yours); `file_not_found`: no such file in the session's workspace."""
+    """404 `not_found`: no such endpoint, invocation, approval, session, snapshot or audit
+    record (of yours); `file_not_found`: no such file in the session's workspace."""
 
 
 class UnknownToolError(NotFoundError):
@@ -127,7 +127,8 @@ class ConflictError(AirlockError):
 
 class RequestRejectedError(AirlockError):
     """408 `request_timeout`, 413 `body_too_large`, 431 `headers_too_large`, 405; 413
-    `disk_limit`: a file written to a session would pass its disk limit."""
+    `disk_limit`: a file written to a session would pass its disk limit; 413
+    `snapshot_too_large`: a session's workspace archives past what a snapshot may hold."""
 
 
 # --- Overload and failures: retry later, or tell an operator. ---
@@ -137,7 +138,8 @@ class RateLimitedError(AirlockError):
 
 class QuotaExceededError(RateLimitedError):
     """429 `quota_exceeded`: a quota of the calling agent or of the user refused the call before
-    anything ran (`.quota`: `concurrent`, `rate`, `cpuSeconds` or `cluster`; `.retry_after`)."""
+    anything ran (`.quota`: `concurrent`, `rate`, `cpuSeconds` or `cluster`; `.retry_after`), or
+    a session's owner holds the most sessions or snapshots there may be (`sessions`, `snapshots`)."""
 
     @property
     def quota(self) -> str:
@@ -158,7 +160,9 @@ class StorageUnavailableError(UnavailableError):
 
 
 class ServerError(AirlockError):
-    """500: `audit_failed`, `sandbox_setup`, `internal`, `audit`, `storage`."""
+    """500: `audit_failed`, `sandbox_setup`, `internal`, `audit`, `storage`; a snapshot's
+    `snapshot_failed` (tar in the session failed: its words) and `snapshot_corrupt` (its archive
+    no longer matches its SHA-256: nothing is restored)."""
 
 
 class TokenExchangeError(AirlockError):
@@ -207,6 +211,9 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "directory_not_empty": ConflictError,
     "not_a_regular_file": ConflictError,
     "disk_limit": RequestRejectedError,
+    "snapshot_too_large": RequestRejectedError,
+    "snapshot_failed": ServerError,
+    "snapshot_corrupt": ServerError,
     "unknown_template": NotFoundError,
     "exec_failed": InvalidInputError,
     "invalid_argument": InvalidInputError,

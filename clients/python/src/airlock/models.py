@@ -281,6 +281,30 @@ class FileEntry:
                    size=int(body.get("size", 0)), modified=int(body.get("modified", 0)), raw=dict(body))
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot of a session's workspace (POST /v1/sessions/{id}/snapshot, GET
+    /v1/snapshots/{id}; docs/sessions.md): its work dir's files as an archive the daemon keeps,
+    with its `sha256`, until `expires_ms`; owned by the session's owner (`owner`: principal,
+    user?). A session started from it (`create_session(from_snapshot=...)`) is of `template`."""
+    id: str
+    session_id: str  # the session it was taken of
+    template: str
+    owner: JsonObject
+    created_ms: int
+    expires_ms: int
+    size: int  # the archive's bytes (`bytes`)
+    sha256: str
+    raw: JsonObject
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "Snapshot":
+        return cls(id=str(body.get("id", "")), session_id=str(body.get("session_id", "")),
+                   template=str(body.get("template", "")), owner=_object(body.get("owner")),
+                   created_ms=int(body.get("created", 0)), expires_ms=int(body.get("expires", 0)),
+                   size=int(body.get("bytes", 0)), sha256=str(body.get("sha256", "")), raw=dict(body))
+
+
 def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
     """A call Airlock refused (status `denied`) or failed itself (an error that is not the
     tool's) becomes its typed exception; the tool's own failures are returned as they are."""
@@ -293,5 +317,5 @@ def raise_if_refused(invocation: Invocation, status: int) -> Invocation:
 
 
 __all__ = ["Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval",
-           "ExchangedToken", "Session", "ExecResult", "FileInfo", "FileEntry", "AirlockError",
+           "ExchangedToken", "Session", "ExecResult", "FileInfo", "FileEntry", "Snapshot", "AirlockError",
            "raise_if_refused", "UNFINISHED_STATUSES"]
