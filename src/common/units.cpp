@@ -58,12 +58,13 @@ Result<std::chrono::nanoseconds> parse_duration(std::string_view text) {
     std::string_view name;
     long double ns;
   };
-  static constexpr std::array<Unit, 6> kUnits{{{"ns", 1},
+  static constexpr std::array<Unit, 7> kUnits{{{"ns", 1},
                                                {"us", 1e3L},
                                                {"ms", 1e6L},
                                                {"s", 1e9L},
                                                {"m", 60e9L},
-                                               {"h", 3600e9L}}};
+                                               {"h", 3600e9L},
+                                               {"d", 86400e9L}}};
   long double total = 0;
   while (!text.empty()) {
     long double number = 0;

@@ -11,7 +11,7 @@
 
 namespace airlock {
 
-// Accepts one or more <number><unit> groups, units ns us ms s m h; a bare number is seconds.
+// Accepts one or more <number><unit> groups, units ns us ms s m h d; a bare number is seconds.
 Result<std::chrono::nanoseconds> parse_duration(std::string_view text);
 
 // Accepts <number>[unit], units B K Ki KB KiB M Mi MB MiB G Gi GB GiB T Ti (K=Ki=KiB=1024,

@@ -27,6 +27,7 @@ TEST(ParseDuration, AcceptsUnitsAndCompounds) {
   EXPECT_EQ(*parse_duration("1.5s"), 1500ms);
   EXPECT_EQ(*parse_duration("2"), 2s);
   EXPECT_EQ(*parse_duration("1h"), 3600s);
+  EXPECT_EQ(*parse_duration("7d"), std::chrono::hours(24 * 7));  // a snapshot's retention
 }
 
 TEST(ParseDuration, RejectsGarbage) {

@@ -40,9 +40,9 @@ std::string upload_name(const std::string& path, const std::string& id) {
 // Holds the session busy (not idle, not pausable away from under us) for one request.
 class Busy {
  public:
-  explicit Busy(LiveSession& s) : session_(s), refused_(s.begin_exec()) {}
+  explicit Busy(LiveSession& s) : session_(s), refused_(s.begin_exec(LiveSession::Use::transfer)) {}
   ~Busy() {
-    if (!refused_) session_.end_exec();
+    if (!refused_) session_.end_exec(LiveSession::Use::transfer);
   }
   const std::optional<Error>& refused() const { return refused_; }
 

@@ -101,25 +101,30 @@ std::string LiveSession::state() const {
   return state_;
 }
 
-std::optional<Error> LiveSession::begin_exec() {
+std::optional<Error> LiveSession::begin_exec(Use use) {
   std::lock_guard lock(mu_);
   if (state_ == "paused") return Error::make("session_paused", "the session is paused: resume it first");
   if (state_ != "running") return Error::make("session_ended", "the session has ended");
-  ++running_execs_;
-  ++execs_;
+  if (use == Use::exec) {
+    ++running_execs_;
+    ++execs_;
+  } else {
+    ++transfers_;
+  }
   last_active_ = Clock::now();
   return std::nullopt;
 }
 
-void LiveSession::end_exec() {
+void LiveSession::end_exec(Use use) {
   std::lock_guard lock(mu_);
-  if (running_execs_ > 0) --running_execs_;
+  unsigned& count = use == Use::exec ? running_execs_ : transfers_;
+  if (count > 0) --count;
   last_active_ = Clock::now();
 }
 
 std::optional<Clock::time_point> LiveSession::idle_deadline() const {
   std::lock_guard lock(mu_);
-  if (running_execs_ > 0 || state_ == "paused") return std::nullopt;
+  if (running_execs_ > 0 || transfers_ > 0 || state_ == "paused") return std::nullopt;
   return last_active_ + idle_timeout;
 }
 

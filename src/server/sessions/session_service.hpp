@@ -65,9 +65,11 @@ class LiveSession {
 
   // Whether it is running, and when it was last used (an exec started or ended).
   std::string state() const;
-  // An exec begins: the reason it may not (session_paused, session_ended), or nothing.
-  std::optional<Error> begin_exec();
-  void end_exec();
+  // An exec begins, or a transfer (a file, a snapshot: it keeps the session busy, but is not
+  // counted as an exec): the reason it may not (session_paused, session_ended), or nothing.
+  enum class Use { exec, transfer };
+  std::optional<Error> begin_exec(Use use = Use::exec);
+  void end_exec(Use use = Use::exec);
   // When it goes idle: last use + idle_timeout, unless an exec runs or it is paused (the idle
   // clock stops then; nullopt).
   std::optional<Clock::time_point> idle_deadline() const;
@@ -80,6 +82,7 @@ class LiveSession {
   std::string end_reason_;
   Clock::time_point last_active_ = Clock::now();
   unsigned running_execs_ = 0;
+  unsigned transfers_ = 0;  // files and snapshots under way
   std::uint64_t execs_ = 0;
 };
 

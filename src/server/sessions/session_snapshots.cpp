@@ -171,10 +171,10 @@ Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store
   if (owned >= kMaxSnapshotsPerOwner)
     return Error::make("quota_exceeded:snapshots", "the session's owner keeps " + std::to_string(owned) +
                                                        " snapshots, the most there may be; delete one first");
-  if (auto refused = session.begin_exec()) return *refused;
+  if (auto refused = session.begin_exec(LiveSession::Use::transfer)) return *refused;
   struct Done {
     LiveSession& s;
-    ~Done() { s.end_exec(); }
+    ~Done() { s.end_exec(LiveSession::Use::transfer); }
   } done{session};
   SnapshotRow row;
   row.id = sessions.new_id()();
