@@ -118,6 +118,18 @@ Status send_request(int socket, const std::string& message, const int* fds, std:
 
 bool over(const SessionSandbox::State& st) { return st.supervised || st.replies_ended; }
 
+// The init's first reply to request `id` (Started, Failed or Done), once it has come; nothing
+// when the session ends first.
+std::optional<Reply> await_reply(SessionSandbox::State& st, std::uint32_t id) {
+  std::unique_lock lock(st.mu);
+  st.cv.wait(lock, [&] { return st.starts.count(id) || over(st); });
+  auto it = st.starts.find(id);
+  if (it == st.starts.end()) return std::nullopt;
+  Reply r = it->second;
+  st.starts.erase(it);
+  return r;
+}
+
 // Sends a File request and waits for its Done reply.
 Result<Reply> file_request(SessionSandbox::State& st, FileOp op, const std::vector<std::string>& paths, int fd) {
   std::uint32_t id;
@@ -137,14 +149,10 @@ Result<Reply> file_request(SessionSandbox::State& st, FileOp op, const std::vect
     std::lock_guard send_lock(st.send_mu);
     if (auto sent = send_request(st.control.get(), message, &fd, fd >= 0 ? 1 : 0); !sent) return sent.error();
   }
-  std::unique_lock lock(st.mu);
-  st.cv.wait(lock, [&] { return st.starts.count(id) || over(st); });
-  auto it = st.starts.find(id);
-  if (it == st.starts.end()) return Error::make("session_ended", "the session ended during the file operation");
-  Reply r = it->second;
-  st.starts.erase(it);
-  if (r.err != 0) return file_error(r.err, paths.front());
-  return r;
+  auto r = await_reply(st, id);
+  if (!r) return Error::make("session_ended", "the session ended during the file operation");
+  if (r->err != 0) return file_error(r->err, paths.front());
+  return *r;
 }
 
 Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
@@ -267,15 +275,11 @@ Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
   in_r.reset();  // the exec has its own copies now: EOF on its output means it has closed them
   out_w.reset();
   err_w.reset();
-  std::unique_lock lock(st.mu);
-  st.cv.wait(lock, [&] { return st.starts.count(id) || over(st); });
-  auto it = st.starts.find(id);
-  if (it == st.starts.end()) return Error::make("session_ended", "the session ended before the command started");
-  Reply r = it->second;
-  st.starts.erase(it);
-  if (r.tag != 'S')
-    return Error::make("exec_failed", request.argv.front() + ": " + std::strerror(r.err));
-  started.pid = r.pid;
+  auto r = await_reply(st, id);
+  if (!r) return Error::make("session_ended", "the session ended before the command started");
+  if (r->tag != 'S')
+    return Error::make("exec_failed", request.argv.front() + ": " + std::strerror(r->err));
+  started.pid = r->pid;
   return started;
 }
 

@@ -235,6 +235,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       read_deadline_.cancel();
       upload_parser_.emplace(std::move(*head_parser_));
       head_parser_.reset();
+      upload_parser_->eager(true);  // each read parses all the body its buffer holds
       return dispatch_streamed();
     }
     const auto length = head_parser_->content_length();
@@ -358,6 +359,9 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
       });
     }
     upload_piece_.resize(64 * 1024);
+    // Room for a whole piece in the connection's buffer: it reads no more than it has room
+    // for (512 bytes after a small head), and a body read 512 bytes at a time is slow.
+    buffer_.reserve(upload_piece_.size());
     auto& body = upload_parser_->get().body();
     body.data = upload_piece_.data();
     body.size = upload_piece_.size();
