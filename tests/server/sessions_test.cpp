@@ -335,7 +335,7 @@ TEST_F(Sessions, AReloadThatTakesAwayAccessEndsTheOwnersSessions) {
 
 // A fork bomb in one session is stopped by its own process limit; the other session's execs
 // all go through meanwhile, and a session cannot see another's files or processes.
-TEST_F(Sessions, OneSessionsForkBombAndFilesStayItsOwn) {
+TEST_F(Sessions, OneSessionsForkBombMemoryHogAndFilesStayItsOwn) {
   start();
   auto a = create("dev"), b = create("dev");
   ASSERT_EQ(a.status, 201) << a.body;
@@ -354,6 +354,21 @@ TEST_F(Sessions, OneSessionsForkBombAndFilesStayItsOwn) {
   bomb.get();
   // The bomb's session lives on: its processes were held at its limit, not the daemon's.
   EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + ida).status, 200);
+
+  // A memory hog in A (its template: 256Mi) meets A's limit; B's execs go on meanwhile.
+  auto hog = std::async(std::launch::async, [&] {
+    return exec(ida, {{"command", json::array({"python3", "-c", "x = [bytearray(1 << 20) for _ in range(4096)]"})},
+                      {"timeout", "30s"}});
+  });
+  for (int i = 0; i < 10; ++i) {
+    auto r = exec(idb, {{"command", "echo fine"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json()["stdout"], "fine\n") << r.body;
+  }
+  auto hogged = hog.get();
+  ASSERT_EQ(hogged.status, 200) << hogged.body;
+  EXPECT_NE(hogged.json()["verdict"], "ok") << hogged.body;  // killed (or failed) at A's limit
+  EXPECT_EQ(exec(idb, {{"command", "echo still"}}).json()["stdout"], "still\n");
 }
 
 std::uint64_t cpu_ms(const Reply& r) {
