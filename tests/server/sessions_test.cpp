@@ -355,9 +355,13 @@ TEST_F(Sessions, OneSessionsForkBombMemoryHogAndFilesStayItsOwn) {
   // The bomb's session lives on: its processes were held at its limit, not the daemon's.
   EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + ida).status, 200);
 
-  // A memory hog in A (its template: 256Mi) meets A's limit; B's execs go on meanwhile.
+  // A memory hog in a third session (its template: 256Mi; not A, whose bomb still holds every
+  // pid it may have) meets its own limit; B's execs go on meanwhile.
+  auto c = create("dev");
+  ASSERT_EQ(c.status, 201) << c.body;
+  const std::string idc = c.json()["id"];
   auto hog = std::async(std::launch::async, [&] {
-    return exec(ida, {{"command", json::array({"python3", "-c", "x = [bytearray(1 << 20) for _ in range(4096)]"})},
+    return exec(idc, {{"command", json::array({"python3", "-c", "x = [bytearray(1 << 20) for _ in range(4096)]"})},
                       {"timeout", "30s"}});
   });
   for (int i = 0; i < 10; ++i) {
@@ -367,7 +371,7 @@ TEST_F(Sessions, OneSessionsForkBombMemoryHogAndFilesStayItsOwn) {
   }
   auto hogged = hog.get();
   ASSERT_EQ(hogged.status, 200) << hogged.body;
-  EXPECT_NE(hogged.json()["verdict"], "ok") << hogged.body;  // killed (or failed) at A's limit
+  EXPECT_NE(hogged.json()["verdict"], "ok") << hogged.body;  // killed (or failed) at C's limit
   EXPECT_EQ(exec(idb, {{"command", "echo still"}}).json()["stdout"], "still\n");
 }
 

@@ -307,6 +307,7 @@ Result<FileTarget> file_target(std::string_view target) {
     while (pos < target.size() && target[pos] == '/') ++pos;
     pos = std::min(target.find('/', pos), target.size());
   }
+  if (pos < target.size()) ++pos;  // the '/' after files
   auto decoded = percent_decode(target.substr(pos));
   if (!decoded) return Error::make("invalid_path", "the path has a '%' that is not followed by two hex digits");
   auto path = sandbox::workspace_path(*decoded);
