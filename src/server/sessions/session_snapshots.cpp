@@ -165,9 +165,7 @@ std::optional<SnapshotRow> find_snapshot(SnapshotStore& store, const std::string
 
 Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store, LiveSession& session,
                                   std::chrono::milliseconds retention) {
-  std::size_t owned = 0;
-  for (const auto& row : store.all())
-    owned += row.principal == session.owner.principal && row.issuer == session.owner.issuer && row.sub == session.owner.sub;
+  const std::size_t owned = store.count_owned(session.owner.principal, session.owner.issuer, session.owner.sub);
   if (owned >= kMaxSnapshotsPerOwner)
     return Error::make("quota_exceeded:snapshots", "the session's owner keeps " + std::to_string(owned) +
                                                        " snapshots, the most there may be; delete one first");

@@ -130,10 +130,26 @@ Status SnapshotStore::remove(const std::string& id) {
 }
 
 int SnapshotStore::remove_expired(std::int64_t now_ms) {
+  std::vector<std::string> expired;  // only their ids: the sweeper asks every second
+  {
+    std::lock_guard lock(mu_);
+    storage::SqliteStatement s(db_.get(), "SELECT id FROM snapshots WHERE expires_ms <= ?");
+    s.bind(1, now_ms);
+    while (s.step() == SQLITE_ROW) expired.push_back(s.text(0));
+  }
   int removed = 0;
-  for (const auto& row : all())
-    if (row.expires_ms <= now_ms && remove(row.id)) ++removed;
+  for (const auto& id : expired)
+    if (remove(id)) ++removed;
   return removed;
+}
+
+std::size_t SnapshotStore::count_owned(const std::string& principal, const std::string& issuer, const std::string& sub) {
+  std::lock_guard lock(mu_);
+  storage::SqliteStatement s(db_.get(), "SELECT COUNT(*) FROM snapshots WHERE principal = ? AND issuer = ? AND sub = ?");
+  s.bind(1, principal);
+  s.bind(2, issuer);
+  s.bind(3, sub);
+  return s.step() == SQLITE_ROW ? static_cast<std::size_t>(s.integer(0)) : 0;
 }
 
 void SnapshotStore::remove_orphans() {

@@ -50,6 +50,7 @@ class SnapshotStore {
   std::vector<SnapshotRow> all();
   Status remove(const std::string& id);  // the row, then the file
   int remove_expired(std::int64_t now_ms);  // how many went
+  std::size_t count_owned(const std::string& principal, const std::string& issuer, const std::string& sub);
   std::string file_of(const std::string& id) const;  // where its archive is
 
  private:
