@@ -8,10 +8,13 @@
 int main(int argc, char** argv) {
   CLI::App app{"airlock-serve: the Airlock daemon (the tool registry, the pipeline and the HTTP API)"};
   app.set_version_flag("--version", "airlock-serve 0.1.0");
-  std::string config, listen;
+  std::string config;
+  airlock::server::ServeOverrides overrides;
   bool check = false, mcp_stdio = false;
   app.add_option("--config", config, "The configuration file (YAML, see docs/config.md)")->required();
-  app.add_option("--listen", listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
+  app.add_option("--listen", overrides.listen, "HOST:PORT, overriding server.listen (port 0: any free port)");
+  app.add_option("--advertise-url", overrides.advertise_url,
+                 "http[s]://HOST:PORT the other replicas reach this one at, overriding server.advertiseUrl");
   app.add_flag("--check", check,
                "Validate the configuration and exit (0 valid, 1 not) without serving");
   app.add_flag("--mcp-stdio", mcp_stdio,
@@ -26,5 +29,5 @@ int main(int argc, char** argv) {
     const char* key = std::getenv("AIRLOCK_API_KEY");
     return airlock::server::serve_mcp_stdio(config, key ? key : "");
   }
-  return airlock::server::serve(config, listen, check);
+  return airlock::server::serve(config, overrides, check);
 }

@@ -48,6 +48,11 @@ struct TlsConfig {
   std::string cert_file;       // PEM: the server's certificate, then any intermediates
   std::string key_file;        // PEM: its private key
   std::string client_ca_file;  // PEM: CAs whose client certificates authenticate; "": none
+  // Between replicas (storage.postgres), when this one forwards a session's request to the
+  // replica that holds it: the CAs that verify that replica's certificate ("": the system's),
+  // and the name it must carry ("": the host of that replica's advertised URL).
+  std::string replica_ca_file;
+  std::string replica_server_name;
   bool operator==(const TlsConfig&) const = default;
 };
 
@@ -64,6 +69,9 @@ struct ServerConfig {
   std::chrono::milliseconds read_timeout{30'000};   // for a request's head and body to arrive
   std::size_t max_json_depth = kDefaultMaxJsonDepth;  // request bodies and tool output
   std::optional<TlsConfig> tls;                       // none: plain HTTP
+  // With storage.postgres: how the other replicas reach this one (http[s]://HOST:PORT, https
+  // with tls), written in its row of `replicas`. "": derived from listen (advertised_url).
+  std::string advertise_url;
   McpEndpointConfig mcp;                              // /mcp (policy/sections/mcp_servers_config.hpp)
   unsigned max_warm_templates = 8;  // warm templates running at once (policy/sections/warm_config.hpp)
 };
@@ -227,6 +235,16 @@ struct ListenAddress {
   std::uint16_t port = 0;
 };
 Result<ListenAddress> parse_listen(std::string_view text);
+
+// The URL the other replicas reach this daemon at (docs/daemon.md, "Replicas and failover"):
+// server.advertiseUrl, else http[s]://LISTEN_HOST:PORT with `port` (the bound one: listen may
+// say 0). Error "config" when listen is a wildcard (0.0.0.0, ::) and advertiseUrl is not set:
+// no other machine can reach "any address". `airlock serve` checks it as it loads the config
+// with storage.postgres, after its --listen and --advertise-url.
+Result<std::string> advertised_url(const ServerConfig& server, std::uint16_t port);
+// What is wrong with server.advertiseUrl, or nothing: http[s]://HOST:PORT and nothing after,
+// https exactly when server.tls is set (the others connect to what this one serves).
+std::optional<std::string> advertise_url_problem(const ServerConfig& server);
 
 // The safe defaults of each risk tier (docs/config.md).
 std::map<Risk, sandbox::Limits> default_tiers();

@@ -1,7 +1,5 @@
 #include "backend/kubernetes/kube_client.hpp"
 
-#include <sys/socket.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -22,17 +20,6 @@ std::string KubeResponse::status_message() const {
   if (parsed.is_object() && parsed.value("kind", "") == "Status" && parsed.contains("message"))
     return parsed["message"].get<std::string>();
   return body.substr(0, 200);
-}
-
-void WatchBreaker::attach(int fd) {
-  fd_ = fd;
-  if (broken_) ::shutdown(fd, SHUT_RDWR);
-}
-void WatchBreaker::detach() { fd_ = -1; }
-void WatchBreaker::break_now() {
-  broken_ = true;
-  int fd = fd_.load();
-  if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // the blocked read returns; the owner closes
 }
 
 struct KubeClient::Tls {

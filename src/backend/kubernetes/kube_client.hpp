@@ -13,6 +13,7 @@
 
 #include "backend/kubernetes/kube_config.hpp"
 #include "common/result.hpp"
+#include "common/socket_breaker.hpp"
 
 namespace airlock::backend::kubernetes {
 
@@ -25,17 +26,7 @@ struct KubeResponse {
 };
 
 // Lets another thread break a watch that is blocked reading (a cancelled run, shutdown).
-class WatchBreaker {
- public:
-  void attach(int fd);
-  void detach();
-  void break_now();  // shuts the connection down; the watch returns
-  bool broken() const { return broken_.load(); }
-
- private:
-  std::atomic<int> fd_{-1};
-  std::atomic<bool> broken_{false};
-};
+using WatchBreaker = SocketBreaker;
 
 class KubeClient {
  public:

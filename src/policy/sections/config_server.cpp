@@ -3,6 +3,7 @@
 #include <fstream>
 #include <optional>
 
+#include "common/http_url.hpp"
 #include "netrules/address.hpp"
 #include "policy/config_reader.hpp"
 
@@ -48,6 +49,28 @@ Result<ListenAddress> parse_listen(std::string_view text) {
   return ListenAddress{std::string(host), *number};
 }
 
+Result<std::string> advertised_url(const ServerConfig& server, std::uint16_t port) {
+  if (!server.advertise_url.empty()) return server.advertise_url;
+  const std::string& host = server.listen_host;
+  if (host == "0.0.0.0" || host == "::")
+    return Error::make("config", "server.listen (" + host +
+                                     ") is a wildcard address: set server.advertiseUrl, the http[s]://HOST:PORT "
+                                     "the other replicas reach this one at");
+  const bool v6 = host.find(':') != std::string::npos;
+  return std::string(server.tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
+         std::to_string(port);
+}
+
+std::optional<std::string> advertise_url_problem(const ServerConfig& server) {
+  auto url = parse_http_url(server.advertise_url);
+  if (!url || url->has_path || url->has_query)
+    return "'" + server.advertise_url + "' is not http[s]://HOST:PORT (" +
+           (url ? std::string("no path or query") : url.error().message) + ")";
+  if (url->tls != server.tls.has_value())
+    return server.tls ? "https://, as server.tls is set" : "http://, as server.tls is not set";
+  return std::nullopt;
+}
+
 namespace detail {
 
 namespace fs = std::filesystem;
@@ -65,7 +88,7 @@ std::string readable_file(Reader& r, const YAML::Node& v, const std::string& wha
 }
 
 TlsConfig read_tls(Reader& r, const YAML::Node& n) {
-  r.only_keys(n, "server.tls", {"certFile", "keyFile", "clientCAFile"});
+  r.only_keys(n, "server.tls", {"certFile", "keyFile", "clientCAFile", "replicaCAFile", "replicaServerName"});
   TlsConfig tls;
   for (const char* required : {"certFile", "keyFile"})
     if (!n[required]) r.error(n, std::string("server.tls: missing ") + required);
@@ -77,6 +100,14 @@ TlsConfig read_tls(Reader& r, const YAML::Node& n) {
   });
   r.field(n, "clientCAFile", [&](const YAML::Node& v) {
     tls.client_ca_file = readable_file(r, v, "server.tls.clientCAFile");
+  });
+  r.field(n, "replicaCAFile", [&](const YAML::Node& v) {
+    tls.replica_ca_file = readable_file(r, v, "server.tls.replicaCAFile");
+  });
+  r.field(n, "replicaServerName", [&](const YAML::Node& v) {
+    tls.replica_server_name = r.string(v, "server.tls.replicaServerName");
+    if (tls.replica_server_name.empty() || tls.replica_server_name.find_first_of("/:@ ") != std::string::npos)
+      fail(v, "server.tls.replicaServerName: a host name or an IP address, as the replicas' certificates name it");
   });
   return tls;
 }
@@ -117,7 +148,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "queueTimeout", "drainTimeout",
-       "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates"});
+       "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates", "advertiseUrl"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -150,6 +181,10 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   });
   r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
   r.field(n, "mcp", [&](const YAML::Node& v) { s.mcp = read_mcp_endpoint(r, v); });
+  r.field(n, "advertiseUrl", [&](const YAML::Node& v) {  // after tls: its scheme follows it
+    s.advertise_url = r.string(v, "server.advertiseUrl");
+    if (auto wrong = advertise_url_problem(s)) fail(v, "server.advertiseUrl: " + *wrong);
+  });
 }
 
 void read_dlp(Reader& r, const YAML::Node& n, std::string& policy) {

@@ -36,6 +36,7 @@ class WebhookService;
 class VerifiedCallers;
 class FirstListings;
 class SessionService;
+class SessionForwarder;
 
 struct ApiServices {
   const GenerationSlot* generation = nullptr;  // the current config and pipeline
@@ -60,6 +61,8 @@ struct ApiServices {
   VerifiedCallers* verified_callers = nullptr;   // null: every caller waits in intake unverified
   const FirstListings* first_listings = nullptr;  // null: /healthz never says "starting"
   SessionService* sessions = nullptr;  // null: /v1/sessions answers 404 (docs/sessions.md)
+  // storage.postgres: requests for sessions other replicas hold go there. Null: they are 404.
+  SessionForwarder* session_forwarder = nullptr;
 };
 
 }  // namespace airlock::server

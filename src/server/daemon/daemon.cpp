@@ -31,6 +31,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   if (!st->pg_store) st->revoke_leftover_leases(*cfg);
   if (auto s = st->join_replicas(*cfg); !s) return s.error();
   if (auto s = st->make_gateway(cfg); !s) return s.error();
+  if (auto s = st->make_forwarder(*cfg); !s) return s.error();
   st->describe_metrics();
   st->make_api(*cfg);
   return std::unique_ptr<Daemon>(new Daemon(std::move(st)));
@@ -40,6 +41,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
 // request can reach a worker before the list is complete.
 Status Daemon::start() {
   if (auto s = state_->http->bind(); !s) return s;
+  if (auto s = state_->advertise(state_->http->port()); !s) return s;
   state_->forbid_own_endpoints(state_->http->port());
   start_services();
   state_->http->serve();
@@ -74,6 +76,7 @@ void Daemon::shutdown() {
   s.draining = true;
   s.http->stop_accepting();
   s.sessions->end_all("shutdown");  // their execs end with them; no new one starts
+  if (s.session_forwarder) s.session_forwarder->stop();  // and requests relayed to other replicas
   s.sweeper->stop();  // no approved call starts now (it resumes after a restart)
   if (!s.executor->drain(s.config().server.drain_timeout)) {
     s.registry.kill_all();  // what is still running ends now (and is recorded)
@@ -91,6 +94,9 @@ void Daemon::shutdown() {
   // take is removed by another replica's failover round once this row is gone) and its row goes.
   if (s.pg_quotas)
     if (auto flushed = s.pg_quotas->flush_pending(); !flushed)
+      std::cerr << "airlock: " << flushed.error().message << "\n";
+  if (s.pg_sessions)  // an ended session's row the database missed: failover would record it again
+    if (auto flushed = s.pg_sessions->flush_pending(); !flushed)
       std::cerr << "airlock: " << flushed.error().message << "\n";
   if (s.replicas) s.replicas->stop();
   (void)s.audit->close();  // commits and signs a final checkpoint

@@ -79,11 +79,19 @@ Status check_config(const policy::Config& config);
 // otherwise. `port`: the bound one.
 std::string cleartext_warning(const policy::ServerConfig& server, std::uint16_t port);
 
+// What `airlock serve`'s options put over the config: --listen over server.listen,
+// --advertise-url over server.advertiseUrl (a pod's own address, from the environment).
+struct ServeOverrides {
+  std::string listen;
+  std::string advertise_url;
+};
+
 // `airlock serve`: creates, starts, reloads on SIGHUP, waits for SIGTERM or SIGINT, shuts
 // down. With `check_only`, validates the config (check_config) and exits: 0 valid, 1 not.
-// Returns the process exit status.
-int serve(const std::string& config_path, const std::string& listen_override,
-          bool check_only = false);
+// With storage.postgres, a config whose replicas could not reach this one (a wildcard listen
+// address and no advertise URL) is refused as the config is loaded. Returns the process exit
+// status.
+int serve(const std::string& config_path, const ServeOverrides& overrides, bool check_only = false);
 
 // `airlock mcp --config FILE`: the daemon built from the config, not listening, serving MCP on
 // stdin and stdout (server/mcp_server/mcp_stdio.hpp). Returns the exit status: 0 at the end of

@@ -8,6 +8,7 @@
 #include "pipeline/stages/audit_record.hpp"
 #include "pipeline/storage_locations.hpp"
 #include "sandbox/cgroup.hpp"
+#include "server/sessions/session_failover.hpp"
 
 namespace airlock::server {
 
@@ -66,7 +67,8 @@ Status Daemon::State::join_replicas(const policy::Config& cfg) {
     return response;
   };
   hooks.aborted = [this](const ReplicaRegistry::Orphan& o) { abandoned(o); };
-  hooks.after_failover = [this] {  // a dead (or cleanly stopped) replica's quota places
+  hooks.after_failover = [this] {  // dead replicas' sessions; dead (or cleanly stopped) ones' quota places
+    take_over_sessions();
     auto released = pg_quotas->release_dead_replicas();
     if (!released) std::cerr << "airlock: failover: " << released.error().message << "\n";
     else if (*released > 0) std::cerr << "airlock: failover: released " << *released << " quota place(s) of dead replicas\n";
@@ -113,6 +115,25 @@ void Daemon::State::abandoned(const ReplicaRegistry::Orphan& orphan) {
   std::cerr << "airlock: failover: invocation " << orphan.id << " (" << orphan.tool << ") of replica " << orphan.replica
             << " recorded as aborted; revoked " << revoked.revoked << " credential lease(s)"
             << (problems.empty() ? "" : "; problems:" + problems) << "\n";
+}
+
+// A dead replica's sessions died with it: each is recorded as ended, "aborted" (exactly once,
+// whichever replica takes it), and its credential leases (leased under the session's id) are
+// revoked. Then the forwards under way to replicas that are gone are cut.
+void Daemon::State::take_over_sessions() {
+  if (!pg_sessions) return;
+  auto taken = record_orphaned_sessions(*pg_sessions, *audit, [this](const PostgresSessionStore::Location& l) {
+    metrics.count("airlock_failover_sessions_aborted_total");
+    creds::Broker broker(*leases, pipeline_deps.make_providers(config()));
+    const auto revoked = broker.revoke_of_invocation(l.row.id);
+    std::string problems;
+    for (const auto& e : revoked.errors) problems += " " + e + ";";
+    std::cerr << "airlock: failover: session " << l.row.id << " (" << l.row.template_name << ") of replica "
+              << l.replica << " recorded as ended, aborted; revoked " << revoked.revoked << " credential lease(s)"
+              << (problems.empty() ? "" : "; problems:" + problems) << "\n";
+  });
+  if (!taken) std::cerr << "airlock: failover: sessions: " << taken.error().message << "\n";
+  if (auto live = pg_sessions->live_replicas(); live && session_forwarder) session_forwarder->cut_dead(*live);
 }
 
 }  // namespace airlock::server

@@ -170,6 +170,10 @@ void Daemon::State::describe_metrics() {
                            "Invocations refused by a quota (quota_exceeded), by principal and quota.");
   metrics.describe_counter("airlock_failover_aborted_total",
                            "Invocations of dead replicas this replica recorded as aborted (storage.postgres).");
+  metrics.describe_counter("airlock_session_forwards_total",
+                           "Requests for sessions other replicas hold, sent to them (kind: request, list).");
+  metrics.describe_counter("airlock_failover_sessions_aborted_total",
+                           "Sessions of dead replicas this replica recorded as ended, aborted (storage.postgres).");
   metrics.describe_counter("airlock_config_reloads_total",
                            "Configuration reloads (SIGHUP) by result.");
   metrics.describe_counter("airlock_webhook_deliveries_total",
@@ -199,6 +203,34 @@ void Daemon::State::answer_polls_done_elsewhere() {
     if (auto stored = store->get(id); stored && !is_unfinished(*stored)) waiters.notify(id);
 }
 
+// storage.postgres: requests for sessions the other replicas hold are forwarded to them, over
+// TLS verified by server.tls.replicaCAFile and replicaServerName when server.tls is set.
+Status Daemon::State::make_forwarder(const policy::Config& cfg) {
+  if (!pg_sessions) return {};
+  SessionForwarder::Options options;
+  if (cfg.server.tls) {
+    options.client.ca_file = cfg.server.tls->replica_ca_file;
+    options.client.server_name = cfg.server.tls->replica_server_name;
+  }
+  options.client.send_timeout = cfg.server.read_timeout;  // what the receiving replica allows a piece
+  options.log = [](const std::string& line) { std::cerr << "airlock: sessions: " << line << "\n"; };
+  options.metrics = &metrics;
+  auto made = SessionForwarder::create(*pg_sessions, std::move(options));
+  if (!made) return made.error();
+  session_forwarder = std::move(*made);
+  return {};
+}
+
+// The address the other replicas forward sessions' requests to, in this replica's row.
+Status Daemon::State::advertise(std::uint16_t port) {
+  if (!replicas) return {};
+  auto url = policy::advertised_url(config().server, port);
+  if (!url) return url.error();
+  if (auto written = replicas->advertise(*url); !written) return written;
+  std::cerr << "airlock: replica " << pg_store->replica() << " reachable at " << *url << "\n";
+  return {};
+}
+
 void Daemon::State::make_api(const policy::Config& cfg) {
   executor = std::make_unique<InvocationExecutor>(cfg.server.max_concurrent_invocations,
                                                   cfg.server.queue_length);
@@ -226,10 +258,12 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   };
   services.failed_auth = failed_auth.get();
   services.quotas = pipeline_deps.quotas;
-  sessions = std::make_unique<SessionService>(
-      SessionServiceDeps{&backends->sessions(), audit.get(), session_store.get(), snapshot_store.get(), services.new_id,
-                         std::chrono::milliseconds(1000)});
+  SessionStore* held = pg_sessions ? static_cast<SessionStore*>(pg_sessions.get()) : session_store.get();
+  sessions = std::make_unique<SessionService>(SessionServiceDeps{&backends->sessions(), audit.get(), held,
+                                                                 snapshot_store.get(), services.new_id,
+                                                                 std::chrono::milliseconds(1000)});
   services.sessions = sessions.get();
+  services.session_forwarder = session_forwarder.get();
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();
@@ -239,6 +273,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
     sweeper->also([this] {
       answer_polls_done_elsewhere();
       if (pg_quotas) (void)pg_quotas->flush_pending();
+      if (pg_sessions) (void)pg_sessions->flush_pending();  // ended sessions' rows the database missed
     });
   api = std::make_unique<Api>(services);
   HttpServerOptions http_options;

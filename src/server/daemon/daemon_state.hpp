@@ -38,7 +38,9 @@
 #include "server/invocations/invocation_store_pg.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/replicas/replicas.hpp"
+#include "server/sessions/session_forwarder.hpp"
 #include "server/sessions/session_service.hpp"
+#include "server/sessions/session_store_pg.hpp"
 #include "server/tiers/tier_backends.hpp"
 
 namespace airlock::server {
@@ -77,6 +79,10 @@ struct Daemon::State {
   std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
   std::unique_ptr<WebhookService> webhooks;
   std::unique_ptr<SessionStore> session_store;  // in state.db: what a crash leaves to record aborted
+  // storage.postgres: the sessions' rows are the database's instead, naming this replica; the
+  // others forward requests for them here, and take them over when it dies (docs/sessions.md).
+  std::unique_ptr<PostgresSessionStore> pg_sessions;
+  std::unique_ptr<SessionForwarder> session_forwarder;  // requests for the others' sessions
   std::unique_ptr<SnapshotStore> snapshot_store;  // in state.db and <dataDir>/snapshots
   std::unique_ptr<SessionService> sessions;  // docs/sessions.md
   // <dataDir>/secrets.db, opened at the first credential that needs a secret: a daemon whose
@@ -112,6 +118,9 @@ struct Daemon::State {
   Status join_replicas(const policy::Config& cfg);
   Status open_quotas(const policy::Config& cfg);
   void abandoned(const ReplicaRegistry::Orphan& orphan);
+  void take_over_sessions();  // a dead replica's sessions, each failover round
+  Status make_forwarder(const policy::Config& cfg);
+  Status advertise(std::uint16_t port);  // this replica's address in its row, once bound
   Status recover();
   void wire_pipeline();
   Status make_backends(const policy::Config& cfg);

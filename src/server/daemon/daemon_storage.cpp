@@ -91,9 +91,16 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   auto outbox = WebhookOutbox::open(dir + "/state.db", *sealing_key);
   if (!outbox) return outbox.error();
   webhook_outbox = std::move(*outbox);
-  auto sessions_opened = SessionStore::open(dir + "/state.db");  // local: sessions live on this host
+  // What a predecessor on this host left is in state.db (recover() records it); with
+  // storage.postgres the sessions this replica holds from now on are the database's.
+  auto sessions_opened = SessionStore::open(dir + "/state.db");
   if (!sessions_opened) return sessions_opened.error();
   session_store = std::move(*sessions_opened);
+  if (pg_store) {
+    auto shared_sessions = PostgresSessionStore::open(shared_state.postgres, pg_store->replica());
+    if (!shared_sessions) return shared_sessions.error();
+    pg_sessions = std::move(*shared_sessions);
+  }
   auto snapshots_opened = SnapshotStore::open(dir + "/state.db", dir + "/snapshots");  // local, as sessions
   if (!snapshots_opened) return snapshots_opened.error();
   snapshot_store = std::move(*snapshots_opened);

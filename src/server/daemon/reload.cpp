@@ -23,6 +23,7 @@ std::vector<std::string> fixed_settings_changed(const policy::Config& a, const p
   check(a.server.read_timeout == b.server.read_timeout, "server.readTimeout");
   // The TLS context is built once, at bind (a new certificate needs a restart).
   check(a.server.tls == b.server.tls, "server.tls");
+  check(a.server.advertise_url == b.server.advertise_url, "server.advertiseUrl");  // in the replica's row
   check(a.storage.data_dir == b.storage.data_dir, "storage.dataDir");
   check(a.storage.checkpoint_every == b.storage.checkpoint_every, "storage.checkpointEvery");
   check(a.storage.checkpoint_interval == b.storage.checkpoint_interval,

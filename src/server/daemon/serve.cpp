@@ -39,27 +39,36 @@ std::string cleartext_warning(const policy::ServerConfig& server, std::uint16_t 
 
 namespace {
 
-// --listen HOST:PORT over server.listen.
-Status apply_listen_override(policy::Config& config, const std::string& listen) {
-  if (listen.empty()) return {};
-  auto parsed = policy::parse_listen(listen);
-  if (!parsed) return Error::make("usage", "--listen: " + parsed.error().message);
-  config.server.listen_host = parsed->host;
-  config.server.listen_port = parsed->port;
+// --listen HOST:PORT over server.listen, --advertise-url over server.advertiseUrl; then, with
+// storage.postgres, the address the other replicas reach this one at must be known.
+Status apply_overrides(policy::Config& config, const ServeOverrides& overrides) {
+  if (!overrides.listen.empty()) {
+    auto parsed = policy::parse_listen(overrides.listen);
+    if (!parsed) return Error::make("usage", "--listen: " + parsed.error().message);
+    config.server.listen_host = parsed->host;
+    config.server.listen_port = parsed->port;
+  }
+  if (!overrides.advertise_url.empty()) {
+    config.server.advertise_url = overrides.advertise_url;
+    if (auto wrong = policy::advertise_url_problem(config.server))
+      return Error::make("usage", "--advertise-url: " + *wrong);
+  }
+  if (config.storage.postgres)
+    if (auto url = policy::advertised_url(config.server, config.server.listen_port); !url)
+      return Error::make("config", config.path + ": " + url.error().message + " (or --advertise-url)");
   return {};
 }
 
-Result<policy::Config> load(const std::string& config_path, const std::string& listen_override) {
+Result<policy::Config> load(const std::string& config_path, const ServeOverrides& overrides) {
   auto config = policy::load_config(config_path);
   if (!config) return config.error();
-  if (auto s = apply_listen_override(*config, listen_override); !s) return s.error();
+  if (auto s = apply_overrides(*config, overrides); !s) return s.error();
   return config;
 }
 
-void reload_from(Daemon& daemon, const std::string& config_path,
-                 const std::string& listen_override) {
+void reload_from(Daemon& daemon, const std::string& config_path, const ServeOverrides& overrides) {
   std::cerr << "airlock serve: SIGHUP: reloading " << config_path << "\n";
-  auto report = daemon.reload(load(config_path, listen_override));
+  auto report = daemon.reload(load(config_path, overrides));
   if (!report) {
     std::cerr << "airlock serve: reload failed: " << report.error().message << "\n";
     return;
@@ -69,8 +78,8 @@ void reload_from(Daemon& daemon, const std::string& config_path,
             << "; removed: " << joined(report->removed) << "\n";
 }
 
-int check_only_run(const std::string& config_path, const std::string& listen_override) {
-  auto config = load(config_path, listen_override);
+int check_only_run(const std::string& config_path, const ServeOverrides& overrides) {
+  auto config = load(config_path, overrides);
   if (!config) {
     std::cerr << "airlock serve --check: " << config.error().message << "\n";
     return 1;
@@ -86,8 +95,8 @@ int check_only_run(const std::string& config_path, const std::string& listen_ove
 
 }  // namespace
 
-int serve(const std::string& config_path, const std::string& listen_override, bool check_only) {
-  if (check_only) return check_only_run(config_path, listen_override);
+int serve(const std::string& config_path, const ServeOverrides& overrides, bool check_only) {
+  if (check_only) return check_only_run(config_path, overrides);
   // SIGTERM, SIGINT and SIGHUP are taken by sigwait below, in this thread only.
   sigset_t signals;
   sigemptyset(&signals);
@@ -97,7 +106,7 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto config = load(config_path, listen_override);
+  auto config = load(config_path, overrides);
   if (!config) {
     std::cerr << "airlock serve: " << config.error().message << "\n";
     return 2;
@@ -126,7 +135,7 @@ int serve(const std::string& config_path, const std::string& listen_override, bo
             << std::flush;
   int sig = 0;
   while (sigwait(&signals, &sig) == 0 && sig == SIGHUP)
-    reload_from(**daemon, config_path, listen_override);
+    reload_from(**daemon, config_path, overrides);
   std::cerr << "airlock serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
             << ": draining, then stopping\n";
   (*daemon)->shutdown();

@@ -16,6 +16,7 @@ SELECT pg_advisory_xact_lock(1095912523, 21);
 CREATE TABLE IF NOT EXISTS replicas(
   id text PRIMARY KEY, host text NOT NULL, pid integer NOT NULL,
   started_at timestamptz NOT NULL, heartbeat_at timestamptz NOT NULL);
+ALTER TABLE replicas ADD COLUMN IF NOT EXISTS address text;
 CREATE TABLE IF NOT EXISTS invocations(
   id text PRIMARY KEY, tool text NOT NULL, status text NOT NULL, response text,
   started_ms bigint NOT NULL, finished_ms bigint,

@@ -16,9 +16,9 @@ std::string host_name() {
 }
 
 constexpr const char* kRegister =
-    "INSERT INTO replicas (id, host, pid, started_at, heartbeat_at)"
-    " VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp())"
-    " ON CONFLICT (id) DO UPDATE SET heartbeat_at = clock_timestamp()";
+    "INSERT INTO replicas (id, host, pid, started_at, heartbeat_at, address)"
+    " VALUES ($1, $2, $3, clock_timestamp(), clock_timestamp(), $4)"
+    " ON CONFLICT (id) DO UPDATE SET heartbeat_at = clock_timestamp(), address = $4";
 
 }  // namespace
 
@@ -27,12 +27,32 @@ Result<std::unique_ptr<ReplicaRegistry>> ReplicaRegistry::join(const storage::pg
                                                                Hooks hooks) {
   auto db = storage::pg::Database::open(location, "the state database (replicas)");
   if (!db) return db.error();
+  // No address yet: the port is bound after this (advertise()).
   auto joined = (*db)->exec("register replica " + store.replica(), kRegister,
-                            {store.replica(), host_name(), std::to_string(::getpid())});
+                            {store.replica(), host_name(), std::to_string(::getpid()), std::nullopt});
   if (!joined) return joined.error();
   std::unique_ptr<ReplicaRegistry> registry(new ReplicaRegistry(std::move(*db), store, options, std::move(hooks)));
   registry->healthy_since_ = Clock::now();
   return registry;
+}
+
+Status ReplicaRegistry::register_row(const std::string& step) {
+  std::optional<std::string> address;
+  {
+    std::lock_guard lock(address_mu_);
+    if (!address_.empty()) address = address_;
+  }
+  auto done = db_->exec(step, kRegister, {store_.replica(), host_name(), std::to_string(::getpid()), address});
+  if (!done) return done.error();
+  return {};
+}
+
+Status ReplicaRegistry::advertise(const std::string& address) {
+  {
+    std::lock_guard lock(address_mu_);
+    address_ = address;
+  }
+  return register_row("advertise replica " + store_.replica() + " at " + address);
 }
 
 ReplicaRegistry::~ReplicaRegistry() { stop(); }
@@ -104,10 +124,7 @@ Status ReplicaRegistry::heartbeat() {
   hooks_.log("replica " + store_.replica() +
              ": another replica took this one for dead (no heartbeat for longer than storage.failoverAfter) "
              "and recorded its running invocations as aborted; registering again");
-  auto again = db_->exec("register replica " + store_.replica(), kRegister,
-                         {store_.replica(), host_name(), std::to_string(::getpid())});
-  if (!again) return again.error();
-  return {};
+  return register_row("register replica " + store_.replica());
 }
 
 void ReplicaRegistry::remove_dead() {

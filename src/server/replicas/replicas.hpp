@@ -8,6 +8,9 @@
 // Then (Hooks::after_failover) the daemon releases the quota places such replicas held
 // (pipeline/quotas/quota_book_pg.hpp).
 //
+// Each row also holds the replica's address (server.advertiseUrl, or derived from server.listen):
+// a request for a session another replica holds is forwarded there (sessions/session_forwarder.hpp).
+//
 // Times are the database's clock, never two machines' clocks compared. A replica looks for
 // dead ones only after its own heartbeat has succeeded for failoverAfter without a break: after
 // an outage of the database every replica had a stale heartbeat, and the live ones must get
@@ -54,6 +57,9 @@ class ReplicaRegistry {
   ReplicaRegistry& operator=(const ReplicaRegistry&) = delete;
 
   void start();
+  // The URL the other replicas reach this one at (policy::advertised_url, once the port is
+  // bound), written in its row now and whenever it registers again.
+  Status advertise(const std::string& address);
   // Why the database did not answer this replica's last heartbeat; nullopt when it did (or
   // none was tried yet). GET /healthz reports it: a load balancer stops sending calls here.
   std::optional<std::string> storage_problem() const;
@@ -67,6 +73,7 @@ class ReplicaRegistry {
       : db_(std::move(db)), store_(store), options_(options), hooks_(std::move(hooks)) {}
   void round();  // what the thread does every interval: the heartbeat, then failover when due
   Status heartbeat();
+  Status register_row(const std::string& step);
   void remove_dead();
   void abort_orphans();
   void loop();
@@ -75,6 +82,8 @@ class ReplicaRegistry {
   PostgresInvocationStore& store_;
   const Options options_;
   Hooks hooks_;
+  std::mutex address_mu_;
+  std::string address_;  // "" until advertise(): NULL in the row
   std::optional<std::chrono::steady_clock::time_point> healthy_since_;
   bool reported_outage_ = false;
   mutable std::mutex problem_mu_;

@@ -351,17 +351,22 @@ void SessionService::end(const std::shared_ptr<LiveSession>& session, const std:
   if (append(deps_.audit, record) && deps_.store) (void)deps_.store->remove(session->id);
 }
 
+audit::SessionRecord aborted_session_record(const SessionRow& row, const std::string& message) {
+  SessionOwner owner;
+  owner.principal = row.principal;
+  owner.issuer = row.issuer;
+  owner.sub = row.sub;
+  audit::SessionRecord record = session_record(row.id, "ended", row.template_name, owner);
+  record.reason = "aborted";
+  record.message = message;
+  return record;
+}
+
 Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit) {
   auto rows = store.all();
   if (!rows) return rows.error();
   for (const auto& row : *rows) {
-    SessionOwner owner;
-    owner.principal = row.principal;
-    owner.issuer = row.issuer;
-    owner.sub = row.sub;
-    audit::SessionRecord record = session_record(row.id, "ended", row.template_name, owner);
-    record.reason = "aborted";
-    record.message = "the daemon that held it stopped without ending it";
+    auto record = aborted_session_record(row, "the daemon that held it stopped without ending it");
     if (auto written = append(&audit, record); !written) return written.error();
     if (auto removed = store.remove(row.id); !removed) return removed.error();
   }

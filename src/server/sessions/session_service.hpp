@@ -98,6 +98,8 @@ struct SessionServiceDeps {
 // At start: every session a predecessor left in `store` (it died without ending them) gets its
 // "ended" record, reason "aborted", and its row goes. Returns how many.
 Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit);
+// The "ended" record, reason "aborted", of the session of `row`, whose daemon died with it.
+audit::SessionRecord aborted_session_record(const SessionRow& row, const std::string& message);
 
 class SessionService {
  public:

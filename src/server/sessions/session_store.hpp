@@ -1,19 +1,21 @@
-// The sessions a daemon holds, one row each in <dataDir>/state.db (SQLite, beside the
-// replica's own sandboxes, also with storage.postgres: a session lives on one host). A row is
-// written before the session's "created" record and removed after its "ended" one, so what
-// rows a start finds are the sessions of a predecessor that died without ending them: each is
-// recorded as ended, reason "aborted" (its sandbox died with that daemon: PDEATHSIG and its pid
-// namespace; its cgroups are removed at start).
+// Where the sessions a daemon holds are recorded, one row each, written before the session's
+// "created" record and removed after its "ended" one, so that a daemon that dies leaves rows
+// naming exactly the sessions it held. Two implementations behind one interface:
+// - SQLite (<dataDir>/state.db, one daemon: session_store_sqlite.cpp): what rows a start finds
+//   are the sessions of a predecessor that died without ending them; each is recorded as
+//   ended, reason "aborted" (its sandbox died with that daemon: PDEATHSIG and its pid
+//   namespace; its cgroups are removed at start).
+// - PostgreSQL (storage.postgres, several replicas: session_store_pg.hpp): each row also names
+//   the replica that holds the session, so another replica forwards requests for it there,
+//   and a dead replica's sessions are recorded as aborted by failover.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/result.hpp"
-#include "storage/sqlite_state.hpp"
 
 namespace airlock::server {
 
@@ -27,16 +29,14 @@ struct SessionRow {
 
 class SessionStore {
  public:
-  // Opens (creating) `path`. Errors: "storage".
+  // SQLite at `path` (opened, its table created when missing). Errors: "storage".
   static Result<std::unique_ptr<SessionStore>> open(const std::string& path);
-  Status add(const SessionRow& row);  // durable when it returns ok
-  Status remove(const std::string& id);
-  Result<std::vector<SessionRow>> all();
+  virtual ~SessionStore() = default;
 
- private:
-  explicit SessionStore(storage::SqliteConnection db) : db_(std::move(db)) {}
-  std::mutex mu_;
-  storage::SqliteConnection db_;
+  virtual Status add(const SessionRow& row) = 0;  // durable when it returns ok
+  virtual Status remove(const std::string& id) = 0;
+  // The rows of the sessions this store's daemon holds (SQLite: every row of the file).
+  virtual Result<std::vector<SessionRow>> all() = 0;
 };
 
 }  // namespace airlock::server

@@ -9,6 +9,7 @@
 #include "server/http/deferred_body.hpp"
 #include "server/sessions/session_exec.hpp"
 #include "server/sessions/session_files.hpp"
+#include "server/sessions/session_forwarder.hpp"
 #include "server/sessions/session_snapshots.hpp"
 
 namespace airlock::server {
@@ -48,11 +49,13 @@ HttpResponse session_error_response(const Error& e) {
   return resp;
 }
 
-namespace {
-
-HttpResponse not_found(const std::string& id) {
+HttpResponse session_not_found(const std::string& id) {
   return error_response(404, "not_found", "no session " + id + " of yours");
 }
+
+namespace {
+
+HttpResponse not_found(const std::string& id) { return session_not_found(id); }
 
 Result<SessionService::CreateRequest> create_request(const std::string& body) {
   auto parsed = parse_json_bounded(body, 8);
@@ -211,6 +214,13 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
     if (!get) return reply(error_response(405, "method_not_allowed", "use GET or POST"));
     auto list = nlohmann::json::array();
     for (const auto& session : sessions.list(caller, manages)) list.push_back(session->to_json());
+    if (s.session_forwarder && !is_forwarded(r))  // and the caller's on the other replicas
+      return sessions.spawn([fwd = s.session_forwarder, caller, manages, r, list, reply = std::move(reply)]() mutable {
+        auto elsewhere = fwd->list_elsewhere(caller, manages, r);
+        if (!elsewhere) return reply(session_error_response(elsewhere.error()));
+        for (auto& session : *elsewhere) list.push_back(std::move(session));
+        reply(json_response(200, {{"sessions", list}}));
+      });
     return reply(json_response(200, {{"sessions", list}}));
   }
   // Only the owner reaches a session; one who manages sessions may read and end it.
@@ -219,6 +229,11 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   const bool files_path = parts.size() >= 4 && parts[3] == "files";
   // A manager reads and ends sessions; what runs in them and their files are the owner's.
   auto session = sessions.find(id, caller, manages && !exec_path && !files_path);
+  if (!session && s.session_forwarder)  // held by another replica, perhaps (session_forwarder.hpp)
+    return sessions.spawn([fwd = s.session_forwarder, caller, may = manages && !exec_path && !files_path, id,
+                           terminal = parts.size() == 4 && parts[3] == "terminal", r, reply = std::move(reply)] {
+      fwd->forward(caller, may, id, terminal, r, reply);
+    });
   if (!session) return reply(not_found(id));
   if (parts.size() == 3) {
     if (get) return reply(json_response(200, session->to_json()));

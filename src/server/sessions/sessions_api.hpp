@@ -16,6 +16,8 @@ namespace airlock::server {
 // The answer to a refusal by its code (404 file_not_found, 409 session_paused, 413
 // disk_limit, 429 quota_exceeded:<quota> naming the quota, ...).
 HttpResponse session_error_response(const Error& e);
+// 404 not_found for a session the caller may not reach, whether it exists or not.
+HttpResponse session_not_found(const std::string& id);
 
 bool is_sessions_path(const std::vector<std::string>& parts);  // /v1/sessions[/...]
 

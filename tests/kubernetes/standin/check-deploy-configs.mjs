@@ -26,7 +26,7 @@ function configPaths(config) {
   for (const [risk, tier] of Object.entries(config.tiers ?? {}))
     paths[`tiers.${risk}.kubernetes.kubeconfig`] = tier?.kubernetes?.kubeconfig;
   const tls = config.server?.tls ?? {};
-  for (const field of ["certFile", "keyFile", "clientCAFile"]) paths[`server.tls.${field}`] = tls[field];
+  for (const field of ["certFile", "keyFile", "clientCAFile", "replicaCAFile"]) paths[`server.tls.${field}`] = tls[field];
   for (const tool of config.tools ?? []) paths[`tools[${tool.name}].runtime.file`] = tool.runtime?.file;
   return Object.fromEntries(Object.entries(paths).filter(([, p]) => p !== undefined));
 }
@@ -111,7 +111,11 @@ function check(file, configMap) {
   }
   const configPath = path.join(root, "airlock.yaml");
   fs.writeFileSync(configPath, text);
-  const run = spawnSync(airlock, ["serve", "--check", "--config", configPath], { encoding: "utf8" });
+  // The container's other options too (--advertise-url), with each $(VAR) as Kubernetes
+  // expands it from the container's env: here a sample value.
+  const rest = args.slice(1).filter((_, i, all) => all[i] !== "--config" && all[i - 1] !== "--config")
+    .map((a) => a.replace(/\$\((\w+)\)/g, (_, name) => (name.endsWith("_IP") ? "10.0.0.7" : `sample-${name}`)));
+  const run = spawnSync(airlock, ["serve", "--check", "--config", configPath, ...rest], { encoding: "utf8" });
   const said = `${run.stdout ?? ""}${run.stderr ?? ""}`.trim() || String(run.error ?? "");
   if (run.status === 0) console.log(`${what}: ${said}`);
   else problems.push(`${what}: airlock serve --check refused it: ${said}`);
