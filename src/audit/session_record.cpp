@@ -5,6 +5,27 @@
 #include "audit/canonical_json.hpp"
 
 namespace airlock::audit {
+namespace {
+
+nlohmann::json terminal_fields(const SessionTerminalRecord& t) {
+  auto text = [](const std::string& s) { return nlohmann::json(to_valid_utf8(s)); };
+  nlohmann::json command = nlohmann::json::array();
+  for (const auto& a : t.command) command.push_back(text(a));
+  nlohmann::json fields = {{"id", text(t.id)}, {"command", command}, {"rows", t.rows}, {"columns", t.columns}};
+  if (t.verdict.empty()) return fields;  // opened
+  nlohmann::json redactions = nlohmann::json::array();
+  for (const auto& d : t.redactions) redactions.push_back(text(d));
+  fields["verdict"] = text(t.verdict);
+  if (t.exit_code) fields["exit_code"] = *t.exit_code;
+  if (!t.signal.empty()) fields["signal"] = text(t.signal);
+  fields["input"] = {{"bytes", t.input_bytes}, {"sha256", t.input_sha256}};
+  fields["output"] = {{"bytes", t.output_bytes}, {"sha256", t.output_sha256}};
+  fields["redactions"] = redactions;
+  fields["wall_ms"] = t.wall_ms;
+  return fields;
+}
+
+}  // namespace
 
 nlohmann::json to_fields(const SessionRecord& r) {
   auto text = [](const std::string& s) { return nlohmann::json(to_valid_utf8(s)); };
@@ -27,6 +48,7 @@ nlohmann::json to_fields(const SessionRecord& r) {
                       {"bytes", r.file->bytes}, {"redactions", redactions}};
     if (!r.file->sha256.empty()) fields["file"]["sha256"] = r.file->sha256;
   }
+  if (r.terminal) fields["terminal"] = terminal_fields(*r.terminal);
   if (r.snapshot)
     fields["snapshot"] = {{"id", text(r.snapshot->id)}, {"bytes", r.snapshot->bytes}, {"sha256", r.snapshot->sha256}};
   return fields;

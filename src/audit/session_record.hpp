@@ -1,6 +1,6 @@
 // The record of a session's life (docs/sessions.md, docs/audit.md "Session records"): one per
 // event (created, paused, resumed, snapshotted, ended; a file written, read or removed through the files
-// API), beside the invocation record of each exec in it, which names the session.
+// API; a terminal opened and closed), beside the invocation record of each exec in it, which names the session.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,22 @@ struct SessionSnapshotRecord {
   std::string sha256;  // of the archive, hex
 };
 
+// A terminal on the session (terminal_opened; terminal_closed adds how it ended). What was typed
+// and shown is recorded by its size and SHA-256, never its text (a password typed at a prompt).
+struct SessionTerminalRecord {
+  std::string id;                    // the terminal's, in both records
+  std::vector<std::string> command;  // as it ran
+  std::uint64_t rows = 0, columns = 0;
+  // terminal_closed:
+  std::string verdict;  // ok, exit_nonzero, signaled, client_gone, dlp_blocked, session_ended
+  std::optional<int> exit_code;
+  std::string signal;  // the signal that ended it, when one did
+  std::uint64_t input_bytes = 0, output_bytes = 0;
+  std::string input_sha256, output_sha256;  // hex, of the bytes typed and of the bytes shown (before DLP)
+  std::vector<std::string> redactions;      // the DLP detectors that redacted (or blocked) output
+  std::uint64_t wall_ms = 0;
+};
+
 struct SessionRecord {
   std::string session_id;
   std::string event;  // "created", "ended"
@@ -50,6 +66,7 @@ struct SessionRecord {
   std::vector<EgressDecision> egress;           // ended: every connection the session attempted
   std::optional<SessionFileRecord> file;        // file_written, file_read, file_removed
   std::optional<SessionSnapshotRecord> snapshot;  // snapshotted; created from a snapshot
+  std::optional<SessionTerminalRecord> terminal;  // terminal_opened, terminal_closed
 };
 
 nlohmann::json to_fields(const SessionRecord& record);

@@ -25,6 +25,9 @@ class LocalSessionSandbox final : public Session {
   ~LocalSessionSandbox() override { (void)end(); }
 
   Result<sandbox::StartedExec> exec(const sandbox::SessionExec& request) override { return sandbox_->exec(request); }
+  Result<sandbox::StartedExec> exec_on_terminal(const sandbox::SessionExec& request, sandbox::WindowSize size) override {
+    return sandbox_->exec_on_terminal(request, size);
+  }
   std::optional<sandbox::ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout) override {
     return sandbox_->wait(id, timeout);
   }

@@ -22,6 +22,8 @@ class Session {
   virtual ~Session() = default;
   // Starts a command inside the session ("session_ended", "invalid_argument", "exec_failed").
   virtual Result<sandbox::StartedExec> exec(const sandbox::SessionExec& request) = 0;
+  // The same on a pseudo-terminal of the session's own (StartedExec::terminal, its master).
+  virtual Result<sandbox::StartedExec> exec_on_terminal(const sandbox::SessionExec& request, sandbox::WindowSize size) = 0;
   // The exec's end once it has ended, waiting at most `timeout`.
   virtual std::optional<sandbox::ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout) = 0;
   virtual Status signal(std::uint32_t id, int sig) = 0;  // to the exec's process group

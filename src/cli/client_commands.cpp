@@ -18,6 +18,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
+#include "cli/daemon_connection.hpp"
 #include "common/http_url.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
@@ -31,29 +32,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 namespace ssl = asio::ssl;
-
-// The daemon's address from --server: http[s]://HOST[:PORT][/], HOST a DNS name, an IPv4
-// address or a bracketed IPv6 address. Nothing else (no user, path, query or fragment): the
-// authority goes into the Host header.
-struct ServerAddress {
-  bool tls = false;       // https
-  std::string authority;  // HOST[:PORT]
-  std::string host;       // without brackets
-  std::string port = "80";  // 443 for https
-};
-
-Result<ServerAddress> parse_server(std::string_view url) {
-  auto parsed = parse_http_url(url);  // the parser every other URL in Airlock goes through
-  if (!parsed || parsed->has_path || parsed->has_query)
-    return Error::make("usage", "--server must be http[s]://HOST:PORT");
-  return ServerAddress{parsed->tls, parsed->authority(), parsed->host, parsed->port};
-}
-
-// An API key (and a subject token) goes into a header: visible ASCII only, so it cannot end
-// the header line or the head.
-bool header_safe_key(std::string_view key) {
-  return std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-}
 
 // For messages: JSON-quoted, so control characters show as escapes.
 std::string printable(const std::string& text) {
@@ -183,53 +161,6 @@ Reply exchange(Stream& stream, const http::request<http::string_body>& req, cons
 }
 
 // A mistake in the TLS options, found before connecting.
-struct TlsSetupError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// https: the server's chain is verified against --cacert (else the system's CAs), always.
-ssl::context client_context(const ClientOptions& o) {
-  ssl::context ctx(ssl::context::tls_client);
-  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
-  auto load = [](const std::string& option, const std::string& file, auto&& how) {
-    boost::system::error_code failed;
-    how(failed);
-    if (failed) throw TlsSetupError("cannot load " + option + " " + file + ": " + failed.message());
-  };
-  if (o.cacert.empty())
-    ctx.set_default_verify_paths();
-  else
-    load("--cacert", o.cacert, [&](auto& ec) { ctx.load_verify_file(o.cacert, ec); });
-  ctx.set_verify_mode(ssl::verify_peer);
-  if (!o.cert.empty()) {
-    load("--cert", o.cert, [&](auto& ec) { ctx.use_certificate_chain_file(o.cert, ec); });
-    const std::string& key = o.key_file.empty() ? o.cert : o.key_file;
-    load("--cert-key", key, [&](auto& ec) { ctx.use_private_key_file(key, ssl::context::pem, ec); });
-  }
-  return ctx;
-}
-
-// The certificate must name the host of --server (a DNS name or the IP address); a DNS name
-// also goes into SNI (RFC 6066 has no IP literals).
-void expect_server_name(SSL* ssl, const std::string& host) {
-  boost::system::error_code not_ip;
-  (void)asio::ip::make_address(host, not_ip);
-  if (!not_ip) {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str());
-    return;
-  }
-  SSL_set_tlsext_host_name(ssl, host.c_str());
-  SSL_set1_host(ssl, host.c_str());
-}
-
-// Why the handshake failed, for a human: what verification found, else OpenSSL's reason.
-std::string handshake_failure(SSL* ssl, const boost::system::error_code& ec) {
-  const long verify = SSL_get_verify_result(ssl);
-  if (verify != X509_V_OK)
-    return std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
-  return ec.message();
-}
-
 Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
                           const http::request<http::string_body>& req, const Streams& streams) {
   ssl::context ctx = client_context(o);
@@ -271,23 +202,10 @@ Reply request_plain(const ServerAddress& server, const http::request<http::strin
   return reply;
 }
 
-Status check_tls_options(const ServerAddress& server, const ClientOptions& o) {
-  if (!server.tls && !(o.cacert.empty() && o.cert.empty() && o.key_file.empty()))
-    return Error::make("usage", "--cacert, --cert and --cert-key need an https:// --server");
-  if (!o.key_file.empty() && o.cert.empty())
-    return Error::make("usage", "--cert-key needs --cert");
-  return {};
-}
-
 Result<Reply> send_request(const ClientOptions& o, http::verb verb, const std::string& path, const std::string& body,
                            const Streams& streams) {
-  auto server = parse_server(o.server);
+  auto server = checked_server(o);
   if (!server) return server.error();
-  if (!header_safe_key(o.key))
-    return Error::make("usage", "the API key may only hold visible ASCII characters");
-  if (!header_safe_key(o.subject_token))
-    return Error::make("usage", "the subject token may only hold visible ASCII characters");
-  if (auto s = check_tls_options(*server, o); !s) return s.error();
   try {
     auto req = make_request(*server, o, verb, path, body, streams);
     if (server->tls) return request_tls(*server, o, req, streams);

@@ -1,5 +1,5 @@
 // airlock session create [TEMPLATE] [--from-snapshot SNAP] | list | show ID | exec ID (-- CMD
-// ARGS | --sh LINE) | pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID
+// ARGS | --sh LINE) | shell ID [--sh LINE] | pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID
 // REMOTE_PATH [LOCAL_FILE] | ls ID [REMOTE_PATH] | rm ID REMOTE_PATH | snapshot ID [--retention
 // 7d] | fork ID | snapshots | snapshot-show SNAP | snapshot-delete SNAP:
 // sessions on the daemon (docs/sessions.md), owned by the key (and --subject-token's user) that
@@ -22,6 +22,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
+#include "cli/session_shell.hpp"
 #include "common/percent_encoding.hpp"
 #include "common/unique_fd.hpp"
 #include "common/utc_time.hpp"
@@ -396,6 +397,12 @@ void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& 
   exec_cmd->add_option("--timeout", o->timeout, "How long it may run (30s); default the template's");
   exec_cmd->add_option("--env", o->env, "NAME=VALUE for this command (repeatable)");
   exec_cmd->callback([o, &status, &trailing] { status.code = exec(*o, trailing); });
+  auto* shell_cmd = with_options(session->add_subcommand("shell", "A terminal on a session (a login shell, or --sh LINE)"), *o, true);
+  shell_cmd->add_option("--sh", o->shell_line, "A shell line (/bin/sh -c) to run on the terminal instead");
+  shell_cmd->callback([o, &status] {
+    key_from_environment(o->client);
+    status.code = run_session_shell(o->client, o->id, o->shell_line);
+  });
   for (const char* act : {"pause", "resume"})
     with_options(session->add_subcommand(act, std::string(act == std::string("pause") ? "Freeze" : "Thaw") +
                                                   " every process of a session"),

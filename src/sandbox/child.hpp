@@ -89,7 +89,7 @@ struct ChildPlan {
   // make the slave 0-2; the program makes it its controlling terminal.
   bool tty = false;
   unsigned short tty_rows = 24, tty_columns = 80;
-  std::string tty_ptmx;  // inside, after pivot_root
+  std::string tty_ptmx;  // inside, after pivot_root (also a session's: its terminals' ptys)
   struct Limit {
     int resource;
     rlimit value;

@@ -267,10 +267,10 @@ void plan_writable_dirs(LayoutBuilder& layout, LandlockPlan& ll, const std::vect
   }
 }
 
-// --tty: a new devpts instance (never the host's /dev/pts) and the host's /dev/tty node,
-// which opens the opener's own controlling terminal: inside, the sandbox's pty.
-void plan_terminal(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
-                   const Terminal& tty) {
+// --tty, and every session (its terminals): a new devpts instance (never the host's
+// /dev/pts) and the host's /dev/tty node, which opens the opener's own controlling terminal:
+// inside, the sandbox's pty.
+void plan_devpts(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan) {
   layout.make_dirs("dev/pts");
   layout.step(MountStep::Kind::mount_devpts, "dev/pts",
               "newinstance,ptmxmode=0666,mode=0620,gid=" + std::to_string(kSandboxGid) +
@@ -282,10 +282,15 @@ void plan_terminal(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
     layout.attach("/dev/tty", "dev/tty", sys::kMountAttrNosuid | sys::kMountAttrNoexec, false);
     ll.paths.push_back({"/dev/tty", kReadFile | kWriteFile | kIoctlDev, false});
   }
+  plan.tty_ptmx = "/dev/pts/ptmx";
+}
+
+void plan_terminal(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
+                   const Terminal& tty) {
+  plan_devpts(layout, ll, plan);
   plan.tty = true;
   plan.tty_rows = tty.rows;
   plan.tty_columns = tty.columns;
-  plan.tty_ptmx = "/dev/pts/ptmx";
 }
 
 // Minimal /dev: host device nodes bound onto files of the read-only root; then /proc.
@@ -299,6 +304,7 @@ void plan_dev_and_proc(LayoutBuilder& layout, LandlockPlan& ll, ChildPlan& plan,
     ll.paths.push_back({host, kReadFile | kWriteFile | kIoctlDev, false});
   }
   if (spec.tty) plan_terminal(layout, ll, plan, *spec.tty);
+  else if (spec.session_control_fd >= 0) plan_devpts(layout, ll, plan);  // its init opens ptys
   layout.step(MountStep::Kind::make_symlink, "dev/fd", "/proc/self/fd");
   layout.step(MountStep::Kind::make_symlink, "dev/stdin", "/proc/self/fd/0");
   layout.step(MountStep::Kind::make_symlink, "dev/stdout", "/proc/self/fd/1");

@@ -1,14 +1,19 @@
 """Sessions through the client, against a real daemon (docs/sessions.md): state kept across
 execs, an exit code as a result, the output as DLP left it, another agent's 404, the end; the
 files of a session's workspace written, listed, read (whole and streamed) and removed; a
-snapshot of them, a fork from it, only for their owner."""
+snapshot of them, a fork from it, only for their owner; `airlock session shell` from a real
+terminal (a pty of the test's plays it)."""
 import asyncio
 import hashlib
 import os
+import pty
+import select
+import subprocess
 import tempfile
+import time
 import unittest
 
-from support import OTHER_AGENT_KEY, DaemonTest
+from support import AGENT_KEY, AIRLOCK, OTHER_AGENT_KEY, DaemonTest
 
 import airlock
 from airlock import AsyncClient, Client
@@ -207,3 +212,58 @@ class Sessions(DaemonTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def read_until(fd, marker, timeout=15):
+    """What `fd` gives until `marker` appears (or the timeout, or its end)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the other side is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+class SessionShell(DaemonTest):
+    def shell(self, session_id, *extra, key=AGENT_KEY):
+        """airlock session shell on a pty of ours; returns the process and our end."""
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([AIRLOCK, "session", "shell", session_id, "--server", self.daemon.url, "--key", key,
+                                 *extra], stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                                env=dict(os.environ, TERM="xterm"))
+        os.close(slave)
+        self.addCleanup(os.close, master)
+        self.addCleanup(proc.kill)
+        return proc, master
+
+    def test_a_terminal_from_a_real_one_with_its_exit_code(self):
+        session = self.client().create_session("workspace")
+        proc, tty = self.shell(session.id)
+        os.write(tty, b"echo $TERM; cd /work && echo MARK-$((1+1))\r")
+        shown = read_until(tty, b"MARK-2")
+        self.assertIn(b"xterm\r\nMARK-2", shown)
+        os.write(tty, b"sleep 1000\r")
+        read_until(tty, b"sleep 1000\r\n", timeout=5)
+        time.sleep(0.3)
+        os.write(tty, b"\x03")  # raw mode: ^C goes to the session, not to the CLI
+        os.write(tty, b"echo MARK-$((2+1)) $?; exit 4\r")
+        shown = read_until(tty, b"MARK-3 130")
+        self.assertIn(b"MARK-3 130", shown)
+        self.assertEqual(proc.wait(timeout=15), 4)
+        self.assertEqual(self.client().exec(session, "pgrep -x sleep || echo none").stdout, "none\n")
+
+    def test_another_agent_is_refused(self):
+        session = self.client().create_session("workspace")
+        proc, tty = self.shell(session.id, key=OTHER_AGENT_KEY)
+        shown = read_until(tty, b"not_found")
+        self.assertEqual(proc.wait(timeout=15), 1)
+        self.assertIn(b"HTTP 404", shown)
+

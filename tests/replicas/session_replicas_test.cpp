@@ -224,6 +224,14 @@ TEST_F(SessionReplicas, ASessionOnAIsUsedThroughBAsOnA) {
   EXPECT_EQ(request(b, "GET", "/v1/sessions/" + id + "/files/nothing", "", alice).json()["error"]["kind"],
             "file_not_found");
 
+  // The terminal (a WebSocket) is not forwarded: B says where it is served.
+  Headers upgrade = alice;
+  upgrade.insert({{"connection", "Upgrade"}, {"upgrade", "websocket"}, {"sec-websocket-version", "13"},
+                  {"sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="}});
+  auto terminal = request(b, "GET", "/v1/sessions/" + id + "/terminal", "", upgrade);
+  EXPECT_EQ(terminal.status, 421) << terminal.body;
+  EXPECT_EQ(terminal.json()["error"]["kind"], "session_elsewhere") << terminal.body;
+
   // Pause and resume through B, seen on A.
   auto paused = request(b, "POST", "/v1/sessions/" + id + "/pause", "", alice);
   ASSERT_EQ(paused.status, 200) << paused.body;

@@ -3,15 +3,20 @@
 // attacks: an exec that goes for the init or its control socket, one session reaching another,
 // a forbidden syscall, a session that outlives its end, and file operations that try to
 // leave the workspace (`..`, symlinks planted by the session, a symlink swapped between check
-// and use, a FIFO to hang the init, a write past the disk limit).
+// and use, a FIFO to hang the init, a write past the disk limit), and a terminal that would show
+// the host's ptys or ignore ^C.
 #include "sandbox/session/session.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "common/no_sigpipe.hpp"
 #include "test_support.hpp"
@@ -336,6 +341,78 @@ TEST(Session, AWritePastTheDiskLimitIsRefused) {
   EXPECT_EQ(refused.error().code, "disk_limit") << refused.error().message;
   // The session's own writes hit the same limit: the copier wrote on the session's disk.
   EXPECT_EQ(sh(*s, "rm /work/big; head -c 1048576 /dev/zero > /work/small && echo fits").out, "fits\n");
+}
+
+// What a terminal shows until `marker` appears (or `timeout` passes: then what it showed).
+std::string read_until(int master, const std::string& marker, std::chrono::milliseconds timeout) {
+  std::string shown;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (shown.find(marker) == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) break;  // EIO: nothing holds the terminal any more
+    shown.append(buf, static_cast<std::size_t>(n));
+  }
+  return shown;
+}
+
+void type(int master, const std::string& keys) {
+  ASSERT_EQ(::write(master, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+}
+
+// A shell for a person: its own pty (the host's, one of which this test holds open, are not
+// there), the window size it was given, a resize that reaches it, ^C that stops what runs in
+// the foreground (and not the shell), and its end once it exits. "$((1+1))": the marker is in
+// the output, not in the echo of what was typed.
+TEST(Session, ATerminalExecGetsAPtyOfTheSessionsOwnThatResizesAndTakesCtrlC) {
+  UniqueFd host_pty(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_TRUE(host_pty) << "posix_openpt on the host";
+  auto s = start_session();
+  ASSERT_TRUE(s);
+  auto started = s->exec_on_terminal({{"/bin/sh", "-i"}, {{"PS1", "$ "}}, ""}, WindowSize{30, 100});
+  ASSERT_TRUE(started) << started.error().message;
+  ASSERT_TRUE(started->terminal);
+  EXPECT_FALSE(started->stdout_r);
+  const int tty = started->terminal.get();
+  type(tty, "tty; stty size; ls -1 /dev/pts; echo MARK-$((1+1))\n");
+  auto shown = read_until(tty, "MARK-2", 10s);
+  EXPECT_NE(shown.find("/dev/pts/0\r\n30 100\r\n0\r\nptmx\r\nMARK-2"), std::string::npos) << shown;
+
+  winsize size{};
+  size.ws_row = 50;
+  size.ws_col = 120;
+  ASSERT_EQ(::ioctl(tty, TIOCSWINSZ, &size), 0);
+  type(tty, "stty size; echo MARK-$((2+1))\n");
+  shown = read_until(tty, "MARK-3", 10s);
+  EXPECT_NE(shown.find("50 120\r\nMARK-3"), std::string::npos) << shown;
+
+  type(tty, "sleep 1000\n");
+  (void)read_until(tty, "sleep 1000\r\n", 5s);  // its echo: the sleep has been typed
+  std::this_thread::sleep_for(300ms);
+  type(tty, "\x03");
+  type(tty, "echo MARK-$((3+1)) $?\n");
+  shown = read_until(tty, "MARK-4", 10s);
+  EXPECT_NE(shown.find("MARK-4 130"), std::string::npos) << "^C did not stop the sleep: " << shown;
+
+  type(tty, "exit 7\n");
+  auto end = s->wait(started->id, 10s);
+  ASSERT_TRUE(end);
+  EXPECT_TRUE(end->exited);
+  EXPECT_EQ(end->code, 7);
+  EXPECT_EQ(sh(*s, "pgrep -x sleep || echo none").out, "none\n");
+}
+
+TEST(Session, ATerminalNeedsAWindow) {
+  auto s = start_session();
+  ASSERT_TRUE(s);
+  auto refused = s->exec_on_terminal({{"/bin/sh"}, {}, ""}, WindowSize{0, 80});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "invalid_argument");
+  EXPECT_EQ(sh(*s, "echo alive").out, "alive\n");
 }
 
 }  // namespace

@@ -97,6 +97,9 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
   const std::string snapshot_path = "/v1/snapshots/" + snapshot;
   const std::string from_snapshot = nlohmann::json{{"fromSnapshot", snapshot}}.dump();
   const std::map<std::string, std::string> json_accept = {{"Accept", "application/json"}};
+  const std::map<std::string, std::string> websocket = {{"Upgrade", "websocket"}, {"Connection", "Upgrade"},
+                                                        {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                                                        {"Sec-WebSocket-Version", "13"}};
   const std::string invoke_path = "/v1/tools/{name}/invoke";
   const std::string ok_body = nlohmann::json{{"arguments", {{"n", 1}}}}.dump();
   const std::string rejected_code =
@@ -191,6 +194,10 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": []})", kKey, json_accept},         // 400
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": ["/no/such"]})", kKey, json_accept},  // 422
       {"/v1/sessions/{id}/exec", "post", "/v1/sessions/nope/exec", R"({"command": "true"})", kKey, json_accept},  // 404
+      {"/v1/sessions/{id}/terminal", "get", session_path + "/terminal", "", kKey},                // 426 not an upgrade
+      {"/v1/sessions/{id}/terminal", "get", session_path + "/terminal?rows=0", "", kKey, websocket},  // 400
+      {"/v1/sessions/{id}/terminal", "get", "/v1/sessions/nope/terminal", "", kKey, websocket},   // 404
+      {"/v1/sessions/{id}/terminal", "get", session_path + "/terminal", "", "", websocket},       // 401
       {files, "put", session_path + "/files/notes/a.txt", "hello", kKey},                 // 200 a file
       {files, "put", session_path + "/files/notes/empty/", "", kKey},                     // 200 a directory
       {files, "put", session_path + "/files/notes/a.txt/b.txt", "x", kKey},               // 409 not_a_directory

@@ -22,6 +22,7 @@
 #include "common/digest.hpp"
 #include "corp_issuer.hpp"
 #include "server_test_support.hpp"
+#include "websocket_client.hpp"
 
 namespace airlock::server::test {
 namespace {
@@ -138,6 +139,16 @@ class Sessions : public ::testing::Test {
     h.emplace("accept", "application/json");
     return http_with(port(), "POST", "/v1/sessions/" + id + "/exec", body.dump(), key, h);
   }
+  // Every audit record's text, one after another.
+  std::string audit_text() const {
+    std::string out;
+    auto reader = audit::LogReader::open(ws_.audit_path());
+    if (!reader) return out;
+    auto size = reader->size();
+    for (std::uint64_t i = 0; size && i < *size; ++i)
+      if (auto text = reader->record(i)) out += *text;
+    return out;
+  }
   // The audit records of this schema, oldest first.
   std::vector<json> records(const std::string& schema) const {
     std::vector<json> out;
@@ -150,6 +161,24 @@ class Sessions : public ::testing::Test {
       auto r = json::parse(*text, nullptr, false);
       if (r.is_object() && r.value("schema", "") == schema) out.push_back(r);
     }
+    return out;
+  }
+  struct Terminal {
+    int status = 0;
+    std::string body;  // a refusal's
+    std::unique_ptr<WebSocketClient> socket;
+  };
+  Terminal open_terminal(const std::string& id, const std::string& key = kKey,
+                         std::map<std::string, std::string> h = {}, const std::string& query = "") {
+    h.emplace("authorization", "Bearer " + key);
+    Terminal t;
+    t.socket = WebSocketClient::open(port(), "/v1/sessions/" + id + "/terminal" + query, h, &t.status, &t.body);
+    return t;
+  }
+  std::vector<json> terminal_records(const std::string& id, const std::string& event) const {
+    std::vector<json> out;
+    for (const auto& r : records("airlock.session/v1"))
+      if (r["session_id"] == id && r["event"] == event) out.push_back(r["terminal"]);
     return out;
   }
   std::optional<json> ended_record(const std::string& id) const {
@@ -229,6 +258,7 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
     EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", in.key, in.headers).status, 404);
     EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", in.key, in.headers).status, 404);
     EXPECT_EQ(http_with(port(), "PUT", "/v1/sessions/" + id + "/files/x", "planted", in.key, in.headers).status, 404);
+    EXPECT_EQ(open_terminal(id, in.key, in.headers).status, 404);
     auto list = http_with(port(), "GET", "/v1/sessions", "", in.key, in.headers);
     EXPECT_EQ(list.status, 200);
     EXPECT_TRUE(list.json()["sessions"].empty()) << list.body;
@@ -245,6 +275,7 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
   EXPECT_EQ(all.json()["sessions"].size(), 1u) << all.body;
   EXPECT_EQ(exec(id, {{"command", "true"}}, admin).status, 404);
   EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", admin, {}).status, 404);
+  EXPECT_EQ(open_terminal(id, admin, {}).status, 404);
   EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", admin, {}).status, 200);
 }
 
@@ -662,16 +693,111 @@ TEST_F(Sessions, ASnapshotOutlivesItsDaemon) {
   EXPECT_EQ(get_file(fork.json()["id"], "kept.txt").body, "across restarts");
 }
 
-TEST_F(Sessions, WhatIsNotBuiltSaysSo) {
+TEST_F(Sessions, MalformedRequestsAreRefusedAndLeaveTheSessionIdle) {
   start();
   auto a = create("dev");
   ASSERT_EQ(a.status, 201) << a.body;
   const std::string id = a.json()["id"];
-  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id + "/terminal").status, 501);
+  auto plain = http(port(), "GET", "/v1/sessions/" + id + "/terminal");
+  EXPECT_EQ(plain.status, 426) << plain.body;
+  EXPECT_EQ(plain.json()["error"]["kind"], "upgrade_required");
+  EXPECT_EQ(open_terminal(id, kKey, {}, "?rows=0").status, 400);
+  EXPECT_EQ(open_terminal(id, kKey, {}, "?cols=99999").status, 400);
+  EXPECT_EQ(open_terminal(id, kKey, {}, "?term=x%20y").status, 400);
   EXPECT_EQ(exec(id, {{"command", json::array()}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", "true"}, {"shell", true}}).status, 400);
   EXPECT_EQ(exec(id, {{"command", json::array({"/no/such"})}}).status, 422);
   EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id).json()["running_execs"], 0);  // it can go idle
+}
+
+// A shell for a person: its window size, a resize, ^C stopping what runs in the foreground,
+// a control message it does not know refused without ending it, a secret the shell prints
+// redacted before it reaches the client, and its exit: told to the client, then two records
+// that give the sizes and digests of what was typed and shown (never the text).
+TEST_F(Sessions, ATerminalIsAShellForItsOwnerWithResizeCtrlCAndDlp) {
+  start();
+  auto created = create("dev", kKey, as_user("alice"));
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto t = open_terminal(id, kKey, as_user("alice"), "?rows=30&cols=100&command=PS1%3D%27%24%20%27%20exec%20sh%20-i");
+  ASSERT_TRUE(t.socket) << t.status << " " << t.body;
+  auto& tty = *t.socket;
+  tty.send_binary("tty; stty size; echo $TERM; echo MARK-$((1+1))\n");
+  auto shown = tty.read_until("MARK-2", 10s);
+  EXPECT_NE(shown.find("/dev/pts/0\r\n30 100\r\nxterm-256color\r\nMARK-2"), std::string::npos) << shown;
+
+  tty.send_text({{"type", "resize"}, {"rows", 50}, {"cols", 120}});
+  tty.send_text({{"type", "teleport"}});
+  tty.send_binary("stty size; echo MARK-$((2+1))\n");
+  shown = tty.read_until("MARK-3", 10s);
+  EXPECT_NE(shown.find("50 120\r\nMARK-3"), std::string::npos) << shown;
+  ASSERT_FALSE(tty.texts().empty());
+  EXPECT_EQ(tty.texts().front()["type"], "error") << tty.texts().front();
+
+  tty.send_binary("sleep 1000\n");
+  (void)tty.read_until("sleep 1000\r\n", 5s);
+  std::this_thread::sleep_for(300ms);
+  tty.send_binary("\x03");
+  tty.send_binary("echo MARK-$((3+1)) $?\n");
+  shown = tty.read_until("MARK-4", 10s);
+  EXPECT_NE(shown.find("MARK-4 130"), std::string::npos) << "^C did not stop the sleep: " << shown;
+
+  tty.send_binary("printf 'key AKIAZ7Q3PL'; printf 'DX4RS6TB2V done\\n'; echo MARK-$((4+1))\n");
+  shown = tty.read_until("MARK-5", 10s);
+  EXPECT_EQ(shown.find("AKIAZ7Q3PLDX4RS6TB2V"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("REDACTED"), std::string::npos) << shown;
+
+  tty.send_binary("exit 3\n");
+  EXPECT_TRUE(tty.read_to_close(10s));
+  EXPECT_EQ(tty.close_code(), 1000);
+  ASSERT_FALSE(tty.texts().empty());
+  const json exit = tty.texts().back();
+  EXPECT_EQ(exit["type"], "exit") << exit;
+  EXPECT_EQ(exit["verdict"], "exit_nonzero") << exit;
+  EXPECT_EQ(exit["exit_code"], 3) << exit;
+  EXPECT_FALSE(exit["redactions"].empty()) << exit;
+
+  auto opened = terminal_records(id, "terminal_opened");
+  auto closed = terminal_records(id, "terminal_closed");
+  ASSERT_EQ(opened.size(), 1u);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_EQ(opened[0]["id"], closed[0]["id"]);
+  EXPECT_EQ(opened[0]["rows"], 30);
+  EXPECT_EQ(closed[0]["verdict"], "exit_nonzero");
+  EXPECT_GT(closed[0]["input"]["bytes"].get<int>(), 50);
+  EXPECT_EQ(closed[0]["input"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(closed[0]["output"]["bytes"].get<int>(), 50);
+  EXPECT_EQ(audit_text().find("DX4RS6TB2V"), std::string::npos);
+  EXPECT_EQ(http(port(), "GET", "/v1/sessions/" + id, "", kKey).status, 404);  // alice's, not the agent's alone
+  auto after = http_with(port(), "GET", "/v1/sessions/" + id, "", kKey, as_user("alice"));
+  EXPECT_EQ(after.json()["running_execs"], 0) << after.body;
+}
+
+// A client that vanishes without a close frame: the terminal hangs up (the shell and what it
+// runs in the foreground end, as on a dropped SSH connection), its record says client_gone,
+// and the session goes on.
+TEST_F(Sessions, ATerminalWhoseClientVanishesIsHungUp) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto t = open_terminal(id);
+  ASSERT_TRUE(t.socket) << t.status << " " << t.body;
+  t.socket->send_binary("sleep 1001; echo MARK-$((1+1))\n");
+  (void)t.socket->read_until("sleep 1001", 5s);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_NE(exec(id, {{"command", "pgrep -f 'sleep 100[1]'"}}).json()["stdout"], "");
+  t.socket->drop();
+  std::optional<json> closed;
+  for (int i = 0; i < 100 && !closed; ++i) {
+    auto found = terminal_records(id, "terminal_closed");
+    if (!found.empty()) closed = found[0];
+    else std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(closed) << "the terminal was not closed";
+  EXPECT_EQ((*closed)["verdict"], "client_gone") << *closed;
+  auto left = exec(id, {{"command", "pgrep -f 'sleep 100[1]' || echo none"}});
+  EXPECT_EQ(left.json()["stdout"], "none\n") << left.body;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ struct SessionSandbox::State {
   std::string workdir;
   std::uint32_t next_id = 1;
   std::map<std::uint32_t, Reply> starts;  // 'S' or 'F' replies not yet taken
+  std::map<std::uint32_t, UniqueFd> terminals;  // a terminal exec's pty master, with its 'S'
   std::map<std::uint32_t, ExecEnd> ends;
   Sandbox* sandbox = nullptr;  // while the supervisor runs it
   bool launched = false, supervised = false, replies_ended = false;
@@ -44,10 +45,13 @@ namespace {
 void read_replies(SessionSandbox::State& st) {
   for (;;) {
     Reply r;
-    ssize_t n = ::recv(st.control.get(), &r, sizeof r, 0);
+    ReceivedFds fds;
+    ssize_t n = receive_message(st.control.get(), &r, sizeof r, fds, 0);
     if (n < 0 && errno == EINTR) continue;
+    std::vector<UniqueFd> passed;
+    for (std::size_t i = 0; i < fds.count; ++i) passed.emplace_back(fds.fds[i]);
     std::lock_guard lock(st.mu);
-    if (n != static_cast<ssize_t>(sizeof r)) {  // the init has gone (or said nonsense)
+    if (n != static_cast<ssize_t>(sizeof r) || fds.data_truncated) {  // the init has gone (or said nonsense)
       st.replies_ended = true;
       st.cv.notify_all();
       return;
@@ -56,6 +60,7 @@ void read_replies(SessionSandbox::State& st) {
       st.ends[r.id] = ExecEnd{r.exited == 1, r.code, r.user_us, r.sys_us, r.max_rss_kb};
     else
       st.starts[r.id] = r;
+    if (r.tag == 'S' && passed.size() == 1) st.terminals[r.id] = std::move(passed.front());
     st.cv.notify_all();
   }
 }
@@ -86,7 +91,8 @@ void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs, SessionHoo
 Status bad(const std::string& what) { return Error::make("invalid_argument", what); }
 
 // The Exec message: header, cwd, argv, env, each string NUL-terminated.
-Result<std::string> exec_message(const SessionSandbox::State& st, std::uint32_t id, const SessionExec& request) {
+Result<std::string> exec_message(const SessionSandbox::State& st, std::uint32_t id, const SessionExec& request,
+                                 const std::optional<WindowSize>& terminal) {
   if (request.argv.empty() || request.argv.front().empty()) return bad("no command to run").error();
   const std::string cwd = request.cwd.empty() ? st.workdir : request.cwd;
   if (cwd.front() != '/') return bad("the working directory must be absolute: " + cwd).error();
@@ -100,6 +106,12 @@ Result<std::string> exec_message(const SessionSandbox::State& st, std::uint32_t 
   }
   if (request.argv.size() > kMaxArgs || env.size() > kMaxArgs) return bad("more than 1024 arguments or variables").error();
   ExecHeader h{'E', id, static_cast<std::uint32_t>(request.argv.size()), static_cast<std::uint32_t>(env.size())};
+  if (terminal) {
+    if (terminal->rows == 0 || terminal->columns == 0)
+      return bad("the terminal's window size must be at least 1x1").error();
+    h.rows = terminal->rows;
+    h.columns = terminal->columns;
+  }
   std::string message(reinterpret_cast<const char*>(&h), sizeof h);
   for (const auto& s : strings) {
     if (s.find('\0') != std::string::npos) return bad("an argument, the directory or a variable contains a NUL byte").error();
@@ -118,6 +130,13 @@ Status send_request(int socket, const std::string& message, const int* fds, std:
 
 bool over(const SessionSandbox::State& st) { return st.supervised || st.replies_ended; }
 
+// An id for a new request, unless the session is over.
+Result<std::uint32_t> next_id(SessionSandbox::State& st) {
+  std::lock_guard lock(st.mu);
+  if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
+  return st.next_id++;
+}
+
 // The init's first reply to request `id` (Started, Failed or Done), once it has come; nothing
 // when the session ends first.
 std::optional<Reply> await_reply(SessionSandbox::State& st, std::uint32_t id) {
@@ -132,13 +151,9 @@ std::optional<Reply> await_reply(SessionSandbox::State& st, std::uint32_t id) {
 
 // Sends a File request and waits for its Done reply.
 Result<Reply> file_request(SessionSandbox::State& st, FileOp op, const std::vector<std::string>& paths, int fd) {
-  std::uint32_t id;
-  {
-    std::lock_guard lock(st.mu);
-    if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
-    id = st.next_id++;
-  }
-  FileHeader h{'P', id, op};
+  auto id = next_id(st);
+  if (!id) return id.error();
+  FileHeader h{'P', *id, op};
   std::string message(reinterpret_cast<const char*>(&h), sizeof h);
   for (const auto& p : paths) {
     message += p;
@@ -149,7 +164,7 @@ Result<Reply> file_request(SessionSandbox::State& st, FileOp op, const std::vect
     std::lock_guard send_lock(st.send_mu);
     if (auto sent = send_request(st.control.get(), message, &fd, fd >= 0 ? 1 : 0); !sent) return sent.error();
   }
-  auto r = await_reply(st, id);
+  auto r = await_reply(st, *id);
   if (!r) return Error::make("session_ended", "the session ended during the file operation");
   if (r->err != 0) return file_error(r->err, paths.front());
   return *r;
@@ -245,41 +260,69 @@ Result<std::unique_ptr<SessionSandbox>> SessionSandbox::start(Spec spec, Session
 
 SessionSandbox::~SessionSandbox() { (void)end(); }
 
-Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
-  auto& st = *state_;
-  std::uint32_t id;
-  {
-    std::lock_guard lock(st.mu);
-    if (over(st) || !st.control) return Error::make("session_ended", "the session has ended");
-    id = st.next_id++;
-  }
-  auto message = exec_message(st, id, request);
-  if (!message) return message.error();
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
-  StartedExec started;
-  started.id = id;
-  started.stdin_w.reset(in[1]);
-  UniqueFd in_r(in[0]);
-  if (::pipe2(out, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
-  started.stdout_r.reset(out[0]);
-  UniqueFd out_w(out[1]);
-  if (::pipe2(err, O_CLOEXEC) != 0) return Error::make("setup_error", std::string("pipe: ") + std::strerror(errno));
-  started.stderr_r.reset(err[0]);
-  UniqueFd err_w(err[1]);
-  const int fds[3] = {in_r.get(), out_w.get(), err_w.get()};
+namespace {
+
+// Sends an Exec message with its descriptors and waits for the init's answer.
+Result<Reply> send_exec(SessionSandbox::State& st, std::uint32_t id, const std::string& message, const int* fds,
+                        std::size_t nfds, const std::string& program) {
   {
     std::lock_guard send_lock(st.send_mu);
-    if (auto sent = send_request(st.control.get(), *message, fds, 3); !sent) return sent.error();
+    if (auto sent = send_request(st.control.get(), message, fds, nfds); !sent) return sent.error();
   }
-  in_r.reset();  // the exec has its own copies now: EOF on its output means it has closed them
-  out_w.reset();
-  err_w.reset();
   auto r = await_reply(st, id);
   if (!r) return Error::make("session_ended", "the session ended before the command started");
-  if (r->tag != 'S')
-    return Error::make("exec_failed", request.argv.front() + ": " + std::strerror(r->err));
+  if (r->tag != 'S') return Error::make("exec_failed", program + ": " + std::strerror(r->err));
+  return *r;
+}
+
+// A terminal exec: the init opens the pty inside; its master comes back with the start.
+Result<StartedExec> start_on_terminal(SessionSandbox::State& st, std::uint32_t id, const std::string& message,
+                                      const std::string& program) {
+  auto r = send_exec(st, id, message, nullptr, 0, program);
+  if (!r) return r.error();
+  StartedExec started;
+  started.id = id;
   started.pid = r->pid;
+  std::lock_guard lock(st.mu);
+  auto it = st.terminals.find(id);
+  if (it == st.terminals.end()) return Error::make("exec_failed", program + ": the init sent no terminal");
+  started.terminal = std::move(it->second);
+  st.terminals.erase(it);
+  return started;
+}
+
+}  // namespace
+
+Result<StartedExec> SessionSandbox::exec_on_terminal(const SessionExec& request, WindowSize size) {
+  auto id = next_id(*state_);
+  if (!id) return id.error();
+  auto message = exec_message(*state_, *id, request, size);
+  if (!message) return message.error();
+  return start_on_terminal(*state_, *id, *message, request.argv.front());
+}
+
+Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
+  auto& st = *state_;
+  auto id = next_id(st);
+  if (!id) return id.error();
+  auto message = exec_message(st, *id, request, std::nullopt);
+  if (!message) return message.error();
+  auto in = make_pipe();
+  if (!in) return in.error();
+  auto out = make_pipe();
+  if (!out) return out.error();
+  auto err = make_pipe();
+  if (!err) return err.error();
+  const int fds[3] = {in->first.get(), out->second.get(), err->second.get()};
+  auto r = send_exec(st, *id, *message, fds, 3, request.argv.front());
+  if (!r) return r.error();
+  // The exec has its own copies of the other ends: EOF on its output means it closed them.
+  StartedExec started;
+  started.id = *id;
+  started.pid = r->pid;
+  started.stdin_w = std::move(in->second);
+  started.stdout_r = std::move(out->first);
+  started.stderr_r = std::move(err->first);
   return started;
 }
 

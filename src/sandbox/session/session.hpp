@@ -30,17 +30,27 @@
 
 namespace airlock::sandbox {
 
+// A terminal's window size.
+struct WindowSize {
+  std::uint16_t rows = 24;
+  std::uint16_t columns = 80;
+};
+
 struct SessionExec {
   std::vector<std::string> argv;  // argv[0] without '/' is looked up in PATH inside
   std::map<std::string, std::string> env;  // over the session's environment
   std::string cwd;  // absolute, inside the sandbox; empty: the session's work dir
 };
 
-// A started exec: its process and the host's ends of its stdin, stdout and stderr pipes.
+// A started exec: its process and the host's ends of its stdin, stdout and stderr pipes, or,
+// for a terminal exec, the pty's master (write: its input, ^C included; read: everything it
+// shows; TIOCSWINSZ: a resize, with SIGWINCH to its foreground). It reads EIO once every
+// process holding the terminal has gone.
 struct StartedExec {
   std::uint32_t id = 0;
   pid_t pid = 0;  // inside the sandbox
   UniqueFd stdin_w, stdout_r, stderr_r;
+  UniqueFd terminal;
 };
 
 // How an exec's process ended.
@@ -95,6 +105,10 @@ class SessionSandbox {
   // 64 KiB, a relative cwd), and "exec_failed" naming the errno when nothing could run
   // (no such program, no such directory).
   Result<StartedExec> exec(const SessionExec& request);
+  // The same on a pseudo-terminal of the session's own devpts instance (never the host's): its
+  // controlling terminal, in the foreground, `size` its window: a shell for a person. The
+  // StartedExec holds the pty's master.
+  Result<StartedExec> exec_on_terminal(const SessionExec& request, WindowSize size);
   // The exec's end once it has ended, waiting at most `timeout`; nothing while it runs.
   std::optional<ExecEnd> wait(std::uint32_t id, std::chrono::milliseconds timeout);
   // Sends `sig` to the exec's process group (it and what it started, unless they left it).

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -24,6 +25,10 @@
 #include "sandbox/session/session_init_files.hpp"
 #include "sandbox/session/session_protocol.hpp"
 
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
 namespace airlock::sandbox {
 namespace {
 
@@ -38,6 +43,7 @@ struct ExecJob {
   char* argv[kMaxArgs + 1] = {};
   char* envp[kMaxArgs + 1] = {};
   int fds[3] = {-1, -1, -1};
+  bool terminal = false;  // fds are a pty's slave: it becomes the controlling terminal
   int err = 0;  // set by the child when nothing could run
   char path[4096] = {};
 };
@@ -108,6 +114,10 @@ int start_exec(void* arg) {
       sys::raw_exit(127);
     }
   (void)::close_range(3, ~0U, 0);
+  if (job.terminal && ::ioctl(0, TIOCSCTTY, 0) != 0) {  // its session's terminal, in the foreground
+    job.err = errno;
+    sys::raw_exit(127);
+  }
   if (::chdir(job.cwd) != 0) {
     job.err = errno;
     sys::raw_exit(127);
@@ -146,9 +156,44 @@ bool take_strings(char** cursor, const char* end, std::uint32_t count, char** ou
   return true;
 }
 
+// A terminal exec's pty, from the session's own devpts instance: the master (for the
+// supervisor) and the slave (the exec's 0-2), with the window size set. Returns 0 or the errno.
+int open_pty(const ChildPlan& plan, const ExecHeader& h, int* master, int* slave) {
+  *master = ::open(plan.tty_ptmx.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (*master < 0) return errno;
+  int unlock = 0;
+  winsize size{};
+  size.ws_row = h.rows;
+  size.ws_col = h.columns;
+  if (::ioctl(*master, TIOCSPTLCK, &unlock) == 0 && ::ioctl(*master, TIOCSWINSZ, &size) == 0) {
+    *slave = ::ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (*slave >= 0) return 0;
+  }
+  const int err = errno;
+  ::close(*master);
+  *master = -1;
+  return err;
+}
+
 void close_received(const int* fds, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     if (fds[i] >= 0) ::close(fds[i]);
+}
+
+// The exec's descriptors: the three it was sent, or a new pty's slave three times (its
+// master in *master). Returns 0 or the errno.
+int exec_descriptors(const ExecHeader& h, const int* fds, std::size_t nfds, const ChildPlan& plan, int* master,
+                     int* slave) {
+  if (h.rows == 0) {
+    if (nfds != 3 || h.columns != 0) return EINVAL;
+    for (int i = 0; i < 3; ++i) g_job.fds[i] = fds[i];
+    return 0;
+  }
+  if (nfds != 0 || h.columns == 0) return EINVAL;
+  if (int err = open_pty(plan, h, master, slave)) return err;
+  g_job.fds[0] = g_job.fds[1] = g_job.fds[2] = *slave;
+  g_job.terminal = true;
+  return 0;
 }
 
 void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& plan) {
@@ -161,11 +206,12 @@ void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& 
   const char* end = g_message + size;
   g_job = ExecJob{};
   Running* slot = free_slot();
-  if (nfds != 3 || h.argc == 0 || h.argc > kMaxArgs || h.envc > kMaxArgs || slot_of_id(h.id)) {
+  int master = -1, slave = -1;
+  if (h.argc == 0 || h.argc > kMaxArgs || h.envc > kMaxArgs || slot_of_id(h.id)) {
     r.err = EINVAL;
   } else if (!slot) {
     r.err = EAGAIN;  // kMaxRunning execs alive already
-  } else {
+  } else if ((r.err = exec_descriptors(h, fds, nfds, plan, &master, &slave)) == 0) {
     g_job.cwd = cursor;
     char* after_cwd = static_cast<char*>(std::memchr(cursor, '\0', static_cast<std::size_t>(end - cursor)));
     cursor = after_cwd ? after_cwd + 1 : cursor;
@@ -173,7 +219,6 @@ void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& 
         !take_strings(&cursor, end, h.envc, g_job.envp)) {
       r.err = EINVAL;
     } else {
-      for (int i = 0; i < 3; ++i) g_job.fds[i] = fds[i];
       pid_t pid = ::clone(start_exec, plan.program_stack_top(), CLONE_VM | CLONE_VFORK | SIGCHLD, &g_job);
       if (pid < 0) {
         r.err = errno;
@@ -187,7 +232,10 @@ void start(std::size_t size, const int* fds, std::size_t nfds, const ChildPlan& 
     }
   }
   close_received(fds, nfds);
-  reply(r);
+  if (slave >= 0) ::close(slave);
+  if (r.tag == 'S' && master >= 0) (void)send_message(kChildInheritedFd, &r, sizeof r, &master, 1);
+  else reply(r);
+  if (master >= 0) ::close(master);
 }
 
 // A File request: served by session_init_files.cpp; a copier it starts is tracked as the

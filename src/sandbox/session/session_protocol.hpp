@@ -2,12 +2,17 @@
 // other over their SOCK_SEQPACKET socket: one message per record, fixed layouts, no
 // allocation on the init's side (it is a raw clone of a multi-threaded process).
 //
-//   supervisor -> init   Exec   {tag 'E', id, argc, envc} cwd\0 argv...\0 env...\0
-//                                + 3 descriptors (the exec's stdin, stdout, stderr)
+//   supervisor -> init   Exec   {tag 'E', id, argc, envc, rows, columns} cwd\0 argv...\0 env...\0
+//                                + 3 descriptors (the exec's stdin, stdout, stderr); or, with
+//                                a window size (rows > 0), none: the init opens a pty in the
+//                                session's own devpts instance, the slave is the exec's
+//                                controlling terminal and 0-2, the master comes back with
+//                                Started
 //                        Signal {tag 'K', id, signal}: to the exec's process group
 //                        File   {tag 'P', id, op} path\0 [to\0]: an operation on the
 //                               workspace (FileOp), + 1 descriptor for read and write (a pipe)
-//   init -> supervisor   Started {tag 'S', id, pid}       (pid inside the sandbox)
+//   init -> supervisor   Started {tag 'S', id, pid}       (pid inside the sandbox; + the
+//                                                    pty's master for a terminal exec)
 //                        Failed  {tag 'F', id, errno}     (nothing ran: bad cwd, not found)
 //                        Ended   {tag 'X', id, ...}       (the exec's process has ended)
 //                        Done    {tag 'R', id, errno, file_type, size}: a File operation's
@@ -37,6 +42,7 @@ struct ExecHeader {
   std::uint32_t id = 0;
   std::uint32_t argc = 0;
   std::uint32_t envc = 0;
+  std::uint16_t rows = 0, columns = 0;  // a terminal's window size; 0: no terminal
 };
 
 struct SignalMessage {

@@ -1,5 +1,7 @@
 #include "server/core/responses.hpp"
 
+#include "common/percent_encoding.hpp"
+#include "common/split.hpp"
 #include "server/core/invocation_response.hpp"
 
 namespace airlock::server {
@@ -19,6 +21,19 @@ std::variant<pipeline::Caller, HttpResponse> authenticate_request(const pipeline
 
 std::string tool_label(const policy::Config& config, const std::string& name) {
   return config.find_tool(name) ? name : kUnknownToolLabel;
+}
+
+Result<std::string> query_param(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::string();
+  for (const auto& param : split_nonempty(target.substr(q + 1), '&')) {
+    const auto eq = param.find('=');
+    if (std::string_view(param).substr(0, eq) != name) continue;
+    auto value = percent_decode(eq == std::string::npos ? std::string_view() : std::string_view(param).substr(eq + 1), true);
+    if (!value) return Error::make("invalid_input", "a malformed %-escape in the query");
+    return *value;
+  }
+  return std::string();
 }
 
 }  // namespace airlock::server

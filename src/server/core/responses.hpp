@@ -1,12 +1,15 @@
 // The daemon's answers beyond the transport's (json_response and error_response are in
-// server/http/http_message.hpp): a refusal of the access decision, a tool's metrics label.
+// server/http/http_message.hpp): a refusal of the access decision, a tool's metrics label, a
+// query string's values.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.hpp"
 #include "pipeline/authenticator.hpp"
 #include "pipeline/error.hpp"
 #include "policy/config.hpp"
@@ -26,5 +29,9 @@ std::variant<pipeline::Caller, HttpResponse> authenticate_request(const pipeline
 // without a key must not be able to add series to /metrics).
 inline constexpr const char* kUnknownToolLabel = "(unknown)";
 std::string tool_label(const policy::Config& config, const std::string& name);
+
+// A query string's value, percent-decoded ('+' is a space); "" when absent. Error when the
+// value's escapes are malformed.
+Result<std::string> query_param(std::string_view target, std::string_view name);
 
 }  // namespace airlock::server

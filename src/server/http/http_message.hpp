@@ -73,6 +73,34 @@ class BodyWriter {
   }
 };
 
+// A WebSocket the server accepted (RFC 6455) through an upgrade answer (HttpResponse::websocket).
+// Usable from any thread; messages are sent in order.
+class WebSocket {
+ public:
+  virtual ~WebSocket() = default;
+  // Queues one message; false once the connection is closed (or closing). Past the server's
+  // max_stream_queue_bytes unsent, the client reads too slowly and is disconnected.
+  virtual bool send(std::string message, bool binary) = 0;
+  // Blocks until fewer than `bytes` are queued unsent, or it closes, or `timeout` passes; true
+  // in the first case: a producer calls it between sends so that a slow client slows it down.
+  virtual bool wait_below(std::size_t bytes, std::chrono::milliseconds timeout) = 0;
+  // Sends what is queued, then a close frame with `code` (RFC 6455 section 7.4) and `reason`;
+  // the connection ends when the client answers (or after the server's read timeout).
+  virtual void close(std::uint16_t code, std::string reason) = 0;
+};
+
+// What the owner of an accepted WebSocket is told: each message the client sends, and, once,
+// its end (the client closed or went away, the connection failed, the server stops). Both are
+// called on the server's I/O threads: neither may block.
+struct WebSocketHandlers {
+  std::function<void(std::string message, bool binary)> message;
+  std::function<void()> closed;
+};
+
+// Whether the request asks to become a WebSocket (GET, Upgrade: websocket, Connection: upgrade,
+// Sec-WebSocket-Key, Sec-WebSocket-Version: 13).
+bool is_websocket_upgrade(const HttpRequest& request);
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -81,6 +109,11 @@ struct HttpResponse {
   // Set: `body` is ignored; the server sends the head (chunked), then calls `stream` once
   // with the writer of the body. Not read timeout bound.
   std::function<void(std::shared_ptr<BodyWriter>)> stream;
+  // Set, in answer to a request that is_websocket_upgrade: status and body are ignored; the
+  // server completes the handshake (101 Switching Protocols) and calls `websocket` once with
+  // the connection; the handlers it returns receive what the client sends. The connection is
+  // not read timeout bound: the server pings an idle client and drops one that stops answering.
+  std::function<WebSocketHandlers(std::shared_ptr<WebSocket>)> websocket;
 };
 
 // A JSON body with its status; Airlock's error shape, {"error": {"kind", "message"}}, which the

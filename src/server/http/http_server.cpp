@@ -13,6 +13,7 @@
 
 #include "server/http/body_stream.hpp"
 #include "server/http/tls_context.hpp"
+#include "server/http/websocket_channel.hpp"
 
 namespace airlock::server {
 namespace {
@@ -130,10 +131,12 @@ struct HttpServer::Impl {
   // The streamed bodies being sent (under mu): stop() tells their writers the client has
   // gone before the io_context stops, so no writer posts to it afterwards.
   std::vector<std::weak_ptr<BodyStream>> streams;
+  std::vector<std::weak_ptr<HangUp>> websockets;  // open ones (under mu): hung up the same way
 
   Impl(RequestHandler h, HttpServerOptions o) : handler(std::move(h)), options(std::move(o)) {}
   void accept();
   void add_stream(const std::shared_ptr<BodyStream>& body);
+  void add_websocket(const std::shared_ptr<HangUp>& socket);
   void end_streams();
 };
 
@@ -143,15 +146,26 @@ void HttpServer::Impl::add_stream(const std::shared_ptr<BodyStream>& body) {
   streams.push_back(body);
 }
 
+void HttpServer::Impl::add_websocket(const std::shared_ptr<HangUp>& socket) {
+  std::lock_guard lock(mu);
+  std::erase_if(websockets, [](const auto& w) { return w.expired(); });
+  websockets.push_back(socket);
+}
+
 void HttpServer::Impl::end_streams() {
   std::vector<std::shared_ptr<BodyStream>> open;
+  std::vector<std::shared_ptr<HangUp>> sockets;
   {
     std::lock_guard lock(mu);
     for (auto& w : streams)
       if (auto body = w.lock()) open.push_back(std::move(body));
+    for (auto& w : websockets)
+      if (auto socket = w.lock()) sockets.push_back(std::move(socket));
     streams.clear();
+    websockets.clear();
   }
   for (auto& body : open) body->client_gone();
+  for (auto& socket : sockets) socket->hang_up();
 }
 
 // One client connection: (over TLS, a handshake first) read a request, answer it, repeat
@@ -394,6 +408,7 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     const bool unread_body = upload_parser_ && !upload_parser_->is_done();
     if (unread_body) keep_alive = false;
     upload_answered_ = true;  // later reads of the body fail
+    if (resp.websocket) return upgrade(std::move(resp.websocket));
     if (resp.stream) return start_stream(std::move(resp), keep_alive, version, head_only);
     auto out = std::make_shared<http::response<http::string_body>>(
         to_beast(resp, keep_alive, version, head_only));
@@ -413,6 +428,21 @@ class Connection : public std::enable_shared_from_this<Connection<Stream>> {
     } else {
       http::async_write(stream_, *out, done);
     }
+  }
+
+  // An answer that makes the connection a WebSocket: the stream moves to its channel, which
+  // completes the handshake (or answers a request that was no proper upgrade 400) and lives on
+  // by itself; this connection reads no more.
+  void upgrade(std::function<WebSocketHandlers(std::shared_ptr<WebSocket>)> open) {
+    done_answering();
+    if (!parser_) return close();  // a streamed body is never an upgrade
+    WebSocketLimits limits;
+    limits.handshake = server_.options.read_timeout;
+    limits.max_queued_bytes = server_.options.max_stream_queue_bytes;
+    auto channel = std::make_shared<WebSocketChannel<Stream>>(std::move(stream_), limits);
+    server_.add_websocket(channel);
+    channel->accept(parser_->release(), std::move(open));
+    parser_.reset();
   }
 
   // A streamed answer: the head, then the handler's writer is given the body. No read
@@ -734,6 +764,8 @@ std::string handle_raw_request(const RequestHandler& handler, const std::string&
     resp = answer.get_future().get();
   }
   const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;
+  if (resp.websocket)  // no connection to upgrade
+    resp = error_response(400, "websocket_unavailable", "a WebSocket needs a connection");
   if (resp.stream) return raw_stream_answer(resp, head_only);
   std::ostringstream out;
   out << to_beast(resp, false, 11, head_only);

@@ -2,7 +2,6 @@
 
 #include <ctime>
 
-#include "common/percent_encoding.hpp"
 #include "common/split.hpp"
 
 namespace airlock::server {
@@ -21,19 +20,6 @@ Result<std::string> stored_status(const std::string& status) {
 }
 
 }  // namespace
-
-Result<std::string> query_param(std::string_view target, std::string_view name) {
-  const auto q = target.find('?');
-  if (q == std::string_view::npos) return std::string();
-  for (const auto& param : split_nonempty(target.substr(q + 1), '&')) {
-    const auto eq = param.find('=');
-    if (std::string_view(param).substr(0, eq) != name) continue;
-    auto value = percent_decode(eq == std::string::npos ? std::string_view() : std::string_view(param).substr(eq + 1), true);
-    if (!value) return Error::make("invalid_input", "a malformed %-escape in the query");
-    return *value;
-  }
-  return std::string();
-}
 
 Result<std::int64_t> parse_time_ms(std::string_view text) {
   if (all_digits(text)) return static_cast<std::int64_t>(std::stoll(std::string(text)));

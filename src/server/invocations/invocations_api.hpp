@@ -16,10 +16,6 @@
 
 namespace airlock::server {
 
-// A query string's value, percent-decoded ('+' is a space); "" when absent. Error when the
-// value's escapes are malformed.
-Result<std::string> query_param(std::string_view target, std::string_view name);
-
 // "2026-12-02T01:00:00Z", with optional fractional seconds, or milliseconds since the epoch.
 Result<std::int64_t> parse_time_ms(std::string_view text);
 

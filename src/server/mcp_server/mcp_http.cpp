@@ -108,7 +108,7 @@ void McpHttp::handle(const HttpRequest& r, std::function<void(HttpResponse)> rep
     if (id.empty()) return reply(rpc_refusal(400, mcp::rpc_error::invalid_request, "Bad Request: no Mcp-Session-Id header"));
     McpContext ctx{r.headers, r.client_certificate, r.peer, true, {}};
     const int status = server_->end_session(ctx, id);
-    HttpResponse resp = status == 204 ? HttpResponse{204, "application/json", {}, {}, {}}
+    HttpResponse resp = status == 204 ? HttpResponse{204, "application/json", {}, {}, {}, {}}
                         : status == 401 ? rpc_refusal(401, mcp::rpc_error::invalid_request, "unauthenticated")
                                         : rpc_refusal(404, -32001, "Session not found: no session " + id + " of yours");
     if (status == 401) resp.headers.emplace_back("WWW-Authenticate", www_authenticate(config, r));

@@ -42,6 +42,18 @@ void nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOC
 
 }  // namespace
 
+Result<std::shared_ptr<pipeline::QuotaHold>> admit_session_work(pipeline::QuotaBook* quotas, const policy::Config& config,
+                                                                const SessionOwner& owner) {
+  if (!quotas) return std::shared_ptr<pipeline::QuotaHold>();
+  auto admitted = quotas->admit(config.quotas, owner.principal, owner.quota_user());
+  if (auto* failed = std::get_if<Error>(&admitted))
+    return Error::make("storage_unavailable", "the quotas could not be checked, so nothing ran: " + failed->message);
+  if (auto* refusal = std::get_if<pipeline::QuotaRefusal>(&admitted))
+    return Error::make("quota_exceeded:" + refusal->quota,
+                       refusal->message + "; retry in " + std::to_string(refusal->retry_after.count()) + " s");
+  return std::get<std::shared_ptr<pipeline::QuotaHold>>(std::move(admitted));
+}
+
 Result<ExecRequest> parse_exec_request(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalid("the body must be a JSON object {\"command\": ...}");
@@ -122,14 +134,9 @@ Status scan_input(ExecRun::State& st) {
 }
 
 Status admit(ExecRun::State& st) {
-  if (!st.ctx.quotas) return {};
-  const auto& owner = st.ctx.session->owner;
-  auto admitted = st.ctx.quotas->admit(st.ctx.generation->config->quotas, owner.principal, owner.quota_user());
-  if (auto* failed = std::get_if<Error>(&admitted))
-    return Error::make("storage_unavailable", "the exec's quotas could not be checked, so it did not run: " + failed->message);
-  if (auto* refusal = std::get_if<pipeline::QuotaRefusal>(&admitted))
-    return Error::make("quota_exceeded:" + refusal->quota, refusal->message + "; retry in " + std::to_string(refusal->retry_after.count()) + " s");
-  st.hold = std::get<std::shared_ptr<pipeline::QuotaHold>>(std::move(admitted));
+  auto hold = admit_session_work(st.ctx.quotas.get(), *st.ctx.generation->config, st.ctx.session->owner);
+  if (!hold) return hold.error();
+  st.hold = std::move(*hold);
   return {};
 }
 

@@ -31,6 +31,12 @@ struct ExecRequest {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
+// Admits one exec (or terminal) of the session's owner under `config`'s quotas (`concurrent`,
+// `rate`): the hold is its place until dropped. Codes: quota_exceeded:<quota>,
+// storage_unavailable. Null `quotas`: no quotas (a null hold).
+Result<std::shared_ptr<pipeline::QuotaHold>> admit_session_work(pipeline::QuotaBook* quotas, const policy::Config& config,
+                                                                const SessionOwner& owner);
+
 // {command: [argv] | "shell line", stdin?, env?, cwd?, timeout?: "30s" | ms}; an error names
 // the field (code invalid_input).
 Result<ExecRequest> parse_exec_request(const std::string& body);

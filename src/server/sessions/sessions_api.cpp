@@ -11,6 +11,7 @@
 #include "server/sessions/session_files.hpp"
 #include "server/sessions/session_forwarder.hpp"
 #include "server/sessions/session_snapshots.hpp"
+#include "server/sessions/session_terminal.hpp"
 
 namespace airlock::server {
 namespace {
@@ -138,7 +139,7 @@ class JsonSink final : public ExecSink {
     answer_["stderr"] = stderr_;
   }
   HttpResponse response() const {
-    return HttpResponse{200, "application/json", answer_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {}, {}};
+    return json_response(200, answer_);
   }
 
  private:
@@ -227,12 +228,13 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   const std::string& id = parts[2];
   const bool exec_path = parts.size() == 4 && parts[3] == "exec";
   const bool files_path = parts.size() >= 4 && parts[3] == "files";
+  const bool terminal_path = parts.size() == 4 && parts[3] == "terminal";
   // A manager reads and ends sessions; what runs in them and their files are the owner's.
-  auto session = sessions.find(id, caller, manages && !exec_path && !files_path);
+  const bool manager_may = manages && !exec_path && !files_path && !terminal_path;
+  auto session = sessions.find(id, caller, manager_may);
   if (!session && s.session_forwarder)  // held by another replica, perhaps (session_forwarder.hpp)
-    return sessions.spawn([fwd = s.session_forwarder, caller, may = manages && !exec_path && !files_path, id,
-                           terminal = parts.size() == 4 && parts[3] == "terminal", r, reply = std::move(reply)] {
-      fwd->forward(caller, may, id, terminal, r, reply);
+    return sessions.spawn([fwd = s.session_forwarder, caller, manager_may, id, terminal_path, r, reply = std::move(reply)] {
+      fwd->forward(caller, manager_may, id, terminal_path, r, reply);
     });
   if (!session) return reply(not_found(id));
   if (parts.size() == 3) {
@@ -271,8 +273,10 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
       reply(snapshot_response(sessions, *session, body));
     });
   }
-  if (parts.size() == 4 && parts[3] == "terminal")
-    return reply(error_response(501, "not_implemented", "/v1/sessions/{id}/" + parts[3] + " is not built yet (docs/sessions.md)"));
+  if (terminal_path) {
+    if (r.method != "GET") return reply(error_response(405, "method_not_allowed", "use GET (a WebSocket upgrade)"));
+    return open_terminal(sessions, std::move(session), generation, s.quotas, r, std::move(reply));
+  }
   reply(error_response(404, "not_found", "no such endpoint"));
 }
 
