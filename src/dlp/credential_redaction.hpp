@@ -37,6 +37,7 @@ class CredentialStream {
   static Result<CredentialStream> open(const Scanner& scanner, const LiteralSet& literals);
   StreamOutput write(std::string_view chunk);
   StreamOutput finish();
+  std::size_t buffered_bytes() const { return scan_.buffered_bytes() + held_.size(); }  // held back
 
  private:
   explicit CredentialStream(StreamScanner scan) : scan_(std::move(scan)) {}

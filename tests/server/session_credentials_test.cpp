@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "sandbox/cgroup.hpp"
 #include "server/sessions/session_credentials.hpp"
 #include "server_test_support.hpp"
+#include "websocket_client.hpp"
 
 namespace airlock::server::test {
 namespace {
@@ -291,6 +293,44 @@ TEST_F(SessionCredentialsTest, NoDownloadedFileNorFileNameShowsThem) {
     if (r["event"] == "file_read" && r["file"]["path"] == "key.txt")
       credential_redaction = r["file"]["redactions"].dump().find("credential") != std::string::npos;
   EXPECT_TRUE(credential_redaction);
+}
+
+std::string percent_encoded(const std::string& text) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
+}
+
+TEST_F(SessionCredentialsTest, ATerminalHasThemAndNeverShowsThem) {
+  start();
+  const std::string id = created("creds");
+  ASSERT_FALSE(id.empty());
+  const std::string line = "printenv API_KEY; printenv API_KEY | base64 -w0; echo; "
+                           "printf %s \"$API_KEY\" | sha256sum | cut -c1-64; echo DONE-$((40+2))";
+  int status = 0;
+  std::string body;
+  auto terminal = WebSocketClient::open(port(), "/v1/sessions/" + id + "/terminal?command=" + percent_encoded(line),
+                                        {{"authorization", std::string("Bearer ") + kKey}}, &status, &body);
+  ASSERT_TRUE(terminal) << status << " " << body;
+  const std::string shown = terminal->read_until("DONE-42", 20s);
+  ASSERT_NE(shown.find("DONE-42"), std::string::npos) << shown;
+  EXPECT_NE(shown.find(sha256_hex(kApiKey)), std::string::npos) << "the shell did not have the credential";
+  expect_nowhere(shown, kApiKey, "the terminal");
+  EXPECT_NE(shown.find("[REDACTED:CREDENTIAL]"), std::string::npos) << shown;
+  EXPECT_TRUE(terminal->read_to_close(20s));
+  bool listed = false;
+  for (const auto& m : terminal->texts())
+    if (m.value("type", "") == "exit") listed = m["redactions"].dump().find("credential") != std::string::npos;
+  EXPECT_TRUE(listed);
 }
 
 TEST_F(SessionCredentialsTest, TheAuditLogListsTheLeasesAndNeverAValue) {
