@@ -339,6 +339,7 @@ TEST_F(SessionCredentialsTest, TheAuditLogListsTheLeasesAndNeverAValue) {
   ASSERT_FALSE(id.empty());
   const std::string token = token_of(id);
   exec(id, {{"command", json::array({"python3", "-c", kLeaky})}});
+  const std::string printed = exec(id, {{"command", "printenv API_KEY"}})["invocation_id"];
   ASSERT_EQ(http(port(), "DELETE", "/v1/sessions/" + id).status, 200);
 
   auto made = wait_for_record(id, "created");
@@ -366,6 +367,13 @@ TEST_F(SessionCredentialsTest, TheAuditLogListsTheLeasesAndNeverAValue) {
     revoked.insert(l["lease_id"]);
   }
   EXPECT_EQ(revoked, issued);
+  // The output's digest is of what was sent: a digest of the value alone would let a reader of
+  // the log test guesses of it.
+  for (const auto& r : records("airlock.invocation/v1")) {
+    if (r["invocation_id"] != printed) continue;
+    EXPECT_NE(r["output"]["sha256"], sha256_hex(std::string(kApiKey) + "\n"));
+    EXPECT_EQ(r["output"]["sha256"], sha256_hex("[REDACTED:CREDENTIAL]\n"));
+  }
   const std::string log = audit_text();
   expect_nowhere(log, kApiKey, "the audit log");
   expect_nowhere(log, token, "the audit log");

@@ -37,7 +37,8 @@ struct StreamOut {
   UniqueFd fd;
   std::optional<dlp::CredentialStream> credentials;  // the session's values out, first
   std::optional<dlp::StreamScanner> scan;            // then the DLP policy
-  std::string raw;               // up to the output limit: the record's digest
+  std::string raw;               // up to the output limit
+  std::string kept;              // raw with the session's credentials out: the record's digest then
   std::uint64_t bytes = 0;       // every byte it wrote
   bool open = true;
 };
@@ -247,6 +248,7 @@ struct Pump {
       for (std::size_t i = 0; i < out.findings.size(); ++i)
         st.redactions.push_back({{"detector", "credential"}, {"where", s.name}});
       text = std::move(out.text);
+      s.kept += text;
     }
     if (s.scan) {
       if (!text.empty()) emit(s, s.scan->write(text));
@@ -296,8 +298,8 @@ std::string exec_verdict(const std::optional<sandbox::ExecEnd>& end, bool timed_
 nlohmann::json ExecRun::pump(ExecSink& sink) {
   State& st = *state_;
   backend::Session& sandbox = *st.ctx.session->sandbox;
-  StreamOut outs[2] = {{"stdout", std::move(st.started.stdout_r), {}, {}, {}, 0, true},
-                       {"stderr", std::move(st.started.stderr_r), {}, {}, {}, 0, true}};
+  StreamOut outs[2] = {{"stdout", std::move(st.started.stdout_r), {}, {}, {}, {}, 0, true},
+                       {"stderr", std::move(st.started.stderr_r), {}, {}, {}, {}, 0, true}};
   for (auto& s : outs) {
     nonblocking(s.fd.get());
     if (!st.credential_streams.empty()) {
@@ -381,9 +383,11 @@ nlohmann::json ExecRun::pump(ExecSink& sink) {
   if (end && !end->exited) record.signal = sandbox::signal_name(end->code);
   for (const auto& [k, v] : usage.items()) record.usage[k] = v.get<std::uint64_t>();
   record.input = audit::ContentDigest::of(st.request.stdin_bytes);
-  record.output = audit::ContentDigest::of(outs[0].raw);
+  // As a tool call's: the digest of its output with the credentials taken out (a digest of a
+  // value printed alone would let a reader of the log test guesses of it).
+  record.output = audit::ContentDigest::of(outs[0].credentials ? outs[0].kept : outs[0].raw);
   record.output->discarded_bytes = outs[0].bytes - outs[0].raw.size();
-  record.error_output = audit::ContentDigest::of(outs[1].raw);
+  record.error_output = audit::ContentDigest::of(outs[1].credentials ? outs[1].kept : outs[1].raw);
   record.error_output->discarded_bytes = outs[1].bytes - outs[1].raw.size();
   record.session = st.ctx.session->id;
   record.credentials = st.credentials.uses;

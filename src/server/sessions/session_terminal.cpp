@@ -278,6 +278,8 @@ void pass(TerminalRun& t, std::string_view chunk, bool end) {
     t.redactions.insert(t.redactions.end(), out.findings.size(), "credential");
     text = std::move(out.text);
   }
+  t.output_bytes += text.size();  // the record's: what it showed, its credentials out, before DLP
+  t.output_digest.update(text);
   if (!t.scan) {
     if (!text.empty()) send_output(t, text);
     return;
@@ -311,8 +313,6 @@ bool read_output(TerminalRun& t) {
     if (n < 0 && errno == EAGAIN) return true;
     if (n <= 0) return false;
     const std::string_view chunk(buf, static_cast<std::size_t>(n));
-    t.output_bytes += chunk.size();
-    t.output_digest.update(chunk);
     t.last_output = Clock::now();
     pass(t, chunk, false);
   }
