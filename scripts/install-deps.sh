@@ -33,8 +33,9 @@ PACKAGES=(
   python3 python3-yaml procps curl openssl redis-server redis-tools
   # tests: an independent AES-GCM check of the secret store (tests/cli/secrets_cli_test.sh)
   python3-cryptography
-  # the Python client (clients/python): pip installs it in its test, mypy checks its types
-  python3-pip python3-setuptools python3-wheel mypy
+  # the Python client (clients/python): pip installs it in its test, mypy checks its types;
+  # websocket-client for its terminal (an optional dependency)
+  python3-pip python3-setuptools python3-wheel mypy python3-websocket
   # benchmarks: the reference sandbox
   bubblewrap
   # the gvisor backend (tiers.<risk>.backend: gvisor): gVisor's runsc

@@ -64,11 +64,9 @@ ContentDigest ContentDigest::of(std::string_view content) {
   return {to_hex(audit::sha256(content)), content.size(), 0, std::nullopt};
 }
 
-nlohmann::json to_fields(const InvocationRecord& r) {
-  auto command = nlohmann::json::array();
-  for (const auto& arg : r.command) command.push_back(text(arg));
+nlohmann::json credential_fields(const std::vector<CredentialUse>& uses) {
   auto credentials = nlohmann::json::array();
-  for (const auto& c : r.credentials) {
+  for (const auto& c : uses) {
     nlohmann::json use = {{"name", text(c.name)}, {"hmac_sha256", text(c.fingerprint)}};
     if (!c.lease_id.empty()) {
       auto scopes = nlohmann::json::array();
@@ -80,6 +78,12 @@ nlohmann::json to_fields(const InvocationRecord& r) {
     }
     credentials.push_back(std::move(use));
   }
+  return credentials;
+}
+
+nlohmann::json to_fields(const InvocationRecord& r) {
+  auto command = nlohmann::json::array();
+  for (const auto& arg : r.command) command.push_back(text(arg));
   nlohmann::json fields = {{"schema", kInvocationSchema},
           {"invocation_id", text(r.invocation_id)},
           {"principal", text(r.principal)},
@@ -96,7 +100,7 @@ nlohmann::json to_fields(const InvocationRecord& r) {
           {"output", optional_digest(r.output)},
           {"stderr", optional_digest(r.error_output)},
           {"findings", array_of(r.findings)},
-          {"credentials", std::move(credentials)}};
+          {"credentials", credential_fields(r.credentials)}};
   // Added with identity (issue #15): present only when set, so records without them keep
   // their form.
   if (r.subject) fields["subject"] = subject_fields(*r.subject);

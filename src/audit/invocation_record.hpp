@@ -95,6 +95,7 @@ nlohmann::json to_fields(const InvocationRecord& record);
 nlohmann::json egress_fields(const std::vector<EgressDecision>& egress);
 nlohmann::json subject_fields(const SubjectRecord& subject);
 nlohmann::json counter_fields(const std::map<std::string, std::uint64_t>& values);
+nlohmann::json credential_fields(const std::vector<CredentialUse>& uses);
 
 // 128 random bits in the 8-4-4-4-12 hex form (a version 4 UUID).
 std::string new_invocation_id();

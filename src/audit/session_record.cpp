@@ -51,6 +51,14 @@ nlohmann::json to_fields(const SessionRecord& r) {
   if (r.terminal) fields["terminal"] = terminal_fields(*r.terminal);
   if (r.snapshot)
     fields["snapshot"] = {{"id", text(r.snapshot->id)}, {"bytes", r.snapshot->bytes}, {"sha256", r.snapshot->sha256}};
+  if (!r.credentials.empty()) fields["credentials"] = credential_fields(r.credentials);
+  if (!r.credentials_revoked.empty()) {
+    auto ended = nlohmann::json::array();
+    for (const auto& l : r.credentials_revoked)
+      ended.push_back({{"lease_id", text(l.lease_id)}, {"name", text(l.name)}, {"provider", text(l.provider)},
+                       {"state", text(l.state)}});
+    fields["credentials_revoked"] = std::move(ended);
+  }
   return fields;
 }
 

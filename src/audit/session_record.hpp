@@ -1,6 +1,7 @@
 // The record of a session's life (docs/sessions.md, docs/audit.md "Session records"): one per
 // event (created, paused, resumed, snapshotted, ended; a file written, read or removed through the files
-// API; a terminal opened and closed), beside the invocation record of each exec in it, which names the session.
+// API; a terminal opened and closed; its credentials renewed, revoked, or failed), beside the
+// invocation record of each exec in it, which names the session.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,15 @@ struct SessionTerminalRecord {
   std::uint64_t wall_ms = 0;
 };
 
+// A credential lease of the session that ended (credentials_revoked, credentials_failed,
+// ended): never its value.
+struct SessionLeaseEnd {
+  std::string lease_id;
+  std::string name;      // the variable it was given as
+  std::string provider;  // "token", "postgres", "secret"
+  std::string state;     // "revoked", or "revoke_failed" (its provider could not end it)
+};
+
 struct SessionRecord {
   std::string session_id;
   std::string event;  // "created", "ended"
@@ -67,6 +77,10 @@ struct SessionRecord {
   std::optional<SessionFileRecord> file;        // file_written, file_read, file_removed
   std::optional<SessionSnapshotRecord> snapshot;  // snapshotted; created from a snapshot
   std::optional<SessionTerminalRecord> terminal;  // terminal_opened, terminal_closed
+  // created, credentials_renewed: the leases issued (an HMAC of each value, never the value)
+  std::vector<CredentialUse> credentials;
+  // credentials_revoked, credentials_failed, ended: the leases ended since the last record
+  std::vector<SessionLeaseEnd> credentials_revoked;
 };
 
 nlohmann::json to_fields(const SessionRecord& record);

@@ -13,13 +13,10 @@
 #include <limits>
 #include <vector>
 #include <nlohmann/json.hpp>
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
 #include "cli/commands.hpp"
 #include "cli/daemon_client.hpp"
 #include "cli/daemon_connection.hpp"
-#include "common/http_url.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
 #include "common/percent_encoding.hpp"
@@ -160,7 +157,6 @@ Reply exchange(Stream& stream, const http::request<http::string_body>& req, cons
   return Reply{static_cast<int>(parser.get().result_int()), parser.get().body(), is_octet_stream(parser.get())};
 }
 
-// A mistake in the TLS options, found before connecting.
 Result<Reply> request_tls(const ServerAddress& server, const ClientOptions& o,
                           const http::request<http::string_body>& req, const Streams& streams) {
   ssl::context ctx = client_context(o);

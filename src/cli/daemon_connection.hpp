@@ -3,6 +3,8 @@
 // context and server name that every https connection verifies.
 #pragma once
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/ssl.hpp>
 #include <stdexcept>
 #include <string>

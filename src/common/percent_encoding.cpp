@@ -40,7 +40,9 @@ std::optional<std::string> percent_decode(std::string_view text, bool plus_is_sp
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (plus_is_space && text[i] == '+') {
       out += ' ';
-    } else if (text[i] != '%') {
+      continue;
+    }
+    if (text[i] != '%') {
       out += text[i];
       continue;
     }

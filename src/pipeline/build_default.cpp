@@ -49,6 +49,7 @@ Result<std::unique_ptr<const Pipeline>> build(std::shared_ptr<const policy::Conf
   std::shared_ptr<creds::Broker> broker;
   if (deps.leases && deps.make_providers)
     broker = std::make_shared<creds::Broker>(*deps.leases, deps.make_providers(cfg));
+  p->set_credential_broker(broker);
   audit::AuditLog* audit = deps.audit;
   auto credentials = CredentialsStage::create(std::move(broker), [audit](std::string_view value) {
     return audit ? audit->credential_fingerprint(value) : std::string();

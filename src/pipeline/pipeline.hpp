@@ -13,6 +13,10 @@ namespace airlock::dlp {
 class Scanner;
 }
 
+namespace airlock::creds {
+class Broker;
+}
+
 namespace airlock::pipeline {
 
 // Observes stage timings (the daemon's metrics).
@@ -40,6 +44,10 @@ class Pipeline {
   // under the same policy (a session's exec output).
   void set_scanner(std::shared_ptr<const dlp::Scanner> scanner) { scanner_ = std::move(scanner); }
   const std::shared_ptr<const dlp::Scanner>& scanner() const { return scanner_; }
+  // The credential broker its credentials stage leases with (null: none), for what leases
+  // outside it under the same providers (a session's credentials).
+  void set_credential_broker(std::shared_ptr<creds::Broker> broker) { broker_ = std::move(broker); }
+  const std::shared_ptr<creds::Broker>& credential_broker() const { return broker_; }
 
   // Runs `inv` from its cursor until it ends or a stage suspends it. A suspended invocation
   // is resumed by calling run again (with this pipeline or one restored after a restart); if
@@ -60,6 +68,7 @@ class Pipeline {
   std::unique_ptr<Stage> final_;
   StageObserver* observer_ = nullptr;
   std::shared_ptr<const dlp::Scanner> scanner_;
+  std::shared_ptr<creds::Broker> broker_;
 };
 
 }  // namespace airlock::pipeline

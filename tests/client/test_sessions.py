@@ -260,6 +260,29 @@ class SessionShell(DaemonTest):
         self.assertEqual(proc.wait(timeout=15), 4)
         self.assertEqual(self.client().exec(session, "pgrep -x sleep || echo none").stdout, "none\n")
 
+    def test_the_python_clients_terminal(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        with client.terminal(session, rows=30, cols=90, command="PS1='$ ' exec sh -i") as term:
+            term.send("stty size; echo MARK-$((1+1))\r")
+            self.assertIn(b"30 90\r\nMARK-2", term.read_until(b"MARK-2"))
+            term.resize(40, 100)
+            term.send("stty size; echo AKIAZ7Q3PLDX4RS6TB2V; echo MARK-$((2+1))\r")
+            shown = term.read_until(b"MARK-3")
+            self.assertIn(b"40 100\r\n", shown)
+            self.assertNotIn(b"AKIAZ7Q3PLDX4RS6TB2V\r\n", shown)  # only its echo as typed
+            term.send("sleep 1000\r")
+            term.read_until(b"sleep 1000\r\n", timeout=5)
+            time.sleep(0.3)
+            term.signal("INT")  # to the shell's group: sh ignores it, the foreground's is its own
+            term.send(b"\x03")
+            term.send("exit 5\r")
+            ended = term.wait()
+            self.assertEqual((ended["verdict"], ended["exit_code"]), ("exit_nonzero", 5), ended)
+            self.assertTrue(ended["redactions"])
+        with self.assertRaises(airlock.NotFoundError):
+            Client(self.daemon.url, api_key=OTHER_AGENT_KEY).terminal(session)
+
     def test_another_agent_is_refused(self):
         session = self.client().create_session("workspace")
         proc, tty = self.shell(session.id, key=OTHER_AGENT_KEY)

@@ -19,6 +19,7 @@
 
 #include "identity/signer.hpp"
 #include "server_test_support.hpp"
+#include "websocket_client.hpp"
 
 namespace airlock::server::test {
 namespace {
@@ -104,6 +105,63 @@ TEST(ConsoleBrowser, SignInApproveHistoryAuditAndHostileValues) {
   const int status = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(status)) << "the browser test was killed";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "tests/console/console_test.mjs failed (its output is above)";
+}
+
+// Issue #35: a session's terminal in the console. Alice (a user calling directly) owns a
+// session; in chromium she types into its terminal, ^C stops what runs in its foreground and
+// the shell's exit is shown (console_terminal_test.mjs); Bob gets no terminal on it. And the
+// attack a browser cannot stage itself: a page of another origin opening the terminal with
+// Alice's console cookie (cross-site WebSocket hijacking) is refused by its Origin.
+TEST(ConsoleBrowser, ASessionsTerminalForItsOwnerAndNeverCrossSite) {
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/chromedriver")) << "apt-get install chromium chromium-driver";
+  Workspace ws(kServer, kTools);
+  auto corp = identity::TokenSigner::load_or_create(ws.dir() + "/corp.key");
+  ASSERT_TRUE(corp.ok());
+  std::ofstream(ws.dir() + "/corp-jwks.json") << corp->jwks().dump();
+  std::string sections = kSections;
+  sections.replace(sections.find("      - {effect: allow, actions: [invoke], tools: [\"danger*\"]}\n"), 0,
+                   "      - {effect: allow, actions: [create_session], tools: [\"danger*\"], sessionTemplates: [dev]}\n");
+  std::string yaml = ws.config_text();
+  yaml.replace(yaml.find("tiers:\n"), 7, sections + "tiers:\n  critical: {backend: local, output: 4Mi}\n");
+  ws.write_config(yaml + "\nsessionTemplates:\n  - name: dev\n    limits: {idleTimeout: 1h, maxLifetime: 2h}\n");
+  RunningDaemon daemon(ws);
+  auto token = [&](const std::string& sub) {
+    json claims = {{"iss", kCorp}, {"aud", "airlock"}, {"sub", sub}, {"iat", now_s()},
+                   {"exp", now_s() + 900}, {"jti", "jti-" + sub}, {"groups", {"staff"}}};
+    return *corp->issue(claims);
+  };
+  const std::string alice = token("alice");
+  auto created = http(daemon.port, "POST", "/v1/sessions", json{{"template", "dev"}}.dump(), alice);
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+
+  auto signed_in = http_with(daemon.port, "POST", "/console/session", json{{"credential", alice}}.dump(), "",
+                             {{"Origin", "http://127.0.0.1"}, {"Sec-Fetch-Site", "same-origin"}});
+  ASSERT_EQ(signed_in.status, 200) << signed_in.body;
+  const std::string cookie = signed_in.headers["set-cookie"].substr(0, signed_in.headers["set-cookie"].find(';'));
+  const std::string path = "/console/api/sessions/" + id + "/terminal";
+  for (const char* origin : {"http://evil.example", "null", "http://127.0.0.1:1"}) {
+    int status = 0;
+    EXPECT_FALSE(WebSocketClient::open(daemon.port, path, {{"Cookie", cookie}, {"Origin", origin}}, &status)) << origin;
+    EXPECT_EQ(status, 403) << origin;
+  }
+  int status = 0;
+  EXPECT_FALSE(WebSocketClient::open(daemon.port, path, {{"Cookie", cookie}}, &status));  // no Origin at all
+  EXPECT_EQ(status, 403);
+  // (The browser's own Origin is http://127.0.0.1:PORT, its Host the same: the script's
+  // terminal shows the same-origin case.)
+
+  const std::string shots = std::string(AIRLOCK_CONSOLE_SCREENSHOTS);
+  std::filesystem::create_directories(shots);
+  const std::string command =
+      "CONSOLE_URL=" + shell_quote("http://127.0.0.1:" + std::to_string(daemon.port)) +
+      " TOKEN_ALICE=" + shell_quote(alice) + " TOKEN_BOB=" + shell_quote(token("bob")) +
+      " SESSION_ID=" + shell_quote(id) + " SCREENSHOT_DIR=" + shell_quote(shots) +
+      " NODE_PATH=" + shell_quote(AIRLOCK_CONSOLE_NODE_MODULES) + " " + shell_quote(AIRLOCK_NODE) + " " +
+      shell_quote(AIRLOCK_CONSOLE_TERMINAL_SCRIPT) + " 2>&1";
+  const int ran = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(ran)) << "the terminal test was killed";
+  EXPECT_EQ(WEXITSTATUS(ran), 0) << "tests/console/console_terminal_test.mjs failed (its output is above)";
 }
 
 // A loopback port free now (the OpenID provider and the console must know each other's

@@ -42,6 +42,10 @@ constexpr const char* kTemplates = R"(
 sessionTemplates:
   - name: dev
     limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, maxLifetime: 2h, output: 64Ki, disk: 64Mi}
+  - name: keyed
+    credentials:
+      - env: REPORTS_TOKEN
+        token: {audience: "https://reports.internal", ttl: 10m}
 )";
 
 using Headers = std::map<std::string, std::string>;
@@ -318,22 +322,22 @@ TEST_F(SessionReplicas, AForwardedRequestIsNotForwardedAgain) {
   EXPECT_EQ(request(a, "GET", "/v1/sessions/" + id, "", alice).json()["execs"], 1);
 }
 
-// A is killed with SIGKILL holding two sessions (one with a credential lease): B takes them
-// over after failoverAfter: each recorded ended, "aborted", exactly once, its row gone, its
-// lease revoked, and requests for it answered 404. B's own session is untouched.
+// A is killed with SIGKILL holding two sessions, one with a credential (a token leased under
+// the session's id): B takes them over after failoverAfter: each recorded ended, "aborted",
+// exactly once, its row gone, its lease revoked, and requests for it answered 404. B's own
+// session is untouched.
 TEST_F(SessionReplicas, AKilledReplicasSessionsAreEndedAbortedOnceByTheOther) {
   start(39000, 40000);
   Replica& a = *a_;
   const Replica& b = *b_;
-  const std::vector<std::string> on_a = {create(a, as("alice")), create(a, {})};
+  auto keyed = request(a, "POST", "/v1/sessions", json{{"template", "keyed"}}.dump());
+  ASSERT_EQ(keyed.status, 201) << keyed.body << a.log();
+  const std::vector<std::string> on_a = {create(a, as("alice")), keyed.json()["id"]};
   const std::string on_b = create(b, as("alice"));
   const auto a_replica = db_.column("SELECT replica FROM sessions WHERE id = '" + on_a[0] + "'").at(0);
-  // A lease taken for the first session (the broker leases a session's credentials under its
-  // id): failover revokes it by that id.
-  ASSERT_EQ(db_.column("INSERT INTO leases (id, invocation_id, tool, env, provider, scopes, issued_ms, expires_ms,"
-                       " target, state, updated_ms) VALUES ('lease-35', '" + on_a[0] +
-                       "', 'session/dev', 'TOKEN', 'secret', '[]', 0, 4102444800000, 'db-password', 'active', 0)"
-                       " RETURNING id").size(), 1u);
+  const std::string lease_of_keyed = "SELECT state FROM leases WHERE invocation_id = '" + on_a[1] + "'";
+  ASSERT_EQ(db_.column(lease_of_keyed).size(), 1u) << "the session's credential was not leased";
+  ASSERT_NE(db_.column(lease_of_keyed).at(0), "revoked");
 
   a.stop(SIGKILL);
   ASSERT_TRUE(eventually([&] {
@@ -346,8 +350,8 @@ TEST_F(SessionReplicas, AKilledReplicasSessionsAreEndedAbortedOnceByTheOther) {
     EXPECT_NE(ended[0]["message"].get<std::string>().find(a_replica), std::string::npos) << ended[0];
     EXPECT_EQ(request(b, "GET", "/v1/sessions/" + id, "", id == on_a[0] ? as("alice") : Headers{}).status, 404);
   }
-  EXPECT_EQ(db_.column("SELECT state FROM leases WHERE id = 'lease-35'").at(0), "revoked");
-  EXPECT_NE(b_->log().find("session " + on_a[0]), std::string::npos) << b_->log();
+  EXPECT_EQ(db_.column(lease_of_keyed), std::vector<std::string>{"revoked"}) << b_->log();
+  EXPECT_NE(b_->log().find("session " + on_a[1]), std::string::npos) << b_->log();
   auto mine = request(b, "GET", "/v1/sessions/" + on_b, "", as("alice"));
   EXPECT_EQ(mine.json()["state"], "running") << mine.body;
   EXPECT_EQ(db_.count("SELECT count(*) FROM sessions"), 1u);

@@ -13,6 +13,7 @@
 #include "common/json_text.hpp"
 #include "common/utf8.hpp"
 #include "common/no_sigpipe.hpp"
+#include "common/percent_encoding.hpp"
 #include "common/split.hpp"
 #include "common/units.hpp"
 #include "common/utc_time.hpp"
@@ -114,6 +115,19 @@ TEST(HttpUrl, ReadsTheHostTheWayEveryUserOfTheUrlWill) {
 
 // A member named twice in any object, at any depth, of any type, is refused by the strict
 // form; the same name in two objects is not a repetition; the lenient form keeps the last.
+// A query's '+' is a space (a form's encoding); elsewhere it is itself. Malformed escapes are
+// refused, never passed on.
+TEST(PercentDecode, PlusIsASpaceOnlyInAQueryAndBadEscapesAreRefused) {
+  EXPECT_EQ(percent_decode("ls+-l", true), "ls -l");
+  EXPECT_EQ(percent_decode("a+b%2Bc", true), "a b+c");
+  EXPECT_EQ(percent_decode("PS1%3D%27%24+%27", true), "PS1='$ '");
+  EXPECT_EQ(percent_decode("a+b", false), "a+b");
+  EXPECT_EQ(percent_decode("%41%62", false), "Ab");
+  EXPECT_FALSE(percent_decode("%4", true));
+  EXPECT_FALSE(percent_decode("%zz", true));
+  EXPECT_FALSE(percent_decode("100%", false));
+}
+
 TEST(ParseJsonUniqueMembers, RefusesAMemberNamedTwice) {
   for (const char* twice : {R"({"alg":"none","alg":"EdDSA"})", R"({"a":{"b":1,"c":2,"b":3}})",
                             R"([{"x":[]},{"y":{},"y":null}])", R"({"s":{},"s":{}})", R"({"a":1,"a":2})"}) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "creds/broker.hpp"
+#include "dlp/credential_redaction.hpp"
 #include "pipeline/stages/credentials.hpp"
 #include "policy/config.hpp"
 
@@ -191,6 +192,31 @@ TEST(CredentialRedaction, NothingIsListedWhenNoValueWasThere) {
   ASSERT_TRUE(redact_credentials(inv, *scanner, {"the-credential"}).ok());
   EXPECT_TRUE(inv.redactions.empty());
   EXPECT_EQ((*inv.output)["email"], "jane@example.org");
+}
+
+// A session's output is redacted as it streams (dlp::CredentialStream): wherever the chunks
+// are cut (inside the value, inside its base64, between a base64 form and its last 1-3
+// characters), the text that leaves is the one-shot redaction's.
+TEST(CredentialRedaction, AStreamCutAnywhereRedactsAsTheWholeText) {
+  auto scanner = dlp::make_credential_scanner();
+  ASSERT_TRUE(scanner.ok());
+  const std::string value = "s3cr3t-Value/with+chars";  // base64 "czNjcjN0LVZhbHVlL3dpdGgrY2hhcnM="
+  auto literals = dlp::LiteralSet::compile({value});
+  ASSERT_TRUE(literals.ok());
+  const std::string text = "raw " + value + " b64 czNjcjN0LVZhbHVlL3dpdGgrY2hhcnM= and ...czNjcjN0LVZhbHVlL3dpdGgrY2hhcnM\n" +
+                           value + value + "\nend";
+  std::string whole = text;
+  ASSERT_TRUE(dlp::redact_credential_text(whole, **scanner, {&*literals, dlp::JsonMode::off}));
+  EXPECT_EQ(whole.find(value), std::string::npos);
+  EXPECT_EQ(whole.find("hhcnM"), std::string::npos) << whole;  // the tails went with the markers
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    auto stream = dlp::CredentialStream::open(**scanner, *literals);
+    ASSERT_TRUE(stream.ok());
+    std::string out = stream->write(std::string_view(text).substr(0, cut)).text;
+    out += stream->write(std::string_view(text).substr(cut)).text;
+    out += stream->finish().text;
+    ASSERT_EQ(out, whole) << "cut at " << cut;
+  }
 }
 
 }  // namespace

@@ -76,6 +76,24 @@ TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
   EXPECT_EQ(c->quotas.users.sessions, 1u);
 }
 
+TEST(SessionTemplatesConfig, CredentialsAreReadAsForATool) {
+  auto c = parse(R"(  - name: py-creds
+    credentials:
+      - {env: API_KEY, secret: api-key}
+      - env: REPORTS_TOKEN
+        token: {audience: "https://reports.internal", scopes: [reports:read], ttl: 5m}
+)");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const SessionTemplate* t = c->find_session_template("py-creds");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->credentials.size(), 2u);
+  EXPECT_EQ(t->credentials[0].env, "API_KEY");
+  EXPECT_EQ(t->credentials[0].provider(), "secret");
+  EXPECT_EQ(t->credentials[1].provider(), "token");
+  EXPECT_EQ(std::get<TokenCredential>(t->credentials[1].source).ttl, std::chrono::minutes(5));
+  EXPECT_EQ(t->credentials[1].where, t->where);
+}
+
 TEST(SessionTemplatesConfig, MistakesAreRefusedByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"  - name: Bad Name\n", "name"},
@@ -88,7 +106,17 @@ TEST(SessionTemplatesConfig, MistakesAreRefusedByName) {
       {"  - name: a\n    dataPaths: [/tmp:relative]\n", "absolute"},
       {"  - name: a\n    dataPaths: [/tmp:/d, /tmp:/d]\n", "bound twice"},
       {"  - name: a\n    image: x\n", "image"},
-      {"  - name: a\n    credentials: [{env: T, secret: s}]\n", "not supported yet"},
+      {"  - name: a\n    credentials: [{env: T, secret: s}, {env: T, secret: u}]\n", "two credentials are given as T"},
+      {"  - name: a\n    env: {T: x}\n    credentials: [{env: T, secret: s}]\n", "T is also set in env"},
+      {"  - name: a\n    credentials: [{env: T}]\n", "expected exactly one of token"},
+      // Renewed while the session runs: an injected header (fixed when its proxy starts) and an
+      // exchange of the user's token (no request at hand) cannot be.
+      {"  - name: a\n    credentials:\n      - {env: T, secret: s}\n      - env: SLACK\n        secret: slack\n"
+       "        inject: {host: api.slack.example, header: Authorization, value: \"Bearer ${SLACK}\"}\n",
+       "session template a.credentials[1] (SLACK): inject is not supported for sessions"},
+      {"  - name: a\n    credentials:\n      - env: UP\n        oauth-exchange: {tokenEndpoint: https://sts.example/token, "
+       "audience: https://api.example, clientSecret: sts}\n",
+       "session template a.credentials[0] (UP): oauth-exchange is not supported for sessions"},
   };
   for (const auto& [yaml, expected] : cases) {
     auto c = parse(yaml);

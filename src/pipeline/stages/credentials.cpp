@@ -2,10 +2,10 @@
 
 #include <openssl/crypto.h>
 
-#include <cctype>
 #include <cstdio>
 
 #include "common/split.hpp"
+#include "dlp/credential_redaction.hpp"
 
 namespace airlock::pipeline {
 namespace {
@@ -15,8 +15,9 @@ void wipe(std::string& value) {
   value.clear();
 }
 
-// A user token's scopes: `scope` (RFC 8693: space-separated) or `scp` (a list, or a string).
-std::optional<std::vector<std::string>> user_scopes(const Subject& user) {
+}  // namespace
+
+std::optional<std::vector<std::string>> user_token_scopes(const Subject& user) {
   if (auto s = user.claims.find("scope"); s != user.claims.end() && s->is_string())
     return split_nonempty(s->get<std::string>(), ' ');
   auto scp = user.claims.find("scp");
@@ -29,6 +30,8 @@ std::optional<std::vector<std::string>> user_scopes(const Subject& user) {
   return out;
 }
 
+namespace {
+
 // Whose call it is: the invocation, its agent and the user it acts for (a tool's leases and an
 // MCP server instance's alike).
 creds::LeaseContext caller_context(const Invocation& inv) {
@@ -38,7 +41,7 @@ creds::LeaseContext caller_context(const Invocation& inv) {
   if (inv.subject) {
     c.user_issuer = inv.subject->issuer;
     c.user_sub = inv.subject->sub;
-    c.user_scopes = user_scopes(*inv.subject);
+    c.user_scopes = user_token_scopes(*inv.subject);
   }
   c.user_token = inv.user_token;
   return c;
@@ -62,45 +65,6 @@ std::string substituted(std::string text, const std::string& env, const std::str
 InvocationError lease_error(const Error& e) {
   if (e.code == "credential_denied") return deny(ErrorKind::credential_denied, "a credential of this tool: " + e.message);
   return fail(ErrorKind::credential_unavailable, "a credential of this tool could not be made: " + e.message);
-}
-
-// A scanner that finds nothing but the registered values, and always redacts them, whatever
-// the configured DLP policy says of other findings.
-Result<std::shared_ptr<const dlp::Scanner>> literal_scanner() {
-  auto scanner = dlp::Scanner::create(dlp::Policy::literals_only());
-  if (!scanner) return scanner.error();
-  return std::make_shared<const dlp::Scanner>(std::move(*scanner));
-}
-
-constexpr std::string_view kMarker = "[REDACTED:CREDENTIAL]";
-
-bool is_base64_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
-}
-
-// DLP finds a value's base64 form by its whole 4-character groups; the last 1 to 3
-// characters (and padding) of a standalone encoding still carry bits of the value's last
-// bytes. A marker followed by such a short tail, and then by no more base64, absorbs it:
-// at worst three characters of the text after a raw value are redacted with it.
-void absorb_base64_tails(std::string& text) {
-  for (std::size_t at = text.find(kMarker); at != std::string::npos; at = text.find(kMarker, at + kMarker.size())) {
-    std::size_t end = at + kMarker.size(), n = 0;
-    while (end + n < text.size() && n < 4 && is_base64_char(text[end + n])) ++n;
-    if (n == 0 || n == 4) continue;
-    std::size_t pad = 0;
-    while (end + n + pad < text.size() && pad < 2 && text[end + n + pad] == '=') ++pad;
-    text.erase(end, n + pad);
-  }
-}
-
-// Redacts `text` in place; true when something was found.
-bool redact_text(std::string& text, const dlp::Scanner& scanner, const dlp::ScanOptions& options) {
-  if (text.empty()) return false;
-  auto found = scanner.scan(text, options);
-  if (found.findings.empty()) return false;
-  text = scanner.redact(text, found);
-  absorb_base64_tails(text);
-  return true;
 }
 
 // Every use: in the run's environment or its header, fingerprinted for the audit record.
@@ -133,7 +97,7 @@ std::string injection_placeholder(const std::string& env) { return "airlock-inje
 
 Result<std::unique_ptr<CredentialsStage>> CredentialsStage::create(
     std::shared_ptr<creds::Broker> broker, std::function<std::string(std::string_view)> fingerprint) {
-  auto scanner = literal_scanner();
+  auto scanner = dlp::make_credential_scanner();
   if (!scanner) return scanner.error();
   auto stage = std::unique_ptr<CredentialsStage>(new CredentialsStage());
   stage->broker_ = std::move(broker);
@@ -259,7 +223,7 @@ Status redact_credentials(Invocation& inv, const dlp::Scanner& scanner, const st
   bool in_output = false, in_log = false;
   if (inv.output) {
     std::string text = inv.output->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (redact_text(text, scanner, json)) {
+    if (dlp::redact_credential_text(text, scanner, json)) {
       in_output = true;
       auto replaced = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (replaced.is_discarded()) {
@@ -270,14 +234,14 @@ Status redact_credentials(Invocation& inv, const dlp::Scanner& scanner, const st
       }
     }
   }
-  if (inv.redacted_output) in_output |= redact_text(*inv.redacted_output, scanner, json);
-  in_log |= redact_text(inv.tool_log, scanner, bytes);
-  for (auto& note : inv.notes) in_log |= redact_text(note, scanner, bytes);
-  if (inv.error) redact_text(inv.error->message, scanner, bytes);
+  if (inv.redacted_output) in_output |= dlp::redact_credential_text(*inv.redacted_output, scanner, json);
+  in_log |= dlp::redact_credential_text(inv.tool_log, scanner, bytes);
+  for (auto& note : inv.notes) in_log |= dlp::redact_credential_text(note, scanner, bytes);
+  if (inv.error) dlp::redact_credential_text(inv.error->message, scanner, bytes);
   if (inv.outcome) {
-    in_output |= redact_text(inv.outcome->stdout_data, scanner, bytes);
-    in_log |= redact_text(inv.outcome->stderr_data, scanner, bytes);
-    redact_text(inv.outcome->message, scanner, bytes);
+    in_output |= dlp::redact_credential_text(inv.outcome->stdout_data, scanner, bytes);
+    in_log |= dlp::redact_credential_text(inv.outcome->stderr_data, scanner, bytes);
+    dlp::redact_credential_text(inv.outcome->message, scanner, bytes);
   }
   if (in_output) inv.redactions.push_back({"credential", "output"});
   if (in_log) inv.redactions.push_back({"credential", "log"});

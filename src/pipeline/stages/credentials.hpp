@@ -21,6 +21,10 @@ inline constexpr std::chrono::seconds kCredentialMargin{30};
 // What the sandbox sees in place of a credential the egress proxy injects.
 std::string injection_placeholder(const std::string& env);
 
+// A user token's scopes: `scope` (RFC 8693: space-separated) or `scp` (a list, or a string);
+// nullopt when it has neither (the token does not narrow a credential's scopes).
+std::optional<std::vector<std::string>> user_token_scopes(const Subject& user);
+
 class CredentialsStage : public Stage {
  public:
   // `fingerprint`: the audit log's keyed HMAC of a value (AuditLog::credential_fingerprint).

@@ -54,6 +54,22 @@ void read_session_limits(Reader& r, const YAML::Node& n, const std::string& what
   bounded("maxLifetime", t.max_lifetime);
 }
 
+// A session's credentials are leased for it and renewed in the background, with no request at
+// hand: what cannot be renewed that way is refused. An injected header is fixed when the
+// session's egress proxy starts (a renewed value could not reach it); an oauth-exchange is made
+// from the user's token of a request, which a renewal does not have.
+void refuse_unrenewable(const YAML::Node& item, const std::string& what, std::size_t i, const CredentialSpec& c) {
+  const std::string which = what + ".credentials[" + std::to_string(i) + "] (" + c.env + ")";
+  if (c.inject)
+    fail(item["inject"], which + ": inject is not supported for sessions: the egress proxy's header is fixed "
+                                 "when the session starts, and the credential is renewed while it runs; give it as "
+                                 "an environment variable (drop inject)");
+  if (std::holds_alternative<OAuthExchangeCredential>(c.source))
+    fail(item["oauth-exchange"], which + ": oauth-exchange is not supported for sessions: it is exchanged "
+                                         "from the user's token of a request, and a session renews its "
+                                         "credentials with no request at hand");
+}
+
 SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
                               const std::vector<CredentialServer>& servers) {
   std::string what = "sessionTemplates[" + std::to_string(i) + "]";
@@ -89,11 +105,8 @@ SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, con
   r.field(n, "env", [&](const YAML::Node& v) { read_env(r, v, what + ".env", t.env); });
   r.field(n, "credentials", [&](const YAML::Node& v) {
     read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
-    // Leased for a session's whole life, they need renewing before expiry, which is not built
-    // yet: refused rather than given to a session that would outlive them.
-    if (!t.credentials.empty())
-      fail(v, what + ".credentials: credentials for sessions are not supported yet "
-                     "(a session outlives a lease; renewal is to come)");
+    for (std::size_t k = 0; k < t.credentials.size(); ++k) refuse_unrenewable(v[k], what, k, t.credentials[k]);
+    for (auto& c : t.credentials) c.where = t.where;  // as a tool's
   });
   return t;
 }

@@ -316,7 +316,8 @@ Result<StartedExec> SessionSandbox::exec(const SessionExec& request) {
   const int fds[3] = {in->first.get(), out->second.get(), err->second.get()};
   auto r = send_exec(st, *id, *message, fds, 3, request.argv.front());
   if (!r) return r.error();
-  // The exec has its own copies of the other ends: EOF on its output means it closed them.
+  // The exec has its own copies of the other ends (ours close as this returns): EOF on its
+  // output means it closed them.
   StartedExec started;
   started.id = *id;
   started.pid = r->pid;

@@ -52,6 +52,7 @@ bool allowed_forward(const std::string& method, const std::vector<std::string>& 
   if (n >= 1 && p[0] == "invocations") return n <= 2;
   if (n == 1 && p[0] == "tools") return true;
   if (n == 2 && p[0] == "audit") return p[1] == "checkpoint" || p[1] == "verify";
+  if (n >= 1 && p[0] == "sessions") return n <= 2 || (n == 3 && p[2] == "terminal");
   return n == 3 && p[0] == "audit" && p[1] == "proof";
 }
 
@@ -252,6 +253,9 @@ void Console::forward(const HttpRequest& r, const std::vector<std::string>& part
   if (!session) return reply(signed_out("not signed in (or the session expired)"));
   if (!is_get(r))
     if (auto refused = csrf_refusal(r, *session, tls)) return reply(error_response(403, "csrf", *refused));
+  const bool websocket = is_websocket_upgrade(r);
+  if (websocket)
+    if (auto refused = websocket_origin_refusal(r, tls)) return reply(error_response(403, "csrf", *refused));
   const std::string target = forwarded_target(r.method, parts, r.target);
   if (target.empty()) return reply(error_response(404, "not_found", "not an endpoint of the console"));
   HttpRequest inner;
@@ -259,6 +263,9 @@ void Console::forward(const HttpRequest& r, const std::vector<std::string>& part
   inner.target = target;
   inner.headers = {{"authorization", "Bearer " + session->credential}, {"content-type", "application/json"}};
   if (auto host = r.headers.find("host"); host != r.headers.end()) inner.headers["host"] = host->second;
+  if (websocket)  // a terminal: the upgrade's own headers go through, the answer is the upgrade
+    for (const char* name : {"upgrade", "connection", "sec-websocket-key", "sec-websocket-version"})
+      inner.headers[name] = r.headers.at(name);
   inner.body = r.body;
   inner.peer = r.peer;
   dispatch_(inner, [reply](HttpResponse resp) {

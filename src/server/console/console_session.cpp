@@ -128,6 +128,14 @@ std::optional<std::string> cross_site_refusal(const HttpRequest& r, bool tls) {
   return std::nullopt;
 }
 
+std::optional<std::string> websocket_origin_refusal(const HttpRequest& r, bool tls) {
+  const std::string origin = header(r, "origin"), host = header(r, "host");
+  if (origin.empty()) return "a WebSocket from the console needs the Origin header a browser sends";
+  if (host.empty() || origin != (tls ? "https://" : "http://") + host)
+    return "Origin " + origin + " is not this console's origin: cross-site WebSockets are refused";
+  return std::nullopt;
+}
+
 std::optional<std::string> csrf_refusal(const HttpRequest& r, const Session& session, bool tls) {
   if (auto refused = cross_site_refusal(r, tls)) return refused;
   const std::string token = header(r, kCsrfHeader);

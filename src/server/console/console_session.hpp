@@ -80,6 +80,10 @@ std::string cookie_value(std::string_view cookie_header, std::string_view name);
 std::optional<std::string> cross_site_refusal(const HttpRequest& request, bool tls);
 // The same plus the session's CSRF token in kCsrfHeader (compared in constant time).
 std::optional<std::string> csrf_refusal(const HttpRequest& request, const Session& session, bool tls);
+// A WebSocket upgrade (a session's terminal) under the session's cookie: its Origin, which a
+// browser always sends on one and a page cannot forge, must be this console's (a WebSocket
+// API cannot send the CSRF header; cross-site WebSocket hijacking is what this refuses).
+std::optional<std::string> websocket_origin_refusal(const HttpRequest& request, bool tls);
 
 // Content-Security-Policy, X-Content-Type-Options, Referrer-Policy, Cache-Control and
 // X-Frame-Options: on every console response.

@@ -27,8 +27,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   if (auto s = st->make_backends(*cfg); !s) return s.error();
   if (auto s = st->open_quotas(*cfg); !s) return s.error();
   // On PostgreSQL every outstanding lease may be a live replica's: a dead one's are revoked
-  // by failover, invocation by invocation.
+  // by failover, invocation by invocation; this host's aborted sessions' by their ids.
   if (!st->pg_store) st->revoke_leftover_leases(*cfg);
+  else st->revoke_aborted_session_leases(*cfg);
   if (auto s = st->join_replicas(*cfg); !s) return s.error();
   if (auto s = st->make_gateway(cfg); !s) return s.error();
   if (auto s = st->make_forwarder(*cfg); !s) return s.error();

@@ -32,7 +32,8 @@ Status Daemon::State::recover() {
   recovery.stale_cgroups = sandbox::remove_stale_cgroups();
   auto sessions_aborted = record_aborted_sessions(*session_store, *audit);  // this host's, also on PostgreSQL
   if (!sessions_aborted) return sessions_aborted.error();
-  recovery.aborted_sessions = *sessions_aborted;
+  recovery.aborted_sessions = static_cast<int>(sessions_aborted->size());
+  aborted_sessions = std::move(*sessions_aborted);
   if (pg_store) return {};
   for (const auto& r : store->running()) {
     if (auto s = pipeline::record_aborted(*audit, r.id, r.tool); !s) return s.error();
@@ -48,6 +49,19 @@ void Daemon::State::revoke_leftover_leases(const policy::Config& cfg) {
   auto r = broker.revoke_outstanding();
   recovery.revoked_leases = r.revoked;
   recovery.lease_errors = std::move(r.errors);
+}
+
+// On PostgreSQL: the credentials of the sessions recover() recorded aborted (this host's),
+// by their invocation, the session's id; the shared table's other outstanding leases may be
+// live replicas'. (On SQLite revoke_leftover_leases revokes them with every other.)
+void Daemon::State::revoke_aborted_session_leases(const policy::Config& cfg) {
+  if (aborted_sessions.empty()) return;
+  creds::Broker broker(*leases, pipeline_deps.make_providers(cfg));
+  for (const auto& id : aborted_sessions) {
+    auto r = broker.revoke_of_invocation(id);
+    recovery.revoked_leases += r.revoked;
+    recovery.lease_errors.insert(recovery.lease_errors.end(), r.errors.begin(), r.errors.end());
+  }
 }
 
 // Registers this replica before anything runs; its thread (heartbeats, failover) starts with

@@ -207,15 +207,15 @@ void Daemon::State::answer_polls_done_elsewhere() {
 // TLS verified by server.tls.replicaCAFile and replicaServerName when server.tls is set.
 Status Daemon::State::make_forwarder(const policy::Config& cfg) {
   if (!pg_sessions) return {};
-  SessionForwarder::Options options;
+  SessionForwarder::Options forwarding;
   if (cfg.server.tls) {
-    options.client.ca_file = cfg.server.tls->replica_ca_file;
-    options.client.server_name = cfg.server.tls->replica_server_name;
+    forwarding.client.ca_file = cfg.server.tls->replica_ca_file;
+    forwarding.client.server_name = cfg.server.tls->replica_server_name;
   }
-  options.client.send_timeout = cfg.server.read_timeout;  // what the receiving replica allows a piece
-  options.log = [](const std::string& line) { std::cerr << "airlock: sessions: " << line << "\n"; };
-  options.metrics = &metrics;
-  auto made = SessionForwarder::create(*pg_sessions, std::move(options));
+  forwarding.client.send_timeout = cfg.server.read_timeout;  // what the receiving replica allows a piece
+  forwarding.log = [](const std::string& line) { std::cerr << "airlock: sessions: " << line << "\n"; };
+  forwarding.metrics = &metrics;
+  auto made = SessionForwarder::create(*pg_sessions, std::move(forwarding));
   if (!made) return made.error();
   session_forwarder = std::move(*made);
   return {};

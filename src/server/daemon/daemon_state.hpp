@@ -110,6 +110,7 @@ struct Daemon::State {
   std::unique_ptr<HttpServer> http;
   std::shared_ptr<std::vector<egress::Endpoint>> forbidden;  // our API: never an egress target
   Recovery recovery;
+  std::vector<std::string> aborted_sessions;  // ids recover() recorded aborted: their leases to revoke
   bool shut_down = false;
 
   const policy::Config& config() const { return *generation.load()->config; }
@@ -127,6 +128,7 @@ struct Daemon::State {
   void forbid_own_endpoints(std::uint16_t port);
   void forbid_storage_database();
   void revoke_leftover_leases(const policy::Config& cfg);
+  void revoke_aborted_session_leases(const policy::Config& cfg);
   void describe_metrics();
   void answer_polls_done_elsewhere();
   void make_api(const policy::Config& cfg);

@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include <cerrno>
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/units.hpp"
+#include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 
 namespace airlock::server {
@@ -32,8 +35,10 @@ Result<milliseconds> read_timeout(const nlohmann::json& v) {
 struct StreamOut {
   const char* name;  // "stdout", "stderr"
   UniqueFd fd;
-  std::optional<dlp::StreamScanner> scan;
-  std::string raw;               // up to the output limit: the record's digest
+  std::optional<dlp::CredentialStream> credentials;  // the session's values out, first
+  std::optional<dlp::StreamScanner> scan;            // then the DLP policy
+  std::string raw;               // up to the output limit
+  std::string kept;              // raw with the session's credentials out: the record's digest then
   std::uint64_t bytes = 0;       // every byte it wrote
   bool open = true;
 };
@@ -102,6 +107,8 @@ struct ExecRun::State {
   ExecRequest request;  // as it ran: redacted where DLP said so
   std::shared_ptr<pipeline::QuotaHold> hold;
   std::shared_ptr<const dlp::Scanner> scanner;
+  SessionCredentials::ForExec credentials;  // the session's, as the exec started (values wiped once it has)
+  std::vector<dlp::CredentialStream> credential_streams;  // one per output, when it has credentials
   std::vector<nlohmann::json> redactions;
   sandbox::StartedExec started;
   Clock::time_point began = Clock::now();
@@ -156,6 +163,38 @@ void feed_stdin(ExecRun::State& st, std::size_t& written) {
   st.started.stdin_w.reset();
 }
 
+void wipe(std::string& value) {
+  if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
+  value.clear();
+}
+
+// Starts the exec with the session's credentials as they are now, each as its variable (over
+// one of the request's of the same name). The values are not kept: the literals that redact
+// them from its output are.
+Result<sandbox::StartedExec> start_with_credentials(ExecRun::State& st) {
+  LiveSession& session = *st.ctx.session;
+  sandbox::SessionExec exec{st.request.argv, st.request.env, st.request.cwd};
+  if (session.credentials) {
+    st.credentials = session.credentials->for_exec();
+    for (auto& [name, value] : st.credentials.env) exec.env[name] = std::exchange(value, std::string());
+    st.credentials.env.clear();
+  }
+  // No output leaves without its redaction: the exec does not start when it cannot be set up.
+  for (int i = 0; i < 2 && st.credentials.redaction.literals; ++i) {
+    const auto& r = st.credentials.redaction;
+    auto stream = dlp::CredentialStream::open(*r.scanner, *r.literals);
+    if (!stream) {
+      for (auto& [name, value] : exec.env) wipe(value);
+      return Error::make("credential_unavailable", "the session's credentials could not be kept out of the exec's output: " +
+                                                       stream.error().message);
+    }
+    st.credential_streams.push_back(std::move(*stream));
+  }
+  auto started = session.sandbox->exec(exec);
+  for (auto& [name, value] : exec.env) wipe(value);
+  return started;
+}
+
 }  // namespace
 
 ExecRun::ExecRun(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -175,7 +214,7 @@ Result<std::unique_ptr<ExecRun>> ExecRun::start(Context context, ExecRequest req
   if (auto s = scan_input(*st); !s) return s.error();
   if (auto refused = session.begin_exec()) return *refused;
   st->exec_begun = true;
-  auto started = session.sandbox->exec({st->request.argv, st->request.env, st->request.cwd});
+  auto started = start_with_credentials(*st);
   if (!started) {  // nothing runs: the session may go idle again
     session.end_exec();
     return started.error();
@@ -201,6 +240,24 @@ struct Pump {
     if (!out.text.empty() && !blocked) sink.output(s.name, out.text);
   }
 
+  // `chunk` (or, at the end, what is held back) through the credential redaction, then DLP.
+  void pass(StreamOut& s, std::string_view chunk, bool end) {
+    std::string text(chunk);
+    if (s.credentials) {
+      dlp::StreamOutput out = end ? s.credentials->finish() : s.credentials->write(chunk);
+      for (std::size_t i = 0; i < out.findings.size(); ++i)
+        st.redactions.push_back({{"detector", "credential"}, {"where", s.name}});
+      text = std::move(out.text);
+      s.kept += text;
+    }
+    if (s.scan) {
+      if (!text.empty()) emit(s, s.scan->write(text));
+      if (end) emit(s, s.scan->finish());
+    } else if (!text.empty() && !blocked) {
+      sink.output(s.name, text);
+    }
+  }
+
   void read(StreamOut& s) {
     char buf[16384];
     for (;;) {
@@ -218,15 +275,12 @@ struct Pump {
         over_limit = true;
       }
       s.raw.append(chunk);
-      if (s.scan) emit(s, s.scan->write(chunk));
-      else if (!chunk.empty()) sink.output(s.name, std::string(chunk));
+      if (!chunk.empty()) pass(s, chunk, false);
       if (over_limit) return;
     }
   }
 
-  void finish(StreamOut& s) {
-    if (s.scan) emit(s, s.scan->finish());
-  }
+  void finish(StreamOut& s) { pass(s, {}, true); }
 };
 
 std::string exec_verdict(const std::optional<sandbox::ExecEnd>& end, bool timed_out, bool over_limit, bool blocked,
@@ -244,10 +298,14 @@ std::string exec_verdict(const std::optional<sandbox::ExecEnd>& end, bool timed_
 nlohmann::json ExecRun::pump(ExecSink& sink) {
   State& st = *state_;
   backend::Session& sandbox = *st.ctx.session->sandbox;
-  StreamOut outs[2] = {{"stdout", std::move(st.started.stdout_r), {}, {}, 0, true},
-                       {"stderr", std::move(st.started.stderr_r), {}, {}, 0, true}};
+  StreamOut outs[2] = {{"stdout", std::move(st.started.stdout_r), {}, {}, {}, {}, 0, true},
+                       {"stderr", std::move(st.started.stderr_r), {}, {}, {}, {}, 0, true}};
   for (auto& s : outs) {
     nonblocking(s.fd.get());
+    if (!st.credential_streams.empty()) {
+      s.credentials.emplace(std::move(st.credential_streams.back()));
+      st.credential_streams.pop_back();
+    }
     if (st.scanner)
       if (auto opened = st.scanner->open_stream()) s.scan.emplace(std::move(*opened));
   }
@@ -325,11 +383,14 @@ nlohmann::json ExecRun::pump(ExecSink& sink) {
   if (end && !end->exited) record.signal = sandbox::signal_name(end->code);
   for (const auto& [k, v] : usage.items()) record.usage[k] = v.get<std::uint64_t>();
   record.input = audit::ContentDigest::of(st.request.stdin_bytes);
-  record.output = audit::ContentDigest::of(outs[0].raw);
+  // As a tool call's: the digest of its output with the credentials taken out (a digest of a
+  // value printed alone would let a reader of the log test guesses of it).
+  record.output = audit::ContentDigest::of(outs[0].credentials ? outs[0].kept : outs[0].raw);
   record.output->discarded_bytes = outs[0].bytes - outs[0].raw.size();
-  record.error_output = audit::ContentDigest::of(outs[1].raw);
+  record.error_output = audit::ContentDigest::of(outs[1].credentials ? outs[1].kept : outs[1].raw);
   record.error_output->discarded_bytes = outs[1].bytes - outs[1].raw.size();
   record.session = st.ctx.session->id;
+  record.credentials = st.credentials.uses;
   nlohmann::json exit = {{"invocation_id", st.ctx.invocation_id},
                          {"verdict", verdict},
                          {"exit_code", end && end->exited ? nlohmann::json(end->code) : nlohmann::json()},

@@ -12,6 +12,7 @@
 #include "common/digest.hpp"
 #include "common/no_sigpipe.hpp"
 #include "common/percent_encoding.hpp"
+#include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 #include "pipeline/pipeline.hpp"
 #include "sandbox/session/session.hpp"
@@ -55,17 +56,38 @@ std::shared_ptr<const dlp::Scanner> scanner_of(const Generation& g) {
   return g.pipeline ? g.pipeline->scanner() : nullptr;
 }
 
-// DLP of a stream of bytes (an upload, a download): one stream scan, its findings kept.
+// DLP of a stream of bytes (an upload, a download): one stream scan, its findings kept. A
+// download's first has the session's credential values taken out (credentials()).
 class ScannedStream {
  public:
   explicit ScannedStream(const std::shared_ptr<const dlp::Scanner>& scanner) {
     if (scanner)
       if (auto opened = scanner->open_stream()) scan_.emplace(std::move(*opened));
   }
+  // Redacts the values of `c` before DLP; false when that cannot be set up.
+  bool credentials(const SessionCredentials::Redaction& c) {
+    if (!c.literals) return true;
+    auto opened = dlp::CredentialStream::open(*c.scanner, *c.literals);
+    if (opened) credentials_.emplace(std::move(*opened));
+    return opened.ok();
+  }
   // What may be passed on of `bytes` now ("" at the end: what was held back).
   std::string pass(std::string_view bytes, bool end) {
-    if (!scan_) return std::string(bytes);
-    dlp::StreamOutput out = end ? scan_->finish() : scan_->write(bytes);
+    std::string text(bytes);
+    if (credentials_) {
+      dlp::StreamOutput out = end ? credentials_->finish() : credentials_->write(bytes);
+      redactions_.insert(redactions_.end(), out.findings.size(), "credential");
+      text = std::move(out.text);
+    }
+    if (!scan_) return text;
+    dlp::StreamOutput out;
+    if (!text.empty()) out = scan_->write(text);
+    if (end) {
+      dlp::StreamOutput last = scan_->finish();
+      out.text += last.text;
+      out.findings.insert(out.findings.end(), last.findings.begin(), last.findings.end());
+      out.blocked = out.blocked || last.blocked;
+    }
     for (const auto& f : out.findings) redactions_.emplace_back(f.detector);
     blocked_ = blocked_ || out.blocked;
     return blocked_ ? std::string() : std::move(out.text);
@@ -74,6 +96,7 @@ class ScannedStream {
   const std::vector<std::string>& redactions() const { return redactions_; }
 
  private:
+  std::optional<dlp::CredentialStream> credentials_;
   std::optional<dlp::StreamScanner> scan_;
   std::vector<std::string> redactions_;
   bool blocked_ = false;
@@ -109,7 +132,14 @@ struct FilesRequest {
   LiveSession& session;
   backend::Session& sandbox;
   std::shared_ptr<const dlp::Scanner> scanner;
+  SessionCredentials::Redaction credentials;  // the session's values, out of what it sends
 };
+
+// A name the session chose (a listing's), with the session's credential values taken out.
+std::string without_credentials(std::string text, const SessionCredentials::Redaction& c) {
+  if (c.literals) dlp::redact_credential_text(text, *c.scanner, {c.literals.get(), dlp::JsonMode::off});
+  return text;
+}
 
 // PUT: the body into a new file beside the target, through DLP, then renamed over it.
 HttpResponse upload(const FilesRequest& q, const std::string& path, BodyReader& body) {
@@ -195,7 +225,10 @@ HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::Fi
   for (std::size_t start = 0; start < records.size();) {
     const auto nul = records.find('\0', start);
     if (nul == std::string::npos) break;  // cut short
-    if (auto entry = listing_entry(std::string_view(records).substr(start, nul - start))) entries.push_back(*entry);
+    if (auto entry = listing_entry(std::string_view(records).substr(start, nul - start))) {
+      (*entry)["name"] = without_credentials((*entry)["name"].get<std::string>(), q.credentials);
+      entries.push_back(*entry);
+    }
     start = nul + 1;
   }
   nlohmann::json answer = {{"path", path}, {"type", "directory"}, {"entries", entries}};
@@ -207,8 +240,8 @@ HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::Fi
 // (chunked) once it is not. A block found after streaming began cuts the answer short.
 class Download {
  public:
-  Download(const FilesRequest& q, std::string path, const std::function<void(HttpResponse)>& reply)
-      : q_(q), path_(std::move(path)), reply_(reply), scan_(q.scanner) {}
+  Download(const FilesRequest& q, std::string path, const std::function<void(HttpResponse)>& reply, ScannedStream scan)
+      : q_(q), path_(std::move(path)), reply_(reply), scan_(std::move(scan)) {}
 
   void run(sandbox::FileTransfer& transfer) {
     char buf[65536];
@@ -267,10 +300,14 @@ class Download {
 };
 
 void download(const FilesRequest& q, const std::string& path, const std::function<void(HttpResponse)>& reply) {
+  ScannedStream scan(q.scanner);
+  if (!scan.credentials(q.credentials))  // no download without its redaction
+    return reply(session_error_response(Error::make(
+        "credential_unavailable", "'" + path + "': the session's credentials could not be kept out of the download")));
   auto transfer = q.sandbox.read_file(path);
   if (!transfer) return reply(session_error_response(transfer.error()));
   if (transfer->directory) return reply(listing(q, path, *transfer));
-  Download(q, path, reply).run(*transfer);
+  Download(q, path, reply, std::move(scan)).run(*transfer);
 }
 
 HttpResponse remove(const FilesRequest& q, const std::string& path) {
@@ -322,7 +359,8 @@ void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
   if (!target) return reply(session_error_response(target.error()));
   Busy busy(*session);
   if (busy.refused()) return reply(session_error_response(*busy.refused()));
-  const FilesRequest q{sessions, *session, *session->sandbox, scanner_of(*generation)};
+  const FilesRequest q{sessions, *session, *session->sandbox, scanner_of(*generation),
+                       session->credentials ? session->credentials->redaction() : SessionCredentials::Redaction{}};
   if (r.method == "GET" || r.method == "HEAD") return download(q, target->path, reply);
   if (r.method == "DELETE") return reply(remove(q, target->path));
   if (r.method != "PUT") return reply(error_response(405, "method_not_allowed", "use GET, PUT or DELETE"));

@@ -84,7 +84,12 @@ void relay(UpstreamClient& client, const RelayTarget& target, const UpstreamRequ
       log("forwarding to replica " + target.replica + ": " + body.error().message);
       return reply(failure_response(body.error(), target));
     }
-    return reply(HttpResponse{head.status, head.content_type, std::move(*body), head.headers, {}});
+    HttpResponse whole;
+    whole.status = head.status;
+    whole.content_type = head.content_type;
+    whole.body = std::move(*body);
+    whole.headers = head.headers;
+    return reply(std::move(whole));
   }
   auto body = std::make_shared<DeferredBody>();
   HttpResponse resp = DeferredBody::response(body, head.content_type);

@@ -1,12 +1,14 @@
 #include "server/sessions/session_service.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
 #include "audit/sandbox_record.hpp"
 #include "audit/session_record.hpp"
 #include "pipeline/quotas/quota_rules.hpp"
+#include "pipeline/stages/credentials.hpp"
 
 namespace airlock::server {
 namespace {
@@ -68,6 +70,22 @@ Status append(audit::AuditLog* log, const audit::SessionRecord& record) {
 std::string own_end_reason(const backend::RunResult& r) {
   if (r.verdict == sandbox::Verdict::timeout) return "max_lifetime";
   return std::string(sandbox::verdict_name(r.verdict));
+}
+
+// Whose credentials a session's are: its owner's (the agent, and the user it acts for), with
+// the session's id as the leases' invocation. A session lives on past any one request: each
+// lease asks for the longest life a credential may have, and its own ttl decides.
+creds::LeaseContext lease_context(const LiveSession& s, const policy::SessionTemplate& t, const pipeline::Caller& caller) {
+  creds::LeaseContext c;
+  c.invocation_id = s.id;
+  c.tool = "session/" + t.name;
+  c.agent = s.owner.principal;
+  c.user_issuer = s.owner.issuer;
+  c.user_sub = s.owner.sub;
+  if (caller.subject) c.user_scopes = pipeline::user_token_scopes(*caller.subject);
+  c.max_ttl = policy::kMaxCredentialTtl;
+  for (const auto& f : t.network.forwards) c.forwards.push_back({f.listen_port, f.host, f.port});
+  return c;
 }
 
 }  // namespace
@@ -214,10 +232,10 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   session->access_rule = decision.rule;
   session->labels = request.labels;
   session->idle_timeout = request.idle_timeout.value_or(t.idle_timeout);
-  const backend::RunRequest run = session_request(config, t);
+  const auto limits = config.limits_for(t);
   session->exec_timeout = t.limits.timeout.value_or(config.tiers.at(t.risk).wall_time);
-  session->output_bytes = run.limits.output_bytes;
-  session->disk_bytes = run.limits.disk_bytes;
+  session->output_bytes = limits.output_bytes;
+  session->disk_bytes = limits.disk_bytes;
   session->state_ = "starting";
   {
     std::lock_guard lock(mu_);  // the place is taken before the sandbox starts: two creations race for it
@@ -225,45 +243,12 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
     if (auto within = check_quota(config, session->owner); !within) return within.error();
     sessions_[session->id] = session;
   }
-  auto forget = [&] {
+  if (auto launched = launch(*session, config, t, caller, request, decision.rule); !launched) {
+    if (session->sandbox) session->sandbox->end();
+    if (session->credentials) (void)session->credentials->revoke_all();
     std::lock_guard lock(mu_);
     sessions_.erase(session->id);
-  };
-  backend::RunContext context;
-  context.rule_set = "session template " + t.name + "'s network rules";
-  context.invocation_id = session->id;
-  context.tool_name = t.name;
-  auto started = deps_.backend->start_session(run, context);
-  if (!started) {
-    forget();
-    return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
-  }
-  session->created = std::chrono::system_clock::now();
-  session->expires = session->created + run.limits.wall_time;
-  session->sandbox = std::move(*started);
-  if (request.prepare)
-    if (auto ready = request.prepare(*session->sandbox); !ready) {
-      session->sandbox->end();
-      forget();
-      return ready.error();
-    }
-  if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
-    if (auto kept = deps_.store->add({session->id, t.name, session->owner.principal, session->owner.issuer,
-                                      session->owner.sub, epoch_ms(session->created)});
-        !kept) {
-      session->sandbox->end();
-      forget();
-      return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
-    }
-  audit::SessionRecord record = session_record(session->id, "created", t.name, session->owner);
-  record.access_rule = decision.rule;
-  record.limits = limits_record(run.limits, *session);
-  record.snapshot = request.from_snapshot;
-  if (auto written = append(deps_.audit, record); !written) {  // no record, no session
-    session->sandbox->end();
-    forget();
-    if (deps_.store) (void)deps_.store->remove(session->id);
-    return written.error();
+    return launched.error();
   }
   {
     std::lock_guard lock(session->mu_);
@@ -271,6 +256,60 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
     session->last_active_ = Clock::now();
   }
   return session;
+}
+
+Status SessionService::launch(LiveSession& session, const policy::Config& config, const policy::SessionTemplate& t,
+                              const pipeline::Caller& caller, const CreateRequest& request, const std::string& rule) {
+  if (auto leased = lease_credentials(session, t, caller, request.broker); !leased) return leased;
+  const backend::RunRequest run = session_request(config, t);
+  backend::RunContext context;
+  context.rule_set = "session template " + t.name + "'s network rules";
+  context.invocation_id = session.id;
+  context.tool_name = t.name;
+  auto started = deps_.backend->start_session(run, context);
+  if (!started) return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
+  session.created = std::chrono::system_clock::now();
+  session.expires = session.created + run.limits.wall_time;
+  session.sandbox = std::move(*started);
+  if (request.prepare)
+    if (auto ready = request.prepare(*session.sandbox); !ready) return ready;
+  if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
+    if (auto kept = deps_.store->add({session.id, t.name, session.owner.principal, session.owner.issuer,
+                                      session.owner.sub, epoch_ms(session.created)});
+        !kept)
+      return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
+  audit::SessionRecord record = session_record(session.id, "created", t.name, session.owner);
+  record.access_rule = rule;
+  record.limits = limits_record(run.limits, session);
+  record.snapshot = request.from_snapshot;
+  if (session.credentials) record.credentials = session.credentials->uses();
+  if (auto written = append(deps_.audit, record); !written) {  // no record, no session
+    if (deps_.store) (void)deps_.store->remove(session.id);
+    return written;
+  }
+  return {};
+}
+
+Status SessionService::lease_credentials(LiveSession& session, const policy::SessionTemplate& t,
+                                         const pipeline::Caller& caller, std::shared_ptr<creds::Broker> broker) {
+  if (t.credentials.empty()) return {};
+  if (!broker)
+    return Error::make("credential_unavailable",
+                       "session template " + t.name + " has credentials, and no credential broker runs here");
+  SessionCredentials::Setup setup;
+  setup.broker = std::move(broker);
+  setup.specs = t.credentials;
+  setup.context = lease_context(session, t, caller);
+  setup.fingerprint = [log = deps_.audit](std::string_view value) {
+    return log ? log->credential_fingerprint(value) : std::string();
+  };
+  auto leased = SessionCredentials::lease(std::move(setup));
+  if (!leased) {
+    const std::string code = leased.error().code == "credential_denied" ? "credential_denied" : "credential_unavailable";
+    return Error::make(code, "a credential of session template " + t.name + ": " + leased.error().message);
+  }
+  session.credentials = std::move(*leased);
+  return {};
 }
 
 std::shared_ptr<LiveSession> SessionService::find(const std::string& id, const pipeline::Caller& caller,
@@ -328,6 +367,9 @@ void SessionService::end(const std::shared_ptr<LiveSession>& session, const std:
     session->state_ = "ending";
   }
   const backend::RunResult result = session->sandbox->end();
+  // Its processes are gone: nothing holds a credential now.
+  std::vector<audit::SessionLeaseEnd> revoked;
+  if (session->credentials) revoked = session->credentials->revoke_all();
   std::uint64_t execs = 0;
   {
     std::lock_guard lock(session->mu_);
@@ -346,6 +388,7 @@ void SessionService::end(const std::shared_ptr<LiveSession>& session, const std:
   record.usage["execs"] = execs;
   for (const auto& e : result.egress)
     record.egress.push_back({e.host, e.port, e.address, e.allowed, e.rule, e.bytes_up, e.bytes_down, e.ms});
+  record.credentials_revoked = std::move(revoked);
   // A failed log refuses every later append (the daemon's health says so); the row then stays,
   // and the next start records the session as aborted.
   if (append(deps_.audit, record) && deps_.store) (void)deps_.store->remove(session->id);
@@ -362,15 +405,17 @@ audit::SessionRecord aborted_session_record(const SessionRow& row, const std::st
   return record;
 }
 
-Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit) {
+Result<std::vector<std::string>> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit) {
   auto rows = store.all();
   if (!rows) return rows.error();
+  std::vector<std::string> ids;
   for (const auto& row : *rows) {
     auto record = aborted_session_record(row, "the daemon that held it stopped without ending it");
     if (auto written = append(&audit, record); !written) return written.error();
     if (auto removed = store.remove(row.id); !removed) return removed.error();
+    ids.push_back(row.id);
   }
-  return static_cast<int>(rows->size());
+  return ids;
 }
 
 void SessionService::end_all(const std::string& reason) {
@@ -432,12 +477,47 @@ void SessionService::sweep_once() {
     if (why.first.empty()) why.first = own_end_reason(s->sandbox->end());
     end(s, why.first, why.second);
   }
+  std::vector<std::shared_ptr<LiveSession>> due;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, s] : sessions_)
+      if (auto when = s->credentials ? s->credentials->next_due() : std::nullopt; when && *when <= wall_now)
+        due.push_back(s);
+  }
+  // Off the sweeper: a provider may be slow. A renewal still under way makes the next one a no-op.
+  for (const auto& s : due) spawn([this, s] { maintain_credentials(s); });
+}
+
+void SessionService::maintain_credentials(const std::shared_ptr<LiveSession>& session) {
+  session->credentials->maintain(std::chrono::system_clock::now(), [&](const SessionCredentials::Maintenance& m) {
+    std::string event = "credentials_revoked";  // leases a renewal replaced, at their expiry
+    if (m.failed) event = "credentials_failed";
+    else if (!m.issued.empty()) event = "credentials_renewed";
+    (void)record_event(*session, event, [&](audit::SessionRecord& r) {
+      r.credentials = m.issued;
+      r.credentials_revoked = m.revoked;
+      if (m.failed) r.message = "renewing its credentials failed, so the session has none from now on: " + m.failed->message;
+    });
+    if (m.failed)
+      std::fprintf(stderr, "airlock: session %s: renewing its credentials failed; every lease is revoked: %s\n",
+                   session->id.c_str(), m.failed->message.c_str());
+  });
+  wake_.notify_all();  // the sweeper's next wait depends on when these are due now
+}
+
+std::chrono::milliseconds SessionService::sweep_wait() const {
+  auto wait = deps_.sweep_interval;
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& [id, s] : sessions_)
+    if (auto when = s->credentials ? s->credentials->next_due() : std::nullopt)
+      wait = std::min(wait, std::max(std::chrono::ceil<std::chrono::milliseconds>(*when - now), std::chrono::milliseconds(1)));
+  return wait;
 }
 
 void SessionService::sweep_loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, deps_.sweep_interval);
+    wake_.wait_for(lock, sweep_wait());
     if (stopping_) break;
     lock.unlock();
     sweep_once();

@@ -26,6 +26,7 @@
 #include "pipeline/quotas/quota_book.hpp"
 #include "policy/config.hpp"
 #include "server/core/generation.hpp"
+#include "server/sessions/session_credentials.hpp"
 #include "server/sessions/session_store.hpp"
 #include "server/sessions/snapshot_store.hpp"
 
@@ -62,6 +63,9 @@ class LiveSession {
   std::uint64_t output_bytes = 0;              // each exec's, per stream
   std::uint64_t disk_bytes = 0;                // its disk (the work dir and /tmp), shared
   std::unique_ptr<backend::Session> sandbox;
+  // Its template's credentials, leased for it (null: the template has none). Set before the
+  // session is found by anyone; revoked at its end.
+  std::shared_ptr<SessionCredentials> credentials;
 
   // Whether it is running, and when it was last used (an exec started or ended).
   std::string state() const;
@@ -96,8 +100,9 @@ struct SessionServiceDeps {
 };
 
 // At start: every session a predecessor left in `store` (it died without ending them) gets its
-// "ended" record, reason "aborted", and its row goes. Returns how many.
-Result<int> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit);
+// "ended" record, reason "aborted", and its row goes. Returns their ids: their credential
+// leases (the session's id is their invocation) are revoked once the providers exist.
+Result<std::vector<std::string>> record_aborted_sessions(SessionStore& store, audit::AuditLog& audit);
 // The "ended" record, reason "aborted", of the session of `row`, whose daemon died with it.
 audit::SessionRecord aborted_session_record(const SessionRow& row, const std::string& message);
 
@@ -117,10 +122,14 @@ class SessionService {
     // snapshot's files unpacked into it); its error ends the sandbox and is the creation's.
     std::function<Status(backend::Session&)> prepare;
     std::optional<audit::SessionSnapshotRecord> from_snapshot;  // named in the created record
+    // The generation's credential broker: leases the template's credentials (null: a template
+    // with credentials is refused, credential_unavailable).
+    std::shared_ptr<creds::Broker> broker;
   };
   // A new session for `caller` under `config`. Errors by code: unknown_template (404),
   // forbidden (403), quota_exceeded:sessions (429), invalid_input (400), draining (503, shutting
-  // down), setup_error or audit_failed (500).
+  // down), credential_denied (403) or credential_unavailable (503) naming the variable,
+  // setup_error or audit_failed (500). A failed creation leaves nothing: no sandbox, no lease.
   Result<std::shared_ptr<LiveSession>> create(const policy::Config& config, const pipeline::Caller& caller,
                                               const CreateRequest& request);
   // The session if `caller` owns it, or manages sessions (manage_sessions); null otherwise,
@@ -157,6 +166,16 @@ class SessionService {
 
  private:
   Status check_quota(const policy::Config& config, const SessionOwner& owner) const;  // under mu_
+  // A creation's steps after its place is taken: its credentials, its sandbox, what `prepare`
+  // puts in it, its row and its record. An error leaves what was made for create() to undo.
+  Status launch(LiveSession& session, const policy::Config& config, const policy::SessionTemplate& t,
+                const pipeline::Caller& caller, const CreateRequest& request, const std::string& rule);
+  Status lease_credentials(LiveSession& session, const policy::SessionTemplate& t, const pipeline::Caller& caller,
+                           std::shared_ptr<creds::Broker> broker);
+  // Renews a session's credentials and revokes the ones replaced, with their audit record.
+  void maintain_credentials(const std::shared_ptr<LiveSession>& session);
+  // How long the sweeper may sleep: its interval, or less when a session's credentials are due.
+  std::chrono::milliseconds sweep_wait() const;  // under mu_
   Status record(const LiveSession& session, const std::string& event);  // paused, resumed
   void sweep_loop();
   void sweep_once();

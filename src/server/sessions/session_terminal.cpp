@@ -1,6 +1,7 @@
 #include "server/sessions/session_terminal.hpp"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -15,6 +16,7 @@
 
 #include "common/digest.hpp"
 #include "common/unique_fd.hpp"
+#include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 #include "sandbox/outcome.hpp"
 #include "server/core/responses.hpp"
@@ -151,6 +153,8 @@ struct TerminalRun {
   std::shared_ptr<pipeline::QuotaHold> hold;
   std::shared_ptr<const dlp::Scanner> scanner;
   std::optional<dlp::StreamScanner> scan;
+  SessionCredentials::Redaction redaction;           // the session's values as the shell started
+  std::optional<dlp::CredentialStream> credentials;  // ... out of what it shows, before DLP
   sandbox::StartedExec started;
   bool exec_begun = false;
   Clock::time_point began = Clock::now();
@@ -195,9 +199,33 @@ Status scan_command(TerminalRun& t) {
   return {};
 }
 
+// A fresh credential stream over the values the shell was given; false when it cannot be.
+bool open_credentials(TerminalRun& t) {
+  if (!t.redaction.literals) return true;
+  auto stream = dlp::CredentialStream::open(*t.redaction.scanner, *t.redaction.literals);
+  if (stream) t.credentials.emplace(std::move(*stream));
+  return stream.ok();
+}
+
+// The session's credentials, as an exec gets them: its variables in the shell's environment,
+// and their values out of what the terminal shows. No terminal without its redaction.
+Status take_credentials(TerminalRun& t, std::map<std::string, std::string>& env) {
+  if (!t.session->credentials) return {};
+  auto given = t.session->credentials->for_exec();
+  for (auto& [name, value] : given.env) env[name] = std::exchange(value, std::string());
+  t.redaction = std::move(given.redaction);
+  if (!open_credentials(t))
+    return Error::make("credential_unavailable", "the session's credentials could not be kept out of the terminal");
+  return {};
+}
+
+void wipe(std::map<std::string, std::string>& env) {
+  for (auto& [name, value] : env)
+    if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
+}
+
 // The shell: the command asked for, else a login bash, else a login sh.
-Result<sandbox::StartedExec> start_shell(TerminalRun& t) {
-  const std::map<std::string, std::string> env = {{"TERM", t.request.term}};
+Result<sandbox::StartedExec> start_shell(TerminalRun& t, const std::map<std::string, std::string>& env) {
   if (!t.request.argv.empty()) return t.session->sandbox->exec_on_terminal({t.request.argv, env, ""}, t.request.size);
   t.request.argv = {"/bin/bash", "-l"};
   auto started = t.session->sandbox->exec_on_terminal({t.request.argv, env, ""}, t.request.size);
@@ -215,7 +243,10 @@ Status start(TerminalRun& t) {
   if (auto s = scan_command(t); !s) return s;
   if (auto refused = t.session->begin_exec()) return *refused;
   t.exec_begun = true;
-  auto started = start_shell(t);
+  std::map<std::string, std::string> env = {{"TERM", t.request.term}};
+  auto given = take_credentials(t, env);
+  auto started = given ? start_shell(t, env) : Result<sandbox::StartedExec>(given.error());
+  wipe(env);
   if (!started) return started.error();
   t.started = std::move(*started);
   ::fcntl(t.started.terminal.get(), F_SETFL, ::fcntl(t.started.terminal.get(), F_GETFL) | O_NONBLOCK);
@@ -239,14 +270,38 @@ void show(TerminalRun& t, dlp::StreamOutput out) {
   if (!out.text.empty() && !t.blocked) send_output(t, out.text);
 }
 
-// Quiet for kQuiet: what the scan held back (a possible start of a secret) is settled and
-// shown, so a prompt is never kept waiting; the scan starts afresh.
+// What the terminal shows, through the credential redaction, then DLP.
+void pass(TerminalRun& t, std::string_view chunk, bool end) {
+  std::string text(chunk);
+  if (t.credentials) {
+    dlp::StreamOutput out = end ? t.credentials->finish() : t.credentials->write(chunk);
+    t.redactions.insert(t.redactions.end(), out.findings.size(), "credential");
+    text = std::move(out.text);
+  }
+  t.output_bytes += text.size();  // the record's: what it showed, its credentials out, before DLP
+  t.output_digest.update(text);
+  if (!t.scan) {
+    if (!text.empty()) send_output(t, text);
+    return;
+  }
+  if (!text.empty()) show(t, t.scan->write(text));
+  if (end) show(t, t.scan->finish());
+}
+
+std::size_t held_back(const TerminalRun& t) {
+  return (t.scan ? t.scan->buffered_bytes() : 0) + (t.credentials ? t.credentials->buffered_bytes() : 0);
+}
+
+// Quiet for kQuiet: what the scans held back (a possible start of a secret) is settled and
+// shown, so a prompt is never kept waiting; the scans start afresh.
 void settle(TerminalRun& t) {
-  if (!t.scan || t.scan->buffered_bytes() == 0 || Clock::now() - t.last_output < kQuiet) return;
-  show(t, t.scan->finish());
+  if (held_back(t) == 0 || Clock::now() - t.last_output < kQuiet) return;
+  pass(t, {}, true);
+  if (!open_credentials(t)) t.blocked = true;  // no scan, no output
+  if (!t.scan) return;
   auto fresh = t.scanner->open_stream();
   if (fresh) t.scan.emplace(std::move(*fresh));
-  else t.blocked = true;  // no scan, no output
+  else t.blocked = true;
 }
 
 // Reads what the terminal shows; false once nothing holds it any more (EIO).
@@ -258,11 +313,8 @@ bool read_output(TerminalRun& t) {
     if (n < 0 && errno == EAGAIN) return true;
     if (n <= 0) return false;
     const std::string_view chunk(buf, static_cast<std::size_t>(n));
-    t.output_bytes += chunk.size();
-    t.output_digest.update(chunk);
     t.last_output = Clock::now();
-    if (t.scan) show(t, t.scan->write(chunk));
-    else send_output(t, std::string(chunk));
+    pass(t, chunk, false);
   }
 }
 
@@ -306,7 +358,7 @@ std::optional<sandbox::ExecEnd> pump(TerminalRun& t) {
     const bool has_master = readable && t.started.terminal;
     pollfd fds[2] = {{t.inbox->wake.get(), POLLIN, 0},
                      {t.started.terminal.get(), static_cast<short>(POLLIN | (t.pending_input.empty() ? 0 : POLLOUT)), 0}};
-    const bool holding = t.scan && t.scan->buffered_bytes() > 0;
+    const bool holding = held_back(t) > 0;
     ::poll(fds, has_master ? 2 : 1, static_cast<int>(holding ? kQuiet.count() : 200));
     take_inbox(t);
     if (has_master) readable = read_output(t);
@@ -336,7 +388,7 @@ std::string verdict_of(const TerminalRun& t, const std::optional<sandbox::ExecEn
 
 // Its terminal_closed record, the CPU charged, and the exit told to the client.
 void finish(TerminalRun& t, const std::optional<sandbox::ExecEnd>& end) {
-  if (t.scan) show(t, t.scan->finish());
+  pass(t, {}, true);
   const std::string verdict = verdict_of(t, end);
   audit::SessionTerminalRecord r = opened_record(t);
   r.verdict = verdict;

@@ -21,7 +21,8 @@ constexpr std::size_t kMaxLabelBytes = 256;
 
 int status_of(const std::string& code) {
   if (code == "invalid_input" || code == "invalid_argument" || code == "invalid_path") return 400;
-  if (code == "forbidden" || code == "outside_workspace" || code == "permission_denied") return 403;
+  if (code == "forbidden" || code == "outside_workspace" || code == "permission_denied" || code == "credential_denied")
+    return 403;
   if (code == "unknown_template" || code == "file_not_found") return 404;
   if (code == "session_ended" || code == "session_paused" || code == "session_not_paused") return 409;
   if (code == "is_a_directory" || code == "not_a_directory" || code == "directory_not_empty" ||
@@ -32,7 +33,7 @@ int status_of(const std::string& code) {
   if (code == "freezer_unavailable") return 501;
   if (code == "dlp_blocked" || code == "exec_failed") return 422;
   if (code == "quota_exceeded") return 429;
-  if (code == "draining" || code == "storage_unavailable") return 503;
+  if (code == "draining" || code == "storage_unavailable" || code == "credential_unavailable") return 503;
   return 500;
 }
 
@@ -206,6 +207,7 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
       if (!request->snapshot_id.empty())
         if (auto found = from_snapshot(sessions, caller, request->snapshot_id, *request); !found)
           return reply(session_error_response(found.error()));
+      if (generation->pipeline) request->broker = generation->pipeline->credential_broker();
       return sessions.spawn([&sessions, generation, caller, request = std::move(*request), reply = std::move(reply)] {
         auto created = sessions.create(*generation->config, caller, request);
         if (!created) return reply(session_error_response(created.error()));

@@ -2,7 +2,8 @@
 
 Standard library only; `cryptography` (Debian's python3-cryptography), when importable,
 checks the Ed25519 signatures of audit checkpoints (without it they are reported as not
-checked, never as good)."""
+checked, never as good); `websocket-client` (Debian's python3-websocket) for `Client.terminal`.
+"""
 from ._http import RetryPolicy
 from .aio import AsyncClient
 from .audit import (ProofInvalid, SignatureInvalid, SignatureUncheckable, VerificationError,
@@ -17,13 +18,14 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
 from .llm import ToolBox, ToolResult
 from .models import (Approval, AuditRef, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
                      PendingApproval, Session, Snapshot, Tool)
+from .terminal import Terminal
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult",
     "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult",
-    "FileInfo", "FileEntry", "Snapshot",
+    "FileInfo", "FileEntry", "Snapshot", "Terminal",
     "verify_proof", "verify_checkpoint", "proof_holds", "VerifiedRecord",
     "VerificationError", "ProofInvalid", "SignatureInvalid", "SignatureUncheckable",
     "AirlockError", "UsageError", "TransportError", "WaitTimeoutError", "AuthenticationError",

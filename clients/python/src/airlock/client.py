@@ -14,6 +14,7 @@ from ._http import (OCTET_STREAM, Body, Endpoint, Response, RetryPolicy, Transpo
 from .errors import AirlockError, NotFoundError, TransportError, UsageError, WaitTimeoutError, error_class
 from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
                      Tool, raise_if_refused)
+from .terminal import Terminal, open_terminal
 
 if TYPE_CHECKING:
     from .llm import ToolBox
@@ -287,6 +288,24 @@ class Client:
     def end_session(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> Session:
         """Ends it: every process in it, its files, its sandbox."""
         return Session.from_json(self._call("DELETE", self._session_path(session), subject_token=subject_token))
+
+    def terminal(self, session: Union[str, Session], *, rows: int = 24, cols: int = 80,
+                 command: Optional[str] = None, term: Optional[str] = None,
+                 subject_token: Optional[str] = None) -> Terminal:
+        """A terminal on the session: a login shell (or ``command``, a shell line) on a pty of the
+        session's own, over a WebSocket. Needs the optional websocket-client package."""
+        e = self._transport.endpoint
+        host = f"[{e.host}]" if ":" in e.host else e.host
+        query = {"rows": str(rows), "cols": str(cols)}
+        if command is not None:
+            query["command"] = command
+        if term is not None:
+            query["term"] = term
+        url = (f"{'wss' if e.scheme == 'https' else 'ws'}://{host}:{e.port}{self._session_path(session)}"
+               f"/terminal?{urllib.parse.urlencode(query)}")
+        headers = self._headers(subject_token)
+        headers.pop("Accept", None)
+        return open_terminal(url, headers, self._transport.ssl_context, self._transport.timeout)
 
     def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]], *,
              stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None,

@@ -8,7 +8,7 @@
 (() => {
   const POLL_MS = 2000;
   const ARGS_SHOWN = 64 * 1024;  // characters of the arguments shown before "show all"
-  const state = { csrf: "", who: null, timer: 0, route: "", seen: "" };
+  const state = { csrf: "", who: null, timer: 0, route: "", seen: "", terminal: null };
 
   // ---- rendering helpers -------------------------------------------------------------
 
@@ -584,6 +584,125 @@
            el("p", {}, el("a", { href: "#/audit" }, "Back to the audit log")));
   }
 
+  // ---- sessions and their terminal -------------------------------------------------------
+
+  function sessionRow(x) {
+    const user = x.owner && x.owner.user ? x.owner.user.sub : "";
+    return el("tr", { "data-session": x.id }, el("td", {}, link("terminal", x.id, x.id)), el("td", {}, x.template),
+              el("td", {}, x.state), el("td", {}, agent(x.owner && x.owner.principal)), el("td", {}, user),
+              el("td", {}, String(x.execs || 0)));
+  }
+
+  async function viewSessions() {
+    const r = await api("sessions");
+    if (!r.ok) return render(el("h1", {}, "Sessions"), el("p", { class: "bad" }, errorText(r)));
+    const rows = r.data.sessions.map(sessionRow);
+    render(el("h1", {}, "Sessions"),
+           el("p", { class: "note" }, "Your sessions (every owner's if you manage sessions; a terminal is its owner's only)."),
+           rows.length ? table(["Id (its terminal)", "Template", "State", "Agent", "User", "Execs"], rows)
+                       : el("p", { class: "note" }, "No session."));
+  }
+
+  // What a terminal shows, kept as lines of text: printable characters overwrite at the cursor;
+  // \r, \n, backspace and the few escape sequences a shell's line editing uses move it or erase;
+  // every other escape sequence is dropped. Only ever shown with textContent.
+  class Screen {
+    constructor(node) { this.node = node; this.lines = [""]; this.col = 0; this.pending = ""; }
+    write(text) {
+      text = this.pending + text;
+      this.pending = "";
+      for (let i = 0; i < text.length; i++) {
+        const c = text[i];
+        if (c === "\x1b") {
+          const m = /^\x1b(\[[0-?]*[ -\/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-Za-z]|[=>78DEHMc])/.exec(text.slice(i));
+          if (!m) { this.pending = text.slice(i); break; }  // the rest of it comes next
+          this.escape(m[1]);
+          i += m[0].length - 1;
+        } else if (c === "\r") this.col = 0;
+        else if (c === "\n") { this.lines.push(""); this.col = 0; }
+        else if (c === "\b") this.col = Math.max(0, this.col - 1);
+        else if (c >= " " || c === "\t") this.put(c === "\t" ? " " : c);
+      }
+      if (this.lines.length > 2000) this.lines.splice(0, this.lines.length - 2000);
+      this.node.textContent = this.lines.join("\n");
+      this.node.scrollTop = this.node.scrollHeight;
+    }
+    put(c) {
+      const last = this.lines.length - 1, line = this.lines[last].padEnd(this.col, " ");
+      this.lines[last] = line.slice(0, this.col) + c + line.slice(this.col + 1);
+      this.col += 1;
+    }
+    escape(seq) {
+      const last = this.lines.length - 1, n = parseInt(seq.slice(1), 10) || 1, final = seq[seq.length - 1];
+      if (seq[0] !== "[") return;
+      if (final === "K") this.lines[last] = this.lines[last].slice(0, this.col);  // erase to the end of the line
+      else if (final === "C") this.col += n;
+      else if (final === "D") this.col = Math.max(0, this.col - n);
+      else if (final === "J" && seq.startsWith("[2")) { this.lines = [""]; this.col = 0; }
+    }
+  }
+
+  // The bytes a key sends to a terminal (null: the browser keeps it).
+  function keyBytes(e) {
+    const named = { Enter: "\r", Backspace: "\x7f", Tab: "\t", Escape: "\x1b", ArrowUp: "\x1b[A", ArrowDown: "\x1b[B",
+                    ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D", Home: "\x1b[H", End: "\x1b[F", Delete: "\x1b[3~" };
+    if (e.ctrlKey && !e.altKey && e.key.length === 1 && /[a-z@\[\\\]^_]/i.test(e.key))
+      return String.fromCharCode(e.key.toUpperCase().charCodeAt(0) & 0x1f);
+    if (named[e.key]) return named[e.key];
+    if (e.key.length === 1 && !e.ctrlKey && !e.metaKey) return (e.altKey ? "\x1b" : "") + e.key;
+    return null;
+  }
+
+  // The terminal's size in characters, from the element's size and one character's.
+  function terminalSize(node) {
+    const probe = el("span", {}, "M");
+    node.appendChild(probe);
+    const box = probe.getBoundingClientRect();
+    probe.remove();
+    const cols = Math.max(20, Math.min(1000, Math.floor(node.clientWidth / (box.width || 8))));
+    const rows = Math.max(5, Math.min(1000, Math.floor(node.clientHeight / (box.height || 16))));
+    return { rows, cols };
+  }
+
+  function viewTerminal(id) {
+    const screenNode = el("pre", { id: "terminal", class: "terminal", tabindex: "0" });
+    const status = el("p", { id: "terminal-status", class: "note" }, "connecting…");
+    render(el("h1", {}, "Terminal on session " + id), screenNode, status,
+           el("p", {}, el("a", { href: "#/sessions" }, "Back to the sessions")));
+    const screen = new Screen(screenNode);
+    const size = terminalSize(screenNode);
+    const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/console/api/sessions/" +
+                encodeURIComponent(id) + "/terminal?rows=" + size.rows + "&cols=" + size.cols;
+    const socket = new WebSocket(url);
+    socket.binaryType = "arraybuffer";
+    state.terminal = socket;
+    const decoder = new TextDecoder();
+    const encoder = new TextEncoder();
+    socket.onopen = () => { status.textContent = "connected: type here"; screenNode.focus(); };
+    socket.onmessage = (m) => {
+      if (typeof m.data !== "string") return screen.write(decoder.decode(m.data, { stream: true }));
+      let c = null;
+      try { c = JSON.parse(m.data); } catch (e) { return; }
+      if (c.type === "exit") status.textContent = "ended: " + c.verdict + (c.exit_code !== undefined ? ", exit code " + c.exit_code : "");
+      if (c.type === "error") status.textContent = "refused: " + c.message;
+    };
+    socket.onclose = () => { if (status.textContent.startsWith("connect")) status.textContent = "closed (not yours, or it has ended)"; };
+    const send = (bytes) => { if (socket.readyState === WebSocket.OPEN) socket.send(encoder.encode(bytes)); };
+    screenNode.addEventListener("keydown", (e) => {
+      const bytes = keyBytes(e);
+      if (bytes === null) return;
+      e.preventDefault();
+      send(bytes);
+    });
+    screenNode.addEventListener("paste", (e) => { e.preventDefault(); send(e.clipboardData.getData("text")); });
+    const resized = () => {
+      if (socket.readyState !== WebSocket.OPEN || !document.body.contains(screenNode)) return;
+      const s = terminalSize(screenNode);
+      socket.send(JSON.stringify({ type: "resize", rows: s.rows, cols: s.cols }));
+    };
+    window.addEventListener("resize", resized);
+  }
+
   // ---- routing -------------------------------------------------------------------------
 
   function route() {
@@ -594,13 +713,18 @@
     const [path, query] = [hash.split("?")[0], hash.split("?").slice(1).join("?")];
     const [view, ...rest] = path.split("/");
     const id = decodeURIComponent(rest.join("/"));
-    for (const n of ["approvals", "history", "audit"])
-      document.getElementById("nav-" + n).className = view === n || (view === "approval" && n === "approvals") ? "current" : "";
+    if (state.terminal) state.terminal.close();  // leaving a terminal hangs it up
+    state.terminal = null;
+    for (const n of ["approvals", "history", "audit", "sessions"])
+      document.getElementById("nav-" + n).className =
+        view === n || (view === "approval" && n === "approvals") || (view === "terminal" && n === "sessions") ? "current" : "";
     if (view === "approval") return viewApproval(id);
     if (view === "history") return viewHistory(query);
     if (view === "invocation") return viewInvocation(id);
     if (view === "audit") return viewAudit();
     if (view === "proof") return viewProof(id);
+    if (view === "sessions") return viewSessions();
+    if (view === "terminal") return viewTerminal(id);
     return viewApprovals();
   }
 
