@@ -221,6 +221,8 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "request_timeout": RequestRejectedError,
     "body_too_large": RequestRejectedError,
     "headers_too_large": RequestRejectedError,
+    "upgrade_required": RequestRejectedError,  # a terminal asked for without a WebSocket upgrade
+    "websocket_unavailable": RequestRejectedError,
     "queue_full": RateLimitedError,
     "quota_exceeded": QuotaExceededError,
     "draining": UnavailableError,
@@ -235,6 +237,7 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "storage": ServerError,
     "setup_error": ServerError,
     "freezer_unavailable": ServerError,
+    "dlp_unavailable": ServerError,
     "not_implemented": ServerError,
 }
 
