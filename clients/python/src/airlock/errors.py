@@ -149,7 +149,8 @@ class QuotaExceededError(RateLimitedError):
 
 class UnavailableError(AirlockError):
     """503 `draining`, `credential_unavailable`, `temporarily_unavailable`, `sealed_other_key`
-    (this replica holds another sealing key than the one that sealed the approval)."""
+    (this replica holds another sealing key than the one that sealed the approval),
+    `replica_unavailable` (the replica that holds a session cannot be reached now)."""
 
 
 class StorageUnavailableError(UnavailableError):
@@ -223,6 +224,9 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "headers_too_large": RequestRejectedError,
     "upgrade_required": RequestRejectedError,  # a terminal asked for without a WebSocket upgrade
     "websocket_unavailable": RequestRejectedError,
+    # Replicas (docs/sessions.md, "Replicas"): a session held by another replica.
+    "session_elsewhere": RequestRejectedError,  # its terminal, or a client-certificate caller: not forwarded
+    "forward_loop": RequestRejectedError,
     "queue_full": RateLimitedError,
     "quota_exceeded": QuotaExceededError,
     "draining": UnavailableError,
@@ -230,6 +234,8 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "temporarily_unavailable": UnavailableError,
     "sealed_other_key": UnavailableError,
     "storage_unavailable": StorageUnavailableError,
+    "replica_unavailable": UnavailableError,  # the replica holding the session cannot be reached (Retry-After)
+    "replica_failed": ServerError,  # it broke off once the request was forwarded: it may have run
     "audit_failed": ServerError,
     "sandbox_setup": ServerError,
     "internal": ServerError,
