@@ -311,7 +311,7 @@ TEST_F(StreamServer, StreamOverTls) {
     w->finish();
   };
   HttpServerOptions options;
-  options.tls = policy::TlsConfig{pki.file("server.pem"), pki.file("server.key"), ""};
+  options.tls = policy::TlsConfig{pki.file("server.pem"), pki.file("server.key"), "", "", ""};
   start(options);
   test::TlsClientOptions client;
   client.ca_file = pki.file("ca.pem");

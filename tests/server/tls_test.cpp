@@ -191,7 +191,7 @@ TEST_F(TlsServer, NoCertificateNoClientCertificate) {
 }
 
 TEST(TlsCheck, AKeyThatIsNotTheCertificatesIsRefused) {
-  policy::TlsConfig tls{pki().file("server.pem"), pki().file("client.key"), ""};
+  policy::TlsConfig tls{pki().file("server.pem"), pki().file("client.key"), "", "", ""};
   auto s = check_tls(tls);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("server.tls.keyFile: cannot load " + pki().file("client.key")),
@@ -202,7 +202,7 @@ TEST(TlsCheck, AKeyThatIsNotTheCertificatesIsRefused) {
 }
 
 TEST(TlsCheck, AFileThatIsNotPemIsRefused) {
-  policy::TlsConfig tls{pki().file("ca.key"), pki().file("server.key"), ""};  // a key, no cert
+  policy::TlsConfig tls{pki().file("ca.key"), pki().file("server.key"), "", "", ""};  // a key, no cert
   auto s = check_tls(tls);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("server.tls.certFile: cannot load"), std::string::npos)
@@ -249,7 +249,7 @@ TEST(ClearTextWarning, OnlyForANonLoopbackAddressWithoutTls) {
     EXPECT_EQ(cleartext_warning(s, 8750), "") << loopback;
   }
   s.listen_host = "192.0.2.1";
-  s.tls = policy::TlsConfig{"c.pem", "k.pem", ""};
+  s.tls = policy::TlsConfig{"c.pem", "k.pem", "", "", ""};
   EXPECT_EQ(cleartext_warning(s, 8750), "");
 }
 
