@@ -57,8 +57,6 @@ HttpResponse session_not_found(const std::string& id) {
 
 namespace {
 
-HttpResponse not_found(const std::string& id) { return session_not_found(id); }
-
 Result<SessionService::CreateRequest> create_request(const std::string& body) {
   auto parsed = parse_json_bounded(body, 8);
   if (!parsed || !parsed->is_object())
@@ -238,7 +236,7 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
     return sessions.spawn([fwd = s.session_forwarder, caller, manager_may, id, terminal_path, r, reply = std::move(reply)] {
       fwd->forward(caller, manager_may, id, terminal_path, r, reply);
     });
-  if (!session) return reply(not_found(id));
+  if (!session) return reply(session_not_found(id));
   if (parts.size() == 3) {
     if (get) return reply(json_response(200, session->to_json()));
     if (r.method != "DELETE") return reply(error_response(405, "method_not_allowed", "use GET or DELETE"));
@@ -254,7 +252,7 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   }
   if (parts.size() == 4 && (parts[3] == "pause" || parts[3] == "resume")) {
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
-    if (!session->owner.is(caller)) return reply(not_found(id));  // the owner's act, not a manager's
+    if (!session->owner.is(caller)) return reply(session_not_found(id));  // the owner's act, not a manager's
     const bool pause = parts[3] == "pause";
     return sessions.spawn([&sessions, session, pause, reply = std::move(reply)] {
       auto done = pause ? sessions.pause(session) : sessions.resume(session);
@@ -270,7 +268,7 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   }
   if (parts.size() == 4 && parts[3] == "snapshot") {
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
-    if (!session->owner.is(caller)) return reply(not_found(id));  // the owner's act, not a manager's
+    if (!session->owner.is(caller)) return reply(session_not_found(id));  // the owner's act, not a manager's
     return sessions.spawn([&sessions, session, body = r.body, reply = std::move(reply)] {
       reply(snapshot_response(sessions, *session, body));
     });
