@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -169,8 +170,11 @@ class Connection {
     return res.body();
   }
   std::string create() {
-    return call(bhttp::verb::post, "/v1/sessions", R"({"template": "bench"})", 201)["id"];
+    auto made = call(bhttp::verb::post, "/v1/sessions", R"({"template": "bench"})", 201);
+    warm_starts += made["start"] == "warm";
+    return made["id"];
   }
+  int warm_starts = 0;  // creations that took a sandbox of the template's warm pool
   void exec_true(const std::string& id) {
     auto r = call(bhttp::verb::post, "/v1/sessions/" + id + "/exec", R"({"command": ["/bin/true"]})", 200);
     if (r["verdict"] != "ok") std::abort();
@@ -185,7 +189,7 @@ class Connection {
 
 struct BenchDaemon {
   Workspace ws{"server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 8, queueLength: 64, maxBodyBytes: 4Mi}",
-               "\nsessionTemplates:\n  - name: bench\n    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, output: 4Mi}\n"};
+               "\nsessionTemplates:\n  - name: bench\n    limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, output: 4Mi}\n    warmPool: 2\n"};
   RunningDaemon daemon{ws};
 };
 
@@ -207,6 +211,7 @@ void BM_DaemonCreateAndFirstExec(benchmark::State& state) {
     c.end(id);  // not timed: the next session's start does not pay this one's end
   }
   airlock::bench::report(state, ms);
+  state.counters["warm_starts"] = c.warm_starts;
 }
 
 void BM_DaemonExec(benchmark::State& state) {
@@ -284,21 +289,48 @@ void BM_DaemonExecRead1MiB(benchmark::State& state) {
   c.end(id);
 }
 
-// This process's memory cgroup usage (v1 memory.usage_in_bytes, v2 memory.current): the
-// daemon and every session's cgroup below it.
-double cgroup_memory_kib() {
+// This process's memory cgroup (v1 memory, v2 the unified one): the daemon and every
+// session's cgroup below it. Its usage, and that usage by kind (KiB).
+struct CgroupMemory {
+  double usage = 0;
+  double anon = 0;    // processes' private memory
+  double file = 0;    // page cache: files read and written (the audit log, state.db), reclaimable
+  double shmem = 0;   // tmpfs: the sessions' roots, work dirs and /tmp (part of file on v1 and v2)
+  double kernel = 0;  // kernel objects: namespaces, page tables, stacks, slabs
+};
+
+CgroupMemory cgroup_memory() {
+  CgroupMemory m;
   std::ifstream self("/proc/self/cgroup");
   for (std::string line; std::getline(self, line);) {
     const auto colon = line.find(':'), second = line.find(':', colon + 1);
     const std::string controllers = line.substr(colon + 1, second - colon - 1), path = line.substr(second + 1);
-    std::string file;
-    if (controllers == "memory") file = "/sys/fs/cgroup/memory" + path + "/memory.usage_in_bytes";
-    if (controllers.empty()) file = "/sys/fs/cgroup" + path + "/memory.current";
-    std::ifstream in(file);
+    const bool v1 = controllers == "memory";
+    if (!v1 && !controllers.empty()) continue;
+    const std::string dir = v1 ? "/sys/fs/cgroup/memory" + path : "/sys/fs/cgroup" + path;
+    std::ifstream usage(dir + (v1 ? "/memory.usage_in_bytes" : "/memory.current"));
     double bytes = 0;
-    if (in >> bytes && bytes > 0) return bytes / 1024;
+    if (!(usage >> bytes) || bytes <= 0) continue;
+    m.usage = bytes / 1024;
+    std::ifstream stat(dir + "/memory.stat");
+    std::map<std::string, double> field;
+    std::string key;
+    for (double value; stat >> key >> value;) field[key] = value / 1024;
+    if (v1) {  // hierarchical totals; the kernel's share from the kmem counter
+      m.anon = field["total_rss"];
+      m.file = field["total_cache"];
+      m.shmem = field["total_shmem"];
+      std::ifstream kmem(dir + "/memory.kmem.usage_in_bytes");
+      if (kmem >> bytes) m.kernel = bytes / 1024;
+    } else {
+      m.anon = field["anon"];
+      m.file = field["file"];
+      m.shmem = field["shmem"];
+      m.kernel = field["kernel"];
+    }
+    return m;
   }
-  return 0;
+  return m;
 }
 
 void BM_DaemonOpenSessions(benchmark::State& state) {
@@ -306,7 +338,7 @@ void BM_DaemonOpenSessions(benchmark::State& state) {
   Connection c(bench_daemon().daemon.port);
   for (auto _ : state) {
     const long rss_before = rss_kib();
-    const double cgroup_before = cgroup_memory_kib();
+    const CgroupMemory cgroup_before = cgroup_memory();
     std::vector<std::string> open;
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < count; ++i) {
@@ -316,11 +348,17 @@ void BM_DaemonOpenSessions(benchmark::State& state) {
     std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     state.SetIterationTime(took.count());
     const long rss_after = rss_kib();
-    const double cgroup_after = cgroup_memory_kib();
+    const CgroupMemory cgroup_after = cgroup_memory();
     auto listed = c.call(bhttp::verb::get, "/v1/sessions", "", 200)["sessions"].size();
     state.counters["sessions_open"] = static_cast<double>(listed);
     state.counters["daemon_rss_kib_per_session"] = static_cast<double>(rss_after - rss_before) / count;
-    state.counters["cgroup_kib_per_session"] = (cgroup_after - cgroup_before) / count;
+    // The whole cgroup's growth per session, and by kind: the page cache of the daemon's files
+    // is reclaimable, not held by the sessions.
+    state.counters["cgroup_kib_per_session"] = (cgroup_after.usage - cgroup_before.usage) / count;
+    state.counters["cgroup_anon_kib_per_session"] = (cgroup_after.anon - cgroup_before.anon) / count;
+    state.counters["cgroup_file_kib_per_session"] = (cgroup_after.file - cgroup_before.file) / count;
+    state.counters["cgroup_shmem_kib_per_session"] = (cgroup_after.shmem - cgroup_before.shmem) / count;
+    state.counters["cgroup_kernel_kib_per_session"] = (cgroup_after.kernel - cgroup_before.kernel) / count;
     for (const auto& id : open) c.end(id);
   }
 }

@@ -94,6 +94,9 @@ struct RunContext {
   // Names the run in what a backend leaves outside the process (pod labels, container ids).
   std::string invocation_id;
   std::string tool_name;
+  // Sessions: the key of the ready sandboxes to take one from (SessionBackend::keep_ready);
+  // empty: start a new one.
+  std::string warm_key;
 };
 
 class Backend {

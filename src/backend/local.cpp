@@ -148,11 +148,15 @@ sandbox::Spec warm_call_spec(const RunRequest& request) {
 LocalBackend::LocalBackend(RunningSandboxes* registry,
                            std::shared_ptr<const std::vector<egress::Endpoint>> forbidden,
                            unsigned max_warm_templates)
-    : registry_(registry), forbidden_(std::move(forbidden)) {
+    : registry_(registry),
+      forbidden_(std::move(forbidden)),
+      ready_sessions_([this](const RunRequest& r, const RunContext& c) { return start_new_session(r, c); },
+                      kReadySessionMaxAge) {
   if (max_warm_templates > 0) warm_ = std::make_unique<WarmPool>(max_warm_templates);
 }
 
 void LocalBackend::shutdown() {
+  ready_sessions_.shutdown();
   if (warm_) warm_->shutdown();
 }
 

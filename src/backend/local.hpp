@@ -2,6 +2,7 @@
 // Spec locally: sandbox::run() alone has no network beyond loopback and refuses egress rules.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -10,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/session_backend.hpp"
+#include "backend/session_pool.hpp"
 #include "backend/warm_pool.hpp"
 #include "egress/policy.hpp"
 #include "sandbox/outcome.hpp"
@@ -81,6 +83,10 @@ sandbox::Spec local_spec(const RunRequest& request);
 // (at most `max_warm_templates` run at once), and runs cold, saying why, otherwise.
 // It also runs sessions (session_backend.hpp; local_session_backend.cpp), registered and
 // refused the same endpoints.
+// How long a session sandbox started ahead of demand waits to be taken before it is replaced
+// (SessionPool's max_age).
+inline constexpr std::chrono::minutes kReadySessionMaxAge{10};
+
 class LocalBackend : public Backend, public SessionBackend {
  public:
   LocalBackend(RunningSandboxes* registry,
@@ -92,14 +98,18 @@ class LocalBackend : public Backend, public SessionBackend {
   void shutdown() override;
   WarmPool* warm_pool() { return warm_.get(); }
   Result<std::unique_ptr<Session>> start_session(const RunRequest& request, const RunContext& context) override;
+  void keep_ready(std::vector<ReadySessions> wanted) override;
+  SessionPoolStats session_pool_stats() const { return ready_sessions_.stats(); }
 
  private:
+  Result<std::unique_ptr<Session>> start_new_session(const RunRequest& request, const RunContext& context);
   RunResult run_cold(const RunRequest& request, const RunContext& context);
   std::optional<RunResult> run_warm(const RunRequest& request, const RunContext& context,
                                     std::string& why_cold);
   RunningSandboxes* registry_;
   std::shared_ptr<const std::vector<egress::Endpoint>> forbidden_;
   std::unique_ptr<WarmPool> warm_;
+  SessionPool ready_sessions_;  // last: its thread, which starts sessions here, ends first
 };
 
 // The template a warm request's calls fork from: the request's Spec with the template's

@@ -61,6 +61,19 @@ class LocalSessionSandbox final : public Session {
 }  // namespace
 
 Result<std::unique_ptr<Session>> LocalBackend::start_session(const RunRequest& request, const RunContext& context) {
+  if (!context.warm_key.empty())
+    if (auto ready = ready_sessions_.take(context.warm_key)) return ready;
+  return start_new_session(request, context);
+}
+
+// A ready sandbox's wall clock runs from its start, so it gets the longest a ready one waits on
+// top: the session's own maximum lifetime, counted from its creation, is the service's to keep.
+void LocalBackend::keep_ready(std::vector<ReadySessions> wanted) {
+  for (auto& w : wanted) w.request.limits.wall_time += kReadySessionMaxAge;
+  ready_sessions_.keep(std::move(wanted));
+}
+
+Result<std::unique_ptr<Session>> LocalBackend::start_new_session(const RunRequest& request, const RunContext& context) {
   if (registry_ && registry_->stopping())
     return Error::make("setup_error", "the daemon is shutting down: no new session starts");
   sandbox::Spec spec = local_spec(request);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "common/result.hpp"
@@ -42,6 +43,23 @@ class Session {
   virtual Status remove_file(const std::string& path) = 0;
   virtual Status move_file(const std::string& from, const std::string& to) = 0;
   virtual Status make_directory(const std::string& path) = 0;
+
+  // Whether it was started ahead of demand (SessionBackend::keep_ready) rather than for the
+  // creation that took it.
+  bool warm() const { return warm_; }
+  void set_warm() { warm_ = true; }
+
+ private:
+  bool warm_ = false;
+};
+
+// Sessions a backend keeps started ahead of demand: `count` sandboxes of `request` (as
+// start_session would start them), taken by a start_session whose context names `key`.
+struct ReadySessions {
+  std::string key;
+  RunRequest request;
+  RunContext context;
+  unsigned count = 0;
 };
 
 class SessionBackend {
@@ -50,7 +68,12 @@ class SessionBackend {
   // A new session from `request` (its argv, stdin_bytes and warm are not used; its
   // limits.wall_time is the session's whole life), or why not (code "setup_error", the
   // message naming the step).
+  // With context.warm_key naming a ready sandbox's key, one of them is taken if any is ready
+  // (Session::warm() says so); otherwise a new one starts.
   virtual Result<std::unique_ptr<Session>> start_session(const RunRequest& request, const RunContext& context) = 0;
+  // From now on keeps `wanted` ready, and only that: ready sandboxes of an earlier call end (a
+  // reload's new templates never meet a sandbox started from the old ones). By default none.
+  virtual void keep_ready(std::vector<ReadySessions> /*wanted*/) {}
 };
 
 }  // namespace airlock::backend

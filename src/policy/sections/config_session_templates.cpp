@@ -73,7 +73,7 @@ void refuse_unrenewable(const YAML::Node& item, const std::string& what, std::si
 SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
                               const std::vector<CredentialServer>& servers) {
   std::string what = "sessionTemplates[" + std::to_string(i) + "]";
-  r.only_keys(n, what, {"name", "description", "risk", "limits", "network", "dataPaths", "env", "credentials"});
+  r.only_keys(n, what, {"name", "description", "risk", "limits", "network", "dataPaths", "env", "credentials", "warmPool", "validation"});
   SessionTemplate t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -103,6 +103,10 @@ SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, con
     });
   });
   r.field(n, "env", [&](const YAML::Node& v) { read_env(r, v, what + ".env", t.env); });
+  r.field(n, "validation", [&](const YAML::Node& v) { read_validation(r, v, what + ".validation", t.validation); });
+  r.field(n, "warmPool", [&](const YAML::Node& v) {
+    t.warm_pool = static_cast<unsigned>(r.unsigned_int(v, what + ".warmPool", kMaxWarmPool));
+  });
   r.field(n, "credentials", [&](const YAML::Node& v) {
     read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
     for (std::size_t k = 0; k < t.credentials.size(); ++k) refuse_unrenewable(v[k], what, k, t.credentials[k]);

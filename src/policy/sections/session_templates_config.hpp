@@ -15,12 +15,15 @@
 #include "policy/limit_overrides.hpp"
 #include "policy/risk.hpp"
 #include "policy/sections/credentials_config.hpp"
+#include "policy/sections/validation_config.hpp"
 
 namespace airlock::policy {
 
 // The longest a session may live (maxLifetime), and stay idle (idleTimeout), whatever a
 // template says: a session is work of hours, not a service.
 inline constexpr std::chrono::hours kMaxSessionLifetime{7 * 24};
+// The most sandboxes a template may keep started ahead of demand (warmPool).
+inline constexpr unsigned kMaxWarmPool = 32;
 
 // dataPaths: "/srv/datasets:/data" (read-only) or "/srv/scratch:/scratch:rw".
 struct SessionDataPath {
@@ -43,6 +46,11 @@ struct SessionTemplate {
   std::vector<SessionDataPath> data_paths;
   std::map<std::string, std::string> env;
   std::vector<CredentialSpec> credentials;  // leased for the session, revoked at its end
+  // Sandboxes of this template kept started ahead of demand: a creation takes one (its start
+  // off the request's path) and the next is started in the background. 0: each starts cold.
+  unsigned warm_pool = 0;
+  // What its code cells may do (POST /v1/sessions/{id}/code), checked before each runs.
+  ValidationConfig validation;
   std::string where;                        // "file:line" of its definition
 };
 

@@ -51,6 +51,9 @@ Status Daemon::start() {
 
 void Daemon::start_services() {
   state_->forbid_storage_database();
+  // The templates' warm pools fill from now on: after the daemon's own endpoints and its
+  // database are in the egress proxies' forbidden list.
+  state_->sessions->keep_ready(state_->config());
   state_->failed_auth->start();
   state_->sweeper->start();
   state_->webhooks->start();  // what a predecessor left pending goes out now

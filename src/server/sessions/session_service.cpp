@@ -36,6 +36,20 @@ backend::RunRequest session_request(const policy::Config& config, const policy::
   return request;
 }
 
+// What the backend names a session's sandbox by: its egress rules' name in denials, its template.
+backend::RunContext session_context(const policy::SessionTemplate& t) {
+  backend::RunContext context;
+  context.rule_set = "session template " + t.name + "'s network rules";
+  context.tool_name = t.name;
+  return context;
+}
+
+// The backend's key of the sandboxes it keeps ready for `t`: the template under this very
+// configuration (a reload's changed template never takes one started from the old).
+std::string warm_key(const policy::Config& config, const policy::SessionTemplate& t) {
+  return t.name + "@" + config.version;
+}
+
 // A record of `event` in the life of the session `id` of `template_name`, owned by `owner`.
 audit::SessionRecord session_record(const std::string& id, const std::string& event, const std::string& template_name,
                                     const SessionOwner& owner) {
@@ -158,6 +172,7 @@ nlohmann::json LiveSession::to_json() const {
                       {"expires", epoch_ms(expires)},
                       {"idle_timeout_ms", idle_timeout.count()},
                       {"labels", labels},
+                      {"start", warm_start ? "warm" : "cold"},
                       {"execs", execs_},
                       {"running_execs", running_execs_}};
   if (!end_reason_.empty()) j["end_reason"] = end_reason_;
@@ -262,15 +277,15 @@ Status SessionService::launch(LiveSession& session, const policy::Config& config
                               const pipeline::Caller& caller, const CreateRequest& request, const std::string& rule) {
   if (auto leased = lease_credentials(session, t, caller, request.broker); !leased) return leased;
   const backend::RunRequest run = session_request(config, t);
-  backend::RunContext context;
-  context.rule_set = "session template " + t.name + "'s network rules";
+  backend::RunContext context = session_context(t);
   context.invocation_id = session.id;
-  context.tool_name = t.name;
+  if (t.warm_pool > 0) context.warm_key = warm_key(config, t);
   auto started = deps_.backend->start_session(run, context);
   if (!started) return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
   session.created = std::chrono::system_clock::now();
   session.expires = session.created + run.limits.wall_time;
   session.sandbox = std::move(*started);
+  session.warm_start = session.sandbox->warm();
   if (request.prepare)
     if (auto ready = request.prepare(*session.sandbox); !ready) return ready;
   if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
@@ -428,7 +443,23 @@ void SessionService::end_all(const std::string& reason) {
   for (const auto& s : all) end(s, reason, "the daemon is shutting down");
 }
 
+void SessionService::keep_ready(const policy::Config& config) {
+  if (!deps_.backend) return;
+  std::vector<backend::ReadySessions> wanted;
+  for (const auto& t : config.session_templates) {
+    if (t.warm_pool == 0) continue;
+    backend::ReadySessions r;
+    r.key = warm_key(config, t);
+    r.request = session_request(config, t);
+    r.context = session_context(t);
+    r.count = t.warm_pool;
+    wanted.push_back(std::move(r));
+  }
+  deps_.backend->keep_ready(std::move(wanted));
+}
+
 void SessionService::reconcile(const policy::Config& config) {
+  keep_ready(config);
   std::vector<std::pair<std::shared_ptr<LiveSession>, std::pair<std::string, std::string>>> ending;
   {
     std::lock_guard lock(mu_);

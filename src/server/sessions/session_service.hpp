@@ -36,6 +36,8 @@ class AuditLog;
 
 namespace airlock::server {
 
+class SessionInterpreter;  // session_code.cpp
+
 // Who a session belongs to: the agent and the user of the request that created it, exactly.
 struct SessionOwner {
   std::string principal;    // "" for a user calling without an agent
@@ -62,10 +64,14 @@ class LiveSession {
   std::chrono::milliseconds exec_timeout{0};  // an exec's when it names none
   std::uint64_t output_bytes = 0;              // each exec's, per stream
   std::uint64_t disk_bytes = 0;                // its disk (the work dir and /tmp), shared
+  bool warm_start = false;  // its sandbox was started ahead of demand (the template's warmPool)
   std::unique_ptr<backend::Session> sandbox;
   // Its template's credentials, leased for it (null: the template has none). Set before the
   // session is found by anyone; revoked at its end.
   std::shared_ptr<SessionCredentials> credentials;
+  // Its code interpreter (POST .../code), made on the first cell.
+  std::mutex interpreter_mu;
+  std::shared_ptr<SessionInterpreter> interpreter;
 
   // Whether it is running, and when it was last used (an exec started or ended).
   std::string state() const;
@@ -145,8 +151,11 @@ class SessionService {
   Status resume(const std::shared_ptr<LiveSession>& session);
   // Every session (daemon shutdown); from now on none is created.
   void end_all(const std::string& reason);
-  // After a reload: ends the sessions whose template is gone (template_removed) or whose owner
-  // may no longer create them (access_revoked).
+  // The backend keeps each template's warmPool of sandboxes ready under `config` (and no
+  // other: ready ones of an earlier configuration end). At start and on each reload.
+  void keep_ready(const policy::Config& config);
+  // After a reload: keep_ready(config), and ends the sessions whose template is gone
+  // (template_removed) or whose owner may no longer create them (access_revoked).
   void reconcile(const policy::Config& config);
   std::size_t open_count() const;
 

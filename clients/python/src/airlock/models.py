@@ -197,6 +197,7 @@ class Session:
     execs: int
     end_reason: Optional[str]
     raw: JsonObject
+    start: str = "cold"  # warm: taken from the template's warmPool, started ahead of demand
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> "Session":
@@ -208,7 +209,8 @@ class Session:
                    idle_timeout_ms=int(body.get("idle_timeout_ms", 0)),
                    labels={str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {},
                    execs=int(body.get("execs", 0)),
-                   end_reason=reason if isinstance(reason, str) else None, raw=dict(body))
+                   end_reason=reason if isinstance(reason, str) else None, raw=dict(body),
+                   start=str(body.get("start", "cold")))
 
 
 @dataclass(frozen=True)
