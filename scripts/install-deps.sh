@@ -33,6 +33,8 @@ PACKAGES=(
   python3 python3-yaml procps curl openssl redis-server redis-tools
   # tests: an independent AES-GCM check of the secret store (tests/cli/secrets_cli_test.sh)
   python3-cryptography
+  # the sessions' code interpreter: figures a cell draws come back as PNG (tests/server)
+  python3-matplotlib
   # the Python client (clients/python): pip installs it in its test, mypy checks its types;
   # websocket-client for its terminal (an optional dependency)
   python3-pip python3-setuptools python3-wheel mypy python3-websocket

@@ -25,6 +25,7 @@
 #include "policy/sections/identity_config.hpp"
 #include "policy/sections/quotas_config.hpp"
 #include "policy/sections/session_templates_config.hpp"
+#include "policy/sections/validation_config.hpp"
 #include "policy/risk.hpp"
 #include "policy/sections/warm_config.hpp"
 #include "policy/sections/webhooks_config.hpp"
@@ -129,14 +130,6 @@ struct ToolRuntime {
   std::string file;                    // python: host path of the tool's module
   std::vector<std::string> command;    // command: argv
   std::string interpreter = "python3"; // python, python-code: inside the sandbox
-};
-
-struct ValidationConfig {
-  std::vector<std::string> allow_imports;
-  std::vector<std::string> allow_hosts;
-  std::vector<std::string> write_roots;   // default: the work dir and /tmp
-  std::vector<std::string> read_roots;
-  bool allow_dynamic_paths = false;
 };
 
 struct ToolConfig {

@@ -146,6 +146,8 @@ void read_mcp_servers(Reader& r, const YAML::Node& n, const std::string& label,
 // A `network` block (allow, forward, resolve), compiled as a whole once each rule parsed:
 // tools[].network and mcpServers[].network.
 void read_network(Reader& r, const YAML::Node& n, const std::string& what, egress::EgressRules& net);
+// A `validation` block (tools[].validation, sessionTemplates[].validation).
+void read_validation(Reader& r, const YAML::Node& v, const std::string& what, ValidationConfig& out);
 // An `env` mapping: each name a variable name, each value a string.
 void read_env(Reader& r, const YAML::Node& n, const std::string& what,
               std::map<std::string, std::string>& out);

@@ -122,7 +122,9 @@ std::vector<SystemEtcEntry> system_etc_entries() {
   std::vector<SystemEtcEntry> out;
   for (SystemEtcEntry entry : {SystemEtcEntry{"/etc/ld.so.cache", true},
                                SystemEtcEntry{"/etc/alternatives", false},
-                               SystemEtcEntry{"/etc/ssl/certs", false}}) {
+                               SystemEtcEntry{"/etc/ssl/certs", false},
+                               // Debian's matplotlib reads its defaults here, and cannot start without them
+                               SystemEtcEntry{"/etc/matplotlibrc", true}}) {
     struct stat st {};
     if (::stat(entry.path, &st) == 0) out.push_back(entry);
   }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "audit/log_reader.hpp"
@@ -41,6 +42,7 @@ sessionTemplates:
   - name: dev
     description: A workspace
     limits: {memory: 256Mi, pids: 64, idleTimeout: 1h, maxLifetime: 2h, output: 64Ki}
+    validation: {allowImports: [sys, matplotlib, matplotlib.pyplot]}
   - name: brief
     limits: {idleTimeout: 2s, maxLifetime: 1h}
   - name: mortal
@@ -138,6 +140,11 @@ class Sessions : public ::testing::Test {
              std::map<std::string, std::string> h = {}) {
     h.emplace("accept", "application/json");
     return http_with(port(), "POST", "/v1/sessions/" + id + "/exec", body.dump(), key, h);
+  }
+  Reply code(const std::string& id, const std::string& cell, const std::string& timeout = "") {
+    json body = {{"code", cell}};
+    if (!timeout.empty()) body["timeout"] = timeout;
+    return http_with(port(), "POST", "/v1/sessions/" + id + "/code", body.dump(), kKey, {});
   }
   // Every audit record's text, one after another.
   std::string audit_text() const {
@@ -259,6 +266,8 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
     EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", in.key, in.headers).status, 404);
     EXPECT_EQ(http_with(port(), "PUT", "/v1/sessions/" + id + "/files/x", "planted", in.key, in.headers).status, 404);
     EXPECT_EQ(open_terminal(id, in.key, in.headers).status, 404);
+    EXPECT_EQ(http_with(port(), "POST", "/v1/sessions/" + id + "/code", R"({"code": "1"})", in.key, in.headers).status, 404);
+    EXPECT_EQ(http_with(port(), "POST", "/v1/sessions/" + id + "/code/interrupt", "", in.key, in.headers).status, 404);
     auto list = http_with(port(), "GET", "/v1/sessions", "", in.key, in.headers);
     EXPECT_EQ(list.status, 200);
     EXPECT_TRUE(list.json()["sessions"].empty()) << list.body;
@@ -276,6 +285,7 @@ TEST_F(Sessions, NobodyButItsOwnerReachesASession) {
   EXPECT_EQ(exec(id, {{"command", "true"}}, admin).status, 404);
   EXPECT_EQ(http_with(port(), "GET", "/v1/sessions/" + id + "/files/", "", admin, {}).status, 404);
   EXPECT_EQ(open_terminal(id, admin, {}).status, 404);
+  EXPECT_EQ(http_with(port(), "POST", "/v1/sessions/" + id + "/code", R"({"code": "1"})", admin, {}).status, 404);
   EXPECT_EQ(http_with(port(), "DELETE", "/v1/sessions/" + id, "", admin, {}).status, 200);
 }
 
@@ -455,6 +465,173 @@ TEST_F(Sessions, TheCpuLimitThrottlesASession) {
   const auto used = spun.json()["usage"]["cpu_user_ms"].get<std::uint64_t>() + spun.json()["usage"]["cpu_sys_ms"].get<std::uint64_t>();
   EXPECT_GT(used, 100u) << spun.body;
   EXPECT_LT(used, 1000u) << "2 s of spinning at 0.25 cpus: " << spun.body;
+}
+
+// This process's children named airlock-init: the inits of the sandboxes the daemon in it
+// started (sessions and the warm pool's), not other tests' running beside it.
+int own_session_inits() {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    if (!std::getline(stat, text)) continue;
+    const auto close = text.rfind(')');
+    const auto open = text.find('(');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    count += text.substr(open + 1, close - open - 1) == "airlock-init" && parent == ::getpid();
+  }
+  return count;
+}
+
+// A template's warm pool: a creation takes a sandbox started ahead of demand ("start": "warm"),
+// never one another session used (its files, /tmp and processes are not there), never one
+// started under a configuration a reload replaced, and nothing of the pool outlives the daemon.
+TEST_F(Sessions, AWarmPoolHandsOutFreshSandboxesOfTheCurrentTemplate) {
+  extra_ = "  - name: pooled\n    warmPool: 2\n    env: {FLAVOUR: first}\n";
+  write();
+  start();
+  auto create_warm = [&] {
+    for (int i = 0; i < 100; ++i) {  // the pool fills in the background after the start
+      auto made = create("pooled");
+      if (made.status != 201 || made.json()["start"] == "warm") return made;
+      EXPECT_EQ(made.json()["start"], "cold") << made.body;
+      (void)http(port(), "DELETE", "/v1/sessions/" + std::string(made.json()["id"]));
+      std::this_thread::sleep_for(100ms);
+    }
+    return Reply{};
+  };
+  auto a = create_warm();
+  ASSERT_EQ(a.status, 201) << a.body;
+  const std::string a_id = a.json()["id"];
+  auto dirtied = exec(a_id, {{"command", "echo a > /work/mark; echo a > /tmp/mark; sleep 300 > /dev/null 2>&1 &"}});
+  ASSERT_EQ(dirtied.json()["verdict"], "ok") << dirtied.body;
+  ASSERT_EQ(http(port(), "DELETE", "/v1/sessions/" + a_id).status, 200);
+
+  auto b = create_warm();
+  ASSERT_EQ(b.status, 201) << b.body;
+  const std::string b_id = b.json()["id"];
+  EXPECT_NE(b_id, a_id);
+  auto looked = exec(b_id, {{"command", "ls -A /work /tmp; pgrep -x sleep; echo \"$FLAVOUR\""}});
+  EXPECT_EQ(looked.json()["stdout"], "/tmp:\n\n/work:\nfirst\n") << looked.body;
+
+  // A reload changes the template: every session from now on is of the new one, warm or not.
+  ws_.write_config(replaced(ws_.config_text(), "FLAVOUR: first", "FLAVOUR: second"));
+  auto reloaded = daemon_->daemon->reload(policy::load_config(ws_.config_path()));
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+  for (int i = 0; i < 3; ++i) {
+    auto c = create("pooled");
+    ASSERT_EQ(c.status, 201) << c.body;
+    auto flavour = exec(c.json()["id"], {{"command", "echo \"$FLAVOUR\""}});
+    EXPECT_EQ(flavour.json()["stdout"], "second\n") << c.body;
+  }
+  EXPECT_EQ(create_warm().json()["start"], "warm");  // the new pool fills too
+
+  daemon_.reset();  // its sessions and its ready sandboxes end with it
+  EXPECT_EQ(own_session_inits(), 0);
+}
+
+// The code interpreter (issue #36): a cell's variables live on; a failing cell says what
+// failed and where; the last expression's value comes back as JSON; a figure as a PNG.
+TEST_F(Sessions, CodeCellsKeepTheirStateAndSayWhatWentWrong) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto first = code(id, "x = 41\nprint('hi')\nx + 1");
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.json()["verdict"], "ok") << first.body;
+  EXPECT_EQ(first.json()["stdout"], "hi\n");
+  EXPECT_EQ(first.json()["result"]["json"], 42) << first.body;
+  EXPECT_EQ(first.json()["interpreter"]["state"], "new");
+  ASSERT_TRUE(first.json().contains("audit")) << first.body;
+
+  auto again = code(id, "import sys\nsys.stderr.write('to stderr\\n')\n{'x': x}");
+  EXPECT_EQ(again.json()["result"]["json"], json({{"x", 41}})) << again.body;
+  EXPECT_EQ(again.json()["stderr"], "to stderr\n") << again.body;
+  EXPECT_EQ(again.json()["interpreter"]["state"], "kept");
+
+  auto failing = code(id, "def f():\n    return 1 / 0\nf()");
+  ASSERT_EQ(failing.status, 200) << failing.body;
+  EXPECT_EQ(failing.json()["verdict"], "exception");
+  EXPECT_EQ(failing.json()["error"]["name"], "ZeroDivisionError") << failing.body;
+  EXPECT_EQ(failing.json()["error"]["value"], "division by zero");
+  EXPECT_NE(failing.json()["error"]["traceback"].dump().find("line 2, in f"), std::string::npos) << failing.body;
+  EXPECT_EQ(failing.json()["error"]["traceback"].dump().find("airlock_interpreter"), std::string::npos) << failing.body;
+  auto syntax = code(id, "x = 1\nif True print(1)");  // the validator parses it first: nothing runs
+  EXPECT_EQ(syntax.status, 422) << syntax.body;
+  EXPECT_NE(syntax.json()["error"]["message"].get<std::string>().find("syntax-error at line 2"), std::string::npos)
+      << syntax.body;
+
+  auto figure = code(id, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nNone");
+  ASSERT_EQ(figure.json()["verdict"], "ok") << figure.body.substr(0, 2000);
+  ASSERT_EQ(figure.json()["images"].size(), 1u) << figure.body.substr(0, 2000);
+  EXPECT_EQ(figure.json()["images"][0]["type"], "image/png");
+  EXPECT_EQ(figure.json()["images"][0]["data"].get<std::string>().rfind("iVBORw0KGgo", 0), 0u);  // the PNG signature
+
+  int cells = 0;
+  for (const auto& r : records("airlock.invocation/v1"))
+    cells += r.value("session", "") == id && r["command"] == json::array({"python3", "<code cell>"});
+  EXPECT_EQ(cells, 4);  // the rejected one ran nothing
+}
+
+// Each cell passes the validator first, and DLP never rewrites code: an e-mail address in a
+// cell runs as written (its length is 14, not the 15 of [REDACTED:EMAIL]) and is reported.
+TEST_F(Sessions, ACellIsValidatedFirstAndDlpNeverRewritesIt) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto rejected = code(id, "x = 1\neval('x')");
+  ASSERT_EQ(rejected.status, 422) << rejected.body;
+  EXPECT_EQ(rejected.json()["error"]["kind"], "code_rejected");
+  EXPECT_NE(rejected.json()["error"]["message"].get<std::string>().find("line 2"), std::string::npos) << rejected.body;
+  auto obfuscated = code(id, "getattr(__builtins__, 'ev' + 'al')('1')");
+  EXPECT_EQ(obfuscated.status, 422) << obfuscated.body;
+
+  auto literal = code(id, "len('jane@corp.test')");
+  ASSERT_EQ(literal.status, 200) << literal.body;
+  EXPECT_EQ(literal.json()["result"]["json"], 14) << literal.body;
+  ASSERT_EQ(literal.json()["input_findings"].size(), 1u) << literal.body;
+  EXPECT_EQ(literal.json()["input_findings"][0]["detector"], "email");
+  EXPECT_EQ(literal.json()["input_findings"][0]["line"], 1);
+  auto printed = code(id, "print('jane@corp.test')");
+  EXPECT_EQ(printed.json()["stdout"].get<std::string>().find("jane@corp.test"), std::string::npos) << printed.body;
+}
+
+// An interrupt stops the cell and keeps the interpreter; a timeout ends it, and says so.
+TEST_F(Sessions, AnInterruptKeepsTheStateAndATimeoutLosesIt) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  ASSERT_EQ(code(id, "y = 5").json()["verdict"], "ok");
+  auto spinning = std::async(std::launch::async, [&] { return code(id, "import time\nwhile True:\n    time.sleep(0.05)"); });
+  Reply interrupted;
+  for (int i = 0; i < 100; ++i) {  // until the cell runs
+    std::this_thread::sleep_for(100ms);
+    interrupted = http(port(), "POST", "/v1/sessions/" + id + "/code/interrupt");
+    if (interrupted.json().value("interrupted", false)) break;
+  }
+  EXPECT_TRUE(interrupted.json().value("interrupted", false)) << interrupted.body;
+  auto stopped = spinning.get();
+  EXPECT_EQ(stopped.json()["error"]["name"], "KeyboardInterrupt") << stopped.body;
+  EXPECT_EQ(code(id, "y").json()["result"]["json"], 5);
+
+  auto busy = std::async(std::launch::async, [&] { return code(id, "import time\ntime.sleep(2)"); });
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(code(id, "1").status, 409);  // one cell at a time
+  busy.get();
+
+  auto timed_out = code(id, "while True:\n    pass", "1s");
+  EXPECT_EQ(timed_out.json()["verdict"], "timeout") << timed_out.body;
+  EXPECT_EQ(timed_out.json()["interpreter"]["state"], "lost");
+  auto fresh = code(id, "y");
+  EXPECT_EQ(fresh.json()["error"]["name"], "NameError") << fresh.body;
+  EXPECT_EQ(fresh.json()["interpreter"]["state"], "new");
 }
 
 TEST_F(Sessions, ShutdownEndsEverySessionAndRecordsIt) {

@@ -5,30 +5,10 @@
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
 #include "dlp/json/json_value.hpp"
+#include "pipeline/code_policy.hpp"
 
 namespace airlock::pipeline {
 namespace {
-
-validate::Policy policy_for(const policy::ToolConfig& tool) {
-  validate::Policy p;
-  for (const auto& m : tool.validation.allow_imports) p.allowed_imports.insert(m);
-  if (!tool.validation.write_roots.empty()) p.write_roots = tool.validation.write_roots;
-  if (!tool.validation.read_roots.empty()) p.read_roots = tool.validation.read_roots;
-  p.allow_dynamic_paths = tool.validation.allow_dynamic_paths;
-  const std::string& interp = tool.runtime.interpreter;
-  p.interpreter = interp.find('/') == std::string::npos ? "/usr/bin/" + interp : interp;
-  return p;
-}
-
-// The hosts the code may name: its validation list (any port) and its egress rules (with
-// their ports), matched as egress matches them.
-Result<validate::HostAllowlist> allowed_hosts_for(const policy::ToolConfig& tool) {
-  auto allow = validate::HostAllowlist::parse(tool.validation.allow_hosts);
-  if (!allow) return allow.error();
-  for (const auto& rule : tool.network.allow)
-    if (auto added = allow->add(rule.host, rule.port); !added) return added.error();
-  return allow;
-}
 
 // A finding's message names what the code contains (an import, a path), so hostile code
 // could make it long: each is cut at a character boundary.
@@ -79,10 +59,9 @@ Result<std::unique_ptr<ValidateCodeStage>> ValidateCodeStage::create(const polic
   auto stage = std::make_unique<ValidateCodeStage>();
   for (const auto& tool : config.tools) {
     if (tool.runtime.kind != policy::ToolRuntime::Kind::python_code) continue;
-    validate::Policy p = policy_for(tool);
-    auto allow = allowed_hosts_for(tool);
-    if (!allow) return Error::make("config", tool.where + ": tool " + tool.name + ": " + allow.error().message);
-    p.allowed_hosts = std::move(*allow);
+    auto made = code_policy(tool.validation, tool.network, tool.runtime.interpreter);
+    if (!made) return Error::make("config", tool.where + ": tool " + tool.name + ": " + made.error().message);
+    validate::Policy& p = *made;
     if (auto warmed = stage->validator_.prepare(p); !warmed)
       return Error::make("setup", "tool " + tool.name + ": the code validator could not start: " +
                                       warmed.error().message);

@@ -96,22 +96,6 @@ void check_program(const YAML::Node& rt, const std::string& what, const ToolConf
   fail(rt[field] ? rt[field] : rt, what + ".runtime." + field + ": " + found.error().message);
 }
 
-void read_validation(Reader& r, const YAML::Node& v, const std::string& what,
-                     ValidationConfig& out) {
-  r.only_keys(v, what,
-              {"allowImports", "allowHosts", "writeRoots", "readRoots", "allowDynamicPaths"});
-  auto list = [&](const char* key, std::vector<std::string>& to) {
-    r.field(v, key, [&](const YAML::Node& n) { to = r.strings(n, what + "." + key); });
-  };
-  list("allowImports", out.allow_imports);
-  list("allowHosts", out.allow_hosts);
-  list("writeRoots", out.write_roots);
-  list("readRoots", out.read_roots);
-  r.field(v, "allowDynamicPaths", [&](const YAML::Node& n) {
-    out.allow_dynamic_paths = r.boolean(n, what + ".allowDynamicPaths");
-  });
-}
-
 void read_data_paths(Reader& r, const YAML::Node& n, const std::string& what,
                      std::vector<std::string>& out) {
   if (!n.IsSequence()) fail(n, what + ": expected a list of paths");
@@ -201,6 +185,22 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
 }
 
 }  // namespace
+
+void read_validation(Reader& r, const YAML::Node& v, const std::string& what,
+                     ValidationConfig& out) {
+  r.only_keys(v, what,
+              {"allowImports", "allowHosts", "writeRoots", "readRoots", "allowDynamicPaths"});
+  auto list = [&](const char* key, std::vector<std::string>& to) {
+    r.field(v, key, [&](const YAML::Node& n) { to = r.strings(n, what + "." + key); });
+  };
+  list("allowImports", out.allow_imports);
+  list("allowHosts", out.allow_hosts);
+  list("writeRoots", out.write_roots);
+  list("readRoots", out.read_roots);
+  r.field(v, "allowDynamicPaths", [&](const YAML::Node& n) {
+    out.allow_dynamic_paths = r.boolean(n, what + ".allowDynamicPaths");
+  });
+}
 
 void read_tools(Reader& r, const YAML::Node& n, const std::string& label,
                 const std::vector<CredentialServer>& servers, std::vector<ToolConfig>& out) {

@@ -1,6 +1,8 @@
 #include "sandbox/session/session.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,7 +44,33 @@ struct SessionSandbox::State {
 
 namespace {
 
+// Keeps the calling thread's stack out of the process's clones while it lives (MADV_DONTFORK).
+// Every sandbox's child is a clone of the whole supervising process and copies its page
+// tables: without this, each open session's two threads would add their stacks' to every
+// later session's init (measured: 3 MiB of page tables per init with 500 sessions open). Only
+// for a thread that clones nothing while it holds one (a clone runs on its caller's stack);
+// undone at its end, as glibc gives a finished thread's stack to the next one.
+class StackNotForked {
+ public:
+  StackNotForked() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    if (pthread_attr_getstack(&attr, &base_, &size_) != 0 || ::madvise(base_, size_, MADV_DONTFORK) != 0) size_ = 0;
+    pthread_attr_destroy(&attr);
+  }
+  ~StackNotForked() {
+    if (size_ > 0) (void)::madvise(base_, size_, MADV_DOFORK);
+  }
+  StackNotForked(const StackNotForked&) = delete;
+  StackNotForked& operator=(const StackNotForked&) = delete;
+
+ private:
+  void* base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 void read_replies(SessionSandbox::State& st) {
+  StackNotForked not_forked;
   for (;;) {
     Reply r;
     ReceivedFds fds;
@@ -78,6 +106,7 @@ void supervise(SessionSandbox::State& st, Spec spec, UniqueFd theirs, SessionHoo
     st.cv.notify_all();
   }
   if (!launched) return;
+  StackNotForked not_forked;  // from now on this thread only waits
   Outcome outcome = (*launched)->wait();
   if (hooks.ended) hooks.ended();
   std::lock_guard lock(st.mu);

@@ -7,6 +7,7 @@
 #include "common/units.hpp"
 #include "server/core/responses.hpp"
 #include "server/http/deferred_body.hpp"
+#include "server/sessions/session_code.hpp"
 #include "server/sessions/session_exec.hpp"
 #include "server/sessions/session_files.hpp"
 #include "server/sessions/session_forwarder.hpp"
@@ -24,14 +25,15 @@ int status_of(const std::string& code) {
   if (code == "forbidden" || code == "outside_workspace" || code == "permission_denied" || code == "credential_denied")
     return 403;
   if (code == "unknown_template" || code == "file_not_found") return 404;
-  if (code == "session_ended" || code == "session_paused" || code == "session_not_paused") return 409;
+  if (code == "session_ended" || code == "session_paused" || code == "session_not_paused" || code == "interpreter_busy")
+    return 409;
   if (code == "is_a_directory" || code == "not_a_directory" || code == "directory_not_empty" ||
       code == "file_exists" || code == "not_a_regular_file")
     return 409;
   if (code == "disk_limit" || code == "snapshot_too_large") return 413;
   if (code == "not_found") return 404;
   if (code == "freezer_unavailable") return 501;
-  if (code == "dlp_blocked" || code == "exec_failed") return 422;
+  if (code == "dlp_blocked" || code == "exec_failed" || code == "code_rejected") return 422;
   if (code == "quota_exceeded") return 429;
   if (code == "draining" || code == "storage_unavailable" || code == "credential_unavailable") return 503;
   return 500;
@@ -173,6 +175,22 @@ void exec(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSe
   });
 }
 
+// A code cell (session_code.hpp), or an interrupt of the running one.
+void code(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSession> session,
+          const pipeline::Caller& caller, const HttpRequest& r, bool interrupt, std::function<void(HttpResponse)> reply) {
+  if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
+  if (interrupt) return reply(json_response(200, {{"interrupted", interrupt_code_cell(*session)}}));
+  auto request = parse_code_request(r.body);
+  if (!request) return reply(session_error_response(request.error()));
+  ExecRun::Context ctx{std::move(session), caller, s.generation->load(), s.quotas, sessions.audit(),
+                       sessions.new_id()()};
+  sessions.spawn([ctx = std::move(ctx), request = std::move(*request), reply = std::move(reply)] {
+    auto answer = run_code_cell(ctx, request);
+    if (!answer) return reply(session_error_response(answer.error()));
+    reply(json_response(200, *answer));
+  });
+}
+
 }  // namespace
 
 bool is_sessions_path(const std::vector<std::string>& parts) {
@@ -229,8 +247,9 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   const bool exec_path = parts.size() == 4 && parts[3] == "exec";
   const bool files_path = parts.size() >= 4 && parts[3] == "files";
   const bool terminal_path = parts.size() == 4 && parts[3] == "terminal";
+  const bool code_path = parts.size() >= 4 && parts[3] == "code";
   // A manager reads and ends sessions; what runs in them and their files are the owner's.
-  const bool manager_may = manages && !exec_path && !files_path && !terminal_path;
+  const bool manager_may = manages && !exec_path && !files_path && !terminal_path && !code_path;
   auto session = sessions.find(id, caller, manager_may);
   if (!session && s.session_forwarder)  // held by another replica, perhaps (session_forwarder.hpp)
     return sessions.spawn([fwd = s.session_forwarder, caller, manager_may, id, terminal_path, r, reply = std::move(reply)] {
@@ -250,6 +269,8 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
     return exec(s, sessions, std::move(session), caller, r, std::move(reply));
   }
+  if (code_path && (parts.size() == 4 || (parts.size() == 5 && parts[4] == "interrupt")))
+    return code(s, sessions, std::move(session), caller, r, parts.size() == 5, std::move(reply));
   if (parts.size() == 4 && (parts[3] == "pause" || parts[3] == "resume")) {
     if (r.method != "POST") return reply(error_response(405, "method_not_allowed", "use POST"));
     if (!session->owner.is(caller)) return reply(session_not_found(id));  // the owner's act, not a manager's
