@@ -37,6 +37,7 @@ std::unique_ptr<Session> SessionPool::take(const std::string& key) {
     auto it = shapes_.find(key);
     if (it == shapes_.end()) return nullptr;
     auto& ready = it->second.ready;
+    it->second.taken_at = Clock::now();
     while (!ready.empty()) {
       auto candidate = std::move(ready.front().session);
       ready.pop_front();
@@ -98,8 +99,9 @@ SessionPool::Shape* SessionPool::next_to_start(Clock::time_point now, Clock::tim
   for (auto& [key, shape] : shapes_) {
     if (!shape.ready.empty()) wake = std::min(wake, shape.ready.front().since + max_age_);
     if (shape.ready.size() + shape.starting >= shape.wanted.count) continue;
-    if (now < shape.retry_at) {
-      wake = std::min(wake, shape.retry_at);
+    const auto not_before = std::max(shape.retry_at, shape.taken_at + kRefillDelay);
+    if (now < not_before) {
+      wake = std::min(wake, not_before);
       continue;
     }
     if (!next) next = &shape;

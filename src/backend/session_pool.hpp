@@ -4,6 +4,10 @@
 // background. A ready sandbox is a session that nobody owns yet: no credentials, no files, no
 // process but its init; it is handed out once, never back. Ready ones end when the set to keep
 // changes (a reload), when they have waited max_age, and at shutdown.
+//
+// A successor starts kRefillDelay after the last take, not at once: starting a sandbox clones
+// the whole daemon process, which holds its memory map while it copies it, and the creation
+// that took the ready one (its records, its first exec) would run beside that and wait.
 #pragma once
 
 #include <chrono>
@@ -22,6 +26,8 @@
 #include "common/result.hpp"
 
 namespace airlock::backend {
+
+inline constexpr std::chrono::milliseconds kRefillDelay{30};
 
 struct SessionPoolStats {
   std::uint64_t started = 0;  // sandboxes started for the pool
@@ -60,6 +66,7 @@ class SessionPool {
     std::deque<Ready> ready;
     unsigned starting = 0;
     Clock::time_point retry_at{};  // after a failed start
+    Clock::time_point taken_at{};  // the last take: its successor starts kRefillDelay later
   };
   void fill_loop();
   // Under mu_: a shape short of ready sandboxes that may start one now, or null; and when to

@@ -51,6 +51,22 @@ class Sessions(DaemonTest):
         with self.assertRaises(airlock.NotFoundError):
             client.session(session.id)
 
+    def test_code_cells_keep_their_state_and_report_their_errors(self):
+        client = self.client()
+        session = client.create_session("workspace")
+        first = client.run_code(session, "x = 20\nx * 2 + 1 + 1")
+        self.assertEqual((first.verdict, first.result["json"], first.interpreter_state), ("ok", 42, "new"), first.raw)
+        failing = client.run_code(session, "x / 0")
+        self.assertEqual(failing.verdict, "exception")
+        self.assertEqual(failing.error["name"], "ZeroDivisionError")
+        self.assertIn("line 1", "\n".join(failing.error["traceback"]))
+        with self.assertRaises(airlock.CodeRejectedError):
+            client.run_code(session, "eval('x')")
+        self.assertFalse(client.interrupt_code(session))  # nothing running
+        kept = asyncio.run(AsyncClient(self.daemon.url, api_key=AGENT_KEY).run_code(session.id, "x"))
+        self.assertEqual((kept.result["json"], kept.interpreter_state), (20, "kept"))
+        client.end_session(session)
+
     def test_another_agent_gets_not_found(self):
         session = self.client().create_session("workspace")
         other = Client(self.daemon.url, api_key=OTHER_AGENT_KEY)

@@ -194,6 +194,13 @@ TEST(OpenApiDocument, EveryAnswerMatchesItsDocumentedSchema) {
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": []})", kKey, json_accept},         // 400
       {"/v1/sessions/{id}/exec", "post", session_path + "/exec", R"({"command": ["/no/such"]})", kKey, json_accept},  // 422
       {"/v1/sessions/{id}/exec", "post", "/v1/sessions/nope/exec", R"({"command": "true"})", kKey, json_accept},  // 404
+      {"/v1/sessions/{id}/code", "post", session_path + "/code", R"({"code": "x = 6\nx * 7"})", kKey},  // 200: ok
+      {"/v1/sessions/{id}/code", "post", session_path + "/code", R"({"code": "1 / 0"})", kKey},        // 200: exception
+      {"/v1/sessions/{id}/code", "post", session_path + "/code", R"j({"code": "eval('1')"})j", kKey},    // 422: rejected
+      {"/v1/sessions/{id}/code", "post", session_path + "/code", R"({"cell": "1"})", kKey},            // 400
+      {"/v1/sessions/{id}/code", "post", "/v1/sessions/nope/code", R"({"code": "1"})", kKey},          // 404
+      {"/v1/sessions/{id}/code/interrupt", "post", session_path + "/code/interrupt", "", kKey},        // 200
+      {"/v1/sessions/{id}/code/interrupt", "post", "/v1/sessions/nope/code/interrupt", "", kKey},      // 404
       {"/v1/sessions/{id}/terminal", "get", session_path + "/terminal", "", kKey},                // 426 not an upgrade
       {"/v1/sessions/{id}/terminal", "get", session_path + "/terminal?rows=0", "", kKey, websocket},  // 400
       {"/v1/sessions/{id}/terminal", "get", "/v1/sessions/nope/terminal", "", kKey, websocket},   // 404

@@ -16,7 +16,7 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
                      TokenExchangeError, ToolDisabledError, ToolError, TransportError,
                      StorageUnavailableError, UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
 from .llm import ToolBox, ToolResult
-from .models import (Approval, AuditRef, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
+from .models import (Approval, AuditRef, CellResult, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
                      PendingApproval, Session, Snapshot, Tool)
 from .terminal import Terminal
 
@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult",
-    "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult",
+    "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult", "CellResult",
     "FileInfo", "FileEntry", "Snapshot", "Terminal",
     "verify_proof", "verify_checkpoint", "proof_holds", "VerifiedRecord",
     "VerificationError", "ProofInvalid", "SignatureInvalid", "SignatureUncheckable",

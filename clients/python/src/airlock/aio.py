@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Callable, Dict, List, Mapping, Optional, Seque
 from . import audit as _audit
 from .client import Client
 from .llm import ToolBox
-from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
+from .models import (Approval, CellResult, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
                      Tool)
 
 T = TypeVar("T")
@@ -92,6 +92,12 @@ class AsyncClient:
     async def exec(self, session: Union[str, Session], command: Union[str, Sequence[str]],
                    **options: Any) -> ExecResult:
         return await self._run(self.sync.exec, session, command, **options)
+
+    async def run_code(self, session: Union[str, Session], code: str, **options: Any) -> CellResult:
+        return await self._run(self.sync.run_code, session, code, **options)
+
+    async def interrupt_code(self, session: Union[str, Session], **options: Any) -> bool:
+        return await self._run(self.sync.interrupt_code, session, **options)
 
     async def snapshot(self, session: Union[str, Session], retention: Optional[str] = None,
                        **options: Any) -> Snapshot:

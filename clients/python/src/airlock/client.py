@@ -12,7 +12,7 @@ from . import audit as _audit
 from ._http import (OCTET_STREAM, Body, Endpoint, Response, RetryPolicy, Transport, check_credential,
                     check_segment, check_tool_name, send_with_retries)
 from .errors import AirlockError, NotFoundError, TransportError, UsageError, WaitTimeoutError, error_class
-from .models import (Approval, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
+from .models import (Approval, CellResult, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation, Session, Snapshot,
                      Tool, raise_if_refused)
 from .terminal import Terminal, open_terminal
 
@@ -330,6 +330,25 @@ class Client:
             body["timeout"] = timeout
         return ExecResult.from_json(self._call("POST", self._session_path(session) + "/exec", json_body=body,
                                                subject_token=subject_token, timeout=None))
+
+    def run_code(self, session: Union[str, Session], code: str, *, timeout: Optional[str] = None,
+                 subject_token: Optional[str] = None) -> CellResult:
+        """Runs a cell of Python in the session's interpreter, which keeps its variables
+        between cells. A cell that raises is a result (`error`), not an exception; a cell the
+        validator refuses raises CodeRejectedError."""
+        if not isinstance(code, str):
+            raise UsageError("code must be a string")
+        body: Dict[str, Any] = {"code": code}
+        if timeout is not None:
+            body["timeout"] = timeout
+        return CellResult.from_json(self._call("POST", self._session_path(session) + "/code", json_body=body,
+                                               subject_token=subject_token, timeout=None))
+
+    def interrupt_code(self, session: Union[str, Session], *, subject_token: Optional[str] = None) -> bool:
+        """Interrupts the running cell (KeyboardInterrupt; the interpreter keeps its state):
+        True when a cell was running."""
+        body = self._call("POST", self._session_path(session) + "/code/interrupt", subject_token=subject_token)
+        return bool(body.get("interrupted")) if isinstance(body, Mapping) else False
 
     @staticmethod
     def _session_path(session: Union[str, Session]) -> str:

@@ -121,7 +121,7 @@ class DlpBlockedError(AirlockError):
 
 class ConflictError(AirlockError):
     """409: `config_changed`, `arguments_changed`, `already_decided`, `not_pending`; a session's
-    `session_paused`, `session_not_paused`, `session_ended`; a session's files:
+    `session_paused`, `session_not_paused`, `session_ended`, `interpreter_busy`; a session's files:
     `is_a_directory`, `not_a_directory`, `directory_not_empty`, `not_a_regular_file`."""
 
 
@@ -204,6 +204,7 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
     "session_paused": ConflictError,
     "session_not_paused": ConflictError,
     "session_ended": ConflictError,
+    "interpreter_busy": ConflictError,  # a cell is running in the session's interpreter
     "invalid_path": InvalidInputError,
     "outside_workspace": PermissionDeniedError,
     "file_not_found": NotFoundError,

@@ -248,6 +248,44 @@ class ExecResult:
 
 
 @dataclass(frozen=True)
+class CellResult:
+    """One code cell run by a session's interpreter (POST /v1/sessions/{id}/code): its output
+    and the value of its last expression (`result`: {repr, json?}) or its error ({name, value,
+    traceback}), figures it drew (`images`: [{type, data}], PNG in base64), whether the
+    interpreter's state was kept (`interpreter_state`: new, kept or lost). `verdict`: ok,
+    exception, timeout, interpreter_exited, interpreter_failed, output_limit or dlp_blocked."""
+    invocation_id: str
+    verdict: str
+    stdout: str
+    stderr: str
+    result: Optional[JsonObject]
+    error: Optional[JsonObject]
+    images: List[JsonObject]
+    interpreter_state: str
+    input_findings: List[JsonObject]
+    redactions: List[JsonObject]
+    audit: Optional["AuditRef"]
+    raw: JsonObject
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> "CellResult":
+        result, error, interpreter = body.get("result"), body.get("error"), body.get("interpreter")
+        return cls(invocation_id=str(body.get("invocation_id", "")), verdict=str(body.get("verdict", "")),
+                   stdout=str(body.get("stdout", "")), stderr=str(body.get("stderr", "")),
+                   result=dict(result) if isinstance(result, Mapping) else None,
+                   error=dict(error) if isinstance(error, Mapping) else None,
+                   images=_objects(body.get("images")),
+                   interpreter_state=str(interpreter.get("state", "")) if isinstance(interpreter, Mapping) else "",
+                   input_findings=_objects(body.get("input_findings")),
+                   redactions=_objects(body.get("redactions")),
+                   audit=_audit_ref(body.get("audit")), raw=dict(body))
+
+
+@dataclass(frozen=True)
 class FileInfo:
     """A file or directory written in a session's workspace (PUT /v1/sessions/{id}/files/{path}):
     its path relative to the workspace, `type` (file | directory), its size, the SHA-256 of
