@@ -123,6 +123,12 @@ struct Invocation {
   };
   std::optional<ResultDigest> server_result;
   bool tool_reported_error = false;
+  // A python-code cell that raised: the runner's report is the output until the output scan
+  // has redacted it (or blocked it); the call then ends with this error, the report as its
+  // details (Pipeline::end_with_reported_error).
+  std::optional<InvocationError> reported_failure;
+  // What error.details answers: the report above, or the egress denials of a failed run.
+  nlohmann::json error_details;
   std::string tool_log;  // the tool's stderr, capped
   // Airlock's own lines about the run (each egress denial), kept apart from what the tool
   // wrote: DLP scans the tool's log, never these, and they follow it in the stored log.

@@ -131,6 +131,10 @@ struct ToolRuntime {
   std::string interpreter = "python3"; // python, python-code: inside the sandbox
 };
 
+// The inputSchema a python-code tool publishes when its config gives none: {code, arguments?},
+// nothing else (docs/validate.md, "python-code tools").
+nlohmann::json python_code_input_schema();
+
 struct ValidationConfig {
   std::vector<std::string> allow_imports;
   std::vector<std::string> allow_hosts;

@@ -30,6 +30,7 @@ nlohmann::json error_json(const pipeline::Invocation& inv) {
     j["findings"] = std::move(findings);
     j["findings_total"] = inv.validator_findings_total;
   }
+  if (!inv.error_details.is_null()) j["details"] = inv.error_details;
   return j;
 }
 
@@ -66,7 +67,9 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::stopped:
     case ErrorKind::cancelled:
     case ErrorKind::tool_server_failed:
-    case ErrorKind::tool_error: return 200;
+    case ErrorKind::tool_error:
+    case ErrorKind::code_error:
+    case ErrorKind::egress_denied: return 200;
   }
   return 500;
 }

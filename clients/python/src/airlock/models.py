@@ -24,12 +24,16 @@ def _objects(value: Any) -> List[JsonObject]:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """`error` of an invocation: `{kind, message, pointer?, rule?, findings?}`."""
+    """`error` of an invocation: `{kind, message, pointer?, rule?, findings?, details?}`.
+    `details`: a python-code cell's exception (`code_error`: `name`, `value`, `line`,
+    `traceback` lines, `stdout`) and the connections the egress proxy refused
+    (`egress_denied`: `egress` [{host, port, address, rule, rule_set}])."""
     kind: str
     message: str
     pointer: str = ""
     rule: str = ""
     findings: List[JsonObject] = field(default_factory=list)
+    details: JsonObject = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, value: Any) -> Optional["ErrorInfo"]:
@@ -38,7 +42,8 @@ class ErrorInfo:
         findings = value.get("findings")
         return cls(kind=str(value.get("kind", "")), message=str(value.get("message", "")),
                    pointer=str(value.get("pointer", "")), rule=str(value.get("rule", "")),
-                   findings=[_object(f) for f in findings] if isinstance(findings, list) else [])
+                   findings=[_object(f) for f in findings] if isinstance(findings, list) else [],
+                   details=_object(value.get("details")))
 
 
 @dataclass(frozen=True)
