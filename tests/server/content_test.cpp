@@ -236,6 +236,61 @@ TEST(PythonCode, TheErrorReportPassesTheOutputScan) {
   EXPECT_NE(r.json()["error"]["details"]["value"].get<std::string>().find("[REDACTED:"), std::string::npos) << r.body;
 }
 
+// Issue #36: DLP never silently changes code. By default a finding in code refuses the call,
+// naming the detector and the line (and never the value); the datum may come in `arguments`,
+// where it is redacted as any tool input is.
+TEST(Dlp, APersonalDatumInCodeIsRefusedNamingTheDetectorAndLineNeverRewritten) {
+  Workspace ws;
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "run-python", {{"code", "x = 1\nprint('jane@corp.test'.upper())\n"}});
+  ASSERT_EQ(r.status, 422) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j["error"]["kind"], "dlp_blocked") << r.body;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("email (line 2)"), std::string::npos) << r.body;
+  EXPECT_TRUE(j["verdict"].is_null()) << "the code never ran: " << r.body;
+  EXPECT_EQ(r.body.find("jane@corp.test"), std::string::npos) << r.body;
+  auto key = invoke(d.port, "run-python", {{"code", "k = 'AKIAZ7Q3PLDX4RS6TB2V'\n"}});
+  EXPECT_EQ(key.status, 422) << key.body;
+  EXPECT_NE(key.json()["error"]["message"].get<std::string>().find("aws_access_key_id (line 1)"), std::string::npos)
+      << key.body;
+  // In arguments: data, redacted on the way in as any tool's input; the code runs unchanged.
+  auto data = invoke(d.port, "run-python", {{"code", "def run(a):\n    return {'has_at': '@' in a['who']}"},
+                                            {"arguments", {{"who", "jane@corp.test"}}}});
+  ASSERT_EQ(data.status, 200) << data.body;
+  EXPECT_EQ(data.json()["output"]["result"]["has_at"], false) << "redacted before the tool: " << data.body;
+  EXPECT_EQ(data.json()["redactions"][0]["where"], "input") << data.body;
+}
+
+TEST(Dlp, WithCodeFindingsReportedTheCodeRunsAsWrittenAndTheFindingIsAnswered) {
+  Workspace ws("", "");
+  {
+    std::ofstream(ws.dir() + "/dlp.yaml") << "apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n"
+                                              "  code: {onFinding: report}\n";
+    std::ofstream(ws.config_path(), std::ios::app) << "dlp: {policy: dlp.yaml}\n";
+  }
+  RunningDaemon d(ws);
+  auto r = invoke(d.port, "run-python",
+                  {{"code", "print('jane@corp.test'.upper())\nprint(len('jane@corp.test'), 'jane@corp.test'.split('@')[1])\n"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j["status"], "ok") << r.body;
+  const std::string out = j["output"]["stdout"];
+  // As written: 14 characters and a domain ('[REDACTED:EMAIL]' has 16 and no '@').
+  EXPECT_NE(out.find("14 corp.test"), std::string::npos) << out;
+  // Output redaction is as it was: the upper-cased address does not come back.
+  EXPECT_EQ(out.find("JANE@CORP.TEST"), std::string::npos) << out;
+  EXPECT_NE(out.find("[REDACTED:EMAIL]"), std::string::npos) << out;
+  ASSERT_TRUE(j["dlp_findings"].is_array()) << r.body;
+  std::set<std::size_t> lines;
+  for (const auto& f : j["dlp_findings"]) {
+    EXPECT_EQ(f["detector"], "email") << f;
+    EXPECT_EQ(f["where"], "code") << f;
+    lines.insert(f["line"].get<std::size_t>());
+  }
+  EXPECT_EQ(lines, (std::set<std::size_t>{1, 2})) << r.body;
+  // A detector whose action is block refuses code whatever onFinding says.
+}
+
 TEST(Dlp, OutputsAndInputsAreRedactedAndTheRedactionsListed) {
   Workspace ws;
   RunningDaemon d(ws);

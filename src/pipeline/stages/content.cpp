@@ -1,5 +1,6 @@
 #include "pipeline/stages/content.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "common/json_limits.hpp"
@@ -137,8 +138,62 @@ std::optional<StageResult> ScanStage::scan_reason(Invocation& inv) const {
   return std::nullopt;
 }
 
-StageResult ScanStage::run(Invocation& inv, StageContext&) {
+namespace {
+
+std::size_t line_of(const std::string& text, std::size_t offset) {
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+// "email (line 3), ipv4 (line 7)": each finding that is not allowed, never its value.
+std::string findings_with_lines(const std::string& code, const dlp::ScanResult& result, bool blocking_only) {
+  std::string list;
+  for (const auto& f : result.findings) {
+    if (f.action == dlp::Action::allow || (blocking_only && f.action != dlp::Action::block)) continue;
+    list += (list.empty() ? "" : ", ") + std::string(f.detector) + " (line " + std::to_string(line_of(code, f.start)) + ")";
+  }
+  return list;
+}
+
+}  // namespace
+
+// Model-written code is never redacted (a changed program answers wrongly as if unchanged):
+// a finding in it refuses the call, or is reported beside a run of the code as written, by
+// the policy's spec.code.onFinding (docs/dlp.md, "Code").
+std::optional<StageResult> ScanStage::scan_code(Invocation& inv, const std::string& code) const {
+  dlp::ScanOptions bytes_only;
+  bytes_only.json = dlp::JsonMode::off;
+  auto result = scanner_->scan(code, bytes_only);
+  const bool refuse = scanner_->policy().code_findings == dlp::CodeFindings::refuse;
+  if (result.blocked || (refuse && !findings_with_lines(code, result, false).empty()))
+    return StageResult(deny(ErrorKind::dlp_blocked,
+                            "the code contains data the DLP policy does not let into code: " +
+                                findings_with_lines(code, result, /*blocking_only=*/result.blocked) +
+                                "; pass data in arguments, where DLP redacts it, not in the code"));
+  for (const auto& f : result.findings)
+    if (f.action != dlp::Action::allow) inv.code_findings.push_back({std::string(f.detector), line_of(code, f.start)});
+  return std::nullopt;
+}
+
+StageResult ScanStage::run(Invocation& inv, StageContext& ctx) {
   const bool input = direction_ == Direction::input;
+  const policy::ToolConfig* tool = ctx.tool(inv);
+  const bool code_tool = input && tool && tool->runtime.kind == policy::ToolRuntime::Kind::python_code &&
+                         inv.arguments.is_object() && inv.arguments.contains("code") && inv.arguments["code"].is_string();
+  if (!code_tool) return scan(inv, input);
+  // The code is scanned on its own; the other arguments as any tool's, then the code goes back.
+  nlohmann::json code = std::move(inv.arguments["code"]);
+  inv.arguments.erase("code");
+  if (auto refused = scan_code(inv, code.get_ref<const std::string&>()); refused) {
+    inv.arguments["code"] = std::move(code);
+    return *refused;
+  }
+  StageResult rest = scan(inv, input);
+  inv.arguments["code"] = std::move(code);
+  if (inv.redacted_input) inv.redacted_input = dump_compact(inv.arguments);
+  return rest;
+}
+
+StageResult ScanStage::scan(Invocation& inv, bool input) const {
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
   // Airlock's notes (inv.notes) are not in it: they are ours, not the tool's, and stay as is.
   if (!input && !inv.tool_log.empty()) {
