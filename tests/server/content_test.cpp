@@ -288,7 +288,6 @@ TEST(Dlp, WithCodeFindingsReportedTheCodeRunsAsWrittenAndTheFindingIsAnswered) {
     lines.insert(f["line"].get<std::size_t>());
   }
   EXPECT_EQ(lines, (std::set<std::size_t>{1, 2})) << r.body;
-  // A detector whose action is block refuses code whatever onFinding says.
 }
 
 TEST(Dlp, OutputsAndInputsAreRedactedAndTheRedactionsListed) {
