@@ -136,6 +136,23 @@ TEST(PythonCode, PublishesItsInputSchemaWithCode) {
   EXPECT_EQ(with_args.json()["output"]["result"]["got"], nlohmann::json({{"k", 7}})) << with_args.body;
 }
 
+// An operator's own inputSchema is published and checked as written; run(args) then gets the
+// arguments other than the code, as it did before tools published one.
+TEST(PythonCode, AnOperatorsInputSchemaIsKeptAsWritten) {
+  Workspace ws("", R"(  - name: run-own
+    runtime: {type: python-code}
+    inputSchema: {type: object, required: [code], properties: {code: {type: string, maxLength: 100}, n: {type: integer}}}
+)");
+  RunningDaemon d(ws);
+  auto r = http(d.port, "GET", "/v1/tools/run-own");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["inputSchema"]["properties"]["code"]["maxLength"], 100) << r.body;
+  EXPECT_FALSE(r.json()["inputSchema"].contains("additionalProperties")) << r.body;
+  auto ran = invoke(d.port, "run-own", {{"code", "def run(a):\n    return {'n': a['n']}"}, {"n", 3}});
+  ASSERT_EQ(ran.status, 200) << ran.body;
+  EXPECT_EQ(ran.json()["output"]["result"]["n"], 3) << ran.body;
+}
+
 TEST(PythonCode, ARaisingCellAnswersItsNameValueAndTracebackWithTheCodesLineNumbers) {
   Workspace ws;
   RunningDaemon d(ws);
