@@ -115,7 +115,7 @@ class PolicyReader {
     const YAML::Node spec = root["spec"];
     expect_map(spec, "spec");
     only_keys(spec, "spec",
-              {"thresholds", "contextWindow", "hashKey", "hashKeyEnv", "literals", "detectors"});
+              {"thresholds", "contextWindow", "hashKey", "hashKeyEnv", "literals", "detectors", "code"});
     if (spec["thresholds"]) read_thresholds(spec["thresholds"], policy);
     if (spec["contextWindow"]) policy.context_window = count_at(spec["contextWindow"], "spec.contextWindow");
     if (spec["hashKey"] && spec["hashKeyEnv"])
@@ -134,10 +134,21 @@ class PolicyReader {
       if (literals["action"]) policy.literal_action = action_at(literals["action"], "spec.literals.action");
     }
     if (spec["detectors"]) read_detectors(spec["detectors"], policy);
+    if (spec["code"]) read_code(spec["code"], policy);
     return policy;
   }
 
  private:
+  void read_code(const YAML::Node& node, Policy& policy) const {
+    expect_map(node, "spec.code");
+    only_keys(node, "spec.code", {"onFinding"});
+    if (!node["onFinding"]) return;
+    const std::string what = string_at(node["onFinding"], "spec.code.onFinding");
+    if (what == "refuse") policy.code_findings = CodeFindings::refuse;
+    else if (what == "report") policy.code_findings = CodeFindings::report;
+    else fail(node["onFinding"], "spec.code.onFinding: expected refuse or report, got '" + what + "'");
+  }
+
   void read_thresholds(const YAML::Node& node, Policy& policy) const {
     expect_map(node, "spec.thresholds");
     only_keys(node, "spec.thresholds", {"allow", "redact", "mask", "hash", "block"});

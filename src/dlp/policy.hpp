@@ -30,6 +30,13 @@ struct DetectorOverride {
   std::optional<unsigned> min_length;    // entropy-gated detectors: shortest value considered
 };
 
+// What a finding in model-written code (a python-code tool's `code`) does. Code is never
+// redacted: a changed program computes something else and would answer as if it had not been
+// changed. `refuse`: the call is refused (dlp_blocked, naming the detector and the line);
+// `report`: the code runs as written and the answer lists the finding (dlp_findings). A
+// detector whose action is block refuses either way; one whose action is allow is not a finding.
+enum class CodeFindings { refuse, report };
+
 struct Policy {
   // Minimum confidence for a finding to get each action. A block finding below the block
   // threshold is redacted instead (if it reaches the redact threshold); any other finding below
@@ -38,6 +45,7 @@ struct Policy {
   std::size_t context_window = 48;   // bytes before a match searched for context words
   std::string hash_key;              // HMAC-SHA256 key for the hash action
   Action literal_action = Action::redact;
+  CodeFindings code_findings = CodeFindings::refuse;  // spec.code.onFinding
   std::map<std::string, DetectorOverride, std::less<>> detectors;  // by detector id
 
   double threshold(Action action) const { return thresholds[static_cast<std::size_t>(action)]; }

@@ -6,7 +6,7 @@
 namespace airlock::pipeline {
 namespace {
 
-constexpr std::array<std::pair<ErrorKind, std::string_view>, 30> kNames{{
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 32> kNames{{
     {ErrorKind::unauthenticated, "unauthenticated"},
     {ErrorKind::subject_required, "subject_required"},
     {ErrorKind::forbidden, "forbidden"},
@@ -32,6 +32,8 @@ constexpr std::array<std::pair<ErrorKind, std::string_view>, 30> kNames{{
     {ErrorKind::cancelled, "cancelled"},
     {ErrorKind::tool_server_failed, "tool_server_failed"},
     {ErrorKind::tool_error, "tool_error"},
+    {ErrorKind::code_error, "code_error"},
+    {ErrorKind::egress_denied, "egress_denied"},
     {ErrorKind::sandbox_setup, "sandbox_setup"},
     {ErrorKind::audit_failed, "audit_failed"},
     {ErrorKind::storage_unavailable, "storage_unavailable"},

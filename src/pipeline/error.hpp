@@ -39,6 +39,8 @@ enum class ErrorKind {
   cancelled,          // the client cancelled it (MCP notifications/cancelled)
   tool_server_failed, // the MCP server providing the tool could not start, crashed or broke protocol
   tool_error,         // the tool answered with an error of its own (an MCP result with isError)
+  code_error,         // python-code raised: error.details has its name, value, line and traceback
+  egress_denied,      // it failed after the egress proxy refused a connection (error.details.egress)
   // Failures of Airlock itself (status "error").
   sandbox_setup,
   audit_failed,

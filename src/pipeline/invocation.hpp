@@ -40,6 +40,12 @@ struct Redaction {
   std::string where;     // "input" or "output"
 };
 
+// A DLP finding in model-written code that ran as written (spec.code.onFinding: report).
+struct CodeFinding {
+  std::string detector;
+  std::size_t line = 0;  // 1-based, in the code
+};
+
 // Who makes the call (the agent: a principal of the configuration, by name) and on whose
 // behalf (the user of a verified token), as the access decision sees them.
 using Actor = access::Actor;
@@ -93,6 +99,7 @@ struct Invocation {
   std::vector<validate::Finding> validator_findings;
   std::size_t validator_findings_total = 0;
   std::vector<Redaction> redactions;
+  std::vector<CodeFinding> code_findings;  // answered as dlp_findings
   std::optional<std::string> redacted_input;
   // The call's credentials (the credentials stage). Values live in memory for the run only:
   // never persisted, recorded, logged or answered; wiped when the leases are revoked.
@@ -123,6 +130,12 @@ struct Invocation {
   };
   std::optional<ResultDigest> server_result;
   bool tool_reported_error = false;
+  // A python-code cell that raised: the runner's report is the output until the output scan
+  // has redacted it (or blocked it); the call then ends with this error, the report as its
+  // details (Pipeline::end_with_reported_error).
+  std::optional<InvocationError> reported_failure;
+  // What error.details answers: the report above, or the egress denials of a failed run.
+  nlohmann::json error_details;
   std::string tool_log;  // the tool's stderr, capped
   // Airlock's own lines about the run (each egress denial), kept apart from what the tool
   // wrote: DLP scans the tool's log, never these, and they follow it in the stored log.

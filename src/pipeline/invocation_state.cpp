@@ -76,6 +76,8 @@ void restore_work(const json& j, Invocation& inv) {
   inv.validator_findings_total = j.at("validator_findings_total").get<std::size_t>();
   for (const auto& r : j.at("redactions"))
     inv.redactions.push_back({r.at("detector").get<std::string>(), r.at("where").get<std::string>()});
+  for (const auto& f : j.value("code_findings", json::array()))  // absent in older state
+    inv.code_findings.push_back({f.at("detector").get<std::string>(), f.at("line").get<std::size_t>()});
   if (!j.at("redacted_input").is_null()) inv.redacted_input = j.at("redacted_input").get<std::string>();
   inv.notes = j.at("notes").get<std::vector<std::string>>();
   for (const auto& t : j.at("stage_times"))
@@ -92,6 +94,8 @@ Result<json> persist(const Invocation& inv) {
   for (const auto& f : inv.validator_findings) findings.push_back(finding_json(f));
   for (const auto& r : inv.redactions) redactions.push_back({{"detector", r.detector}, {"where", r.where}});
   for (const auto& t : inv.stage_times) times.push_back({{"stage", t.stage}, {"ms", t.ms}});
+  json code_findings = json::array();
+  for (const auto& f : inv.code_findings) code_findings.push_back({{"detector", f.detector}, {"line", f.line}});
   const auto received = std::chrono::duration_cast<milliseconds>(inv.received.time_since_epoch()).count();
   return json{
       {"state_version", kStateVersion},
@@ -119,6 +123,7 @@ Result<json> persist(const Invocation& inv) {
       {"validator_findings", std::move(findings)},
       {"validator_findings_total", inv.validator_findings_total},
       {"redactions", std::move(redactions)},
+      {"code_findings", std::move(code_findings)},
       {"redacted_input", optional_json(inv.redacted_input, [](const std::string& s) { return s; })},
       {"notes", inv.notes},
       {"stage_times", std::move(times)},

@@ -108,8 +108,33 @@ void Pipeline::run(Invocation& inv) const {
 // A tool that answered with an error of its own (an MCP result with isError) ran, and its
 // result was scanned like any: the call ends tool_error, its output kept for the caller.
 void Pipeline::end_with_reported_error(Invocation& inv) {
-  if (!inv.tool_reported_error || inv.error) return;
+  if (inv.error) return;
+  if (inv.reported_failure) {
+    end_with_code_error(inv);
+    return;
+  }
+  if (!inv.tool_reported_error) return;
   inv.error = fail(ErrorKind::tool_error, "the tool answered with an error (isError); its result is the output");
+}
+
+// A python-code cell that raised: its report, as the output scan left it, becomes the
+// error's details, and the message names the exception (from the scanned report only).
+void Pipeline::end_with_code_error(Invocation& inv) {
+  nlohmann::json report = inv.output ? std::move(*inv.output) : nlohmann::json::object();
+  inv.output.reset();
+  inv.error = std::move(*inv.reported_failure);
+  inv.reported_failure.reset();
+  if (!inv.error_details.is_object()) inv.error_details = nlohmann::json::object();
+  for (auto& [key, value] : report.items()) inv.error_details[key] = std::move(value);
+  auto text = [&](const char* key) {
+    auto it = inv.error_details.find(key);
+    return it != inv.error_details.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string name = text("name"), value = text("value");
+  if (!name.empty()) inv.error->message += ": " + name + (value.empty() ? "" : ": " + value);
+  auto line = inv.error_details.find("line");
+  if (line != inv.error_details.end() && line->is_number_integer())
+    inv.error->message += " (line " + std::to_string(line->get<long long>()) + " of the code)";
 }
 
 // Most recent first, like a scope's destructors: what was set up last is undone first.

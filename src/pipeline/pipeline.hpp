@@ -62,6 +62,7 @@ class Pipeline {
   void run_finalizers(Invocation& inv, StageContext& ctx) const;
   void run_final_stage(Invocation& inv, StageContext& ctx) const;
   static void end_with_reported_error(Invocation& inv);
+  static void end_with_code_error(Invocation& inv);
 
   std::shared_ptr<const policy::Config> config_;
   std::vector<std::unique_ptr<Stage>> stages_;

@@ -132,6 +132,10 @@ struct ToolRuntime {
   std::string interpreter = "python3"; // python, python-code: inside the sandbox
 };
 
+// The inputSchema a python-code tool publishes when its config gives none: {code, arguments?},
+// nothing else (docs/validate.md, "python-code tools").
+nlohmann::json python_code_input_schema();
+
 struct ToolConfig {
   std::string name;
   std::string description;

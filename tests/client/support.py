@@ -89,6 +89,9 @@ tools:
     runtime: {{type: python, file: tools/echo.py}}
   - name: crash
     runtime: {{type: python, file: tools/crash.py}}
+  - name: run-python
+    description: Runs model-written Python.
+    runtime: {{type: python-code}}
   - name: slow
     runtime: {{type: python, file: tools/slow.py}}
     limits: {{timeout: 30s}}

@@ -92,6 +92,28 @@ class Dispatch(DaemonTest):
         self.assertEqual(json.loads(results[3]["content"])["error"]["kind"], "unknown_tool")
         self.assertIsNone(box.dispatch_anthropic([{"type": "text", "text": "done"}]))
 
+    def test_a_raising_cell_tells_the_model_its_exception_and_line(self):
+        """Issue #36: the model is told where the code goes and, when it raised, what and where."""
+        tools = {t["name"]: t for t in self.client().tools_for_anthropic()}
+        schema = tools["run-python"]["input_schema"]
+        self.assertEqual(schema["required"], ["code"])
+        self.assertEqual(schema["properties"]["code"]["type"], "string")
+        box = self.client().toolbox()
+        message = box.dispatch_anthropic([{"type": "tool_use", "id": "toolu_1", "name": "run-python",
+                                           "input": {"code": "x = 1\nx.missing\n"}}])
+        result = message["content"][0]
+        self.assertTrue(result["is_error"])
+        error = json.loads(result["content"])["error"]
+        self.assertEqual(error["kind"], "code_error")
+        self.assertEqual(error["details"]["name"], "AttributeError")
+        self.assertEqual(error["details"]["line"], 2)
+        self.assertIn('  File "<code>", line 2, in <module>', error["details"]["traceback"])
+        inv = self.client().invoke("run-python", {"code": "print(1)\n1 / 0\n"})
+        self.assertEqual(inv.error.kind, "code_error")
+        self.assertEqual(inv.error.details["stdout"], "1\n")
+        with self.assertRaises(airlock.ToolError):
+            inv.raise_for_error()
+
     def test_a_critical_call_tells_the_model_it_waits(self):
         box = self.client().as_user(self.token("alice")).toolbox()
         [msg] = box.dispatch_openai([{"id": "c", "function": {"name": "danger", "arguments": "{}"}}])

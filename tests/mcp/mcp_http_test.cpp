@@ -71,6 +71,35 @@ TEST_F(McpHttpTest, ToolsCallIsAStoredAndCountedInvocation) {
   EXPECT_NE(metrics.body.find(R"(airlock_invocations_total{status="ok",tool="echo"} 1)"), std::string::npos) << metrics.body;
 }
 
+// Issue #36: over MCP, a python-code tool says it takes `code`, and a cell that raised answers
+// its exception and traceback where a model reads them (the text and structuredContent).
+TEST_F(McpHttpTest, APythonCodeToolPublishesCodeAndAnswersItsTraceback) {
+  const auto id = open_session(d.port, "2025-11-25");
+  auto list = mcp_post(d.port, rpc(2, "tools/list"), kKey, session_headers(id, "2025-11-25"));
+  ASSERT_EQ(list.status, 200) << list.body;
+  nlohmann::json schema;
+  const auto listed = list.json();
+  for (const auto& t : listed["result"]["tools"])
+    if (t["name"] == "run-python") schema = t["inputSchema"];
+  EXPECT_EQ(schema["properties"]["code"]["type"], "string") << list.body;
+  EXPECT_FALSE(schema["properties"]["code"]["description"].get<std::string>().empty()) << schema;
+  EXPECT_EQ(schema["required"], nlohmann::json::array({"code"})) << schema;
+  EXPECT_EQ(schema["additionalProperties"], false) << schema;
+
+  auto r = mcp_post(d.port, rpc(3, "tools/call", {{"name", "run-python"}, {"arguments", {{"code", "a = [1]\nprint(a[5])\n"}}}}),
+                    kKey, session_headers(id, "2025-11-25"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto result = r.json()["result"];
+  EXPECT_EQ(result["isError"], true) << r.body;
+  const auto& error = result["structuredContent"]["error"];
+  EXPECT_EQ(error["kind"], "code_error") << r.body;
+  EXPECT_EQ(error["details"]["name"], "IndexError") << r.body;
+  EXPECT_EQ(error["details"]["line"], 2) << r.body;
+  const std::string text = result["content"][0]["text"];
+  EXPECT_NE(text.find("File \"<code>\", line 2, in <module>"), std::string::npos) << text;
+  EXPECT_NE(text.find("IndexError: list index out of range"), std::string::npos) << text;
+}
+
 TEST_F(McpHttpTest, BatchesAreRefused) {
   auto r = mcp_post(d.port, nlohmann::json::array({rpc(1, "ping"), rpc(2, "ping")}));
   EXPECT_EQ(r.status, 400);

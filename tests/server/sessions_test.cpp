@@ -579,7 +579,8 @@ TEST_F(Sessions, CodeCellsKeepTheirStateAndSayWhatWentWrong) {
 }
 
 // Each cell passes the validator first, and DLP never rewrites code: an e-mail address in a
-// cell runs as written (its length is 14, not the 15 of [REDACTED:EMAIL]) and is reported.
+// cell refuses it (the default), or it runs as written (its length is 14, not the 16 of
+// [REDACTED:EMAIL]) and is reported (spec.code.onFinding: report).
 TEST_F(Sessions, ACellIsValidatedFirstAndDlpNeverRewritesIt) {
   start();
   auto created = create("dev");
@@ -592,12 +593,24 @@ TEST_F(Sessions, ACellIsValidatedFirstAndDlpNeverRewritesIt) {
   auto obfuscated = code(id, "getattr(__builtins__, 'ev' + 'al')('1')");
   EXPECT_EQ(obfuscated.status, 422) << obfuscated.body;
 
+  // By default a finding in code refuses it, naming the detector and the line, never the value.
+  auto refused = code(id, "x = 1\nlen('jane@corp.test')");
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["kind"], "dlp_blocked");
+  EXPECT_NE(refused.body.find("email (line 2)"), std::string::npos) << refused.body;
+  EXPECT_EQ(refused.body.find("jane@corp.test"), std::string::npos) << refused.body;
+  // spec.code.onFinding: report: it runs as written, and the finding comes back.
+  std::ofstream(ws_.dir() + "/dlp.yaml") << "apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  code: {onFinding: report}\n";
+  ws_.write_config(ws_.config_text() + "dlp: {policy: dlp.yaml}\n");
+  auto reloaded = daemon_->daemon->reload(policy::load_config(ws_.config_path()));
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
   auto literal = code(id, "len('jane@corp.test')");
   ASSERT_EQ(literal.status, 200) << literal.body;
   EXPECT_EQ(literal.json()["result"]["json"], 14) << literal.body;
-  ASSERT_EQ(literal.json()["input_findings"].size(), 1u) << literal.body;
-  EXPECT_EQ(literal.json()["input_findings"][0]["detector"], "email");
-  EXPECT_EQ(literal.json()["input_findings"][0]["line"], 1);
+  ASSERT_EQ(literal.json()["dlp_findings"].size(), 1u) << literal.body;
+  EXPECT_EQ(literal.json()["dlp_findings"][0]["detector"], "email");
+  EXPECT_EQ(literal.json()["dlp_findings"][0]["where"], "code");
+  EXPECT_EQ(literal.json()["dlp_findings"][0]["line"], 1);
   auto printed = code(id, "print('jane@corp.test')");
   EXPECT_EQ(printed.json()["stdout"].get<std::string>().find("jane@corp.test"), std::string::npos) << printed.body;
 }

@@ -386,6 +386,15 @@ TEST(DlpPolicy, JsonPoliciesWorkToo) {
   EXPECT_EQ(policy->detectors.at("email").action, Action::allow);
 }
 
+TEST(DlpPolicy, CodeFindingsAreRefusedUnlessThePolicySaysReport) {
+  EXPECT_EQ(Policy::defaults().code_findings, CodeFindings::refuse);
+  EXPECT_EQ(policy_from("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  code: {onFinding: report}\n").code_findings,
+            CodeFindings::report);
+  auto wrong = parse_policy("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  code: {onFinding: redact}\n", "p.yaml");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().message, "p.yaml:4: spec.code.onFinding: expected refuse or report, got 'redact'");
+}
+
 TEST(DlpPolicy, ErrorsNameTheFileTheLineAndWhatWasExpected) {
   auto error_of = [](std::string_view text) {
     auto policy = parse_policy(text, "p.yaml");
@@ -399,7 +408,7 @@ TEST(DlpPolicy, ErrorsNameTheFileTheLineAndWhatWasExpected) {
             "p.yaml:4: spec.thresholds.block: expected a number between 0 and 1");
   EXPECT_EQ(error_of("apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n  colour: red\n"),
             "p.yaml:4: spec.colour: unknown field (expected one of: thresholds, contextWindow, "
-            "hashKey, hashKeyEnv, literals, detectors)");
+            "hashKey, hashKeyEnv, literals, detectors, code)");
   EXPECT_EQ(error_of("apiVersion: v2\nkind: DlpPolicy\n"), "p.yaml:1: apiVersion: expected airlock.dev/v1");
   EXPECT_NE(error_of("spec: [unclosed").find("p.yaml:1"), std::string::npos);
   EXPECT_NE(load_policy_file("/nonexistent/policy.yaml").error().message.find("/nonexistent/policy.yaml"),

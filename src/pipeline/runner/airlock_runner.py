@@ -9,6 +9,9 @@ stdout. Anything the tool prints goes to stderr (its log), so it cannot corrupt 
 
 For `code`, the source runs as __main__; if it defines run(args), the result is
 {"result": run(arguments), "stdout": what it printed}, otherwise {"stdout": what it printed}.
+If it raises, the runner writes {"code_error": {name, value, line, traceback, stdout}} instead
+and exits with status 1 (CODE_ERROR_STATUS). In code mode the protocol channel is a private
+copy of descriptor 1 that no child inherits, and descriptor 1 itself becomes the log.
 
 It runs with -I (isolated: no environment variables, no user site) and -S (no `site`: start-up
 is a third faster); Debian's dist-packages directory is added by hand so packaged libraries
@@ -96,23 +99,84 @@ def load_module(path):
     return namespace["run"]
 
 
-def run_code(request):
+CODE_FILENAME = "<code>"  # what a traceback calls the submitted code
+CODE_ERROR_STATUS = 1  # the exit status of a cell that raised: its report is on the protocol channel
+
+
+def run_code(request, protocol_out):
     import io  # only code mode needs it
 
     if not isinstance(request, dict) or not isinstance(request.get("code"), str):
         fail('python-code tools take {"code": "...", "arguments": {...}}')
+    source = request["code"]
+    _remember_source(source)
     namespace = {"__name__": "__main__"}
     printed = io.StringIO()
     sys.stdout = printed
+    result = {}
     try:
-        exec(compile(request["code"], "<tool code>", "exec"), namespace)
-        result = {}
+        exec(compile(source, CODE_FILENAME, "exec"), namespace)
         if callable(namespace.get("run")):
             result["result"] = namespace["run"](request.get("arguments", {}))
+    except Exception as e:  # SystemExit and KeyboardInterrupt end the run as they would
+        sys.stdout = sys.stderr
+        report_code_error(e, printed.getvalue(), protocol_out)
     finally:
         sys.stdout = sys.stderr
     result["stdout"] = printed.getvalue()
     return result
+
+
+def _remember_source(source):
+    """Lets tracebacks show the submitted code's lines, as they show a file's."""
+    import linecache
+
+    linecache.cache[CODE_FILENAME] = (len(source), None, source.splitlines(True), CODE_FILENAME)
+
+
+def report_code_error(error, printed, protocol_out):
+    """The cell raised: {"code_error": {name, value, line, traceback, stdout}} on the protocol
+    channel (which neither print() nor a child process reaches), then the exit status that
+    says so. The daemon reads a report only from a run that ended with that status."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == CODE_FILENAME]
+    line = frames[-1].lineno if frames else None
+    if isinstance(error, SyntaxError) and error.filename == CODE_FILENAME:
+        line = error.lineno
+    lines = traceback.format_exception(type(error), error, _from_code(error.__traceback__))
+    report = {
+        "name": type(error).__name__,
+        "value": str(error),
+        "line": line,
+        "traceback": "".join(lines).splitlines(),
+        "stdout": printed,
+    }
+    sys.stderr.write("".join(lines))  # the log keeps it too
+    sys.stderr.flush()
+    protocol_out.write(json_dumps({"code_error": report}) + "\n")
+    protocol_out.flush()
+    import os
+
+    os._exit(CODE_ERROR_STATUS)
+
+
+def _from_code(tb):
+    """The traceback from the first frame of the submitted code: the runner's own are noise."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != CODE_FILENAME:
+        tb = tb.tb_next
+    return tb
+
+
+def private_protocol_channel():
+    """Moves the protocol channel off descriptor 1 to a descriptor no child inherits, and
+    points 1 at the log: what the code or a process it starts writes to its stdout can never
+    pass for the runner's result or its error report."""
+    import os
+
+    channel = os.dup(1)  # not inheritable (PEP 446)
+    os.dup2(2, 1)
+    return open(channel, "w", encoding="utf-8", closefd=True)
 
 
 WARM_CONTROL_FD = 7
@@ -189,7 +253,8 @@ def main():
     if sys.argv[1] == "module" and len(sys.argv) == 3:
         result = load_module(sys.argv[2])(request)
     elif sys.argv[1] == "code":
-        result = run_code(request)
+        protocol_out = private_protocol_channel()
+        result = run_code(request, protocol_out)
     else:
         fail("unknown mode " + sys.argv[1])
     finish(result, protocol_out)
@@ -203,6 +268,7 @@ def finish(result, protocol_out):
     except (TypeError, ValueError) as e:
         fail("the result is not JSON: %s" % e)
     protocol_out.write(text + "\n")
+    protocol_out.flush()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 #include "pipeline/stages/content.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
+#include "dlp/code_scan.hpp"
 #include "dlp/json/json_value.hpp"
 #include "pipeline/code_policy.hpp"
 
@@ -116,8 +118,35 @@ std::optional<StageResult> ScanStage::scan_reason(Invocation& inv) const {
   return std::nullopt;
 }
 
-StageResult ScanStage::run(Invocation& inv, StageContext&) {
+// Model-written code is never redacted: a finding in it refuses the call, or is reported beside
+// a run of the code as written (dlp/code_scan.hpp).
+std::optional<StageResult> ScanStage::scan_code(Invocation& inv, const std::string& code) const {
+  dlp::CodeScan scan = dlp::scan_code(*scanner_, code);
+  if (scan.refusal) return StageResult(deny(ErrorKind::dlp_blocked, *scan.refusal));
+  for (auto& f : scan.findings) inv.code_findings.push_back({std::move(f.detector), f.line});
+  return std::nullopt;
+}
+
+StageResult ScanStage::run(Invocation& inv, StageContext& ctx) {
   const bool input = direction_ == Direction::input;
+  const policy::ToolConfig* tool = ctx.tool(inv);
+  const bool code_tool = input && tool && tool->runtime.kind == policy::ToolRuntime::Kind::python_code &&
+                         inv.arguments.is_object() && inv.arguments.contains("code") && inv.arguments["code"].is_string();
+  if (!code_tool) return scan(inv, input);
+  // The code is scanned on its own; the other arguments as any tool's, then the code goes back.
+  nlohmann::json code = std::move(inv.arguments["code"]);
+  inv.arguments.erase("code");
+  if (auto refused = scan_code(inv, code.get_ref<const std::string&>()); refused) {
+    inv.arguments["code"] = std::move(code);
+    return *refused;
+  }
+  StageResult rest = scan(inv, input);
+  inv.arguments["code"] = std::move(code);
+  if (inv.redacted_input) inv.redacted_input = dump_compact(inv.arguments);
+  return rest;
+}
+
+StageResult ScanStage::scan(Invocation& inv, bool input) const {
   // The tool's log is kept with the invocation: it is redacted like the result, never blocked.
   // Airlock's notes (inv.notes) are not in it: they are ours, not the tool's, and stay as is.
   if (!input && !inv.tool_log.empty()) {

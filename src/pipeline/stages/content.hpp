@@ -38,6 +38,8 @@ class ScanStage : public Stage {
 
  private:
   std::optional<StageResult> scan_reason(Invocation& inv) const;
+  std::optional<StageResult> scan_code(Invocation& inv, const std::string& code) const;
+  StageResult scan(Invocation& inv, bool input) const;  // the log, the reason, then the value
 
   std::shared_ptr<const dlp::Scanner> scanner_;
   Direction direction_;

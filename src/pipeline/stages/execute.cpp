@@ -7,6 +7,7 @@
 
 #include "common/digest.hpp"
 #include "common/json_limits.hpp"
+#include "pipeline/stages/failure_report.hpp"
 
 namespace airlock::pipeline {
 
@@ -154,16 +155,53 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
       request.argv = tool.runtime.command;
       break;
     case policy::ToolRuntime::Kind::python_code: {
+      // run(args) gets `arguments` (python_code_input_schema); under a schema of the
+      // operator's without it, the arguments other than the code, as before there was one.
       nlohmann::json args = inv.arguments;
       nlohmann::json code_request = {{"code", args.value("code", "")}};
       args.erase("code");
-      code_request["arguments"] = args;
+      const auto given = args.find("arguments");
+      const bool explicit_args = given != args.end() && given->is_object() && args.size() == 1;
+      code_request["arguments"] = explicit_args ? *given : args;
       request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code"};
       request.stdin_bytes = code_request.dump();
       break;
     }
   }
   return request;
+}
+
+namespace {
+
+std::string first_denial(const nlohmann::json& denials) {
+  const auto& d = denials.front();
+  return d.value("host", "") + ":" + std::to_string(d.value("port", 0)) + " (" + d.value("rule", "") + ")";
+}
+
+}  // namespace
+
+// A run that did not end well. A python-code cell that raised is not an error yet: its report
+// is the output, for the output scan to redact like any result, and the call ends code_error
+// (or egress_denied) after it. A run that exited non-zero after the egress proxy refused a
+// connection is egress_denied, naming the connections, rather than tool_crashed.
+StageResult ExecuteStage::failed_run(Invocation& inv, const policy::ToolConfig& tool,
+                                     const std::string& rule_set, bool stopping) const {
+  const auto& o = *inv.outcome;
+  nlohmann::json denials = egress_denials(o, rule_set);
+  const bool denied = !denials.empty() && o.verdict == sandbox::Verdict::exit_nonzero;
+  if (denied) inv.error_details = {{"egress", denials}};
+  if (tool.runtime.kind == policy::ToolRuntime::Kind::python_code)
+    if (auto report = code_error_report(o, max_depth_)) {
+      inv.output = std::move(*report);
+      inv.reported_failure = denied ? fail(ErrorKind::egress_denied, "the code failed after the egress proxy refused " +
+                                                                         first_denial(denials) + "; it raised")
+                                    : fail(ErrorKind::code_error, "the code raised");
+      return StageResult::next();
+    }
+  if (denied)
+    return fail(ErrorKind::egress_denied,
+                "the tool failed (" + o.message + ") after the egress proxy refused " + first_denial(denials));
+  return run_error(o, inv.limits, stopping);
 }
 
 StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
@@ -203,7 +241,7 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
                                                : o.cold_reason));
   if (inv.control && inv.control->cancel.cancelled())
     return fail(ErrorKind::cancelled, "the client cancelled the call; its sandbox was stopped");
-  if (o.verdict != sandbox::Verdict::ok) return run_error(o, inv.limits, backend->second->stopping());
+  if (o.verdict != sandbox::Verdict::ok) return failed_run(inv, *tool, context.rule_set, backend->second->stopping());
 
   // The tool's output is as hostile as a request: bounded like one.
   auto parsed = parse_json_bounded(o.stdout_data, max_depth_);

@@ -34,6 +34,8 @@ class ExecuteStage : public Stage {
 
  private:
   StageResult call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const;
+  StageResult failed_run(Invocation& inv, const policy::ToolConfig& tool, const std::string& rule_set,
+                         bool stopping) const;
 
   ExecuteOptions options_;
   std::map<std::string, std::shared_ptr<const JsonSchema>> output_schemas_;

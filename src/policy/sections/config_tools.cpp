@@ -10,6 +10,27 @@
 #include "policy/program_lookup.hpp"
 #include "sandbox/plan.hpp"
 
+namespace airlock::policy {
+
+nlohmann::json python_code_input_schema() {
+  return {{"type", "object"},
+          {"properties",
+           {{"code",
+             {{"type", "string"},
+              {"description",
+               "Python 3 source, run as __main__ in a fresh sandbox after static validation. "
+               "What it prints is the answer's stdout; if it defines run(args), its return value "
+               "(a JSON object) is the answer's result. If it raises, the error gives the "
+               "exception's name, value, line and traceback (lines numbered from 1 in this code)."}}},
+            {"arguments",
+             {{"type", "object"},
+              {"description", "The args run(args) gets when the code defines run; {} if absent."}}}}},
+          {"required", nlohmann::json::array({"code"})},
+          {"additionalProperties", false}};
+}
+
+}  // namespace airlock::policy
+
 namespace airlock::policy::detail {
 
 namespace fs = std::filesystem;
@@ -144,6 +165,9 @@ ToolConfig read_tool(Reader& r, const YAML::Node& n, std::size_t i, const std::s
     if (!v.IsMap()) fail(v, what + ".inputSchema: expected a JSON Schema object");
     t.input_schema = r.json(v);
   });
+  // A python-code tool without one publishes what it takes, so that a model is told.
+  if (runtime_ok && !n["inputSchema"] && t.runtime.kind == ToolRuntime::Kind::python_code)
+    t.input_schema = python_code_input_schema();
   if (input_ok)
     t.input_check = compile_schema(r, n["inputSchema"] ? n["inputSchema"] : n, t.input_schema,
                                    what + ".inputSchema");

@@ -30,6 +30,7 @@ nlohmann::json error_json(const pipeline::Invocation& inv) {
     j["findings"] = std::move(findings);
     j["findings_total"] = inv.validator_findings_total;
   }
+  if (!inv.error_details.is_null()) j["details"] = inv.error_details;
   return j;
 }
 
@@ -66,7 +67,9 @@ int http_status(const pipeline::InvocationError& error) {
     case ErrorKind::stopped:
     case ErrorKind::cancelled:
     case ErrorKind::tool_server_failed:
-    case ErrorKind::tool_error: return 200;
+    case ErrorKind::tool_error:
+    case ErrorKind::code_error:
+    case ErrorKind::egress_denied: return 200;
   }
   return 500;
 }
@@ -97,6 +100,13 @@ nlohmann::json to_response(const pipeline::Invocation& inv) {
   auto redactions = nlohmann::json::array();
   for (const auto& r : inv.redactions) redactions.push_back({{"detector", r.detector}, {"where", r.where}});
   j["redactions"] = std::move(redactions);
+  // Findings DLP left in model-written code that ran as written (docs/dlp.md, "Code").
+  if (!inv.code_findings.empty()) {
+    auto findings = nlohmann::json::array();
+    for (const auto& f : inv.code_findings)
+      findings.push_back({{"detector", f.detector}, {"where", "code"}, {"line", f.line}});
+    j["dlp_findings"] = std::move(findings);
+  }
   auto egress = nlohmann::json::array();
   if (inv.outcome)
     for (const auto& e : inv.outcome->egress) egress.push_back(egress::to_json(e));

@@ -44,9 +44,21 @@ nlohmann::json mcp_tool_entry(const policy::ToolConfig& t) {
   return entry;
 }
 
-nlohmann::json mcp_error_result(const std::string& kind, const std::string& message, bool structured) {
+// A model reads the text: a python-code error's traceback follows the message there.
+std::string with_traceback(std::string message, const nlohmann::json& details) {
+  auto traceback = details.is_object() ? details.find("traceback") : details.end();
+  if (traceback == details.end() || !traceback->is_array()) return message;
+  for (const auto& line : *traceback)
+    if (line.is_string()) message += "\n" + line.get<std::string>();
+  return message;
+}
+
+nlohmann::json mcp_error_result(const std::string& kind, const std::string& message, bool structured,
+                                const nlohmann::json& details) {
   nlohmann::json error = {{"error", {{"kind", kind}, {"message", message}}}};
-  nlohmann::json result = {{"isError", true}, {"content", nlohmann::json::array({text_block(message)})}};
+  if (details.is_object()) error["error"]["details"] = details;
+  nlohmann::json result = {{"isError", true},
+                           {"content", nlohmann::json::array({text_block(with_traceback(message, details))})}};
   // Clients check structuredContent against the tool's outputSchema even in an error result:
   // for a tool that has one, the typed error goes in a second text block instead.
   if (structured)
@@ -63,7 +75,7 @@ nlohmann::json call_result(const policy::ToolConfig* tool, const pipeline::Invoc
   // A tool's own error (an MCP server's isError result) is its result: passed on below.
   const bool reported = inv.error && inv.error->kind == pipeline::ErrorKind::tool_error && inv.output;
   if (inv.error && !reported)
-    return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured);
+    return mcp_error_result(std::string(inv.error->kind_name()), inv.error->message, structured, inv.error_details);
   if (inv.suspended) {
     // A call waiting for a human (a critical tool's approval): an error naming the approval
     // and the invocation, which the client polls at GET /v1/invocations/{id}?wait=30s. (An

@@ -22,6 +22,8 @@ inline constexpr const char* kInvocationIdMeta = "airlock.dev/invocationId";
 nlohmann::json mcp_call_result(const policy::ToolConfig* tool, const pipeline::Invocation& inv);
 
 // The isError result of a call that did not run (the daemon draining, the queue full).
-nlohmann::json mcp_error_result(const std::string& kind, const std::string& message, bool structured = true);
+// details: error.details (a python-code cell's exception, egress denials), or null.
+nlohmann::json mcp_error_result(const std::string& kind, const std::string& message, bool structured = true,
+                                const nlohmann::json& details = nullptr);
 
 }  // namespace airlock::server

@@ -15,6 +15,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/units.hpp"
+#include "dlp/code_scan.hpp"
 #include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 #include "pipeline/code_policy.hpp"
@@ -235,26 +236,14 @@ json screened_answer(json answer, Screen& screen) {
   return out;
 }
 
-// The 1-based line of `offset` in `text`.
-std::size_t line_of(const std::string& text, std::size_t offset) {
-  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min(offset, text.size())), '\n'));
-}
-
-// DLP on the code: never rewritten. A blocking finding refuses the cell (naming the detector
-// and the line); any other is reported to the caller beside the answer.
+// DLP on the code (dlp/code_scan.hpp): never rewritten; refused, or its findings reported
+// beside the answer as a python-code tool's are (dlp_findings).
 Result<json> scan_code(const dlp::Scanner* dlp, const std::string& code) {
   json findings = json::array();
   if (!dlp) return findings;
-  dlp::ScanOptions bytes_only;
-  bytes_only.json = dlp::JsonMode::off;
-  const auto result = dlp->scan(code, bytes_only);
-  for (const auto& f : result.findings) {
-    const auto line = line_of(code, f.start);
-    if (f.action == dlp::Action::block)
-      return Error::make("dlp_blocked", "the code holds data the DLP policy blocks (" + std::string(f.detector) +
-                                            " at line " + std::to_string(line) + "); nothing ran");
-    findings.push_back({{"detector", f.detector}, {"line", line}});
-  }
+  dlp::CodeScan scan = dlp::scan_code(*dlp, code);
+  if (scan.refusal) return Error::make("dlp_blocked", *scan.refusal + " (nothing ran)");
+  for (const auto& f : scan.findings) findings.push_back({{"detector", f.detector}, {"where", "code"}, {"line", f.line}});
   return findings;
 }
 
@@ -372,8 +361,8 @@ Result<json> run_code_cell(const ExecRun::Context& ctx, const CodeRequest& reque
   auto findings = validate_cell(*t, request.code);
   if (!findings) return findings.error();
   const dlp::Scanner* dlp = ctx.generation->pipeline ? ctx.generation->pipeline->scanner().get() : nullptr;
-  auto input_findings = scan_code(dlp, request.code);
-  if (!input_findings) return input_findings.error();
+  auto code_findings = scan_code(dlp, request.code);
+  if (!code_findings) return code_findings.error();
 
   SessionInterpreter& in = interpreter_of(session);
   std::unique_lock cell(in.cell_mu, std::try_to_lock);
@@ -393,7 +382,7 @@ Result<json> run_code_cell(const ExecRun::Context& ctx, const CodeRequest& reque
                            static_cast<double>(answer["usage"].value("cpu_ms", std::uint64_t{0})) / 1e3);
   answer["invocation_id"] = ctx.invocation_id;
   answer["redactions"] = screen.redactions;
-  answer["input_findings"] = *input_findings;
+  answer["dlp_findings"] = *code_findings;
   answer["findings"] = json::array();
   for (const auto& f : *findings) answer["findings"].push_back({{"rule", f.rule}, {"line", f.line}, {"message", f.message}});
   if (ctx.audit) {

@@ -176,7 +176,9 @@ class ToolError(AirlockError):
     """The tool ran and failed (status `error`): `timeout`, `memory_limit`, `cpu_time_limit`,
     `output_limit`, `seccomp_violation`, `tool_crashed`, `invalid_output`, `stopped`,
     `cancelled`, `tool_server_failed`, `tool_error` (an MCP server's result with `isError`,
-    still the invocation's `output`). `Client.invoke` returns these as an `Invocation` (the
+    still the invocation's `output`), `code_error` (python-code raised: `error.details` has its
+    name, value, line and traceback), `egress_denied` (it failed after the egress proxy refused
+    a connection: `error.details.egress`). `Client.invoke` returns these as an `Invocation` (the
     model should see them); `raise_for_error()` turns them into this exception."""
 
 
@@ -251,7 +253,8 @@ ERROR_CLASSES: Dict[str, Type[AirlockError]] = {
 # The kinds of a tool's own failure (status "error", HTTP 200): src/pipeline/error.hpp.
 TOOL_FAILURE_KINDS = frozenset({
     "timeout", "cpu_time_limit", "memory_limit", "output_limit", "seccomp_violation",
-    "tool_crashed", "invalid_output", "stopped", "cancelled", "tool_server_failed", "tool_error"})
+    "tool_crashed", "invalid_output", "stopped", "cancelled", "tool_server_failed", "tool_error",
+    "code_error", "egress_denied"})
 
 # A kind this client does not know yet is still an error: classed by its HTTP status.
 _BY_STATUS: Dict[int, Type[AirlockError]] = {

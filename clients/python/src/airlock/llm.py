@@ -173,5 +173,18 @@ def _content(inv: Invocation) -> str:
         return json.dumps({"status": "pending_approval", "invocation_id": inv.id,
                            "approval": {"id": inv.approval.id, "expires_at": inv.approval.expires_at},
                            "message": "this call waits for a human approval; it has not run"})
-    error = {"kind": inv.error.kind, "message": inv.error.message} if inv.error else None
+    error = _model_error(inv)
     return json.dumps({"status": inv.status, "error": error}, ensure_ascii=False)
+
+
+def _model_error(inv: Invocation) -> Optional[Dict[str, Any]]:
+    """The error as a model can correct itself from it: a rejection's findings, a cell's
+    exception and traceback, the connections the egress proxy refused."""
+    if inv.error is None:
+        return None
+    error: Dict[str, Any] = {"kind": inv.error.kind, "message": inv.error.message}
+    if inv.error.findings:
+        error["findings"] = inv.error.findings
+    if inv.error.details:
+        error["details"] = inv.error.details
+    return error

@@ -24,12 +24,16 @@ def _objects(value: Any) -> List[JsonObject]:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """`error` of an invocation: `{kind, message, pointer?, rule?, findings?}`."""
+    """`error` of an invocation: `{kind, message, pointer?, rule?, findings?, details?}`.
+    `details`: a python-code cell's exception (`code_error`: `name`, `value`, `line`,
+    `traceback` lines, `stdout`) and the connections the egress proxy refused
+    (`egress_denied`: `egress` [{host, port, address, rule, rule_set}])."""
     kind: str
     message: str
     pointer: str = ""
     rule: str = ""
     findings: List[JsonObject] = field(default_factory=list)
+    details: JsonObject = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, value: Any) -> Optional["ErrorInfo"]:
@@ -38,7 +42,8 @@ class ErrorInfo:
         findings = value.get("findings")
         return cls(kind=str(value.get("kind", "")), message=str(value.get("message", "")),
                    pointer=str(value.get("pointer", "")), rule=str(value.get("rule", "")),
-                   findings=[_object(f) for f in findings] if isinstance(findings, list) else [])
+                   findings=[_object(f) for f in findings] if isinstance(findings, list) else [],
+                   details=_object(value.get("details")))
 
 
 @dataclass(frozen=True)
@@ -262,7 +267,7 @@ class CellResult:
     error: Optional[JsonObject]
     images: List[JsonObject]
     interpreter_state: str
-    input_findings: List[JsonObject]
+    dlp_findings: List[JsonObject]
     redactions: List[JsonObject]
     audit: Optional["AuditRef"]
     raw: JsonObject
@@ -280,7 +285,7 @@ class CellResult:
                    error=dict(error) if isinstance(error, Mapping) else None,
                    images=_objects(body.get("images")),
                    interpreter_state=str(interpreter.get("state", "")) if isinstance(interpreter, Mapping) else "",
-                   input_findings=_objects(body.get("input_findings")),
+                   dlp_findings=_objects(body.get("dlp_findings")),
                    redactions=_objects(body.get("redactions")),
                    audit=_audit_ref(body.get("audit")), raw=dict(body))
 
