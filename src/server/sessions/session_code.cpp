@@ -319,7 +319,8 @@ json answer_cell(const ExecRun::Context& ctx, SessionInterpreter& in, const std:
                                                        : "the interpreter ended during the cell: its state is gone";
   }
   for (auto& [name, value] : credentials.env) OPENSSL_cleanse(value.data(), value.size());
-  const auto cpu = cpu_ns(sandbox) - std::min(cpu_ns(sandbox), cpu_before);
+  const auto cpu_after = cpu_ns(sandbox);
+  const auto cpu = cpu_after - std::min(cpu_after, cpu_before);
   answer["usage"] = {{"wall_ms", std::chrono::duration_cast<milliseconds>(Clock::now() - began).count()},
                      {"cpu_ms", cpu / 1'000'000}};
   return answer;
