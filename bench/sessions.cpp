@@ -36,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_support.hpp"
+#include "daemon_http.hpp"
 #include "sandbox/sandbox.hpp"
 #include "sandbox/session/session.hpp"
 #include "server_test_support.hpp"
@@ -136,40 +137,10 @@ namespace bhttp = beast::http;
 using airlock::server::test::RunningDaemon;
 using airlock::server::test::Workspace;
 
-// One keep-alive connection to the daemon.
-class Connection {
+// One keep-alive connection to the daemon, with what a session's benchmarks send on it.
+class Connection : public airlock::bench::KeepAliveConnection {
  public:
-  explicit Connection(std::uint16_t port) : stream_(io_) {
-    stream_.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
-  }
-  nlohmann::json call(bhttp::verb verb, const std::string& target, const std::string& body, int expected) {
-    return nlohmann::json::parse(raw(verb, target, body, "application/json", expected));
-  }
-  // The answer's body as it came.
-  std::string raw(bhttp::verb verb, const std::string& target, const std::string& body, const std::string& type,
-                  int expected) {
-    bhttp::request<bhttp::string_body> req{verb, target, 11};
-    req.set(bhttp::field::host, "127.0.0.1");
-    req.set(bhttp::field::authorization, std::string("Bearer ") + airlock::server::test::kKey);
-    req.set(bhttp::field::accept, "application/json");
-    req.keep_alive(true);
-    if (!body.empty()) {
-      req.set(bhttp::field::content_type, type);
-      req.body() = body;
-    }
-    req.prepare_payload();
-    bhttp::write(stream_, req);
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(64u << 20);
-    bhttp::read(stream_, buffer_, parser);
-    auto& res = parser.get();
-    if (res.result_int() != static_cast<unsigned>(expected)) {
-      std::fprintf(stderr, "%s %s: HTTP %u %s\n", std::string(bhttp::to_string(verb)).c_str(), target.c_str(),
-                   res.result_int(), res.body().c_str());
-      std::abort();
-    }
-    return res.body();
-  }
+  using KeepAliveConnection::KeepAliveConnection;
   std::string create() {
     auto made = call(bhttp::verb::post, "/v1/sessions", R"({"template": "bench"})", 201);
     warm_starts += made["start"] == "warm";
@@ -181,11 +152,6 @@ class Connection {
     if (r["verdict"] != "ok") std::abort();
   }
   void end(const std::string& id) { call(bhttp::verb::delete_, "/v1/sessions/" + id, "", 200); }
-
- private:
-  boost::asio::io_context io_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
 };
 
 struct BenchDaemon {

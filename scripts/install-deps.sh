@@ -38,8 +38,8 @@ PACKAGES=(
   # the Python client (clients/python): pip installs it in its test, mypy checks its types;
   # websocket-client for its terminal (an optional dependency)
   python3-pip python3-setuptools python3-wheel mypy python3-websocket
-  # benchmarks: the reference sandbox
-  bubblewrap
+  # benchmarks: the reference sandbox; a Jupyter kernel, the code cells' reference
+  bubblewrap python3-ipykernel python3-jupyter-client
   # the gvisor backend (tiers.<risk>.backend: gvisor): gVisor's runsc
   runsc
   # the web console's browser test (tests/console): headless Chromium and its WebDriver

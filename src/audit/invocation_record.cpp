@@ -106,6 +106,10 @@ nlohmann::json to_fields(const InvocationRecord& r) {
   if (r.subject) fields["subject"] = subject_fields(*r.subject);
   if (!r.access_rule.empty()) fields["access_rule"] = text(r.access_rule);
   if (!r.session.empty()) fields["session"] = text(r.session);  // issue #35
+  if (!r.dlp_findings.empty()) {  // issue #36
+    auto& found = fields["dlp_findings"] = nlohmann::json::array();
+    for (const auto& f : r.dlp_findings) found.push_back({{"detector", text(f.detector)}, {"line", f.line}});
+  }
   return fields;
 }
 

@@ -47,6 +47,13 @@ struct ValidatorFinding {
   std::optional<std::uint32_t> line;
 };
 
+// Data DLP found in submitted code that ran as written (spec.code.onFinding: report): which
+// detector, at which line of the code. Never the data.
+struct CodeFindingRecord {
+  std::string detector;
+  std::uint32_t line = 0;
+};
+
 struct CredentialUse {
   std::string name;         // which credential (never its value): the variable it was given as
   std::string fingerprint;  // AuditLog::credential_fingerprint(value)
@@ -85,6 +92,7 @@ struct InvocationRecord {
   std::vector<ValidatorFinding> findings;
   std::vector<CredentialUse> credentials;
   std::string session;  // an exec in a session: its id (absent from the record when empty)
+  std::vector<CodeFindingRecord> dlp_findings;  // absent from the record when empty
 };
 
 // The record's members (docs/audit.md, "Invocation records"). Text from outside is made valid

@@ -150,7 +150,7 @@ LocalBackend::LocalBackend(RunningSandboxes* registry,
                            unsigned max_warm_templates)
     : registry_(registry),
       forbidden_(std::move(forbidden)),
-      ready_sessions_([this](const RunRequest& r, const RunContext& c) { return start_ready_session(r, c); },
+      ready_sessions_([this](const ReadySessions& wanted) { return start_ready_session(wanted); },
                       kReadySessionMaxAge) {
   if (max_warm_templates > 0) warm_ = std::make_unique<WarmPool>(max_warm_templates);
 }

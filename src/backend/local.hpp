@@ -104,7 +104,7 @@ class LocalBackend : public Backend, public SessionBackend {
  private:
   Result<std::unique_ptr<Session>> start_new_session(const RunRequest& request, const RunContext& context);
   // One for the warm pool: started, and its first exec done (see local_session_backend.cpp).
-  Result<std::unique_ptr<Session>> start_ready_session(const RunRequest& request, const RunContext& context);
+  Result<std::unique_ptr<Session>> start_ready_session(const ReadySessions& wanted);
   RunResult run_cold(const RunRequest& request, const RunContext& context);
   std::optional<RunResult> run_warm(const RunRequest& request, const RunContext& context,
                                     std::string& why_cold);

@@ -74,12 +74,21 @@ void LocalBackend::keep_ready(std::vector<ReadySessions> wanted) {
 }
 
 // A session's first exec costs its init the copies of the pages it writes for the first time
-// (it is a clone of the daemon). A ready sandbox pays them off the request's path with a
-// `true` of its own, which leaves nothing behind: its end is reaped, its pipes closed.
-Result<std::unique_ptr<Session>> LocalBackend::start_ready_session(const RunRequest& request, const RunContext& context) {
-  auto session = start_new_session(request, context);
+// (it is a clone of the daemon). A ready sandbox pays them off the request's path: with the
+// program its taker wants running (ReadySessions::started_ahead), or else a `true` of its own,
+// which leaves nothing behind (its end is reaped, its pipes closed).
+Result<std::unique_ptr<Session>> LocalBackend::start_ready_session(const ReadySessions& wanted) {
+  auto session = start_new_session(wanted.request, wanted.context);
   if (!session) return session;
-  if (auto started = (*session)->exec({{"/bin/true"}, {}, ""})) {
+  if (!wanted.started_ahead.argv.empty()) {
+    auto started = (*session)->exec(wanted.started_ahead);
+    if (!started) {
+      (void)(*session)->end();
+      return Error::make("setup_error", "the program started ahead (" + wanted.started_ahead.argv[0] +
+                                            "): " + started.error().message);
+    }
+    (*session)->set_started_ahead(std::move(*started));
+  } else if (auto started = (*session)->exec({{"/bin/true"}, {}, ""})) {
     started->stdin_w.reset();
     (void)(*session)->wait(started->id, std::chrono::seconds(10));
   }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -48,9 +49,13 @@ class Session {
   // creation that took it.
   bool warm() const { return warm_; }
   void set_warm() { warm_ = true; }
+  // The program a ready sandbox started for its taker (ReadySessions::started_ahead), once.
+  std::optional<sandbox::StartedExec> take_started_ahead() { return std::exchange(started_ahead_, std::nullopt); }
+  void set_started_ahead(sandbox::StartedExec exec) { started_ahead_ = std::move(exec); }
 
  private:
   bool warm_ = false;
+  std::optional<sandbox::StartedExec> started_ahead_;
 };
 
 // Sessions a backend keeps started ahead of demand: `count` sandboxes of `request` (as
@@ -60,6 +65,9 @@ struct ReadySessions {
   RunRequest request;
   RunContext context;
   unsigned count = 0;
+  // A program each ready sandbox starts and keeps running for the creation that takes it (a
+  // session's code interpreter, which then skips its start); empty: none.
+  sandbox::SessionExec started_ahead;
 };
 
 class SessionBackend {

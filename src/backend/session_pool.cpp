@@ -131,7 +131,7 @@ void SessionPool::fill_loop() {
     const ReadySessions what = shape->wanted;  // keep() may replace the shapes meanwhile
     const std::uint64_t generation = generation_;
     lock.unlock();
-    auto started = start_(what.request, what.context);
+    auto started = start_(what);
     lock.lock();
     auto it = shapes_.find(what.key);
     const bool current = generation == generation_ && it != shapes_.end() && !stopping_;

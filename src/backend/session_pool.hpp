@@ -38,7 +38,7 @@ struct SessionPoolStats {
 
 class SessionPool {
  public:
-  using Starter = std::function<Result<std::unique_ptr<Session>>(const RunRequest&, const RunContext&)>;
+  using Starter = std::function<Result<std::unique_ptr<Session>>(const ReadySessions&)>;
   // `start` starts one sandbox (on the pool's thread). A ready one that has waited `max_age`
   // ends and is replaced: its sandbox's own wall clock ran from its start, not its creation.
   SessionPool(Starter start, std::chrono::milliseconds max_age);

@@ -34,7 +34,7 @@ inline constexpr ToolsCommand kPolicyCommand{"policy", "Check what the access po
 inline constexpr ToolsCommand kSecretsCommand{"secrets", "Set, list and remove the secrets credentials are given from"};
 inline constexpr ToolsCommand kMcpCommand{"mcp", "Serve Airlock's tools over MCP on stdin and stdout; the gateway's tool pins"};
 inline constexpr ToolsCommand kApprovalsCommand{"approvals", "List, show, approve and deny critical calls waiting on the daemon"};
-inline constexpr ToolsCommand kSessionCommand{"session", "Create, list, exec in, end, snapshot and fork sessions on the daemon; put, get, list and remove their files"};
+inline constexpr ToolsCommand kSessionCommand{"session", "Create, list, exec in, end, snapshot and fork sessions on the daemon; run code cells; put, get, list and remove their files"};
 inline constexpr ToolsCommand kToolsCommands[] = {kValidateCommand, kScanCommand,      kAuditCommand,
                                                   kCallCommand,     kToolsListCommand, kPolicyCommand,
                                                   kSecretsCommand,  kMcpCommand,       kApprovalsCommand,
@@ -51,6 +51,8 @@ void add_policy_command(CLI::App& app, ExitStatus& status);
 void add_secrets_command(CLI::App& app, ExitStatus& status);
 void add_approvals_command(CLI::App& app, ExitStatus& status);
 void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trailing);
+// `session code` and `session interrupt`, on the `session` command.
+void add_session_code_commands(CLI::App& session, ExitStatus& status);
 // `mcp`, with its subcommands; returned so that others can be added to it.
 CLI::App& add_mcp_command(CLI::App& app, ExitStatus& status);
 // `mcp pins list|approve`, on the `mcp` command.

@@ -1,5 +1,5 @@
 // airlock session create [TEMPLATE] [--from-snapshot SNAP] | list | show ID | exec ID (-- CMD
-// ARGS | --sh LINE) | shell ID [--sh LINE] | pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID
+// ARGS | --sh LINE) | code ID and interrupt ID (session_code_command.cpp) | shell ID [--sh LINE] | pause ID | resume ID | delete ID | put ID LOCAL_FILE REMOTE_PATH | get ID
 // REMOTE_PATH [LOCAL_FILE] | ls ID [REMOTE_PATH] | rm ID REMOTE_PATH | snapshot ID [--retention
 // 7d] | fork ID | snapshots | snapshot-show SNAP | snapshot-delete SNAP:
 // sessions on the daemon (docs/sessions.md), owned by the key (and --subject-token's user) that
@@ -415,6 +415,7 @@ void add_session_command(CLI::App& app, ExitStatus& status, const TrailingArgs& 
   });
   add_files_commands(*session, o, status);
   add_snapshot_commands(*session, o, status);
+  add_session_code_commands(*session, status);
 }
 
 }  // namespace airlock::cli

@@ -2,9 +2,9 @@
 // Both start with one request head; they differ in what follows the upstream connection.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <openssl/evp.h>
 #include <optional>
 
+#include "common/base64.hpp"
 #include "egress/session.hpp"
 #include "netrules/host_port.hpp"
 
@@ -63,13 +63,9 @@ std::optional<std::pair<std::string, std::string>> basic_credentials(std::string
     return std::nullopt;
   std::string encoded(value.substr(kScheme.size()));
   if (encoded.size() % 4 != 0 || encoded.size() > 1024) return std::nullopt;
-  std::string decoded(encoded.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
-                          reinterpret_cast<const unsigned char*>(encoded.data()),
-                          static_cast<int>(encoded.size()));
-  if (n < 0) return std::nullopt;
-  std::size_t padding = encoded.ends_with("==") ? 2 : encoded.ends_with('=') ? 1 : 0;
-  decoded.resize(static_cast<std::size_t>(n) - padding);
+  auto bytes = base64_decode(encoded);
+  if (!bytes) return std::nullopt;
+  const std::string& decoded = *bytes;
   auto colon = decoded.find(':');
   if (colon == std::string::npos) return std::nullopt;
   return std::make_pair(decoded.substr(0, colon), decoded.substr(colon + 1));

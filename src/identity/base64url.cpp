@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/base64.hpp"
+
 namespace airlock::identity {
 namespace {
 
@@ -22,11 +24,7 @@ Error bad(const char* why) {
 }  // namespace
 
 std::string base64url_encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
+  std::string out = base64_encode(bytes);
   while (!out.empty() && out.back() == '=') out.pop_back();
   for (char& c : out) {
     if (c == '+') c = '-';

@@ -107,6 +107,7 @@ tools:
 sessionTemplates:
   - name: workspace
     limits: {{idleTimeout: 10m, maxLifetime: 1h}}
+    validation: {{allowImports: [time, matplotlib, matplotlib.pyplot]}}
 """
 
 

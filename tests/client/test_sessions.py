@@ -5,9 +5,11 @@ snapshot of them, a fork from it, only for their owner; `airlock session shell` 
 terminal (a pty of the test's plays it)."""
 import asyncio
 import hashlib
+import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import tempfile
 import time
@@ -306,3 +308,65 @@ class SessionShell(DaemonTest):
         self.assertEqual(proc.wait(timeout=15), 1)
         self.assertIn(b"HTTP 404", shown)
 
+
+
+class SessionCode(DaemonTest):
+    """`airlock session code`: cells from the command line, their output where a terminal user
+    expects it, the exit status a script can test, ^C as an interrupt that keeps the state."""
+
+    def code(self, session_id, *args, stdin=None, key=AGENT_KEY):
+        return subprocess.run([AIRLOCK, "session", "code", session_id, "--server", self.daemon.url, "--key", key, *args],
+                              input=stdin, capture_output=True, text=True, timeout=60)
+
+    def test_cells_from_the_command_line(self):
+        session = self.client().create_session("workspace")
+        first = self.code(session.id, "-c", "x = 41\nprint('hi')\nx + 1")
+        self.assertEqual((first.returncode, first.stdout), (0, "hi\n42\n"), first.stderr)
+        raised = self.code(session.id, "-", stdin="x = x + 1\nx / 0\n")  # the code from stdin
+        self.assertEqual(raised.returncode, 1, raised.stderr)
+        self.assertIn("ZeroDivisionError", raised.stderr)
+        self.assertIn("line 2", raised.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".py") as cell:
+            cell.write("x\n")
+            cell.flush()
+            kept = self.code(session.id, cell.name, "--json")
+        self.assertEqual(kept.returncode, 0, kept.stderr)
+        self.assertEqual(json.loads(kept.stdout)["result"]["json"], 42)  # the cell that raised still ran its first line
+        refused = self.code(session.id, "-c", "eval('1')")
+        self.assertEqual(refused.returncode, 125)
+        self.assertIn("code_rejected", refused.stderr)
+        timed_out = self.code(session.id, "-c", "while True: pass", "--timeout", "1s")
+        self.assertEqual(timed_out.returncode, 124, timed_out.stderr)
+        self.assertIn("state is gone", timed_out.stderr)
+        self.assertEqual(self.code(session.id, "-c", "1", key=OTHER_AGENT_KEY).returncode, 125)  # 404: not its session
+
+    def test_a_figure_is_written_where_asked(self):
+        session = self.client().create_session("workspace")
+        with tempfile.TemporaryDirectory() as out:
+            drawn = self.code(session.id, "-c", "import matplotlib.pyplot as plt\nplt.plot([1, 2])", "--images", out)
+            self.assertEqual(drawn.returncode, 0, drawn.stderr)
+            files = os.listdir(out)
+            self.assertEqual(len(files), 1, drawn.stderr)
+            with open(os.path.join(out, files[0]), "rb") as png:
+                self.assertEqual(png.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_control_c_interrupts_the_cell_and_keeps_the_state(self):
+        session = self.client().create_session("workspace")
+        self.assertEqual(self.code(session.id, "-c", "y = 5").returncode, 0)
+        proc = subprocess.Popen([AIRLOCK, "session", "code", session.id, "--server", self.daemon.url, "--key", AGENT_KEY,
+                                 "-c", "import time\nwhile True: time.sleep(0.05)"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        for _ in range(100):  # until the cell runs: a second cell is refused meanwhile
+            time.sleep(0.1)
+            try:
+                self.client().run_code(session, "None")
+            except airlock.ConflictError:
+                break
+        else:
+            self.fail("the cell never ran")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 1, err)  # the cell ended with KeyboardInterrupt
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertEqual(self.code(session.id, "-c", "y").stdout, "5\n")

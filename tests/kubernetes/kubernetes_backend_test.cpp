@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "backend/kubernetes/kubernetes_backend.hpp"
+#include "common/base64.hpp"
 #include "egress_fixtures.hpp"
 #include "standin_process.hpp"
 

@@ -613,6 +613,65 @@ TEST_F(Sessions, ACellIsValidatedFirstAndDlpNeverRewritesIt) {
   EXPECT_EQ(literal.json()["dlp_findings"][0]["line"], 1);
   auto printed = code(id, "print('jane@corp.test')");
   EXPECT_EQ(printed.json()["stdout"].get<std::string>().find("jane@corp.test"), std::string::npos) << printed.body;
+  // The record of the cell that ran with a finding names it (the detector and the line), never the datum.
+  bool recorded = false;
+  for (const auto& r : records("airlock.invocation/v1"))
+    if (r.value("invocation_id", "") == literal.json()["invocation_id"]) {
+      recorded = true;
+      EXPECT_EQ(r["dlp_findings"], json::parse(R"([{"detector": "email", "line": 1}])")) << r.dump();
+      EXPECT_EQ(r.dump().find("jane@corp.test"), std::string::npos) << r.dump();
+    }
+  EXPECT_TRUE(recorded);
+}
+
+// interpreter.start: ahead: each ready sandbox of the pool has its interpreter up, with the
+// template's preload modules imported, before a creation takes it; what a cell of one session
+// left in its interpreter is never in the next session's.
+TEST_F(Sessions, AnInterpreterStartedAheadIsTheSessionsOwn) {
+  // A module of the template's (on its PYTHONPATH) that leaves a mark when it is imported.
+  std::filesystem::create_directories(ws_.dir() + "/mods");
+  std::ofstream(ws_.dir() + "/mods/marker.py") << "open('/tmp/preloaded', 'w').close()\n";
+  extra_ = "  - name: notebook\n    warmPool: 1\n    dataPaths: [" + ws_.dir() + "/mods:/mods]\n" +
+           "    env: {PYTHONPATH: /mods}\n    interpreter: {start: ahead, preload: [marker, json, matplotlib.pyplot]}\n";
+  write();
+  start();
+  auto create_warm = [&] {
+    for (int i = 0; i < 100; ++i) {  // the pool fills in the background after the start
+      auto made = create("notebook");
+      if (made.status != 201 || made.json()["start"] == "warm") return made;
+      (void)http(port(), "DELETE", "/v1/sessions/" + std::string(made.json()["id"]));
+      std::this_thread::sleep_for(100ms);
+    }
+    return Reply{};
+  };
+  std::string previous;
+  for (int round = 0; round < 2; ++round) {
+    auto made = create_warm();
+    ASSERT_EQ(made.status, 201) << made.body;
+    const std::string id = made.json()["id"];
+    EXPECT_NE(id, previous);
+    // Before any cell: the interpreter has run, and imported its preload modules.
+    auto mapped = exec(id, {{"command", "ls /tmp; pgrep -fc 'matplotlib[.]pyplot'"}});
+    EXPECT_EQ(mapped.json()["stdout"], "preloaded\n1\n") << mapped.body;
+    auto first = code(id, "try:\n    left\n    seen = True\nexcept NameError:\n    seen = False\nseen");
+    ASSERT_EQ(first.json()["verdict"], "ok") << first.body;
+    EXPECT_EQ(first.json()["interpreter"], json({{"state", "new"}, {"start", "ahead"}})) << first.body;
+    EXPECT_EQ(first.json()["result"]["json"], false) << first.body;  // nothing of the session before
+    EXPECT_EQ(code(id, "left = 1").json()["verdict"], "ok");
+    EXPECT_EQ(code(id, "left").json()["interpreter"]["state"], "kept");
+    ASSERT_EQ(http(port(), "DELETE", "/v1/sessions/" + id).status, 200);
+    previous = id;
+  }
+  // A preload module that is not there: the cell says which and why; nothing else ran.
+  ws_.write_config(replaced(ws_.config_text(), "preload: [marker, json, matplotlib.pyplot]", "preload: [no_such_module]"));
+  auto reloaded = daemon_->daemon->reload(policy::load_config(ws_.config_path()));
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+  auto broken = create("notebook");
+  ASSERT_EQ(broken.status, 201) << broken.body;
+  auto failed = code(broken.json()["id"], "1");
+  EXPECT_EQ(failed.json()["verdict"], "interpreter_failed") << failed.body;
+  EXPECT_NE(failed.json().value("message", "").find("preload no_such_module: ModuleNotFoundError"), std::string::npos)
+      << failed.body;
 }
 
 // An interrupt stops the cell and keeps the interpreter; a timeout ends it, and says so.

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 
+#include "common/base64.hpp"
 #include "common/http_url.hpp"
 #include "common/json_limits.hpp"
 #include "common/json_text.hpp"
@@ -20,6 +21,18 @@
 
 using namespace airlock;
 using namespace std::chrono_literals;
+
+TEST(Base64, RoundTripsAndRefusesWhatIsNotPaddedBase64) {
+  for (std::string bytes : {std::string(), std::string("f"), std::string("fo"), std::string("foo"),
+                            std::string("\0\xff\x80 binary", 10)}) {
+    auto back = base64_decode(base64_encode(bytes));
+    ASSERT_TRUE(back) << bytes;
+    EXPECT_EQ(*back, bytes);
+  }
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(*base64_decode("Zm8="), "fo");  // the padding is not a byte
+  for (const char* bad : {"Zm8", "Zm8=\n", "Z=8=", "Zm!=", "=Zm8", "Zm 8"}) EXPECT_FALSE(base64_decode(bad)) << bad;
+}
 
 TEST(ParseDuration, AcceptsUnitsAndCompounds) {
   EXPECT_EQ(*parse_duration("30s"), 30s);

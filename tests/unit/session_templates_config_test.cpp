@@ -49,6 +49,8 @@ TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
     network: {allow: ["pypi.internal:443"]}
     dataPaths: [/tmp:/data, /tmp:/scratch:rw]
     env: {PIP_INDEX_URL: "https://pypi.internal/simple"}
+    warmPool: 2
+    interpreter: {start: ahead, preload: [numpy, matplotlib.pyplot, _private2]}
   - name: py-min
 )");
   ASSERT_TRUE(c.ok()) << c.error().message;
@@ -62,6 +64,9 @@ TEST(SessionTemplatesConfig, FieldsAreReadOverTheTier) {
   EXPECT_FALSE(t->data_paths[0].writable);
   EXPECT_TRUE(t->data_paths[1].writable);
   EXPECT_EQ(t->env.at("PIP_INDEX_URL"), "https://pypi.internal/simple");
+  EXPECT_TRUE(t->interpreter.start_ahead);
+  EXPECT_EQ(t->interpreter.preload, (std::vector<std::string>{"numpy", "matplotlib.pyplot", "_private2"}));
+  EXPECT_FALSE(c->find_session_template("py-min")->interpreter.start_ahead);  // its first cell starts it
   const auto limits = c->limits_for(*t);
   EXPECT_EQ(limits.memory_bytes, 1ULL << 30);
   EXPECT_EQ(limits.pids, 256u);
@@ -106,6 +111,14 @@ TEST(SessionTemplatesConfig, MistakesAreRefusedByName) {
       {"  - name: a\n    dataPaths: [/tmp:relative]\n", "absolute"},
       {"  - name: a\n    dataPaths: [/tmp:/d, /tmp:/d]\n", "bound twice"},
       {"  - name: a\n    image: x\n", "image"},
+      {"  - name: a\n    interpreter: {start: ahead}\n", "warmPool is 0"},
+      {"  - name: a\n    warmPool: 1\n    interpreter: {start: soon}\n", "expected ahead or firstCell"},
+      {"  - name: a\n    interpreter: {preload: [os; rm]}\n", "is not a module name"},
+      {"  - name: a\n    interpreter: {preload: [a..b]}\n", "is not a module name"},
+      {"  - name: a\n    interpreter: {preload: [1abc]}\n", "is not a module name"},
+      {"  - name: a\n    interpreter: {preload: [abc.]}\n", "is not a module name"},
+      {"  - name: a\n    interpreter: {preload: [-m]}\n", "is not a module name"},
+      {"  - name: a\n    interpreter: {warm: true}\n", "warm"},
       {"  - name: a\n    credentials: [{env: T, secret: s}, {env: T, secret: u}]\n", "two credentials are given as T"},
       {"  - name: a\n    env: {T: x}\n    credentials: [{env: T, secret: s}]\n", "T is also set in env"},
       {"  - name: a\n    credentials: [{env: T}]\n", "expected exactly one of token"},

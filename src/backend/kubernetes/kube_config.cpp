@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include "common/base64.hpp"
 #include "common/http_url.hpp"
 
 namespace airlock::backend::kubernetes {
@@ -23,20 +23,14 @@ Result<std::string> read_file(const std::string& path, const std::string& what) 
   return out.str();
 }
 
+// A kubeconfig's *-data field: base64, perhaps wrapped over lines.
 Result<std::string> base64_decode(const std::string& text, const std::string& what) {
   std::string clean;
   for (char c : text)
     if (c != '\n' && c != '\r' && c != ' ') clean += c;
-  std::string out(clean.size() / 4 * 3 + 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(clean.data()),
-                          static_cast<int>(clean.size()));
-  if (n < 0 || clean.size() % 4 != 0) return config_error(what + " is not valid base64");
-  std::size_t pad = 0;
-  if (!clean.empty() && clean.back() == '=') ++pad;
-  if (clean.size() > 1 && clean[clean.size() - 2] == '=') ++pad;
-  out.resize(static_cast<std::size_t>(n) - pad);
-  return out;
+  auto bytes = airlock::base64_decode(clean);
+  if (!bytes) return config_error(what + " is not valid base64");
+  return std::move(*bytes);
 }
 
 // A path in a kubeconfig is relative to the file's directory.

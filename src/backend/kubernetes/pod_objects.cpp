@@ -5,7 +5,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/network_v4.hpp>
 #include <boost/asio/ip/network_v6.hpp>
-#include <openssl/evp.h>
+
+#include "common/base64.hpp"
 
 namespace airlock::backend::kubernetes {
 
@@ -211,15 +212,6 @@ std::string label_value(const std::string& text) {
   while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.back()))) out.pop_back();
   while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.front()))) out.erase(0, 1);
   return out.empty() ? "none" : out;
-}
-
-std::string base64_encode(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
 }
 
 json pod_json(const PodPlan& plan) {

@@ -80,6 +80,5 @@ nlohmann::json network_policy_json(const PodPlan& plan, const std::string& pod_u
 // header injection are refused either way (they need a listener or a CA in the pod).
 Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules, bool via_gateway);
 
-std::string base64_encode(const std::string& bytes);
 
 }  // namespace airlock::backend::kubernetes

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "common/base64.hpp"
 #include "common/hex.hpp"
 #include "common/percent_encoding.hpp"
 #include "storage/postgres.hpp"
@@ -140,10 +141,7 @@ Result<std::string> random_bytes(std::size_t n) {
 }
 
 std::string base64(const unsigned char* data, std::size_t size) {
-  std::string out(4 * ((size + 2) / 3) + 1, '\0');
-  out.resize(static_cast<std::size_t>(
-      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data, static_cast<int>(size))));
-  return out;
+  return base64_encode(std::string_view(reinterpret_cast<const char*>(data), size));
 }
 
 // The SCRAM-SHA-256 verifier PostgreSQL stores for `password` (RFC 5802/7677, as libpq's

@@ -62,6 +62,8 @@ StageResult AuditStage::run(Invocation& inv, StageContext&) {
   for (const auto& f : inv.validator_findings)
     record.findings.push_back({f.rule, std::string(validate::severity_name(f.severity)), f.message,
                                finding_line(f)});
+  for (const auto& f : inv.code_findings)
+    record.dlp_findings.push_back({f.detector, static_cast<std::uint32_t>(f.line)});
   auto receipt = log_.append(audit::to_fields(record));
   // The database went away (storage.postgres): the same answer as a state database that did,
   // one the caller may retry.

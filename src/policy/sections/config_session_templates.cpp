@@ -54,6 +54,44 @@ void read_session_limits(Reader& r, const YAML::Node& n, const std::string& what
   bounded("maxLifetime", t.max_lifetime);
 }
 
+// A dotted Python module name (a.b_c.d): identifiers of ASCII letters, digits and '_'.
+bool module_name(std::string_view name) {
+  bool start = true;  // at the start of an identifier
+  for (char c : name) {
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    if (c == '.' && !start) {
+      start = true;
+    } else if (letter || (!start && c >= '0' && c <= '9')) {
+      start = false;
+    } else {
+      return false;
+    }
+  }
+  return !start;
+}
+
+// interpreter: {start: ahead | firstCell, preload: [module, ...]}. A module is named as `import`
+// names it: the interpreter imports each before it says it is ready.
+void read_interpreter(Reader& r, const YAML::Node& n, const std::string& what, SessionInterpreter& out) {
+  r.expect_map(n, what);
+  r.only_keys(n, what, {"start", "preload"});
+  r.field(n, "start", [&](const YAML::Node& v) {
+    const std::string start = r.string(v, what + ".start");
+    if (start != "ahead" && start != "firstCell") fail(v, what + ".start: expected ahead or firstCell, got '" + start + "'");
+    out.start_ahead = start == "ahead";
+  });
+  r.field(n, "preload", [&](const YAML::Node& v) {
+    r.items(v, what + ".preload", [&](const YAML::Node& item) {
+      std::string name = r.string(item, what + ".preload");
+      if (name.size() > 200 || !module_name(name))
+        fail(item, what + ".preload: '" + name + "' is not a module name (as import names it: a.b.c)");
+      out.preload.push_back(std::move(name));
+    });
+    if (out.preload.size() > kMaxInterpreterPreload)
+      fail(v, what + ".preload: at most " + std::to_string(kMaxInterpreterPreload) + " modules");
+  });
+}
+
 // A session's credentials are leased for it and renewed in the background, with no request at
 // hand: what cannot be renewed that way is refused. An injected header is fixed when the
 // session's egress proxy starts (a renewed value could not reach it); an oauth-exchange is made
@@ -73,7 +111,8 @@ void refuse_unrenewable(const YAML::Node& item, const std::string& what, std::si
 SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, const std::string& label,
                               const std::vector<CredentialServer>& servers) {
   std::string what = "sessionTemplates[" + std::to_string(i) + "]";
-  r.only_keys(n, what, {"name", "description", "risk", "limits", "network", "dataPaths", "env", "credentials", "warmPool", "validation"});
+  r.only_keys(n, what, {"name", "description", "risk", "limits", "network", "dataPaths", "env", "credentials", "warmPool", "validation",
+                       "interpreter"});
   SessionTemplate t;
   t.where = label + ":" + std::to_string(n.Mark().line + 1);
   if (!n["name"]) r.error(n, what + ": missing name");
@@ -107,6 +146,10 @@ SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, con
   r.field(n, "warmPool", [&](const YAML::Node& v) {
     t.warm_pool = static_cast<unsigned>(r.unsigned_int(v, what + ".warmPool", kMaxWarmPool));
   });
+  r.field(n, "interpreter", [&](const YAML::Node& v) { read_interpreter(r, v, what + ".interpreter", t.interpreter); });
+  if (t.interpreter.start_ahead && t.warm_pool == 0)
+    r.error(n["interpreter"], what + ".interpreter.start: ahead starts the interpreter in the warm pool's sandboxes, "
+                                     "and warmPool is 0 (a session started cold starts it on its first cell)");
   r.field(n, "credentials", [&](const YAML::Node& v) {
     read_credentials(r, v, what + ".credentials", servers, t.env, t.network, t.credentials);
     for (std::size_t k = 0; k < t.credentials.size(); ++k) refuse_unrenewable(v[k], what, k, t.credentials[k]);

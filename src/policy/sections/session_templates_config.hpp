@@ -32,6 +32,15 @@ struct SessionDataPath {
   bool writable = false;
 };
 
+// interpreter: how the code interpreter of POST /v1/sessions/{id}/code starts.
+struct SessionInterpreter {
+  // Started with each ready sandbox of the warm pool (a creation that takes one gets its
+  // interpreter up and its modules imported) rather than on the session's first cell.
+  bool start_ahead = false;
+  std::vector<std::string> preload;  // modules imported before the first cell (dotted names)
+};
+inline constexpr std::size_t kMaxInterpreterPreload = 32;
+
 struct SessionTemplate {
   std::string name;
   std::string description;
@@ -51,6 +60,7 @@ struct SessionTemplate {
   unsigned warm_pool = 0;
   // What its code cells may do (POST /v1/sessions/{id}/code), checked before each runs.
   ValidationConfig validation;
+  SessionInterpreter interpreter;
   std::string where;                        // "file:line" of its definition
 };
 

@@ -111,16 +111,28 @@ std::optional<sandbox::ExecEnd> kill_interpreter(SessionInterpreter& in, backend
   return end;
 }
 
-// Starts python3 with the interpreter's source and waits for its "ready" line.
-Status start_interpreter(SessionInterpreter& in, backend::Session& sandbox, const std::map<std::string, std::string>& env) {
-  auto started = sandbox.exec({{"python3", "-c", kInterpreterSource}, env, ""});
-  if (!started) return started.error();
+// The interpreter of the session: the one its ready sandbox started ahead, or python3 started
+// now; then its "ready" line (after its preload modules were imported). True: it was started ahead.
+Result<bool> start_interpreter(SessionInterpreter& in, backend::Session& sandbox, const policy::SessionTemplate& t,
+                         const std::map<std::string, std::string>& env) {
+  auto started = sandbox.take_started_ahead();
+  const bool ahead = started.has_value();
+  if (!started) {
+    sandbox::SessionExec command = interpreter_command(t);
+    command.env = env;
+    auto now = sandbox.exec(command);
+    if (!now) return now.error();
+    started = std::move(*now);
+  }
   ::fcntl(started->stdin_w.get(), F_SETFL, ::fcntl(started->stdin_w.get(), F_GETFL) | O_NONBLOCK);
   in.process = SessionInterpreter::Process{std::move(*started), ""};
   std::string line;
   const LineEnd got = read_line(*in.process, Clock::now() + kInterpreterStart, line);
-  if (got == LineEnd::line && json::parse(line, nullptr, false).value("ready", false)) return {};
+  const json ready = got == LineEnd::line ? json::parse(line, nullptr, false) : json();
+  if (ready.is_object() && ready.value("ready", false)) return ahead;
   kill_interpreter(in, sandbox);
+  if (ready.is_object() && ready.contains("error") && ready["error"].is_string())
+    return Error::make("interpreter_failed", "the interpreter did not start: " + ready["error"].get<std::string>().substr(0, 1000));
   return Error::make("interpreter_failed", got == LineEnd::timeout ? "python3 did not start within 10 s"
                                                                    : "python3 ended as it started (is it in the session?)");
 }
@@ -294,17 +306,18 @@ audit::InvocationRecord cell_record(const ExecRun::Context& ctx, const std::stri
 }
 
 // Runs the admitted, checked cell in the interpreter and builds its answer (not yet recorded).
-json answer_cell(const ExecRun::Context& ctx, SessionInterpreter& in, const std::string& code, milliseconds timeout,
-                 Screen& screen, SessionCredentials::ForExec& credentials) {
+json answer_cell(const ExecRun::Context& ctx, const policy::SessionTemplate& t, SessionInterpreter& in,
+                 const std::string& code, milliseconds timeout, Screen& screen,
+                 SessionCredentials::ForExec& credentials) {
   backend::Session& sandbox = *ctx.session->sandbox;
   const auto began = Clock::now();
   const auto cpu_before = cpu_ns(sandbox);
   json answer;
   if (!in.process) {
-    if (auto started = start_interpreter(in, sandbox, credentials.env); !started)
+    if (auto started = start_interpreter(in, sandbox, t, credentials.env); !started)
       answer = {{"verdict", "interpreter_failed"}, {"message", started.error().message}, {"interpreter", {{"state", "lost"}}}};
     else
-      answer["interpreter"] = {{"state", "new"}};
+      answer["interpreter"] = {{"state", "new"}, {"start", *started ? "ahead" : "now"}};
   }
   if (in.process) {
     CellOutcome outcome = run_in_interpreter(in, sandbox, code, credentials.env, began + timeout, ctx.session->output_bytes);
@@ -376,7 +389,7 @@ Result<json> run_code_cell(const ExecRun::Context& ctx, const CodeRequest& reque
     screen.credentials = credentials.redaction;
   }
   const milliseconds timeout = request.timeout.value_or(session.exec_timeout);
-  json answer = answer_cell(ctx, in, request.code, timeout, screen, credentials);
+  json answer = answer_cell(ctx, *t, in, request.code, timeout, screen, credentials);
   session.end_exec();
   if (ctx.quotas)
     ctx.quotas->charge_cpu(config.quotas, session.owner.principal, session.owner.quota_user(),
@@ -389,11 +402,21 @@ Result<json> run_code_cell(const ExecRun::Context& ctx, const CodeRequest& reque
   if (ctx.audit) {
     auto record = cell_record(ctx, request.code, answer, *findings, timeout);
     record.credentials = credentials.uses;
+    for (const auto& f : *code_findings)
+      record.dlp_findings.push_back({f.value("detector", ""), f.value("line", std::uint32_t{0})});
+    if (answer.contains("message")) record.message = answer["message"];
+    else if (auto e = answer.find("error"); e != answer.end()) record.message = e->value("name", "");  // not its value: data
     auto receipt = ctx.audit->append(audit::to_fields(record));
     if (!receipt) return Error::make("audit_failed", "the cell's audit record could not be written: " + receipt.error().message);
     answer["audit"] = {{"index", receipt->index}, {"leaf_hash", audit::to_hex(receipt->leaf_hash)}};
   }
   return answer;
+}
+
+sandbox::SessionExec interpreter_command(const policy::SessionTemplate& t) {
+  sandbox::SessionExec command{{"python3", "-c", kInterpreterSource}, {}, ""};
+  command.argv.insert(command.argv.end(), t.interpreter.preload.begin(), t.interpreter.preload.end());
+  return command;
 }
 
 bool interrupt_code_cell(LiveSession& session) {

@@ -34,6 +34,11 @@ Result<CodeRequest> parse_code_request(const std::string& body);
 // interpreter_busy (a cell is running), quota_exceeded:<quota>, session_ended, session_paused.
 Result<nlohmann::json> run_code_cell(const ExecRun::Context& context, const CodeRequest& request);
 
+// The interpreter's command: python3 with the driver (airlock_interpreter.py) and the modules
+// the template preloads. Run on the session's first cell, or ahead in each ready sandbox of the
+// template's warm pool (interpreter.start: ahead).
+sandbox::SessionExec interpreter_command(const policy::SessionTemplate& t);
+
 // Interrupts the running cell (KeyboardInterrupt in it; the interpreter and its state stay):
 // true when a cell was running.
 bool interrupt_code_cell(LiveSession& session);

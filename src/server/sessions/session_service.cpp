@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
 
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
@@ -9,6 +10,7 @@
 #include "audit/session_record.hpp"
 #include "pipeline/quotas/quota_rules.hpp"
 #include "pipeline/stages/credentials.hpp"
+#include "server/sessions/session_code.hpp"
 
 namespace airlock::server {
 namespace {
@@ -288,21 +290,36 @@ Status SessionService::launch(LiveSession& session, const policy::Config& config
   session.warm_start = session.sandbox->warm();
   if (request.prepare)
     if (auto ready = request.prepare(*session.sandbox); !ready) return ready;
-  if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
-    if (auto kept = deps_.store->add({session.id, t.name, session.owner.principal, session.owner.issuer,
-                                      session.owner.sub, epoch_ms(session.created)});
-        !kept)
-      return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
   audit::SessionRecord record = session_record(session.id, "created", t.name, session.owner);
   record.access_rule = rule;
   record.limits = limits_record(run.limits, session);
   record.snapshot = request.from_snapshot;
   if (session.credentials) record.credentials = session.credentials->uses();
-  if (auto written = append(deps_.audit, record); !written) {  // no record, no session
-    if (deps_.store) (void)deps_.store->remove(session.id);
-    return written;
+  return record_created(session, record);
+}
+
+// The session's row (a crash from then on leaves it to record the session aborted) and its
+// "created" record: no record, no session; no row, no session either. Each is a durable commit
+// (an fsync each on SQLite, 3.5-4 ms on the development machine): where the store allows, both
+// are made at once (SessionStore::adds_beside_created_record), else the row first.
+Status SessionService::record_created(LiveSession& session, const audit::SessionRecord& record) {
+  if (!deps_.store) return append(deps_.audit, record);
+  const SessionRow row{session.id, session.template_name, session.owner.principal, session.owner.issuer,
+                       session.owner.sub, epoch_ms(session.created)};
+  std::future<Status> row_kept;
+  if (deps_.store->adds_beside_created_record())
+    row_kept = std::async(std::launch::async, [this, &row] { return deps_.store->add(row); });
+  else if (auto kept = deps_.store->add(row); !kept)
+    return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
+  Status written = append(deps_.audit, record);
+  Status kept = row_kept.valid() ? row_kept.get() : Status{};
+  if (!kept) {
+    if (written)  // its created record is in the log: so is its end
+      (void)append(deps_.audit, aborted_session_record(row, "the session could not be recorded: " + kept.error().message));
+    return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
   }
-  return {};
+  if (!written) (void)deps_.store->remove(session.id);
+  return written;
 }
 
 Status SessionService::lease_credentials(LiveSession& session, const policy::SessionTemplate& t,
@@ -453,6 +470,7 @@ void SessionService::keep_ready(const policy::Config& config) {
     r.request = session_request(config, t);
     r.context = session_context(t);
     r.count = t.warm_pool;
+    if (t.interpreter.start_ahead) r.started_ahead = interpreter_command(t);
     wanted.push_back(std::move(r));
   }
   deps_.backend->keep_ready(std::move(wanted));

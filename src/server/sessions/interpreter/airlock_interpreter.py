@@ -1,6 +1,7 @@
 # A session's code interpreter (docs/sessions.md, "Code"): one Python process that runs
 # cells and keeps their variables, imports and files between them. The daemon starts it as an
-# exec in the session (python3 -c <this file>) and speaks JSON lines with it on its stdin and
+# exec in the session (python3 -c <this file> [module ...]: the template's preload modules,
+# imported before it says it is ready) and speaks JSON lines with it on its stdin and
 # stdout; a cell's own output goes to two files, never to that channel.
 #
 # request:  {"id": 1, "code": "...", "max_output": 65536, "env": {"NAME": "value"}}
@@ -147,12 +148,29 @@ def run_cell(request, state):
     return answer
 
 
+def preload(names, answers):
+    """The template's preload modules (sys.argv), imported before the first cell; when one
+    cannot be, the daemon is told which and why, and this process ends."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException as error:
+            why = "preload %s: %s: %s" % (name, type(error).__name__, error)
+            answers.write(json.dumps({"ready": False, "error": why}).encode("utf-8") + b"\n")
+            os._exit(1)
+
+
 def main():
     os.environ.setdefault("MPLBACKEND", "Agg")  # figures are drawn to memory, never a display
     requests, answers = channel()
     outputs = (Capture(1), Capture(2))
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0, closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0, closefd=False), write_through=True)
+    preload(sys.argv[1:], answers)
+    for output in outputs:
+        output.take(0)  # what an import printed is no cell's output
     state = interruptible()
     answers.write(b'{"ready": true}\n')
     for line in requests:
