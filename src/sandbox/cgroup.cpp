@@ -667,6 +667,15 @@ CgroupStats SandboxCgroup::read_stats() const {
   return st;
 }
 
+CgroupStats SandboxCgroup::read_cpu() const {
+  CgroupStats st;
+  if (mode_ == CgroupMode::none) return st;
+  read_cpu_split(mode_, cpu_dir_, st);
+  if (st.cpu_user_ns) st.cpu_user_ns = minus(*st.cpu_user_ns, cpu_base_.user);
+  if (st.cpu_sys_ns) st.cpu_sys_ns = minus(*st.cpu_sys_ns, cpu_base_.sys);
+  return st;
+}
+
 void SandboxCgroup::count_from_now() {
   CgroupStats now;
   read_cpu_split(mode_, cpu_dir_, now);

@@ -116,6 +116,8 @@ class SandboxCgroup {
   Result<std::vector<UniqueFd>> open_join_fds() const;
   std::optional<std::uint64_t> cpu_usage_ns() const;        // user + system
   CgroupStats read_stats() const;
+  // Only the CPU counters of read_stats (two files, not six): a live session's usage.
+  CgroupStats read_cpu() const;
   // A warm call's child prepared ahead of its call (sandbox/warm/warm.hpp) has run in this cgroup
   // before the hand-over: from now on the CPU counters (cpu_usage_ns, read_stats) and the
   // memory peak count only what follows. The limits themselves are the cgroup's, as written.

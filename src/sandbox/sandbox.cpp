@@ -151,7 +151,7 @@ Sandbox::~Sandbox() {
 pid_t Sandbox::pid() const { return state_->pid; }
 
 std::optional<CpuTime> Sandbox::cpu_used() const {
-  const CgroupStats stats = state_->cgroup.read_stats();
+  const CgroupStats stats = state_->cgroup.read_cpu();
   if (!stats.cpu_user_ns || !stats.cpu_sys_ns) return std::nullopt;
   return CpuTime{*stats.cpu_user_ns, *stats.cpu_sys_ns};
 }

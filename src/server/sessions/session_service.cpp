@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <future>
 
 #include "access/decide.hpp"
 #include "audit/audit_log.hpp"
@@ -290,36 +289,21 @@ Status SessionService::launch(LiveSession& session, const policy::Config& config
   session.warm_start = session.sandbox->warm();
   if (request.prepare)
     if (auto ready = request.prepare(*session.sandbox); !ready) return ready;
+  if (deps_.store)  // before its record: a crash from here on leaves a row to record it aborted
+    if (auto kept = deps_.store->add({session.id, t.name, session.owner.principal, session.owner.issuer,
+                                      session.owner.sub, epoch_ms(session.created)});
+        !kept)
+      return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
   audit::SessionRecord record = session_record(session.id, "created", t.name, session.owner);
   record.access_rule = rule;
   record.limits = limits_record(run.limits, session);
   record.snapshot = request.from_snapshot;
   if (session.credentials) record.credentials = session.credentials->uses();
-  return record_created(session, record);
-}
-
-// The session's row (a crash from then on leaves it to record the session aborted) and its
-// "created" record: no record, no session; no row, no session either. Each is a durable commit
-// (an fsync each on SQLite, 3.5-4 ms on the development machine): where the store allows, both
-// are made at once (SessionStore::adds_beside_created_record), else the row first.
-Status SessionService::record_created(LiveSession& session, const audit::SessionRecord& record) {
-  if (!deps_.store) return append(deps_.audit, record);
-  const SessionRow row{session.id, session.template_name, session.owner.principal, session.owner.issuer,
-                       session.owner.sub, epoch_ms(session.created)};
-  std::future<Status> row_kept;
-  if (deps_.store->adds_beside_created_record())
-    row_kept = std::async(std::launch::async, [this, &row] { return deps_.store->add(row); });
-  else if (auto kept = deps_.store->add(row); !kept)
-    return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
-  Status written = append(deps_.audit, record);
-  Status kept = row_kept.valid() ? row_kept.get() : Status{};
-  if (!kept) {
-    if (written)  // its created record is in the log: so is its end
-      (void)append(deps_.audit, aborted_session_record(row, "the session could not be recorded: " + kept.error().message));
-    return Error::make("storage_unavailable", "the session could not be recorded, so it was ended: " + kept.error().message);
+  if (auto written = append(deps_.audit, record); !written) {  // no record, no session
+    if (deps_.store) (void)deps_.store->remove(session.id);
+    return written;
   }
-  if (!written) (void)deps_.store->remove(session.id);
-  return written;
+  return {};
 }
 
 Status SessionService::lease_credentials(LiveSession& session, const policy::SessionTemplate& t,

@@ -179,7 +179,6 @@ class SessionService {
   // puts in it, its row and its record. An error leaves what was made for create() to undo.
   Status launch(LiveSession& session, const policy::Config& config, const policy::SessionTemplate& t,
                 const pipeline::Caller& caller, const CreateRequest& request, const std::string& rule);
-  Status record_created(LiveSession& session, const audit::SessionRecord& record);
   Status lease_credentials(LiveSession& session, const policy::SessionTemplate& t, const pipeline::Caller& caller,
                            std::shared_ptr<creds::Broker> broker);
   // Renews a session's credentials and revokes the ones replaced, with their audit record.

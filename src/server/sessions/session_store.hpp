@@ -34,13 +34,6 @@ class SessionStore {
   virtual ~SessionStore() = default;
 
   virtual Status add(const SessionRow& row) = 0;  // durable when it returns ok
-  // Whether a session's row may be added while its "created" record is being written (two
-  // commits at once, not one after the other). A crash between the two can then leave the
-  // record without the row, so the next start would not record that session as aborted nor
-  // revoke its leases by it: SQLite yes (that start revokes every leftover lease of the data
-  // directory, rows or not; the session's id never reached its caller), PostgreSQL no (failover
-  // revokes a dead replica's leases by its sessions' rows).
-  virtual bool adds_beside_created_record() const { return false; }
   virtual Status remove(const std::string& id) = 0;
   // The rows of the sessions this store's daemon holds (SQLite: every row of the file).
   virtual Result<std::vector<SessionRow>> all() = 0;

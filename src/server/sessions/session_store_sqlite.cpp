@@ -19,7 +19,6 @@ class SqliteSessionStore final : public SessionStore {
  public:
   explicit SqliteSessionStore(storage::SqliteConnection db) : db_(std::move(db)) {}
   Status add(const SessionRow& row) override;
-  bool adds_beside_created_record() const override { return true; }
   Status remove(const std::string& id) override;
   Result<std::vector<SessionRow>> all() override;
 

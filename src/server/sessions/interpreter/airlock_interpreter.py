@@ -169,9 +169,12 @@ def main():
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0, closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0, closefd=False), write_through=True)
     preload(sys.argv[1:], answers)
+    state = interruptible()
+    json.dumps(run_cell({"id": 0, "code": "None"}, state))  # the first cell's paths, run once now
+    CELL_GLOBALS.clear()
+    CELL_GLOBALS.update({"__name__": "__main__", "__builtins__": __builtins__})
     for output in outputs:
         output.take(0)  # what an import printed is no cell's output
-    state = interruptible()
     answers.write(b'{"ready": true}\n')
     for line in requests:
         request = json.loads(line)
