@@ -3,6 +3,7 @@
 // warm call's limits give the verdicts a cold run gives. The tool is the real runner in
 // template mode with the real libairlock_warm.so.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/landlock.hpp"
 #include "sandbox/warm/warm.hpp"
 #include "test_support.hpp"
 
@@ -669,6 +671,80 @@ TEST_F(WarmCodeTest, ACodeErrorComesBackWithItsTracebackAsItDoesCold) {
     EXPECT_NE(report["traceback"].dump().find("return 1 / 0"), std::string::npos) << report;
   }
   EXPECT_EQ(json::parse(warm.stdout_data), json::parse(cold_run.stdout_data));
+}
+
+// A tool module whose import, in the template, goes for the network: it binds a TCP port and
+// connects to it (in the template's own network namespace, where nothing else would refuse
+// either). What it got is what every call's run() returns.
+constexpr const char* kNetworkAtImport = R"PY(
+import errno, socket
+TRIED = {}
+LEFT = []
+def attempt(name, action):
+    try:
+        action()
+        TRIED[name] = "done"
+    except OSError as e:
+        TRIED[name] = errno.errorcode.get(e.errno, str(e.errno))
+def bind():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 9100))
+    s.listen()
+    LEFT.append(s)
+attempt("bind", bind)
+attempt("connect", lambda: socket.create_connection(("127.0.0.1", 9100 if LEFT else 9101), timeout=1).close())
+def run(args):
+    return TRIED
+)PY";
+
+// A tool module whose import makes raw system calls the call's filter refuses; run() returns
+// the errno each got.
+constexpr const char* kSyscallsAtImport = R"PY(
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+TRIED = {}
+for name, nr in (("keyctl", 250), ("bpf", 321), ("userfaultfd", 323)):
+    rc = libc.syscall(nr, 0, 0, 0, 0)
+    TRIED[name] = "done" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+def run(args):
+    return TRIED
+)PY";
+
+// The template's import runs under the call's TCP rules (Landlock, ABI 4): no bind, no connect.
+TEST_F(WarmTemplateTest, TheToolsImportInTheTemplateCannotBindOrConnectTcp) {
+  if (landlock_abi() < 4) GTEST_SKIP() << "Landlock below ABI 4 has no TCP rules";
+  tool_dir_.write("tool.py", kNetworkAtImport);
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json tried = result_of(call(*s.t, call_spec(json::object())));
+  EXPECT_EQ(tried["bind"], "EACCES") << tried;
+  EXPECT_EQ(tried["connect"], "EACCES") << tried;
+}
+
+// The template's import runs under the call's filter (less only what its calls' set-up
+// needs): a system call the call may not make is refused. It fails ENOSYS rather than ending
+// the template as a seccomp_violation: the template's filter has no listener, since each
+// call's needs the one the kernel allows (child.cpp, install_seccomp). Unfiltered, each of
+// these fails otherwise (EINVAL, EPERM) or succeeds.
+TEST_F(WarmTemplateTest, TheToolsImportInTheTemplateCannotMakeASyscallTheCallsFilterRefuses) {
+  tool_dir_.write("tool.py", kSyscallsAtImport);
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json tried = result_of(call(*s.t, call_spec(json::object())));
+  for (const char* name : {"keyctl", "bpf", "userfaultfd"}) EXPECT_EQ(tried[name], "ENOSYS") << name << ": " << tried;
+}
+
+// What the template may do beyond a call (namespaces, mount) is what each call's set-up needs;
+// the same tool module warm still starts its calls, and they still refuse the syscall.
+TEST_F(WarmTemplateTest, ACallOfATemplateUnderItsPolicyStillRefusesTheCallsSyscalls) {
+  tool_dir_.write("tool.py", "import ctypes\ndef run(args):\n    ctypes.CDLL(None).syscall(args['nr'], 0, 0, 0, 0)\n    return {}\n");
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  for (int nr : {272 /* unshare */, 165 /* mount */}) {
+    Outcome o = call(*s.t, call_spec({{"nr", nr}}));
+    EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << nr << ": " << test::describe(o);
+  }
+  EXPECT_EQ(call(*s.t, call_spec({{"nr", 39 /* getpid */}})).verdict, Verdict::ok);
 }
 
 // Without a cgroup memory limit and CPU accounting a warm call's verdicts could not be a cold
