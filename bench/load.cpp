@@ -11,6 +11,8 @@
 //   Daemon/{cold,warm}/{1,50}: the same daemon and tool, cold or with tools[].warm
 //                (docs/warm-start.md), 1 and 50 clients: also the warm share of the calls and
 //                the machine's CPU time per call (from /proc/stat, every process included).
+//   CodeCall/{cold,warm}: a python-code tool (a small cell with a print and run(args)), cold or
+//                warm, one client: end to end, the code's validation included (issue 36).
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -89,10 +92,11 @@ struct Setup {
            "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
            "storage: " << storage << "\n"
            "principals:\n  - name: bench\n    apiKeySha256: " << airlock::sha256_hex("bench-key") << "\n"
-           "    tools: [trivial]\n"
+           "    tools: [trivial, code]\n"
            "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
            "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
-        << (warm ? "    warm: {}\n" : "") << more;
+        << (warm ? "    warm: {}\n" : "")
+        << "  - name: code\n    runtime: {type: python-code}\n" << (warm ? "    warm: {}\n" : "") << more;
     return dir + "/" + name;
   }
   ~Setup() { fs::remove_all(dir); }
@@ -181,9 +185,18 @@ std::vector<std::pair<pid_t, std::uint16_t>> start_daemons(const std::vector<std
   return daemons;
 }
 
+// What the clients call: a tool, and the body of client c's call i.
+struct Target {
+  std::string tool = "trivial";
+  std::function<std::string(int, int)> body = [](int c, int i) {
+    return "{\"arguments\": {\"n\": " + std::to_string(c * 100000 + i) + "}}";
+  };
+  std::string path() const { return "/v1/tools/" + tool + "/invoke"; }
+};
+
 // `client_count` clients on keep-alive connections, client c calling daemon c % N.
 void run_daemons(benchmark::State& state, bool warm, int client_count,
-                 const std::vector<std::string>& configs) {
+                 const std::vector<std::string>& configs, const Target& target = {}) {
   const auto daemons = start_daemons(configs);
   const pid_t daemon = daemons.front().first;
   const std::uint16_t port = daemons.front().second;
@@ -196,11 +209,11 @@ void run_daemons(benchmark::State& state, bool warm, int client_count,
       asio::io_context io;
       beast::tcp_stream stream(io);
       stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-      http::request<http::string_body> req{http::verb::post, "/v1/tools/trivial/invoke", 11};
+      http::request<http::string_body> req{http::verb::post, target.path(), 11};
       req.set(http::field::host, "127.0.0.1");
       req.set(http::field::authorization, "Bearer bench-key");
       req.set(http::field::content_type, "application/json");
-      req.body() = "{\"arguments\": {\"n\": 1}}";
+      req.body() = target.body(0, 1);
       req.prepare_payload();
       http::write(stream, req);
       beast::flat_buffer b;
@@ -223,12 +236,12 @@ void run_daemons(benchmark::State& state, bool warm, int client_count,
         std::vector<Sample> mine;
         beast::flat_buffer buffer;
         for (int i = 0; Clock::now() < deadline; ++i) {
-          http::request<http::string_body> req{http::verb::post, "/v1/tools/trivial/invoke", 11};
+          http::request<http::string_body> req{http::verb::post, target.path(), 11};
           req.set(http::field::host, "127.0.0.1");
           req.set(http::field::authorization, "Bearer bench-key");
           req.set(http::field::content_type, "application/json");
           req.keep_alive(true);
-          req.body() = "{\"arguments\": {\"n\": " + std::to_string(c * 100000 + i) + "}}";
+          req.body() = target.body(c, i);
           req.prepare_payload();
           auto t0 = Clock::now();
           beast::error_code ec;
@@ -281,6 +294,21 @@ void run_daemon(benchmark::State& state, bool warm, int client_count) {
 }
 
 void BM_Daemon(benchmark::State& state) { run_daemon(state, false, 100); }
+
+// A python-code call as a model writes one: a loop, a print, run(args). Its validation (the
+// AST worker and the rules) and DLP code scan are in the figure, as in every call's.
+void BM_CodeCall(benchmark::State& state, bool warm) {
+  Setup setup(warm);
+  Target cell;
+  cell.tool = "code";
+  cell.body = [](int, int i) {
+    return "{\"arguments\": {\"code\": \"total = sum(range(100))\\nprint(total)\\n"
+           "def run(a):\\n    return {'n': a['n'] + total}\\n\", \"arguments\": {\"n\": " +
+           std::to_string(i) + "}}}";
+  };
+  run_daemons(state, warm, 1, {setup.dir + "/airlock.yaml"}, cell);
+}
+
 void BM_DaemonStart(benchmark::State& state, bool warm) {
   run_daemon(state, warm, static_cast<int>(state.range(0)));
 }
@@ -489,6 +517,8 @@ BENCHMARK(BM_DaemonsOnStorage)->ArgNames({"postgres", "daemons", "quota"})->Args
 BENCHMARK(BM_AirlockRun)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_CodeCall, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_CodeCall, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_TwoAgents, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_TwoAgents, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

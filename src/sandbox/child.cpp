@@ -292,6 +292,15 @@ void drop_privileges(const ChildPlan& plan) {
 void install_seccomp(const ChildPlan& plan) {
   sock_fprog prog{static_cast<unsigned short>(plan.seccomp_notify->size()),
                   const_cast<sock_filter*>(plan.seccomp_notify->data())};
+  if (plan.warm_template) {
+    // No listener: the kernel allows one in a process's chain of filters (EBUSY after), and
+    // each call needs its own to have its violations named. Without one the template's
+    // refused syscalls fail ENOSYS; a call's, refused by both filters, go to the call's
+    // listener (of two equal answers the newer filter's wins).
+    check(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0, "seccomp (warm template)");
+    send_to_supervisor('S', nullptr, 0);
+    return;
+  }
   int listener = static_cast<int>(
       ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
   if (listener < 0 && errno == EBUSY) {
@@ -504,11 +513,9 @@ void child_main(const ChildPlan& plan) {
   if (plan.unshare_cgroup_ns) check(::unshare(CLONE_NEWCGROUP) == 0, "unshare cgroup namespace");
   check(::setsid() >= 0, "setsid");
   drop_privileges(plan);
-  if (!plan.warm_template) {
-    const char* step = nullptr;
-    if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
-    install_seccomp(plan);
-  }
+  const char* step = nullptr;  // a warm template's are its own (plan_warm_template_policy)
+  if (int err = apply_landlock(plan.landlock, &step)) fail(step, nullptr, err);
+  install_seccomp(plan);
   ::close(kChildControlFd);
   if (plan.session) serve_session(plan);
   run_init(plan);

@@ -112,9 +112,11 @@ struct ChildPlan {
   mutable std::vector<int> source_fds;  // filled in the child
 
   // A warm template (sandbox/warm/warm.hpp): `inherit_fd` (a host descriptor, not owned) reaches
-  // the program as kChildInheritedFd, and the program runs without Landlock and seccomp,
-  // since each call it forks must still mount its fresh /tmp and work dir and make its
-  // namespaces; every call installs both before it gets its input (warm_child.cpp).
+  // the program as kChildInheritedFd, and the program runs under a policy of its own: the
+  // call's Landlock TCP and scope rules without filesystem rules, the call's filter without
+  // the rows its calls' set-up breaks (namespaces, mount), since each call it forks must still
+  // mount its fresh /tmp and work dir and make its namespaces; every call installs the
+  // call's full rules and filter on top before it gets its input (warm_child.cpp).
   int inherit_fd = -1;
   bool warm_template = false;
   // A session (Spec::session_control_fd): `inherit_fd` is the control socket and the init

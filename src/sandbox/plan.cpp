@@ -418,6 +418,21 @@ void plan_seccomp(ChildPlan& plan) {
   plan.seccomp_kill = kill_on_violation(program);
 }
 
+// A warm template's own policy (docs/warm-start.md): the tool's import runs under the call's
+// TCP and scope rules and the call's filter but for what its calls' set-up needs
+// (warm_template_needs). Its Landlock handles no filesystem access: a domain that does
+// refuses mount (hook_sb_mount), and each call mounts its tmpfs and /proc. Each call stacks
+// its own rules (every path) and filter on top before its tool runs.
+void plan_warm_template_policy(ChildPlan& plan) {
+  LandlockPlan& ll = plan.landlock;
+  ll.handled_fs = 0;
+  ll.paths.clear();
+  if (ll.handled_net == 0 && ll.scoped == 0) ll.abi = 0;  // before ABI 4: nothing to handle
+  const auto& program = warm_template_seccomp_program();
+  plan.seccomp_notify = &program.instructions;
+  plan.seccomp_kill = kill_on_violation(program);
+}
+
 // Environment: nothing of ours, only PATH, HOME, LANG and what the spec gives; then argv.
 void plan_exec(ChildPlan& plan, const Spec& spec) {
   std::map<std::string, std::string> env = {
@@ -457,6 +472,7 @@ Result<ChildPlan> make_child_plan(const Spec& spec, const CgroupSupport& cgroups
   finish_landlock_plan(plan.landlock, landlock_abi());
   if (auto r = plan_rlimits(plan, spec.limits, cgroups); !r) return r.error();
   plan_seccomp(plan);
+  if (plan.warm_template) plan_warm_template_policy(plan);
   plan_exec(plan, spec);
   plan.source_fds.assign(plan.sources.size(), -1);
   plan.program_stack = std::make_unique_for_overwrite<char[]>(ChildPlan::kProgramStackBytes);

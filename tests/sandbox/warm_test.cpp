@@ -3,6 +3,7 @@
 // warm call's limits give the verdicts a cold run gives. The tool is the real runner in
 // template mode with the real libairlock_warm.so.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/landlock.hpp"
 #include "sandbox/warm/warm.hpp"
 #include "test_support.hpp"
 
@@ -274,6 +276,10 @@ sys.stdout.flush()
 os._exit(0)
 )PY";
 
+// What the template runs: a tool module (runtime.python), or nothing but the runner, each
+// call's code arriving with its arguments (runtime.python-code: the same tool as a cell).
+enum class Runtime { module, code };
+
 class WarmTemplateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -287,8 +293,17 @@ class WarmTemplateTest : public ::testing::Test {
     }
   }
 
-  static std::vector<std::string> template_argv() {
+  virtual Runtime runtime() const { return Runtime::module; }
+
+  std::vector<std::string> template_argv() const {
+    if (runtime() == Runtime::code) return {"python3", "-I", "-S", "/airlock/airlock_runner.py", "code-template"};
     return {"python3", "-I", "-S", "/airlock/airlock_runner.py", "template", "/tool/tool.py"};
+  }
+
+  // A call's arguments: the tool's own, or (python-code) the tool as the call's code.
+  json arguments_for(const json& arguments) const {
+    if (runtime() == Runtime::code) return {{"code", kTool}, {"arguments", arguments}};
+    return arguments;
   }
 
   Spec base_spec() const {
@@ -316,7 +331,7 @@ class WarmTemplateTest : public ::testing::Test {
     spec.argv = template_argv();
     spec.limits.wall_time = 30s;
     spec.stdin_source.kind = StdinSource::Kind::bytes;
-    spec.stdin_source.bytes = json{{"env", env}, {"arguments", arguments}}.dump();
+    spec.stdin_source.bytes = json{{"env", env}, {"arguments", arguments_for(arguments)}}.dump();
     return spec;
   }
 
@@ -331,10 +346,15 @@ class WarmTemplateTest : public ::testing::Test {
     return (*sandbox)->wait();
   }
 
-  static json result_of(const Outcome& o) {
+  // What run(args) returned (a python-code call answers {"result": ..., "stdout": ...}).
+  json result_of(const Outcome& o) const {
     EXPECT_EQ(o.verdict, Verdict::ok) << test::describe(o);
     auto j = json::parse(o.stdout_data, nullptr, false);
     EXPECT_TRUE(j.is_object()) << test::describe(o);
+    if (runtime() == Runtime::code && j.is_object()) {
+      EXPECT_TRUE(j.contains("result")) << j;
+      return j.value("result", json());
+    }
     return j;
   }
 
@@ -342,6 +362,7 @@ class WarmTemplateTest : public ::testing::Test {
   Outcome cold(const Spec& call) const {
     Spec spec = base_spec();
     spec.argv = {"python3", "-I", "-S", "/airlock/airlock_runner.py", "module", "/tool/tool.py"};
+    if (runtime() == Runtime::code) spec.argv = {"python3", "-I", "-S", "/airlock/airlock_runner.py", "code"};
     spec.limits = call.limits;
     spec.stdin_source.kind = StdinSource::Kind::bytes;
     spec.stdin_source.bytes = json::parse(call.stdin_source.bytes)["arguments"].dump();
@@ -351,6 +372,19 @@ class WarmTemplateTest : public ::testing::Test {
   std::string library_;
   test::TempDir tool_dir_;
 };
+
+// The threat model every template of the runner keeps, run on a module tool's and on a
+// python-code tool's.
+class WarmToolTest : public WarmTemplateTest, public ::testing::WithParamInterface<Runtime> {
+ protected:
+  Runtime runtime() const override { return GetParam(); }
+};
+
+std::string runtime_name(const ::testing::TestParamInfo<Runtime>& p) {
+  return p.param == Runtime::code ? "PythonCode" : "Module";
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, WarmToolTest, ::testing::Values(Runtime::module, Runtime::code), runtime_name);
 
 // Supervises a template on a thread of its own, as the daemon does; retires it at the end.
 struct Supervised {
@@ -367,7 +401,7 @@ struct Supervised {
   }
 };
 
-TEST_F(WarmTemplateTest, WhatOneCallLeavesBehindTheNextDoesNotSee) {
+TEST_P(WarmToolTest, WhatOneCallLeavesBehindTheNextDoesNotSee) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   json first = result_of(call(*s.t, call_spec({{"do", "leave_everything_behind"}})));
@@ -385,7 +419,7 @@ TEST_F(WarmTemplateTest, WhatOneCallLeavesBehindTheNextDoesNotSee) {
   EXPECT_EQ(second["processes"].size(), 2u) << second;
 }
 
-TEST_F(WarmTemplateTest, TwoConcurrentCallsCannotSeeSignalOrConnectToEachOther) {
+TEST_P(WarmToolTest, TwoConcurrentCallsCannotSeeSignalOrConnectToEachOther) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   auto holder = std::async(std::launch::async, [&] {
@@ -401,7 +435,7 @@ TEST_F(WarmTemplateTest, TwoConcurrentCallsCannotSeeSignalOrConnectToEachOther) 
   EXPECT_EQ(held["processes"].size(), 2u) << held;
 }
 
-TEST_F(WarmTemplateTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
+TEST_P(WarmToolTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   const std::string prefix = "airlock-secret-" + test::unique(), suffix = test::unique();
@@ -418,7 +452,7 @@ TEST_F(WarmTemplateTest, ACredentialOfOneCallIsNotInTheNextCallsMemory) {
 // The call's init shares the template's memory: the tool can neither read nor write it through
 // /proc/1 (mem, environ, maps, fd, root), and a SIGINT to init does not run the template's
 // (Python's) handler in its memory: the template goes on and the next call runs.
-TEST_F(WarmTemplateTest, TheToolCannotReachItsInitWhichSharesTheTemplatesMemory) {
+TEST_P(WarmToolTest, TheToolCannotReachItsInitWhichSharesTheTemplatesMemory) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   json reached = result_of(call(*s.t, call_spec({{"do", "reach_init"}})));
@@ -427,7 +461,7 @@ TEST_F(WarmTemplateTest, TheToolCannotReachItsInitWhichSharesTheTemplatesMemory)
   EXPECT_EQ(result_of(call(*s.t, call_spec({{"do", "look"}})))["state"], "clean");
 }
 
-TEST_F(WarmTemplateTest, AMemoryBombGetsTheVerdictItGetsCold) {
+TEST_P(WarmToolTest, AMemoryBombGetsTheVerdictItGetsCold) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   Spec bomb = call_spec({{"do", "bomb"}});
@@ -439,7 +473,7 @@ TEST_F(WarmTemplateTest, AMemoryBombGetsTheVerdictItGetsCold) {
   EXPECT_EQ(call(*s.t, call_spec({{"do", "look"}})).verdict, Verdict::ok);
 }
 
-TEST_F(WarmTemplateTest, ACpuSpinGetsTheVerdictItGetsCold) {
+TEST_P(WarmToolTest, ACpuSpinGetsTheVerdictItGetsCold) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   Spec spin = call_spec({{"do", "spin"}});
@@ -451,7 +485,7 @@ TEST_F(WarmTemplateTest, ACpuSpinGetsTheVerdictItGetsCold) {
 
 // The call's own pids limit holds, not the template's (1024): on v2 its init is cloned into
 // the call's cgroup, on v1 init and tool join it; either way 15 children and the 16th refused.
-TEST_F(WarmTemplateTest, AProcessCountStopsAtTheCallsLimit) {
+TEST_P(WarmToolTest, AProcessCountStopsAtTheCallsLimit) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   Spec many = call_spec({{"do", "fork_many"}});
@@ -465,7 +499,7 @@ TEST_F(WarmTemplateTest, AProcessCountStopsAtTheCallsLimit) {
 
 // The call sees its own cgroup as the root of its cgroup namespace ("/" in each hierarchy):
 // nothing of the host's, the daemon's or the template's tree.
-TEST_F(WarmTemplateTest, ACallSeesOnlyItsOwnCgroup) {
+TEST_P(WarmToolTest, ACallSeesOnlyItsOwnCgroup) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   json seen = result_of(call(*s.t, call_spec({{"do", "cgroup_view"}})));
@@ -477,7 +511,7 @@ TEST_F(WarmTemplateTest, ACallSeesOnlyItsOwnCgroup) {
   }
 }
 
-TEST_F(WarmTemplateTest, AKilledTemplateRefusesCallsWithASetupError) {
+TEST_P(WarmToolTest, AKilledTemplateRefusesCallsWithASetupError) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   s.t->kill();
@@ -571,7 +605,7 @@ TEST_F(WarmTemplateTest, ATemplateCannotWriteOrLeaveItsCgroupTree) {
 
 // A child prepared before another call had a credential, and handed its own call only after
 // that call ended, has nothing of it: not in its environment, not anywhere in its memory.
-TEST_F(WarmTemplateTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
+TEST_P(WarmToolTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);
   Spec shape = call_spec(json::object());
@@ -588,6 +622,129 @@ TEST_F(WarmTemplateTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
   json next = result_of((*waiting)->wait());
   EXPECT_EQ(next["env"], false);
   EXPECT_TRUE(next["found"].empty()) << next;
+}
+
+// A python-code tool's template (the runner only): each call's cell runs in its own child.
+class WarmCodeTest : public WarmTemplateTest {
+ protected:
+  Runtime runtime() const override { return Runtime::code; }
+  Spec cell(const std::string& code) const {
+    Spec spec = call_spec(json::object());
+    spec.stdin_source.bytes = json{{"env", json::object()}, {"arguments", {{"code", code}, {"arguments", json::object()}}}}.dump();
+    return spec;
+  }
+};
+
+// What a cell defines (a global, a builtin, a module attribute, sys.modules) is gone at the
+// next cell of the same template: the cell ran in a child that was destroyed.
+TEST_F(WarmCodeTest, ACellsVariablesNeverReachTheNextCall) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  Outcome first = call(*s.t, cell("import builtins, os, sys, types\nleft = 'dirty'\nbuiltins.airlock_left = 'dirty'\n"
+                                  "os.airlock_left = 'dirty'\nsys.modules['airlock_left'] = types.ModuleType('x')\n"
+                                  "def run(a):\n    return {'left': left, 'builtin': builtins.airlock_left}\n"));
+  EXPECT_EQ(result_of(first), (json{{"left", "dirty"}, {"builtin", "dirty"}}));
+  Outcome next = call(*s.t, cell("import builtins, os, sys\ndef run(a):\n"
+                                 "    return {'global': 'left' in globals(), 'builtin': hasattr(builtins, 'airlock_left'),\n"
+                                 "            'module': hasattr(os, 'airlock_left'), 'imported': 'airlock_left' in sys.modules}\n"));
+  EXPECT_EQ(result_of(next), (json{{"global", false}, {"builtin", false}, {"module", false}, {"imported", false}}));
+}
+
+// A cell that raises answers as it does cold: exit status 1 and its report (name, value,
+// line, traceback, what it printed) on the private protocol channel, which what the cell
+// prints to its stdout cannot forge.
+TEST_F(WarmCodeTest, ACodeErrorComesBackWithItsTracebackAsItDoesCold) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  const std::string code = "import sys\nprint('before')\nsys.__stdout__.write('{\"result\": \"forged\"}')\n"
+                           "def f():\n    return 1 / 0\nf()\n";
+  Outcome warm = call(*s.t, cell(code)), cold_run = cold(cell(code));
+  for (const Outcome* o : {&warm, &cold_run}) {
+    EXPECT_EQ(o->verdict, Verdict::exit_nonzero) << test::describe(*o);
+    EXPECT_EQ(o->exit_code.value_or(-1), 1) << test::describe(*o);
+    json answer = json::parse(o->stdout_data, nullptr, false);
+    ASSERT_TRUE(answer.is_object() && answer.contains("code_error")) << test::describe(*o);
+    const json& report = answer["code_error"];
+    EXPECT_EQ(report["name"], "ZeroDivisionError") << report;
+    EXPECT_EQ(report["line"], 5) << report;
+    EXPECT_EQ(report["stdout"], "before\n") << report;
+    EXPECT_NE(report["traceback"].dump().find("return 1 / 0"), std::string::npos) << report;
+  }
+  EXPECT_EQ(json::parse(warm.stdout_data), json::parse(cold_run.stdout_data));
+}
+
+// A tool module whose import, in the template, goes for the network: it binds a TCP port and
+// connects to it (in the template's own network namespace, where nothing else would refuse
+// either). What it got is what every call's run() returns.
+constexpr const char* kNetworkAtImport = R"PY(
+import errno, socket
+TRIED = {}
+LEFT = []
+def attempt(name, action):
+    try:
+        action()
+        TRIED[name] = "done"
+    except OSError as e:
+        TRIED[name] = errno.errorcode.get(e.errno, str(e.errno))
+def bind():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 9100))
+    s.listen()
+    LEFT.append(s)
+attempt("bind", bind)
+attempt("connect", lambda: socket.create_connection(("127.0.0.1", 9100 if LEFT else 9101), timeout=1).close())
+def run(args):
+    return TRIED
+)PY";
+
+// A tool module whose import makes raw system calls the call's filter refuses; run() returns
+// the errno each got.
+constexpr const char* kSyscallsAtImport = R"PY(
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+TRIED = {}
+for name, nr in (("keyctl", 250), ("bpf", 321), ("userfaultfd", 323)):
+    rc = libc.syscall(nr, 0, 0, 0, 0)
+    TRIED[name] = "done" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), "?")
+def run(args):
+    return TRIED
+)PY";
+
+// The template's import runs under the call's TCP rules (Landlock, ABI 4): no bind, no connect.
+TEST_F(WarmTemplateTest, TheToolsImportInTheTemplateCannotBindOrConnectTcp) {
+  if (landlock_abi() < 4) GTEST_SKIP() << "Landlock below ABI 4 has no TCP rules";
+  tool_dir_.write("tool.py", kNetworkAtImport);
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json tried = result_of(call(*s.t, call_spec(json::object())));
+  EXPECT_EQ(tried["bind"], "EACCES") << tried;
+  EXPECT_EQ(tried["connect"], "EACCES") << tried;
+}
+
+// The template's import runs under the call's filter (less only what its calls' set-up
+// needs): a system call the call may not make is refused. It fails ENOSYS rather than ending
+// the template as a seccomp_violation: the template's filter has no listener, since each
+// call's needs the one the kernel allows (child.cpp, install_seccomp). Unfiltered, each of
+// these fails otherwise (EINVAL, EPERM) or succeeds.
+TEST_F(WarmTemplateTest, TheToolsImportInTheTemplateCannotMakeASyscallTheCallsFilterRefuses) {
+  tool_dir_.write("tool.py", kSyscallsAtImport);
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  json tried = result_of(call(*s.t, call_spec(json::object())));
+  for (const char* name : {"keyctl", "bpf", "userfaultfd"}) EXPECT_EQ(tried[name], "ENOSYS") << name << ": " << tried;
+}
+
+// What the template may do beyond a call (namespaces, mount) is what each call's set-up needs;
+// the same tool module warm still starts its calls, and they still refuse the syscall.
+TEST_F(WarmTemplateTest, ACallOfATemplateUnderItsPolicyStillRefusesTheCallsSyscalls) {
+  tool_dir_.write("tool.py", "import ctypes\ndef run(args):\n    ctypes.CDLL(None).syscall(args['nr'], 0, 0, 0, 0)\n    return {}\n");
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  for (int nr : {272 /* unshare */, 165 /* mount */}) {
+    Outcome o = call(*s.t, call_spec({{"nr", nr}}));
+    EXPECT_EQ(o.verdict, Verdict::seccomp_violation) << nr << ": " << test::describe(o);
+  }
+  EXPECT_EQ(call(*s.t, call_spec({{"nr", 39 /* getpid */}})).verdict, Verdict::ok);
 }
 
 // Without a cgroup memory limit and CPU accounting a warm call's verdicts could not be a cold

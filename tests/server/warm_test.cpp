@@ -196,5 +196,40 @@ TEST_F(WarmDaemon, EveryCallOfAPreparedChildGetsItsOwnArguments) {
   }
 }
 
+// A warm python-code tool: its template imports the runner only, and each cell runs in a
+// child of it with the cold path's answers: the result and what it printed, a raising cell's
+// code_error with its traceback, validation's refusal before anything runs.
+TEST(WarmPythonCode, CellsRunWarmWithTheAnswersOfTheColdPath) {
+  Workspace ws("", "  - name: warm-code\n    runtime: {type: python-code}\n    warm: {}\n");
+  RunningDaemon d(ws);
+  nlohmann::json ran;
+  for (int i = 0; i < 100; ++i, std::this_thread::sleep_for(100ms)) {
+    ran = invoke(d.port, "warm-code", {{"code", "print('hi')\ndef run(a):\n    return {'n': a['n']}\n"},
+                                       {"arguments", {{"n", i}}}}).json();
+    ASSERT_EQ(ran["status"], "ok") << ran;
+    if (ran["start"] == "warm") break;
+  }
+  ASSERT_EQ(ran["start"], "warm") << ran;
+  EXPECT_TRUE(ran["output"]["result"]["n"].is_number()) << ran;
+  EXPECT_EQ(ran["output"]["stdout"], "hi\n") << ran;
+
+  auto raised = invoke(d.port, "warm-code", {{"code", "def half(n):\n    return n / 0\nprint('before')\nhalf(4)\n"}}).json();
+  EXPECT_EQ(raised["start"], "warm") << raised;
+  EXPECT_EQ(raised["status"], "error") << raised;
+  EXPECT_EQ(raised["verdict"], "exit_nonzero") << raised;
+  const auto& details = raised["error"]["details"];
+  EXPECT_EQ(raised["error"]["kind"], "code_error") << raised;
+  EXPECT_EQ(details["name"], "ZeroDivisionError") << details;
+  EXPECT_EQ(details["line"], 2) << details;
+  EXPECT_EQ(details["stdout"], "before\n") << details;
+  EXPECT_NE(details["traceback"].dump().find("return n / 0"), std::string::npos) << details;
+
+  // Validation still refuses what it refuses cold: nothing starts.
+  auto refused = invoke(d.port, "warm-code", {{"code", "import os\nos.system('id')\n"}}).json();
+  EXPECT_EQ(refused["status"], "denied") << refused;
+  EXPECT_EQ(refused["error"]["kind"], "code_rejected") << refused;
+  EXPECT_TRUE(refused["verdict"].is_null()) << "the code must not have run: " << refused;
+}
+
 }  // namespace
 }  // namespace airlock::server::test

@@ -38,6 +38,14 @@ TEST(WarmConfig, EmptyTakesTheDefaultsAndFieldsAreRead) {
   EXPECT_EQ(set->server.max_warm_templates, 2u);
 }
 
+// A python-code tool's template imports the runner only; its calls run their code warm.
+TEST(WarmConfig, APythonCodeToolMayBeWarm) {
+  auto c = parse(config_with("  - name: interp\n    runtime: {type: python-code}\n    warm: {recycleCalls: 10}\n"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c->tools.at(0).warm);
+  EXPECT_EQ(c->tools.at(0).warm->recycle_calls, 10u);
+}
+
 TEST(WarmConfig, MistakesAreNamed) {
   struct Case {
     std::string yaml, expected;
@@ -51,7 +59,7 @@ TEST(WarmConfig, MistakesAreNamed) {
       {config_with(python + "    warm: 3\n"), "tool quick.warm"},
       {config_with("  - name: shell\n    runtime: {type: command, command: [/bin/cat]}\n"
                    "    warm: {}\n"),
-       "tool shell.warm: only a runtime.python tool has a warm template"},
+       "tool shell.warm: only a runtime.python or runtime.python-code tool has a warm template"},
       {config_with(python + "    network: {allow: [\"api.example:443\"]}\n    warm: {}\n"),
        "tool quick.warm: a warm call has no egress proxy"},
       {config_with(python + "    warm: {}\n  - name: quick2\n    runtime: {type: python, file: " +

@@ -6,6 +6,7 @@ stdout. Anything the tool prints goes to stderr (its log), so it cannot corrupt 
     python3 -I -S airlock_runner.py module /tool/summarise.py   # defines run(args) -> dict
     python3 -I -S airlock_runner.py code                        # {"code": "...", "arguments": {...}}
     python3 -I -S airlock_runner.py template /tool/summarise.py # a warm template (below)
+    python3 -I -S airlock_runner.py code-template               # a python-code tool's template
 
 For `code`, the source runs as __main__; if it defines run(args), the result is
 {"result": run(arguments), "stdout": what it printed}, otherwise {"stdout": what it printed}.
@@ -25,7 +26,9 @@ control socket (descriptor 7) and then, per call, libairlock_warm.so receives th
 starts its init in fresh namespaces, which makes its cgroup, tmpfs and policy and forks the
 tool process, which returns here from airlock_warm_start(); it then
 reads {"env": {...}, "arguments": {...}} on stdin, puts env (the call's credentials) in
-os.environ, and runs the tool once, as a cold run would.
+os.environ, and runs the tool once, as a cold run would. A python-code tool's template
+(code-template) imports no tool: its calls' arguments are {"code", "arguments"}, run by
+run_code exactly as in code mode.
 """
 import sys
 
@@ -184,12 +187,17 @@ WARM_LIBRARY = "/airlock-warm/libairlock_warm.so"
 
 
 def serve_template(path):
-    """A warm template: import once, then one fresh sandbox (a child of ours) per call."""
+    """A warm template: import once, then one fresh sandbox (a child of ours) per call.
+    Without a path it is a python-code tool's: run is None and each call runs its code."""
     import ctypes
     import os
 
     warm = ctypes.CDLL(WARM_LIBRARY)
-    run = load_module(path)
+    if path is None:
+        import linecache, traceback  # what run_code imports, so that no call pays for it
+        run = None
+    else:
+        run = load_module(path)
     sys.stdout.flush()
     sys.stderr.flush()
     os.write(WARM_CONTROL_FD, b"R")
@@ -212,13 +220,22 @@ def serve_warm_call(run):
     if not isinstance(request, dict) or not isinstance(request.get("env"), dict):
         fail('a warm call takes {"env": {...}, "arguments": ...}')
     os.environ.update(request["env"])  # the call's credentials, as a cold run has them
+    finish(*run_once(run, request.get("arguments", {})))
+    end_warm_call()
+
+
+def run_once(run, request):
+    """One call, cold or warm: a module's run(request), or (run is None) the code in request.
+    Returns (result, the protocol channel); what the tool prints goes to the log."""
     protocol_out = sys.stdout
-    sys.stdout = sys.stderr
-    finish(run(request.get("arguments", {})), protocol_out)
-    end_warm_call(protocol_out)
+    sys.stdout = sys.stderr  # what the tool prints is its log
+    if run is not None:
+        return run(request), protocol_out
+    protocol_out = private_protocol_channel()
+    return run_code(request, protocol_out), protocol_out
 
 
-def end_warm_call(protocol_out):
+def end_warm_call():
     """What the interpreter's shutdown does that a tool may rely on (its threads joined, its
     atexit functions run, output flushed), without the teardown of every module and object,
     which costs about as much as the rest of a warm call: the process is destroyed anyway."""
@@ -230,8 +247,7 @@ def end_warm_call(protocol_out):
     import atexit
 
     atexit._run_exitfuncs()
-    for stream in (protocol_out, sys.stdout, sys.stderr):
-        stream.flush()
+    sys.stderr.flush()  # finish() flushed the protocol channel
     os._exit(0)
 
 
@@ -244,20 +260,19 @@ def read_request():
 
 def main():
     if len(sys.argv) < 2:
-        fail("usage: airlock_runner.py module FILE | code | template FILE")
+        fail("usage: airlock_runner.py module FILE | code | template FILE | code-template")
     if sys.argv[1] == "template" and len(sys.argv) == 3:
         return serve_template(sys.argv[2])
-    request = read_request()
-    protocol_out = sys.stdout
-    sys.stdout = sys.stderr  # what the tool prints is its log
+    if sys.argv[1] == "code-template" and len(sys.argv) == 2:
+        return serve_template(None)
     if sys.argv[1] == "module" and len(sys.argv) == 3:
-        result = load_module(sys.argv[2])(request)
+        path = sys.argv[2]
+        run = lambda request: load_module(path)(request)  # imported once stdout is the log
     elif sys.argv[1] == "code":
-        protocol_out = private_protocol_channel()
-        result = run_code(request, protocol_out)
+        run = None
     else:
         fail("unknown mode " + sys.argv[1])
-    finish(result, protocol_out)
+    finish(*run_once(run, read_request()))
 
 
 def finish(result, protocol_out):

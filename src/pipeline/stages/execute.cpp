@@ -120,6 +120,12 @@ backend::Placement placement_for(const policy::ToolPlacement& p) {
   return out;
 }
 
+// How a warm tool's template starts (docs/warm-start.md); none for a cold one.
+std::optional<backend::WarmStart> warm_start(const policy::ToolConfig& tool, std::vector<std::string> template_argv) {
+  if (!tool.warm) return std::nullopt;
+  return backend::WarmStart{tool.name, std::move(template_argv), tool.warm->recycle_calls, tool.warm->recycle_after};
+}
+
 }  // namespace
 
 backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const policy::ToolConfig& tool) const {
@@ -143,12 +149,7 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
           {Mount::Kind::tool_code, file.parent_path().string(), kToolDirInSandbox, true});
       const std::string module = std::string(kToolDirInSandbox) + "/" + file.filename().string();
       request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "module", module};
-      if (tool.warm)
-        request.warm = backend::WarmStart{
-            tool.name,
-            {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "template", module},
-            tool.warm->recycle_calls,
-            tool.warm->recycle_after};
+      request.warm = warm_start(tool, {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "template", module});
       break;
     }
     case policy::ToolRuntime::Kind::command:
@@ -165,6 +166,8 @@ backend::RunRequest ExecuteStage::request_for(const Invocation& inv, const polic
       code_request["arguments"] = explicit_args ? *given : args;
       request.argv = {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code"};
       request.stdin_bytes = code_request.dump();
+      // Its template imports the runner only; each call runs its code as `code` mode does.
+      request.warm = warm_start(tool, {tool.runtime.interpreter, "-I", "-S", kRunnerInSandbox, "code-template"});
       break;
     }
   }

@@ -201,7 +201,13 @@ std::vector<sock_filter> architecture_prologue() {
 
 }  // namespace
 
-Result<SeccompProgram> compile_seccomp_program() {
+bool warm_template_needs(const SyscallRule& rule) {
+  for (std::string_view set_up : {"unshare", "clone", "clone3", "mount"})
+    if (rule.syscall == set_up) return true;
+  return false;
+}
+
+Result<SeccompProgram> compile_seccomp_program(SeccompFor what) {
 #if !defined(__x86_64__)
   return Error::make("seccomp", "the sandbox's syscall policy is written for x86_64 only");
 #endif
@@ -218,6 +224,7 @@ Result<SeccompProgram> compile_seccomp_program() {
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   for (const auto& rule : kPolicy) {
+    if (what == SeccompFor::warm_template && warm_template_needs(rule)) continue;
     if (int rc = add_rule(ctx, rule); rc < 0)
       return Error::make("seccomp", "rule for " + std::string(rule.syscall) + ": " + strerror(-rc));
   }

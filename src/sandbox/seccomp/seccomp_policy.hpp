@@ -44,13 +44,24 @@ struct SeccompProgram {
   std::vector<sock_filter> instructions;
 };
 
+// Whom a program is for: a call (every rule), or a warm template (docs/warm-start.md), which
+// runs its tool's import under the call's rules but for the few its calls' set-up needs
+// (warm_child.cpp): new namespaces (unshare, clone with CLONE_NEW*, clone3 into the call's
+// cgroup) and mount (the call's tmpfs and /proc). Each call adds the call's program on top
+// before its tool runs; filters stack, and the most restrictive answer wins.
+enum class SeccompFor { call, warm_template };
+
+// The rows a warm template may break (only so that its calls can build their sandbox).
+bool warm_template_needs(const SyscallRule& rule);
+
 // Compiles the table with libseccomp, behind a prologue that sends foreign architectures and
 // x32 syscall numbers to the supervisor as violations. The build runs this once
 // (airlock_seccomp_gen) and embeds the result, so no run pays for compiling the filter.
-Result<SeccompProgram> compile_seccomp_program();
+Result<SeccompProgram> compile_seccomp_program(SeccompFor what = SeccompFor::call);
 
-// The program compiled at build time.
+// The programs compiled at build time.
 const SeccompProgram& seccomp_program();
+const SeccompProgram& warm_template_seccomp_program();
 
 // A copy of `program` whose violations kill (for a process that cannot get a listener).
 inline std::vector<sock_filter> kill_on_violation(const SeccompProgram& program) {
