@@ -107,6 +107,9 @@ tools:
 sessionTemplates:
   - name: workspace
     limits: {{idleTimeout: 10m, maxLifetime: 1h}}
+  - name: notebook
+    limits: {{idleTimeout: 10m, maxLifetime: 1h}}
+    validation: {{allowImports: [matplotlib, matplotlib.pyplot]}}
 """
 
 
