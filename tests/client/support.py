@@ -108,6 +108,9 @@ sessionTemplates:
   - name: workspace
     limits: {{idleTimeout: 10m, maxLifetime: 1h}}
     validation: {{allowImports: [time, matplotlib, matplotlib.pyplot]}}
+  - name: notebook
+    limits: {{idleTimeout: 10m, maxLifetime: 1h}}
+    validation: {{allowImports: [matplotlib, matplotlib.pyplot]}}
 """
 
 

@@ -1,6 +1,7 @@
 """tools_for_openai and tools_for_anthropic against a real daemon, and their tool calls
 dispatched back through Airlock: plain dicts and SDK-like objects, a made-up tool name,
-arguments that are not JSON, a call the daemon refuses, a critical tool that waits."""
+arguments that are not JSON, a call the daemon refuses, a critical tool that waits; the code
+interpreter backed by a session, in both formats."""
 import json
 import threading
 import types
@@ -9,7 +10,7 @@ import unittest
 from support import LIMITED_KEY, DaemonTest
 
 import airlock
-from airlock.llm import ToolBox
+from airlock.llm import CodeInterpreter, ToolBox
 
 
 def ns(**kw):
@@ -143,6 +144,87 @@ class Dispatch(DaemonTest):
         box.client = airlock.Client(self.daemon.url, api_key="revoked-key-0000")
         with self.assertRaises(airlock.AuthenticationError):
             box.dispatch_openai([{"id": "c", "function": {"name": "echo", "arguments": "{}"}}])
+
+
+
+def openai_call(call_id, name, arguments):
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+class CodeInterpreterTool(DaemonTest):
+    """Issue #36: a code-interpreter tool for OpenAI and Anthropic, backed by a session."""
+
+    def test_openai_cells_share_their_state_in_one_session_that_close_ends(self):
+        client = self.client()
+        interpreter = client.code_interpreter("workspace")
+        box = client.toolbox(code_interpreter=interpreter)
+        tools = {t["function"]["name"]: t["function"] for t in box.openai_tools()}
+        self.assertIn("echo", tools)  # beside the Airlock tools
+        self.assertEqual(tools["code_interpreter"]["parameters"],
+                         {"type": "object", "properties": {"code": {"type": "string", "description": "The Python to run"}},
+                          "required": ["code"], "additionalProperties": False})
+        self.assertIsNone(interpreter.session)  # made on the first call
+        [first] = box.dispatch_openai([openai_call("c1", "code_interpreter", {"code": "x = 41\nprint('set')"})])
+        self.assertEqual(json.loads(first["content"]), {"status": "ok", "stdout": "set\n"})
+        session = interpreter.session
+        self.assertEqual(client.session(session.id).state, "running")
+        second, failing, rejected, bad = box.dispatch_openai([
+            openai_call("c2", "code_interpreter", {"code": "x + 1"}),
+            openai_call("c3", "code_interpreter", {"code": "def f():\n    return 1 / 0\nf()"}),
+            openai_call("c4", "code_interpreter", {"code": "eval('x')"}),
+            openai_call("c5", "code_interpreter", {"source": "x"}),
+        ])
+        self.assertEqual(json.loads(second["content"])["result"], "42")
+        error = json.loads(failing["content"])
+        self.assertEqual((error["status"], error["error"]["name"]), ("exception", "ZeroDivisionError"))
+        self.assertIn("line 2, in f", "\n".join(error["error"]["traceback"]))
+        self.assertEqual(json.loads(rejected["content"])["error"]["kind"], "code_rejected")
+        self.assertEqual(json.loads(bad["content"])["error"]["kind"], "invalid_input")
+        self.assertEqual(interpreter.session.id, session.id)  # one session throughout
+        interpreter.close()
+        with self.assertRaises(airlock.NotFoundError):
+            client.session(session.id)
+
+    def test_anthropic_gets_the_figure_as_an_image_and_the_with_block_ends_the_session(self):
+        client = self.client()
+        with client.code_interpreter("notebook", name="python") as interpreter:
+            box = ToolBox.load(client, code_interpreter=interpreter)
+            tools = {t["name"]: t for t in box.anthropic_tools()}
+            self.assertEqual(tools["python"]["input_schema"]["required"], ["code"])
+            message = box.dispatch_anthropic([
+                {"type": "tool_use", "id": "toolu_1", "name": "python",
+                 "input": {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nlen([1, 2, 3])"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "echo", "input": {"n": 1}},
+            ])
+            figure, echo = message["content"]
+            self.assertNotIn("is_error", figure)
+            text, image = figure["content"]
+            self.assertEqual(json.loads(text["text"])["result"], "3")
+            self.assertEqual((image["type"], image["source"]["media_type"]), ("image", "image/png"))
+            self.assertTrue(image["source"]["data"].startswith("iVBORw0KGgo"))  # the PNG signature
+            self.assertEqual(json.loads(echo["content"]), {"echo": {"n": 1}})
+            session = interpreter.session
+        with self.assertRaises(airlock.NotFoundError):
+            client.session(session.id)
+
+    def test_a_session_that_ended_is_told_to_the_model_and_the_next_call_starts_anew(self):
+        client = self.client()
+        interpreter = CodeInterpreter(client, "workspace")
+        self.assertFalse(interpreter.call("c1", {"code": "x = 1"}).is_error)
+        client.end_session(interpreter.session)  # as its idle timeout would
+        gone = interpreter.call("c2", {"code": "x"})
+        self.assertTrue(gone.is_error)
+        self.assertEqual(json.loads(gone.content)["error"]["kind"], "session_ended")
+        fresh = interpreter.call("c3", {"code": "x"})  # a new interpreter: x is not defined
+        self.assertEqual(json.loads(fresh.content)["error"]["name"], "NameError")
+        interpreter.close()
+
+    def test_a_name_that_meets_an_airlock_tool_is_refused(self):
+        client = self.client()
+        with self.assertRaises(airlock.UsageError):
+            client.toolbox(code_interpreter=client.code_interpreter("workspace", name="echo"))
+        with self.assertRaises(airlock.UsageError):
+            client.code_interpreter("workspace", name="no spaces")
 
 
 if __name__ == "__main__":

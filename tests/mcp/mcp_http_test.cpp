@@ -1,6 +1,8 @@
 // /mcp over real sockets: revisions, sessions, headers, RBAC, auth, Origin.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "mcp_test_support.hpp"
 
 namespace airlock::server::test {
@@ -221,6 +223,61 @@ TEST_F(McpHttpTest, NotificationsAreAccepted) {
   EXPECT_EQ(r.status, 202);
   auto unknown = mcp_post(d.port, rpc(5, "resources/list"), kKey, session_headers(id, "2025-11-25"));
   EXPECT_EQ(unknown.json()["error"]["code"], -32601);
+}
+
+// Session tools in stateless requests (2026-07-28): no MCP session, so no default workspace
+// (`session` is required); a session made by session_create is reached by its id, by its owner
+// only; a principal that may create no session is shown none.
+struct WorkspaceWithATemplate : Workspace {
+  WorkspaceWithATemplate() { write_config(config_text() + "sessionTemplates:\n  - name: ws\n    limits: {idleTimeout: 10m}\n"); }
+};
+
+class McpSessionToolsTest : public ::testing::Test {
+ protected:
+  nlohmann::json call(const std::string& tool, nlohmann::json arguments, const std::string& key = kKey) {
+    auto message = rpc(1, "tools/call", {{"name", tool}, {"arguments", std::move(arguments)}, {"_meta", stateless_meta()}});
+    auto r = mcp_post(d.port, message, key,
+                      {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", tool}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["result"];
+  }
+  std::vector<std::string> listed(const std::string& key) {
+    auto r = mcp_post(d.port, rpc(1, "tools/list", {{"_meta", stateless_meta()}}), key,
+                      {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/list"}});
+    std::vector<std::string> names;
+    for (const auto& t : r.json()["result"]["tools"]) names.push_back(t["name"]);
+    return names;
+  }
+  WorkspaceWithATemplate ws;
+  RunningDaemon d{ws};
+};
+
+TEST_F(McpSessionToolsTest, StatelessCallsNameTheirSessionAndOnlyItsOwnerReachesIt) {
+  const auto mine = listed(kKey);
+  EXPECT_NE(std::find(mine.begin(), mine.end(), "session_code"), mine.end());
+  const auto theirs = listed(kOtherKey);  // `other` may create no session
+  EXPECT_EQ(std::count_if(theirs.begin(), theirs.end(), [](const auto& n) { return n.rfind("session_", 0) == 0; }), 0);
+
+  auto nameless = call("session_code", {{"code", "1"}});
+  EXPECT_EQ(nameless["isError"], true) << nameless.dump();
+  EXPECT_EQ(nameless["structuredContent"]["error"]["kind"], "invalid_input");
+  EXPECT_NE(nameless["content"][0]["text"].get<std::string>().find("session: required"), std::string::npos);
+
+  auto created = call("session_create", nlohmann::json::object());  // the only template, by default
+  ASSERT_NE(created.value("isError", false), true) << created.dump();
+  EXPECT_EQ(created["structuredContent"]["template"], "ws");
+  EXPECT_EQ(created["structuredContent"]["default"], false);  // no MCP session to be the workspace of
+  const std::string id = created["structuredContent"]["id"];
+  auto cell = call("session_code", {{"session", id}, {"code", "x = 41\nx + 1"}});
+  EXPECT_EQ(cell["structuredContent"]["result"]["json"], 42) << cell.dump();
+  auto refused = call("session_exec", {{"session", id}, {"command", "true"}}, kOtherKey);
+  EXPECT_EQ(refused["isError"], true);
+  EXPECT_EQ(refused["structuredContent"]["error"]["kind"], "not_found");
+  auto typo = call("session_exec", {{"session", id}, {"comand", "true"}});
+  EXPECT_EQ(typo["structuredContent"]["error"]["kind"], "invalid_input") << typo.dump();
+  auto ended = call("session_end", {{"session", id}});
+  EXPECT_EQ(ended["structuredContent"]["state"], "ended") << ended.dump();
+  EXPECT_EQ(http(d.port, "GET", "/v1/sessions/" + id).status, 404);
 }
 
 }  // namespace

@@ -27,6 +27,42 @@ TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
   EXPECT_FALSE(sessions.revision(c, "agent:c"));
 }
 
+// The Airlock sessions an MCP session created end with it, closed or evicted; the first one
+// running is its default workspace; one made for an MCP session that is gone is not kept.
+TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
+  McpSessions sessions(4, 1);
+  std::vector<std::shared_ptr<LiveSession>> ended;
+  sessions.on_end([&](std::vector<std::shared_ptr<LiveSession>> ending) {
+    ended.insert(ended.end(), ending.begin(), ending.end());
+  });
+  auto made = [](const std::string& id) {
+    auto s = std::make_shared<LiveSession>();
+    s->id = id;
+    return s;
+  };
+  const auto a = sessions.open("agent:a", "2025-11-25");
+  EXPECT_EQ(sessions.workspace(a, "agent:a"), nullptr);
+  const auto first = made("s1"), second = made("s2");
+  EXPECT_EQ(sessions.add_workspace(a, "agent:a", first), first);
+  EXPECT_EQ(sessions.add_workspace(a, "agent:a", second), first);  // the default stays the first
+  EXPECT_EQ(sessions.workspace(a, "agent:b"), nullptr);             // another principal's: none
+  EXPECT_EQ(sessions.add_workspace(a, "agent:b", made("s3")), nullptr);
+  EXPECT_TRUE(ended.empty());
+  EXPECT_TRUE(sessions.close(a, "agent:a"));
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0], first);
+  EXPECT_EQ(ended[1], second);
+
+  ended.clear();
+  const auto b = sessions.open("agent:a", "2025-11-25");
+  const auto third = made("s4");
+  (void)sessions.add_workspace(b, "agent:a", third);
+  (void)sessions.open("agent:a", "2025-11-25");  // its bound is 1: b is evicted
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0], third);
+  EXPECT_EQ(sessions.add_workspace(b, "agent:a", made("s5")), nullptr);  // gone: nothing keeps it
+}
+
 TEST(McpSessions, APrincipalAtItsBoundLosesItsOwnAndAFullTableTheLargestHolders) {
   McpSessions sessions(4, 2);
   const auto b = sessions.open("agent:b", "2025-11-25");

@@ -4,6 +4,8 @@
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 #include "server/mcp_server/mcp_server.hpp"
+#include "server/mcp_server/mcp_session_tools.hpp"
+#include "server/sessions/session_service.hpp"
 #include "server/mcp_server/mcp_tools.hpp"
 
 namespace airlock::server {
@@ -19,7 +21,9 @@ void cache_privately(nlohmann::json& result) {
   result["cacheScope"] = "private";
 }
 
-nlohmann::json tools_list(const McpServer::Call& call) {
+// The configured tools the caller may invoke, then the session tools when this daemon runs
+// sessions (mcp_session_tools.hpp).
+nlohmann::json tools_list(const McpServer::Call& call, bool sessions) {
   const auto& config = *call.generation->config;
   const auto* actor = call.caller.actor ? &*call.caller.actor : nullptr;
   const auto* subject = call.caller.subject ? &*call.caller.subject : nullptr;
@@ -27,6 +31,8 @@ nlohmann::json tools_list(const McpServer::Call& call) {
   for (const auto& t : config.tools)
     if (!pipeline::may_invoke(config, actor, subject, t.name, call.caller.scope).refusal)
       tools.push_back(mcp_tool_entry(t));
+  if (sessions)
+    for (auto& entry : session_tool_entries(config, call.caller)) tools.push_back(std::move(entry));
   nlohmann::json result = {{"tools", std::move(tools)}};
   if (call.stateless) cache_privately(result);
   return result;
@@ -55,7 +61,7 @@ std::function<void(const pipeline::Progress&)> progress_to(McpNotify notify, nlo
 void McpServer::dispatch(Call& call) const {
   const std::string& method = call.message.method;
   if (method == "ping" || method == "logging/setLevel") return call.answer(nlohmann::json::object());
-  if (method == "tools/list") return call.answer(tools_list(call));
+  if (method == "tools/list") return call.answer(tools_list(call, s_.sessions != nullptr));
   if (method == "tools/call") return call_tool(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
   call.fail(200, rpc::method_not_found, "Method not found: " + method);
@@ -75,10 +81,20 @@ std::string invoke_body(const nlohmann::json& params) {
 
 }  // namespace
 
+// A session tool, on a task of the session service's (it blocks on the session's sandbox).
+void McpServer::call_session_tool(Call& call) const {
+  const auto& params = call.message.params;
+  SessionToolCall tool{s_, call.generation, call.caller, &sessions_, call.stateless ? "" : session_id(call),
+                       params["name"].get<std::string>(), params.value("arguments", nlohmann::json::object())};
+  s_.sessions->spawn([tool = std::move(tool), copy = Call(call)] { copy.answer(server::call_session_tool(tool)); });
+}
+
 void McpServer::call_tool(Call& call) const {
   const auto& params = call.message.params;
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
     return call.fail(200, rpc::invalid_params, "tools/call needs params.name, a string");
+  const std::string& name = params["name"].get_ref<const std::string&>();
+  if (s_.sessions && is_session_tool(name) && !call.generation->config->find_tool(name)) return call_session_tool(call);
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
                             invoke_body(params), call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken"))

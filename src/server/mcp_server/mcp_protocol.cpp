@@ -34,7 +34,11 @@ std::optional<std::string> decode_header_value(std::string_view value) {
   constexpr std::string_view prefix = "=?base64?", suffix = "?=";
   if (!(value.size() >= prefix.size() + suffix.size() && value.starts_with(prefix) && value.ends_with(suffix)))
     return std::string(value);
-  std::string text(value.substr(prefix.size(), value.size() - prefix.size() - suffix.size()));
+  return base64_decode(value.substr(prefix.size(), value.size() - prefix.size() - suffix.size()));
+}
+
+std::optional<std::string> base64_decode(std::string_view value) {
+  std::string text(value);
   // Standard base64 as base64url, unpadded.
   while (!text.empty() && text.back() == '=') text.pop_back();
   std::replace(text.begin(), text.end(), '+', '-');
@@ -42,6 +46,14 @@ std::optional<std::string> decode_header_value(std::string_view value) {
   auto decoded = identity::base64url_decode(text);
   if (!decoded) return std::nullopt;
   return *decoded;
+}
+
+std::string base64_encode(std::string_view bytes) {
+  std::string text = identity::base64url_encode(bytes);
+  std::replace(text.begin(), text.end(), '-', '+');
+  std::replace(text.begin(), text.end(), '_', '/');
+  text.append((4 - text.size() % 4) % 4, '=');
+  return text;
 }
 
 namespace {

@@ -19,13 +19,6 @@ std::string header(const std::map<std::string, std::string>& headers, const std:
   return it == headers.end() ? std::string() : it->second;
 }
 
-// Who a session belongs to: the agent and the user it acts for, as authenticated.
-std::string principal_key(const pipeline::Caller& c) {
-  std::string key = c.actor ? "agent:" + c.actor->principal : std::string("agent:");
-  if (c.subject) key += "\nuser:" + c.subject->issuer + "\n" + c.subject->sub;
-  return key;
-}
-
 McpReply refused(int status, const nlohmann::json& id, int code, const std::string& text) {
   return McpReply{status, mcp::make_error(id, code, text), {}};
 }
@@ -51,7 +44,17 @@ void McpServer::Call::fail(int http_status, int code, const std::string& text) c
 }
 
 McpServer::McpServer(ApiServices services)
-    : s_(std::move(services)), calls_(std::make_shared<McpCallsInFlight>()) {}
+    : s_(std::move(services)), calls_(std::make_shared<McpCallsInFlight>()) {
+  // The Airlock sessions an MCP session created end with it (closed, or evicted).
+  if (auto* sessions = s_.sessions)
+    sessions_.on_end([sessions](std::vector<std::shared_ptr<LiveSession>> ending) {
+      sessions->spawn([sessions, ending = std::move(ending)] {
+        for (const auto& s : ending) sessions->end(s, "mcp_session_ended", "its MCP session ended");
+      });
+    });
+}
+
+std::string McpServer::session_id(const Call& call) { return header(call.ctx.headers, "mcp-session-id"); }
 
 std::variant<nlohmann::json, McpReply> McpServer::parse(std::string_view body) const {
   const auto& server = s_.generation->load()->config->server;
@@ -85,7 +88,7 @@ void McpServer::handle(const McpContext& ctx, const nlohmann::json& body, McpNot
     return reply(McpReply{202, std::nullopt, {}});  // this server sends no requests: nothing awaits it
   Call call{ctx, std::move(*parsed), generation, std::get<pipeline::Caller>(who), {}, {}, false, {},
             std::move(notify), std::move(reply)};
-  call.principal = principal_key(call.caller);
+  call.principal = mcp_principal(call.caller);
   if (auto revision = protocol::envelope_revision(call.message)) {
     if (auto no = protocol::check_stateless(call.message, *revision, ctx.http ? &ctx.headers : nullptr))
       return call.reply(McpReply{no->http_status, no->answer, {}});
@@ -154,7 +157,7 @@ int McpServer::end_session(const McpContext& ctx, const std::string& id) {
   auto generation = s_.generation->load();
   auto who = generation->authenticator->authenticate(ctx.headers, ctx.client_certificate ? &*ctx.client_certificate : nullptr);
   if (std::holds_alternative<pipeline::InvocationError>(who)) return 401;
-  return sessions_.close(id, principal_key(std::get<pipeline::Caller>(who))) ? 204 : 404;
+  return sessions_.close(id, mcp_principal(std::get<pipeline::Caller>(who))) ? 204 : 404;
 }
 
 }  // namespace airlock::server

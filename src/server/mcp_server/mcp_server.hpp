@@ -72,12 +72,14 @@ class McpServer {
  private:
   void dispatch(Call& call) const;
   void call_tool(Call& call) const;
+  void call_session_tool(Call& call) const;
+  static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)
   void initialize(Call& call);
   bool resolve_session(Call& call);
   void notification(const Call& call) const;
 
   ApiServices s_;
-  McpSessions sessions_;
+  mutable McpSessions sessions_;  // its own lock; session tools keep their workspaces in it
   std::shared_ptr<McpCallsInFlight> calls_;  // shared with the workers that finish calls
 };
 

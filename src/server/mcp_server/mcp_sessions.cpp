@@ -17,22 +17,33 @@ std::string random_id() {
 
 }  // namespace
 
+std::string mcp_principal(const pipeline::Caller& c) {
+  std::string key = c.actor ? "agent:" + c.actor->principal : std::string("agent:");
+  if (c.subject) key += "\nuser:" + c.subject->issuer + "\n" + c.subject->sub;
+  return key;
+}
+
 std::string McpSessions::open(const std::string& principal, const std::string& revision) {
   std::string id = random_id();
-  std::lock_guard lock(mu_);
-  if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
-    evict_oldest([&](const std::string& p) { return p == principal; });
-  } else if (sessions_.size() >= capacity_) {
-    std::size_t most = 0;
-    for (const auto& [p, n] : held_) most = std::max(most, n);
-    evict_oldest([&](const std::string& p) { return held_.at(p) == most; });
+  std::vector<std::shared_ptr<LiveSession>> ending;
+  {
+    std::lock_guard lock(mu_);
+    if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
+      evict_oldest([&](const std::string& p) { return p == principal; }, ending);
+    } else if (sessions_.size() >= capacity_) {
+      std::size_t most = 0;
+      for (const auto& [p, n] : held_) most = std::max(most, n);
+      evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
+    }
+    sessions_[id] = Session{principal, revision, ++clock_, nullptr, {}};
+    ++held_[principal];
   }
-  sessions_[id] = Session{principal, revision, ++clock_};
-  ++held_[principal];
+  end_workspaces(std::move(ending));
   return id;
 }
 
-void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose) {
+void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose,
+                               std::vector<std::shared_ptr<LiveSession>>& ending) {
   auto oldest = sessions_.end();
   for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
     if (whose(it->second.principal) &&
@@ -40,8 +51,13 @@ void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& wh
       oldest = it;
   if (oldest == sessions_.end()) return;
   const std::string principal = oldest->second.principal;
+  ending = std::move(oldest->second.workspaces);
   sessions_.erase(oldest);
   if (--held_[principal] == 0) held_.erase(principal);
+}
+
+void McpSessions::end_workspaces(std::vector<std::shared_ptr<LiveSession>> ending) const {
+  if (!ending.empty() && end_) end_(std::move(ending));
 }
 
 std::optional<std::string> McpSessions::revision(const std::string& id, const std::string& principal) {
@@ -53,12 +69,38 @@ std::optional<std::string> McpSessions::revision(const std::string& id, const st
 }
 
 bool McpSessions::close(const std::string& id, const std::string& principal) {
+  std::vector<std::shared_ptr<LiveSession>> ending;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.principal != principal) return false;
+    ending = std::move(it->second.workspaces);
+    sessions_.erase(it);
+    if (--held_[principal] == 0) held_.erase(principal);
+  }
+  end_workspaces(std::move(ending));
+  return true;
+}
+
+std::shared_ptr<LiveSession> McpSessions::workspace(const std::string& id, const std::string& principal) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
-  if (it == sessions_.end() || it->second.principal != principal) return false;
-  sessions_.erase(it);
-  if (--held_[principal] == 0) held_.erase(principal);
-  return true;
+  if (it == sessions_.end() || it->second.principal != principal) return nullptr;
+  auto& ws = it->second.workspace;
+  if (ws && ws->state() == "ended") ws.reset();  // idle, its lifetime, a reload: the next use makes another
+  return ws;
+}
+
+std::shared_ptr<LiveSession> McpSessions::add_workspace(const std::string& id, const std::string& principal,
+                                                        std::shared_ptr<LiveSession> created) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.principal != principal) return nullptr;
+  Session& s = it->second;
+  std::erase_if(s.workspaces, [](const auto& w) { return w->state() == "ended"; });  // bounded by the sessions quota
+  s.workspaces.push_back(created);
+  if (!s.workspace || s.workspace->state() == "ended") s.workspace = std::move(created);
+  return s.workspace;
 }
 
 std::size_t McpSessions::size() const {

@@ -1,6 +1,7 @@
 // The MCP server's state between messages: the sessions that initialize opened (2025-06-18,
-// 2025-11-25), each bound to the principal that opened it and bounded in number, and the
-// tools/call requests in flight, which notifications/cancelled finds by their request id.
+// 2025-11-25), each bound to the principal that opened it and bounded in number, with the
+// Airlock sessions it created (its workspaces, which end with it), and the tools/call requests
+// in flight, which notifications/cancelled finds by their request id.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/invocation_control.hpp"
+#include "server/sessions/session_service.hpp"
 
 namespace airlock::server {
 
@@ -19,11 +22,18 @@ namespace airlock::server {
 inline constexpr std::size_t kMaxMcpSessionsPerPrincipal = 256;
 inline constexpr std::size_t kMaxMcpSessions = 4096;
 
+// Who an MCP session belongs to: the verified agent and the user it acts for.
+std::string mcp_principal(const pipeline::Caller& caller);
+
 class McpSessions {
  public:
+  // Told of the Airlock sessions an MCP session created when it ends (closed or evicted), to
+  // end them; called outside the table's lock.
+  using EndWorkspaces = std::function<void(std::vector<std::shared_ptr<LiveSession>>)>;
   explicit McpSessions(std::size_t capacity = kMaxMcpSessions,
                        std::size_t per_principal = kMaxMcpSessionsPerPrincipal)
       : capacity_(capacity), per_principal_(per_principal) {}
+  void on_end(EndWorkspaces end) { end_ = std::move(end); }  // before any session is opened
   // A new session of `principal` under `revision`: its id (128 random bits, hex). A principal
   // holding `per_principal` sessions loses its own idle longest; when the table is full, the
   // session idle longest of the principals holding most goes. One principal never evicts another's sessions but from a
@@ -36,19 +46,34 @@ class McpSessions {
   bool close(const std::string& id, const std::string& principal);
   std::size_t size() const;
 
+  // The default workspace of session `id` of `principal`: the first Airlock session it
+  // created that has not ended. Null: none (or no such session of theirs).
+  std::shared_ptr<LiveSession> workspace(const std::string& id, const std::string& principal);
+  // Keeps `created` as made by session `id` (it ends with it), its default workspace when it
+  // has none that runs. Returns the default workspace after; null when the MCP session is
+  // gone (then nothing keeps `created`: the caller ends it).
+  std::shared_ptr<LiveSession> add_workspace(const std::string& id, const std::string& principal,
+                                             std::shared_ptr<LiveSession> created);
+
  private:
   struct Session {
     std::string principal, revision;
     std::uint64_t last_used = 0;
+    std::shared_ptr<LiveSession> workspace;                // its default
+    std::vector<std::shared_ptr<LiveSession>> workspaces;  // every one it created, the default too
   };
-  // Under mu_: drops the session idle longest of those whose principal `whose` names.
-  void evict_oldest(const std::function<bool(const std::string&)>& whose);
+  // Under mu_: drops the session idle longest of those whose principal `whose` names; its
+  // workspaces are added to `ending`.
+  void evict_oldest(const std::function<bool(const std::string&)>& whose,
+                    std::vector<std::shared_ptr<LiveSession>>& ending);
+  void end_workspaces(std::vector<std::shared_ptr<LiveSession>> ending) const;
 
   mutable std::mutex mu_;
   std::size_t capacity_, per_principal_;
   std::map<std::string, std::size_t> held_;  // sessions by principal
   std::uint64_t clock_ = 0;  // a counter, not time: only the order of use matters
   std::map<std::string, Session> sessions_;
+  EndWorkspaces end_;
 };
 
 // tools/call requests running now, by (channel, request id): a channel is a session, or the

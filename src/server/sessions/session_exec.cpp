@@ -409,4 +409,34 @@ nlohmann::json ExecRun::pump(ExecSink& sink) {
   return exit;
 }
 
+namespace {
+
+// An exec's output kept until its exit, then answered whole.
+class WholeSink final : public ExecSink {
+ public:
+  void output(std::string_view stream, const std::string& text) override {
+    (stream == "stdout" ? stdout_ : stderr_) += text;
+  }
+  void finished(const nlohmann::json& exit) override {
+    answer_ = exit;
+    answer_["stdout"] = stdout_;
+    answer_["stderr"] = stderr_;
+  }
+  nlohmann::json answer() const { return answer_; }
+
+ private:
+  std::string stdout_, stderr_;
+  nlohmann::json answer_;
+};
+
+}  // namespace
+
+Result<nlohmann::json> run_exec_whole(ExecRun::Context context, ExecRequest request) {
+  auto run = ExecRun::start(std::move(context), std::move(request));
+  if (!run) return run.error();
+  WholeSink sink;
+  (*run)->pump(sink);
+  return sink.answer();
+}
+
 }  // namespace airlock::server

@@ -76,4 +76,9 @@ class ExecRun {
   std::unique_ptr<State> state_;
 };
 
+// An exec run to its end as one answer: its exit with "stdout" and "stderr" (each as DLP left
+// it) beside it. For a caller that takes no stream (Accept: application/json, the MCP server's
+// session_exec). Blocks. Refusals before anything ran are ExecRun::start's.
+Result<nlohmann::json> run_exec_whole(ExecRun::Context context, ExecRequest request);
+
 }  // namespace airlock::server

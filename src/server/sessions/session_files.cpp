@@ -142,15 +142,15 @@ std::string without_credentials(std::string text, const SessionCredentials::Reda
 }
 
 // PUT: the body into a new file beside the target, through DLP, then renamed over it.
-HttpResponse upload(const FilesRequest& q, const std::string& path, BodyReader& body) {
-  if (path.empty()) return session_error_response(Error::make("is_a_directory", "'.': the workspace is a directory"));
+Result<nlohmann::json> upload(const FilesRequest& q, const std::string& path, BodyReader& body) {
+  if (path.empty()) return Error::make("is_a_directory", "'.': the workspace is a directory");
   if (auto length = body.length(); length && *length > q.session.disk_bytes)
-    return session_error_response(Error::make("disk_limit", "'" + path + "': " + std::to_string(*length) +
-                                                                " bytes are more than the session's disk (" +
-                                                                std::to_string(q.session.disk_bytes) + " bytes)"));
+    return Error::make("disk_limit", "'" + path + "': " + std::to_string(*length) +
+                                          " bytes are more than the session's disk (" +
+                                          std::to_string(q.session.disk_bytes) + " bytes)");
   const std::string temporary = upload_name(path, q.sessions.new_id()());
   auto transfer = q.sandbox.write_file(temporary);
-  if (!transfer) return session_error_response(transfer.error());
+  if (!transfer) return transfer.error();
   ScannedStream scan(q.scanner);
   Sha256 digest;
   std::uint64_t written = 0;
@@ -179,9 +179,9 @@ HttpResponse upload(const FilesRequest& q, const std::string& path, BodyReader& 
   if (auto recorded = q.sessions.record_event(q.session, "file_written", [&](auto& r) { r.file = record; });
       !recorded && !failed)
     failed = recorded.error();
-  if (failed) return session_error_response(*failed);
-  return json_response(200, {{"path", path}, {"type", "file"}, {"size", written}, {"sha256", record.sha256},
-                             {"redactions", redactions_json(scan.redactions())}});
+  if (failed) return *failed;
+  return nlohmann::json{{"path", path}, {"type", "file"}, {"size", written}, {"sha256", record.sha256},
+                        {"redactions", redactions_json(scan.redactions())}};
 }
 
 // One listing record: "<type> <size> <mtime> <name>".
@@ -205,7 +205,7 @@ std::optional<nlohmann::json> listing_entry(std::string_view record) {
   return nlohmann::json{{"name", std::string(record)}, {"type", kind}, {"size", bytes}, {"modified", seconds}};
 }
 
-HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::FileTransfer& transfer) {
+Result<nlohmann::json> listing(const FilesRequest& q, const std::string& path, sandbox::FileTransfer& transfer) {
   std::string records;
   char buf[65536];
   bool truncated = false;
@@ -220,7 +220,7 @@ HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::Fi
     }
   }
   transfer.pipe.reset();
-  if (auto failed = copier_error(q.sandbox, transfer.id, path); failed && !truncated) return session_error_response(*failed);
+  if (auto failed = copier_error(q.sandbox, transfer.id, path); failed && !truncated) return *failed;
   auto entries = nlohmann::json::array();
   for (std::size_t start = 0; start < records.size();) {
     const auto nul = records.find('\0', start);
@@ -233,90 +233,155 @@ HttpResponse listing(const FilesRequest& q, const std::string& path, sandbox::Fi
   }
   nlohmann::json answer = {{"path", path}, {"type", "directory"}, {"entries", entries}};
   if (truncated) answer["truncated"] = true;
-  return json_response(200, answer);
+  return answer;
 }
 
-// A download as it streams: what DLP passes, answered whole when it is small, streamed
-// (chunked) once it is not. A block found after streaming began cuts the answer short.
+// Where a download's bytes go as DLP passes them: an HTTP answer, or a bounded string.
+class DownloadSink {
+ public:
+  virtual ~DownloadSink() = default;
+  // Takes the next bytes; an error stops the download (and is its outcome).
+  virtual std::optional<Error> send(std::string text) = 0;
+  // The end: nothing failed, or why it stopped.
+  virtual void finish(const std::optional<Error>& failed, std::size_t redactions) = 0;
+};
+
+// A download: the copier's bytes through DLP to `sink`, then its file_read record.
 class Download {
  public:
-  Download(const FilesRequest& q, std::string path, const std::function<void(HttpResponse)>& reply, ScannedStream scan)
-      : q_(q), path_(std::move(path)), reply_(reply), scan_(std::move(scan)) {}
+  Download(const FilesRequest& q, std::string path, ScannedStream scan)
+      : q_(q), path_(std::move(path)), scan_(std::move(scan)) {}
 
-  void run(sandbox::FileTransfer& transfer) {
+  void run(sandbox::FileTransfer& transfer, DownloadSink& sink) {
     char buf[65536];
-    bool client_gone = false;
-    for (bool end = false; !end && !scan_.blocked() && !client_gone;) {
+    std::optional<Error> stopped;
+    for (bool end = false; !end && !scan_.blocked() && !stopped;) {
       ssize_t n = ::read(transfer.pipe.get(), buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       end = n <= 0;
-      client_gone = !send(scan_.pass(std::string_view(buf, end ? 0 : static_cast<std::size_t>(n)), end));
+      std::string text = scan_.pass(std::string_view(buf, end ? 0 : static_cast<std::size_t>(n)), end);
+      if (text.empty()) continue;
+      digest_.update(text);
+      sent_ += text.size();
+      stopped = sink.send(std::move(text));
     }
-    if (scan_.blocked() || client_gone) (void)q_.sandbox.signal(transfer.id, SIGKILL);
+    if (scan_.blocked() || stopped) (void)q_.sandbox.signal(transfer.id, SIGKILL);
     transfer.pipe.reset();
     std::optional<Error> failed = copier_error(q_.sandbox, transfer.id, path_);
     if (scan_.blocked()) failed = Error::make("dlp_blocked", "'" + path_ + "' holds data the DLP policy blocks");
-    else if (client_gone) failed = Error::make("client_gone", "the client left during the download");
+    else if (stopped) failed = stopped;
     audit::SessionFileRecord record{path_, failed ? failed->code : "ok", sent_, digest_.hex(), scan_.redactions()};
     auto recorded = q_.sessions.record_event(q_.session, "file_read", [&](auto& r) { r.file = record; });
     if (!failed && !recorded) failed = recorded.error();
-    finish(failed);
+    sink.finish(failed, scan_.redactions().size());
   }
+  const std::vector<std::string>& redactions() const { return scan_.redactions(); }
 
  private:
-  // False when the client has gone.
-  bool send(std::string text) {
-    if (text.empty()) return true;
-    digest_.update(text);
-    sent_ += text.size();
+  const FilesRequest& q_;
+  std::string path_;
+  ScannedStream scan_;
+  Sha256 digest_;
+  std::uint64_t sent_ = 0;
+};
+
+// The HTTP answer of a download: whole when it is small, streamed (chunked) once it is not. A
+// block found after streaming began cuts the answer short.
+class HttpDownload final : public DownloadSink {
+ public:
+  explicit HttpDownload(const std::function<void(HttpResponse)>& reply) : reply_(reply) {}
+  std::optional<Error> send(std::string text) override {
     if (!body_) {
       whole_ += text;
-      if (whole_.size() <= kWholeAnswerBytes) return true;
+      if (whole_.size() <= kWholeAnswerBytes) return std::nullopt;
       body_ = std::make_shared<DeferredBody>();
       reply_(DeferredBody::response(body_, "application/octet-stream"));
       text = std::exchange(whole_, std::string());
     }
-    return body_->write(std::move(text)) && body_->wait_below(kQueuedDownloadBytes, kSlowClient);
+    if (body_->write(std::move(text)) && body_->wait_below(kQueuedDownloadBytes, kSlowClient)) return std::nullopt;
+    return Error::make("client_gone", "the client left during the download");
   }
-
-  void finish(const std::optional<Error>& failed) {
+  void finish(const std::optional<Error>& failed, std::size_t redactions) override {
     if (body_) return failed ? body_->abort() : body_->finish();
     if (failed) return reply_(session_error_response(*failed));
     HttpResponse resp;
     resp.content_type = "application/octet-stream";
     resp.body = std::move(whole_);
-    resp.headers.emplace_back("Airlock-Redactions", std::to_string(scan_.redactions().size()));
+    resp.headers.emplace_back("Airlock-Redactions", std::to_string(redactions));
     reply_(std::move(resp));
   }
 
-  const FilesRequest& q_;
-  std::string path_;
+ private:
   const std::function<void(HttpResponse)>& reply_;
-  ScannedStream scan_;
-  Sha256 digest_;
-  std::uint64_t sent_ = 0;
   std::string whole_;                  // until it outgrows kWholeAnswerBytes
   std::shared_ptr<DeferredBody> body_;  // then: streamed
 };
 
-void download(const FilesRequest& q, const std::string& path, const std::function<void(HttpResponse)>& reply) {
+// A download kept whole up to `max` bytes; past them it stops (file_too_large).
+class BoundedDownload final : public DownloadSink {
+ public:
+  BoundedDownload(std::string path, std::size_t max) : path_(std::move(path)), max_(max) {}
+  std::optional<Error> send(std::string text) override {
+    if (bytes_.size() + text.size() > max_)
+      return Error::make("file_too_large", "'" + path_ + "' is larger than " + std::to_string(max_) +
+                                               " bytes, the most read whole here: read a part of it with an exec "
+                                               "(head -c, tail -c, sed -n)");
+    bytes_ += text;
+    return std::nullopt;
+  }
+  void finish(const std::optional<Error>& failed, std::size_t) override { failed_ = failed; }
+  std::string& bytes() { return bytes_; }
+  const std::optional<Error>& failed() const { return failed_; }
+
+ private:
+  std::string path_;
+  std::size_t max_;
+  std::string bytes_;
+  std::optional<Error> failed_;
+};
+
+// GET's start: a directory's listing, or nullopt once the file has gone through `sink`.
+Result<std::optional<nlohmann::json>> download(const FilesRequest& q, const std::string& path, DownloadSink& sink,
+                                               std::vector<std::string>* redactions = nullptr) {
   ScannedStream scan(q.scanner);
   if (!scan.credentials(q.credentials))  // no download without its redaction
-    return reply(session_error_response(Error::make(
-        "credential_unavailable", "'" + path + "': the session's credentials could not be kept out of the download")));
+    return Error::make("credential_unavailable",
+                       "'" + path + "': the session's credentials could not be kept out of the download");
   auto transfer = q.sandbox.read_file(path);
-  if (!transfer) return reply(session_error_response(transfer.error()));
-  if (transfer->directory) return reply(listing(q, path, *transfer));
-  Download(q, path, reply, std::move(scan)).run(*transfer);
+  if (!transfer) return transfer.error();
+  if (transfer->directory) {
+    auto listed = listing(q, path, *transfer);
+    if (!listed) return listed.error();
+    return std::optional<nlohmann::json>(std::move(*listed));
+  }
+  Download run(q, path, std::move(scan));
+  run.run(*transfer, sink);
+  if (redactions) *redactions = run.redactions();
+  return std::optional<nlohmann::json>();
 }
 
-HttpResponse remove(const FilesRequest& q, const std::string& path) {
+FilesRequest files_request(SessionService& sessions, LiveSession& session, const Generation& generation) {
+  return FilesRequest{sessions, session, *session.sandbox, scanner_of(generation),
+                      session.credentials ? session.credentials->redaction() : SessionCredentials::Redaction{}};
+}
+
+HttpResponse answer_of(const Result<nlohmann::json>& done) {
+  return done ? json_response(200, *done) : session_error_response(done.error());
+}
+
+Result<nlohmann::json> remove(const FilesRequest& q, const std::string& path) {
   auto removed = q.sandbox.remove_file(path);
   audit::SessionFileRecord record{path, removed ? "ok" : removed.error().code, 0, "", {}};
   auto recorded = q.sessions.record_event(q.session, "file_removed", [&](auto& r) { r.file = record; });
-  if (!removed) return session_error_response(removed.error());
-  if (!recorded) return session_error_response(recorded.error());
-  return json_response(200, {{"path", path}, {"deleted", true}});
+  if (!removed) return removed.error();
+  if (!recorded) return recorded.error();
+  return nlohmann::json{{"path", path}, {"deleted", true}};
+}
+
+Result<nlohmann::json> make_directory(const FilesRequest& q, const std::string& path) {
+  auto made = q.sandbox.make_directory(path);
+  if (!made) return made.error();
+  return nlohmann::json{{"path", path}, {"type", "directory"}, {"size", 0}, {"redactions", nlohmann::json::array()}};
 }
 
 }  // namespace
@@ -347,9 +412,13 @@ Result<FileTarget> file_target(std::string_view target) {
   if (pos < target.size()) ++pos;  // the '/' after files
   auto decoded = percent_decode(target.substr(pos));
   if (!decoded) return Error::make("invalid_path", "the path has a '%' that is not followed by two hex digits");
-  auto path = sandbox::workspace_path(*decoded);
-  if (!path) return path.error();
-  return FileTarget{*path, !decoded->empty() && decoded->back() == '/'};
+  return workspace_target(*decoded);
+}
+
+Result<FileTarget> workspace_target(const std::string& path) {
+  auto normalized = sandbox::workspace_path(path);
+  if (!normalized) return normalized.error();
+  return FileTarget{*normalized, !path.empty() && path.back() == '/'};
 }
 
 void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
@@ -359,17 +428,46 @@ void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
   if (!target) return reply(session_error_response(target.error()));
   Busy busy(*session);
   if (busy.refused()) return reply(session_error_response(*busy.refused()));
-  const FilesRequest q{sessions, *session, *session->sandbox, scanner_of(*generation),
-                       session->credentials ? session->credentials->redaction() : SessionCredentials::Redaction{}};
-  if (r.method == "GET" || r.method == "HEAD") return download(q, target->path, reply);
-  if (r.method == "DELETE") return reply(remove(q, target->path));
+  const FilesRequest q = files_request(sessions, *session, *generation);
+  if (r.method == "GET" || r.method == "HEAD") {
+    HttpDownload sink(reply);
+    auto started = download(q, target->path, sink);
+    if (!started) return reply(session_error_response(started.error()));
+    if (*started) reply(json_response(200, **started));  // a directory
+    return;
+  }
+  if (r.method == "DELETE") return reply(answer_of(remove(q, target->path)));
   if (r.method != "PUT") return reply(error_response(405, "method_not_allowed", "use GET, PUT or DELETE"));
   auto body = r.body_reader ? r.body_reader : string_body_reader(r.body);
-  if (!target->directory) return reply(upload(q, target->path, *body));
-  auto made = q.sandbox.make_directory(target->path);
-  if (!made) return reply(session_error_response(made.error()));
-  reply(json_response(200, {{"path", target->path}, {"type", "directory"}, {"size", 0},
-                            {"redactions", nlohmann::json::array()}}));
+  if (!target->directory) return reply(answer_of(upload(q, target->path, *body)));
+  reply(answer_of(make_directory(q, target->path)));
+}
+
+Result<nlohmann::json> write_session_file(SessionService& sessions, LiveSession& session, const Generation& generation,
+                                          const FileTarget& target, std::string content) {
+  Busy busy(session);
+  if (busy.refused()) return *busy.refused();
+  const FilesRequest q = files_request(sessions, session, generation);
+  if (target.directory) return make_directory(q, target.path);
+  return upload(q, target.path, *string_body_reader(std::move(content)));
+}
+
+Result<FileRead> read_session_file(SessionService& sessions, LiveSession& session, const Generation& generation,
+                                   const std::string& path, std::size_t max_bytes) {
+  Busy busy(session);
+  if (busy.refused()) return *busy.refused();
+  const FilesRequest q = files_request(sessions, session, generation);
+  BoundedDownload sink(path, max_bytes);
+  FileRead read;
+  auto started = download(q, path, sink, &read.redactions);
+  if (!started) return started.error();
+  if (*started) {
+    read.listing = std::move(**started);
+    return read;
+  }
+  if (sink.failed()) return *sink.failed();
+  read.bytes = std::move(sink.bytes());
+  return read;
 }
 
 }  // namespace airlock::server

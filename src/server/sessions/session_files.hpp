@@ -8,8 +8,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
 #include "server/core/generation.hpp"
@@ -30,11 +34,29 @@ struct FileTarget {
   bool directory = false;
 };
 Result<FileTarget> file_target(std::string_view target);
+// A workspace path as a caller gave it (not percent-encoded), normalized the same way.
+Result<FileTarget> workspace_target(const std::string& path);
 
 // Serves one files request on `session` (already found for its owner). Blocks: run it on a
 // task of its own.
 void serve_files(SessionService& sessions, std::shared_ptr<LiveSession> session,
                  std::shared_ptr<const Generation> generation, const HttpRequest& r,
                  const std::function<void(HttpResponse)>& reply);
+
+// The same without HTTP (the MCP server's session tools), each for the session's owner: the
+// same DLP, disk limit, commit by rename and record as PUT and GET. Block.
+// Writes `content` at `target` (a directory when it ends in '/'): {path, type, size, sha256?,
+// redactions}.
+Result<nlohmann::json> write_session_file(SessionService& sessions, LiveSession& session, const Generation& generation,
+                                          const FileTarget& target, std::string content);
+// Reads a file whole, as DLP passes it (file_too_large past `max_bytes`: nothing is answered),
+// or lists a directory ({path, type: directory, entries}).
+struct FileRead {
+  std::optional<nlohmann::json> listing;  // a directory
+  std::string bytes;                      // a file
+  std::vector<std::string> redactions;    // the detectors that took something out of it
+};
+Result<FileRead> read_session_file(SessionService& sessions, LiveSession& session, const Generation& generation,
+                                   const std::string& path, std::size_t max_bytes);
 
 }  // namespace airlock::server

@@ -57,9 +57,7 @@ HttpResponse session_not_found(const std::string& id) {
   return error_response(404, "not_found", "no session " + id + " of yours");
 }
 
-namespace {
-
-Result<SessionService::CreateRequest> create_request(const std::string& body) {
+Result<SessionService::CreateRequest> parse_create_request(const std::string& body) {
   auto parsed = parse_json_bounded(body, 8);
   if (!parsed || !parsed->is_object())
     return Error::make("invalid_input", "the body must be a JSON object: {\"template\": \"...\"}");
@@ -85,6 +83,8 @@ Result<SessionService::CreateRequest> create_request(const std::string& body) {
   if (r.template_name.empty() && r.snapshot_id.empty()) return Error::make("invalid_input", "template: missing");
   return r;
 }
+
+namespace {
 
 // A creation from a snapshot: the caller's own snapshot (a manager's reach does not extend to
 // forking another's), of the template asked for, unpacked into the new session before it is
@@ -129,25 +129,6 @@ class SseSink final : public ExecSink {
   std::shared_ptr<DeferredBody> body_ = std::make_shared<DeferredBody>();
 };
 
-class JsonSink final : public ExecSink {
- public:
-  void output(std::string_view stream, const std::string& text) override {
-    (stream == "stdout" ? stdout_ : stderr_) += text;
-  }
-  void finished(const nlohmann::json& exit) override {
-    answer_ = exit;
-    answer_["stdout"] = stdout_;
-    answer_["stderr"] = stderr_;
-  }
-  HttpResponse response() const {
-    return json_response(200, answer_);
-  }
-
- private:
-  std::string stdout_, stderr_;
-  nlohmann::json answer_;
-};
-
 bool wants_json(const HttpRequest& r) {
   auto accept = r.headers.find("accept");
   return accept != r.headers.end() && accept->second.find("application/json") != std::string::npos &&
@@ -162,13 +143,12 @@ void exec(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSe
                        sessions.new_id()()};
   const bool json = wants_json(r);
   sessions.spawn([ctx = std::move(ctx), request = std::move(*request), json, reply = std::move(reply)]() mutable {
+    if (json) {
+      auto answer = run_exec_whole(std::move(ctx), std::move(request));
+      return reply(answer ? json_response(200, *answer) : session_error_response(answer.error()));
+    }
     auto run = ExecRun::start(std::move(ctx), std::move(request));
     if (!run) return reply(session_error_response(run.error()));
-    if (json) {
-      JsonSink sink;
-      (*run)->pump(sink);
-      return reply(sink.response());
-    }
     SseSink sink;
     reply(sink.response());
     (*run)->pump(sink);
@@ -193,6 +173,22 @@ void code(const ApiServices& s, SessionService& sessions, std::shared_ptr<LiveSe
 
 }  // namespace
 
+Status may_use_sessions(const pipeline::Caller& caller) {
+  if (!caller.scope.empty())  // a token narrowed to some tools is not a session's key
+    return Error::make("forbidden", "a token scoped to tools cannot use sessions");
+  return {};
+}
+
+Result<std::shared_ptr<LiveSession>> create_session(const ApiServices& s, SessionService& sessions,
+                                                    const Generation& generation, const pipeline::Caller& caller,
+                                                    SessionService::CreateRequest request) {
+  if (s.draining && s.draining->load()) return Error::make("draining", "the daemon is draining");
+  if (!request.snapshot_id.empty())
+    if (auto found = from_snapshot(sessions, caller, request.snapshot_id, request); !found) return found.error();
+  if (generation.pipeline) request.broker = generation.pipeline->credential_broker();
+  return sessions.create(*generation.config, caller, request);
+}
+
 bool is_sessions_path(const std::vector<std::string>& parts) {
   return (parts.size() >= 2 && parts[0] == "v1" && parts[1] == "sessions") || is_snapshots_path(parts);
 }
@@ -203,8 +199,7 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
   auto who = authenticate_request(*generation->authenticator, r);
   if (auto* refused = std::get_if<HttpResponse>(&who)) return reply(std::move(*refused));
   const auto& caller = std::get<pipeline::Caller>(who);
-  if (!caller.scope.empty())  // a token narrowed to some tools is not a session's key
-    return reply(error_response(403, "forbidden", "a token scoped to tools cannot use sessions"));
+  if (auto may = may_use_sessions(caller); !may) return reply(session_error_response(may.error()));
   const policy::Config& config = *generation->config;
   const bool manages = access::decide(config, caller.actor ? &*caller.actor : nullptr,
                                       caller.subject ? &*caller.subject : nullptr, policy::Action::manage_sessions, "")
@@ -217,15 +212,10 @@ void handle_sessions(const ApiServices& s, SessionService& sessions, const HttpR
 
   if (parts.size() == 2) {
     if (r.method == "POST") {
-      if (s.draining && s.draining->load()) return reply(error_response(503, "draining", "the daemon is draining"));
-      auto request = create_request(r.body);
+      auto request = parse_create_request(r.body);
       if (!request) return reply(session_error_response(request.error()));
-      if (!request->snapshot_id.empty())
-        if (auto found = from_snapshot(sessions, caller, request->snapshot_id, *request); !found)
-          return reply(session_error_response(found.error()));
-      if (generation->pipeline) request->broker = generation->pipeline->credential_broker();
-      return sessions.spawn([&sessions, generation, caller, request = std::move(*request), reply = std::move(reply)] {
-        auto created = sessions.create(*generation->config, caller, request);
+      return sessions.spawn([s, &sessions, generation, caller, request = std::move(*request), reply = std::move(reply)]() mutable {
+        auto created = create_session(s, sessions, *generation, caller, std::move(request));
         if (!created) return reply(session_error_response(created.error()));
         reply(json_response(201, (*created)->to_json()));
       });

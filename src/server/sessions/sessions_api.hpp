@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/core/api_services.hpp"
+#include "common/result.hpp"
 #include "server/http/http_message.hpp"
 #include "server/sessions/session_service.hpp"
 
@@ -20,6 +21,20 @@ HttpResponse session_error_response(const Error& e);
 HttpResponse session_not_found(const std::string& id);
 
 bool is_sessions_path(const std::vector<std::string>& parts);  // /v1/sessions[/...]
+
+// What every way into sessions shares (this API, the MCP server's session tools,
+// mcp_server/mcp_session_tools.cpp), so that each decides the same:
+// Whether `caller` may use sessions at all: forbidden for a token scoped to some tools.
+Status may_use_sessions(const pipeline::Caller& caller);
+// POST /v1/sessions's body: {template, idleTimeout?, labels?, fromSnapshot?}; invalid_input
+// naming the field.
+Result<SessionService::CreateRequest> parse_create_request(const std::string& body);
+// A new session for `caller`: draining refused, a snapshot (the caller's own) resolved, the
+// generation's credential broker given, then SessionService::create (access, quota, sandbox,
+// record). Blocks: run it on a task of its own.
+Result<std::shared_ptr<LiveSession>> create_session(const ApiServices& s, SessionService& sessions,
+                                                    const Generation& generation, const pipeline::Caller& caller,
+                                                    SessionService::CreateRequest request);
 
 void handle_sessions(const ApiServices& services, SessionService& sessions, const HttpRequest& r,
                      const std::vector<std::string>& parts, std::function<void(HttpResponse)> reply);

@@ -2,6 +2,8 @@
 # The daemon the client scripts talk to (a ctest fixture):
 #   daemon.sh start WORKDIR AIRLOCK TOOLS_DIR KEY  writes WORKDIR/{airlock.yaml,airlock-stdio.yaml},
 #                                                  starts `airlock serve`, writes WORKDIR/url
+#                                                  (principals: agent KEY, other-agent KEY-other,
+#                                                  no-sessions KEY-none; a session template)
 #   daemon.sh stop WORKDIR                         stops it and removes WORKDIR
 #   daemon.sh run WORKDIR SCRIPT ARGS...           node SCRIPT "$(cat WORKDIR/url)" ARGS...
 set -eu
@@ -18,6 +20,14 @@ principals:
   - name: agent
     apiKeySha256: $key_sha256
     tools: ["*"]
+    sessionTemplates: ["*"]
+  - name: other-agent
+    apiKeySha256: $other_sha256
+    tools: ["*"]
+    sessionTemplates: ["*"]
+  - name: no-sessions
+    apiKeySha256: $none_sha256
+    tools: ["*"]
 tiers:
   low: {timeout: 10s, memory: 128Mi, pids: 16, output: 64Ki}
 tools:
@@ -27,6 +37,10 @@ tools:
     inputSchema: {type: object, properties: {n: {type: integer}}}
   - name: crash
     runtime: {type: python, file: tools/crash.py}
+sessionTemplates:
+  - name: workspace
+    description: A Python workspace
+    limits: {idleTimeout: 10m, maxLifetime: 1h}
 YAML
 }
 
@@ -36,6 +50,9 @@ start)
   rm -rf "$work" && mkdir -p "$work" && chmod 0755 "$work"
   cp -r "$tools" "$work/tools" && chmod 0755 "$work/tools" && chmod 0644 "$work"/tools/*
   key_sha256=$(printf %s "$key" | sha256sum | cut -d' ' -f1)
+  # Two more principals (sdk_sessions.mjs): another agent, and one that may create no session.
+  other_sha256=$(printf %s "$key-other" | sha256sum | cut -d' ' -f1)
+  none_sha256=$(printf %s "$key-none" | sha256sum | cut -d' ' -f1)
   config data > "$work/airlock.yaml"
   config data-stdio > "$work/airlock-stdio.yaml"
   # Its own stdout and stdin: ctest waits for whatever holds the test's output open.

@@ -15,7 +15,7 @@ from .errors import (AirlockError, ApprovalDeniedError, ApprovalExpiredError, Au
                      RequestRejectedError, ServerError, SubjectRequiredError, TierUnavailableError,
                      TokenExchangeError, ToolDisabledError, ToolError, TransportError,
                      StorageUnavailableError, UnavailableError, UnknownToolError, UsageError, WaitTimeoutError)
-from .llm import ToolBox, ToolResult
+from .llm import CodeInterpreter, ToolBox, ToolResult
 from .models import (Approval, AuditRef, CellResult, ErrorInfo, ExchangedToken, ExecResult, FileEntry, FileInfo, Invocation,
                      PendingApproval, Session, Snapshot, Tool)
 from .terminal import Terminal
@@ -23,7 +23,7 @@ from .terminal import Terminal
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult",
+    "Client", "AsyncClient", "RetryPolicy", "ToolBox", "ToolResult", "CodeInterpreter",
     "Invocation", "ErrorInfo", "AuditRef", "PendingApproval", "Tool", "Approval", "ExchangedToken", "Session", "ExecResult", "CellResult",
     "FileInfo", "FileEntry", "Snapshot", "Terminal",
     "verify_proof", "verify_checkpoint", "proof_holds", "VerifiedRecord",

@@ -17,7 +17,7 @@ from .models import (Approval, CellResult, ExchangedToken, ExecResult, FileEntry
 from .terminal import Terminal, open_terminal
 
 if TYPE_CHECKING:
-    from .llm import ToolBox
+    from .llm import CodeInterpreter, ToolBox
 
 SUBJECT_HEADER = "Airlock-Subject-Token"
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
@@ -526,12 +526,23 @@ class Client:
         return dict(self._call("GET", "/healthz"))
 
     # --- LLM tool use (llm.py) ---
-    def toolbox(self, *, wait_for_approval: Optional[float] = None) -> "ToolBox":
+    def toolbox(self, *, wait_for_approval: Optional[float] = None,
+                code_interpreter: Optional["CodeInterpreter"] = None) -> "ToolBox":
         """The caller's tools with their schemas, as OpenAI and Anthropic tool definitions,
         and the dispatcher of those APIs' tool calls back through Airlock (a critical call
-        is long-polled up to `wait_for_approval` seconds; reported pending without it)."""
+        is long-polled up to `wait_for_approval` seconds; reported pending without it).
+        `code_interpreter` (`Client.code_interpreter(...)`) is offered beside them."""
         from .llm import ToolBox
-        return ToolBox.load(self, wait_for_approval=wait_for_approval)
+        return ToolBox.load(self, wait_for_approval=wait_for_approval, code_interpreter=code_interpreter)
+
+    def code_interpreter(self, template: str, *, name: str = "code_interpreter",
+                         timeout: Optional[str] = None, idle_timeout: Optional[str] = None,
+                         labels: Optional[Mapping[str, str]] = None) -> "CodeInterpreter":
+        """A code-interpreter tool for a model, backed by a session of `template` (created
+        on its first call, ended by its `close()`): llm.CodeInterpreter."""
+        from .llm import CodeInterpreter
+        return CodeInterpreter(self, template, name=name, timeout=timeout, idle_timeout=idle_timeout,
+                               labels=labels)
 
     def tools_for_openai(self) -> List[Dict[str, Any]]:
         return self.toolbox().openai_tools()
