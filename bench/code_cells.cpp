@@ -9,7 +9,8 @@
 //                                     interpreter starts on that cell, Arg 1: the template's warm
 //                                     pool started it ahead (interpreter.start: ahead)
 //   daemon: python-code tool          POST /v1/tools/{tool}/invoke, arguments {"code": ...}:
-//                                     a stateless call, cold (a sandbox and python3 per call)
+//                                     a stateless call; Arg 0 cold (a sandbox and python3 per
+//                                     call), Arg 1 warm (a child of the tool's warm template)
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -39,6 +40,9 @@ struct BenchDaemon {
   Workspace ws{"server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 8, queueLength: 64, maxBodyBytes: 4Mi}",
                R"(  - name: code-cold
     runtime: {type: python-code}
+  - name: code-warm
+    runtime: {type: python-code}
+    warm:
 sessionTemplates:
   - name: cells
     limits: {memory: 512Mi, pids: 64, idleTimeout: 1h, output: 4Mi}
@@ -128,12 +132,19 @@ void BM_DaemonCreateToFirstCell(benchmark::State& state) {
 
 void BM_DaemonPythonCodeTool(benchmark::State& state) {
   KeepAliveConnection c(bench_daemon().daemon.port);
-  const std::string tool = "code-cold";
+  const std::string tool = state.range(0) ? "code-warm" : "code-cold";
   const std::string body = json{{"arguments", {{"code", "x = 1 + 1\nprint(x)"}}}}.dump();
+  int warm = 0;
+  for (int i = 0; i < 50 && state.range(0); ++i) {  // until its template is up
+    if (c.call(bhttp::verb::post, "/v1/tools/" + tool + "/invoke", body, 200).value("start", "") == "warm") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   measure(state, [&] {
     auto answer = c.call(bhttp::verb::post, "/v1/tools/" + tool + "/invoke", body, 200);
     if (answer["verdict"] != "ok") std::abort();
+    warm += answer.value("start", "") == "warm";
   });
+  state.counters["warm_starts"] = warm;
 }
 
 }  // namespace
@@ -141,6 +152,6 @@ void BM_DaemonPythonCodeTool(benchmark::State& state) {
 BENCHMARK(BM_JupyterKernelCell)->Iterations(1)->UseManualTime();
 BENCHMARK(BM_DaemonCell)->Iterations(kRuns)->UseManualTime();
 BENCHMARK(BM_DaemonCreateToFirstCell)->Arg(0)->Arg(1)->Iterations(kCreations)->UseManualTime();
-BENCHMARK(BM_DaemonPythonCodeTool)->Iterations(kRuns)->UseManualTime();
+BENCHMARK(BM_DaemonPythonCodeTool)->Arg(0)->Arg(1)->Iterations(kRuns)->UseManualTime();
 
 BENCHMARK_MAIN();
