@@ -244,8 +244,10 @@ class McpSessionToolsTest : public ::testing::Test {
   std::vector<std::string> listed(const std::string& key) {
     auto r = mcp_post(d.port, rpc(1, "tools/list", {{"_meta", stateless_meta()}}), key,
                       {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/list"}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    const auto listing = r.json();  // kept: a range-for over r.json()[...] would read a destroyed temporary
     std::vector<std::string> names;
-    for (const auto& t : r.json()["result"]["tools"]) names.push_back(t["name"]);
+    for (const auto& t : listing["result"]["tools"]) names.push_back(t["name"]);
     return names;
   }
   WorkspaceWithATemplate ws;

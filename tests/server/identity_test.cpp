@@ -365,7 +365,8 @@ TEST_F(Identity, AnAirlockTokenIsBoundToItsAgentAndItsUser) {
   EXPECT_EQ(http_with(daemon_->port, "GET", "/v1/invocations/" + alice_id, "", kKey, as_alice).status, 200);
   auto listed = http_with(daemon_->port, "GET", "/v1/invocations", "", kKey, as_alice);
   ASSERT_EQ(listed.status, 200) << listed.body;
-  for (const auto& row : listed.json()["invocations"]) EXPECT_EQ(row["subject"]["sub"], "alice") << listed.body;
+  const auto rows = listed.json();  // a range-for over listed.json()[...] would read a destroyed temporary
+  for (const auto& row : rows["invocations"]) EXPECT_EQ(row["subject"]["sub"], "alice") << listed.body;
   // The agent alone still reads both.
   EXPECT_EQ(http(daemon_->port, "GET", "/v1/invocations/" + carol_id).status, 200);
 }
