@@ -244,8 +244,9 @@ class McpSessionToolsTest : public ::testing::Test {
   std::vector<std::string> listed(const std::string& key) {
     auto r = mcp_post(d.port, rpc(1, "tools/list", {{"_meta", stateless_meta()}}), key,
                       {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/list"}});
+    const auto answer = r.json();  // kept: the loop reads into it
     std::vector<std::string> names;
-    for (const auto& t : r.json()["result"]["tools"]) names.push_back(t["name"]);
+    for (const auto& t : answer["result"]["tools"]) names.push_back(t["name"]);
     return names;
   }
   WorkspaceWithATemplate ws;
@@ -254,7 +255,7 @@ class McpSessionToolsTest : public ::testing::Test {
 
 TEST_F(McpSessionToolsTest, StatelessCallsNameTheirSessionAndOnlyItsOwnerReachesIt) {
   const auto mine = listed(kKey);
-  EXPECT_NE(std::find(mine.begin(), mine.end(), "session_code"), mine.end());
+  EXPECT_NE(std::find(mine.begin(), mine.end(), "session_code"), mine.end()) << nlohmann::json(mine).dump();
   const auto theirs = listed(kOtherKey);  // `other` may create no session
   EXPECT_EQ(std::count_if(theirs.begin(), theirs.end(), [](const auto& n) { return n.rfind("session_", 0) == 0; }), 0);
 
