@@ -115,6 +115,18 @@ class Sessions : public ::testing::Test {
     ws_.write_config(yaml + kTemplates + extra_);
   }
   void start() { daemon_.emplace(ws_); }
+  // A session of `template_name` from its warm pool, which fills in the background after the
+  // start: creations that came cold are ended and retried.
+  Reply create_warm(const std::string& template_name) {
+    for (int i = 0; i < 100; ++i) {
+      auto made = create(template_name);
+      if (made.status != 201 || made.json()["start"] == "warm") return made;
+      EXPECT_EQ(made.json()["start"], "cold") << made.body;
+      (void)http(port(), "DELETE", "/v1/sessions/" + std::string(made.json()["id"]));
+      std::this_thread::sleep_for(100ms);
+    }
+    return Reply{};
+  }
   Reply put_file(const std::string& id, const std::string& path, const std::string& content) {
     return http_with(port(), "PUT", "/v1/sessions/" + id + "/files/" + path, content, kKey,
                      {{"content-type", "application/octet-stream"}});
@@ -494,24 +506,14 @@ TEST_F(Sessions, AWarmPoolHandsOutFreshSandboxesOfTheCurrentTemplate) {
   extra_ = "  - name: pooled\n    warmPool: 2\n    env: {FLAVOUR: first}\n";
   write();
   start();
-  auto create_warm = [&] {
-    for (int i = 0; i < 100; ++i) {  // the pool fills in the background after the start
-      auto made = create("pooled");
-      if (made.status != 201 || made.json()["start"] == "warm") return made;
-      EXPECT_EQ(made.json()["start"], "cold") << made.body;
-      (void)http(port(), "DELETE", "/v1/sessions/" + std::string(made.json()["id"]));
-      std::this_thread::sleep_for(100ms);
-    }
-    return Reply{};
-  };
-  auto a = create_warm();
+  auto a = create_warm("pooled");
   ASSERT_EQ(a.status, 201) << a.body;
   const std::string a_id = a.json()["id"];
   auto dirtied = exec(a_id, {{"command", "echo a > /work/mark; echo a > /tmp/mark; sleep 300 > /dev/null 2>&1 &"}});
   ASSERT_EQ(dirtied.json()["verdict"], "ok") << dirtied.body;
   ASSERT_EQ(http(port(), "DELETE", "/v1/sessions/" + a_id).status, 200);
 
-  auto b = create_warm();
+  auto b = create_warm("pooled");
   ASSERT_EQ(b.status, 201) << b.body;
   const std::string b_id = b.json()["id"];
   EXPECT_NE(b_id, a_id);
@@ -528,7 +530,7 @@ TEST_F(Sessions, AWarmPoolHandsOutFreshSandboxesOfTheCurrentTemplate) {
     auto flavour = exec(c.json()["id"], {{"command", "echo \"$FLAVOUR\""}});
     EXPECT_EQ(flavour.json()["stdout"], "second\n") << c.body;
   }
-  EXPECT_EQ(create_warm().json()["start"], "warm");  // the new pool fills too
+  EXPECT_EQ(create_warm("pooled").json()["start"], "warm");  // the new pool fills too
 
   daemon_.reset();  // its sessions and its ready sandboxes end with it
   EXPECT_EQ(own_session_inits(), 0);
@@ -635,18 +637,9 @@ TEST_F(Sessions, AnInterpreterStartedAheadIsTheSessionsOwn) {
            "    env: {PYTHONPATH: /mods}\n    interpreter: {start: ahead, preload: [marker, json, matplotlib.pyplot]}\n";
   write();
   start();
-  auto create_warm = [&] {
-    for (int i = 0; i < 100; ++i) {  // the pool fills in the background after the start
-      auto made = create("notebook");
-      if (made.status != 201 || made.json()["start"] == "warm") return made;
-      (void)http(port(), "DELETE", "/v1/sessions/" + std::string(made.json()["id"]));
-      std::this_thread::sleep_for(100ms);
-    }
-    return Reply{};
-  };
   std::string previous;
   for (int round = 0; round < 2; ++round) {
-    auto made = create_warm();
+    auto made = create_warm("notebook");
     ASSERT_EQ(made.status, 201) << made.body;
     const std::string id = made.json()["id"];
     EXPECT_NE(id, previous);

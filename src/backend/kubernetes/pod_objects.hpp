@@ -80,5 +80,4 @@ nlohmann::json network_policy_json(const PodPlan& plan, const std::string& pod_u
 // header injection are refused either way (they need a listener or a CA in the pod).
 Result<std::vector<EgressCidr>> egress_cidrs(const egress::EgressRules& rules, bool via_gateway);
 
-
 }  // namespace airlock::backend::kubernetes

@@ -48,14 +48,6 @@ std::optional<std::string> base64_decode(std::string_view value) {
   return *decoded;
 }
 
-std::string base64_encode(std::string_view bytes) {
-  std::string text = identity::base64url_encode(bytes);
-  std::replace(text.begin(), text.end(), '-', '+');
-  std::replace(text.begin(), text.end(), '_', '/');
-  text.append((4 - text.size() % 4) % 4, '=');
-  return text;
-}
-
 namespace {
 
 Refusal refuse(const mcp::Message& m, int code, const std::string& message, std::optional<nlohmann::json> data = {}) {

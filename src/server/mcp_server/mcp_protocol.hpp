@@ -59,9 +59,8 @@ std::optional<Refusal> check_stateless(const mcp::Message& message, const std::s
 // not printable ASCII. nullopt: malformed base64.
 std::optional<std::string> decode_header_value(std::string_view value);
 
-// Standard base64 (RFC 4648 section 4, padded), as MCP's image and blob contents carry bytes;
-// decoding takes it with or without padding. nullopt: malformed.
-std::string base64_encode(std::string_view bytes);
+// Standard base64 (RFC 4648 section 4) with or without its padding, as header values and MCP's
+// blob contents may come (common/base64.hpp encodes). nullopt: malformed.
 std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace airlock::server::mcp_protocol

@@ -1,6 +1,7 @@
 #include "server/mcp_server/mcp_session_tools.hpp"
 
 #include "access/decide.hpp"
+#include "common/base64.hpp"
 #include "common/utf8.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 #include "server/mcp_server/mcp_tools.hpp"
@@ -207,7 +208,7 @@ json read_result(const std::string& path, FileRead read) {
     return answer(read.bytes, file);
   }
   file["encoding"] = "base64";
-  file["content"] = mcp_protocol::base64_encode(read.bytes);
+  file["content"] = base64_encode(read.bytes);
   return answer("'" + path + "' is " + std::to_string(read.bytes.size()) + " bytes, not UTF-8 text; base64:\n" +
                     file["content"].get<std::string>(),
                 file);
