@@ -278,13 +278,15 @@ TEST(Dlp, APersonalDatumInCodeIsRefusedNamingTheDetectorAndLineNeverRewritten) {
   EXPECT_EQ(data.json()["redactions"][0]["where"], "input") << data.body;
 }
 
+// The workspace's config takes a DLP policy whose spec is `spec` (YAML under `spec:`).
+void use_dlp_policy(const Workspace& ws, const std::string& spec) {
+  std::ofstream(ws.dir() + "/dlp.yaml") << "apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n" << spec;
+  std::ofstream(ws.config_path(), std::ios::app) << "dlp: {policy: dlp.yaml}\n";
+}
+
 TEST(Dlp, WithCodeFindingsReportedTheCodeRunsAsWrittenAndTheFindingIsAnswered) {
   Workspace ws("", "");
-  {
-    std::ofstream(ws.dir() + "/dlp.yaml") << "apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n"
-                                              "  code: {onFinding: report}\n";
-    std::ofstream(ws.config_path(), std::ios::app) << "dlp: {policy: dlp.yaml}\n";
-  }
+  use_dlp_policy(ws, "  code: {onFinding: report}\n");
   RunningDaemon d(ws);
   auto r = invoke(d.port, "run-python",
                   {{"code", "print('jane@corp.test'.upper())\nprint(len('jane@corp.test'), 'jane@corp.test'.split('@')[1])\n"}});
@@ -350,11 +352,7 @@ TEST(Dlp, AirlocksOwnNotesAreNotRedactedButTheToolsLogIs) {
 
 TEST(Dlp, ABlockingPolicyWithholdsTheResult) {
   Workspace ws("", "");
-  {
-    std::ofstream(ws.dir() + "/dlp.yaml") << "apiVersion: airlock.dev/v1\nkind: DlpPolicy\nspec:\n"
-                                              "  detectors:\n    aws_access_key_id: {action: block}\n";
-    std::ofstream(ws.config_path(), std::ios::app) << "dlp: {policy: dlp.yaml}\n";
-  }
+  use_dlp_policy(ws, "  detectors:\n    aws_access_key_id: {action: block}\n");
   RunningDaemon d(ws);
   auto r = invoke(d.port, "leaky", nlohmann::json::object());
   EXPECT_EQ(r.status, 422) << r.body;
