@@ -1,6 +1,8 @@
 // bench_mcp: a trivial Python tool called over Streamable HTTP (/mcp, tools/call) beside the
 // same call over POST /v1/tools/trivial/invoke: one daemon, one run, one keep-alive
 // connection each, calls one after another; p50/p99 per path (docs/mcp-bench-notes.md).
+// BM_Bridge: the same tools/call through `airlock mcp --server` (stdio bridged to /mcp, issue
+// #38) interleaved with the call straight to /mcp: the difference is the bridge's.
 // AIRLOCK_MCP_BENCH_CALLS: calls per path (default 1000), after 20 unmeasured ones.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +14,7 @@
 #include "http_client.hpp"
 #include "mcp_session.hpp"
 #include "percentiles.hpp"
+#include "stdio_server.hpp"
 
 namespace airlock::bench {
 namespace {
@@ -117,9 +120,48 @@ void BM_Interleaved(benchmark::State& state) {
   mcp_latencies.report(state, "mcp_");
 }
 
+// The bridge and /mcp, call after call, as BM_Interleaved does for /mcp and /v1.
+void BM_Bridge(benchmark::State& state) {
+  auto d = daemon();
+  if (!d) return state.SkipWithError(d.error().message.c_str());
+  HttpClient mcp((*d)->port());
+  if (auto c = mcp.connect(); !c.ok()) return state.SkipWithError(c.error().message.c_str());
+  McpHttpSession session(mcp, kBenchKey);
+  if (auto s = session.initialize(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  auto bridge = StdioServer::spawn({AIRLOCK_BINARY, "mcp", "--server", "http://127.0.0.1:" + std::to_string((*d)->port()),
+                                    "--key", kBenchKey});
+  if (!bridge) return state.SkipWithError(bridge.error().message.c_str());
+  if (auto s = (*bridge)->initialize(); !s.ok()) return state.SkipWithError(s.error().message.c_str());
+  for (int i = 0; i < kWarmup; ++i)
+    if (auto r = (*bridge)->call_tool("trivial", {{"n", i}}); !r) return state.SkipWithError(r.error().message.c_str());
+  // tools/call of the trivial tool (a sandbox each), and ping (the daemon's cheapest answer,
+  // where the bridge's own cost shows with the least noise around it).
+  Latencies direct, bridged, direct_ping, bridged_ping;
+  int n = 0;
+  const auto timed = [](Latencies& into, auto&& call) {
+    const auto t0 = Clock::now();
+    auto r = call();
+    into.add(Clock::now() - t0);
+    return r ? std::string() : r.error().message;
+  };
+  for (auto _ : state) {
+    std::string failed = timed(direct, [&] { return session.call_tool("trivial", {{"n", n}}); });
+    if (failed.empty()) failed = timed(bridged, [&] { return (*bridge)->call_tool("trivial", {{"n", n}}); });
+    if (failed.empty()) failed = timed(direct_ping, [&] { return session.request("ping", nlohmann::json::object()); });
+    if (failed.empty()) failed = timed(bridged_ping, [&] { return (*bridge)->request("ping", nlohmann::json::object()); });
+    if (!failed.empty()) return state.SkipWithError(failed.c_str());
+    ++n;
+  }
+  direct.report(state, "mcp_");
+  bridged.report(state, "bridge_");
+  direct_ping.report(state, "mcp_ping_");
+  bridged_ping.report(state, "bridge_ping_");
+}
+
 BENCHMARK(BM_V1Invoke)->Iterations(calls())->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_McpToolsCall)->Iterations(calls())->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Interleaved)->Iterations(calls())->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Bridge)->Iterations(calls())->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace airlock::bench

@@ -79,17 +79,17 @@ Status McpHttpSession::initialize() {
   return {};
 }
 
+Result<nlohmann::json> McpHttpSession::request(const std::string& method, const nlohmann::json& params) {
+  const nlohmann::json id = next_id_++;
+  auto reply = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+  if (!reply) return reply.error();
+  if (reply->status != 200) return Error::make("mcp", method + ": HTTP " + std::to_string(reply->status));
+  return jsonrpc_response(reply->body, id);
+}
+
 Result<nlohmann::json> McpHttpSession::call_tool(const std::string& name,
                                                  const nlohmann::json& arguments) {
-  const nlohmann::json id = next_id_++;
-  auto reply = send({{"jsonrpc", "2.0"},
-                     {"id", id},
-                     {"method", "tools/call"},
-                     {"params", {{"name", name}, {"arguments", arguments}}}});
-  if (!reply) return reply.error();
-  if (reply->status != 200)
-    return Error::make("mcp", "tools/call: HTTP " + std::to_string(reply->status));
-  auto response = jsonrpc_response(reply->body, id);
+  auto response = request("tools/call", {{"name", name}, {"arguments", arguments}});
   if (!response) return response.error();
   const auto& result = response->value("result", nlohmann::json());
   if (!result.is_object() || result.value("isError", false))

@@ -21,6 +21,8 @@ class McpHttpSession {
   McpHttpSession(HttpClient& client, std::string bearer)
       : client_(client), bearer_(std::move(bearer)) {}
   Status initialize();
+  // The answer (result or error) to a request.
+  Result<nlohmann::json> request(const std::string& method, const nlohmann::json& params);
   // The result of tools/call; a JSON-RPC error or isError is an error.
   Result<nlohmann::json> call_tool(const std::string& name, const nlohmann::json& arguments);
 

@@ -104,15 +104,16 @@ Status StdioServer::initialize() {
   return send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
 }
 
+Result<nlohmann::json> StdioServer::request(const std::string& method, const nlohmann::json& params) {
+  const long id = next_id_++;
+  auto sent = send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+  if (!sent.ok()) return sent.error();
+  return response(id);
+}
+
 Result<nlohmann::json> StdioServer::call_tool(const std::string& name,
                                               const nlohmann::json& arguments) {
-  const long id = next_id_++;
-  auto sent = send({{"jsonrpc", "2.0"},
-                    {"id", id},
-                    {"method", "tools/call"},
-                    {"params", {{"name", name}, {"arguments", arguments}}}});
-  if (!sent.ok()) return sent.error();
-  auto answer = response(id);
+  auto answer = request("tools/call", {{"name", name}, {"arguments", arguments}});
   if (!answer) return answer.error();
   const auto& result = answer->value("result", nlohmann::json());
   if (!result.is_object() || result.value("isError", false))

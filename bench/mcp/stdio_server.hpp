@@ -20,6 +20,8 @@ class StdioServer {
   ~StdioServer();
   // initialize, then notifications/initialized.
   Status initialize();
+  // The answer (result or error) to a request.
+  Result<nlohmann::json> request(const std::string& method, const nlohmann::json& params);
   // The result of tools/call (notifications the server sends meanwhile are skipped).
   Result<nlohmann::json> call_tool(const std::string& name, const nlohmann::json& arguments);
 

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check,
                "Validate the configuration and exit (0 valid, 1 not) without serving");
   app.add_flag("--mcp-stdio", mcp_stdio,
-               "Serve MCP on stdin and stdout instead of listening (`airlock mcp`; the key in $AIRLOCK_API_KEY)");
+               "Serve MCP on stdin and stdout instead of listening (`airlock mcp`; the key in $AIRLOCK_API_KEY, a user's token in $AIRLOCK_SUBJECT_TOKEN)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   }
   if (mcp_stdio) {
     const char* key = std::getenv("AIRLOCK_API_KEY");
-    return airlock::server::serve_mcp_stdio(config, key ? key : "");
+    const char* subject_token = std::getenv("AIRLOCK_SUBJECT_TOKEN");
+    return airlock::server::serve_mcp_stdio(config, key ? key : "", subject_token ? subject_token : "");
   }
   return airlock::server::serve(config, overrides, check);
 }

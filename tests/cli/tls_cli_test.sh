@@ -107,6 +107,17 @@ out=$(list --server "https://127.0.0.1:$port" --cacert "$tmp/nonexistent.pem"); 
 check "missing --cacert file: exit 2" 2 $rc
 check "missing --cacert file: named" yes "$(has "$out" "cannot load --cacert $tmp/nonexistent.pem")"
 
+# The MCP bridge (`airlock mcp --server`) verifies the daemon as every client command does.
+bridge() {  # bridge ARGS...: initialize through the bridge; its one line of output
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' |
+    "$AIRLOCK" mcp --key "$KEY" "$@" 2>/dev/null
+}
+out=$(bridge --server "https://127.0.0.1:$port" --cacert "$tmp/ca.pem")
+check "mcp bridge over https + --cacert: initialize answered" yes "$(has "$out" '"protocolVersion":"2025-11-25"')"
+out=$(bridge --server "https://127.0.0.1:$port" --cacert "$tmp/other-ca.pem")
+check "mcp bridge, wrong CA: a JSON-RPC error naming the verification" yes "$(has "$out" 'certificate verify failed')"
+check "mcp bridge, wrong CA: for the request's id" yes "$(has "$out" '"id":1')"
+
 write_config "$tmp/clear.yaml" "server: {listen: 0.0.0.0:0}"
 start "$tmp/clear.yaml"
 check "clear text on 0.0.0.0: one warning line" 1 "$(grep -c "^airlock: warning: listening on 0.0.0.0:$port without TLS: API keys and tool data cross the network in clear; set server.tls$" "$log")"

@@ -129,7 +129,7 @@ TEST_F(McpEngineTest, StdioAnswersLineByLine) {
      << std::string(70 * 1024, ' ') + "{}" << "\n"  // over server.maxBodyBytes (64Ki)
      << R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}})" << "\n"
      << rpc(2, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 3}}}}).dump() << "\n";
-  run_mcp_stdio(server(), kKey, in, out);
+  run_mcp_stdio(server(), kKey, "", in, out);
   d.daemon->shutdown();  // lets the call finish and answer
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(out, line);) lines.push_back(nlohmann::json::parse(line));
@@ -144,9 +144,20 @@ TEST_F(McpEngineTest, StdioAnswersLineByLine) {
 TEST_F(McpEngineTest, StdioWithAWrongKeyIsRefused) {
   std::stringstream in, out;
   in << rpc(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump() << "\n";
-  run_mcp_stdio(server(), "not-a-key", in, out);
+  run_mcp_stdio(server(), "not-a-key", "", in, out);
   auto answer = nlohmann::json::parse(out.str());
   EXPECT_NE(answer["error"]["message"].get<std::string>().find("unauthenticated"), std::string::npos);
+}
+
+// --subject-token reaches the authenticator as Airlock-Subject-Token does over HTTP: one it
+// cannot verify refuses the right key's messages.
+TEST_F(McpEngineTest, StdioSendsTheSubjectTokenWithEveryMessage) {
+  std::stringstream in, out;
+  in << rpc(1, "initialize", {{"protocolVersion", "2025-06-18"}}).dump() << "\n";
+  run_mcp_stdio(server(), kKey, "not-a-token", in, out);
+  auto answer = nlohmann::json::parse(out.str());
+  EXPECT_NE(answer["error"]["message"].get<std::string>().find("Airlock-Subject-Token is not valid"), std::string::npos)
+      << answer.dump();
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
 Status Daemon::start() {
   if (auto s = state_->http->bind(); !s) return s;
   if (auto s = state_->advertise(state_->http->port()); !s) return s;
+  if (auto s = state_->announce_locally(state_->http->port()); !s) return s;
   state_->forbid_own_endpoints(state_->http->port());
   start_services();
   state_->http->serve();

@@ -96,6 +96,6 @@ int serve(const std::string& config_path, const ServeOverrides& overrides, bool 
 // `airlock mcp --config FILE`: the daemon built from the config, not listening, serving MCP on
 // stdin and stdout (server/mcp_server/mcp_stdio.hpp). Returns the exit status: 0 at the end of
 // stdin, 2 for a bad config.
-int serve_mcp_stdio(const std::string& config_path, const std::string& api_key);
+int serve_mcp_stdio(const std::string& config_path, const std::string& api_key, const std::string& subject_token);
 
 }  // namespace airlock::server

@@ -231,6 +231,20 @@ Status Daemon::State::advertise(std::uint16_t port) {
   return {};
 }
 
+// The URL a client on this host reaches this daemon at, in the data directory's lock file:
+// `airlock mcp --config` bridges there instead of refusing the busy directory. A wildcard
+// listen address is reached on loopback.
+Status Daemon::State::announce_locally(std::uint16_t port) {
+  if (!lock) return {};
+  const policy::ServerConfig& server = config().server;
+  std::string host = server.listen_host;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  const bool v6 = host.find(':') != std::string::npos;
+  return lock->announce(std::string(server.tls ? "https://" : "http://") + (v6 ? "[" + host + "]" : host) + ":" +
+                        std::to_string(port));
+}
+
 void Daemon::State::make_api(const policy::Config& cfg) {
   executor = std::make_unique<InvocationExecutor>(cfg.server.max_concurrent_invocations,
                                                   cfg.server.queue_length);

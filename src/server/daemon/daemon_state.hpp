@@ -29,7 +29,7 @@
 #include "server/approvals/webhook_outbox.hpp"
 #include "server/approvals/webhooks.hpp"
 #include "server/daemon/daemon.hpp"
-#include "server/daemon/data_dir_lock.hpp"
+#include "storage/data_dir_lock.hpp"
 #include "server/core/first_listings.hpp"
 #include "server/daemon/gateway_tools.hpp"
 #include "server/core/generation.hpp"
@@ -59,7 +59,7 @@ class MetricsObserver : public pipeline::StageObserver {
 
 struct Daemon::State {
   DaemonOptions options;
-  std::optional<DataDirLock> lock;  // first member: released last
+  std::optional<storage::DataDirLock> lock;  // first member: released last
   std::unique_ptr<audit::AuditLog> audit;
   std::optional<identity::TokenSigner> token_signer;  // Airlock's tokens (POST /v1/token)
   std::unique_ptr<pipeline::FailedAuthLog> failed_auth;
@@ -122,6 +122,7 @@ struct Daemon::State {
   void take_over_sessions();  // a dead replica's sessions, each failover round
   Status make_forwarder(const policy::Config& cfg);
   Status advertise(std::uint16_t port);  // this replica's address in its row, once bound
+  Status announce_locally(std::uint16_t port);  // the local URL in the data directory's lock file
   Status recover();
   void wire_pipeline();
   Status make_backends(const policy::Config& cfg);

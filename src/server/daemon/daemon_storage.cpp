@@ -44,7 +44,7 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
   const std::string& dir = cfg.storage.data_dir;
   data_dir = dir;
   if (auto made = make_data_dir(dir); !made) return made.error();
-  auto locked = DataDirLock::acquire(dir);  // before anything else in the directory is touched
+  auto locked = storage::DataDirLock::acquire(dir);  // before anything else in the directory is touched
   if (!locked) return locked.error();
   lock.emplace(std::move(*locked));
   PrivateFiles private_files;

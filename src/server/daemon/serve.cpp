@@ -146,7 +146,7 @@ int serve(const std::string& config_path, const ServeOverrides& overrides, bool 
 // The first request waits at most this long for the MCP servers' first listing.
 constexpr std::chrono::seconds kFirstListingWait{60};
 
-int serve_mcp_stdio(const std::string& config_path, const std::string& api_key) {
+int serve_mcp_stdio(const std::string& config_path, const std::string& api_key, const std::string& subject_token) {
   signal(SIGPIPE, SIG_IGN);
   auto config = policy::load_config(config_path);
   if (!config) {
@@ -167,7 +167,7 @@ int serve_mcp_stdio(const std::string& config_path, const std::string& api_key) 
               << std::chrono::duration_cast<std::chrono::seconds>(kFirstListingWait).count()
               << " s; serving without their tools until they are\n";
   std::cerr << "airlock mcp: serving MCP on stdin and stdout\n" << std::flush;
-  run_mcp_stdio((*daemon)->api().mcp(), api_key, std::cin, std::cout);
+  run_mcp_stdio((*daemon)->api().mcp(), api_key, subject_token, std::cin, std::cout);
   (*daemon)->shutdown();  // running calls finish (server.drainTimeout) and answer first
   std::cout << std::flush;
   return 0;

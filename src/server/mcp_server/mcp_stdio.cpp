@@ -3,6 +3,8 @@
 #include <iostream>
 #include <mutex>
 
+#include "pipeline/authenticator.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -29,7 +31,8 @@ struct StdioSession {
 
 }  // namespace
 
-void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& in, std::ostream& out) {
+void run_mcp_stdio(McpServer& server, const std::string& api_key, const std::string& subject_token,
+                   std::istream& in, std::ostream& out) {
   auto writer = std::make_shared<LineWriter>(out);
   auto session = std::make_shared<StdioSession>();
   std::string line;
@@ -42,6 +45,7 @@ void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& 
     }
     McpContext ctx;
     ctx.headers["authorization"] = "Bearer " + api_key;
+    if (!subject_token.empty()) ctx.headers[pipeline::kSubjectTokenHeader] = subject_token;
     {
       std::lock_guard lock(session->mu);
       if (!session->id.empty()) ctx.headers["mcp-session-id"] = session->id;

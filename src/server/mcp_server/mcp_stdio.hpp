@@ -1,6 +1,8 @@
 // MCP over stdio (`airlock mcp`): newline-delimited JSON-RPC on stdin, one answer or
 // notification per line on stdout, logs on stderr only. For clients that launch their
-// servers (desktop assistants, IDEs). The API key decides the principal, as over HTTP.
+// servers (desktop assistants, IDEs). The API key decides the principal, as over HTTP; a
+// subject token (`--subject-token`) is the user the calls are on behalf of, as the
+// Airlock-Subject-Token header is over HTTP.
 #pragma once
 
 #include <iosfwd>
@@ -12,6 +14,7 @@ namespace airlock::server {
 
 // Answers the messages of `in` until it ends; returns when every answer is written
 // (the caller shuts the daemon down first, which lets running calls finish).
-void run_mcp_stdio(McpServer& server, const std::string& api_key, std::istream& in, std::ostream& out);
+void run_mcp_stdio(McpServer& server, const std::string& api_key, const std::string& subject_token,
+                   std::istream& in, std::ostream& out);
 
 }  // namespace airlock::server
