@@ -73,6 +73,32 @@ TEST_F(McpHttpTest, ToolsCallIsAStoredAndCountedInvocation) {
   EXPECT_NE(metrics.body.find(R"(airlock_invocations_total{status="ok",tool="echo"} 1)"), std::string::npos) << metrics.body;
 }
 
+// Issue #38: tasks are for the calls that wait for a person (approvals_test has the whole
+// flow). A tool that runs at once is no task: not offered, refused as the spec says; a task id
+// that is nobody's is not found. The capability says which requests may be tasks.
+TEST_F(McpHttpTest, OnlyCallsThatWaitForAPersonAreTasks) {
+  const auto id = open_session(d.port, "2025-11-25");
+  const auto headers = session_headers(id, "2025-11-25");
+  auto init = mcp_post(d.port, rpc(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", nlohmann::json::object()}}));
+  EXPECT_TRUE(init.json()["result"]["capabilities"]["tasks"]["requests"]["tools"].contains("call")) << init.body;
+  auto listed = mcp_post(d.port, rpc(2, "tools/list"), kKey, headers).json();
+  for (const auto& t : listed["result"]["tools"]) {
+    if (t["name"] == "echo") {
+      EXPECT_FALSE(t.contains("execution")) << t.dump();
+    }
+  }
+  auto r = mcp_post(d.port, rpc(3, "tools/call", {{"name", "echo"}, {"arguments", {{"n", 1}}}, {"task", nlohmann::json::object()}}),
+                    kKey, headers);
+  EXPECT_EQ(r.json()["error"]["code"], -32601) << r.body;
+  EXPECT_NE(r.body.find("cannot be a task"), std::string::npos) << r.body;
+  for (const std::string method : {"tasks/get", "tasks/result"}) {
+    auto unknown = mcp_post(d.port, rpc(4, method, {{"taskId", "no-such-task"}}), kKey, headers);
+    EXPECT_EQ(unknown.json()["error"]["code"], -32602) << unknown.body;
+    auto malformed = mcp_post(d.port, rpc(5, method, {{"taskId", 7}}), kKey, headers);
+    EXPECT_EQ(malformed.json()["error"]["code"], -32602) << malformed.body;
+  }
+}
+
 // Issue #36: over MCP, a python-code tool says it takes `code`, and a cell that raised answers
 // its exception and traceback where a model reads them (the text and structuredContent).
 TEST_F(McpHttpTest, APythonCodeToolPublishesCodeAndAnswersItsTraceback) {

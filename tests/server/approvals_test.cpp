@@ -21,6 +21,7 @@
 #include "pipeline/stages/approval.hpp"
 #include "mcp_test_support.hpp"
 #include "server/approvals/approvals.hpp"
+#include "server/mcp_server/mcp_tasks.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -541,6 +542,67 @@ TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {
   ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
   auto done = outcome(invocation_id);
   EXPECT_EQ(done["output"]["echo"], (json{{"x", 3}})) << done.dump();
+}
+
+// Issue #38: an MCP-only client gets a critical call's result once a person approves it, as an
+// MCP task (2025-11-25): the call answers the task at once, tasks/get polls it, tasks/result
+// waits for the end and answers what tools/call would have. Another principal cannot see it;
+// a denied call's task fails with the denial as its result.
+TEST_F(Approvals, ACriticalCallAsAnMcpTaskReachesTheClientOnceApproved) {
+  const std::string revision = "2025-11-25";
+  const auto headers = session_headers(open_session(port(), revision), revision);
+  auto listed = mcp_post(port(), rpc(2, "tools/list"), kKey, headers).json();
+  bool danger_offers_tasks = false;
+  for (const auto& t : listed["result"]["tools"])
+    if (t["name"] == "danger") danger_offers_tasks = t["execution"]["taskSupport"] == "optional";
+  EXPECT_TRUE(danger_offers_tasks) << listed.dump();
+
+  auto task_call = [&](int id, const std::string& tool) {
+    return mcp_post(port(), rpc(id, "tools/call", {{"name", tool}, {"arguments", {{"x", id}}}, {"task", json::object()}}),
+                    kKey, headers).json();
+  };
+  const json created = task_call(3, "danger");
+  const json task = created["result"]["task"];
+  const std::string task_id = task.value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  EXPECT_EQ(task["status"], "working") << created.dump();
+  EXPECT_NE(task.value("statusMessage", "").find("approval"), std::string::npos) << created.dump();
+  EXPECT_TRUE(created["result"]["_meta"].contains(kImmediateResponseMeta)) << created.dump();
+  const std::string approval = http(port(), "GET", "/v1/invocations/" + task_id).json()["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty()) << "the task is the invocation, waiting for its approval";
+
+  auto get = [&](const std::string& id, const std::string& key, const std::map<std::string, std::string>& h) {
+    return mcp_post(port(), rpc(4, "tasks/get", {{"taskId", id}}), key, h).json();
+  };
+  const json polled = get(task_id, kKey, headers);
+  EXPECT_EQ(polled["result"]["status"], "working") << polled.dump();
+  EXPECT_GT(polled["result"].value("pollInterval", 0), 0) << polled.dump();
+  EXPECT_EQ(polled["result"].value("createdAt", "").size(), 20u) << polled.dump();  // 2026-12-06T17:00:00Z
+  const auto other = session_headers(open_session(port(), revision, kOtherKey), revision);
+  EXPECT_EQ(get(task_id, kOtherKey, other)["error"]["code"], -32602) << "another principal's task is not found";
+  EXPECT_EQ(mcp_post(port(), rpc(5, "tasks/result", {{"taskId", task_id}}), kOtherKey, other).json()["error"]["code"],
+            -32602);
+
+  // tasks/result waits for the end: a person's approval.
+  auto result = std::async(std::launch::async, [&] {
+    return mcp_post(port(), rpc(6, "tasks/result", {{"taskId", task_id}}), kKey, headers).json();
+  });
+  EXPECT_EQ(result.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it answers only at the end";
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  const json answered = result.get();
+  EXPECT_EQ(answered["result"]["structuredContent"]["echo"], (json{{"x", 3}})) << answered.dump();
+  EXPECT_EQ(answered["result"]["_meta"][kRelatedTaskMeta]["taskId"], task_id) << answered.dump();
+  EXPECT_EQ(get(task_id, kKey, headers)["result"]["status"], "completed");
+
+  // Denied: the task fails, and its result is the denial tools/call would have answered.
+  const std::string denied_id = task_call(7, "danger")["result"]["task"].value("taskId", "");
+  ASSERT_FALSE(denied_id.empty());
+  const std::string denied_approval = http(port(), "GET", "/v1/invocations/" + denied_id).json()["approval"].value("id", "");
+  ASSERT_EQ(decide(denied_approval, "deny", "bob").status, 200);
+  const json denial = mcp_post(port(), rpc(8, "tasks/result", {{"taskId", denied_id}}), kKey, headers).json();
+  EXPECT_EQ(denial["result"]["isError"], true) << denial.dump();
+  EXPECT_EQ(denial["result"]["structuredContent"]["error"]["kind"], "approval_denied") << denial.dump();
+  EXPECT_EQ(get(denied_id, kKey, headers)["result"]["status"], "failed");
 }
 
 // `airlock approvals` is a client of the same API: bob lists, shows and approves from a shell.

@@ -1,4 +1,5 @@
-// The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel.
+// The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel
+// (tasks/get and tasks/result: mcp_task_methods.cpp).
 #include "pipeline/stages/access.hpp"
 #include "server/invocations/invocation_runner.hpp"
 #include "server/mcp_server/mcp_call.hpp"
@@ -63,6 +64,8 @@ void McpServer::dispatch(Call& call) const {
   if (method == "ping" || method == "logging/setLevel") return call.answer(nlohmann::json::object());
   if (method == "tools/list") return call.answer(tools_list(call, s_.sessions != nullptr));
   if (method == "tools/call") return call_tool(call);
+  if (method == "tasks/get") return task_get(call);
+  if (method == "tasks/result") return task_result(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
   call.fail(200, rpc::method_not_found, "Method not found: " + method);
 }
@@ -97,6 +100,7 @@ void McpServer::call_tool(Call& call) const {
   if (s_.sessions && is_session_tool(name) && !call.generation->config->find_tool(name)) return call_session_tool(call);
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
                             invoke_body(params), call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
+  if (params.contains("task")) return call_tool_as_task(call, std::move(request));
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken"))
     request.control->progress = progress_to(call.notify, (*meta)["progressToken"]);
   const std::string key = McpCallsInFlight::key(call.channel, call.message.id.dump());

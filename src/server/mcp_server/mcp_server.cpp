@@ -28,7 +28,11 @@ McpReply refused(int status, const nlohmann::json& id, int code, const std::stri
 nlohmann::json mcp_server_info() { return {{"name", "airlock"}, {"version", "0.1.0"}}; }
 
 nlohmann::json mcp_capabilities() {
-  return {{"tools", {{"listChanged", false}}}, {"logging", nlohmann::json::object()}};
+  // Tasks: tools/call of the tools that wait for a person (mcp_tasks.hpp); no tasks/list or
+  // tasks/cancel.
+  return {{"tools", {{"listChanged", false}}},
+          {"logging", nlohmann::json::object()},
+          {"tasks", {{"requests", {{"tools", {{"call", nlohmann::json::object()}}}}}}}};
 }
 
 void McpServer::Call::answer(nlohmann::json result) const {

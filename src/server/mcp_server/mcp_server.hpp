@@ -18,7 +18,9 @@
 #include "mcp/jsonrpc.hpp"
 #include "server/core/api_services.hpp"
 #include "server/core/responses.hpp"
+#include "server/invocations/invocation_runner.hpp"
 #include "server/mcp_server/mcp_sessions.hpp"
+#include "server/mcp_server/mcp_tasks.hpp"
 
 namespace airlock::server {
 
@@ -73,6 +75,9 @@ class McpServer {
   void dispatch(Call& call) const;
   void call_tool(Call& call) const;
   void call_session_tool(Call& call) const;
+  void call_tool_as_task(Call& call, InvocationRequest request) const;  // mcp_task_methods.cpp
+  void task_get(Call& call) const;
+  void task_result(Call& call) const;
   static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)
   void initialize(Call& call);
   bool resolve_session(Call& call);
@@ -81,6 +86,7 @@ class McpServer {
   ApiServices s_;
   mutable McpSessions sessions_;  // its own lock; session tools keep their workspaces in it
   std::shared_ptr<McpCallsInFlight> calls_;  // shared with the workers that finish calls
+  std::shared_ptr<McpTasks> tasks_ = std::make_shared<McpTasks>();  // the tasks tools/call made
 };
 
 }  // namespace airlock::server

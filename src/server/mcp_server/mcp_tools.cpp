@@ -1,5 +1,7 @@
 #include "server/mcp_server/mcp_tools.hpp"
 
+#include "server/mcp_server/mcp_tasks.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -41,6 +43,8 @@ nlohmann::json mcp_tool_entry(const policy::ToolConfig& t) {
         {"destructiveHint", destructive},
         {"openWorldHint", t.network.has_egress()}}}};
   if (t.output_schema) entry["outputSchema"] = object_schema(*t.output_schema);
+  // A call that waits for a person may be a task, which an MCP-only client polls (mcp_tasks.hpp).
+  if (supports_tasks(t)) entry["execution"] = {{"taskSupport", "optional"}};
   return entry;
 }
 

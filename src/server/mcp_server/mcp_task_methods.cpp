@@ -1,0 +1,97 @@
+// The MCP server's task methods (mcp_tasks.hpp): tools/call with params.task, tasks/get and
+// tasks/result.
+#include "server/core/invocation_response.hpp"
+#include "server/invocations/invocation_runner.hpp"
+#include "server/invocations/invocation_store.hpp"
+#include "server/invocations/invocation_waiters.hpp"
+#include "server/mcp_server/mcp_call.hpp"
+#include "server/mcp_server/mcp_tasks.hpp"
+#include "server/mcp_server/mcp_tools.hpp"
+
+namespace airlock::server {
+
+namespace rpc = mcp::rpc_error;
+
+// A tools/call with params.task: answered once the call waits for its approvers (or has ended)
+// with the task, never with the tool's result; no progress, no cancellation by the request's
+// id (the request is answered at once; the task outlives it).
+void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
+  const auto* tool = call.generation->config->find_tool(request.tool);
+  if (!tool || !supports_tasks(*tool))
+    return call.fail(200, rpc::method_not_found,
+                     "tools/call of " + request.tool + " cannot be a task: only tools that wait for a person's "
+                     "approval say execution.taskSupport (call it without params.task)");
+  if (!call.message.params["task"].is_object())
+    return call.fail(200, rpc::invalid_params, "tools/call: params.task must be an object ({\"ttl\": ms} or {})");
+  auto created = [tasks = tasks_, copy = Call(call)](const Generation&, const pipeline::Invocation& inv) {
+    tasks->add(inv.id, copy.principal);
+    const nlohmann::json stored = to_response(inv);
+    nlohmann::json result = {{"task", tasks->task(inv.id, copy.principal, stored).value_or(nlohmann::json())}};
+    result["_meta"][kImmediateResponseMeta] = "The call runs as task " + inv.id + ": " + task_status_message(stored);
+    copy.answer(std::move(result));
+  };
+  auto queue_full = [copy = Call(call)] {
+    copy.answer(mcp_error_result("queue_full", "too many invocations are queued; retry later"));
+  };
+  const auto rejected = run_invocation(s_, std::move(request), std::move(created), queue_full);
+  if (rejected == Rejection::draining) return call.answer(mcp_error_result("draining", "the server is shutting down"));
+  if (rejected == Rejection::queue_full) queue_full();
+}
+
+namespace {
+
+// params.taskId, or the call is failed saying why.
+std::optional<std::string> task_id_of(const McpServer::Call& call) {
+  const auto& params = call.message.params;
+  if (!params.is_object() || !params.contains("taskId") || !params["taskId"].is_string()) {
+    call.fail(200, rpc::invalid_params, call.message.method + " needs params.taskId, a string");
+    return std::nullopt;
+  }
+  return params["taskId"].get<std::string>();
+}
+
+std::string not_yours(const std::string& id) {
+  return "Failed to retrieve task: no task " + id + " of this principal (tasks are kept " +
+         std::to_string(McpTasks::kTtl.count()) + " h, by the daemon that made them)";
+}
+
+}  // namespace
+
+void McpServer::task_get(Call& call) const {
+  const auto id = task_id_of(call);
+  if (!id) return;
+  const auto stored = s_.store ? s_.store->get(*id) : std::nullopt;
+  const auto task = stored ? tasks_->task(*id, call.principal, *stored) : std::nullopt;
+  if (!task) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  call.answer(*task);
+}
+
+// Waits for the task's end (its invocation's, through InvocationWaiters, as a long poll of
+// GET /v1/invocations/{id} does), then answers what tools/call would have answered.
+void McpServer::task_result(Call& call) const {
+  const auto id = task_id_of(call);
+  if (!id) return;
+  if (!s_.store || !tasks_->owns(*id, call.principal)) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  auto finish = [store = s_.store, slot = s_.generation, id = *id, copy = Call(call)] {
+    const auto stored = store->get(id);
+    if (!stored || is_unfinished(*stored))
+      return copy.fail(200, rpc::internal_error,
+                       "task " + id + " has not ended and the server is shutting down: ask tasks/result again");
+    const auto generation = slot->load();
+    auto result = mcp_call_result(generation->config->find_tool(stored->value("tool", "")),
+                                  invocation_from_stored(*stored));
+    result["_meta"][kRelatedTaskMeta] = {{"taskId", id}};
+    copy.answer(std::move(result));
+  };
+  const auto stored = s_.store->get(*id);
+  if (stored && is_unfinished(*stored)) {
+    if (!s_.waiters || !s_.waiters->add(*id, InvocationWaiters::Clock::now() + McpTasks::kTtl, finish))
+      return call.fail(200, rpc::internal_error, "too many calls wait for their outcome: poll tasks/get, then ask again");
+    // It may have ended between the read and the wait.
+    if (auto again = s_.store->get(*id); again && !is_unfinished(*again)) s_.waiters->notify(*id);
+    return;
+  }
+  finish();
+}
+
+}  // namespace airlock::server

@@ -1,0 +1,115 @@
+#include "server/mcp_server/mcp_tasks.hpp"
+
+#include <ctime>
+
+namespace airlock::server {
+namespace {
+
+// RFC 3339 in UTC, to the second.
+std::string iso8601(McpTasks::Clock::time_point t) {
+  const std::time_t seconds = McpTasks::Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string error_kind(const nlohmann::json& stored) {
+  const auto error = stored.find("error");
+  return error != stored.end() && error->is_object() ? error->value("kind", "") : "";
+}
+
+}  // namespace
+
+bool supports_tasks(const policy::ToolConfig& tool) { return tool.risk == policy::Risk::critical; }
+
+std::string task_status(const nlohmann::json& stored) {
+  const std::string status = stored.value("status", "");
+  if (status == "ok") return "completed";
+  if (status == "error" || status == "denied") return error_kind(stored) == "cancelled" ? "cancelled" : "failed";
+  return "working";  // running, pending_approval, suspended
+}
+
+std::string task_status_message(const nlohmann::json& stored) {
+  const std::string status = stored.value("status", "");
+  if (status == "pending_approval") {
+    const auto approval = stored.value("approval", nlohmann::json::object());
+    return "waiting for a person to approve it: approval " + approval.value("id", "") + " at " +
+           approval.value("url", "");
+  }
+  if (status == "running" || status == "suspended") return "running";
+  if (status == "ok") return "completed";
+  const auto error = stored.value("error", nlohmann::json::object());
+  return error.value("kind", "error") + ": " + error.value("message", "");
+}
+
+void McpTasks::add(const std::string& id, const std::string& principal) {
+  const auto now = Clock::now();
+  std::lock_guard lock(mu_);
+  evict_expired(now);
+  if (by_id_.size() >= kMaxTasks && !order_.empty()) {
+    by_id_.erase(order_.front());
+    order_.pop_front();
+  }
+  if (by_id_.emplace(id, Entry{principal, now, now, "working"}).second) order_.push_back(id);
+}
+
+void McpTasks::evict_expired(Clock::time_point now) {
+  while (!order_.empty()) {
+    auto found = by_id_.find(order_.front());
+    if (found != by_id_.end() && now - found->second.created < kTtl) return;
+    if (found != by_id_.end()) by_id_.erase(found);
+    order_.pop_front();
+  }
+}
+
+bool McpTasks::owns(const std::string& id, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  evict_expired(Clock::now());
+  const auto found = by_id_.find(id);
+  return found != by_id_.end() && found->second.principal == principal;
+}
+
+std::optional<nlohmann::json> McpTasks::task(const std::string& id, const std::string& principal,
+                                             const nlohmann::json& stored) {
+  const std::string status = task_status(stored);
+  std::lock_guard lock(mu_);
+  evict_expired(Clock::now());
+  const auto found = by_id_.find(id);
+  if (found == by_id_.end() || found->second.principal != principal) return std::nullopt;
+  Entry& entry = found->second;
+  // A terminal status stays (the spec's rule); a change is dated when it is first seen.
+  const bool terminal = entry.status == "completed" || entry.status == "failed" || entry.status == "cancelled";
+  if (!terminal && status != entry.status) {
+    entry.status = status;
+    entry.updated = Clock::now();
+  }
+  nlohmann::json task = {{"taskId", id},
+                         {"status", entry.status},
+                         {"statusMessage", task_status_message(stored)},
+                         {"createdAt", iso8601(entry.created)},
+                         {"lastUpdatedAt", iso8601(entry.updated)},
+                         {"ttl", std::chrono::duration_cast<std::chrono::milliseconds>(kTtl).count()}};
+  if (entry.status == "working") task["pollInterval"] = kPollIntervalMs;
+  return task;
+}
+
+pipeline::Invocation invocation_from_stored(const nlohmann::json& stored) {
+  pipeline::Invocation inv;
+  inv.id = stored.value("id", "");
+  inv.tool_name = stored.value("tool", "");
+  if (stored.contains("output") && !stored["output"].is_null()) inv.output = stored["output"];
+  const auto error = stored.find("error");
+  if (error != stored.end() && error->is_object()) {
+    pipeline::InvocationError e;
+    e.kind = pipeline::kind_from_name(error->value("kind", "")).value_or(pipeline::ErrorKind::internal);
+    e.message = error->value("message", "");
+    if (stored.value("status", "") == "denied") e.error_class = pipeline::ErrorClass::denied;
+    inv.error = std::move(e);
+    if (error->contains("details")) inv.error_details = (*error)["details"];
+  }
+  return inv;
+}
+
+}  // namespace airlock::server

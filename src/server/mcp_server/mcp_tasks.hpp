@@ -1,0 +1,72 @@
+// MCP tasks (revision 2025-11-25, experimental) for the calls that wait on a person: a
+// critical tool (its approval) says `execution.taskSupport: optional` in tools/list, and a
+// tools/call of it with `params.task` is answered with a CreateTaskResult as soon as the call
+// waits for its approvers (or has ended). The client polls `tasks/get` and takes the outcome
+// with `tasks/result`, which waits for the end and answers exactly what tools/call would have.
+// So an MCP-only client gets the result of a call a person approved later (docs/mcp-server.md,
+// "Tasks").
+//
+// The task id is the invocation's id: its row (InvocationStore) is the task's state. This table
+// keeps what the row does not: which MCP principal made the task, when, and the status last
+// seen (for lastUpdatedAt). It lives in the daemon's memory, bounded, for the tasks' ttl.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/invocation.hpp"
+#include "policy/config.hpp"
+
+namespace airlock::server {
+
+inline constexpr const char* kRelatedTaskMeta = "io.modelcontextprotocol/related-task";
+inline constexpr const char* kImmediateResponseMeta = "io.modelcontextprotocol/model-immediate-response";
+
+// Whether tools/call may be a task for this tool: those that wait for a person.
+bool supports_tasks(const policy::ToolConfig& tool);
+
+class McpTasks {
+ public:
+  using Clock = std::chrono::system_clock;
+  static constexpr std::chrono::hours kTtl{24};   // how long a task is kept; every task gets it
+  static constexpr std::size_t kMaxTasks = 10000;  // past it, the oldest goes first
+  static constexpr int kPollIntervalMs = 1000;
+
+  // Records task `id` of `principal` (an MCP session's principal key).
+  void add(const std::string& id, const std::string& principal);
+  // The task's answer for tasks/get and CreateTaskResult, from its invocation's stored row (or,
+  // while the call is in flight, its Invocation); nothing when `principal` has no such task.
+  std::optional<nlohmann::json> task(const std::string& id, const std::string& principal,
+                                     const nlohmann::json& stored);
+  bool owns(const std::string& id, const std::string& principal);
+
+ private:
+  struct Entry {
+    std::string principal;
+    Clock::time_point created, updated;
+    std::string status;  // as last answered
+  };
+  void evict_expired(Clock::time_point now);
+
+  std::mutex mu_;
+  std::map<std::string, Entry> by_id_;
+  std::list<std::string> order_;  // ids, oldest first
+};
+
+// The task status of an invocation's stored row (its REST answer): working, completed, failed
+// or cancelled; and the sentence a person reads about it.
+std::string task_status(const nlohmann::json& stored);
+std::string task_status_message(const nlohmann::json& stored);
+
+// The finished invocation a stored row describes, enough for mcp_call_result: tasks/result
+// answers what tools/call would have.
+pipeline::Invocation invocation_from_stored(const nlohmann::json& stored);
+
+}  // namespace airlock::server
