@@ -55,6 +55,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     const std::shared_ptr<Slot>& slot, const pipeline::McpToolCall* call) {
   std::unique_lock start_lock(slot->start_mu);
   std::shared_ptr<ServerInstance> dead;
+  std::vector<std::shared_ptr<ServerInstance>> made_room;  // idle instances stopped for this one
   policy::McpServerConfig config;
   {
     std::lock_guard lock(mu);
@@ -75,7 +76,10 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     auto it = servers.find(slot->server);
     if (it == servers.end()) return failed("no MCP server named " + slot->server + " is configured");
     config = it->second;
+    if (auto room = make_room(1, &slot->server, made_room); !room) return room.error();
   }
+  for (auto& inst : made_room) inst->kill();
+  made_room.clear();
   dead.reset();  // a replaced instance ends once a call still in it is done
   auto started = start_instance(slot, config, call);
   start_lock.unlock();  // `listed` may call into the gateway: no lock of ours is held
@@ -104,7 +108,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
   setup.limits = server_limits(config, options.tiers);
   if (options.forbidden) setup.forbidden = *options.forbidden;
   setup.registry = options.registry;
-  setup.start_timeout = options.start_timeout;
+  setup.start_timeout = config.start_timeout;
   setup.max_log_bytes = options.max_log_bytes;
   setup.on_end = [this] { poke(); };
   setup.on_tools_changed = [this, weak = std::weak_ptr<Slot>(slot)] {
@@ -177,6 +181,7 @@ Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slo
 Gateway::Gateway(GatewayOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   impl_->reaper = std::thread([impl = impl_.get()] { impl->reap_loop(); });
+  impl_->relister = std::thread([impl = impl_.get()] { impl->relist_loop(); });
 }
 
 Gateway::~Gateway() { shutdown(); }
@@ -204,6 +209,13 @@ void Gateway::configure(const std::vector<policy::McpServerConfig>& servers) {
     }
   }
   for (auto& inst : retired) inst->kill();
+}
+
+void Gateway::set_max_instances(std::size_t total) {
+  std::lock_guard lock(impl_->mu);
+  impl_->max_instances = std::max<std::size_t>(total, 1);
+  impl_->poked = true;  // the reaper stops idle instances over a lowered cap
+  impl_->cv.notify_all();
 }
 
 Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
@@ -262,7 +274,7 @@ void Gateway::shutdown() {
   std::vector<std::shared_ptr<ServerInstance>> retired;
   {
     std::unique_lock lock(impl_->mu);
-    if (impl_->stopped && !impl_->reaper.joinable()) return;
+    if (impl_->stopped && !impl_->reaper.joinable() && !impl_->relister.joinable()) return;
     impl_->stopped = true;
     for (auto& [key, slot] : impl_->slots)
       if (slot->instance) retired.push_back(impl_->detach(*slot, false, ""));
@@ -277,6 +289,7 @@ void Gateway::shutdown() {
   });
   lock.unlock();
   if (impl_->reaper.joinable()) impl_->reaper.join();
+  if (impl_->relister.joinable()) impl_->relister.join();
 }
 
 }  // namespace airlock::mcp

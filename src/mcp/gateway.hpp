@@ -1,9 +1,10 @@
 // The gateway: third-party MCP servers (the config's mcpServers) run in Airlock's sandbox,
 // one long-lived sandbox per (server, owner), so that two users, or two agents acting for one
 // user, never share a server process. Started on first use, stopped after idleTimeout and at
-// shutdown, restarted with backoff after a crash. Each start lists the server's tools (and
-// again on its notifications/tools/list_changed) and hands the listing to `listed`, which pins
-// it (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
+// shutdown, restarted with backoff after a crash, bounded in number (per server and in total).
+// Each start lists the server's tools (and again, on a thread of its own, on its
+// notifications/tools/list_changed) and hands the listing to `listed`, which pins it
+// (mcp/catalog.hpp) and publishes the admitted tools (the daemon).
 #pragma once
 
 #include <chrono>
@@ -36,7 +37,6 @@ struct GatewayOptions {
   // wall time: an instance lives until its idle timeout). Empty: policy::default_tiers().
   std::map<policy::Risk, sandbox::Limits> tiers;
   std::size_t max_log_bytes = 64 * 1024;   // of a server's stderr kept per call
-  std::chrono::milliseconds start_timeout{30'000};  // spawn to initialize answered
 };
 
 class Gateway : public pipeline::McpToolCaller {
@@ -49,6 +49,10 @@ class Gateway : public pipeline::McpToolCaller {
   // The servers (from a config, at start and on each reload; the gateway keeps its own copy).
   // Instances of servers removed or changed are stopped; the others keep running.
   void configure(const std::vector<policy::McpServerConfig>& servers);
+  // Instances at once, all servers together (server.maxMcpServerInstances; each server's own
+  // cap is its maxInstances). Past a cap an idle instance is stopped to make room, else the
+  // call fails with code "instances_full". Lowered: idle instances over it are stopped.
+  void set_max_instances(std::size_t total);
 
   // Starts the server (owner "airlock listing", its own sandbox, stopped after idleTimeout
   // like any) if it is not running, and returns what it lists; `listed` is told too.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,7 +49,12 @@ struct Gateway::Impl {
   std::map<std::pair<std::string, std::string>, std::shared_ptr<Slot>> slots;
   bool stopped = false;
   bool poked = false;  // the reaper has something to look at
+  std::size_t max_instances = 64;  // all servers together
   std::thread reaper;
+  // Re-listings run here, not on the reaper: a server slow to list again holds up no other
+  // server's idle stop.
+  std::deque<std::weak_ptr<Slot>> relist_queue;
+  std::thread relister;
 
   // Under mu: the slot's instance taken away (the caller kills and drops it outside the
   // lock). A crash counts towards the backoff.
@@ -67,9 +73,17 @@ struct Gateway::Impl {
   Error crashed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<ServerInstance>& inst,
                 const Error& error);
 
+  // Under mu: room for `extra` more instances of `server` (and in total), made by detaching
+  // the idle instances used least recently (into `retired`, killed outside the lock). An
+  // error when only busy ones are left. With extra 0 (the reaper, after a lowered cap): the
+  // idle ones over every cap go.
+  Status make_room(std::size_t extra, const std::string* server,
+                   std::vector<std::shared_ptr<ServerInstance>>& retired);
+
   void reap_loop();
   void reap_once(std::unique_lock<std::mutex>& lock);
-  void relist(const std::shared_ptr<Slot>& slot, std::unique_lock<std::mutex>& lock);
+  void relist_loop();
+  void relist(const std::shared_ptr<Slot>& slot);
 };
 
 }  // namespace airlock::mcp

@@ -1,6 +1,7 @@
-// The gateway's own thread: stops instances idle for their idleTimeout, retires those whose
-// sandbox ended on its own (a crash, counted for the backoff), and lists a server's tools
-// again when it says they changed. It sleeps until the next deadline or a poke: no polling.
+// The gateway's own threads. The reaper stops instances idle for their idleTimeout or over a
+// lowered cap, and retires those whose sandbox ended on its own (a crash, counted for the
+// backoff); it sleeps until the next deadline or a poke: no polling. The relister lists a
+// server's tools again when it says they changed.
 #include <optional>
 
 #include "mcp/gateway_impl.hpp"
@@ -36,7 +37,6 @@ void Gateway::Impl::reap_loop() {
 // One pass over the slots. Instances are dropped (and re-listings run) without the lock.
 void Gateway::Impl::reap_once(std::unique_lock<std::mutex>& lock) {
   std::vector<std::shared_ptr<ServerInstance>> retired;
-  std::vector<std::shared_ptr<Slot>> to_relist;
   const auto now = Clock::now();
   for (auto& [key, slot] : slots) {
     if (!slot->instance) continue;
@@ -49,27 +49,46 @@ void Gateway::Impl::reap_once(std::unique_lock<std::mutex>& lock) {
                                         creds::Clock::now() + kCredentialRenewMargin)) {
       retired.push_back(detach(*slot, false, ""));
     } else if (slot->relist && slot->first_listing_told) {
-      to_relist.push_back(slot);
+      slot->relist = false;
+      relist_queue.push_back(slot);
+      cv.notify_all();
     }
   }
-  if (retired.empty() && to_relist.empty()) return;
+  (void)make_room(0, nullptr, retired);  // a lowered cap: the idle instances over it go
+  if (retired.empty()) return;
   lock.unlock();
   for (auto& inst : retired) inst->kill();
   retired.clear();
   lock.lock();
-  for (auto& slot : to_relist) relist(slot, lock);
+}
+
+void Gateway::Impl::relist_loop() {
+  std::unique_lock lock(mu);
+  for (;;) {
+    cv.wait(lock, [&] { return stopped || !relist_queue.empty(); });
+    if (stopped) return;
+    auto slot = relist_queue.front().lock();
+    relist_queue.pop_front();
+    if (!slot) continue;
+    lock.unlock();
+    relist(slot);
+    slot.reset();
+    lock.lock();
+  }
 }
 
 // notifications/tools/list_changed: the new listing goes to `listed` (pinning decides).
-void Gateway::Impl::relist(const std::shared_ptr<Slot>& slot, std::unique_lock<std::mutex>& lock) {
-  slot->relist = false;
-  auto inst = slot->instance;
-  if (!inst || stopped) return;
-  lock.unlock();
+void Gateway::Impl::relist(const std::shared_ptr<Slot>& slot) {
+  std::shared_ptr<ServerInstance> inst;
+  {
+    std::lock_guard lock(mu);
+    if (stopped) return;
+    inst = slot->instance;
+  }
+  if (!inst) return;
   auto listed = inst->relist();
   if (listed && options.listed) options.listed(slot->server, *listed);
   inst.reset();  // may be the last reference (stopped meanwhile): never dropped under the lock
-  lock.lock();
 }
 
 }  // namespace airlock::mcp

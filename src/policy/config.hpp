@@ -75,6 +75,9 @@ struct ServerConfig {
   std::string advertise_url;
   McpEndpointConfig mcp;                              // /mcp (policy/sections/mcp_servers_config.hpp)
   unsigned max_warm_templates = 8;  // warm templates running at once (policy/sections/warm_config.hpp)
+  // MCP server instances (the gateway's sandboxes) at once, all servers together; as each
+  // server's maxInstances, an idle one makes room, else the call is refused.
+  unsigned max_mcp_server_instances = 64;
 };
 
 // storage.postgres: the database the audit log lives in when several daemons share it

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <random>
 #include <string>
@@ -182,6 +183,52 @@ TEST_F(GatewayTest, EverythingListsToolsEchoesAndReportsProgress) {
   EXPECT_EQ(seen[1].total, 2);
   gateway_->shutdown();
   EXPECT_TRUE(processes_with(g_tag).empty());
+}
+
+// Issue #38: a server that never answers initialize is ended at its startTimeout, not at the
+// sandbox's wall time; the call fails naming the step; nothing of it is left.
+TEST_F(GatewayTest, AServerSilentAtStartIsEndedAtItsStartTimeout) {
+  policy::McpServerConfig silent;
+  silent.name = "silent";
+  silent.command = {"/usr/bin/python3", "-c", "import time; time.sleep(3600)", g_tag};
+  silent.start_timeout = 1s;
+  gateway_->configure({silent});
+  auto called = gateway_->call(tool_call("silent", "anything"));
+  ASSERT_FALSE(called);
+  EXPECT_EQ(called.error().code, "tool_server_failed");
+  EXPECT_NE(called.error().message.find("initialize"), std::string::npos) << called.error().message;
+  EXPECT_TRUE(gateway_->running().empty());
+  gateway_->shutdown();
+  EXPECT_TRUE(processes_with(g_tag).empty());
+}
+
+// Issue #38: instances are capped per server (maxInstances) and in total: an idle one makes
+// room (the least recently used), and when every one is busy the call is refused by name.
+TEST_F(GatewayTest, InstancesAreCappedPerServerAndInTotal) {
+  auto everything = node_server("everything", {kEverything, "stdio", g_tag});
+  everything.max_instances = 1;
+  gateway_->configure({everything, malicious_server()});
+  ASSERT_TRUE(gateway_->call(tool_call("everything", "echo", {{"message", "a"}}, "agent a")));
+  ASSERT_TRUE(gateway_->call(tool_call("everything", "echo", {{"message", "b"}}, "agent b")));
+  EXPECT_EQ(gateway_->running(), std::vector<std::string>{"everything agent b"}) << "a's idle instance made room";
+
+  // b busy with a long call: c finds no room.
+  std::promise<void> started;
+  auto long_op = tool_call("everything", "trigger-long-running-operation", {{"duration", 3}, {"steps", 3}}, "agent b");
+  std::once_flag once;
+  long_op.progress = [&](const pipeline::Progress&) { std::call_once(once, [&] { started.set_value(); }); };
+  auto busy = std::async(std::launch::async, [&] { return gateway_->call(long_op); });
+  started.get_future().wait();
+  auto refused = gateway_->call(tool_call("everything", "echo", {{"message", "c"}}, "agent c"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "instances_full");
+  EXPECT_NE(refused.error().message.find("maxInstances (1)"), std::string::npos) << refused.error().message;
+  ASSERT_TRUE(busy.get());
+
+  // In total: one instance for every server together; b's idle one goes for evil's.
+  gateway_->set_max_instances(1);
+  ASSERT_TRUE(gateway_->call(tool_call("evil", "whoami", {}, "agent b")));
+  EXPECT_EQ(gateway_->running(), std::vector<std::string>{"evil agent b"});
 }
 
 // A directory the filesystem server is given, and a secret beside it that it must never see.

@@ -84,6 +84,16 @@ TEST_F(McpConfig, Defaults) {
   EXPECT_FALSE(s.network.has_egress());
   EXPECT_TRUE(s.tools_allow.empty());
   EXPECT_EQ(s.idle_timeout, std::chrono::minutes(5));
+  EXPECT_EQ(s.start_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(s.max_instances, 16u);
+  EXPECT_EQ(c->server.max_mcp_server_instances, 64u);
+}
+
+TEST_F(McpConfig, StartTimeoutAndInstanceCaps) {
+  auto c = server("    startTimeout: 5s\n    maxInstances: 3\n");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->mcp_servers.at(0).start_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(c->mcp_servers.at(0).max_instances, 3u);
 }
 
 TEST_F(McpConfig, WritableDataPathNetworkAndCallTimeout) {
@@ -147,6 +157,10 @@ TEST_F(McpConfig, EachMistakeIsRefusedWithItsMessage) {
       {"    idleTimeout: 500ms\n", "mcp server files.idleTimeout: from 1s to 24h"},
       {"    idleTimeout: 25h\n", "mcp server files.idleTimeout: from 1s to 24h"},
       {"    callTimeout: 2h\n", "mcp server files.callTimeout: from 1s to 1h"},
+      {"    startTimeout: 11m\n", "mcp server files.startTimeout: from 1s to 10m"},
+      {"    startTimeout: 100ms\n", "mcp server files.startTimeout: from 1s to 10m"},
+      {"    maxInstances: 0\n", "mcp server files.maxInstances: must be at least 1"},
+      {"    maxInstances: many\n", "mcp server files.maxInstances"},
   };
   for (const auto& c : cases) {
     auto loaded = server(c.fields);

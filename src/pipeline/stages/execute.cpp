@@ -284,6 +284,12 @@ InvocationError mcp_error(const Error& e, const std::string& tool) {
   if (e.code == "timeout") return fail(ErrorKind::timeout, e.message);
   if (e.code == "cancelled") return fail(ErrorKind::cancelled, e.message);
   if (e.code == "stopped") return fail(ErrorKind::stopped, e.message);
+  if (e.code == "instances_full") {  // every instance the caps allow is busy with a call
+    InvocationError refused = deny(ErrorKind::quota_exceeded, "tool " + tool + ": " + e.message);
+    refused.quota = "mcpServerInstances";
+    refused.retry_after_seconds = 1;
+    return refused;
+  }
   return fail(ErrorKind::tool_server_failed, "tool " + tool + ": " + e.message);
 }
 

@@ -29,6 +29,7 @@ constexpr const char* kCaVariables[] = {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "
 constexpr milliseconds kMinTimeout{1'000};
 constexpr milliseconds kMaxIdleTimeout{24 * 3'600'000};
 constexpr milliseconds kMaxCallTimeout{3'600'000};
+constexpr milliseconds kMaxStartTimeout{600'000};
 
 bool is_within(const std::string& path, const std::string& root) {
   return path == root || path.starts_with(root + "/");
@@ -194,7 +195,7 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
   if (r.guard([&] { read_name(r, n, what, tools, s); })) what = "mcp server " + s.name;
   r.only_keys(n, what,
               {"name", "command", "dataPaths", "network", "risk", "tools", "env", "credentials",
-               "idleTimeout", "callTimeout"});
+               "idleTimeout", "callTimeout", "startTimeout", "maxInstances"});
   read_command(r, n, what, s);
   r.field(n, "dataPaths",
           [&](const YAML::Node& v) { read_data_paths(r, v, what + ".dataPaths", s.data_paths); });
@@ -211,6 +212,13 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
   });
   r.field(n, "callTimeout", [&](const YAML::Node& v) {
     s.call_timeout = bounded_duration(r, v, what + ".callTimeout", kMaxCallTimeout, "1h");
+  });
+  r.field(n, "startTimeout", [&](const YAML::Node& v) {
+    s.start_timeout = bounded_duration(r, v, what + ".startTimeout", kMaxStartTimeout, "10m");
+  });
+  r.field(n, "maxInstances", [&](const YAML::Node& v) {
+    s.max_instances = static_cast<unsigned>(r.unsigned_int(v, what + ".maxInstances", 4096));
+    if (s.max_instances == 0) fail(v, what + ".maxInstances: must be at least 1");
   });
   return s;
 }

@@ -148,7 +148,7 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.only_keys(
       n, "server",
       {"listen", "maxBodyBytes", "maxConcurrentInvocations", "queueLength", "queueTimeout", "drainTimeout",
-       "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates", "advertiseUrl"});
+       "readTimeout", "maxJsonDepth", "tls", "mcp", "maxWarmTemplates", "maxMcpServerInstances", "advertiseUrl"});
   r.field(n, "listen", [&](const YAML::Node& v) {
     auto listen = parse_listen(r.string(v, "server.listen"));
     if (!listen) fail(v, "server.listen: " + listen.error().message);
@@ -178,6 +178,10 @@ void read_server(Reader& r, const YAML::Node& n, ServerConfig& s) {
   r.field(n, "maxWarmTemplates", [&](const YAML::Node& v) {
     s.max_warm_templates =
         static_cast<unsigned>(r.unsigned_int(v, "server.maxWarmTemplates", kMaxWarmTemplates));
+  });
+  r.field(n, "maxMcpServerInstances", [&](const YAML::Node& v) {
+    s.max_mcp_server_instances = static_cast<unsigned>(r.unsigned_int(v, "server.maxMcpServerInstances", 4096));
+    if (s.max_mcp_server_instances == 0) fail(v, "server.maxMcpServerInstances: must be at least 1");
   });
   r.field(n, "tls", [&](const YAML::Node& v) { s.tls = read_tls(r, v); });
   r.field(n, "mcp", [&](const YAML::Node& v) { s.mcp = read_mcp_endpoint(r, v); });

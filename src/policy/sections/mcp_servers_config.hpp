@@ -36,6 +36,13 @@ struct McpServerConfig {
   std::vector<CredentialSpec> credentials;
   std::chrono::milliseconds idle_timeout{5 * 60'000};
   std::chrono::milliseconds call_timeout{60'000};  // per tools/call (the tier's timeout caps it)
+  // From the sandbox's start to the server's answers to initialize and its first tools/list:
+  // a server silent past it is ended and the call fails (else only the tier's wall time would
+  // bound it).
+  std::chrono::milliseconds start_timeout{30'000};
+  // Instances of this server at once (one per owner); past it, an idle one is stopped to make
+  // room, else the call is refused (quota_exceeded, quota "mcpServerInstances").
+  unsigned max_instances = 16;
   std::string where;                 // "file:line"
 };
 

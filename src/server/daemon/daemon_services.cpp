@@ -120,6 +120,7 @@ Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
   };
   gateway = std::make_unique<mcp::Gateway>(std::move(gateway_options));
   gateway->configure(cfg->mcp_servers);
+  gateway->set_max_instances(cfg->server.max_mcp_server_instances);
   pipeline_deps.mcp = gateway.get();
   return gateway_tools->set_config(std::move(cfg));
 }

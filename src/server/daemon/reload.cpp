@@ -74,6 +74,7 @@ Result<ReloadReport> Daemon::reload(Result<policy::Config> config) {
     return Error::make("reload", published.error().message + "; kept the running config");
   }
   s.gateway->configure(loaded->mcp_servers);
+  s.gateway->set_max_instances(loaded->server.max_mcp_server_instances);
   s.sessions->reconcile(*loaded);  // a session whose owner lost access, or whose template went, ends
   s.discover_mcp_tools(*loaded);
   ReloadReport report;
