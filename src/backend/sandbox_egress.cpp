@@ -82,6 +82,9 @@ Result<std::unique_ptr<SandboxEgress>> SandboxEgress::prepare(
 }
 
 void SandboxEgress::start(std::vector<UniqueFd> listeners) {
+  // Fail closed: listeners of another shape than these rules' are closed here (the sandbox's
+  // connections are refused), never served with the wrong protocol or forward.
+  if (listeners.size() != (has_proxy_listener_ ? 1 : 0) + forwards_.size()) return;
   std::size_t next = 0;
   if (has_proxy_listener_) proxy_.add_proxy_listener(std::move(listeners[next++]));
   for (const auto& f : forwards_) proxy_.add_forward_listener(std::move(listeners[next++]), f);

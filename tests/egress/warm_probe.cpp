@@ -200,4 +200,21 @@ TEST(EgressWarm, ACallsPolicyAndCredentialsDoNotReachTheNextCall) {
   local.shutdown();
 }
 
+// Header injection needs the call's CA bundle bound into its sandbox at launch, which a warm
+// child's binds (its template's) cannot have: such a call runs cold, saying why, and never in
+// a warm child without the CA it would need.
+TEST(EgressWarm, ACallWithHeaderInjectionRunsColdAndSaysWhy) {
+  backend::LocalBackend local(nullptr, std::make_shared<const std::vector<Endpoint>>(), 1);
+  Spec rules;
+  allow(rules, "api.example:443");
+  rules.limits.wall_time = std::chrono::seconds(60);
+  ASSERT_TRUE(warm_up(local, rules, {}));  // the template of this shape is ready
+  rules.egress.inject.push_back({"api.example", 443, "Authorization", "Bearer sample"});
+  backend::RunResult r = local.run(probe_request(rules, {"true"}), {});
+  EXPECT_EQ(r.verdict, Verdict::ok) << describe(r);
+  EXPECT_FALSE(r.warm);
+  EXPECT_NE(r.cold_reason.find("header injection"), std::string::npos) << r.cold_reason;
+  local.shutdown();
+}
+
 }  // namespace airlock::egress::fixtures
