@@ -18,6 +18,15 @@
 //                                        directly and inside `backend::run_local` through
 //                                        the proxy (the whole path a tool sees, start-up
 //                                        included)
+//   NetworkedToolCall/cold, NetworkedToolCall/warm   a Python module tool with a network
+//                                        rule that fetches a 6-byte page from a loopback server
+//                                        through its egress proxy (urllib, HTTP_PROXY), one
+//                                        call at a time through backend::LocalBackend: cold
+//                                        (sandbox, proxy, Python, import, fetch) or warm (a child
+//                                        of its template prepared ahead, its listener opened in
+//                                        its own network namespace, the call's proxy bound at the
+//                                        hand-over: docs/warm-start.md); /0: the same call
+//                                        returning without a fetch, /1: with it
 //   ShapedDownload/direct, ShapedDownload/proxy   (root only) the 1 GiB over an upstream link
 //                                        shaped to 10 Gbit/s: server and the proxy's upstream
 //                                        side in one network namespace whose lo is shaped
@@ -36,6 +45,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <queue>
@@ -44,6 +55,7 @@
 #include <vector>
 
 #include "backend/local.hpp"
+#include "bench_support.hpp"
 #include "egress/policy.hpp"
 #include "egress/proxy.hpp"
 #include "sandbox/loopback.hpp"
@@ -424,6 +436,66 @@ void BM_CurlDownload(benchmark::State& state, bool sandboxed) {
 
 }  // namespace
 
+// The networked tool of NetworkedToolCall, in a directory of its own for the run.
+struct FetchTool {
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("airlock-bench-fetch-" + std::to_string(::getpid()))).string();
+  FetchTool() {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/fetch.py")
+        << "import urllib.request\ndef run(args):\n"
+           "    if not args.get(\"url\"):\n        return {}\n"
+           "    return {\"body\": urllib.request.urlopen(args[\"url\"], timeout=10).read().decode()}\n";
+    ::chmod(dir.c_str(), 0755);
+    ::chmod((dir + "/fetch.py").c_str(), 0644);
+  }
+  ~FetchTool() { std::filesystem::remove_all(dir); }
+
+  // fetch false: the same call without the fetch (what the call costs before its connection).
+  airlock::backend::RunRequest request(std::uint16_t port, bool warm, bool fetch) const {
+    using airlock::backend::Mount;
+    const std::vector<std::string> runner = {"python3", "-I", "-S", "/airlock/airlock_runner.py"};
+    airlock::backend::RunRequest r;
+    r.argv = runner;
+    r.argv.insert(r.argv.end(), {"module", "/tool/fetch.py"});
+    r.mounts.push_back({Mount::Kind::runner, AIRLOCK_RUNNER_DIR, "/airlock", true});
+    r.mounts.push_back({Mount::Kind::tool_code, dir, "/tool", true});
+    r.egress.allow.push_back(*airlock::egress::parse_allow_rule("127.0.0.1:" + std::to_string(port)));
+    r.stdin_bytes = fetch ? "{\"url\": \"http://127.0.0.1:" + std::to_string(port) + "/\"}" : "{}";
+    if (warm) {
+      r.warm = airlock::backend::WarmStart{"fetch", runner, 1000000, std::chrono::hours(1)};
+      r.warm->template_argv.insert(r.warm->template_argv.end(), {"template", "/tool/fetch.py"});
+    }
+    return r;
+  }
+};
+
+// Arg 1: the call fetches the page; Arg 0: it returns at once (its sandbox and proxy only).
+void BM_NetworkedToolCall(benchmark::State& state, bool warm) {
+  BlobServer page(6, true);
+  FetchTool tool;
+  airlock::backend::LocalBackend local(nullptr, std::make_shared<const std::vector<airlock::egress::Endpoint>>(),
+                                       warm ? 1 : 0);
+  const bool fetch = state.range(0) != 0;
+  const auto request = tool.request(page.port(), warm, fetch);
+  auto call = [&] {
+    auto r = local.run(request, {});
+    if (r.verdict != airlock::sandbox::Verdict::ok || r.egress.size() != (fetch ? 1u : 0u) ||
+        (fetch && !r.egress[0].allowed))
+      std::abort();
+    return r.warm;
+  };
+  // Until the template is ready and has a child prepared: every timed call must be warm.
+  for (int i = 0; warm && !call(); ++i) {
+    if (i > 500) std::abort();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  airlock::bench::measure(state, [&] {
+    if (call() != warm) std::abort();
+  });
+  local.shutdown();
+}
+
 BENCHMARK_CAPTURE(BM_Download, direct, Path::direct)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Download, proxy, Path::proxy)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Download, proxy_host_lo, Path::proxy_host_lo)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -437,4 +509,6 @@ BENCHMARK_CAPTURE(BM_Connect, proxy_host_lo, Path::proxy_host_lo)->Iterations(20
 BENCHMARK_CAPTURE(BM_CurlDownload, host, false)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_CurlDownload, sandbox, true)->Iterations(3)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+BENCHMARK_CAPTURE(BM_NetworkedToolCall, cold, false)->Arg(0)->Arg(1)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_NetworkedToolCall, warm, true)->Arg(0)->Arg(1)->Iterations(200)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

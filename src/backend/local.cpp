@@ -101,6 +101,13 @@ sandbox::Spec local_spec(const RunRequest& request) {
 
 namespace {
 
+// A networked tool's sandbox behind the proxy (its listeners, ports and the proxy's
+// environment), which the call's proxy serves once the call is handed over.
+Result<sandbox::Spec> shape_for_egress(sandbox::Spec spec, const egress::EgressRules& rules) {
+  if (!rules.has_egress()) return spec;
+  return SandboxEgress::behind_proxy(spec, rules);
+}
+
 // Templates of a tool with other binds, environment or limits (a new configuration) are
 // other templates.
 std::string warm_key(const RunRequest& request, const sandbox::Spec& template_spec) {
@@ -111,17 +118,22 @@ std::string warm_key(const RunRequest& request, const sandbox::Spec& template_sp
                         {"argv", template_spec.argv},
                         {"env", template_spec.env},
                         {"binds", binds},
+                        {"listeners", template_spec.network.loopback_listeners},
                         {"limits", {l.memory_bytes, l.disk_bytes, l.open_files}}}
       .dump();
 }
 
 }  // namespace
 
-sandbox::Spec warm_template_spec(const RunRequest& request) {
+Result<sandbox::Spec> warm_template_spec(const RunRequest& request) {
   RunRequest without_input = request;
   without_input.credentials.clear();
   without_input.stdin_bytes.clear();
-  sandbox::Spec spec = local_spec(without_input);
+  // Behind the proxy as its calls are: their listeners' ports are the only ones its Landlock
+  // lets them bind and connect to, and the proxy's environment is its own.
+  auto shaped = shape_for_egress(local_spec(without_input), request.egress);
+  if (!shaped) return shaped.error();
+  sandbox::Spec spec = std::move(*shaped);
   spec.argv = request.warm->template_argv;
   spec.binds.push_back({sandbox::warm_library_path(), sandbox::kWarmLibraryInSandbox, false});
   spec.stdin_source.kind = sandbox::StdinSource::Kind::none;
@@ -132,8 +144,10 @@ sandbox::Spec warm_template_spec(const RunRequest& request) {
   return spec;
 }
 
-sandbox::Spec warm_call_spec(const RunRequest& request) {
-  sandbox::Spec spec = local_spec(request);
+Result<sandbox::Spec> warm_call_spec(const RunRequest& request) {
+  auto shaped = shape_for_egress(local_spec(request), request.egress);
+  if (!shaped) return shaped.error();
+  sandbox::Spec spec = std::move(*shaped);
   nlohmann::json env = nlohmann::json::object();
   for (const auto& c : request.credentials) {
     env[c.env_name] = c.value;
@@ -167,8 +181,8 @@ std::optional<RunResult> LocalBackend::run_warm(const RunRequest& request,
     why_cold = "server.maxWarmTemplates is 0";
     return std::nullopt;
   }
-  if (request.egress.has_egress()) {
-    why_cold = "a warm call has no egress proxy";
+  if (!request.egress.inject.empty()) {
+    why_cold = "header injection needs the call's CA bundle bound in at launch";
     return std::nullopt;
   }
   if (sandbox::warm_library_path().empty()) {
@@ -179,11 +193,21 @@ std::optional<RunResult> LocalBackend::run_warm(const RunRequest& request,
     why_cold = *why;
     return std::nullopt;
   }
-  const sandbox::Spec template_spec = warm_template_spec(request);
+  auto template_spec = warm_template_spec(request);
+  auto call_spec = warm_call_spec(request);
+  // This call's proxy (its policy only: the shape is the template's), declared before the
+  // sandbox, which it outlives. Made before a child is taken: a bad rule costs no child.
+  auto egress = call_egress(request.egress, context.rule_set);
+  if (!template_spec || !call_spec || !egress) {  // the cold run reports the same error
+    why_cold = !template_spec ? template_spec.error().message
+               : !call_spec   ? call_spec.error().message
+                              : egress.error().message;
+    return std::nullopt;
+  }
   WarmSettings settings{request.warm->recycle_calls, request.warm->recycle_after};
-  auto lease = warm_->lease(warm_key(request, template_spec), template_spec, settings, why_cold);
+  auto lease = warm_->lease(warm_key(request, *template_spec), *template_spec, settings, why_cold);
   if (!lease) return std::nullopt;
-  auto started = lease.start_call(warm_call_spec(request));
+  auto started = lease.start_call(*call_spec);
   if (!started) {  // nothing of the call has reached the template's child yet: run it cold
     why_cold = "its warm template did not start the call: " + started.error().message;
     return std::nullopt;
@@ -191,10 +215,20 @@ std::optional<RunResult> LocalBackend::run_warm(const RunRequest& request,
   auto& sandbox = *started;
   SandboxRegistration registration(registry_, sandbox.get());
   CancelHook hook(context.cancel, [s = sandbox.get()] { s->kill(); });
+  // The child opened its listeners in its own network namespace, before it was handed this
+  // call; they are served by this call's proxy only, and closed with it.
+  if (*egress) (*egress)->start(sandbox->take_listeners());
   RunResult result;
   static_cast<airlock::sandbox::Outcome&>(result) = sandbox->wait();
+  if (*egress) result.egress = (*egress)->stop();
   result.warm = true;
   return result;
+}
+
+Result<std::unique_ptr<SandboxEgress>> LocalBackend::call_egress(const egress::EgressRules& rules,
+                                                                 const std::string& rule_set) const {
+  if (!rules.has_egress()) return std::unique_ptr<SandboxEgress>();
+  return SandboxEgress::for_call(rules, rule_set, forbidden_ ? *forbidden_ : std::vector<egress::Endpoint>{});
 }
 
 RunResult LocalBackend::run(const RunRequest& request, const RunContext& context) {

@@ -20,6 +20,8 @@
 
 namespace airlock::backend {
 
+class SandboxEgress;  // backend/sandbox_egress.hpp
+
 // The sandboxes running right now, for a daemon that must count them and stop them all.
 class RunningSandboxes {
  public:
@@ -108,6 +110,9 @@ class LocalBackend : public Backend, public SessionBackend {
   RunResult run_cold(const RunRequest& request, const RunContext& context);
   std::optional<RunResult> run_warm(const RunRequest& request, const RunContext& context,
                                     std::string& why_cold);
+  // A warm call's proxy, or null for a call without egress.
+  Result<std::unique_ptr<SandboxEgress>> call_egress(const egress::EgressRules& rules,
+                                                     const std::string& rule_set) const;
   RunningSandboxes* registry_;
   std::shared_ptr<const std::vector<egress::Endpoint>> forbidden_;
   std::unique_ptr<WarmPool> warm_;
@@ -117,10 +122,10 @@ class LocalBackend : public Backend, public SessionBackend {
 // The template a warm request's calls fork from: the request's Spec with the template's
 // argv, the warm library bound in, no credentials and no input, and the headroom a process
 // needs whose children are every call's (pids: each call's processes count in its user
-// namespace too).
-sandbox::Spec warm_template_spec(const RunRequest& request);
-// One warm call: the request's Spec (binds and limits as a cold run's), its credentials and
-// arguments on stdin as the runner's template mode reads them.
-sandbox::Spec warm_call_spec(const RunRequest& request);
+// namespace too). With egress rules, shaped as its calls are (SandboxEgress::behind_proxy).
+Result<sandbox::Spec> warm_template_spec(const RunRequest& request);
+// One warm call: the request's Spec (binds and limits as a cold run's) behind its proxy, its
+// credentials and arguments on stdin as the runner's template mode reads them.
+Result<sandbox::Spec> warm_call_spec(const RunRequest& request);
 
 }  // namespace airlock::backend

@@ -5,10 +5,20 @@
 namespace airlock::backend {
 namespace {
 
-// The spec as it runs behind the proxy: listeners for the proxy's port (first) and each
-// forward's, the only ports it may connect to, and the proxy's environment.
-Result<sandbox::Spec> spec_behind_proxy(const sandbox::Spec& spec,
-                                        const egress::EgressRules& rules) {
+// Header injection: the proxy's per-run CA, trusted inside through a CA bundle of the run.
+Result<RunCaBundle> trust_interception_ca(egress::EgressProxy& proxy, sandbox::Spec& spec) {
+  auto pem = proxy.make_interception_ca();
+  if (!pem) return pem.error();
+  auto bundle = RunCaBundle::write(*pem);
+  if (!bundle) return bundle.error();
+  bundle->trust_inside(spec);
+  return bundle;
+}
+
+}  // namespace
+
+Result<sandbox::Spec> SandboxEgress::behind_proxy(const sandbox::Spec& spec,
+                                                  const egress::EgressRules& rules) {
   const bool proxy = !rules.allow.empty();
   std::set<std::uint16_t> ports;
   if (proxy) ports.insert(egress::kProxyPort);
@@ -30,18 +40,6 @@ Result<sandbox::Spec> spec_behind_proxy(const sandbox::Spec& spec,
   return behind;
 }
 
-// Header injection: the proxy's per-run CA, trusted inside through a CA bundle of the run.
-Result<RunCaBundle> trust_interception_ca(egress::EgressProxy& proxy, sandbox::Spec& spec) {
-  auto pem = proxy.make_interception_ca();
-  if (!pem) return pem.error();
-  auto bundle = RunCaBundle::write(*pem);
-  if (!bundle) return bundle.error();
-  bundle->trust_inside(spec);
-  return bundle;
-}
-
-}  // namespace
-
 SandboxEgress::SandboxEgress(egress::EgressPolicy policy, const egress::EgressRules& rules,
                              const std::string& rule_set)
     : proxy_(std::move(policy), rule_set),
@@ -50,25 +48,43 @@ SandboxEgress::SandboxEgress(egress::EgressPolicy policy, const egress::EgressRu
 
 SandboxEgress::~SandboxEgress() { (void)stop(); }
 
-Result<std::unique_ptr<SandboxEgress>> SandboxEgress::prepare(
-    sandbox::Spec& spec, const egress::EgressRules& rules, const std::string& rule_set,
+Result<std::unique_ptr<SandboxEgress>> SandboxEgress::with_policy(
+    const egress::EgressRules& rules, const std::string& rule_set,
     const std::vector<egress::Endpoint>& forbidden) {
   auto policy = egress::EgressPolicy::compile(rules);
   if (!policy) return policy.error();
   for (const auto& e : forbidden) policy->forbid(e);
-  auto behind = spec_behind_proxy(spec, rules);
+  return std::unique_ptr<SandboxEgress>(new SandboxEgress(std::move(*policy), rules, rule_set));
+}
+
+Result<std::unique_ptr<SandboxEgress>> SandboxEgress::for_call(
+    const egress::EgressRules& rules, const std::string& rule_set,
+    const std::vector<egress::Endpoint>& forbidden) {
+  if (!rules.inject.empty())
+    return Error::make("egress", "header injection needs the run's CA bundle bound in at launch");
+  return with_policy(rules, rule_set, forbidden);
+}
+
+Result<std::unique_ptr<SandboxEgress>> SandboxEgress::prepare(
+    sandbox::Spec& spec, const egress::EgressRules& rules, const std::string& rule_set,
+    const std::vector<egress::Endpoint>& forbidden) {
+  auto egress = with_policy(rules, rule_set, forbidden);
+  if (!egress) return egress.error();
+  auto behind = behind_proxy(spec, rules);
   if (!behind) return behind.error();
-  std::unique_ptr<SandboxEgress> egress(new SandboxEgress(std::move(*policy), rules, rule_set));
   if (!rules.inject.empty()) {
-    auto bundle = trust_interception_ca(egress->proxy_, *behind);
+    auto bundle = trust_interception_ca((*egress)->proxy_, *behind);
     if (!bundle) return bundle.error();
-    egress->ca_bundle_.emplace(std::move(*bundle));
+    (*egress)->ca_bundle_.emplace(std::move(*bundle));
   }
   spec = std::move(*behind);
-  return egress;
+  return std::move(*egress);
 }
 
 void SandboxEgress::start(std::vector<UniqueFd> listeners) {
+  // Fail closed: listeners of another shape than these rules' are closed here (the sandbox's
+  // connections are refused), never served with the wrong protocol or forward.
+  if (listeners.size() != (has_proxy_listener_ ? 1 : 0) + forwards_.size()) return;
   std::size_t next = 0;
   if (has_proxy_listener_) proxy_.add_proxy_listener(std::move(listeners[next++]));
   for (const auto& f : forwards_) proxy_.add_forward_listener(std::move(listeners[next++]), f);

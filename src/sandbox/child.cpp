@@ -225,6 +225,10 @@ void send_to_supervisor(char tag, const int* fds, std::size_t count) {
   check(send_fds(kChildControlFd, tag, fds, count), "sending descriptors to supervisor");
 }
 
+}  // namespace
+
+namespace child_steps {
+
 void open_listeners(const ChildPlan& plan) {
   if (plan.listeners.empty()) return;
   int fds[64] = {};
@@ -245,6 +249,10 @@ void open_listeners(const ChildPlan& plan) {
   send_to_supervisor('L', fds, n);
   for (std::size_t i = 0; i < n; ++i) ::close(fds[i]);
 }
+
+}  // namespace child_steps
+
+namespace {
 
 // --tty: a pty pair from the sandbox's own devpts instance. The master (and a second slave
 // descriptor) go to the supervisor; the slave becomes 0-2 (opened O_NOCTTY: the init must
@@ -506,7 +514,7 @@ void child_main(const ChildPlan& plan) {
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
   check(::setdomainname("", 0) == 0, "setdomainname");
   if (LoopbackResult lo = bring_up_loopback(); lo.err != 0) fail(lo.step, nullptr, lo.err);
-  open_listeners(plan);
+  child_steps::open_listeners(plan);
   open_terminal(plan);
   ::close(kChildGoFd);
   join_cgroups(plan);

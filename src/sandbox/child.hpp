@@ -134,6 +134,9 @@ void set_error_fd(int fd);  // where fail() reports
 void report_failure(int fd, const char* step, const char* detail, int err);
 [[noreturn]] void fail(const char* step, const char* detail, int err);
 void check(bool ok, const char* step, const char* detail = nullptr);
+// Listening sockets on 127.0.0.1 for plan.listeners (the egress proxy's), sent on
+// kChildControlFd ('L'); in the network namespace the caller is in, before its Landlock.
+void open_listeners(const ChildPlan& plan);
 // Capabilities, no_new_privs, rlimits.
 void drop_privileges(const ChildPlan& plan);
 // The notify filter, its listener sent on kChildControlFd ('S'); the kill filter without one.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 namespace airlock::sandbox {
 namespace {
@@ -97,13 +98,17 @@ int apply_landlock(const LandlockPlan& plan, const char** step) {
     }
   }
   if (plan.handled_net) {
-    for (auto port : plan.connect_ports) {
-      NetPortAttr net{landlock::kNetConnectTcp, port};
-      if (::syscall(SYS_landlock_add_rule, ruleset, kRuleNetPort, &net, 0) < 0) {
-        int e = errno;
-        *step = "landlock_add_rule (tcp port)";
-        ::close(ruleset);
-        return e;
+    // A port in both lists gets two rules: the kernel adds their rights together.
+    for (const auto& [ports, access] : {std::pair{&plan.connect_ports, landlock::kNetConnectTcp},
+                                        std::pair{&plan.bind_ports, landlock::kNetBindTcp}}) {
+      for (auto port : *ports) {
+        NetPortAttr net{access, port};
+        if (::syscall(SYS_landlock_add_rule, ruleset, kRuleNetPort, &net, 0) < 0) {
+          int e = errno;
+          *step = "landlock_add_rule (tcp port)";
+          ::close(ruleset);
+          return e;
+        }
       }
     }
   }

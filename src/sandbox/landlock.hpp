@@ -56,6 +56,9 @@ struct LandlockPlan {
   std::uint64_t scoped = 0;
   std::vector<LandlockPathRule> paths;
   std::vector<std::uint16_t> connect_ports;
+  // TCP ports it may bind: a warm template's only, whose calls open their egress listeners
+  // in their own network namespaces under its domain (plan_warm_template_policy).
+  std::vector<std::uint16_t> bind_ports;
 };
 
 // Fills handled_* and scoped for the running ABI and masks every rule to what it handles.

@@ -423,10 +423,15 @@ void plan_seccomp(ChildPlan& plan) {
 // (warm_template_needs). Its Landlock handles no filesystem access: a domain that does
 // refuses mount (hook_sb_mount), and each call mounts its tmpfs and /proc. Each call stacks
 // its own rules (every path) and filter on top before its tool runs.
+// A networked tool's template (Spec::network: its calls' egress listeners) opens no listener
+// itself: each call opens them in its own network namespace, under this domain, which lets
+// them bind those ports (and only those); the call's own domain then refuses every bind.
 void plan_warm_template_policy(ChildPlan& plan) {
   LandlockPlan& ll = plan.landlock;
   ll.handled_fs = 0;
   ll.paths.clear();
+  ll.bind_ports = std::move(plan.listeners);
+  plan.listeners.clear();
   if (ll.handled_net == 0 && ll.scoped == 0) ll.abi = 0;  // before ABI 4: nothing to handle
   const auto& program = warm_template_seccomp_program();
   plan.seccomp_notify = &program.instructions;

@@ -131,6 +131,7 @@ struct Sandbox::State {
   UniqueFd tty_master;  // --tty: read as stdout; stdin_w is a second descriptor for it
   UniqueFd tty_slave;   // --tty: held so the master is readable whenever the program reopens it
   std::vector<UniqueFd> listeners;
+  std::size_t expected_listeners = 0;  // the plan's (a warm template's calls open its ports)
   Clock::time_point started;
   bool reaped = false;
   bool warm = false;  // started by a warm template: init is not our child (start_warm_call)
@@ -406,8 +407,7 @@ Status receive_descriptors(Sandbox::State& s) {
     }
   }
   s.control.reset();
-  if (s.listeners.size() != s.spec.network.loopback_listeners.size() &&
-      !s.spec.network.loopback_listeners.empty())
+  if (s.listeners.size() != s.expected_listeners)
     return setup_error("the sandbox did not hand over its listening sockets");
   return {};
 }
@@ -450,6 +450,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::launch(const Spec& spec) {
   auto plan = make_child_plan(planned, cgroup_support());
   if (!plan) return plan.error();
   st->plan = std::move(*plan);
+  st->expected_listeners = st->plan.listeners.size();
 
   Channels ch;
   if (auto r = make_channels(ch); !r) return r.error();
@@ -503,8 +504,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(
     int template_fd, std::mutex& send_mu, const Spec& spec,
     const std::shared_ptr<WarmCgroupTree>& cgroup_tree) {
   if (auto r = validate_spec(spec); !r) return r.error();
-  if (!spec.network.loopback_listeners.empty() || spec.tty)
-    return setup_error("a warm call takes no listeners and no terminal");
+  if (spec.tty) return setup_error("a warm call takes no terminal");
   if (auto why = warm_calls_unsupported()) return setup_error(*why);
   auto st = std::make_unique<State>();
   st->spec = spec;
@@ -521,6 +521,7 @@ Result<std::unique_ptr<Sandbox>> Sandbox::start_warm_call(
   auto plan = make_child_plan(spec, cgroup_support());
   if (!plan) return plan.error();
   plan->warm_cgroup = st->cgroup.name_in_warm_tree();
+  st->expected_listeners = plan->listeners.size();
   Channels ch;
   if (auto r = make_channels(ch); !r) return r.error();
   st->kill_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

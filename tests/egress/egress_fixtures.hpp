@@ -32,7 +32,16 @@ struct Spec : sandbox::Spec {
   EgressRules egress;
 };
 
+#ifdef AIRLOCK_EGRESS_WARM_PROBES
+// warm_probe.cpp: the probe run in a call of a warm networked tool (AIRLOCK_TEST_EGRESS_WARM).
+bool warm_probes_asked();
+Outcome run_warm_probe(const Spec& spec, const backend::LocalRunOptions& options);
+#endif
+
 inline Outcome run_local(const Spec& spec, const backend::LocalRunOptions& options = {}) {
+#ifdef AIRLOCK_EGRESS_WARM_PROBES
+  if (warm_probes_asked()) return run_warm_probe(spec, options);
+#endif
   return backend::run_local(spec, spec.egress, options);
 }
 

@@ -3,6 +3,7 @@
 // warm call's limits give the verdicts a cold run gives. The tool is the real runner in
 // template mode with the real libairlock_warm.so.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,6 +198,20 @@ def fork_many(args):
         return {"children": children, "errno": e.errno}
     return {"children": children, "errno": None}
 
+def through_proxy_port(args):
+    # A networked call: says its name on the proxy's port (its own listener, which the test
+    # reads), then tries to bind that port and another: its Landlock refuses both.
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(args["say"].encode())
+    binds = {}
+    for port in (3128, 3129):
+        try:
+            socket.socket().bind(("127.0.0.1", port))
+            binds[str(port)] = "bound"
+        except OSError as e:
+            binds[str(port)] = e.errno
+    return {"binds": binds}
+
 def cgroup_view(args):
     return {"cgroup": open("/proc/self/cgroup").read().splitlines()}
 
@@ -277,8 +292,12 @@ os._exit(0)
 )PY";
 
 // What the template runs: a tool module (runtime.python), or nothing but the runner, each
-// call's code arriving with its arguments (runtime.python-code: the same tool as a cell).
-enum class Runtime { module, code };
+// call's code arriving with its arguments (runtime.python-code: the same tool as a cell), or
+// a tool module with network rules: shaped as backend::SandboxEgress::behind_proxy shapes it
+// (the proxy's listener, the only port it may connect to), each call opening its listener in
+// its own network namespace (tests/egress/warm_egress_test.cpp runs the proxy's probes on it).
+enum class Runtime { module, code, networked };
+constexpr std::uint16_t kProxyPort = 3128;
 
 class WarmTemplateTest : public ::testing::Test {
  protected:
@@ -312,6 +331,7 @@ class WarmTemplateTest : public ::testing::Test {
     spec.binds.push_back({library_, kWarmLibraryInSandbox, false});
     spec.binds.push_back({tool_dir_.path(), "/tool", false});
     spec.limits.wall_time = 60s;
+    if (runtime() == Runtime::networked) spec.network = {{kProxyPort}, {kProxyPort}};
     return spec;
   }
 
@@ -343,6 +363,8 @@ class WarmTemplateTest : public ::testing::Test {
       o.message = sandbox.error().message;
       return o;
     }
+    // A networked call's child hands over its listener, made in its own network namespace.
+    EXPECT_EQ((*sandbox)->take_listeners().size(), spec.network.loopback_listeners.size());
     return (*sandbox)->wait();
   }
 
@@ -364,6 +386,7 @@ class WarmTemplateTest : public ::testing::Test {
     spec.argv = {"python3", "-I", "-S", "/airlock/airlock_runner.py", "module", "/tool/tool.py"};
     if (runtime() == Runtime::code) spec.argv = {"python3", "-I", "-S", "/airlock/airlock_runner.py", "code"};
     spec.limits = call.limits;
+    spec.network = {};  // sandbox::run serves no listener; the proxy is the backend's
     spec.stdin_source.kind = StdinSource::Kind::bytes;
     spec.stdin_source.bytes = json::parse(call.stdin_source.bytes)["arguments"].dump();
     return run(spec);
@@ -381,10 +404,17 @@ class WarmToolTest : public WarmTemplateTest, public ::testing::WithParamInterfa
 };
 
 std::string runtime_name(const ::testing::TestParamInfo<Runtime>& p) {
-  return p.param == Runtime::code ? "PythonCode" : "Module";
+  switch (p.param) {
+    case Runtime::code: return "PythonCode";
+    case Runtime::networked: return "Networked";
+    case Runtime::module: break;
+  }
+  return "Module";
 }
 
-INSTANTIATE_TEST_SUITE_P(Runtimes, WarmToolTest, ::testing::Values(Runtime::module, Runtime::code), runtime_name);
+INSTANTIATE_TEST_SUITE_P(Runtimes, WarmToolTest,
+                         ::testing::Values(Runtime::module, Runtime::code, Runtime::networked),
+                         runtime_name);
 
 // Supervises a template on a thread of its own, as the daemon does; retires it at the end.
 struct Supervised {
@@ -605,6 +635,48 @@ TEST_F(WarmTemplateTest, ATemplateCannotWriteOrLeaveItsCgroupTree) {
 
 // A child prepared before another call had a credential, and handed its own call only after
 // that call ended, has nothing of it: not in its environment, not anywhere in its memory.
+class WarmNetworkedTest : public WarmTemplateTest {
+ protected:
+  Runtime runtime() const override { return Runtime::networked; }
+};
+
+// The first bytes waiting on a listener, "" when no connection is pending.
+std::string first_connection(const UniqueFd& listener) {
+  pollfd pending{listener.get(), POLLIN, 0};
+  if (::poll(&pending, 1, 0) != 1) return "";
+  int c = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (c < 0) return "";
+  char buf[16] = {};
+  ssize_t n = ::recv(c, buf, sizeof buf, MSG_DONTWAIT);
+  ::close(c);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "(empty)";
+}
+
+// Two calls alive at once each open the proxy's port in their own network namespace: what one
+// sends there reaches its own listener (its own call's proxy, in the daemon), never the other's;
+// and neither may bind a port once its own policy is in place.
+TEST_F(WarmNetworkedTest, EachCallsProxyListenerIsItsOwn) {
+  Supervised s(start_template());
+  ASSERT_TRUE(s.t);
+  auto a = s.t->start_call(call_spec({{"do", "through_proxy_port"}, {"say", "A"}}));
+  auto b = s.t->start_call(call_spec({{"do", "through_proxy_port"}, {"say", "B"}}));
+  ASSERT_TRUE(a && b) << (a ? b.error().message : a.error().message);
+  auto la = (*a)->take_listeners(), lb = (*b)->take_listeners();
+  ASSERT_EQ(la.size(), 1u);
+  ASSERT_EQ(lb.size(), 1u);
+  json ra = result_of((*a)->wait()), rb = result_of((*b)->wait());
+  EXPECT_EQ(first_connection(la[0]), "A");
+  EXPECT_EQ(first_connection(lb[0]), "B");
+  EXPECT_EQ(first_connection(la[0]), "") << "a second connection on A's listener";
+  EXPECT_EQ(first_connection(lb[0]), "") << "a second connection on B's listener";
+  if (landlock_abi() >= 4) {
+    for (const json& r : {ra, rb}) {
+      EXPECT_EQ(r["binds"]["3128"], EACCES) << r;
+      EXPECT_EQ(r["binds"]["3129"], EACCES) << r;
+    }
+  }
+}
+
 TEST_P(WarmToolTest, APreparedChildThatWaitedGetsNothingOfAnEarlierCall) {
   Supervised s(start_template());
   ASSERT_TRUE(s.t);

@@ -46,6 +46,15 @@ TEST(WarmConfig, APythonCodeToolMayBeWarm) {
   EXPECT_EQ(c->tools.at(0).warm->recycle_calls, 10u);
 }
 
+// A networked tool's calls fork warm too: each call's egress proxy is bound at its hand-over
+// (docs/warm-start.md, "A networked tool").
+TEST(WarmConfig, AToolWithNetworkRulesMayBeWarm) {
+  auto c = parse(config_with(kPythonTool + "    network: {allow: [\"api.example:443\"]}\n    warm: {}\n"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c->tools.at(0).warm);
+  EXPECT_EQ(c->tools.at(0).network.allow.size(), 1u);
+}
+
 TEST(WarmConfig, MistakesAreNamed) {
   struct Case {
     std::string yaml, expected;
@@ -60,8 +69,6 @@ TEST(WarmConfig, MistakesAreNamed) {
       {config_with("  - name: shell\n    runtime: {type: command, command: [/bin/cat]}\n"
                    "    warm: {}\n"),
        "tool shell.warm: only a runtime.python or runtime.python-code tool has a warm template"},
-      {config_with(python + "    network: {allow: [\"api.example:443\"]}\n    warm: {}\n"),
-       "tool quick.warm: a warm call has no egress proxy"},
       {config_with(python + "    warm: {}\n  - name: quick2\n    runtime: {type: python, file: " +
                        AIRLOCK_EXAMPLES_DIR "/tools/csv_summary.py}\n    warm: {}\n",
                    "server: {maxWarmTemplates: 1}\n"),

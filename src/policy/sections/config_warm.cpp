@@ -1,5 +1,6 @@
 // tools[].warm: {recycleCalls, recycleAfter} (policy/sections/warm_config.hpp), and its checks against
-// the rest of the tool: only a Python tool (a module, or python-code) without egress has a template.
+// the rest of the tool: only a Python tool (a module, or python-code) has a template (with or
+// without network rules: a warm call's egress proxy is bound at its hand-over).
 #include "policy/config_reader.hpp"
 
 namespace airlock::policy::detail {
@@ -24,8 +25,6 @@ void read_warm(Reader& r, const YAML::Node& n, const std::string& what, WarmPoli
 std::string warm_conflict(const ToolConfig& t) {
   if (t.runtime.kind == ToolRuntime::Kind::command)
     return "only a runtime.python or runtime.python-code tool has a warm template (a command is not Python)";
-  if (!t.network.allow.empty() || !t.network.forwards.empty())
-    return "a warm call has no egress proxy: a tool with network rules runs cold";
   return "";
 }
 

@@ -20,10 +20,11 @@
 //   tool    forked by init: the one copy of the template's address space a call makes. It
 //           maps its id, makes its mount, network, ipc and uts namespaces (off the template's
 //           critical section), mounts the call's fresh tmpfs on the work dir, /tmp and
-//           /dev/shm and a fresh /proc, brings up lo, on v1 joins the call's cgroups (made
-//           and limited by the supervisor, which sent their `tasks` files; on v2 it was born
-//           in init's, made and limited by the supervisor too), sends the supervisor
-//           a pidfd of init, drops every capability, sets the rlimits, applies Landlock and
+//           /dev/shm and a fresh /proc, brings up lo and opens the egress proxy's listeners
+//           there (sent to the supervisor, which serves them for this call), on v1 joins the
+//           call's cgroups (made and limited by the supervisor, which sent their `tasks`
+//           files; on v2 it was born in init's, made and limited by the supervisor too),
+//           sends the supervisor a pidfd of init, drops every capability, sets the rlimits, applies Landlock and
 //           the seccomp filter (its listener goes to the supervisor; child.cpp's steps,
 //           reused), closes the error pipe (the supervisor's "ready", as exec is for a cold
 //           run) and jumps back into its copy of the template's airlock_warm_start, which
@@ -151,10 +152,14 @@ void mount_fresh_writable_dirs(const ChildPlan& plan) {
   check(::chdir(plan.workdir.c_str()) == 0, "chdir", plan.workdir.c_str());
 }
 
+// The egress proxy's listeners (a networked tool) are opened here, in the call's own network
+// namespace: the daemon's proxy serves them for this call only. The template's Landlock lets
+// this bind their ports; the call's own, applied later, refuses every bind.
 void set_up_network_and_names(const ChildPlan& plan) {
   check(::sethostname(plan.hostname.c_str(), plan.hostname.size()) == 0, "sethostname");
   check(::setdomainname("", 0) == 0, "setdomainname");
   if (LoopbackResult lo = bring_up_loopback(); lo.err != 0) fail(lo.step, nullptr, lo.err);
+  child_steps::open_listeners(plan);
 }
 
 void join_call_cgroups(const ReceivedFds& fds) {

@@ -20,6 +20,7 @@ std::string encode_warm_call_plan(const ChildPlan& plan) {
                         {"last_cap", plan.last_cap},
                         {"cgroup_ns", plan.unshare_cgroup_ns},
                         {"cgroup", plan.warm_cgroup},
+                        {"listeners", plan.listeners},
                         {"rlimits", rlimits},
                         {"landlock",
                          {{"abi", plan.landlock.abi},
@@ -46,6 +47,8 @@ Status decode_warm_call_plan(const std::string& text, ChildPlan& plan) {
     // A leaf's name, nothing that would resolve elsewhere in the tree.
     if (plan.warm_cgroup.find_first_of("/.") != std::string::npos)
       return Error::make("setup_error", "the warm call's cgroup is not a leaf's name");
+    plan.listeners = j.at("listeners").get<std::vector<std::uint16_t>>();
+    if (plan.listeners.size() > 64) return Error::make("setup_error", "the warm call's plan has too many listeners");
     for (const auto& l : j.at("rlimits"))
       plan.rlimits.push_back({l.at(0).get<int>(), rlimit{l.at(1).get<rlim_t>(), l.at(2).get<rlim_t>()}});
     const auto& ll = j.at("landlock");
