@@ -32,7 +32,9 @@ TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
 TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   McpSessions sessions(4, 1);
   std::vector<std::shared_ptr<LiveSession>> ended;
-  sessions.on_end([&](std::vector<std::shared_ptr<LiveSession>> ending) {
+  std::vector<std::string> ended_ids;  // each MCP session that ended, its stream with it (issue #38)
+  sessions.on_end([&](const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) {
+    ended_ids.push_back(id);
     ended.insert(ended.end(), ending.begin(), ending.end());
   });
   auto made = [](const std::string& id) {
@@ -52,6 +54,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   ASSERT_EQ(ended.size(), 2u);
   EXPECT_EQ(ended[0], first);
   EXPECT_EQ(ended[1], second);
+  EXPECT_EQ(ended_ids, std::vector<std::string>{a});
 
   ended.clear();
   const auto b = sessions.open("agent:a", "2025-11-25");
@@ -60,6 +63,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   (void)sessions.open("agent:a", "2025-11-25");  // its bound is 1: b is evicted
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0], third);
+  EXPECT_EQ(ended_ids, (std::vector<std::string>{a, b}));
   EXPECT_EQ(sessions.add_workspace(b, "agent:a", made("s5")), nullptr);  // gone: nothing keeps it
 }
 
