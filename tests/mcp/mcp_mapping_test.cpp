@@ -164,6 +164,20 @@ TEST(McpConfig, ServerMcpIsParsedAndChecked) {
   }
 }
 
+// Issue #38: the first-listing wait and the page size, with their defaults and bounds.
+TEST(McpConfig, FirstListingWaitAndPageSizeAreParsedAndBounded) {
+  Workspace defaults("server: {listen: 127.0.0.1:0}");
+  EXPECT_EQ(defaults.config().server.mcp.first_listing_wait, std::chrono::seconds(10));
+  EXPECT_EQ(defaults.config().server.mcp.tools_page_size, 100u);
+  Workspace set("server: {listen: 127.0.0.1:0, mcp: {firstListingWait: 2s, toolsPageSize: 7}}");
+  EXPECT_EQ(set.config().server.mcp.first_listing_wait, std::chrono::seconds(2));
+  EXPECT_EQ(set.config().server.mcp.tools_page_size, 7u);
+  for (const std::string bad : {"firstListingWait: 11m", "toolsPageSize: 0", "toolsPageSize: 1001"}) {
+    Workspace ws("server: {listen: 127.0.0.1:0, mcp: {" + bad + "}}");
+    EXPECT_THROW((void)ws.config(), std::runtime_error) << bad << " was accepted";
+  }
+}
+
 TEST(McpConfig, DisabledEndpointIsNotServed) {
   Workspace ws("server: {listen: 127.0.0.1:0, mcp: {enabled: false}}");
   RunningDaemon d(ws);
