@@ -3,11 +3,14 @@
 // the whole pipeline. Every test runs a real attack and asserts it failed.
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -334,6 +337,89 @@ mcpServers:
   }
   ASSERT_TRUE(listing.contains("result")) << listing.dump();
   EXPECT_NE(listing.dump().find("slow.whoami"), std::string::npos) << listing.dump().substr(0, 500);
+}
+
+// Runs an SDK client script of tests/mcp/clients against the daemon's /mcp: its exit status
+// (0: every check passed); its output goes to the test's log.
+int run_client(const std::string& script, std::uint16_t port, const std::string& args) {
+  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/" + script +
+                              " http://127.0.0.1:" + std::to_string(port) + "/mcp " + kKey + " " + args;
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Issue #38: a client that connected right at start listed only the local tools, and was
+// never told of the gateway's. Now tools/list waits for every server's first listing (or its
+// failure, named): the official SDK client connected while /healthz still says "starting"
+// gets the slow server's tools in its first listing, and the broken server named as failed.
+TEST(GatewayStart, TheSdkClientConnectedAtStartGetsEveryGatewayToolInItsFirstListing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+  Workspace ws;
+  ws.write_config(ws.config_text() + R"(
+mcpServers:
+  - name: slow
+    command: [python3, /fixtures/malicious_server.py, --slow-start, "3"]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+  - name: broken
+    command: [python3, /fixtures/no-such-server.py]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+)");
+  RunningDaemon d(ws);
+  ASSERT_EQ(http(d.port, "GET", "/healthz", "", "").status, 503) << "the client must connect before the listing";
+  EXPECT_EQ(run_client("sdk_list_changed.mjs", d.port, "first slow.whoami broken"), 0);
+}
+
+// Issue #38: past server.mcp.firstListingWait, tools/list answers without the servers still
+// pending and names them; over stdio, the session is told with notifications/tools/list_changed
+// when their tools arrive, and lists them then.
+TEST(GatewayStart, McpOverStdioIsToldWhenAPendingServersToolsArrive) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+  Workspace ws;
+  std::string yaml = ws.config_text();
+  yaml.replace(yaml.find("server: {"), 9, "server: {mcp: {firstListingWait: 500ms}, ");
+  ws.write_config(yaml + R"(
+mcpServers:
+  - name: slow
+    command: [python3, /fixtures/malicious_server.py, --slow-start, "3"]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+)");
+  const std::string in = ws.dir() + "/stdin.jsonl", later = ws.dir() + "/later.jsonl", out = ws.dir() + "/stdout.jsonl";
+  std::ofstream(in) << R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})" "\n"
+                    << R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n"
+                    << R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})" "\n";
+  std::ofstream(later) << R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})" "\n";
+  // The second listing is sent once the slow server has had time to answer (3 s and its start).
+  const std::string command = "cd " + ws.dir() + " && (cat " + in + "; sleep 8; cat " + later + ") | AIRLOCK_API_KEY=" +
+                              kKey + " " AIRLOCK_SERVE_BIN " --config " + ws.config_path() + " --mcp-stdio > " + out +
+                              " 2>" + ws.dir() + "/stderr.txt";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream replies(out);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(replies, line);) lines.push_back(nlohmann::json::parse(line, nullptr, false));
+  auto position = [&](const std::function<bool(const nlohmann::json&)>& is) {
+    return std::find_if(lines.begin(), lines.end(), is) - lines.begin();
+  };
+  const auto first = position([](const auto& m) { return m.is_object() && m.value("id", 0) == 2; });
+  const auto told = position([](const auto& m) {
+    return m.is_object() && m.value("method", "") == "notifications/tools/list_changed";
+  });
+  const auto second = position([](const auto& m) { return m.is_object() && m.value("id", 0) == 3; });
+  ASSERT_LT(first, static_cast<long>(lines.size()));
+  ASSERT_LT(second, static_cast<long>(lines.size()));
+  EXPECT_EQ(lines[first].dump().find("slow.whoami"), std::string::npos) << "listed before its server answered?";
+  EXPECT_EQ(lines[first]["result"]["_meta"]["airlock.dev/mcpServers"]["pending"], nlohmann::json::array({"slow"}))
+      << lines[first].dump().substr(0, 500);
+  ASSERT_LT(told, static_cast<long>(lines.size())) << "no notifications/tools/list_changed on stdout";
+  EXPECT_GT(told, first);
+  EXPECT_NE(lines[second].dump().find("slow.whoami"), std::string::npos) << lines[second].dump().substr(0, 500);
+}
+
+// Issue #38: a pin broken while a client is connected (the rug pull: the server changes a
+// tool's description after a call) tells the client on its GET /mcp stream, and its next
+// tools/list no longer has the tool.
+TEST_F(MaliciousGateway, ABrokenPinNotifiesAConnectedClient) {
+  ASSERT_TRUE(wait_for_tool(daemon_->port, "evil.harvest"));
+  EXPECT_EQ(run_client("sdk_list_changed.mjs", daemon_->port, "pin evil.whoami evil.harvest"), 0);
 }
 
 TEST_F(MaliciousGateway, ARugPullDisablesTheToolUntilAnAdminApprovesIt) {

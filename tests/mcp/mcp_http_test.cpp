@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "mcp_test_support.hpp"
 
@@ -236,10 +237,85 @@ TEST_F(McpHttpTest, AcceptContentTypeAndMethodsAreChecked) {
   auto text = http_with(d.port, "POST", "/mcp", rpc(1, "ping").dump(), kKey,
                         {{"accept", "application/json, text/event-stream"}, {"content-type", "text/plain"}});
   EXPECT_EQ(text.status, 415);
-  EXPECT_EQ(http(d.port, "GET", "/mcp").status, 405);
+  EXPECT_EQ(http(d.port, "PUT", "/mcp").status, 405);
   const auto id = open_session(d.port, "2025-11-25");
   EXPECT_EQ(http_with(d.port, "DELETE", "/mcp", "", kKey, {{"mcp-session-id", id}}).status, 204);
   EXPECT_EQ(mcp_post(d.port, rpc(2, "ping"), kKey, session_headers(id, "2025-11-25")).status, 404);
+}
+
+// Issue #38: GET /mcp is a session's stream of the notifications the server starts. It needs
+// an Accept that takes a stream, a session id, and a session of the caller's; it is
+// text/event-stream, and it ends when its session is deleted.
+TEST_F(McpHttpTest, TheGetStreamBelongsToAKnownSessionAndEndsWithIt) {
+  const std::map<std::string, std::string> sse = {{"accept", "text/event-stream"}};
+  auto no_session = http_with(d.port, "GET", "/mcp", "", kKey, sse);
+  EXPECT_EQ(no_session.status, 400) << no_session.body;
+  auto unknown = http_with(d.port, "GET", "/mcp", "", kKey, {{"accept", "text/event-stream"}, {"mcp-session-id", "0123abcd"}});
+  EXPECT_EQ(unknown.status, 404) << unknown.body;
+  EXPECT_EQ(unknown.json()["error"]["code"], -32001);
+  const auto id = open_session(d.port, "2025-11-25");
+  auto headers = session_headers(id, "2025-11-25");
+  EXPECT_EQ(http_with(d.port, "GET", "/mcp", "", kKey, headers).status, 406) << "no Accept: text/event-stream";
+  headers.insert(sse.begin(), sse.end());
+  EXPECT_EQ(http_with(d.port, "GET", "/mcp", "", "wrong-key", headers).status, 401);
+  EXPECT_EQ(http_with(d.port, "GET", "/mcp", "", kOtherKey, headers).status, 404) << "another principal's session";
+  Reply stream;
+  std::thread reader([&] { stream = http_with(d.port, "GET", "/mcp", "", kKey, headers); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(http_with(d.port, "DELETE", "/mcp", "", kKey, {{"mcp-session-id", id}}).status, 204);
+  reader.join();  // returns only once the stream has ended
+  EXPECT_EQ(stream.status, 200) << stream.body;
+  EXPECT_EQ(stream.headers["content-type"], "text/event-stream");
+}
+
+TEST_F(McpHttpTest, InitializeSaysTheToolListChanges) {
+  auto r = mcp_post(d.port, rpc(1, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", nlohmann::json::object()}}));
+  EXPECT_EQ(r.json()["result"]["capabilities"]["tools"]["listChanged"], true) << r.body;
+}
+
+// Issue #38: tools/list in pages of server.mcp.toolsPageSize; the pages concatenate to the whole
+// list, and a cursor the server did not give is refused with -32602.
+class McpPagesTest : public ::testing::Test {
+ protected:
+  Workspace ws{"server: {listen: 127.0.0.1:0, maxBodyBytes: 64Ki, maxConcurrentInvocations: 4, queueLength: 64, "
+               "drainTimeout: 20s, mcp: {toolsPageSize: 2}}"};
+  RunningDaemon d{ws};
+};
+
+TEST_F(McpPagesTest, PagesConcatenateToTheWholeListAndAForgedCursorIsRefused) {
+  const auto id = open_session(d.port, "2025-11-25");
+  const auto headers = session_headers(id, "2025-11-25");
+  std::vector<std::string> names;
+  nlohmann::json params = nlohmann::json::object();
+  std::string last_cursor;
+  int pages = 0;
+  for (; pages < 100; ++pages) {
+    auto r = mcp_post(d.port, rpc(2, "tools/list", params), kKey, headers);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto body = r.json();
+    const auto& result = body["result"];
+    EXPECT_LE(result["tools"].size(), 2u);
+    for (const auto& t : result["tools"]) names.push_back(t["name"]);
+    if (!result.contains("nextCursor")) break;
+    last_cursor = result["nextCursor"];
+    params["cursor"] = last_cursor;
+  }
+  EXPECT_GE(pages, 2) << "more tools than one page holds";
+  auto unique = names;
+  std::sort(unique.begin(), unique.end());
+  EXPECT_EQ(std::unique(unique.begin(), unique.end()), unique.end()) << "a tool on two pages";
+  for (const auto& t : http(d.port, "GET", "/v1/tools").json()["tools"])
+    EXPECT_NE(std::find(names.begin(), names.end(), t["name"].get<std::string>()), names.end()) << t["name"] << " on no page";
+
+  // Forged: another offset with the signature of a real cursor, garbage, a number.
+  ASSERT_FALSE(last_cursor.empty());
+  std::string altered = last_cursor;
+  altered.replace(altered.find('/') + 1, 1, "0");
+  if (altered == last_cursor) altered.replace(altered.find('/') + 1, 1, "1");
+  for (const nlohmann::json& cursor : {nlohmann::json(altered), nlohmann::json("tools/0.abc"), nlohmann::json(""), nlohmann::json(2)}) {
+    auto r = mcp_post(d.port, rpc(3, "tools/list", {{"cursor", cursor}}), kKey, headers);
+    EXPECT_EQ(r.json()["error"]["code"], -32602) << cursor.dump() << ": " << r.body;
+  }
 }
 
 TEST_F(McpHttpTest, NotificationsAreAccepted) {

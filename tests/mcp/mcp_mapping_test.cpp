@@ -32,7 +32,9 @@ TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
 TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   McpSessions sessions(4, 1);
   std::vector<std::shared_ptr<LiveSession>> ended;
-  sessions.on_end([&](std::vector<std::shared_ptr<LiveSession>> ending) {
+  std::vector<std::string> ended_ids;  // each MCP session that ended, its stream with it (issue #38)
+  sessions.on_end([&](const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) {
+    ended_ids.push_back(id);
     ended.insert(ended.end(), ending.begin(), ending.end());
   });
   auto made = [](const std::string& id) {
@@ -52,6 +54,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   ASSERT_EQ(ended.size(), 2u);
   EXPECT_EQ(ended[0], first);
   EXPECT_EQ(ended[1], second);
+  EXPECT_EQ(ended_ids, std::vector<std::string>{a});
 
   ended.clear();
   const auto b = sessions.open("agent:a", "2025-11-25");
@@ -60,6 +63,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   (void)sessions.open("agent:a", "2025-11-25");  // its bound is 1: b is evicted
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_EQ(ended[0], third);
+  EXPECT_EQ(ended_ids, (std::vector<std::string>{a, b}));
   EXPECT_EQ(sessions.add_workspace(b, "agent:a", made("s5")), nullptr);  // gone: nothing keeps it
 }
 
@@ -157,6 +161,20 @@ TEST(McpConfig, ServerMcpIsParsedAndChecked) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("server.mcp.allowedOrigins: 'https://a.example/path' is not an origin"),
               std::string::npos) << e.what();
+  }
+}
+
+// Issue #38: the first-listing wait and the page size, with their defaults and bounds.
+TEST(McpConfig, FirstListingWaitAndPageSizeAreParsedAndBounded) {
+  Workspace defaults("server: {listen: 127.0.0.1:0}");
+  EXPECT_EQ(defaults.config().server.mcp.first_listing_wait, std::chrono::seconds(10));
+  EXPECT_EQ(defaults.config().server.mcp.tools_page_size, 100u);
+  Workspace set("server: {listen: 127.0.0.1:0, mcp: {firstListingWait: 2s, toolsPageSize: 7}}");
+  EXPECT_EQ(set.config().server.mcp.first_listing_wait, std::chrono::seconds(2));
+  EXPECT_EQ(set.config().server.mcp.tools_page_size, 7u);
+  for (const std::string bad : {"firstListingWait: 11m", "toolsPageSize: 0", "toolsPageSize: 1001"}) {
+    Workspace ws("server: {listen: 127.0.0.1:0, mcp: {" + bad + "}}");
+    EXPECT_THROW((void)ws.config(), std::runtime_error) << bad << " was accepted";
   }
 }
 

@@ -124,7 +124,7 @@ bool is_origin(std::string_view s) {
 }
 
 McpEndpointConfig read_mcp_endpoint(Reader& r, const YAML::Node& n) {
-  r.only_keys(n, "server.mcp", {"enabled", "allowedOrigins", "resource"});
+  r.only_keys(n, "server.mcp", {"enabled", "allowedOrigins", "resource", "firstListingWait", "toolsPageSize"});
   McpEndpointConfig mcp;
   r.field(n, "enabled", [&](const YAML::Node& v) { mcp.enabled = r.boolean(v, "server.mcp.enabled"); });
   r.field(n, "allowedOrigins", [&](const YAML::Node& v) {
@@ -138,6 +138,14 @@ McpEndpointConfig read_mcp_endpoint(Reader& r, const YAML::Node& n) {
     const auto rest = std::string_view(mcp.resource).substr(std::min(mcp.resource.size(), mcp.resource.find("://") + 3));
     if (!is_http_url(mcp.resource) || rest.empty() || rest.starts_with('/') || mcp.resource.find('#') != std::string::npos)
       fail(v, "server.mcp.resource: '" + mcp.resource + "' is not an absolute http(s) URL without a fragment");
+  });
+  r.field(n, "firstListingWait", [&](const YAML::Node& v) {
+    mcp.first_listing_wait = r.duration(v, "server.mcp.firstListingWait");
+    if (mcp.first_listing_wait > std::chrono::minutes(10)) fail(v, "server.mcp.firstListingWait: at most 10m");
+  });
+  r.field(n, "toolsPageSize", [&](const YAML::Node& v) {
+    mcp.tools_page_size = r.unsigned_int(v, "server.mcp.toolsPageSize", 1000);
+    if (mcp.tools_page_size == 0) fail(v, "server.mcp.toolsPageSize: at least 1");
   });
   return mcp;
 }

@@ -62,6 +62,10 @@ struct McpEndpointConfig {
   // The resource identifier (RFC 9728) of /mcp: "https://airlock.example.com/mcp". Empty:
   // http(s)://<listen address>/mcp.
   std::string resource;
+  // How long tools/list and GET /v1/tools wait, at start, for every configured MCP server's
+  // first listing (or failure) before answering without the servers still pending (named).
+  std::chrono::milliseconds first_listing_wait{10'000};
+  std::size_t tools_page_size = 100;  // tools/list entries per page (cursor pagination)
 };
 
 }  // namespace airlock::policy

@@ -71,8 +71,7 @@ bool is_get(const HttpRequest& r) {
 HttpResponse health_of_first_listings(const FirstListings* listings) {
   if (!listings) return json_response(200, {{"status", "ok"}});
   const auto report = listings->report();
-  nlohmann::json failed = nlohmann::json::object();
-  for (const auto& [server, why] : report.failed) failed[server] = why;
+  const nlohmann::json failed = failed_servers(report);
   if (!report.pending.empty()) {
     auto resp = json_response(503, {{"status", "starting"}, {"mcp_servers_pending", report.pending},
                                     {"mcp_servers_failed", failed}});
@@ -203,6 +202,30 @@ Result<std::chrono::milliseconds> wait_of(const std::string& target) {
 
 }  // namespace
 
+// GET /v1/tools: what the caller may invoke, once every MCP server configured at start has been
+// listed or has failed (at most server.mcp.firstListingWait), under the generation current then;
+// the servers whose tools it lacks are named (mcp_servers_pending, mcp_servers_failed).
+void Api::list_tools(const pipeline::Caller& caller, std::function<void(HttpResponse)> reply) const {
+  auto answer = [slot = s_.generation, listings = s_.first_listings, caller, reply] {
+    const auto generation = slot->load();
+    const auto& config = *generation->config;
+    const pipeline::Actor* actor = caller.actor ? &*caller.actor : nullptr;
+    const pipeline::Subject* subject = caller.subject ? &*caller.subject : nullptr;
+    auto tools = nlohmann::json::array();
+    for (const auto& t : config.tools)
+      if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(tool_summary(t));
+    nlohmann::json body = {{"tools", tools}};
+    if (listings) {
+      const auto report = listings->report();
+      if (!report.pending.empty()) body["mcp_servers_pending"] = report.pending;
+      if (!report.failed.empty()) body["mcp_servers_failed"] = failed_servers(report);
+    }
+    reply(json_response(200, body));
+  };
+  if (!s_.first_listings) return answer();
+  s_.first_listings->when_done(s_.generation->load()->config->server.mcp.first_listing_wait, std::move(answer));
+}
+
 // The GET endpoints under /v1: each needs a valid credential.
 void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
                     std::function<void(HttpResponse)> reply) const {
@@ -215,12 +238,7 @@ void Api::handle_v1(const HttpRequest& r, const std::vector<std::string>& parts,
   const pipeline::Subject* subject = caller.subject ? &*caller.subject : nullptr;
   if (!is_get(r)) return reply(use_get());
 
-  if (parts.size() == 2 && parts[1] == "tools") {
-    auto tools = nlohmann::json::array();
-    for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(tool_summary(t));
-    return reply(json_response(200, {{"tools", tools}}));
-  }
+  if (parts.size() == 2 && parts[1] == "tools") return list_tools(caller, std::move(reply));
   if (parts.size() == 3 && parts[1] == "tools") {
     if (auto decided = pipeline::may_invoke(config, actor, subject, parts[2], caller.scope); decided.refusal)
       return reply(refusal_response(*decided.refusal));

@@ -43,6 +43,7 @@ class Api {
                   std::function<void(HttpResponse)> reply) const;
   void handle_v1(const HttpRequest& request, const std::vector<std::string>& parts,
                  std::function<void(HttpResponse)> reply) const;
+  void list_tools(const pipeline::Caller& caller, std::function<void(HttpResponse)> reply) const;
 
   ApiServices s_;
   std::shared_ptr<const TokenIntrospection> introspection_;  // POST /v1/token/{introspect,revoke}

@@ -35,6 +35,7 @@ class InvocationWaiters;
 class WebhookService;
 class VerifiedCallers;
 class FirstListings;
+class GenerationWatch;
 class SessionService;
 class SessionForwarder;
 
@@ -59,7 +60,9 @@ struct ApiServices {
   pipeline::FailedAuthLog* failed_auth = nullptr;  // null: refused console sign-ins are not audited
   std::shared_ptr<pipeline::QuotaBook> quotas;  // null: no quotas; ended calls' CPU is charged here
   VerifiedCallers* verified_callers = nullptr;   // null: every caller waits in intake unverified
-  const FirstListings* first_listings = nullptr;  // null: /healthz never says "starting"
+  // null: /healthz never says "starting", and tools/list and GET /v1/tools never wait.
+  FirstListings* first_listings = nullptr;
+  GenerationWatch* generation_watch = nullptr;  // null: MCP clients are never told of changes
   SessionService* sessions = nullptr;  // null: /v1/sessions answers 404 (docs/sessions.md)
   // storage.postgres: requests for sessions other replicas hold go there. Null: they are 404.
   SessionForwarder* session_forwarder = nullptr;

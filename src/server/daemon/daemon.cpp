@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "server/daemon/daemon_state.hpp"
+#include "server/mcp_server/mcp_server.hpp"
 
 namespace airlock::server {
 
@@ -65,9 +66,6 @@ void Daemon::start_services() {
   state_->discover_mcp_tools(state_->config());
 }
 
-bool Daemon::wait_for_first_listings(std::chrono::milliseconds timeout) const {
-  return state_->first_listings.wait(timeout);
-}
 std::uint16_t Daemon::port() const { return state_->http->port(); }
 const Api& Daemon::api() const { return *state_->api; }
 const Daemon::Recovery& Daemon::recovery() const { return state_->recovery; }
@@ -89,7 +87,10 @@ void Daemon::shutdown() {
     s.executor->drain(std::chrono::seconds(30));
   }
   s.gateway->shutdown();  // every server sandbox ends; a listing under way fails
-  if (s.discovery.joinable()) s.discovery.join();
+  for (auto& t : s.discovery)
+    if (t.joinable()) t.join();
+  s.first_listings.release_all();  // a tools/list still waiting is answered now
+  s.api->mcp().close_streams();    // MCP notification streams end (a subscription with its result)
   s.http->stop();
   s.sessions.reset();  // after the last request that could reach it
   s.executor.reset();

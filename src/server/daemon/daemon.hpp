@@ -39,9 +39,6 @@ class Daemon {
   // failed-auth log, the approval sweeper, webhooks, replicas, and the MCP servers' first
   // listing (FirstListings: /healthz says "starting" until it is done).
   void start_services();
-  // Waits until every MCP server configured at start has been listed once or has failed,
-  // at most `timeout`; whether it has.
-  bool wait_for_first_listings(std::chrono::milliseconds timeout) const;
   std::uint16_t port() const;     // the bound port (server.listen may say 0)
   const Api& api() const;
   // Builds a complete pipeline from `config` (as loaded, or why it could not be) and

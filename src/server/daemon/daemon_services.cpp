@@ -105,6 +105,7 @@ Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
         auto next = build_generation(std::make_shared<const policy::Config>(std::move(config)), pipeline_deps);
         if (!next) return next.error();
         generation.store(std::move(*next));
+        generation_watch.published();  // connected MCP clients hear tools/list_changed
         return {};
       },
       log);
@@ -125,15 +126,14 @@ Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
   return gateway_tools->set_config(std::move(cfg));
 }
 
-// Lists every server's tools, one after another, off the serving threads: a server that is
-// slow to start delays only its own tools.
+// Lists every server's tools, each on a thread of its own, off the serving threads: a server
+// that is slow to start delays only its own tools.
 void Daemon::State::discover_mcp_tools(const policy::Config& cfg) {
-  std::vector<std::string> servers;
-  for (const auto& s : cfg.mcp_servers) servers.push_back(s.name);
-  if (servers.empty()) return;
-  if (discovery.joinable()) discovery.join();
-  discovery = std::thread([this, servers] {
-    for (const auto& name : servers) {
+  for (auto& t : discovery)
+    if (t.joinable()) t.join();
+  discovery.clear();
+  for (const auto& server : cfg.mcp_servers)
+    discovery.emplace_back([this, name = server.name] {
       if (draining) return;
       if (auto listed = gateway->list_tools(name); !listed) {
         std::cerr << "airlock: mcp server " << name << ": " << listed.error().message << "\n";
@@ -141,8 +141,7 @@ void Daemon::State::discover_mcp_tools(const policy::Config& cfg) {
       } else {
         first_listings.listed(name);
       }
-    }
-  });
+    });
 }
 
 // Tools may never reach the daemon's own API, nor its database, through the egress proxy.
@@ -254,6 +253,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.executor = executor.get();
   services.verified_callers = &verified_callers;
   services.first_listings = &first_listings;
+  services.generation_watch = &generation_watch;
   services.store = store.get();
   services.audit = audit.get();
   services.token_signer = &*token_signer;

@@ -31,6 +31,7 @@
 #include "server/daemon/daemon.hpp"
 #include "storage/data_dir_lock.hpp"
 #include "server/core/first_listings.hpp"
+#include "server/core/generation_watch.hpp"
 #include "server/daemon/gateway_tools.hpp"
 #include "server/core/generation.hpp"
 #include "server/core/verified_callers.hpp"
@@ -96,11 +97,12 @@ struct Daemon::State {
   // The config's MCP servers in their sandboxes, and the tools they list as published.
   std::unique_ptr<GatewayTools> gateway_tools;
   std::unique_ptr<mcp::Gateway> gateway;
-  std::thread discovery;  // lists each server's tools once the daemon serves
+  std::vector<std::thread> discovery;  // list the servers' tools once the daemon serves, one each
   Metrics metrics;
   std::unique_ptr<MetricsObserver> observer;
   pipeline::PipelineDeps pipeline_deps;
   GenerationSlot generation;  // the current config and pipeline
+  GenerationWatch generation_watch;  // told of each generation published (MCP's list_changed)
   std::mutex reload_mu;       // one reload at a time
   std::unique_ptr<InvocationExecutor> executor;
   VerifiedCallers verified_callers;  // whose credentials authenticated: their intake share

@@ -143,9 +143,6 @@ int serve(const std::string& config_path, const ServeOverrides& overrides, bool 
   return 0;
 }
 
-// The first request waits at most this long for the MCP servers' first listing.
-constexpr std::chrono::seconds kFirstListingWait{60};
-
 int serve_mcp_stdio(const std::string& config_path, const std::string& api_key, const std::string& subject_token) {
   signal(SIGPIPE, SIG_IGN);
   auto config = policy::load_config(config_path);
@@ -153,21 +150,18 @@ int serve_mcp_stdio(const std::string& config_path, const std::string& api_key, 
     std::cerr << "airlock mcp: " << config.error().message << "\n";
     return 2;
   }
+  const auto settle = config->server.mcp.first_listing_wait;  // a tools/list sent before stdin ends
   auto daemon = Daemon::create(std::move(*config));
   if (!daemon) {
     std::cerr << "airlock mcp: " << daemon.error().message << "\n";
     return 1;
   }
-  // The same services as `airlock serve`; the first request is read once every MCP server
-  // has been listed (or has failed, or its start timeout passed), so that the client's first
-  // tools/list has their tools.
+  // The same services as `airlock serve`. Requests are read at once: tools/list itself waits
+  // for the MCP servers' first listing (server.mcp.firstListingWait), and the session hears
+  // notifications/tools/list_changed of what comes later.
   (*daemon)->start_services();
-  if (!(*daemon)->wait_for_first_listings(kFirstListingWait))
-    std::cerr << "airlock mcp: some MCP servers were not listed after "
-              << std::chrono::duration_cast<std::chrono::seconds>(kFirstListingWait).count()
-              << " s; serving without their tools until they are\n";
   std::cerr << "airlock mcp: serving MCP on stdin and stdout\n" << std::flush;
-  run_mcp_stdio((*daemon)->api().mcp(), api_key, subject_token, std::cin, std::cout);
+  run_mcp_stdio((*daemon)->api().mcp(), api_key, subject_token, std::cin, std::cout, settle);
   (*daemon)->shutdown();  // running calls finish (server.drainTimeout) and answer first
   std::cout << std::flush;
   return 0;

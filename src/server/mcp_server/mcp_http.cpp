@@ -114,10 +114,30 @@ void McpHttp::handle(const HttpRequest& r, std::function<void(HttpResponse)> rep
     if (status == 401) resp.headers.emplace_back("WWW-Authenticate", www_authenticate(config, r));
     return reply(std::move(resp));
   }
-  // GET would open a stream for messages the server starts; this server starts none.
-  auto resp = rpc_refusal(405, mcp::rpc_error::invalid_request,
-                          "Method Not Allowed: POST a message; this server sends nothing unasked");
-  resp.headers.emplace_back("Allow", "POST, DELETE");
+  if (r.method == "GET") return get(r, config, std::move(reply));
+  auto resp = rpc_refusal(405, mcp::rpc_error::invalid_request, "Method Not Allowed: use POST, GET or DELETE");
+  resp.headers.emplace_back("Allow", "GET, POST, DELETE");
+  reply(std::move(resp));
+}
+
+// GET: the session's stream of notifications the server starts (tools/list_changed), kept
+// open with keep-alive comments until the session ends, the client leaves, or the daemon stops.
+void McpHttp::get(const HttpRequest& r, const policy::Config& config, std::function<void(HttpResponse)> reply) const {
+  const std::string accept = lower(header(r, "accept"));
+  if (accept.find("text/event-stream") == std::string::npos && accept.find("*/*") == std::string::npos)
+    return reply(rpc_refusal(406, mcp::rpc_error::invalid_request,
+                             "Not Acceptable: the Accept header must list text/event-stream"));
+  const std::string id = header(r, "mcp-session-id");
+  if (id.empty())
+    return reply(rpc_refusal(400, mcp::rpc_error::invalid_request,
+                             "Bad Request: no Mcp-Session-Id header; a stream belongs to a session (send initialize first)"));
+  auto stream = std::make_shared<McpEventStream>(reply, [server = server_, id] { server->forget_session_stream(id); });
+  McpContext ctx{r.headers, r.client_certificate, r.peer, true, {}};
+  auto refused = server_->listen_session(
+      ctx, id, [stream](const nlohmann::json& n) { stream->notify(n); }, [stream] { stream->close(); });
+  if (!refused) return stream->open();
+  auto resp = plain_answer(*refused);
+  if (refused->http_status == 401) resp.headers.emplace_back("WWW-Authenticate", www_authenticate(config, r));
   reply(std::move(resp));
 }
 
@@ -133,11 +153,12 @@ void McpHttp::post(const HttpRequest& r, const policy::Config& config, std::func
     if (answer.http_status == 401) resp.headers.emplace_back("WWW-Authenticate", auth);
     return resp;
   };
-  if (!McpServer::wants_progress(message))
+  if (!McpServer::streams(message))
     return server_->handle(ctx, message, [](const nlohmann::json&) {},
                            [reply, finish_plain](McpReply answer) { reply(finish_plain(answer)); });
-  // Progress: a stream once the first notification comes. A session's call is cancelled by
-  // its session id; a stateless one by a channel of its own. Leaving the stream cancels it.
+  // Progress, or a subscription: a stream once the first notification comes. A session's call
+  // is cancelled by its session id; a stateless one by a channel of its own. Leaving the stream
+  // cancels it.
   const std::string session = header(r, "mcp-session-id");
   ctx.channel = request_channel();
   const std::string channel = session.empty() ? ctx.channel : session;

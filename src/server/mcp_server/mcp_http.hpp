@@ -1,8 +1,8 @@
 // MCP's Streamable HTTP transport at /mcp (docs/mcp-server.md), and the OAuth protected
 // resource metadata (RFC 9728) that tells a client which issuers' tokens /mcp takes.
 //   POST /mcp    one JSON-RPC message; answered application/json, or text/event-stream when
-//                a tools/call asked for progress and the client accepts a stream
-//   GET /mcp     405: this server never starts a stream of its own
+//                a tools/call asked for progress, and for a subscriptions/listen (2026-07-28)
+//   GET /mcp     a session's stream of the notifications the server starts (tools/list_changed)
 //   DELETE /mcp  ends the session named by Mcp-Session-Id
 //   GET /.well-known/oauth-protected-resource[/mcp]
 #pragma once
@@ -30,6 +30,7 @@ class McpHttp {
 
  private:
   void post(const HttpRequest& request, const policy::Config& config, std::function<void(HttpResponse)> reply) const;
+  void get(const HttpRequest& request, const policy::Config& config, std::function<void(HttpResponse)> reply) const;
 
   std::shared_ptr<McpServer> server_;
   const GenerationSlot* generation_;

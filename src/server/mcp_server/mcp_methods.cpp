@@ -1,6 +1,7 @@
-// The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel
-// (tasks/get and tasks/result: mcp_task_methods.cpp).
+// The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel,
+// subscriptions/listen (tasks/get and tasks/result: mcp_task_methods.cpp).
 #include "pipeline/stages/access.hpp"
+#include "server/core/first_listings.hpp"
 #include "server/invocations/invocation_runner.hpp"
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
@@ -22,21 +23,29 @@ void cache_privately(nlohmann::json& result) {
   result["cacheScope"] = "private";
 }
 
-// The configured tools the caller may invoke, then the session tools when this daemon runs
-// sessions (mcp_session_tools.hpp).
-nlohmann::json tools_list(const McpServer::Call& call, bool sessions) {
-  const auto& config = *call.generation->config;
-  const auto* actor = call.caller.actor ? &*call.caller.actor : nullptr;
-  const auto* subject = call.caller.subject ? &*call.caller.subject : nullptr;
+// The configured tools the caller may invoke under `generation`, then the session tools when
+// this daemon runs sessions (mcp_session_tools.hpp).
+nlohmann::json all_tools(const Generation& generation, const pipeline::Caller& caller, bool sessions) {
+  const auto& config = *generation.config;
+  const auto* actor = caller.actor ? &*caller.actor : nullptr;
+  const auto* subject = caller.subject ? &*caller.subject : nullptr;
   auto tools = nlohmann::json::array();
   for (const auto& t : config.tools)
-    if (!pipeline::may_invoke(config, actor, subject, t.name, call.caller.scope).refusal)
-      tools.push_back(mcp_tool_entry(t));
+    if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(mcp_tool_entry(t));
   if (sessions)
-    for (auto& entry : session_tool_entries(config, call.caller)) tools.push_back(std::move(entry));
-  nlohmann::json result = {{"tools", std::move(tools)}};
-  if (call.stateless) cache_privately(result);
-  return result;
+    for (auto& entry : session_tool_entries(config, caller)) tools.push_back(std::move(entry));
+  return tools;
+}
+
+// Where a tools/list answer names the MCP servers whose tools it lacks: those still pending
+// after the first-listing wait, and those whose first listing failed (and why).
+constexpr const char* kMcpServersMeta = "airlock.dev/mcpServers";
+
+void name_missing_servers(nlohmann::json& result, const FirstListings* listings) {
+  if (!listings) return;
+  const auto report = listings->report();
+  if (report.pending.empty() && report.failed.empty()) return;
+  result["_meta"][kMcpServersMeta] = {{"pending", report.pending}, {"failed", failed_servers(report)}};
 }
 
 nlohmann::json discover() {
@@ -62,12 +71,68 @@ std::function<void(const pipeline::Progress&)> progress_to(McpNotify notify, nlo
 void McpServer::dispatch(Call& call) const {
   const std::string& method = call.message.method;
   if (method == "ping" || method == "logging/setLevel") return call.answer(nlohmann::json::object());
-  if (method == "tools/list") return call.answer(tools_list(call, s_.sessions != nullptr));
+  if (method == "tools/list") return list_tools(call);
   if (method == "tools/call") return call_tool(call);
   if (method == "tasks/get") return task_get(call);
   if (method == "tasks/result") return task_result(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
+  if (method == "subscriptions/listen" && call.stateless) return listen(call);
   call.fail(200, rpc::method_not_found, "Method not found: " + method);
+}
+
+// A page of what the caller may call, once every MCP server configured at start has been
+// listed or has failed (at most server.mcp.firstListingWait): a client connected at start
+// gets the gateway's tools in its first listing. Answered under the generation current then.
+void McpServer::list_tools(Call& call) const {
+  const auto& params = call.message.params;
+  std::size_t offset = 0;
+  if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
+    const auto& cursor = params["cursor"];
+    auto read = cursor.is_string() ? pages_.offset_of(cursor.get<std::string>()) : std::nullopt;
+    if (!read) return call.fail(200, rpc::invalid_params, "tools/list: the cursor is not one this server gave (nextCursor)");
+    offset = *read;
+  }
+  // Copies only: the wait may outlast this server's caller, not the daemon's services.
+  auto answer = [slot = s_.generation, listings = s_.first_listings, with_sessions = s_.sessions != nullptr, pages = pages_,
+                 copy = Call(call), offset] {
+    const auto generation = slot->load();
+    auto result = pages.page(all_tools(*generation, copy.caller, with_sessions), "tools", offset,
+                             generation->config->server.mcp.tools_page_size);
+    name_missing_servers(result, listings);
+    if (copy.stateless) cache_privately(result);
+    copy.answer(std::move(result));
+  };
+  if (!s_.first_listings) return answer();
+  s_.first_listings->when_done(call.generation->config->server.mcp.first_listing_wait, std::move(answer));
+}
+
+// subscriptions/listen: the request's stream stays open; it is acknowledged with the filter
+// honoured (toolsListChanged alone: the server has no prompts nor resources), then carries each
+// notifications/tools/list_changed stamped with the subscription's id (the request's), and ends
+// with an empty result when the daemon stops, or when the client leaves or cancels it.
+void McpServer::listen(Call& call) const {
+  if (call.channel.empty()) return call.fail(400, rpc::invalid_request, "subscriptions/listen needs a stream to answer on");
+  const auto& params = call.message.params;
+  const auto filter = params.find("notifications");
+  if (filter == params.end() || !filter->is_object())
+    return call.fail(200, rpc::invalid_params, "subscriptions/listen needs params.notifications, an object");
+  nlohmann::json honored = nlohmann::json::object();
+  const bool tools = filter->contains("toolsListChanged") && (*filter)["toolsListChanged"] == true;
+  if (tools) honored["toolsListChanged"] = true;
+  const nlohmann::json id = call.message.id;
+  const nlohmann::json stamp = {{protocol::kSubscriptionIdMeta, id}};
+  auto send = [notify = call.notify, stamp, tools](const nlohmann::json& m) {
+    if (m.is_null()) return notify(m);  // keep-alive
+    if (!tools) return;
+    auto stamped = m;
+    stamped["params"]["_meta"] = stamp;
+    notify(stamped);
+  };
+  auto end = [copy = Call(call), stamp] { copy.answer({{"_meta", stamp}}); };
+  if (!listeners_->add(McpCallsInFlight::key(call.channel, id.dump()), {"", std::move(send), std::move(end)}))
+    return call.fail(503, rpc::invalid_request, "too many notification streams are open; retry later");
+  call.notify(mcp::make_notification("notifications/subscriptions/acknowledged",
+                                     {{"notifications", honored}, {"_meta", stamp}}));
 }
 
 namespace {

@@ -26,6 +26,8 @@ inline constexpr const char* kRevision20260728 = "2026-07-28";
 inline constexpr const char* kProtocolVersionMeta = "io.modelcontextprotocol/protocolVersion";
 inline constexpr const char* kClientCapabilitiesMeta = "io.modelcontextprotocol/clientCapabilities";
 inline constexpr const char* kServerInfoMeta = "io.modelcontextprotocol/serverInfo";
+// subscriptions/listen: the subscription (its request's id) each of its messages belongs to.
+inline constexpr const char* kSubscriptionIdMeta = "io.modelcontextprotocol/subscriptionId";
 
 // 2026-07-28's codes (jsonrpc.hpp has the older ones): a request naming a revision the server
 // does not speak (data: {supported, requested}), and headers that disagree with the body.

@@ -1,6 +1,7 @@
 #include "server/mcp_server/mcp_server.hpp"
 
 #include "common/json_limits.hpp"
+#include "server/core/generation_watch.hpp"
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 
@@ -30,7 +31,7 @@ nlohmann::json mcp_server_info() { return {{"name", "airlock"}, {"version", "0.1
 nlohmann::json mcp_capabilities() {
   // Tasks: tools/call of the tools that wait for a person (mcp_tasks.hpp); no tasks/list or
   // tasks/cancel.
-  return {{"tools", {{"listChanged", false}}},
+  return {{"tools", {{"listChanged", true}}},
           {"logging", nlohmann::json::object()},
           {"tasks", {{"requests", {{"tools", {{"call", nlohmann::json::object()}}}}}}}};
 }
@@ -48,13 +49,23 @@ void McpServer::Call::fail(int http_status, int code, const std::string& text) c
 }
 
 McpServer::McpServer(ApiServices services)
-    : s_(std::move(services)), calls_(std::make_shared<McpCallsInFlight>()) {
-  // The Airlock sessions an MCP session created end with it (closed, or evicted).
-  if (auto* sessions = s_.sessions)
-    sessions_.on_end([sessions](std::vector<std::shared_ptr<LiveSession>> ending) {
-      sessions->spawn([sessions, ending = std::move(ending)] {
-        for (const auto& s : ending) sessions->end(s, "mcp_session_ended", "its MCP session ended");
-      });
+    : s_(std::move(services)),
+      calls_(std::make_shared<McpCallsInFlight>()),
+      listeners_(std::make_shared<McpListeners>()) {
+  // The Airlock sessions an MCP session created end with it (closed, or evicted), and so does
+  // its notification stream.
+  sessions_.on_end([sessions = s_.sessions, listeners = listeners_](const std::string& id,
+                                                                    std::vector<std::shared_ptr<LiveSession>> ending) {
+    listeners->end_session(id);
+    if (!sessions || ending.empty()) return;
+    sessions->spawn([sessions, ending = std::move(ending)] {
+      for (const auto& s : ending) sessions->end(s, "mcp_session_ended", "its MCP session ended");
+    });
+  });
+  if (s_.generation_watch)
+    s_.generation_watch->listen([weak = std::weak_ptr<McpListeners>(listeners_)] {
+      if (auto listeners = weak.lock())
+        listeners->notify_all(mcp::make_notification("notifications/tools/list_changed", nlohmann::json::object()));
     });
 }
 
@@ -70,8 +81,10 @@ std::variant<nlohmann::json, McpReply> McpServer::parse(std::string_view body) c
   return std::move(*parsed);
 }
 
-bool McpServer::wants_progress(const nlohmann::json& m) {
-  if (!m.is_object() || m.value("method", "") != "tools/call") return false;
+bool McpServer::streams(const nlohmann::json& m) {
+  if (!m.is_object() || !m.contains("method") || !m["method"].is_string()) return false;
+  if (m["method"] == "subscriptions/listen") return m.contains("id");
+  if (m["method"] != "tools/call") return false;
   const auto params = m.find("params");
   if (params == m.end() || !params->is_object()) return false;
   const auto meta = params->find("_meta");
@@ -149,13 +162,52 @@ void McpServer::initialize(Call& call) {
 void McpServer::notification(const Call& call) const {
   if (call.message.method != "notifications/cancelled" || call.channel.empty()) return;
   const auto& params = call.message.params;
-  if (params.is_object() && params.contains("requestId"))
-    calls_->cancel(McpCallsInFlight::key(call.channel, params["requestId"].dump()));
+  if (!params.is_object() || !params.contains("requestId")) return;
+  const auto key = McpCallsInFlight::key(call.channel, params["requestId"].dump());
+  calls_->cancel(key);
+  listeners_->remove(key);  // a subscriptions/listen the client ends: no result follows
 }
 
 void McpServer::cancel(const std::string& channel, const nlohmann::json& request_id) {
-  calls_->cancel(McpCallsInFlight::key(channel, request_id.dump()));
+  const auto key = McpCallsInFlight::key(channel, request_id.dump());
+  calls_->cancel(key);
+  listeners_->remove(key);
 }
+
+namespace {
+
+std::string session_stream_key(const std::string& id) { return "get\n" + id; }
+
+}  // namespace
+
+std::optional<McpReply> McpServer::listen_session(const McpContext& ctx, const std::string& id, McpNotify send,
+                                                  std::function<void()> end) {
+  auto generation = s_.generation->load();
+  auto who = generation->authenticator->authenticate(ctx.headers, ctx.client_certificate ? &*ctx.client_certificate : nullptr);
+  if (const auto* no = std::get_if<pipeline::InvocationError>(&who))
+    return refused(401, nullptr, rpc::invalid_request, "unauthenticated: " + no->message);
+  auto revision = sessions_.revision(id, mcp_principal(std::get<pipeline::Caller>(who)));
+  if (!revision) return refused(404, nullptr, kSessionNotFound, "Session not found: no session " + id + " of yours");
+  const std::string named = header(ctx.headers, "mcp-protocol-version");
+  if (!named.empty() && named != *revision)
+    return refused(400, nullptr, rpc::unsupported_protocol_version,
+                   "Bad Request: Unsupported protocol version: " + named + " (this session speaks " + *revision + ")");
+  if (!listeners_->add(session_stream_key(id), {id, std::move(send), std::move(end)}))
+    return refused(503, nullptr, rpc::invalid_request, "too many notification streams are open; retry later");
+  // Deleted between the check and now: its end came before the stream was kept.
+  if (!sessions_.revision(id, mcp_principal(std::get<pipeline::Caller>(who)))) listeners_->end_session(id);
+  return std::nullopt;
+}
+
+void McpServer::forget_session_stream(const std::string& id) { listeners_->remove(session_stream_key(id)); }
+
+void McpServer::listen_stdio(const std::string& id, McpNotify send) {
+  (void)listeners_->add("stdio", {id, std::move(send), nullptr});
+}
+
+void McpServer::forget_stdio() { listeners_->remove("stdio"); }
+
+void McpServer::close_streams() { listeners_->end_all(); }
 
 int McpServer::end_session(const McpContext& ctx, const std::string& id) {
   auto generation = s_.generation->load();

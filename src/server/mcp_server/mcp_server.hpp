@@ -19,6 +19,8 @@
 #include "server/core/api_services.hpp"
 #include "server/core/responses.hpp"
 #include "server/invocations/invocation_runner.hpp"
+#include "server/mcp_server/mcp_listeners.hpp"
+#include "server/mcp_server/mcp_pages.hpp"
 #include "server/mcp_server/mcp_sessions.hpp"
 #include "server/mcp_server/mcp_tasks.hpp"
 
@@ -48,6 +50,7 @@ struct McpReply {
   std::string session_id;  // set by initialize: the Mcp-Session-Id the client sends from then on
 };
 
+// A null notification is a keep-alive: a comment on an SSE stream, nothing on stdio.
 using McpNotify = std::function<void(const nlohmann::json& notification)>;
 using McpReplyFn = std::function<void(McpReply)>;
 
@@ -64,15 +67,30 @@ class McpServer {
   int end_session(const McpContext& ctx, const std::string& id);
   // Cancels the call `request_id` of `channel` (the HTTP client went away, say).
   void cancel(const std::string& channel, const nlohmann::json& request_id);
-  // Whether the message is a tools/call that asked for progress (params._meta.progressToken).
-  static bool wants_progress(const nlohmann::json& message);
+  // Whether the message is answered on a stream over HTTP: a tools/call that asked for
+  // progress (params._meta.progressToken), or a subscriptions/listen.
+  static bool streams(const nlohmann::json& message);
 
   std::size_t sessions() const { return sessions_.size(); }
+
+  // GET /mcp: `send` becomes the notification channel of the caller's session `id` (the one
+  // it had before is ended); `end` is called when the session ends or the daemon stops.
+  // nullopt: kept; else the refusal (401, 404 as for a POST, 503 when too many are open).
+  std::optional<McpReply> listen_session(const McpContext& ctx, const std::string& id, McpNotify send,
+                                         std::function<void()> end);
+  void forget_session_stream(const std::string& id);  // its client left
+  // stdio: the connection's session `id` hears of changes on `send`.
+  void listen_stdio(const std::string& id, McpNotify send);
+  void forget_stdio();
+  // Ends every notification channel (the daemon stops; a subscription's stream ends with its result).
+  void close_streams();
 
   struct Call;  // one message being answered (mcp_call.hpp, internal)
 
  private:
   void dispatch(Call& call) const;
+  void list_tools(Call& call) const;
+  void listen(Call& call) const;  // subscriptions/listen (2026-07-28)
   void call_tool(Call& call) const;
   void call_session_tool(Call& call) const;
   void call_tool_as_task(Call& call, InvocationRequest request) const;  // mcp_task_methods.cpp
@@ -86,6 +104,9 @@ class McpServer {
   ApiServices s_;
   mutable McpSessions sessions_;  // its own lock; session tools keep their workspaces in it
   std::shared_ptr<McpCallsInFlight> calls_;  // shared with the workers that finish calls
+  // Shared with the generation watch's listener, which may outlive this server.
+  std::shared_ptr<McpListeners> listeners_;
+  McpPages pages_;
   std::shared_ptr<McpTasks> tasks_ = std::make_shared<McpTasks>();  // the tasks tools/call made
 };
 

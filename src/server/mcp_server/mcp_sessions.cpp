@@ -24,40 +24,41 @@ std::string mcp_principal(const pipeline::Caller& c) {
 }
 
 std::string McpSessions::open(const std::string& principal, const std::string& revision) {
-  std::string id = random_id();
+  std::string id = random_id(), evicted;
   std::vector<std::shared_ptr<LiveSession>> ending;
   {
     std::lock_guard lock(mu_);
     if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
-      evict_oldest([&](const std::string& p) { return p == principal; }, ending);
+      evicted = evict_oldest([&](const std::string& p) { return p == principal; }, ending);
     } else if (sessions_.size() >= capacity_) {
       std::size_t most = 0;
       for (const auto& [p, n] : held_) most = std::max(most, n);
-      evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
+      evicted = evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
     }
     sessions_[id] = Session{principal, revision, ++clock_, nullptr, {}};
     ++held_[principal];
   }
-  end_workspaces(std::move(ending));
+  if (!evicted.empty()) ended(evicted, std::move(ending));
   return id;
 }
 
-void McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose,
-                               std::vector<std::shared_ptr<LiveSession>>& ending) {
+std::string McpSessions::evict_oldest(const std::function<bool(const std::string&)>& whose,
+                                      std::vector<std::shared_ptr<LiveSession>>& ending) {
   auto oldest = sessions_.end();
   for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
     if (whose(it->second.principal) &&
         (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used))
       oldest = it;
-  if (oldest == sessions_.end()) return;
-  const std::string principal = oldest->second.principal;
+  if (oldest == sessions_.end()) return "";
+  const std::string principal = oldest->second.principal, id = oldest->first;
   ending = std::move(oldest->second.workspaces);
   sessions_.erase(oldest);
   if (--held_[principal] == 0) held_.erase(principal);
+  return id;
 }
 
-void McpSessions::end_workspaces(std::vector<std::shared_ptr<LiveSession>> ending) const {
-  if (!ending.empty() && end_) end_(std::move(ending));
+void McpSessions::ended(const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) const {
+  if (end_) end_(id, std::move(ending));
 }
 
 std::optional<std::string> McpSessions::revision(const std::string& id, const std::string& principal) {
@@ -78,7 +79,7 @@ bool McpSessions::close(const std::string& id, const std::string& principal) {
     sessions_.erase(it);
     if (--held_[principal] == 0) held_.erase(principal);
   }
-  end_workspaces(std::move(ending));
+  ended(id, std::move(ending));
   return true;
 }
 

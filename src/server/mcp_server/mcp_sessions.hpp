@@ -27,13 +27,13 @@ std::string mcp_principal(const pipeline::Caller& caller);
 
 class McpSessions {
  public:
-  // Told of the Airlock sessions an MCP session created when it ends (closed or evicted), to
-  // end them; called outside the table's lock.
-  using EndWorkspaces = std::function<void(std::vector<std::shared_ptr<LiveSession>>)>;
+  // Told of each MCP session that ends (closed or evicted), with the Airlock sessions it
+  // created, to end them and its notification stream; called outside the table's lock.
+  using Ended = std::function<void(const std::string& id, std::vector<std::shared_ptr<LiveSession>>)>;
   explicit McpSessions(std::size_t capacity = kMaxMcpSessions,
                        std::size_t per_principal = kMaxMcpSessionsPerPrincipal)
       : capacity_(capacity), per_principal_(per_principal) {}
-  void on_end(EndWorkspaces end) { end_ = std::move(end); }  // before any session is opened
+  void on_end(Ended end) { end_ = std::move(end); }  // before any session is opened
   // A new session of `principal` under `revision`: its id (128 random bits, hex). A principal
   // holding `per_principal` sessions loses its own idle longest; when the table is full, the
   // session idle longest of the principals holding most goes. One principal never evicts another's sessions but from a
@@ -62,18 +62,18 @@ class McpSessions {
     std::shared_ptr<LiveSession> workspace;                // its default
     std::vector<std::shared_ptr<LiveSession>> workspaces;  // every one it created, the default too
   };
-  // Under mu_: drops the session idle longest of those whose principal `whose` names; its
-  // workspaces are added to `ending`.
-  void evict_oldest(const std::function<bool(const std::string&)>& whose,
-                    std::vector<std::shared_ptr<LiveSession>>& ending);
-  void end_workspaces(std::vector<std::shared_ptr<LiveSession>> ending) const;
+  // Under mu_: drops the session idle longest of those whose principal `whose` names: its id
+  // ("" when none), its workspaces in `ending`.
+  std::string evict_oldest(const std::function<bool(const std::string&)>& whose,
+                           std::vector<std::shared_ptr<LiveSession>>& ending);
+  void ended(const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) const;
 
   mutable std::mutex mu_;
   std::size_t capacity_, per_principal_;
   std::map<std::string, std::size_t> held_;  // sessions by principal
   std::uint64_t clock_ = 0;  // a counter, not time: only the order of use matters
   std::map<std::string, Session> sessions_;
-  EndWorkspaces end_;
+  Ended end_;
 };
 
 // tools/call requests running now, by (channel, request id): a channel is a session, or the

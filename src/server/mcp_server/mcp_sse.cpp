@@ -6,25 +6,48 @@ std::string McpEventStream::event(const nlohmann::json& message) {
   return "event: message\ndata: " + message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
-void McpEventStream::notify(const nlohmann::json& notification) {
-  std::function<void(HttpResponse)> reply;
-  {
-    std::lock_guard lock(mu_);
-    if (finished_) return;
-    if (writer_) {
-      writer_->write(event(notification));
-      return;
-    }
-    pending_.push_back(event(notification));
-    if (started_) return;
-    started_ = true;
-    reply = std::move(reply_);
-  }
+std::function<void(HttpResponse)> McpEventStream::start_locked() {
+  if (started_) return nullptr;
+  started_ = true;
+  return std::move(reply_);
+}
+
+void McpEventStream::send_start(std::function<void(HttpResponse)> reply) {
+  if (!reply) return;
   HttpResponse resp;
   resp.content_type = "text/event-stream";
   resp.headers.emplace_back("Cache-Control", "no-cache");
   resp.stream = [self = shared_from_this()](std::shared_ptr<BodyWriter> writer) { self->attach(std::move(writer)); };
   reply(std::move(resp));
+}
+
+void McpEventStream::notify(const nlohmann::json& notification) {
+  std::function<void(HttpResponse)> reply;
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    if (notification.is_null()) {
+      if (writer_) writer_->write(": keep-alive\n\n");
+      return;
+    }
+    if (writer_) {
+      writer_->write(event(notification));
+      return;
+    }
+    pending_.push_back(event(notification));
+    reply = start_locked();
+  }
+  send_start(std::move(reply));
+}
+
+void McpEventStream::open() {
+  std::function<void(HttpResponse)> reply;
+  {
+    std::lock_guard lock(mu_);
+    if (finished_) return;
+    reply = start_locked();
+  }
+  send_start(std::move(reply));
 }
 
 // Writes happen under the lock, so events keep their order whichever thread sends them
@@ -62,6 +85,13 @@ void McpEventStream::finish(const nlohmann::json& message, HttpResponse plain) {
     reply = std::move(reply_);
   }
   reply(std::move(plain));
+}
+
+void McpEventStream::close() {
+  std::lock_guard lock(mu_);
+  if (finished_ || !started_) return;
+  finished_ = true;
+  if (writer_) writer_->finish();  // else attach() finishes it
 }
 
 }  // namespace airlock::server

@@ -1,7 +1,8 @@
 // The text/event-stream answer of a POST to /mcp: the notifications a call sends before its
 // answer, then the answer, each one Server-Sent Event. The stream starts with the first
 // notification; an answer that comes first (a refusal, a call without progress) goes out as
-// plain JSON with its own status.
+// plain JSON with its own status. The GET /mcp stream is one too, opened at once and ended by
+// close(); a null notification is a keep-alive comment.
 #pragma once
 
 #include <functional>
@@ -23,14 +24,22 @@ class McpEventStream : public std::enable_shared_from_this<McpEventStream> {
   McpEventStream(std::function<void(HttpResponse)> reply, std::function<void()> gone)
       : reply_(std::move(reply)), gone_(std::move(gone)) {}
 
+  // One event; a null `notification` is a keep-alive comment, sent only once streaming.
   void notify(const nlohmann::json& notification);
   // The last message: an event when streaming, else `plain` as the whole answer.
   void finish(const nlohmann::json& message, HttpResponse plain);
+  // Starts the stream now, with no event yet (GET /mcp).
+  void open();
+  // Ends a started stream without a last message.
+  void close();
 
   static std::string event(const nlohmann::json& message);
 
  private:
   void attach(std::shared_ptr<BodyWriter> writer);
+  // Under mu_: the answer that starts the stream, its reply taken (call it outside the lock).
+  std::function<void(HttpResponse)> start_locked();
+  void send_start(std::function<void(HttpResponse)> reply);
 
   std::mutex mu_;
   std::function<void(HttpResponse)> reply_;

@@ -1,5 +1,6 @@
 #include "server/mcp_server/mcp_stdio.hpp"
 
+#include <condition_variable>
 #include <iostream>
 #include <mutex>
 
@@ -13,6 +14,7 @@ class LineWriter {
  public:
   explicit LineWriter(std::ostream& out) : out_(out) {}
   void write(const nlohmann::json& message) {
+    if (message.is_null()) return;  // a keep-alive: stdio needs none
     std::lock_guard lock(mu_);
     out_ << message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n' << std::flush;
   }
@@ -22,17 +24,17 @@ class LineWriter {
   std::ostream& out_;
 };
 
-// At most this long before the first request is read (a server's start and listing are each
-// bounded by its own timeouts; this bounds them all).
 struct StdioSession {
   std::mutex mu;
-  std::string id;  // the session initialize opened ("" before)
+  std::condition_variable answered;
+  std::string id;       // the session initialize opened ("" before)
+  int unanswered = 0;   // requests read whose answer is not written yet
 };
 
 }  // namespace
 
 void run_mcp_stdio(McpServer& server, const std::string& api_key, const std::string& subject_token,
-                   std::istream& in, std::ostream& out) {
+                   std::istream& in, std::ostream& out, std::chrono::milliseconds settle) {
   auto writer = std::make_shared<LineWriter>(out);
   auto session = std::make_shared<StdioSession>();
   std::string line;
@@ -55,16 +57,30 @@ void run_mcp_stdio(McpServer& server, const std::string& api_key, const std::str
     const auto& message = std::get<nlohmann::json>(parsed);
     // JSON-RPC never answers a notification, not even to refuse it (HTTP has its status).
     const bool notification = message.is_object() && message.contains("method") && !message.contains("id");
+    if (!notification) {
+      std::lock_guard lock(session->mu);
+      ++session->unanswered;
+    }
     server.handle(
         ctx, message, [writer](const nlohmann::json& n) { writer->write(n); },
-        [writer, session, notification](McpReply reply) {
+        [&server, writer, session, notification](McpReply reply) {
           if (!reply.session_id.empty()) {
             std::lock_guard lock(session->mu);
             session->id = reply.session_id;
+            // The session hears notifications/tools/list_changed on this connection.
+            server.listen_stdio(reply.session_id, [writer](const nlohmann::json& n) { writer->write(n); });
           }
-          if (reply.message && !notification) writer->write(*reply.message);
+          if (notification) return;
+          if (reply.message) writer->write(*reply.message);
+          std::lock_guard lock(session->mu);
+          --session->unanswered;
+          session->answered.notify_all();
         });
   }
+  std::unique_lock lock(session->mu);
+  session->answered.wait_for(lock, settle, [&] { return session->unanswered == 0; });
+  lock.unlock();
+  server.forget_stdio();
 }
 
 }  // namespace airlock::server

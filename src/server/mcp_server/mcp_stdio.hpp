@@ -5,6 +5,7 @@
 // Airlock-Subject-Token header is over HTTP.
 #pragma once
 
+#include <chrono>
 #include <iosfwd>
 #include <string>
 
@@ -12,9 +13,12 @@
 
 namespace airlock::server {
 
-// Answers the messages of `in` until it ends; returns when every answer is written
-// (the caller shuts the daemon down first, which lets running calls finish).
+// Answers the messages of `in` until it ends, then waits at most `settle` for the answers still
+// due (a tools/list waiting for the gateway's first listing: a client that sent it and closed
+// stdin gets the whole list). The caller then shuts the daemon down, which lets running calls
+// finish and answer.
 void run_mcp_stdio(McpServer& server, const std::string& api_key, const std::string& subject_token,
-                   std::istream& in, std::ostream& out);
+                   std::istream& in, std::ostream& out,
+                   std::chrono::milliseconds settle = std::chrono::milliseconds(0));
 
 }  // namespace airlock::server
