@@ -274,14 +274,9 @@ mcpServers:
   std::unique_ptr<RunningDaemon> daemon_;
 };
 
-// Issue #33: a daemon whose MCP servers are not listed yet answers tools/list without their
-// tools, and /healthz said ok meanwhile. Now /healthz is 503 "starting", naming the servers
-// pending, until each has been listed once or has failed; then 200, naming the failed one,
-// with the slow server's tools in the registry already.
-TEST(GatewayStart, HealthzSaysStartingUntilEveryServerIsListedOrFailed) {
-  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
-  Workspace ws;
-  ws.write_config(ws.config_text() + R"(
+// Two servers for the start-up tests: one listed after 3 s, one that never starts.
+std::string slow_and_broken_servers() {
+  return R"(
 mcpServers:
   - name: slow
     command: [python3, /fixtures/malicious_server.py, --slow-start, "3"]
@@ -289,7 +284,17 @@ mcpServers:
   - name: broken
     command: [python3, /fixtures/no-such-server.py]
     dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
-)");
+)";
+}
+
+// Issue #33: a daemon whose MCP servers are not listed yet answers tools/list without their
+// tools, and /healthz said ok meanwhile. Now /healthz is 503 "starting", naming the servers
+// pending, until each has been listed once or has failed; then 200, naming the failed one,
+// with the slow server's tools in the registry already.
+TEST(GatewayStart, HealthzSaysStartingUntilEveryServerIsListedOrFailed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+  Workspace ws;
+  ws.write_config(ws.config_text() + slow_and_broken_servers());
   RunningDaemon d(ws);
   auto first = http(d.port, "GET", "/healthz", "", "");
   ASSERT_EQ(first.status, 503) << first.body;
@@ -355,15 +360,7 @@ int run_client(const std::string& script, std::uint16_t port, const std::string&
 TEST(GatewayStart, TheSdkClientConnectedAtStartGetsEveryGatewayToolInItsFirstListing) {
   if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
   Workspace ws;
-  ws.write_config(ws.config_text() + R"(
-mcpServers:
-  - name: slow
-    command: [python3, /fixtures/malicious_server.py, --slow-start, "3"]
-    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
-  - name: broken
-    command: [python3, /fixtures/no-such-server.py]
-    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
-)");
+  ws.write_config(ws.config_text() + slow_and_broken_servers());
   RunningDaemon d(ws);
   ASSERT_EQ(http(d.port, "GET", "/healthz", "", "").status, 503) << "the client must connect before the listing";
   EXPECT_EQ(run_client("sdk_list_changed.mjs", d.port, "first slow.whoami broken"), 0);
