@@ -172,7 +172,9 @@ void Bridge::submit(std::string line) {
   ClientMessage m = classify(std::move(line));
   std::lock_guard lock(mu_);
   queue_.push_back(std::move(m));
-  if (idle_ == 0 && workers_.size() < kMaxInFlight)
+  // A worker woken but not yet running still counts as idle: one more is started whenever
+  // more messages wait than workers do.
+  if (queue_.size() > idle_ && workers_.size() < kMaxInFlight)
     workers_.emplace_back([this] { work(); });
   else
     cv_.notify_one();
