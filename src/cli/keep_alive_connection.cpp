@@ -97,7 +97,7 @@ Status KeepAliveConnection::exchange_on(Stream& stream, http::request<http::stri
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
     boost::system::error_code ec;
-    http::read(stream, buffer_, parser, ec);
+    http::read_some(stream, buffer_, parser, ec);  // what has come: an event is passed on at once
     if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
     const std::size_t n = chunk.size() - parser.get().body().size;
     if (n > 0 && !on_body(std::string_view(chunk.data(), n))) {

@@ -3,7 +3,7 @@
 // The TypeScript SDK v1 client launches two bridges at once, one with --server and one with
 // the running daemon's own --config, beside a client of the daemon's /mcp over HTTP. All
 // three list, call, get progress, and share one daemon: a variable one sets in a session the
-// others read. Closing a bridge deletes its MCP session (its default workspace ends). A bad
+// others read; a reload's list_changed reaches a bridged client. Closing a bridge deletes its MCP session (its default workspace ends). A bad
 // --subject-token reaches the daemon, which refuses it. An embedded `airlock mcp` holds its
 // data directory for one client, and a second one on the same config says so.
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,6 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { check, listCallAndFail } from './common.mjs';
 
 const [url, airlock, work, key] = process.argv.slice(2);
@@ -28,8 +29,8 @@ async function bridge(args) {
 
 // A call with a progress token, read line by line from a bridge: every stage's notification,
 // in order, then the answer. (Not through the SDK client: it handles notifications a tick after
-// an answer read in the same chunk of stdout, so those that arrive with the answer reach no
-// progress handler — the SDK's race, not the bridge's.)
+// an answer read in the same chunk of stdout, so a progress notification that arrives with the
+// answer reaches no handler: the SDK's race, not the bridge's.)
 async function progressOnTheWire() {
   const child = spawn(airlock, ['mcp', '--server', origin, '--key', key], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = [];
@@ -85,6 +86,18 @@ check(viaConfig.log().includes('an airlock serve holds the data directory'),
   '--config of a running daemon bridges to it', viaConfig.log());
 await Promise.all([listCallAndFail(viaServer.client), listCallAndFail(viaConfig.client), listCallAndFail(http)]);
 await progressOnTheWire();
+
+// ---- what the daemon sends unasked reaches a bridged client (the bridge reads the GET stream) ----
+// A reload (SIGHUP, the same config) publishes the tools again: list_changed. Sent again until
+// it arrives, as the bridge opens its stream once the session exists, not at a known moment.
+let changed = false;
+viaServer.client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changed = true; });
+const daemonPid = Number(readFileSync(`${work}/pid`, 'utf8'));
+for (let i = 0; i < 20 && !changed; i++) {
+  process.kill(daemonPid, 'SIGHUP');
+  for (let j = 0; j < 10 && !changed; j++) await new Promise((r) => setTimeout(r, 100));
+}
+check(changed, 'notifications/tools/list_changed reaches the client through the bridge');
 
 // ---- one daemon: a session one client made, the others use ----
 const created = await viaServer.client.callTool({ name: 'session_create', arguments: {} });
