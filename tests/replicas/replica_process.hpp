@@ -56,25 +56,19 @@ inline std::string read_file(const std::string& path) {
 // (over plain HTTP; with server.tls, `plain_http` false, the caller waits its own way).
 class Replica {
  public:
+  // A port found free can be taken before the daemon binds it (most of these ports lie in the
+  // kernel's ephemeral range, where any outgoing connection may land): a daemon that exits
+  // saying so is started again on another port.
   Replica(const Workspace& ws, std::uint16_t first_port, bool plain_http = true) : log_(ws.dir() + "/daemon.log") {
     port = free_port(first_port);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 2);
-      const std::string listen = "127.0.0.1:" + std::to_string(port);
-      ::execl(AIRLOCK_BINARY, "airlock", "serve", "--config", ws.config_path().c_str(), "--listen",
-              listen.c_str(), nullptr);
-      ::_exit(127);
-    }
-    for (int i = 0; plain_http && i < 500 && http(port, "GET", "/healthz", "", "").status != 200; ++i)
-      std::this_thread::sleep_for(20ms);
+    for (int attempt = 0; attempt < 5 && !launch(ws, plain_http); ++attempt) port = free_port(port + 1);
   }
   ~Replica() {
     if (pid_ > 0) stop(SIGTERM);
   }
   bool serving() const { return http(port, "GET", "/healthz", "", "").status == 200; }
   int stop(int signal) {
+    if (pid_ <= 0) return -1;  // never kill(-1, ...)
     ::kill(pid_, signal);
     int status = 0;
     ::waitpid(pid_, &status, 0);
@@ -85,6 +79,31 @@ class Replica {
   std::uint16_t port = 0;
 
  private:
+  // Starts the daemon on `port`; false when it exited because the port was taken.
+  bool launch(const Workspace& ws, bool plain_http) {
+    const auto log_size_before = log().size();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 2);
+      const std::string listen = "127.0.0.1:" + std::to_string(port);
+      ::execl(AIRLOCK_BINARY, "airlock", "serve", "--config", ws.config_path().c_str(), "--listen",
+              listen.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return log().substr(log_size_before).find("Address already in use") == std::string::npos;
+      }
+      if (plain_http && http(port, "GET", "/healthz", "", "").status == 200) return true;
+      if (!plain_http && i >= 25) return true;  // TLS: the caller waits its own way
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
   std::string log_;
   pid_t pid_ = -1;
 };
