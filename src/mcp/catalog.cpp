@@ -9,6 +9,7 @@
 
 #include "common/digest.hpp"
 #include "common/utf8_truncate.hpp"
+#include "mcp/content_tools.hpp"
 #include "mcp/listed_schema.hpp"
 #include "policy/names.hpp"
 
@@ -41,6 +42,8 @@ std::string name_problem(const std::string& server, const ListedTool& tool) {
     return "tool " + server + "." + quoted(tool.name) +
            ": the name does not follow the tool name rule (" + policy::kToolNameRule + ", 1 to " +
            std::to_string(kMaxRemoteNameBytes) + " bytes)";
+  if (reserved_tool_name(tool.name))
+    return "tool " + server + "." + tool.name + ": the name is Airlock's own (it reads the server's resources or prompts)";
   return "";
 }
 
@@ -124,7 +127,7 @@ Status admit_one(const policy::McpServerConfig& server, const ListedTool& listed
   auto refusal = compare_with_pin(server.name, listed, sha, pins);
   if (!refusal) return refusal.error();
   if (!refusal->empty()) return refuse(*refusal);
-  tool->mcp = policy::McpToolSource{server.name, listed.name, sha};
+  tool->mcp = policy::McpToolSource{server.name, listed.name, sha, ""};
   out.tools.push_back(std::move(*tool));
   return {};
 }

@@ -161,12 +161,14 @@ Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slo
                                                        const pipeline::McpToolCall& call) {
   auto inst = ensure_running(slot, &call);
   if (!inst) return inst.error();
-  auto tool = (*inst)->find_tool(call.remote_tool);
-  if (!tool)
-    return failed(who(*slot) + " does not list a tool named " + call.remote_tool);
-  if (options.admitted) {
-    if (auto ok = options.admitted(slot->server, *tool); !ok)
-      return Error::make("tool_disabled", ok.error().message);
+  if (call.method.empty()) {  // a listed tool: its pin must still hold (a content method has none)
+    auto tool = (*inst)->find_tool(call.remote_tool);
+    if (!tool)
+      return failed(who(*slot) + " does not list a tool named " + call.remote_tool);
+    if (options.admitted) {
+      if (auto ok = options.admitted(slot->server, *tool); !ok)
+        return Error::make("tool_disabled", ok.error().message);
+    }
   }
   auto result = (*inst)->call(call);
   if (!result && result.error().code == "tool_server_failed")
@@ -218,26 +220,36 @@ void Gateway::set_max_instances(std::size_t total) {
   impl_->cv.notify_all();
 }
 
-Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
+template <typename T>
+Result<T> Gateway::Impl::with_listing_instance(const std::string& server,
+                                               const std::function<Result<T>(ServerInstance&)>& use) {
   std::shared_ptr<Slot> slot;
   {
-    std::lock_guard lock(impl_->mu);
-    if (impl_->stopped) return stopped_error();
-    if (!impl_->servers.count(server))
-      return failed("no MCP server named " + server + " is configured");
-    slot = slot_for(*impl_, server, kListingOwner);
+    std::lock_guard lock(mu);
+    if (stopped) return stopped_error();
+    if (!servers.count(server)) return failed("no MCP server named " + server + " is configured");
+    slot = slot_for(*this, server, kListingOwner);
     ++slot->active;
   }
-  auto inst = impl_->ensure_running(slot, nullptr);
-  Result<std::vector<ListedTool>> out =
-      inst ? Result<std::vector<ListedTool>>((*inst)->tools()) : inst.error();
+  auto inst = ensure_running(slot, nullptr);
+  Result<T> out = inst ? use(**inst) : Result<T>(inst.error());
   if (inst) inst->reset();
-  std::lock_guard lock(impl_->mu);
+  std::lock_guard lock(mu);
   --slot->active;
   slot->last_used = Clock::now();
-  impl_->poked = true;
-  impl_->cv.notify_all();
+  poked = true;
+  cv.notify_all();
   return out;
+}
+
+Result<std::vector<ListedTool>> Gateway::list_tools(const std::string& server) {
+  return impl_->with_listing_instance<std::vector<ListedTool>>(
+      server, [](ServerInstance& inst) -> Result<std::vector<ListedTool>> { return inst.tools(); });
+}
+
+Result<nlohmann::json> Gateway::list_content(const std::string& server, const ContentListing& listing) {
+  return impl_->with_listing_instance<nlohmann::json>(
+      server, [&](ServerInstance& inst) { return inst.list_content(listing); });
 }
 
 Result<pipeline::McpToolResult> Gateway::call(const pipeline::McpToolCall& call) {

@@ -16,6 +16,7 @@
 
 #include "backend/local.hpp"
 #include "common/result.hpp"
+#include "mcp/content_tools.hpp"
 #include "mcp/listed_tool.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
 #include "policy/config.hpp"
@@ -57,6 +58,9 @@ class Gateway : public pipeline::McpToolCaller {
   // Starts the server (owner "airlock listing", its own sandbox, stopped after idleTimeout
   // like any) if it is not running, and returns what it lists; `listed` is told too.
   Result<std::vector<ListedTool>> list_tools(const std::string& server);
+  // The same instance's resources, resource templates or prompts (every page), as the server
+  // gave them; empty when it does not offer that kind (mcp/content_tools.hpp).
+  Result<nlohmann::json> list_content(const std::string& server, const ContentListing& listing);
 
   // Runs one tools/call in the (server, owner) instance, starting it if needed.
   Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call) override;

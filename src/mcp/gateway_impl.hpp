@@ -70,6 +70,10 @@ struct Gateway::Impl {
                                                          const pipeline::McpToolCall* call);
   Result<pipeline::McpToolResult> call_in(const std::shared_ptr<Slot>& slot,
                                           const pipeline::McpToolCall& call);
+  // `use` on the server's listing instance (owner kListingOwner, no credentials), started if
+  // it is not running.
+  template <typename T>
+  Result<T> with_listing_instance(const std::string& server, const std::function<Result<T>(ServerInstance&)>& use);
   Error crashed(const std::shared_ptr<Slot>& slot, const std::shared_ptr<ServerInstance>& inst,
                 const Error& error);
 

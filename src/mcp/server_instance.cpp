@@ -112,7 +112,24 @@ std::optional<sandbox::Usage> ServerInstance::call_ended(std::chrono::steady_clo
   return usage;
 }
 
+bool ServerInstance::offers(std::string_view capability) const {
+  const auto capabilities = client_->capabilities();
+  const auto it = capabilities.find(std::string(capability));
+  return it != capabilities.end() && it->is_object();
+}
+
+Result<nlohmann::json> ServerInstance::list_content(const ContentListing& listing) {
+  if (!offers(listing.capability)) return nlohmann::json::array();
+  return client_->list_items(std::string(listing.method), std::string(listing.items), setup_.server.call_timeout);
+}
+
 Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall& call) {
+  if (!call.method.empty()) {
+    const std::string_view needs = call.method == "prompts/get" ? "prompts" : "resources";
+    if (!offers(needs))
+      return Error::make("not_offered", "mcp server " + setup_.server.name + " offers no " + std::string(needs) +
+                                                   " (its initialize result has no " + std::string(needs) + " capability)");
+  }
   const auto began = std::chrono::steady_clock::now();
   call_began();
   const auto mark = session_->stderr_mark();
@@ -122,7 +139,7 @@ Result<pipeline::McpToolResult> ServerInstance::call(const pipeline::McpToolCall
   request.timeout = std::min(call.timeout, setup_.server.call_timeout);
   request.cancel = call.cancel;
   request.progress = call.progress;
-  auto result = client_->call_tool(request);
+  auto result = call.method.empty() ? client_->call_tool(request) : client_->call_method(call.method, request);
   auto used = call_ended(began);
   if (call.usage) *call.usage = std::move(used);
   if (result) result->server_log = session_->stderr_since(mark, setup_.max_log_bytes);

@@ -17,6 +17,7 @@
 #include "backend/local.hpp"
 #include "backend/local_session.hpp"
 #include "common/result.hpp"
+#include "mcp/content_tools.hpp"
 #include "mcp/listed_tool.hpp"
 #include "mcp/stdio_client.hpp"
 #include "pipeline/mcp_tool_caller.hpp"
@@ -52,8 +53,13 @@ class ServerInstance {
   std::vector<ListedTool> tools() const;
   std::optional<ListedTool> find_tool(const std::string& name) const;
 
-  // tools/call; the result's server_log is what the server wrote on stderr meanwhile.
+  // tools/call, or the call's content method (resources/read, prompts/get); the result's
+  // server_log is what the server wrote on stderr meanwhile. A content method the server's
+  // capabilities do not offer fails ("not_offered": not a crash) without asking it.
   Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call);
+  // Every item of a content listing (mcp/content_tools.hpp), as the server gave them; an empty
+  // array when its capabilities do not offer that kind.
+  Result<nlohmann::json> list_content(const ContentListing& listing);
 
   void kill();
   // Set when the gateway stops it on purpose (idle, config change, shutdown), so a call that
@@ -77,6 +83,7 @@ class ServerInstance {
 
  private:
   ServerInstance() = default;
+  bool offers(std::string_view capability) const;  // the server's initialize capabilities name it
 
   // The CPU accounting of calls (docs/mcp-gateway.md, "Accounting"): the cgroup reading up to
   // which the instance's CPU was given to a call, and how many calls are in it now.

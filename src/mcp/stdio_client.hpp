@@ -63,6 +63,17 @@ class StdioClient {
   Result<std::vector<ListedTool>> list_tools(std::chrono::milliseconds timeout);
   // Error codes: "timeout", "cancelled", "tool_server_failed" (closed, nonsense, refused).
   Result<pipeline::McpToolResult> call_tool(const ToolCallRequest& request);
+  // The capabilities the server's initialize result gave ({} before initialize).
+  nlohmann::json capabilities() const;
+  // Every page of a listing (resources/list, resources/templates/list, prompts/list): the
+  // result's `items_key` arrays joined, capped at max_tools items and max_list_pages pages
+  // (list_tools is this, parsed).
+  Result<nlohmann::json> list_items(const std::string& method, const std::string& items_key,
+                                    std::chrono::milliseconds timeout);
+  // resources/read, prompts/get: `request.arguments` sent as the params (request.name unused);
+  // the result object as the server gave it (method_result). A JSON-RPC error answer (an
+  // unknown resource) is a refusal, not a failure: is_error, its text in content.
+  Result<pipeline::McpToolResult> call_method(const std::string& method, const ToolCallRequest& request);
 
   // Whether the connection is over, and why.
   bool closed() const;

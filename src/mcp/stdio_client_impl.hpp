@@ -40,6 +40,7 @@ struct StdioClient::Impl {
   bool is_closed = false;
   bool hung_up = false;  // EOF on the server's stdout
   Error reason;
+  nlohmann::json server_capabilities = nlohmann::json::object();  // under mu
   std::thread reader;
 
   // A JSON-RPC error answer comes back as code "rpc_error", message "<code>: <message>".

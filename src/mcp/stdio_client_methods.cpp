@@ -1,5 +1,5 @@
-// The MCP methods of StdioClient (initialize, tools/list, tools/call) and the reader's handling
-// of what the server sends.
+// The MCP methods of StdioClient (initialize, tools/list, tools/call, the content listings,
+// resources/read, prompts/get) and the reader's handling of what the server sends.
 #include <algorithm>
 #include <array>
 
@@ -63,34 +63,21 @@ Result<std::string> StdioClient::initialize(std::chrono::milliseconds timeout) {
   if (!accepted_server_protocol_version(version))
     return server_failed("the server speaks MCP revision \"" + version.substr(0, 40) +
                          "\"; Airlock speaks 2025-11-25, 2025-06-18 and 2025-03-26");
+  if (auto c = result.find("capabilities"); c != result.end() && c->is_object()) {
+    std::lock_guard lock(impl_->mu);
+    impl_->server_capabilities = *c;
+  }
   if (auto sent = impl_->send(make_notification("notifications/initialized", nullptr)); !sent)
     return sent.error();
   return version;
 }
 
 Result<std::vector<ListedTool>> StdioClient::list_tools(std::chrono::milliseconds timeout) {
-  const auto& o = impl_->options;
-  std::vector<ListedTool> tools;
-  std::optional<std::string> cursor;
-  for (std::size_t page = 0;; ++page) {
-    if (page == o.max_list_pages)
-      return server_failed("the server's tools/list has more than " +
-                           std::to_string(o.max_list_pages) + " pages; refused");
-    nlohmann::json params = nlohmann::json::object();
-    if (cursor) params["cursor"] = *cursor;
-    auto r = impl_->request("tools/list", std::move(params), {timeout, nullptr, {}});
-    if (!r) return r.error().code == "rpc_error" ? refused("tools/list", r.error()) : r.error();
-    auto parsed = parse_tools_list(*r);
-    if (!parsed) return server_failed("protocol error: tools/list: " + parsed.error().message);
-    tools.insert(tools.end(), parsed->begin(), parsed->end());
-    if (tools.size() > o.max_tools)
-      return server_failed("the server lists more than " + std::to_string(o.max_tools) +
-                           " tools; refused");
-    auto next = r->find("nextCursor");
-    if (next == r->end() || next->is_null()) return tools;
-    if (!next->is_string()) return server_failed("protocol error: tools/list nextCursor is not a string");
-    cursor = next->get<std::string>();
-  }
+  auto items = list_items("tools/list", "tools", timeout);
+  if (!items) return items.error();
+  auto parsed = parse_tools_list({{"tools", std::move(*items)}});
+  if (!parsed) return server_failed("protocol error: tools/list: " + parsed.error().message);
+  return parsed;
 }
 
 Result<pipeline::McpToolResult> StdioClient::call_tool(const ToolCallRequest& request) {
@@ -105,6 +92,53 @@ Result<pipeline::McpToolResult> StdioClient::call_tool(const ToolCallRequest& re
   refusal.content = nlohmann::json::array(
       {{{"type", "text"}, {"text", "the server refused the call: " + r.error().message}}});
   return refusal;
+}
+
+nlohmann::json StdioClient::capabilities() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->server_capabilities;
+}
+
+Result<nlohmann::json> StdioClient::list_items(const std::string& method, const std::string& items_key,
+                                               std::chrono::milliseconds timeout) {
+  const auto& o = impl_->options;
+  auto items = nlohmann::json::array();
+  std::optional<std::string> cursor;
+  for (std::size_t page = 0;; ++page) {
+    if (page == o.max_list_pages)
+      return server_failed("the server's " + method + " has more than " + std::to_string(o.max_list_pages) +
+                           " pages; refused");
+    nlohmann::json params = nlohmann::json::object();
+    if (cursor) params["cursor"] = *cursor;
+    auto r = impl_->request(method, std::move(params), {timeout, nullptr, {}});
+    if (!r) return r.error().code == "rpc_error" ? refused(method, r.error()) : r.error();
+    auto listed = r->is_object() ? r->find(items_key) : r->end();
+    if (!r->is_object() || listed == r->end() || !listed->is_array())
+      return server_failed("protocol error: the " + method + " result has no \"" + items_key + "\" array");
+    for (auto& item : *listed) items.push_back(std::move(item));
+    if (items.size() > o.max_tools)
+      return server_failed("the server's " + method + " lists more than " + std::to_string(o.max_tools) + " " +
+                           items_key + "; refused");
+    auto next = r->find("nextCursor");
+    if (next == r->end() || next->is_null()) return items;
+    if (!next->is_string()) return server_failed("protocol error: " + method + " nextCursor is not a string");
+    cursor = next->get<std::string>();
+  }
+}
+
+Result<pipeline::McpToolResult> StdioClient::call_method(const std::string& method, const ToolCallRequest& request) {
+  auto r = impl_->request(method, request.arguments, {request.timeout, request.cancel, request.progress});
+  pipeline::McpToolResult out;
+  if (!r) {
+    if (r.error().code != "rpc_error") return r.error();
+    out.is_error = true;
+    out.content = nlohmann::json::array(
+        {{{"type", "text"}, {"text", "the server refused " + method + ": " + r.error().message}}});
+    return out;
+  }
+  if (!r->is_object()) return server_failed("protocol error: the " + method + " result is not an object");
+  out.method_result = std::move(*r);
+  return out;
 }
 
 // The reader thread's part: one line, one message.

@@ -52,6 +52,9 @@ struct McpToolCall {
   std::string server;       // mcpServers[].name
   std::string remote_tool;  // the server's own name for the tool ("read_file")
   nlohmann::json arguments = nlohmann::json::object();
+  // "": tools/call of remote_tool with arguments. "resources/read", "prompts/get": that
+  // request, with `arguments` as its params (a content tool, mcp/content_tools.hpp).
+  std::string method;
   // Whose server process runs it: two owners never share one. `agent "<principal>"`, with
   // ` for user "<issuer>" "<sub>"` after it when the call is on behalf of a user (each name
   // quoted as JSON); `user "<issuer>" "<sub>"` for a person calling with their own token.
@@ -67,9 +70,10 @@ struct McpToolCall {
   std::optional<sandbox::Usage>* usage = nullptr;
 };
 
-// The server's CallToolResult.
+// The server's CallToolResult (or, for a content method, its result object as it is).
 struct McpToolResult {
   nlohmann::json content = nlohmann::json::array();
+  std::optional<nlohmann::json> method_result;  // resources/read, prompts/get
   std::optional<nlohmann::json> structured_content;
   bool is_error = false;
   std::string server_log;  // what the server wrote on stderr meanwhile (capped), for the log

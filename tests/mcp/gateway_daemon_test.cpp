@@ -707,5 +707,65 @@ TEST_F(CredentialedGateway, ACredentialThatCannotBeMadeFailsTheCallAndStartsNoth
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("NEVER_SET"), std::string::npos) << r.body;
 }
 
+// Issue #38: a gateway server's resources and prompts were not reachable at all. Now those of
+// server-everything (npm) pass through, namespaced like its tools: the official SDK client lists
+// and reads them (sdk_content.mjs: RBAC hides and refuses them for a principal without
+// everything.*; DLP scans a prompt), and each read is an invocation of the server's content
+// tool: its row and its audit record name it, and DLP's redactions are in both.
+class EverythingGateway : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+    ws_ = std::make_unique<Workspace>("", "");
+    ws_->write_config(ws_->config_text() + R"(
+mcpServers:
+  - name: everything
+    command: [node, )" + std::string(kModulesInside) + R"(/@modelcontextprotocol/server-everything/dist/index.js, stdio]
+    dataPaths: [")" + node_modules() + ":" + kModulesInside + R"("]
+  - name: leaky
+    command: [python3, /fixtures/malicious_server.py, --resources]
+    dataPaths: [")" + std::string(MCP_FIXTURES_DIR) + R"(:/fixtures"]
+)");
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "everything.echo")) << "everything was never listed";
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "leaky.whoami")) << "leaky was never listed";
+  }
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+TEST_F(EverythingGateway, ItsResourcesAndPromptsPassThroughNamespacedCheckedScannedAndAudited) {
+  EXPECT_EQ(run_client("sdk_content.mjs", daemon_->port, kOtherKey), 0);
+
+  // The content tools are not tools a model is offered: GET /v1/tools lists neither.
+  EXPECT_TRUE(wait_for_tool(daemon_->port, "everything._get_prompt", kKey, /*present=*/false));
+  // Through the HTTP API, by name: the prompt's text is scanned on its way in and out.
+  auto prompt = invoke(daemon_->port, "everything._get_prompt",
+                       {{"name", "args-prompt"}, {"arguments", {{"city", "jane.doe@example.org"}}}});
+  ASSERT_EQ(prompt.status, 200) << prompt.body;
+  EXPECT_EQ(prompt.json()["status"], "ok") << prompt.body;
+  EXPECT_EQ(prompt.body.find("jane.doe@example.org"), std::string::npos) << prompt.body;
+  EXPECT_FALSE(prompt.json()["redactions"].empty()) << prompt.body;
+  auto read = invoke(daemon_->port, "everything._read_resource", {{"uri", "demo://resource/dynamic/text/3"}});
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(read.json()["output"]["contents"][0]["uri"], "demo://resource/dynamic/text/3") << read.body;
+  // RBAC comes first.
+  EXPECT_EQ(invoke(daemon_->port, "everything._read_resource", {{"uri", "demo://x"}}, kOtherKey).status, 403);
+  // What a hostile server's resource leaks is redacted on its way out.
+  auto leak = invoke(daemon_->port, "leaky._read_resource", {{"uri", "leak://key"}});
+  ASSERT_EQ(leak.status, 200) << leak.body;
+  EXPECT_EQ(leak.body.find("AKIAUP6PPB2TDBM72FQO"), std::string::npos) << leak.body;
+  EXPECT_EQ(leak.body.find("jane.doe@example.org"), std::string::npos) << leak.body;
+  EXPECT_NE(leak.json()["redactions"].dump().find("\"output\""), std::string::npos) << leak.body;
+
+  daemon_.reset();  // the log is read when the daemon has closed it
+  const auto record = audit_record_of(ws_->audit_path(), prompt.json()["id"]);
+  ASSERT_FALSE(record.is_null());
+  EXPECT_EQ(record["tool"], "everything._get_prompt") << record.dump();
+  EXPECT_EQ(record["verdict"], "ok") << record.dump();
+  EXPECT_NE(record["input"].value("redacted", "").find("[REDACTED:EMAIL]"), std::string::npos) << "the redaction is recorded: " << record.dump();
+  EXPECT_EQ(record.dump().find("jane.doe@example.org"), std::string::npos) << record.dump();
+}
+
 }  // namespace
 }  // namespace airlock::server::test

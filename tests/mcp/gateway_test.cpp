@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -187,6 +188,50 @@ TEST_F(GatewayTest, EverythingListsToolsEchoesAndReportsProgress) {
 
 // Issue #38: a server that never answers initialize is ended at its startTimeout, not at the
 // sandbox's wall time; the call fails naming the step; nothing of it is left.
+// Issue #38: resources and prompts. server-everything's are listed (every page) and read in
+// the caller's own instance; the hostile server offers neither: it is not asked, a read fails
+// "not_offered" without taking the instance for a crash, and an unknown resource is the
+// server's refusal (is_error), not a failure.
+TEST_F(GatewayTest, ResourcesAndPromptsAreListedAndReadWhereTheServerOffersThem) {
+  gateway_->configure({node_server("everything", {kEverything, "stdio", g_tag}), malicious_server()});
+  auto resources = gateway_->list_content("everything", *content_listing("resources/list"));
+  ASSERT_TRUE(resources) << resources.error().message;
+  EXPECT_FALSE(resources->empty());
+  auto prompts = gateway_->list_content("everything", *content_listing("prompts/list"));
+  ASSERT_TRUE(prompts) << prompts.error().message;
+  EXPECT_NE(prompts->dump().find("args-prompt"), std::string::npos) << prompts->dump();
+
+  auto read = tool_call("everything", "", {{"uri", "demo://resource/dynamic/text/5"}});
+  read.method = "resources/read";
+  auto got = gateway_->call(read);
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_TRUE(got->method_result);
+  EXPECT_EQ((*got->method_result)["contents"][0]["uri"], "demo://resource/dynamic/text/5");
+  auto prompt = tool_call("everything", "", {{"name", "args-prompt"}, {"arguments", {{"city", "Oslo"}}}});
+  prompt.method = "prompts/get";
+  auto gotten = gateway_->call(prompt);
+  ASSERT_TRUE(gotten && gotten->method_result) << (gotten ? "no result" : gotten.error().message);
+  EXPECT_NE(gotten->method_result->dump().find("Oslo"), std::string::npos);
+  auto unknown = tool_call("everything", "", {{"uri", "demo://no/such"}});
+  unknown.method = "resources/read";
+  auto refused = gateway_->call(unknown);
+  ASSERT_TRUE(refused) << refused.error().message;
+  EXPECT_TRUE(refused->is_error);
+  EXPECT_FALSE(refused->method_result);
+
+  auto none = gateway_->list_content("evil", *content_listing("resources/list"));
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  ASSERT_TRUE(gateway_->call(tool_call("evil", "whoami")));
+  auto evil_read = tool_call("evil", "", {{"uri", "file:///etc/shadow"}});
+  evil_read.method = "resources/read";
+  auto not_offered = gateway_->call(evil_read);
+  ASSERT_FALSE(not_offered);
+  EXPECT_EQ(not_offered.error().code, "not_offered") << not_offered.error().message;
+  const auto running = gateway_->running();
+  EXPECT_NE(std::find(running.begin(), running.end(), "evil agent tester"), running.end()) << "not taken for a crash";
+}
+
 TEST_F(GatewayTest, AServerSilentAtStartIsEndedAtItsStartTimeout) {
   policy::McpServerConfig silent;
   silent.name = "silent";

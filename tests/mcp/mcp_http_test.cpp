@@ -323,7 +323,7 @@ TEST_F(McpHttpTest, NotificationsAreAccepted) {
   nlohmann::json note = {{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}};
   auto r = mcp_post(d.port, note, kKey, session_headers(id, "2025-11-25"));
   EXPECT_EQ(r.status, 202);
-  auto unknown = mcp_post(d.port, rpc(5, "resources/list"), kKey, session_headers(id, "2025-11-25"));
+  auto unknown = mcp_post(d.port, rpc(5, "completion/complete"), kKey, session_headers(id, "2025-11-25"));
   EXPECT_EQ(unknown.json()["error"]["code"], -32601);
 }
 

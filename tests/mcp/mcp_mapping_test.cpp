@@ -12,14 +12,14 @@ namespace {
 
 TEST(McpSessions, BoundToTheirPrincipalAndBounded) {
   McpSessions sessions(2);
-  const auto a = sessions.open("agent:a", "2025-11-25");
-  const auto b = sessions.open("agent:b", "2025-06-18");
+  const auto a = *sessions.open("agent:a", "2025-11-25");
+  const auto b = *sessions.open("agent:b", "2025-06-18");
   EXPECT_NE(a, b);
   EXPECT_EQ(sessions.revision(a, "agent:a"), "2025-11-25");
   EXPECT_FALSE(sessions.revision(a, "agent:b"));  // another principal: as if it did not exist
   EXPECT_FALSE(sessions.close(a, "agent:b"));
   (void)sessions.revision(a, "agent:a");          // a is now the more recently used
-  const auto c = sessions.open("agent:c", "2025-11-25");
+  const auto c = *sessions.open("agent:c", "2025-11-25");
   EXPECT_EQ(sessions.size(), 2u);
   EXPECT_FALSE(sessions.revision(b, "agent:b"));  // the one idle longest went
   EXPECT_TRUE(sessions.revision(a, "agent:a"));
@@ -42,7 +42,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
     s->id = id;
     return s;
   };
-  const auto a = sessions.open("agent:a", "2025-11-25");
+  const auto a = *sessions.open("agent:a", "2025-11-25");
   EXPECT_EQ(sessions.workspace(a, "agent:a"), nullptr);
   const auto first = made("s1"), second = made("s2");
   EXPECT_EQ(sessions.add_workspace(a, "agent:a", first), first);
@@ -57,7 +57,7 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
   EXPECT_EQ(ended_ids, std::vector<std::string>{a});
 
   ended.clear();
-  const auto b = sessions.open("agent:a", "2025-11-25");
+  const auto b = *sessions.open("agent:a", "2025-11-25");
   const auto third = made("s4");
   (void)sessions.add_workspace(b, "agent:a", third);
   (void)sessions.open("agent:a", "2025-11-25");  // its bound is 1: b is evicted
@@ -69,15 +69,15 @@ TEST(McpSessions, TheirWorkspacesEndWithThemClosedOrEvicted) {
 
 TEST(McpSessions, APrincipalAtItsBoundLosesItsOwnAndAFullTableTheLargestHolders) {
   McpSessions sessions(4, 2);
-  const auto b = sessions.open("agent:b", "2025-11-25");
-  const auto a1 = sessions.open("agent:a", "2025-11-25");
-  const auto a2 = sessions.open("agent:a", "2025-11-25");
-  const auto a3 = sessions.open("agent:a", "2025-11-25");  // a at its bound: a1 goes, not b
+  const auto b = *sessions.open("agent:b", "2025-11-25");
+  const auto a1 = *sessions.open("agent:a", "2025-11-25");
+  const auto a2 = *sessions.open("agent:a", "2025-11-25");
+  const auto a3 = *sessions.open("agent:a", "2025-11-25");  // a at its bound: a1 goes, not b
   EXPECT_FALSE(sessions.revision(a1, "agent:a"));
   EXPECT_TRUE(sessions.revision(b, "agent:b"));
-  const auto c = sessions.open("agent:c", "2025-11-25");
+  const auto c = *sessions.open("agent:c", "2025-11-25");
   (void)sessions.revision(a2, "agent:a");
-  const auto d = sessions.open("agent:d", "2025-11-25");  // full: a holds most, a3 idle longest
+  const auto d = *sessions.open("agent:d", "2025-11-25");  // full: a holds most, a3 idle longest
   EXPECT_EQ(sessions.size(), 4u);
   EXPECT_FALSE(sessions.revision(a3, "agent:a"));
   for (const auto& [id, who] : {std::pair{b, "agent:b"}, {a2, "agent:a"}, {c, "agent:c"}, {d, "agent:d"}})
@@ -118,7 +118,7 @@ TEST(McpTools, SuspendedCallNamesTheInvocationToPoll) {
 TEST(McpTools, GatewayToolResultsPassThroughAndSchemaToolsKeepErrorsOutOfStructuredContent) {
   policy::ToolConfig gateway;
   gateway.name = "files.read";
-  gateway.mcp = policy::McpToolSource{"files", "read", "pin"};
+  gateway.mcp = policy::McpToolSource{"files", "read", "pin", ""};
   pipeline::Invocation inv;
   inv.output = nlohmann::json{{"content", {{{"type", "text"}, {"text", "hi"}}}}, {"isError", true}};
   auto r = mcp_call_result(&gateway, inv);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "mcp/catalog.hpp"
+#include "mcp/content_tools.hpp"
 #include "mcp/listed_schema.hpp"
 
 namespace airlock::mcp {
@@ -208,6 +209,82 @@ TEST_F(Catalog, NamesOutsideTheRuleAreRefused) {
     EXPECT_FALSE(contains(why, "\n")) << why;  // a hostile name cannot forge a log line
   }
   EXPECT_EQ(pins_->list().size(), 1u);
+}
+
+// A server's own tool named as a content tool would take its resources' or prompts' RBAC and
+// audit name: refused, and not pinned.
+TEST_F(Catalog, AToolNamedAsAContentToolIsRefused) {
+  auto a = admit({tool("_read_resource"), tool("_get_prompt"), tool("ok")});
+  ASSERT_EQ(a.tools.size(), 1u) << refused_text(a);
+  ASSERT_EQ(a.refused.size(), 2u);
+  for (const auto& why : a.refused) EXPECT_TRUE(contains(why, "is Airlock's own")) << why;
+  EXPECT_EQ(pins_->list().size(), 1u);
+}
+
+// The content tools (issue #38): at the server's risk, their schemas bounding what a caller may
+// send through to it.
+TEST_F(Catalog, ContentToolsReadResourcesAndGetPromptsAtTheServersRisk) {
+  server_.risk = policy::Risk::high;
+  const auto tools = content_tools(server_);
+  ASSERT_EQ(tools.size(), 2u);
+  EXPECT_EQ(tools[0].name, "files._read_resource");
+  EXPECT_EQ(tools[1].name, "files._get_prompt");
+  for (const auto& t : tools) {
+    EXPECT_EQ(t.risk, policy::Risk::high);
+    ASSERT_TRUE(t.mcp && t.mcp->is_content());
+    ASSERT_TRUE(t.input_check);
+  }
+  EXPECT_EQ(tools[0].mcp->method, "resources/read");
+  EXPECT_EQ(tools[1].mcp->method, "prompts/get");
+  auto refuses = [](const policy::ToolConfig& t, const json& args) { return t.input_check->check(args).has_value(); };
+  EXPECT_FALSE(refuses(tools[0], {{"uri", "demo://a"}}));
+  EXPECT_TRUE(refuses(tools[0], json::object()));
+  EXPECT_TRUE(refuses(tools[0], {{"uri", "demo://a"}, {"extra", 1}}));
+  EXPECT_TRUE(refuses(tools[0], {{"uri", std::string(8193, 'a')}}));
+  EXPECT_FALSE(refuses(tools[1], {{"name", "p"}, {"arguments", {{"city", "Paris"}}}}));
+  EXPECT_TRUE(refuses(tools[1], {{"name", "p"}, {"arguments", {{"city", 7}}}}));
+  EXPECT_TRUE(refuses(tools[1], {{"arguments", json::object()}}));
+}
+
+TEST(ContentNames, UrisAndPromptNamesRoundTripAndNothingElseSplits) {
+  EXPECT_EQ(namespaced_uri("files", "demo://a/b?c#d"), "airlock-mcp://files/demo://a/b?c#d");
+  auto split = split_namespaced_uri("airlock-mcp://files/demo://a/b?c#d");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->first, "files");
+  EXPECT_EQ(split->second, "demo://a/b?c#d");
+  for (const char* other : {"demo://a", "airlock-mcp://", "airlock-mcp:///demo://a", "airlock-mcp://files/",
+                            "airlock-mcp://files", "AIRLOCK-MCP://files/x"})
+    EXPECT_FALSE(split_namespaced_uri(other)) << other;
+  auto prompt = split_prompt_name("files.a.b");
+  ASSERT_TRUE(prompt);
+  EXPECT_EQ(prompt->first, "files");
+  EXPECT_EQ(prompt->second, "a.b");
+  for (const char* other : {"files", ".x", "files.", ""}) EXPECT_FALSE(split_prompt_name(other)) << other;
+}
+
+// What a hostile listing holds is not trusted: items without the field that routes a read back
+// to the server are left out; the rest are renamed into the server's namespace.
+TEST(ContentNames, ListingsAreNamespacedAndMalformedItemsLeftOut) {
+  const auto* resources = content_listing("resources/list");
+  const auto* templates = content_listing("resources/templates/list");
+  const auto* prompts = content_listing("prompts/list");
+  ASSERT_TRUE(resources && templates && prompts);
+  EXPECT_FALSE(content_listing("tools/list"));
+  const json items = json::array({{{"uri", "demo://a"}, {"name", "a"}, {"mimeType", "text/plain"}},
+                                  {{"name", "no uri"}}, {{"uri", 7}, {"name", "x"}}, "not an object"});
+  const auto listed = namespaced_items("files", *resources, items);
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0]["uri"], "airlock-mcp://files/demo://a");
+  EXPECT_EQ(listed[0]["name"], "files.a");
+  EXPECT_EQ(listed[0]["mimeType"], "text/plain");
+  const auto t = namespaced_items("files", *templates, json::array({{{"uriTemplate", "demo://{id}"}, {"name", "t"}}}));
+  EXPECT_EQ(t[0]["uriTemplate"], "airlock-mcp://files/demo://{id}");
+  const auto p = namespaced_items("files", *prompts, json::array({{{"name", "p"}}, {{"title", "no name"}}}));
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["name"], "files.p");
+  EXPECT_TRUE(namespaced_items("files", *prompts, json::object()).empty());
+  const auto read = namespaced_read_result("files", {{"contents", {{{"uri", "demo://a"}, {"text", "x"}}}}});
+  EXPECT_EQ(read["contents"][0]["uri"], "airlock-mcp://files/demo://a");
 }
 
 TEST_F(Catalog, ANameListedTwiceIsRefusedBothTimes) {

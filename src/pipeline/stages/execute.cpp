@@ -296,7 +296,8 @@ InvocationError mcp_error(const Error& e, const std::string& tool) {
 }  // namespace
 
 // A tool of an MCP server: the gateway calls it in that server's sandbox. Its result is the
-// output as the server gave it ({content, structuredContent?, isError?}), scanned by DLP
+// output as the server gave it ({content, structuredContent?, isError?}; a content tool's:
+// the resources/read or prompts/get result object), scanned by DLP
 // next like any output; isError stays in the output (the MCP answer carries it on) and
 // ends the call tool_error once it has been scanned (Pipeline::run).
 StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const {
@@ -306,6 +307,7 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
   call.invocation_id = inv.id;
   call.server = tool.mcp->server;
   call.remote_tool = tool.mcp->remote_name;
+  call.method = tool.mcp->method;
   call.arguments = inv.arguments;
   call.owner = server_owner(inv);
   call.timeout = inv.limits.wall_time;
@@ -323,7 +325,10 @@ StageResult ExecuteStage::call_mcp_server(Invocation& inv, const policy::ToolCon
   for (auto& use : result->credential_uses)
     inv.credential_leases.push_back({std::move(use.lease), std::move(use.hmac_sha256)});
   inv.tool_log = result->server_log.substr(0, options_.max_log_bytes);
-  nlohmann::json output{{"content", std::move(result->content)}};
+  // A content tool's output is the server's result object (a ReadResourceResult, a
+  // GetPromptResult), scanned like any output; a refusal stays a CallToolResult with isError.
+  nlohmann::json output = result->method_result ? std::move(*result->method_result)
+                                                : nlohmann::json{{"content", std::move(result->content)}};
   if (result->structured_content) {
     if (!result->structured_content->is_object())
       return fail(ErrorKind::invalid_output, "the server's structuredContent is not a JSON object");

@@ -51,6 +51,12 @@ struct McpToolSource {
   std::string server;       // mcpServers[].name
   std::string remote_name;  // the server's name for it
   std::string pin_sha256;   // of its name, description and schemas as pinned
+  // "": a tool the server lists (tools/call). "resources/read" or "prompts/get": one of the
+  // server's content tools, which Airlock adds to read its resources and get its prompts
+  // (mcp/content_tools.hpp); they are not listed as tools, and their arguments are the
+  // method's params.
+  std::string method;
+  bool is_content() const { return !method.empty(); }
 };
 
 // server.mcp: the daemon's Streamable HTTP endpoint at /mcp.

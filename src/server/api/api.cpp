@@ -213,7 +213,9 @@ void Api::list_tools(const pipeline::Caller& caller, std::function<void(HttpResp
     const pipeline::Subject* subject = caller.subject ? &*caller.subject : nullptr;
     auto tools = nlohmann::json::array();
     for (const auto& t : config.tools)
-      if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(tool_summary(t));
+      if (!(t.mcp && t.mcp->is_content()) &&  // a gateway server's resources and prompts: by name
+          !pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal)
+        tools.push_back(tool_summary(t));
     nlohmann::json body = {{"tools", tools}};
     if (listings) {
       const auto report = listings->report();

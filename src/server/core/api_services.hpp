@@ -26,6 +26,9 @@ class RevokedTokens;
 namespace airlock::pipeline {
 class FailedAuthLog;
 }
+namespace airlock::mcp {
+class Gateway;
+}
 
 namespace airlock::server {
 
@@ -38,6 +41,7 @@ class FirstListings;
 class GenerationWatch;
 class SessionService;
 class SessionForwarder;
+class McpSessionBook;
 
 struct ApiServices {
   const GenerationSlot* generation = nullptr;  // the current config and pipeline
@@ -66,6 +70,11 @@ struct ApiServices {
   SessionService* sessions = nullptr;  // null: /v1/sessions answers 404 (docs/sessions.md)
   // storage.postgres: requests for sessions other replicas hold go there. Null: they are 404.
   SessionForwarder* session_forwarder = nullptr;
+  // The MCP servers' listings of resources and prompts (/mcp's resources/list, prompts/list).
+  // Null: none are listed (their reads are invocations, which the pipeline's gateway runs).
+  mcp::Gateway* gateway = nullptr;
+  // storage.postgres: the MCP sessions every replica shares. Null: each replica's own.
+  std::shared_ptr<McpSessionBook> mcp_session_book;
 };
 
 }  // namespace airlock::server

@@ -279,6 +279,8 @@ void Daemon::State::make_api(const policy::Config& cfg) {
                                                                  std::chrono::milliseconds(1000)});
   services.sessions = sessions.get();
   services.session_forwarder = session_forwarder.get();
+  services.gateway = gateway.get();
+  services.mcp_session_book = mcp_session_book;
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();

@@ -100,6 +100,9 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
     auto shared_sessions = PostgresSessionStore::open(shared_state.postgres, pg_store->replica());
     if (!shared_sessions) return shared_sessions.error();
     pg_sessions = std::move(*shared_sessions);
+    auto book = open_postgres_mcp_session_book(shared_state.postgres);
+    if (!book) return book.error();
+    mcp_session_book = std::move(*book);
   }
   auto snapshots_opened = SnapshotStore::open(dir + "/state.db", dir + "/snapshots");  // local, as sessions
   if (!snapshots_opened) return snapshots_opened.error();

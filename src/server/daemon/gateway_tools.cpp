@@ -1,6 +1,7 @@
 #include "server/daemon/gateway_tools.hpp"
 
 #include "mcp/catalog.hpp"
+#include "mcp/content_tools.hpp"
 
 namespace airlock::server {
 namespace {
@@ -55,6 +56,8 @@ bool GatewayTools::admit_locked(const policy::McpServerConfig& server, const std
     return false;
   }
   for (const auto& line : admission->refused) log_once_locked("mcp server " + server.name + ": " + line);
+  // Beside what it lists, each listed server's content tools (its resources and prompts).
+  for (auto& t : mcp::content_tools(server)) admission->tools.push_back(std::move(t));
   admitted_[server.name] = std::move(admission->tools);
   return true;
 }

@@ -20,6 +20,7 @@ struct McpServer::Call {
   // Answers the request with `result`, as its revision wants it.
   void answer(nlohmann::json result) const;
   void fail(int http_status, int code, const std::string& text) const;
+  void fail(int code, const std::string& text, nlohmann::json data) const;  // a JSON-RPC error with data
 };
 
 // The server's name and version, as initialize and 2026-07-28's _meta give them.

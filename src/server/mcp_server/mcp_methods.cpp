@@ -1,5 +1,7 @@
 // The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel,
-// subscriptions/listen (tasks/get and tasks/result: mcp_task_methods.cpp).
+// subscriptions/listen (tasks/get and tasks/result: mcp_task_methods.cpp; resources and
+// prompts: mcp_content.cpp).
+#include "mcp/content_tools.hpp"
 #include "pipeline/stages/access.hpp"
 #include "server/core/first_listings.hpp"
 #include "server/invocations/invocation_runner.hpp"
@@ -31,7 +33,9 @@ nlohmann::json all_tools(const Generation& generation, const pipeline::Caller& c
   const auto* subject = caller.subject ? &*caller.subject : nullptr;
   auto tools = nlohmann::json::array();
   for (const auto& t : config.tools)
-    if (!pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal) tools.push_back(mcp_tool_entry(t));
+    if (!(t.mcp && t.mcp->is_content()) &&  // resources/list and prompts/list show what they read
+        !pipeline::may_invoke(config, actor, subject, t.name, caller.scope).refusal)
+      tools.push_back(mcp_tool_entry(t));
   if (sessions)
     for (auto& entry : session_tool_entries(config, caller)) tools.push_back(std::move(entry));
   return tools;
@@ -73,6 +77,8 @@ void McpServer::dispatch(Call& call) const {
   if (method == "ping" || method == "logging/setLevel") return call.answer(nlohmann::json::object());
   if (method == "tools/list") return list_tools(call);
   if (method == "tools/call") return call_tool(call);
+  if (mcp::content_listing(method)) return list_content(call);
+  if (method == "resources/read" || method == "prompts/get") return read_content(call);
   if (method == "tasks/get") return task_get(call);
   if (method == "tasks/result") return task_result(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
@@ -84,17 +90,11 @@ void McpServer::dispatch(Call& call) const {
 // listed or has failed (at most server.mcp.firstListingWait): a client connected at start
 // gets the gateway's tools in its first listing. Answered under the generation current then.
 void McpServer::list_tools(Call& call) const {
-  const auto& params = call.message.params;
-  std::size_t offset = 0;
-  if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
-    const auto& cursor = params["cursor"];
-    auto read = cursor.is_string() ? pages_.offset_of(cursor.get<std::string>()) : std::nullopt;
-    if (!read) return call.fail(200, rpc::invalid_params, "tools/list: the cursor is not one this server gave (nextCursor)");
-    offset = *read;
-  }
+  const auto offset = cursor_offset(call);
+  if (!offset) return;
   // Copies only: the wait may outlast this server's caller, not the daemon's services.
   auto answer = [slot = s_.generation, listings = s_.first_listings, with_sessions = s_.sessions != nullptr, pages = pages_,
-                 copy = Call(call), offset] {
+                 copy = Call(call), offset = *offset] {
     const auto generation = slot->load();
     auto result = pages.page(all_tools(*generation, copy.caller, with_sessions), "tools", offset,
                              generation->config->server.mcp.tools_page_size);
@@ -106,8 +106,17 @@ void McpServer::list_tools(Call& call) const {
   s_.first_listings->when_done(call.generation->config->server.mcp.first_listing_wait, std::move(answer));
 }
 
+std::optional<std::size_t> McpServer::cursor_offset(Call& call) const {
+  const auto& params = call.message.params;
+  if (!params.is_object() || !params.contains("cursor") || params["cursor"].is_null()) return 0;
+  const auto& cursor = params["cursor"];
+  auto read = cursor.is_string() ? pages_.offset_of(cursor.get<std::string>()) : std::nullopt;
+  if (!read) call.fail(200, rpc::invalid_params, call.message.method + ": the cursor is not one this server gave (nextCursor)");
+  return read;
+}
+
 // subscriptions/listen: the request's stream stays open; it is acknowledged with the filter
-// honoured (toolsListChanged alone: the server has no prompts nor resources), then carries each
+// honoured (toolsListChanged alone: resources and prompts send no list_changed), then carries each
 // notifications/tools/list_changed stamped with the subscription's id (the request's), and ends
 // with an empty result when the daemon stops, or when the client leaves or cancels it.
 void McpServer::listen(Call& call) const {

@@ -59,10 +59,14 @@ std::string header(const std::map<std::string, std::string>& headers, const std:
   return it == headers.end() ? std::string() : it->second;
 }
 
-// The body field Mcp-Name mirrors, for the methods that have one.
+// The body field Mcp-Name mirrors, for the methods that have one (SEP-2243): a tool's or a
+// prompt's name, a resource's uri.
 std::optional<std::string> name_in_body(const mcp::Message& m) {
-  if (m.method != "tools/call" || !m.params.is_object()) return std::nullopt;
-  const auto name = m.params.find("name");
+  const char* field = m.method == "tools/call" || m.method == "prompts/get" ? "name"
+                      : m.method == "resources/read"                       ? "uri"
+                                                                           : nullptr;
+  if (!field || !m.params.is_object()) return std::nullopt;
+  const auto name = m.params.find(field);
   return name != m.params.end() && name->is_string() ? name->get<std::string>() : std::string();
 }
 
@@ -77,7 +81,8 @@ std::optional<Refusal> check_headers(const mcp::Message& m, const std::string& r
   if (auto name = name_in_body(m)) {
     auto sent = decode_header_value(header(headers, "mcp-name"));
     if (!sent || *sent != *name)
-      return refuse(m, kHeaderMismatch, "the Mcp-Name header must be the request's params.name, " + *name);
+      return refuse(m, kHeaderMismatch, "the Mcp-Name header must be the request's params." +
+                                            std::string(m.method == "resources/read" ? "uri" : "name") + ", " + *name);
   }
   return std::nullopt;
 }

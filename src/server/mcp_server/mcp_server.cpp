@@ -31,7 +31,11 @@ nlohmann::json mcp_server_info() { return {{"name", "airlock"}, {"version", "0.1
 nlohmann::json mcp_capabilities() {
   // Tasks: tools/call of the tools that wait for a person (mcp_tasks.hpp); no tasks/list or
   // tasks/cancel.
+  // Resources and prompts: the gateway servers' (mcp_content.cpp), without subscriptions or
+  // list_changed.
   return {{"tools", {{"listChanged", true}}},
+          {"resources", nlohmann::json::object()},
+          {"prompts", nlohmann::json::object()},
           {"logging", nlohmann::json::object()},
           {"tasks", {{"requests", {{"tools", {{"call", nlohmann::json::object()}}}}}}}};
 }
@@ -48,10 +52,15 @@ void McpServer::Call::fail(int http_status, int code, const std::string& text) c
   reply(refused(http_status, message.id, code, text));
 }
 
+void McpServer::Call::fail(int code, const std::string& text, nlohmann::json data) const {
+  reply(McpReply{200, mcp::make_error(message.id, code, text, std::move(data)), {}});
+}
+
 McpServer::McpServer(ApiServices services)
     : s_(std::move(services)),
       calls_(std::make_shared<McpCallsInFlight>()),
       listeners_(std::make_shared<McpListeners>()) {
+  if (s_.mcp_session_book) sessions_.share(s_.mcp_session_book);
   // The Airlock sessions an MCP session created end with it (closed, or evicted), and so does
   // its notification stream.
   sessions_.on_end([sessions = s_.sessions, listeners = listeners_](const std::string& id,
@@ -151,7 +160,9 @@ bool McpServer::resolve_session(Call& call) {
 
 void McpServer::initialize(Call& call) {
   const std::string revision = protocol::negotiate(call.message.params);
-  const std::string id = sessions_.open(call.principal, revision);
+  const auto opened = sessions_.open(call.principal, revision);
+  if (!opened) return call.fail(503, rpc::internal_error, "the session could not be opened: " + opened.error().message);
+  const std::string& id = *opened;
   nlohmann::json result = {{"protocolVersion", revision},
                            {"capabilities", mcp_capabilities()},
                            {"serverInfo", mcp_server_info()},

@@ -90,9 +90,14 @@ class McpServer {
  private:
   void dispatch(Call& call) const;
   void list_tools(Call& call) const;
+  // A listing's params.cursor as an offset (0 without one); nullopt: refused (answered).
+  std::optional<std::size_t> cursor_offset(Call& call) const;
   void listen(Call& call) const;  // subscriptions/listen (2026-07-28)
   void call_tool(Call& call) const;
   void call_session_tool(Call& call) const;
+  // The gateway servers' resources and prompts (mcp_content.cpp).
+  void list_content(Call& call) const;  // resources/list, resources/templates/list, prompts/list
+  void read_content(Call& call) const;  // resources/read, prompts/get
   void call_tool_as_task(Call& call, InvocationRequest request) const;  // mcp_task_methods.cpp
   void task_get(Call& call) const;
   void task_result(Call& call) const;

@@ -23,22 +23,35 @@ std::string mcp_principal(const pipeline::Caller& c) {
   return key;
 }
 
-std::string McpSessions::open(const std::string& principal, const std::string& revision) {
-  std::string id = random_id(), evicted;
+std::string McpSessions::insert(const std::string& id, const std::string& principal, const std::string& revision,
+                                std::vector<std::shared_ptr<LiveSession>>& ending) {
+  std::string evicted;
+  if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
+    evicted = evict_oldest([&](const std::string& p) { return p == principal; }, ending);
+  } else if (sessions_.size() >= capacity_) {
+    std::size_t most = 0;
+    for (const auto& [p, n] : held_) most = std::max(most, n);
+    evicted = evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
+  }
+  sessions_[id] = Session{principal, revision, ++clock_, nullptr, {}};
+  ++held_[principal];
+  return evicted;
+}
+
+Result<std::string> McpSessions::open(const std::string& principal, const std::string& revision) {
+  const std::string id = random_id();
+  if (book_)
+    if (auto recorded = book_->open(id, principal, revision); !recorded) return recorded.error();
+  std::string evicted;
   std::vector<std::shared_ptr<LiveSession>> ending;
   {
     std::lock_guard lock(mu_);
-    if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
-      evicted = evict_oldest([&](const std::string& p) { return p == principal; }, ending);
-    } else if (sessions_.size() >= capacity_) {
-      std::size_t most = 0;
-      for (const auto& [p, n] : held_) most = std::max(most, n);
-      evicted = evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
-    }
-    sessions_[id] = Session{principal, revision, ++clock_, nullptr, {}};
-    ++held_[principal];
+    evicted = insert(id, principal, revision, ending);
   }
-  if (!evicted.empty()) ended(evicted, std::move(ending));
+  if (!evicted.empty()) {
+    if (book_) (void)book_->close(evicted);  // else the book purges it when it has been idle long enough
+    ended(evicted, std::move(ending));
+  }
   return id;
 }
 
@@ -62,6 +75,7 @@ void McpSessions::ended(const std::string& id, std::vector<std::shared_ptr<LiveS
 }
 
 std::optional<std::string> McpSessions::revision(const std::string& id, const std::string& principal) {
+  if (book_) return reconcile(id, principal);
   std::lock_guard lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end() || it->second.principal != principal) return std::nullopt;
@@ -69,12 +83,49 @@ std::optional<std::string> McpSessions::revision(const std::string& id, const st
   return it->second.revision;
 }
 
+std::optional<std::string> McpSessions::reconcile(const std::string& id, const std::string& principal) {
+  auto shared = book_->revision(id, principal);
+  std::string evicted;
+  std::vector<std::shared_ptr<LiveSession>> ending;
+  std::optional<std::string> out;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (shared && *shared) {  // held: adopted here if another replica opened it
+      if (it == sessions_.end()) {
+        evicted = insert(id, principal, **shared, ending);
+      } else if (it->second.principal == principal) {
+        it->second.last_used = ++clock_;
+      } else {
+        return std::nullopt;
+      }
+      out = **shared;
+    } else if (shared && it != sessions_.end() && it->second.principal == principal) {
+      // Closed through another replica: its workspaces here end with it.
+      evicted = id;
+      ending = std::move(it->second.workspaces);
+      sessions_.erase(it);
+      if (--held_[principal] == 0) held_.erase(principal);
+    }
+  }
+  if (!evicted.empty()) {
+    if (evicted != id) (void)book_->close(evicted);
+    ended(evicted, std::move(ending));
+  }
+  return out;
+}
+
 bool McpSessions::close(const std::string& id, const std::string& principal) {
+  bool held = false;
+  if (book_) {  // opened on any replica: gone from the book, so every replica ends it
+    auto shared = book_->revision(id, principal);
+    held = shared && *shared && book_->close(id).ok();
+  }
   std::vector<std::shared_ptr<LiveSession>> ending;
   {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(id);
-    if (it == sessions_.end() || it->second.principal != principal) return false;
+    if (it == sessions_.end() || it->second.principal != principal) return held;
     ending = std::move(it->second.workspaces);
     sessions_.erase(it);
     if (--held_[principal] == 0) held_.erase(principal);

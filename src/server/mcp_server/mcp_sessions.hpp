@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pipeline/invocation_control.hpp"
+#include "server/mcp_server/mcp_session_book.hpp"
 #include "server/sessions/session_service.hpp"
 
 namespace airlock::server {
@@ -34,11 +35,16 @@ class McpSessions {
                        std::size_t per_principal = kMaxMcpSessionsPerPrincipal)
       : capacity_(capacity), per_principal_(per_principal) {}
   void on_end(Ended end) { end_ = std::move(end); }  // before any session is opened
+  // storage.postgres: sessions are also the shared book's (before any session is opened). Then
+  // open fails when the book cannot record one; revision asks the book at each message (a
+  // session another replica opened is adopted here, one closed elsewhere ends here too, one the
+  // book cannot answer for is not found); close and eviction end it in the book.
+  void share(std::shared_ptr<McpSessionBook> book) { book_ = std::move(book); }
   // A new session of `principal` under `revision`: its id (128 random bits, hex). A principal
   // holding `per_principal` sessions loses its own idle longest; when the table is full, the
   // session idle longest of the principals holding most goes. One principal never evicts another's sessions but from a
   // table it cannot fill alone.
-  std::string open(const std::string& principal, const std::string& revision);
+  Result<std::string> open(const std::string& principal, const std::string& revision);
   // The revision of session `id` when `principal` owns it; nullopt for a session that does
   // not exist, has gone, or is another principal's (the caller cannot tell which).
   std::optional<std::string> revision(const std::string& id, const std::string& principal);
@@ -67,6 +73,11 @@ class McpSessions {
   std::string evict_oldest(const std::function<bool(const std::string&)>& whose,
                            std::vector<std::shared_ptr<LiveSession>>& ending);
   void ended(const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) const;
+  // Under mu_: a new entry `id`, room made first (the evicted session's id, or "").
+  std::string insert(const std::string& id, const std::string& principal, const std::string& revision,
+                     std::vector<std::shared_ptr<LiveSession>>& ending);
+  // The book's answer for `id` applied here: adopted when it holds it, ended here when not.
+  std::optional<std::string> reconcile(const std::string& id, const std::string& principal);
 
   mutable std::mutex mu_;
   std::size_t capacity_, per_principal_;
@@ -74,6 +85,7 @@ class McpSessions {
   std::uint64_t clock_ = 0;  // a counter, not time: only the order of use matters
   std::map<std::string, Session> sessions_;
   Ended end_;
+  std::shared_ptr<McpSessionBook> book_;
 };
 
 // tools/call requests running now, by (channel, request id): a channel is a session, or the

@@ -1,0 +1,97 @@
+#include <chrono>
+#include <mutex>
+
+#include "common/digest.hpp"
+#include "server/mcp_server/mcp_session_book.hpp"
+#include "storage/pg_schema.hpp"
+
+namespace airlock::server {
+namespace {
+
+namespace pg = storage::pg;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS mcp_sessions(
+  id_sha256 text PRIMARY KEY, principal_sha256 text NOT NULL, revision text NOT NULL,
+  opened_ms bigint NOT NULL, used_ms bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS mcp_sessions_used ON mcp_sessions (used_ms);
+)sql";
+
+constexpr std::int64_t kPurgeEveryMs = 60'000;
+// A use touches the row at most this often: each message would otherwise be a write.
+constexpr std::int64_t kTouchEveryMs = 10'000;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class PgMcpSessionBook final : public McpSessionBook {
+ public:
+  PgMcpSessionBook(std::unique_ptr<pg::Database> db, std::chrono::hours idle)
+      : db_(std::move(db)), idle_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(idle).count()) {}
+
+  Status open(const std::string& id, const std::string& principal, const std::string& revision) override {
+    const auto now = now_ms();
+    purge_now_and_then(now);
+    auto done = db_->exec("recording an MCP session",
+                          "INSERT INTO mcp_sessions (id_sha256, principal_sha256, revision, opened_ms, used_ms)"
+                          " VALUES ($1, $2, $3, $4, $4)",
+                          {sha256_hex(id), sha256_hex(principal), revision, std::to_string(now)});
+    if (!done) return Error::make("storage", "MCP sessions: " + done.error().message);
+    return {};
+  }
+
+  Result<std::optional<std::string>> revision(const std::string& id, const std::string& principal) override {
+    const auto now = now_ms();
+    // Touched when its last use is older than kTouchEveryMs; read either way.
+    auto rows = db_->exec("looking an MCP session up",
+                          "UPDATE mcp_sessions SET used_ms = $3 WHERE id_sha256 = $1 AND principal_sha256 = $2"
+                          " AND used_ms < $4 AND used_ms >= $5 RETURNING revision",
+                          {sha256_hex(id), sha256_hex(principal), std::to_string(now), std::to_string(now - kTouchEveryMs),
+                           std::to_string(now - idle_ms_)});
+    if (!rows) return Error::make("storage", "MCP sessions: " + rows.error().message);
+    if (rows->rows() == 1) return std::optional<std::string>(rows->value(0, 0));
+    rows = db_->exec("looking an MCP session up",
+                     "SELECT revision FROM mcp_sessions WHERE id_sha256 = $1 AND principal_sha256 = $2 AND used_ms >= $3",
+                     {sha256_hex(id), sha256_hex(principal), std::to_string(now - idle_ms_)});
+    if (!rows) return Error::make("storage", "MCP sessions: " + rows.error().message);
+    if (rows->rows() == 1) return std::optional<std::string>(rows->value(0, 0));
+    return std::optional<std::string>();
+  }
+
+  Status close(const std::string& id) override {
+    auto done = db_->exec("ending an MCP session", "DELETE FROM mcp_sessions WHERE id_sha256 = $1", {sha256_hex(id)});
+    if (!done) return Error::make("storage", "MCP sessions: " + done.error().message);
+    return {};
+  }
+
+ private:
+  void purge_now_and_then(std::int64_t now) {
+    {
+      std::lock_guard lock(mu_);
+      if (now < next_purge_ms_) return;
+      next_purge_ms_ = now + kPurgeEveryMs;
+    }
+    // A purge that fails is tried again at the next one.
+    (void)db_->exec("purging idle MCP sessions", "DELETE FROM mcp_sessions WHERE used_ms < $1",
+                    {std::to_string(now - idle_ms_)});
+  }
+
+  std::unique_ptr<pg::Database> db_;
+  std::int64_t idle_ms_;
+  std::mutex mu_;
+  std::int64_t next_purge_ms_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<McpSessionBook>> open_postgres_mcp_session_book(const pg::Database::Location& location,
+                                                                      std::chrono::hours idle) {
+  auto db = pg::Database::open(location, "the state database (MCP sessions)");
+  if (!db) return db.error();
+  if (auto made = pg::create_schema(**db, "creating the MCP sessions table", kSchema); !made) return made.error();
+  return std::shared_ptr<McpSessionBook>(std::make_shared<PgMcpSessionBook>(std::move(*db), idle));
+}
+
+}  // namespace airlock::server
