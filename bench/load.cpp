@@ -13,6 +13,9 @@
 //                the machine's CPU time per call (from /proc/stat, every process included).
 //   CodeCall/{cold,warm}: a python-code tool (a small cell with a print and run(args)), cold or
 //                warm, one client: end to end, the code's validation included (issue 36).
+//   NetworkedCall/{cold,warm}: a tool with a network rule that fetches one small page from a
+//                server on the host's loopback through its egress proxy (urllib, HTTP_PROXY),
+//                cold or warm (its proxy bound at the hand-over), one client, end to end.
 #include <arpa/inet.h>
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -76,13 +79,19 @@ double rss_mib(pid_t pid) {
 struct Setup {
   std::string dir;
   bool warm;
-  explicit Setup(bool warm_tools = false) : warm(warm_tools) {
+  std::uint16_t fetch_port = 0;  // non-zero: a tool `fetch` allowed 127.0.0.1:fetch_port
+  explicit Setup(bool warm_tools = false, std::uint16_t fetch_from = 0)
+      : warm(warm_tools), fetch_port(fetch_from) {
     dir = (fs::temp_directory_path() / ("airlock-load-" + std::to_string(::getpid()))).string();
     fs::create_directories(dir + "/tools");
     ::chmod(dir.c_str(), 0755);
     ::chmod((dir + "/tools").c_str(), 0755);
     std::ofstream(dir + "/tools/trivial.py") << "def run(args):\n    return {\"n\": args.get(\"n\", 0) + 1}\n";
     ::chmod((dir + "/tools/trivial.py").c_str(), 0644);
+    std::ofstream(dir + "/tools/fetch.py")
+        << "import urllib.request\ndef run(args):\n"
+           "    return {\"body\": urllib.request.urlopen(args[\"url\"], timeout=10).read().decode()}\n";
+    ::chmod((dir + "/tools/fetch.py").c_str(), 0644);
     add_config("airlock.yaml", "{dataDir: data}");
   }
   // `storage`: the config's storage section, in YAML flow style; `more`: sections after it.
@@ -92,11 +101,16 @@ struct Setup {
            "server: {listen: 127.0.0.1:0, maxConcurrentInvocations: 6, queueLength: 256}\n"
            "storage: " << storage << "\n"
            "principals:\n  - name: bench\n    apiKeySha256: " << airlock::sha256_hex("bench-key") << "\n"
-           "    tools: [trivial, code]\n"
+           "    tools: [trivial, code" << (fetch_port ? ", fetch" : "") << "]\n"
            "tools:\n  - name: trivial\n    runtime: {type: python, file: tools/trivial.py}\n"
            "    inputSchema: {type: object, properties: {n: {type: integer}}}\n"
         << (warm ? "    warm: {}\n" : "")
-        << "  - name: code\n    runtime: {type: python-code}\n" << (warm ? "    warm: {}\n" : "") << more;
+        << "  - name: code\n    runtime: {type: python-code}\n" << (warm ? "    warm: {}\n" : "");
+    if (fetch_port)
+      std::ofstream(dir + "/" + name, std::ios::app)
+          << "  - name: fetch\n    runtime: {type: python, file: tools/fetch.py}\n"
+             "    network: {allow: [\"127.0.0.1:" << fetch_port << "\"]}\n" << (warm ? "    warm: {}\n" : "");
+    std::ofstream(dir + "/" + name, std::ios::app) << more;
     return dir + "/" + name;
   }
   ~Setup() { fs::remove_all(dir); }
@@ -309,6 +323,57 @@ void BM_CodeCall(benchmark::State& state, bool warm) {
   run_daemons(state, warm, 1, {setup.dir + "/airlock.yaml"}, cell);
 }
 
+// A server on the host's loopback that answers every request with a small page.
+class PageServer {
+ public:
+  PageServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_, 64) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      std::abort();
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (int c; (c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; ::close(c)) {
+        std::string head;
+        char buf[4096];
+        for (ssize_t n; head.find("\r\n\r\n") == std::string::npos && (n = ::recv(c, buf, sizeof buf, 0)) > 0;)
+          head.append(buf, static_cast<std::size_t>(n));
+        static const std::string page =
+            "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
+        (void)!::send(c, page.data(), page.size(), MSG_NOSIGNAL);
+      }
+    });
+  }
+  ~PageServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+// A networked tool's call (docs/warm-start.md): its sandbox behind a proxy of its own, one
+// page fetched through it. Warm: the child and its listener prepared ahead, the proxy bound
+// at the hand-over.
+void BM_NetworkedCall(benchmark::State& state, bool warm) {
+  PageServer page;
+  Setup setup(warm, page.port());
+  Target fetch;
+  fetch.tool = "fetch";
+  const std::string url = "http://127.0.0.1:" + std::to_string(page.port()) + "/";
+  fetch.body = [url](int, int) { return "{\"arguments\": {\"url\": \"" + url + "\"}}"; };
+  run_daemons(state, warm, 1, {setup.dir + "/airlock.yaml"}, fetch);
+}
+
 void BM_DaemonStart(benchmark::State& state, bool warm) {
   run_daemon(state, warm, static_cast<int>(state.range(0)));
 }
@@ -519,6 +584,8 @@ BENCHMARK_CAPTURE(BM_DaemonStart, cold, false)->Arg(1)->Arg(50)->Iterations(1)->
 BENCHMARK_CAPTURE(BM_DaemonStart, warm, true)->Arg(1)->Arg(50)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_CodeCall, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_CodeCall, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_NetworkedCall, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(BM_NetworkedCall, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_TwoAgents, cold, false)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_TwoAgents, warm, true)->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

@@ -231,5 +231,30 @@ TEST(WarmPythonCode, CellsRunWarmWithTheAnswersOfTheColdPath) {
   EXPECT_TRUE(refused["verdict"].is_null()) << "the code must not have run: " << refused;
 }
 
+// A tool with network rules runs warm through the daemon: each call's proxy is bound at its
+// hand-over (docs/warm-start.md, "A networked tool"), with the tool's rules and the daemon's
+// forbidden endpoints (its own API), and answers warm what it answers cold.
+TEST(WarmNetworked, ANetworkedToolRunsWarmBehindItsOwnProxy) {
+  Collector allowed;
+  Workspace ws("", "  - name: warm-net\n    runtime: {type: python, file: tools/connect_through_proxy.py}\n"
+                   "    network: {allow: [\"127.0.0.1:" + std::to_string(allowed.port()) + "\"]}\n"
+                   "    warm: {}\n");
+  RunningDaemon d(ws);
+  nlohmann::json j;
+  for (int i = 0; i < 100; ++i, std::this_thread::sleep_for(100ms)) {
+    j = invoke(d.port, "warm-net", {{"port", allowed.port()}}).json();
+    ASSERT_EQ(j["status"], "ok") << j;
+    EXPECT_EQ(j["output"]["answer"].get<std::string>().rfind("HTTP/1.1 200", 0), 0u) << j;
+    if (j["start"] == "warm") break;
+  }
+  ASSERT_EQ(j["start"], "warm") << j;
+  // Another port, and the daemon's own API: refused by this call's proxy, warm as cold.
+  for (std::uint16_t port : {static_cast<std::uint16_t>(allowed.port() + 1), d.port}) {
+    auto denied = invoke(d.port, "warm-net", {{"port", port}}).json();
+    EXPECT_EQ(denied["start"], "warm") << denied;
+    EXPECT_EQ(denied["output"]["answer"].get<std::string>().rfind("HTTP/1.1 403", 0), 0u) << denied;
+  }
+}
+
 }  // namespace
 }  // namespace airlock::server::test
