@@ -169,6 +169,20 @@ TEST_F(KubernetesSessionTest, FallsBackToV4WhenTheServerRefusesV5) {
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(read_until(again->stdout_r.get()), "chosen\n");
   EXPECT_EQ(last_exec()["protocol"], kExecProtocolV4);
+
+  // v4 cannot close stdin: a file still goes in, tar stopping at the archive's end.
+  standin.inject({{"kind", "exec-no-v5"}, {"count", 2}});
+  auto written = session->write_file("over-v4.txt");
+  ASSERT_TRUE(written);
+  write_text(written->pipe.get(), "v4 bytes");
+  written->pipe.reset();
+  auto end_write = session->wait(written->id, 5000ms);
+  ASSERT_TRUE(end_write);
+  EXPECT_EQ(end_write->code, 0);
+  auto read = session->read_file("over-v4.txt");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read_until(read->pipe.get()), "v4 bytes");
+  EXPECT_EQ(last_exec()["protocol"], kExecProtocolV4);
   (void)session->end();
   expect_clean();
 }

@@ -393,6 +393,10 @@ class KubernetesSession final : public Session {
       out.stderr_r = (*started)->take_stderr();
     }
     std::lock_guard lock(mu_);
+    if (over_) {  // it ended meanwhile: end() has taken the entries already
+      entries_.erase(*id);
+      return Error::make("session_ended", "the session has ended");
+    }
     entry->exec = std::move(*started);
     return out;
   }
@@ -432,17 +436,15 @@ class KubernetesSession final : public Session {
   // The session ends by itself: its pod was lost, or its life is over. The pod and its
   // objects are deleted; the execs' connections end with it.
   void over(RunResult why) {
-    std::vector<std::shared_ptr<Entry>> entries;
     {
       std::lock_guard lock(mu_);
       if (over_) return;
       over_ = true;
       lost_ = std::move(why);
-      for (auto& [id, entry] : entries_) entries.push_back(entry);
+      for (auto& [id, entry] : entries_)
+        if (entry->exec) entry->exec->hang_up();
       cv_.notify_all();
     }
-    for (auto& entry : entries)
-      if (entry->exec) entry->exec->hang_up();
     delete_objects();
   }
 

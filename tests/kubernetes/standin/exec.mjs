@@ -99,6 +99,17 @@ function untar(buf) {
   return out;
 }
 
+// Whether `buf` holds a whole archive: entries up to the two empty blocks.
+function archiveComplete(buf) {
+  for (let at = 0; at + 512 <= buf.length;) {
+    const h = buf.subarray(at, at + 512);
+    if (h.every((b) => b === 0)) return at + 1024 <= buf.length;
+    const size = parseInt(h.subarray(124, 136).toString().replace(/\0.*$/s, "").trim() || "0", 8);
+    at += 512 + Math.ceil(size / 512) * 512;
+  }
+  return false;
+}
+
 let nextPid = 100;
 
 // One process of the fake runner: io = {out(buf), err(buf), exit(code)}; returns
@@ -170,8 +181,16 @@ function runTar(pod, args, proc, io, fail, done) {
   }
   if (args[0] === "-xkf") {
     const chunks = [];
-    proc.stdin = (b) => chunks.push(b);
+    let extracted = false;
+    // At the archive's end (two empty blocks), as GNU tar stops reading there: a v4 exec
+    // cannot close its stdin.
+    proc.stdin = (b) => {
+      chunks.push(b);
+      if (archiveComplete(Buffer.concat(chunks))) proc.stdinEnd();
+    };
     proc.stdinEnd = () => {
+      if (extracted) return;
+      extracted = true;
       for (const file of untar(Buffer.concat(chunks))) {
         const path = normal(file.name, dir);
         if (!path.startsWith(dir + "/")) return fail(2, `tar: ${file.name}: Member name contains '..'`);
