@@ -305,6 +305,26 @@ TEST_F(KubernetesSessionTest, EndDeletesThePodItsNetworkPolicyAndSecretAndIsIdem
   EXPECT_EQ(session->freeze(true).error().code, "freezer_unavailable");
 }
 
+TEST_F(KubernetesSessionTest, EndDoesNotWaitForAFileReaderThatNeverReads) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  auto written = session->write_file("big.bin");
+  ASSERT_TRUE(written);
+  write_text(written->pipe.get(), std::string(512 * 1024, 'b'));  // past every pipe's buffer
+  written->pipe.reset();
+  auto end = session->wait(written->id, 10000ms);
+  ASSERT_TRUE(end);
+  ASSERT_EQ(end->code, 0);
+  auto read = session->read_file("big.bin");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(read->size, 512u * 1024);
+  auto before = std::chrono::steady_clock::now();
+  RunResult result = session->end();  // the pipe is never read
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 5s);
+  EXPECT_EQ(result.verdict, sandbox::Verdict::ok);
+  expect_clean();
+}
+
 TEST_F(KubernetesSessionTest, APodDeletedFromOutsideEndsTheSessionAsAborted) {
   auto session = start();
   ASSERT_TRUE(session);

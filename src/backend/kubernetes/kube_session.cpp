@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -303,7 +304,7 @@ class KubernetesSession final : public Session {
  private:
   struct Entry {
     bool transfer = false;
-    std::unique_ptr<PodExec> exec;  // a command's
+    std::shared_ptr<PodExec> exec;  // a command's, or a file read's (end() hangs it up)
     std::string pidfile;
     std::optional<int> signalled;
     std::optional<ExecEnd> end;
@@ -449,8 +450,22 @@ class KubernetesSession final : public Session {
   }
 
   void watch() {
-    PodEnd end = watch_pod(shared_->api, plan_.name, deadline_ + std::chrono::seconds(5), breaker_);
-    if (end.kind == PodEnd::Kind::cancelled || breaker_.broken()) return;
+    PodEnd end;
+    for (;;) {
+      end = watch_pod(shared_->api, plan_.name, deadline_ + std::chrono::seconds(5), breaker_);
+      if (end.kind == PodEnd::Kind::cancelled || breaker_.broken()) return;
+      if (end.kind != PodEnd::Kind::api_failed) break;
+      // A long quiet life: the API server ends each watch (its request timeout) without an
+      // event, which watch_pod counts as the API failing. The pod still Running: go on.
+      auto pod = shared_->api.get("pods", plan_.name);
+      if (pod && (*pod)["status"].value("phase", "") == "Running") continue;
+      if (!pod && pod.error().message.find(": 404 ") != std::string::npos) {
+        end = PodEnd{PodEnd::Kind::vanished, json::object(), "the pod was deleted while it ran"};
+        break;
+      }
+      std::unique_lock lock(mu_);  // the API failing: again in a second, unless the session ends
+      if (cv_.wait_for(lock, std::chrono::seconds(1), [&] { return over_; })) return;
+    }
     RunResult r;
     std::string reason = end.pod.contains("status") ? end.pod["status"].value("reason", "") : "";
     if (end.kind == PodEnd::Kind::overran || reason == "DeadlineExceeded") {
@@ -537,6 +552,7 @@ Result<sandbox::FileTransfer> KubernetesSession::read_file(const std::string& pa
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return Error::make("file_error", std::string("pipe: ") + std::strerror(errno));
   auto entry = std::make_shared<Entry>();
   entry->transfer = true;
+  entry->exec = exec;
   auto id = add(entry);
   if (!id) {
     ::close(pipe_fds[0]);
