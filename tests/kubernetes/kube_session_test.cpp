@@ -344,6 +344,23 @@ TEST_F(KubernetesSessionTest, APodDeletedFromOutsideEndsTheSessionAsAborted) {
   expect_clean();
 }
 
+TEST_F(KubernetesSessionTest, APodFailedWithItsNodeEndsTheSessionAsAborted) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  std::string name = standin.state()["pods"][0];
+  KubeClient client(standin.endpoint());
+  auto lost = client.request("POST", "/standin/pods/" + name + "/node-lost", "{}");
+  ASSERT_TRUE(lost);
+  ASSERT_EQ(lost->status, 200u) << lost->body;
+  for (int i = 0; i < 100 && !session->ended(); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(session->ended());
+  RunResult result = session->end();
+  EXPECT_EQ(result.verdict, sandbox::Verdict::signaled);
+  EXPECT_EQ(result.message.rfind("aborted: ", 0), 0u) << result.message;
+  EXPECT_NE(result.message.find("NodeLost"), std::string::npos) << result.message;
+  expect_clean();  // the failed pod and its objects deleted
+}
+
 TEST_F(KubernetesSessionTest, TheLifetimeEndsTheSessionAndDeletesThePod) {
   RunRequest r = request();
   r.limits.wall_time = 1500ms;

@@ -309,6 +309,15 @@ function control(req, res, url, body) {
     faults.push({ count: 1, ...f });
     return send(res, 200, { queued: faults.length });
   }
+  // A node lost under a pod: it fails (phase Failed, reason NodeLost) and its commands end.
+  const lost = /^\/standin\/pods\/([a-z0-9.-]+)\/node-lost$/.exec(url.pathname);
+  if (lost && req.method === "POST") {
+    const pod = store.pods.get(lost[1]);
+    if (!pod) return fail(res, 404, "NotFound", `pods "${lost[1]}" not found`);
+    killPod(pod);
+    setPhase(pod, { phase: "Failed", reason: "NodeLost", message: "Node standin-node-1 which was running pod " + lost[1] + " is unresponsive" });
+    return send(res, 200, pod);
+  }
   if (url.pathname === "/standin/state") {
     const names = (m) => [...m.keys()];
     return send(res, 200, { pods: names(store.pods), secrets: names(store.secrets), networkpolicies: names(store.networkpolicies),
