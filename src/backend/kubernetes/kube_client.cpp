@@ -1,12 +1,9 @@
 #include "backend/kubernetes/kube_client.hpp"
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <openssl/x509v3.h>
+
+#include "backend/kubernetes/kube_connection.hpp"
 
 namespace airlock::backend::kubernetes {
 
@@ -22,11 +19,6 @@ std::string KubeResponse::status_message() const {
   return body.substr(0, 200);
 }
 
-struct KubeClient::Tls {
-  asio::io_context io;
-  asio::ssl::context context{asio::ssl::context::tls_client};
-};
-
 KubeClient::KubeClient(KubeEndpoint endpoint) : endpoint_(std::move(endpoint)), tls_(new Tls) {
   tls_->context.set_verify_mode(asio::ssl::verify_peer);
   tls_->context.add_certificate_authority(asio::buffer(endpoint_.ca_pem));
@@ -40,19 +32,14 @@ KubeClient::~KubeClient() { delete tls_; }
 
 namespace {
 
-using Stream = beast::ssl_stream<beast::tcp_stream>;
-
 bool is_ip_address(const std::string& host) {
   boost::system::error_code ec;
   asio::ip::make_address(host, ec);
   return !ec;
 }
 
-// A request, and a watch's connection, that the server leaves hanging ends after this.
-constexpr std::chrono::seconds kIoTimeout{30};
+}  // namespace
 
-// Connects and handshakes within kIoTimeout, checking the certificate names the host (DNS
-// name or IP address).
 Result<std::unique_ptr<Stream>> connect(asio::io_context& io, asio::ssl::context& context,
                                         const KubeEndpoint& endpoint) {
   auto stream = std::make_unique<Stream>(io, context);
@@ -84,14 +71,20 @@ Result<std::unique_ptr<Stream>> connect(asio::io_context& io, asio::ssl::context
   return stream;
 }
 
+void authorize(http::fields& fields, const KubeEndpoint& endpoint) {
+  fields.set(http::field::host, endpoint.host);
+  fields.set(http::field::user_agent, "airlock");
+  if (!endpoint.bearer_token.empty()) fields.set(http::field::authorization, "Bearer " + endpoint.bearer_token);
+}
+
+namespace {
+
 http::request<http::string_body> make_request(const KubeEndpoint& endpoint, const std::string& method,
                                               const std::string& target, const std::string& body,
                                               const std::string& content_type) {
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, endpoint.host);
-  req.set(http::field::user_agent, "airlock");
+  authorize(req, endpoint);
   req.set(http::field::accept, "application/json");
-  if (!endpoint.bearer_token.empty()) req.set(http::field::authorization, "Bearer " + endpoint.bearer_token);
   if (!body.empty()) {
     req.set(http::field::content_type, content_type);
     req.body() = body;

@@ -49,8 +49,11 @@ class KubeClient {
 
   const KubeEndpoint& endpoint() const { return endpoint_; }
 
- private:
+  // The TLS set-up (kube_connection.hpp), for a connection of another kind (pods/exec).
   struct Tls;
+  Tls& tls() { return *tls_; }
+
+ private:
   KubeEndpoint endpoint_;
   Tls* tls_;
 };

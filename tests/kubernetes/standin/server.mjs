@@ -11,6 +11,7 @@ import https from "node:https";
 import fs from "node:fs";
 import { randomUUID } from "node:crypto";
 import { schemaErrors } from "./schemas.mjs";
+import { handleExecUpgrade, killPod } from "./exec.mjs";
 
 const token = process.env.STANDIN_TOKEN;
 const RESOURCES = {
@@ -27,6 +28,7 @@ const faults = [];      // {status, method, resource, retryAfter, count} or {kin
 const requests = [];    // {method, path}
 const violations = [];  // what a real cluster would have made of the backend's mistakes
 const created = [];     // every object received, as received
+const execs = [];       // every pods/exec: {pod, command, protocol, tty, stdin, resizes, stdinClosed, exitCode}
 
 function statusBody(code, reason, message) {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
@@ -164,7 +166,7 @@ function finish(pod, end, ms) {
 
 function takeFault(method, resource, isWatch) {
   const i = faults.findIndex((f) => isWatch ? f.kind === "broken-watch" :
-    f.kind !== "broken-watch" && (!f.method || f.method === method) && (!f.resource || f.resource === resource));
+    !f.kind && (!f.method || f.method === method) && (!f.resource || f.resource === resource));
   if (i < 0) return null;
   const f = faults[i];
   if (--f.count <= 0) faults.splice(i, 1);
@@ -244,6 +246,7 @@ function remove(res, resource, name) {
   if (!object) return fail(res, 404, "NotFound", `${resource} "${name}" not found`);
   store[resource].delete(name);
   if (resource === "pods") {
+    killPod(object);
     bump(object);
     emit("DELETED", object);
     for (const owned of ["secrets", "networkpolicies"]) {
@@ -306,11 +309,20 @@ function control(req, res, url, body) {
     faults.push({ count: 1, ...f });
     return send(res, 200, { queued: faults.length });
   }
+  // A node lost under a pod: it fails (phase Failed, reason NodeLost) and its commands end.
+  const lost = /^\/standin\/pods\/([a-z0-9.-]+)\/node-lost$/.exec(url.pathname);
+  if (lost && req.method === "POST") {
+    const pod = store.pods.get(lost[1]);
+    if (!pod) return fail(res, 404, "NotFound", `pods "${lost[1]}" not found`);
+    killPod(pod);
+    setPhase(pod, { phase: "Failed", reason: "NodeLost", message: "Node standin-node-1 which was running pod " + lost[1] + " is unresponsive" });
+    return send(res, 200, pod);
+  }
   if (url.pathname === "/standin/state") {
     const names = (m) => [...m.keys()];
     return send(res, 200, { pods: names(store.pods), secrets: names(store.secrets), networkpolicies: names(store.networkpolicies),
       objects: { pods: [...store.pods.values()], secrets: [...store.secrets.values()], networkpolicies: [...store.networkpolicies.values()] },
-      requests, violations, faults, created });
+      requests, violations, faults, created, execs });
   }
   fail(res, 404, "NotFound", "no such control endpoint");
 }
@@ -346,6 +358,18 @@ async function handle(req, res) {
 
 const server = https.createServer({ cert: fs.readFileSync(process.env.STANDIN_CERT), key: fs.readFileSync(process.env.STANDIN_KEY) },
   (req, res) => { handle(req, res).catch((e) => { try { fail(res, 500, "InternalError", String(e)); } catch {} }); });
+// pods/exec (exec.mjs): the WebSocket upgrade.
+server.on("upgrade", (req, socket) => {
+  requests.push({ method: req.method, path: req.url });
+  const takeFault = (kind) => {
+    const i = faults.findIndex((f) => f.kind === kind);
+    if (i < 0) return false;
+    if (--faults[i].count <= 0) faults.splice(i, 1);
+    return true;
+  };
+  socket.on("error", () => {});
+  handleExecUpgrade(req, socket, { token, store, execs, takeFault });
+});
 server.listen(0, "127.0.0.1", () => { process.stdout.write(`listening ${server.address().port}\n`); });
 process.stdin.on("end", () => process.exit(0));  // the test's end closes our stdin
 process.stdin.resume();
