@@ -51,6 +51,7 @@ class GvisorBackend : public Backend {
 
   const RunscInvocation& invocation() const { return runsc_; }
   const std::string& state_dir() const { return state_dir_; }
+  const std::shared_ptr<const std::vector<egress::Endpoint>>& forbidden() const { return forbidden_; }
   std::size_t running() const;
 
  private:

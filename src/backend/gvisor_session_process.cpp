@@ -83,11 +83,13 @@ alignas(16) char g_copier_stack[256 * 1024];
                               int reply_w) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   close_all_but(fd, reply_w);
+  // Entered before the user changes: the daemon's data directory may be closed to that user.
+  if (::chdir(workspace.c_str()) != 0) ::_exit(126);
   if (::geteuid() == 0 &&
       (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, owner, owner, owner) != 0 ||
        ::syscall(SYS_setresuid, owner, owner, owner) != 0))
     ::_exit(126);
-  if (!sandbox::session_files::open_workspace(workspace.c_str())) ::_exit(126);
+  if (!sandbox::session_files::open_workspace(".")) ::_exit(126);
   pid_t copier = 0;
   const int fds[1] = {fd};
   const Reply r = sandbox::session_files::serve(message.data(), message.size(), fds, fd >= 0 ? 1 : 0,
