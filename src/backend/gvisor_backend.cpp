@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,14 +90,6 @@ class RunDirectory {
   bool made_ = false;
 };
 
-// The tool's limits plus what runsc itself needs (kGvisor*Overhead).
-sandbox::Limits cgroup_limits(const sandbox::Limits& tool) {
-  sandbox::Limits l = tool;
-  l.memory_bytes += kGvisorMemoryOverheadBytes;
-  l.pids += kGvisorPidsOverhead;
-  return l;
-}
-
 // The limits are the cgroup's: without memory and pids controllers they could not hold.
 Status check_cgroup_support() {
   const auto& support = sandbox::cgroup_support();
@@ -113,6 +106,13 @@ bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 }  // namespace
 
+sandbox::Limits gvisor_cgroup_limits(const sandbox::Limits& tool) {
+  sandbox::Limits l = tool;
+  l.memory_bytes += kGvisorMemoryOverheadBytes;
+  l.pids += kGvisorPidsOverhead;
+  return l;
+}
+
 int remove_stale_runs(const RunscInvocation& runsc, const std::string& state_dir) {
   int removed = 0;
   std::error_code ec;
@@ -124,6 +124,8 @@ int remove_stale_runs(const RunscInvocation& runsc, const std::string& state_dir
     if (pid <= 0 || (pid != ::getpid() && process_alive(pid))) continue;
     if (pid == ::getpid()) continue;  // ours: a run in flight
     (void)force_delete(runsc, entry.path().string() + "/state", name);
+    // A session's workspace is a tmpfs of its own (gvisor_session.hpp).
+    ::umount2((entry.path().string() + "/workspace").c_str(), MNT_DETACH);
     std::error_code rm;
     fs::remove_all(entry.path(), rm);
     ++removed;
@@ -190,7 +192,7 @@ RunResult GvisorBackend::run(const RunRequest& request, const RunContext& contex
     if (!prepared) return setup_failure(prepared.error().message);
     egress = std::move(*prepared);
   }
-  auto cgroup = sandbox::SandboxCgroup::create(cgroup_limits(spec.limits));
+  auto cgroup = sandbox::SandboxCgroup::create(gvisor_cgroup_limits(spec.limits));
   if (!cgroup) return setup_failure(cgroup.error().message);
   RunDirectory dir(runsc_, state_dir_);
   if (auto s = dir.make(spec, request.stdin_bytes); !s) return setup_failure(s.error().message);

@@ -34,6 +34,9 @@ struct GvisorOptions {
 inline constexpr std::uint64_t kGvisorMemoryOverheadBytes = 64ULL << 20;
 inline constexpr std::uint32_t kGvisorPidsOverhead = 128;
 
+// The cgroup's limits of a run (or a session): the tool's plus the overheads above.
+sandbox::Limits gvisor_cgroup_limits(const sandbox::Limits& tool);
+
 class GvisorBackend : public Backend {
  public:
   // Finds runsc and a platform that works, checks the cgroup limits can be enforced, makes
@@ -48,6 +51,7 @@ class GvisorBackend : public Backend {
 
   const RunscInvocation& invocation() const { return runsc_; }
   const std::string& state_dir() const { return state_dir_; }
+  const std::shared_ptr<const std::vector<egress::Endpoint>>& forbidden() const { return forbidden_; }
   std::size_t running() const;
 
  private:

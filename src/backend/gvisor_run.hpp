@@ -47,6 +47,7 @@ class GvisorRun {
   sandbox::Outcome wait();
   // Ends the run from any thread (reported as signaled by SIGKILL, "stopped by ...").
   void kill();
+  pid_t pid() const { return pid_; }  // runsc's, in the run's network namespace
 
  private:
   struct Stream {

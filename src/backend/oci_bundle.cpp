@@ -128,6 +128,8 @@ Status write_rootfs(const std::string& rootfs, const sandbox::Spec& spec) {
 
 }  // namespace
 
+nlohmann::json oci_process(const sandbox::Spec& spec) { return process(spec); }
+
 nlohmann::json oci_config(const sandbox::Spec& spec) {
   return {{"ociVersion", "1.0.0"},
           {"process", process(spec)},

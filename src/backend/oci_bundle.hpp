@@ -19,6 +19,10 @@ namespace airlock::backend {
 // hostname, work dir). Pure: no I/O beyond reading which system roots the host has.
 nlohmann::json oci_config(const sandbox::Spec& spec);
 
+// Its "process" alone: what `runsc exec --process` takes for a session's exec
+// (backend/gvisor_session.hpp), the same user, capabilities and rlimits as the call's.
+nlohmann::json oci_process(const sandbox::Spec& spec);
+
 // Writes <dir>/config.json and <dir>/rootfs (the read-only root: mount points, symlinks, the
 // generated /etc files). `dir` must exist and be empty.
 Status write_oci_bundle(const std::string& dir, const sandbox::Spec& spec);

@@ -253,6 +253,36 @@ TEST_F(Sessions, StateLivesAcrossExecsAndDeleteEndsEverything) {
   EXPECT_EQ(execs, 4);
 }
 
+// A template of risk high runs on the high tier's backend, gVisor here (docs/sessions.md): the
+// session's execs see the Sentry's kernel, keep state in the workspace, and its end leaves
+// nothing in the gVisor state directory.
+TEST_F(Sessions, AHighRiskSessionRunsInGvisor) {
+  if (::access("/usr/bin/runsc", X_OK) != 0) GTEST_SKIP() << "runsc is not installed: no gVisor tier here";
+  extra_ = "  - name: sandboxed\n    risk: high\n    limits: {memory: 256Mi}\n";
+  write();
+  start();
+  auto created = create("sandboxed");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  auto wrote = exec(id, {{"command", "echo kept > /work/note && uname -r"}});
+  ASSERT_EQ(wrote.status, 200) << wrote.body;
+  EXPECT_EQ(wrote.json()["verdict"], "ok") << wrote.body;
+  EXPECT_EQ(wrote.json()["stdout"], "4.4.0\n") << "the Sentry's kernel, not the host's: " << wrote.body;
+  auto read = exec(id, {{"command", json::array({"cat", "/work/note"})}});
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(read.json()["stdout"], "kept\n") << read.body;
+  EXPECT_EQ(get_file(id, "note").body, "kept\n");
+  EXPECT_EQ(put_file(id, "in", "from the api\n").status / 100, 2);
+  EXPECT_EQ(exec(id, {{"command", "cat in"}}).json()["stdout"], "from the api\n");
+  auto ended = http(port(), "DELETE", "/v1/sessions/" + id);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  EXPECT_EQ(ended.json()["end_reason"], "deleted");
+  const std::string gvisor_dir = ws_.dir() + "/data/gvisor";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(gvisor_dir, ec))
+    ADD_FAILURE() << "left after the end: " << entry.path();
+}
+
 // Another agent, another user of the same agent, the agent without its user, and a user
 // calling directly: every one gets 404 on every endpoint, as for a session that does not exist.
 TEST_F(Sessions, NobodyButItsOwnerReachesASession) {

@@ -103,7 +103,7 @@ TEST(SessionTemplatesConfig, MistakesAreRefusedByName) {
   const std::pair<const char*, const char*> cases[] = {
       {"  - name: Bad Name\n", "name"},
       {"  - name: a\n  - name: a\n", "defined twice"},
-      {"  - name: a\n    risk: high\n", "local tiers only"},
+      {"  - name: a\n    risk: critical\n", "critical is refused for sessions"},
       {"  - name: a\n    limits: {cpus: 0}\n", "cpus"},
       {"  - name: a\n    limits: {idleTimeout: 2h, maxLifetime: 1h}\n", "idleTimeout is longer than maxLifetime"},
       {"  - name: a\n    limits: {maxLifetime: 200h}\n", "168h"},

@@ -124,10 +124,12 @@ SessionTemplate read_template(Reader& r, const YAML::Node& n, std::size_t i, con
   r.field(n, "description", [&](const YAML::Node& v) { t.description = r.string(v, what + ".description"); });
   r.field(n, "risk", [&](const YAML::Node& v) {
     t.risk = r.risk(v, what + ".risk");
-    // The local backend runs low and medium; HIGH-tier sessions (gVisor, a pod) come later.
-    if (t.risk > Risk::medium)
-      fail(v, what + ".risk: sessions run on the local tiers only (low, medium) for now; got " +
-                  std::string(risk_name(t.risk)));
+    // A session runs on its tier's session backend (docs/sessions.md): low and medium on the
+    // local sandbox, high on gVisor. No approval gates a session's creation nor its execs, so
+    // a critical one, whose every tool call waits for a person's approval, is refused.
+    if (t.risk == Risk::critical)
+      fail(v, what + ".risk: critical is refused for sessions: a critical tool call waits for a person's "
+                     "approval each time, and no approval gates a session or its execs; use high");
   });
   r.field(n, "limits", [&](const YAML::Node& v) { read_session_limits(r, v, what + ".limits", t); });
   if (t.idle_timeout > t.max_lifetime)

@@ -274,9 +274,16 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.failed_auth = failed_auth.get();
   services.quotas = pipeline_deps.quotas;
   SessionStore* held = pg_sessions ? static_cast<SessionStore*>(pg_sessions.get()) : session_store.get();
-  sessions = std::make_unique<SessionService>(SessionServiceDeps{&backends->sessions(), audit.get(), held,
-                                                                 snapshot_store.get(), services.new_id,
-                                                                 std::chrono::milliseconds(1000)});
+  SessionServiceDeps session_deps;
+  session_deps.backend = &backends->sessions();
+  session_deps.audit = audit.get();
+  session_deps.store = held;
+  session_deps.snapshots = snapshot_store.get();
+  session_deps.new_id = services.new_id;
+  session_deps.sweep_interval = std::chrono::milliseconds(1000);
+  // Each template on its tier's session backend (local, gVisor; docs/sessions.md).
+  session_deps.backend_for = [b = backends.get()](policy::Risk risk) { return b->sessions(risk); };
+  sessions = std::make_unique<SessionService>(std::move(session_deps));
   services.sessions = sessions.get();
   services.session_forwarder = session_forwarder.get();
   services.gateway = gateway.get();

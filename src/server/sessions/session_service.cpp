@@ -239,7 +239,8 @@ Result<std::shared_ptr<LiveSession>> SessionService::create(const policy::Config
   if (request.idle_timeout && (*request.idle_timeout < std::chrono::seconds(1) || *request.idle_timeout > t.idle_timeout))
     return Error::make("invalid_input", "idleTimeout: from 1s to the template's " +
                                             std::to_string(t.idle_timeout.count() / 1000) + "s");
-  if (!deps_.backend) return Error::make("setup_error", "no backend runs sessions here");
+  auto runs_on = backend_for(t.risk);
+  if (!runs_on) return runs_on.error();
 
   auto session = std::make_shared<LiveSession>();
   session->id = deps_.new_id();
@@ -281,7 +282,9 @@ Status SessionService::launch(LiveSession& session, const policy::Config& config
   backend::RunContext context = session_context(t);
   context.invocation_id = session.id;
   if (t.warm_pool > 0) context.warm_key = warm_key(config, t);
-  auto started = deps_.backend->start_session(run, context);
+  auto runs_on = backend_for(t.risk);
+  if (!runs_on) return runs_on.error();
+  auto started = (*runs_on)->start_session(run, context);
   if (!started) return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
   session.created = std::chrono::system_clock::now();
   session.expires = session.created + run.limits.wall_time;
@@ -444,20 +447,30 @@ void SessionService::end_all(const std::string& reason) {
   for (const auto& s : all) end(s, reason, "the daemon is shutting down");
 }
 
+Result<backend::SessionBackend*> SessionService::backend_for(policy::Risk risk) const {
+  if (deps_.backend_for) return deps_.backend_for(risk);
+  if (!deps_.backend) return Error::make("setup_error", "no backend runs sessions here");
+  return deps_.backend;
+}
+
+// Each backend keeps ready the sandboxes of its templates, and only those (an empty list ends
+// what an earlier configuration had it keep).
 void SessionService::keep_ready(const policy::Config& config) {
-  if (!deps_.backend) return;
-  std::vector<backend::ReadySessions> wanted;
+  std::map<backend::SessionBackend*, std::vector<backend::ReadySessions>> wanted;
+  if (deps_.backend) wanted[deps_.backend];
   for (const auto& t : config.session_templates) {
-    if (t.warm_pool == 0) continue;
+    auto runs_on = backend_for(t.risk);
+    if (runs_on) wanted[*runs_on];
+    if (t.warm_pool == 0 || !runs_on) continue;
     backend::ReadySessions r;
     r.key = warm_key(config, t);
     r.request = session_request(config, t);
     r.context = session_context(t);
     r.count = t.warm_pool;
     if (t.interpreter.start_ahead) r.started_ahead = interpreter_command(t);
-    wanted.push_back(std::move(r));
+    wanted[*runs_on].push_back(std::move(r));
   }
-  deps_.backend->keep_ready(std::move(wanted));
+  for (auto& [b, ready] : wanted) b->keep_ready(std::move(ready));
 }
 
 void SessionService::reconcile(const policy::Config& config) {

@@ -103,6 +103,9 @@ struct SessionServiceDeps {
   SnapshotStore* snapshots = nullptr;          // null: no snapshots (501); expired ones are swept
   std::function<std::string()> new_id;
   std::chrono::milliseconds sweep_interval{1000};  // how often idle and expired sessions are looked for
+  // The session backend of a template's risk (TierBackends::sessions(risk)), or why none; unset:
+  // `backend` runs every template.
+  std::function<Result<backend::SessionBackend*>(policy::Risk)> backend_for;
 };
 
 // At start: every session a predecessor left in `store` (it died without ending them) gets its
@@ -114,6 +117,9 @@ audit::SessionRecord aborted_session_record(const SessionRow& row, const std::st
 
 class SessionService {
  public:
+  // The backend a template of `risk` runs on (SessionServiceDeps::backend_for), or why none.
+  Result<backend::SessionBackend*> backend_for(policy::Risk risk) const;
+
   explicit SessionService(SessionServiceDeps deps);
   ~SessionService();  // end_all("shutdown")
   SessionService(const SessionService&) = delete;

@@ -1,5 +1,8 @@
 #include "server/tiers/tier_backends.hpp"
 
+#include "backend/gvisor_backend.hpp"
+#include "backend/gvisor_session.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -27,6 +30,7 @@ Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config&
     if (kind == policy::BackendKind::local) {
       if (risk != policy::Risk::low && risk != policy::Risk::medium)
         t->tiers_[risk] = t->local_.get();
+      t->session_tiers_[risk] = t->local_.get();
       t->description_.push_back(std::string(policy::risk_name(risk)) + ": local");
       continue;
     }
@@ -42,6 +46,7 @@ Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config&
         if (section.kind)  // configured: the daemon does not start without it
           return Error::make("backend", tier + ": " + name + ": " + b.error().message);
         t->unavailable_[risk] = "the " + name + " backend cannot run here: " + b.error().message;
+        t->sessions_unavailable_[risk] = t->unavailable_[risk];
         t->description_.push_back(std::string(policy::risk_name(risk)) + ": unavailable (" +
                                   name + ": " + b.error().message + ")");
         continue;
@@ -51,9 +56,37 @@ Result<std::unique_ptr<TierBackends>> TierBackends::create(const policy::Config&
       made.emplace_back(key, existing);
     }
     t->tiers_[risk] = existing;
+    t->add_sessions(risk, kind, existing);
     t->description_.push_back(std::string(policy::risk_name(risk)) + ": " + std::string(existing->name()));
   }
   return t;
+}
+
+// The session backend of a tier on `made`: one per backend, shared by the tiers that share it.
+void TierBackends::add_sessions(policy::Risk risk, policy::BackendKind kind, backend::Backend* made) {
+  if (auto found = owned_sessions_.find(made); found != owned_sessions_.end()) {
+    session_tiers_[risk] = found->second.get();
+    return;
+  }
+  if (kind == policy::BackendKind::gvisor) {
+    auto* gvisor = dynamic_cast<backend::GvisorBackend*>(made);
+    if (!gvisor) return;
+    auto sessions = std::make_unique<backend::GvisorSessionBackend>(
+        backend::GvisorSessionOptions{gvisor->invocation(), gvisor->state_dir(), gvisor->forbidden()});
+    session_tiers_[risk] = sessions.get();
+    owned_sessions_[made] = std::move(sessions);
+    return;
+  }
+  // Kubernetes: a pod per session (backend::kubernetes::KubernetesSessionBackend, issue #37)
+  // is made here from `made` once it exists.
+  sessions_unavailable_[risk] = "the kubernetes backend runs no sessions yet (issue #37)";
+}
+
+Result<backend::SessionBackend*> TierBackends::sessions(policy::Risk risk) const {
+  if (auto found = session_tiers_.find(risk); found != session_tiers_.end()) return found->second;
+  const auto why = sessions_unavailable_.find(risk);
+  return Error::make("setup_error", "no backend runs sessions of risk " + std::string(policy::risk_name(risk)) +
+                                        " here: " + (why != sessions_unavailable_.end() ? why->second : "none is configured"));
 }
 
 std::vector<std::string> TierBackends::describe() const { return description_; }

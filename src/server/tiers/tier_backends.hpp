@@ -33,6 +33,10 @@ class TierBackends {
 
   backend::Backend& local() { return *local_; }
   backend::SessionBackend& sessions() { return *local_; }  // the local tiers' sessions (docs/sessions.md)
+  // The session backend of `risk`'s tier (docs/sessions.md): the local sandbox's where the tier
+  // runs locally, gVisor's where it runs on gVisor; or why none (its backend is unavailable,
+  // or has no sessions: Kubernetes, until KubernetesSessionBackend is in).
+  Result<backend::SessionBackend*> sessions(policy::Risk risk) const;
   // The tiers that run on another backend than `local`, and those no backend runs, with why.
   const std::map<policy::Risk, backend::Backend*>& tiers() const { return tiers_; }
   const std::map<policy::Risk, std::string>& unavailable() const { return unavailable_; }
@@ -46,6 +50,11 @@ class TierBackends {
  private:
   std::unique_ptr<backend::LocalBackend> local_;
   std::vector<std::unique_ptr<backend::Backend>> owned_;  // gvisor, kubernetes
+  // Each tier's session backend, or why it has none.
+  std::map<policy::Risk, backend::SessionBackend*> session_tiers_;
+  std::map<policy::Risk, std::string> sessions_unavailable_;
+  std::map<backend::Backend*, std::unique_ptr<backend::SessionBackend>> owned_sessions_;
+  void add_sessions(policy::Risk risk, policy::BackendKind kind, backend::Backend* made);
   std::map<policy::Risk, backend::Backend*> tiers_;
   std::map<policy::Risk, std::string> unavailable_;
   std::vector<std::string> description_;

@@ -1,0 +1,339 @@
+// Sessions on the gvisor backend (backend/gvisor_session.hpp), for real in runsc: the kernel
+// the session's execs see is the Sentry's, execs keep state in the workspace, files are served
+// from the host beneath the workspace, egress only through the proxy, and nothing is left
+// after end() or after the daemon is SIGKILLed. They skip only when runsc is not installed.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "../egress/egress_fixtures.hpp"
+#include "../sandbox/test_support.hpp"
+#include "backend/gvisor_backend.hpp"
+#include "backend/gvisor_session.hpp"
+#include "backend/runsc_platform.hpp"
+#include "egress/rules.hpp"
+
+namespace airlock::backend {
+namespace {
+
+using namespace std::chrono_literals;
+using sandbox::test::TempDir;
+namespace fs = std::filesystem;
+
+struct ExecOutput {
+  std::string out, err;
+  std::optional<sandbox::ExecEnd> end;
+};
+
+std::string read_all(int fd) {
+  std::string data;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return data;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+ExecOutput run_exec(Session& s, std::vector<std::string> argv, const std::string& input = "") {
+  ExecOutput o;
+  auto started = s.exec({std::move(argv), {}, ""});
+  if (!started) {
+    o.err = started.error().code + ": " + started.error().message;
+    return o;
+  }
+  if (!input.empty()) (void)!::write(started->stdin_w.get(), input.data(), input.size());
+  started->stdin_w.reset();
+  std::thread err_reader([&] { o.err = read_all(started->stderr_r.get()); });
+  o.out = read_all(started->stdout_r.get());
+  err_reader.join();
+  o.end = s.wait(started->id, 30s);
+  return o;
+}
+
+std::string sh(Session& s, const std::string& script) {
+  auto o = run_exec(s, {"sh", "-c", script});
+  return o.out + o.err;
+}
+
+RunRequest session_request() {
+  RunRequest r;
+  r.limits.wall_time = 600s;
+  r.limits.memory_bytes = 256ULL << 20;
+  return r;
+}
+
+class GvisorSessions : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!find_runsc("runsc")) return;
+    state_dir_ = new TempDir();
+    GvisorOptions options;
+    options.state_dir = state_dir_->path() + "/gvisor";
+    auto made = GvisorBackend::create(options);
+    ASSERT_TRUE(made) << made.error().message;
+    backend_ = made->release();
+    sessions_ = new GvisorSessionBackend({backend_->invocation(), backend_->state_dir(), nullptr});
+  }
+  static void TearDownTestSuite() {
+    delete sessions_;
+    delete backend_;
+    delete state_dir_;
+    backend_ = nullptr;
+  }
+  void SetUp() override {
+    if (!find_runsc("runsc")) GTEST_SKIP() << "runsc is not installed (apt-get install runsc)";
+    ASSERT_NE(backend_, nullptr);
+  }
+  void TearDown() override {
+    if (!backend_) return;
+    // Nothing of any session outlives it: no directory (bundle, state, workspace), no process.
+    EXPECT_TRUE(fs::is_empty(backend_->state_dir())) << backend_->state_dir();
+    EXPECT_EQ(sandbox::test::host_processes_with(backend_->state_dir()), 0);
+  }
+  std::unique_ptr<Session> start(const RunRequest& request = session_request(), const RunContext& context = {}) {
+    auto s = sessions_->start_session(request, context);
+    EXPECT_TRUE(s) << (s ? "" : s.error().message);
+    return s ? std::move(*s) : nullptr;
+  }
+
+  static inline TempDir* state_dir_ = nullptr;
+  static inline GvisorBackend* backend_ = nullptr;
+  static inline GvisorSessionBackend* sessions_ = nullptr;
+};
+
+// The Sentry answers uname and /proc/version with a kernel of its own, not the host's.
+TEST_F(GvisorSessions, TheKernelIsNotTheHosts) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  utsname host{};
+  ASSERT_EQ(::uname(&host), 0);
+  auto o = run_exec(*s, {"uname", "-r"});
+  ASSERT_TRUE(o.end && o.end->exited && o.end->code == 0) << o.out << o.err;
+  EXPECT_FALSE(o.out.empty());
+  EXPECT_NE(o.out, std::string(host.release) + "\n");
+  EXPECT_EQ(o.out, "4.4.0\n") << "gVisor reports 4.4.0";
+  // The host kernel's dmesg is not there: the Sentry's own boot messages are.
+  EXPECT_NE(sh(*s, "cat /proc/version"), "");
+  (void)s->end();
+}
+
+TEST_F(GvisorSessions, ExecsKeepStateInTheWorkspaceAsTheSandboxUserWithoutCapabilities) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  auto first = run_exec(*s, {"sh", "-c", "echo one > state; pwd"});
+  ASSERT_TRUE(first.end && first.end->exited && first.end->code == 0) << first.out << first.err;
+  EXPECT_EQ(first.out, "/work\n");
+  EXPECT_EQ(sh(*s, "cat state; id -u; id -g; grep CapEff /proc/self/status"),
+            "one\n1000\n1000\nCapEff:\t0000000000000000\n");
+  auto code = run_exec(*s, {"sh", "-c", "cat; exit 7"}, "stdin\n");
+  EXPECT_EQ(code.out, "stdin\n");
+  ASSERT_TRUE(code.end);
+  EXPECT_TRUE(code.end->exited);
+  EXPECT_EQ(code.end->code, 7);
+  EXPECT_EQ(sh(*s, "touch /usr/x /x 2>/dev/null || echo refused"), "refused\n");
+  auto missing = run_exec(*s, {"/no/such/program"});
+  ASSERT_TRUE(missing.end);
+  EXPECT_FALSE(missing.end->exited && missing.end->code == 0);
+  const RunResult r = s->end();
+  EXPECT_EQ(r.verdict, sandbox::Verdict::ok) << r.message;
+  EXPECT_TRUE(s->ended());
+  EXPECT_EQ(s->exec({{"true"}, {}, ""}).error().code, "session_ended");
+  EXPECT_EQ(s->end().verdict, sandbox::Verdict::ok);  // idempotent
+}
+
+TEST_F(GvisorSessions, FilesAreServedBeneathTheWorkspace) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(sh(*s, "mkdir -p d && echo inside > d/f && ln -s /etc/passwd d/out && echo ok"), "ok\n");
+  auto read = s->read_file("d/f");
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_FALSE(read->directory);
+  EXPECT_EQ(read_all(read->pipe.get()), "inside\n");
+  auto read_end = s->wait(read->id, 10s);
+  ASSERT_TRUE(read_end);
+  EXPECT_EQ(read_end->code, 0);
+  auto out = s->read_file("d/out");
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, "outside_workspace") << out.error().message;
+  auto written = s->write_file("up/new");
+  ASSERT_TRUE(written) << written.error().message;
+  const std::string text = "from the host\n";
+  ASSERT_EQ(::write(written->pipe.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  written->pipe.reset();
+  auto write_end = s->wait(written->id, 10s);
+  ASSERT_TRUE(write_end);
+  EXPECT_EQ(write_end->code, 0);
+  // The session's user owns what the host wrote: it may change it.
+  EXPECT_EQ(sh(*s, "cat up/new && echo more >> up/new && python3 -c 'import os; print(os.stat(\"up/new\").st_uid)'"), "from the host\n1000\n");
+  ASSERT_TRUE(s->move_file("up/new", "moved"));
+  ASSERT_TRUE(s->make_directory("a/b"));
+  ASSERT_TRUE(s->remove_file("d/f"));
+  EXPECT_EQ(sh(*s, "cat moved; test -d a/b && echo dir; test -e d/f || echo gone"),
+            "from the host\nmore\ndir\ngone\n");
+  EXPECT_EQ(s->remove_file("d/f").error().code, "file_not_found");
+  auto listing = s->read_file("");
+  ASSERT_TRUE(listing);
+  EXPECT_TRUE(listing->directory);
+  EXPECT_NE(read_all(listing->pipe.get()).find("moved"), std::string::npos);
+  (void)s->wait(listing->id, 10s);
+  (void)s->end();
+}
+
+TEST_F(GvisorSessions, ATerminalExecHasAPty) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  auto started = s->exec_on_terminal({{"sh", "-c", "test -t 0 && test -t 1 && echo terminal; stty size"}, {}, ""}, {33, 101});
+  ASSERT_TRUE(started) << started.error().message;
+  std::string shown;
+  char buf[1024];
+  for (;;) {
+    const ssize_t n = ::read(started->terminal.get(), buf, sizeof buf);
+    if (n <= 0) break;  // EIO once it has gone
+    shown.append(buf, static_cast<std::size_t>(n));
+  }
+  EXPECT_NE(shown.find("terminal"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("33 101"), std::string::npos) << shown;
+  auto end = s->wait(started->id, 10s);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->code, 0);
+  (void)s->end();
+}
+
+TEST_F(GvisorSessions, SignalsReachTheExec) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  auto started = s->exec({{"sleep", "600"}, {}, ""});
+  ASSERT_TRUE(started);
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(s->signal(started->id, SIGTERM));
+  auto end = s->wait(started->id, 20s);
+  ASSERT_TRUE(end);
+  EXPECT_FALSE(end->exited);
+  EXPECT_EQ(end->code, SIGTERM);
+  (void)s->end();
+}
+
+TEST_F(GvisorSessions, PauseAndResume) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(sh(*s, "echo before > f; cat f"), "before\n");
+  auto paused = s->freeze(true);
+  ASSERT_TRUE(paused) << paused.error().message;
+  auto resumed = s->freeze(false);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(sh(*s, "cat f"), "before\n");
+  (void)s->end();
+}
+
+// runsc 20221219's `delete --force` panics on a paused container ("invalid state transition:
+// paused => stopped"); end() kills the cgroup's processes first, so nothing is left either way.
+TEST_F(GvisorSessions, EndingAPausedSessionLeavesNothing) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->freeze(true));
+  EXPECT_EQ(s->end().verdict, sandbox::Verdict::ok);
+}
+
+TEST_F(GvisorSessions, EgressOnlyThroughTheProxy) {
+  egress::fixtures::LoopbackServer allowed([](int fd) {
+    char buf[1024];
+    (void)!::read(fd, buf, sizeof buf);
+    const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nhello\n";
+    (void)!::write(fd, answer, sizeof answer - 1);
+  });
+  egress::fixtures::LoopbackServer other([](int) {});
+  const std::string port = std::to_string(allowed.port());
+  RunRequest r = session_request();
+  auto rule = egress::parse_allow_rule("127.0.0.1:" + port);
+  ASSERT_TRUE(rule) << rule.error().message;
+  r.egress.allow.push_back(*rule);
+  auto s = start(r);
+  ASSERT_TRUE(s);
+  const std::string out =
+      sh(*s, "curl -fsS -m 10 http://127.0.0.1:" + port + "/ ; echo curl=$?; "
+             "curl -sS -m 10 --noproxy '*' http://127.0.0.1:" + port + "/ ; echo direct=$?; "
+             "curl -sS -m 10 --noproxy '*' http://1.1.1.1/ ; echo internet=$?; "
+             "curl -fsS -m 10 http://127.0.0.1:" + std::to_string(other.port()) + "/ ; echo other=$?");
+  EXPECT_NE(out.find("hello\ncurl=0\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("direct=0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("internet=0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("other=0"), std::string::npos) << out;
+  EXPECT_EQ(allowed.connections(), 1) << out;
+  EXPECT_EQ(other.connections(), 0) << out;
+  const RunResult result = s->end();
+  ASSERT_EQ(result.egress.size(), 2u);
+  EXPECT_TRUE(result.egress[0].allowed);
+  EXPECT_FALSE(result.egress[1].allowed);
+}
+
+TEST_F(GvisorSessions, WithoutEgressRulesThereIsNoNetwork) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  auto o = run_exec(*s, {"python3", "-c", R"(
+import socket
+for addr in [("1.1.1.1", 80), ("127.0.0.1", 3128)]:
+    try:
+        socket.create_connection(addr, timeout=5); print("ESCAPED connected", addr)
+    except OSError as e:
+        print("refused", addr[0])
+)"});
+  EXPECT_EQ(o.out, "refused 1.1.1.1\nrefused 127.0.0.1\n") << o.err;
+  (void)s->end();
+}
+
+TEST_F(GvisorSessions, CredentialsOnlyAsEnvironment) {
+  const std::string secret = "s3cr3t-" + sandbox::test::unique();
+  RunRequest r = session_request();
+  r.credentials.push_back({"API_TOKEN", secret});
+  auto s = start(r);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(sh(*s, "echo \"env:$API_TOKEN\"; grep -rls \"$API_TOKEN\" /etc /work /tmp /proc/1/cmdline 2>/dev/null; "
+                   "echo done"),
+            "env:" + secret + "\ndone\n");
+  (void)s->end();
+}
+
+// A daemon SIGKILLed with a session open leaves its sandbox running; the next daemon's sweep
+// (remove_stale_runs, as GvisorBackend::create runs it) removes it: container, directory,
+// workspace mount, processes.
+TEST_F(GvisorSessions, WhatAKilledDaemonLeftIsRemovedByTheNextOne) {
+  TempDir dir;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    ::close(ready[0]);
+    GvisorSessionBackend own({backend_->invocation(), dir.path(), nullptr});
+    auto s = own.start_session(session_request(), {});
+    const char c = s ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  EXPECT_EQ(c, 'y');
+  EXPECT_GT(sandbox::test::host_processes_with(dir.path()), 0);
+  ::kill(daemon, SIGKILL);
+  int status = 0;
+  ::waitpid(daemon, &status, 0);
+  EXPECT_EQ(remove_stale_runs(backend_->invocation(), dir.path()), 1);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  for (int i = 0; i < 50 && sandbox::test::host_processes_with(dir.path()) > 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(sandbox::test::host_processes_with(dir.path()), 0);
+}
+
+}  // namespace
+}  // namespace airlock::backend
