@@ -85,6 +85,34 @@ TEST_F(KubernetesDaemon, AHighToolRunsAsAPodThroughTheWholePipeline) {
   EXPECT_EQ(stored.json()["status"], "ok") << stored.body;
 }
 
+// Issue #37: a session template of risk high whose tier runs on kubernetes is a pod for the
+// session's life (backend/kubernetes/kube_session.hpp): created over the API, its execs through
+// pods/exec, its pod and objects deleted when it ends.
+TEST_F(KubernetesDaemon, AHighSessionIsAPodItsExecsGoThroughPodsExec) {
+  // The stand-in keeps a pod of a `sleep` image Running (its other images end like a call's).
+  std::string yaml = ws.config_text();
+  const std::string image = "image: registry.example/tools/ok:1";
+  ASSERT_NE(yaml.find(image), std::string::npos);
+  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
+  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n");
+  RunningDaemon d(ws);
+  auto made = http(d.port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string id = made.json()["id"];
+  auto pods = created("Pod");
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]["spec"]["securityContext"]["runAsNonRoot"], true) << pods[0];
+  auto ran = http_with(d.port, "POST", "/v1/sessions/" + id + "/exec",
+                       json{{"command", json::array({"echo", "from", "the", "pod"})}}.dump(), kKey,
+                       {{"accept", "application/json"}});
+  ASSERT_EQ(ran.status, 200) << ran.body;
+  EXPECT_EQ(ran.json()["stdout"], "from the pod\n") << ran.body;
+  EXPECT_EQ(ran.json()["exit_code"], 0) << ran.body;
+  auto ended = http(d.port, "DELETE", "/v1/sessions/" + id);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  expect_clean();
+}
+
 TEST_F(KubernetesDaemon, HostNameEgressGoesThroughTheDaemonsGateway) {
   RunningDaemon d(ws);
   auto r = invoke(d.port, "fetch-high", json::object());

@@ -1,10 +1,13 @@
 #include "backend/kubernetes/kubernetes_backend.hpp"
 
+#include "backend/kubernetes/kube_session.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "backend/kubernetes/kube_session.hpp"
 #include "backend/kubernetes/pod_outcome.hpp"
 #include "backend/kubernetes/pod_watch.hpp"
 
@@ -88,6 +91,10 @@ std::uint64_t secret_bytes(const PodPlan& plan) {
 KubernetesBackend::KubernetesBackend(KubeEndpoint endpoint, KubernetesOptions options)
     : client_(std::move(endpoint)), options_(std::move(options)), api_(client_, options_.namespace_name, options_.retry) {
   gc_ = std::make_unique<GarbageCollector>([this] { collect_garbage_now(); }, options_.gc_interval);
+}
+
+std::unique_ptr<SessionBackend> KubernetesBackend::make_session_backend() const {
+  return std::make_unique<KubernetesSessionBackend>(client_.endpoint(), options_);
 }
 
 KubernetesBackend::~KubernetesBackend() {

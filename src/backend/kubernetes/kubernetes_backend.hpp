@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "backend/session_backend.hpp"
 #include "backend/kubernetes/garbage_collector.hpp"
 #include "backend/kubernetes/kube_api.hpp"
 #include "backend/kubernetes/kube_client.hpp"
@@ -51,6 +52,9 @@ class KubernetesBackend : public Backend {
 
   // One garbage-collection pass now (the thread runs them every gc_interval).
   GcPass collect_garbage_now();
+  // The tier's sessions: a pod per session on the same cluster, namespace and options
+  // (kube_session.hpp).
+  std::unique_ptr<SessionBackend> make_session_backend() const;
 
  private:
   struct Made;  // what one run created, deleted at its end

@@ -2,6 +2,7 @@
 
 #include "backend/gvisor_backend.hpp"
 #include "backend/gvisor_session.hpp"
+#include "backend/kubernetes/kubernetes_backend.hpp"
 
 namespace airlock::server {
 namespace {
@@ -77,9 +78,15 @@ void TierBackends::add_sessions(policy::Risk risk, policy::BackendKind kind, bac
     owned_sessions_[made] = std::move(sessions);
     return;
   }
-  // Kubernetes: a pod per session (backend::kubernetes::KubernetesSessionBackend, issue #37)
-  // is made here from `made` once it exists.
-  sessions_unavailable_[risk] = "the kubernetes backend runs no sessions yet (issue #37)";
+  if (kind == policy::BackendKind::kubernetes) {  // a pod per session (kube_session.hpp)
+    auto* kubernetes = dynamic_cast<backend::kubernetes::KubernetesBackend*>(made);
+    if (!kubernetes) return;
+    auto sessions = kubernetes->make_session_backend();
+    session_tiers_[risk] = sessions.get();
+    owned_sessions_[made] = std::move(sessions);
+    return;
+  }
+  sessions_unavailable_[risk] = "its backend runs no sessions";
 }
 
 Result<backend::SessionBackend*> TierBackends::sessions(policy::Risk risk) const {
