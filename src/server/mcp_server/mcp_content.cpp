@@ -95,7 +95,7 @@ void McpServer::read_content(Call& call) const {
     return call.fail(200, resource ? rpc::resource_not_found : rpc::invalid_params,
                      resource ? "no resource " + named + ": Airlock's resources are airlock-mcp://<server>/<uri>"
                               : "no prompt " + named + ": Airlock's prompts are <server>.<name>");
-  const auto& [server, own] = *split;
+  const std::string server = split->first, own = split->second;  // named: a lambda captures `server`
   // The content tool's arguments are the method's params, with the server's own uri or name.
   nlohmann::json arguments = {{key, own}};
   if (!resource && params.contains("arguments")) arguments["arguments"] = params["arguments"];
@@ -106,7 +106,7 @@ void McpServer::read_content(Call& call) const {
   auto answer = [copy = Call(call), server, resource](const Generation&, const pipeline::Invocation& inv) {
     if (!inv.error && !inv.suspended && inv.output && inv.output->is_object()) {
       auto result = resource ? mcp::namespaced_read_result(server, *inv.output) : *inv.output;
-      result["_meta"][kInvocationIdMeta] = inv.id;
+      result["_meta"] = {{kInvocationIdMeta, inv.id}};  // the server's own _meta (any type) is not passed on
       return copy.answer(std::move(result));
     }
     const auto refusal = refusal_of(inv, resource);
