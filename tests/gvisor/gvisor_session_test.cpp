@@ -275,6 +275,69 @@ TEST_F(GvisorSessions, EgressOnlyThroughTheProxy) {
   EXPECT_FALSE(result.egress[1].allowed);
 }
 
+// The egress suite's denials (tests/egress/egress_test.cpp, EgressDenied) from inside a HIGH
+// session: every way around the proxy fails, and the proxy refuses every spelling of an
+// address the rules do not allow. The allowed host is reached once, through the proxy only.
+TEST_F(GvisorSessions, TheEgressSuitesDenialsHoldInASession) {
+  egress::fixtures::LoopbackServer allowed([](int fd) {
+    char buf[1024];
+    (void)!::read(fd, buf, sizeof buf);
+    const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n";
+    (void)!::write(fd, answer, sizeof answer - 1);
+  });
+  const std::string port = std::to_string(allowed.port());
+  RunRequest r = session_request();
+  auto rule = egress::parse_allow_rule("web.test:" + port);
+  ASSERT_TRUE(rule) << rule.error().message;
+  r.egress.allow.push_back(*rule);
+  r.egress.resolve["web.test"] = "127.0.0.1";
+  auto s = start(r);
+  ASSERT_TRUE(s);
+  const auto probes = run_exec(*s, {"python3", "-c", R"(
+import os, socket, struct, sys, urllib.parse
+port = int(sys.argv[1])
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+def ask(request):
+    try:
+        c = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+        c.sendall(request.encode())
+        return c.recv(64).decode(errors="replace").split("\r\n")[0]
+    except OSError as e:
+        return "error %d" % e.errno
+def attempt(name, fn):
+    try:
+        fn(); print("ESCAPED", name)
+    except OSError as e:
+        print("refused", name)
+attempt("tcp 127.0.0.1", lambda: socket.create_connection(("127.0.0.1", port), timeout=3))
+attempt("tcp ::1", lambda: socket.create_connection(("::1", port), timeout=3))
+attempt("tcp internet", lambda: socket.create_connection(("1.1.1.1", 80), timeout=3))
+attempt("udp dns", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("1.1.1.1", 53)))
+attempt("raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_TCP))
+attempt("dns lookup", lambda: socket.getaddrinfo("example.com", 443))
+for host in ["2130706433", "0x7f.1", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]", "127.0.0.1", "localhost"]:
+    print("connect", host, ask("CONNECT %s:%d HTTP/1.1\r\n\r\n" % (host, port)))
+print("connect other-port", ask("CONNECT web.test:%d HTTP/1.1\r\n\r\n" % (port + 1)))
+print("connect subdomain", ask("CONNECT sub.web.test:%d HTTP/1.1\r\n\r\n" % port))
+print("connect dns", ask("CONNECT 8.8.8.8:53 HTTP/1.1\r\n\r\n"))
+print("connect second-hop", ask("CONNECT %s:%d HTTP/1.1\r\n\r\n" % (proxy.hostname, proxy.port)))
+print("host mismatch", ask("GET http://web.test:%d/ HTTP/1.1\r\nHost: evil.test\r\n\r\n" % port))
+print("allowed", ask("GET http://web.test:%d/ HTTP/1.1\r\nHost: web.test:%d\r\n\r\n" % (port, port)))
+)", port});
+  const std::string& out = probes.out;
+  EXPECT_EQ(out.find("ESCAPED"), std::string::npos) << out << probes.err;
+  for (const char* name : {"tcp 127.0.0.1", "tcp ::1", "tcp internet", "udp dns", "raw socket", "dns lookup"})
+    EXPECT_NE(out.find(std::string("refused ") + name + "\n"), std::string::npos) << name << "\n" << out << probes.err;
+  for (const char* host : {"2130706433", "0x7f.1", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]", "127.0.0.1", "localhost"})
+    EXPECT_NE(out.find(std::string("connect ") + host + " HTTP/1.1 403"), std::string::npos) << host << "\n" << out;
+  for (const char* probe : {"connect other-port", "connect subdomain", "connect dns", "connect second-hop"})
+    EXPECT_NE(out.find(std::string(probe) + " HTTP/1.1 403"), std::string::npos) << probe << "\n" << out;
+  EXPECT_NE(out.find("host mismatch HTTP/1.1 400"), std::string::npos) << out;
+  EXPECT_NE(out.find("allowed HTTP/1.1 200"), std::string::npos) << out;
+  EXPECT_EQ(allowed.connections(), 1) << "the allowed request's, through the proxy, and nothing else\n" << out;
+  (void)s->end();
+}
+
 TEST_F(GvisorSessions, WithoutEgressRulesThereIsNoNetwork) {
   auto s = start();
   ASSERT_TRUE(s);

@@ -22,6 +22,7 @@
 #include "mcp_test_support.hpp"
 #include "server/approvals/approvals.hpp"
 #include "server/mcp_server/mcp_tasks.hpp"
+#include "server/mcp_server/mcp_tools.hpp"
 #include "server_test_support.hpp"
 
 namespace airlock::server::test {
@@ -525,9 +526,12 @@ TEST_F(Approvals, ARunningCallIsAnsweredOnlyToItsOwner) {
   EXPECT_EQ(call.get().status, 200);
 }
 
-TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {
-  auto call = rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 3}}}, {"_meta", stateless_meta()}});
-  auto r = mcp_post(port(), call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}});
+// Before tasks (2025-06-18), a critical call over MCP answers an error naming its approval and
+// its invocation, which the client polls over the REST API.
+TEST_F(Approvals, AnMcpCallOfACriticalToolBeforeTasksIsAnErrorNamingTheApproval) {
+  const std::string revision = "2025-06-18";
+  const auto headers = session_headers(open_session(port(), revision), revision);
+  auto r = mcp_post(port(), rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 3}}}}), kKey, headers);
   ASSERT_EQ(r.status, 200) << r.body;
   const json body = r.json();
   ASSERT_TRUE(body.contains("result")) << r.body;
@@ -542,6 +546,76 @@ TEST_F(Approvals, AnMcpCallOfACriticalToolIsAnErrorNamingTheApproval) {
   ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
   auto done = outcome(invocation_id);
   EXPECT_EQ(done["output"]["echo"], (json{{"x", 3}})) << done.dump();
+}
+
+// Issue #38, under 2026-07-28 (no tasks): a critical call answers input_required, with a
+// URL-mode elicitation of the console's approval page for a client that opens URLs; a retry
+// with the requestState waits for the end and answers the result. Nobody else's retry, and no
+// forged state, reaches it; a declined elicitation answers the pending_approval error.
+TEST_F(Approvals, ACriticalCallUnder20260728AsksForInputUntilAPersonApproves) {
+  auto meta = stateless_meta();
+  meta["io.modelcontextprotocol/clientCapabilities"] = {{"elicitation", {{"url", json::object()}}}};
+  const std::map<std::string, std::string> headers = {
+      {"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}};
+  auto call = [&](int id, json extra, const std::string& key = kKey) {
+    json params = {{"name", "danger"}, {"arguments", {{"x", 3}}}, {"_meta", meta}};
+    params.update(extra);
+    return mcp_post(port(), rpc(id, "tools/call", params), key, headers).json();
+  };
+  const json first = call(3, json::object());
+  const json asked = first["result"];
+  ASSERT_EQ(asked["resultType"], "input_required") << first.dump();
+  const std::string state = asked.value("requestState", "");
+  ASSERT_FALSE(state.empty()) << first.dump();
+  const json elicitation = asked["inputRequests"]["approval"];
+  EXPECT_EQ(elicitation["method"], "elicitation/create") << first.dump();
+  EXPECT_EQ(elicitation["params"]["mode"], "url") << first.dump();
+  const json waiting = http(port(), "GET", "/v1/invocations/" + asked["_meta"].value(kInvocationIdMeta, "")).json();
+  EXPECT_EQ(waiting["status"], "pending_approval") << waiting.dump();
+  const std::string approval = waiting["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty()) << waiting.dump();
+  // Under the origin the request named (this test's client sends Host without its port).
+  EXPECT_EQ(elicitation["params"]["url"], "http://127.0.0.1/console/#approval/" + approval) << first.dump();
+  EXPECT_FALSE(elicitation["params"].contains("elicitationId")) << "2026-07-28 has none";
+
+  // Without URL-mode elicitation: the requestState alone.
+  meta["io.modelcontextprotocol/clientCapabilities"] = json::object();
+  const json plain = call(4, json::object())["result"];
+  EXPECT_EQ(plain["resultType"], "input_required") << plain.dump();
+  EXPECT_FALSE(plain.contains("inputRequests")) << plain.dump();
+
+  EXPECT_EQ(call(5, {{"requestState", state}}, kOtherKey)["error"]["code"], -32602) << "another principal's retry";
+  EXPECT_EQ(call(6, {{"requestState", "airlock.approval.v1.00000000-0000-0000-0000-000000000000"}})["error"]["code"],
+            -32602) << "a forged state";
+  EXPECT_EQ(call(7, {{"requestState", state + "x"}})["error"]["code"], -32602) << "an altered state";
+  const json declined = call(8, {{"requestState", state}, {"inputResponses", {{"approval", {{"action", "decline"}}}}}});
+  EXPECT_EQ(declined["result"]["resultType"], "complete") << declined.dump();
+  EXPECT_EQ(declined["result"]["structuredContent"]["error"]["kind"], "pending_approval") << declined.dump();
+
+  // The retry waits for the person's decision, then answers what the call gives.
+  auto retry = std::async(std::launch::async, [&] {
+    return call(9, {{"requestState", state}, {"inputResponses", {{"approval", {{"action", "accept"}}}}}});
+  });
+  EXPECT_EQ(retry.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout) << "it answers at the end";
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  const json answered = retry.get();
+  EXPECT_EQ(answered["result"]["resultType"], "complete") << answered.dump();
+  EXPECT_EQ(answered["result"]["structuredContent"]["echo"], (json{{"x", 3}})) << answered.dump();
+}
+
+// The same with the official v2 client (@modelcontextprotocol/client): its elicitation
+// handler gets the approval page, a person approves there, and callTool resolves with the
+// tool's result (clients/v2_approval.mjs).
+TEST_F(Approvals, TheV2ClientGetsACriticalCallsResultOnceAPersonApprovesAtTheElicitedPage) {
+  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/v2_approval.mjs http://127.0.0.1:" +
+                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
 }
 
 // Issue #38: an MCP-only client gets a critical call's result once a person approves it, as an
@@ -886,7 +960,9 @@ TEST_F(Approvals, TheAgentsReasonIsKeptShownRedactedAndAudited) {
   auto call = rpc(4, "tools/call", {{"name", "danger"}, {"arguments", {{"payee", "ACME"}}}, {"_meta", meta}});
   auto r = mcp_post(port(), call, kKey, {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "tools/call"}, {"mcp-name", "danger"}});
   ASSERT_EQ(r.status, 200) << r.body;
-  const std::string mcp_approval = r.json()["result"]["structuredContent"]["error"]["approval"].value("id", "");
+  // 2026-07-28: the call asks for input while it waits; its invocation names the approval.
+  const std::string mcp_invocation = r.json()["result"]["_meta"].value(kInvocationIdMeta, "");
+  const std::string mcp_approval = invocation(mcp_invocation)["approval"].value("id", "");
   ASSERT_FALSE(mcp_approval.empty()) << r.body;
   EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + mcp_approval, "", token("bob")).json()["reason"],
             "over MCP: the quarterly invoice");

@@ -176,15 +176,6 @@ void Api::handle_mcp(const HttpRequest& r, const std::vector<std::string>& parts
 
 namespace {
 
-// An agent sees the invocations it made (for whichever user; acting for a user, those it made
-// for that user); a user calling directly, those made for them. By the row's owner as it
-// began, not its response: a row still running (or resumed after its approval) has none.
-bool owns(const pipeline::Caller& caller, const InvocationStore::Owner& owner) {
-  if (caller.actor && owner.principal != caller.actor->principal) return false;
-  if (caller.subject && (owner.issuer != caller.subject->issuer || owner.sub != caller.subject->sub)) return false;
-  return caller.actor || caller.subject;
-}
-
 // ?wait=30s: how long GET /v1/invocations/{id} may hold an unfinished invocation's answer
 // (at most 60 s; 0 without one).
 Result<std::chrono::milliseconds> wait_of(const std::string& target) {
@@ -288,7 +279,7 @@ std::optional<nlohmann::json> readable_invocation(InvocationStore& store, Approv
                                                   const std::string& id, const pipeline::Caller& caller,
                                                   bool reads_all) {
   auto owner = store.owner(id);
-  if (!owner || (!reads_all && !owns(caller, *owner))) return std::nullopt;
+  if (!owner || (!reads_all && !owns_invocation(caller, *owner))) return std::nullopt;
   auto stored = store.get(id);
   if (!stored) return stored;
   stored->erase("principal");

@@ -14,6 +14,12 @@ Result<std::unique_ptr<InvocationStore>> InvocationStore::open(const storage::St
   return std::unique_ptr<InvocationStore>(std::move(*pg));
 }
 
+bool owns_invocation(const pipeline::Caller& caller, const InvocationStore::Owner& owner) {
+  if (caller.actor && owner.principal != caller.actor->principal) return false;
+  if (caller.subject && (owner.issuer != caller.subject->issuer || owner.sub != caller.subject->sub)) return false;
+  return caller.actor || caller.subject;
+}
+
 namespace detail {
 
 std::int64_t now_ms() {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.hpp"
+#include "pipeline/authenticator.hpp"
 #include "storage/state_location.hpp"
 
 namespace airlock::server {
@@ -58,6 +59,12 @@ class InvocationStore {
   // Every row still "running".
   virtual std::vector<Running> running() = 0;
 };
+
+// Whether `caller` owns an invocation of `owner`: an agent the invocations it made (for
+// whichever user; acting for a user, those it made for that user); a user calling directly,
+// those made for them. By the row's owner as it began, not its response: a row still running
+// (or resumed after its approval) has none.
+bool owns_invocation(const pipeline::Caller& caller, const InvocationStore::Owner& owner);
 
 namespace detail {
 

@@ -5,6 +5,8 @@
 #include "pipeline/stages/access.hpp"
 #include "server/core/first_listings.hpp"
 #include "server/invocations/invocation_runner.hpp"
+#include "server/core/invocation_response.hpp"
+#include "server/mcp_server/mcp_approval_wait.hpp"
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 #include "server/mcp_server/mcp_server.hpp"
@@ -172,6 +174,7 @@ void McpServer::call_tool(Call& call) const {
     return call.fail(200, rpc::invalid_params, "tools/call needs params.name, a string");
   const std::string& name = params["name"].get_ref<const std::string&>();
   if (s_.sessions && is_session_tool(name) && !call.generation->config->find_tool(name)) return call_session_tool(call);
+  if (call.stateless && params.contains("requestState")) return resume_waiting_call(call);
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
                             invoke_body(params), call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
   if (params.contains("task")) return call_tool_as_task(call, std::move(request));
@@ -180,8 +183,16 @@ void McpServer::call_tool(Call& call) const {
   const std::string key = McpCallsInFlight::key(call.channel, call.message.id.dump());
   if (!call.channel.empty()) calls_->add(key, request.control);
   // The worker answers after this returns: it holds copies, never `call` itself.
-  auto answer = [calls = calls_, key, copy = Call(call)](const Generation& generation, const pipeline::Invocation& inv) {
+  auto answer = [calls = calls_, key, urls = call.stateless && elicits_urls(params), copy = Call(call)](
+                    const Generation& generation, const pipeline::Invocation& inv) {
     calls->remove(key);
+    if (copy.stateless && inv.suspended && inv.suspended->stage == "approval") {
+      // 2026-07-28 has no tasks: the client retries with the requestState (mcp_approval_wait.hpp).
+      const auto stored = to_response(inv);
+      const std::string approval = stored.value("approval", nlohmann::json::object()).value("id", "");
+      const auto url = urls && !approval.empty() ? approval_page_url(*generation.config, copy.ctx.headers, approval) : "";
+      return copy.answer(approval_input_required(stored, url));
+    }
     copy.answer(mcp_call_result(generation.config->find_tool(inv.tool_name), inv));
   };
   auto queue_full = [calls = calls_, key, copy = Call(call)] {

@@ -42,7 +42,7 @@ nlohmann::json mcp_capabilities() {
 
 void McpServer::Call::answer(nlohmann::json result) const {
   if (stateless) {
-    result["resultType"] = "complete";
+    if (!result.contains("resultType")) result["resultType"] = "complete";  // else input_required
     result["_meta"][protocol::kServerInfoMeta] = mcp_server_info();
   }
   reply(McpReply{200, mcp::make_result(message.id, std::move(result)), {}});

@@ -95,6 +95,7 @@ class McpServer {
   void listen(Call& call) const;  // subscriptions/listen (2026-07-28)
   void call_tool(Call& call) const;
   void call_session_tool(Call& call) const;
+  void resume_waiting_call(Call& call) const;  // 2026-07-28's retry (mcp_approval_wait.cpp)
   // The gateway servers' resources and prompts (mcp_content.cpp).
   void list_content(Call& call) const;  // resources/list, resources/templates/list, prompts/list
   void read_content(Call& call) const;  // resources/read, prompts/get
