@@ -679,6 +679,34 @@ TEST_F(Approvals, ACriticalCallAsAnMcpTaskReachesTheClientOnceApproved) {
   EXPECT_EQ(get(denied_id, kKey, headers)["result"]["status"], "failed");
 }
 
+// A task's state is its invocation's row: after a restart of the daemon (or through another
+// replica, which shares the rows) the task is polled and its result taken as before, by its
+// owner only.
+TEST_F(Approvals, AnMcpTaskOutlivesARestartOfTheDaemon) {
+  const std::string revision = "2025-11-25";
+  auto headers = session_headers(open_session(port(), revision), revision);
+  const json created = mcp_post(port(), rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 5}}},
+                                                              {"task", json::object()}}), kKey, headers).json();
+  const std::string task_id = created["result"]["task"].value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  const std::string created_at = created["result"]["task"].value("createdAt", "");
+  const std::string approval = invocation(task_id)["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty());
+
+  stop();
+  start();
+  headers = session_headers(open_session(port(), revision), revision);
+  const json polled = mcp_post(port(), rpc(4, "tasks/get", {{"taskId", task_id}}), kKey, headers).json();
+  EXPECT_EQ(polled["result"]["status"], "working") << polled.dump();
+  EXPECT_EQ(polled["result"]["createdAt"], created_at) << "dated by the row, not by this daemon";
+  const auto other = session_headers(open_session(port(), revision, kOtherKey), revision);
+  EXPECT_EQ(mcp_post(port(), rpc(5, "tasks/get", {{"taskId", task_id}}), kOtherKey, other).json()["error"]["code"], -32602);
+
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  const json answered = mcp_post(port(), rpc(7, "tasks/result", {{"taskId", task_id}}), kKey, headers).json();
+  EXPECT_EQ(answered["result"]["structuredContent"]["echo"], (json{{"x", 5}})) << answered.dump();
+}
+
 // `airlock approvals` is a client of the same API: bob lists, shows and approves from a shell.
 std::string run_cli(const std::string& args, int& status) {
   std::string out;

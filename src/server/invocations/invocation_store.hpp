@@ -40,6 +40,8 @@ class InvocationStore {
   // Whose the row is, as begin() recorded it (whatever its response says, or while it has
   // none), or nullopt when there is no such row.
   virtual std::optional<Owner> owner(const std::string& id) = 0;
+  // When it began (ms since the epoch), or nullopt when there is no such row.
+  virtual std::optional<std::int64_t> started_ms(const std::string& id) = 0;
 
   // GET /v1/invocations: the newest first, at most `limit`, each a summary (id, tool, status,
   // actor, subject, started_at, finished_at, verdict, error_kind). Empty filters match all;

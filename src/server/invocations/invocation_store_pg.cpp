@@ -114,6 +114,13 @@ std::optional<InvocationStore::Owner> PostgresInvocationStore::owner(const std::
   return Owner{rows->value(0, 0), rows->value(0, 1), rows->value(0, 2)};
 }
 
+std::optional<std::int64_t> PostgresInvocationStore::started_ms(const std::string& id) {
+  auto rows = db_->exec("load when invocation " + id + " began",
+                        "SELECT started_ms FROM invocations WHERE id = $1", {utf8(id)});
+  if (!rows || rows->rows() == 0 || rows->is_null(0, 0)) return std::nullopt;
+  return std::stoll(rows->value(0, 0));
+}
+
 Result<nlohmann::json> PostgresInvocationStore::list(const Query& q) {
   std::vector<std::string> where_params;
   const std::string where = detail::where_clause(q, where_params, dollar);

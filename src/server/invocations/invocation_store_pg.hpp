@@ -27,6 +27,7 @@ class PostgresInvocationStore : public InvocationStore {
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) override;
   std::optional<nlohmann::json> get(const std::string& id) override;
   std::optional<Owner> owner(const std::string& id) override;
+  std::optional<std::int64_t> started_ms(const std::string& id) override;
   Result<nlohmann::json> list(const Query& query) override;
   std::vector<Running> running() override;  // every replica's
 

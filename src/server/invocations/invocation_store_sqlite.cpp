@@ -28,6 +28,7 @@ class SqliteInvocationStore : public InvocationStore {
   Status finish(const std::string& id, const std::string& status, const nlohmann::json& response) override;
   std::optional<nlohmann::json> get(const std::string& id) override;
   std::optional<Owner> owner(const std::string& id) override;
+  std::optional<std::int64_t> started_ms(const std::string& id) override;
   Result<nlohmann::json> list(const Query& query) override;
   std::vector<Running> running() override;
 
@@ -122,6 +123,14 @@ std::optional<InvocationStore::Owner> SqliteInvocationStore::owner(const std::st
   s.bind(1, id);
   if (sqlite3_step(s.get()) != SQLITE_ROW) return std::nullopt;
   return Owner{s.text(0), s.text(1), s.text(2)};
+}
+
+std::optional<std::int64_t> SqliteInvocationStore::started_ms(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT started_ms FROM invocations WHERE id = ?");
+  s.bind(1, id);
+  if (sqlite3_step(s.get()) != SQLITE_ROW) return std::nullopt;
+  return sqlite3_column_int64(s.get(), 0);
 }
 
 namespace {

@@ -100,6 +100,11 @@ class McpServer {
   void list_content(Call& call) const;  // resources/list, resources/templates/list, prompts/list
   void read_content(Call& call) const;  // resources/read, prompts/get
   void call_tool_as_task(Call& call, InvocationRequest request) const;  // mcp_task_methods.cpp
+  struct TaskRow {
+    nlohmann::json stored;
+    McpTasks::Clock::time_point started;
+  };
+  std::optional<TaskRow> owned_task(const Call& call, const std::string& id) const;
   void task_get(Call& call) const;
   void task_result(Call& call) const;
   static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)

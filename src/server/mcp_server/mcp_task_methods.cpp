@@ -23,10 +23,13 @@ void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
                      "approval say execution.taskSupport (call it without params.task)");
   if (!call.message.params["task"].is_object())
     return call.fail(200, rpc::invalid_params, "tools/call: params.task must be an object ({\"ttl\": ms} or {})");
-  auto created = [tasks = tasks_, copy = Call(call)](const Generation&, const pipeline::Invocation& inv) {
-    tasks->add(inv.id, copy.principal);
+  auto created = [tasks = tasks_, store = s_.store, copy = Call(call)](const Generation&, const pipeline::Invocation& inv) {
     const nlohmann::json stored = to_response(inv);
-    nlohmann::json result = {{"task", tasks->task(inv.id, copy.principal, stored).value_or(nlohmann::json())}};
+    // Dated by its row, as every replica (and this one after a restart) dates it.
+    const auto started = store ? store->started_ms(inv.id) : std::nullopt;
+    const auto created_at = started ? McpTasks::Clock::time_point{std::chrono::milliseconds(*started)}
+                                    : McpTasks::Clock::now();
+    nlohmann::json result = {{"task", tasks->task(inv.id, stored, created_at)}};
     result["_meta"][kImmediateResponseMeta] = "The call runs as task " + inv.id + ": " + task_status_message(stored);
     copy.answer(std::move(result));
   };
@@ -51,19 +54,32 @@ std::optional<std::string> task_id_of(const McpServer::Call& call) {
 }
 
 std::string not_yours(const std::string& id) {
-  return "Failed to retrieve task: no task " + id + " of this principal (tasks are kept " +
-         std::to_string(McpTasks::kTtl.count()) + " h, by the daemon that made them)";
+  return "Failed to retrieve task: no task " + id + " of this caller (tasks are kept " +
+         std::to_string(McpTasks::kTtl.count()) + " h)";
 }
 
 }  // namespace
 
+// Task `id`'s invocation row, when the caller owns it (as GET /v1/invocations/{id} would show
+// it), it is of a tool that may be a task, and its ttl has not passed; and when it began.
+std::optional<McpServer::TaskRow> McpServer::owned_task(const Call& call, const std::string& id) const {
+  const auto owner = s_.store ? s_.store->owner(id) : std::nullopt;
+  if (!owner || !owns_invocation(call.caller, *owner)) return std::nullopt;
+  auto stored = s_.store->get(id);
+  const auto started = s_.store->started_ms(id);
+  const auto* tool = stored ? call.generation->config->find_tool(stored->value("tool", "")) : nullptr;
+  if (!started || !tool || !supports_tasks(*tool)) return std::nullopt;
+  const McpTasks::Clock::time_point began{std::chrono::milliseconds(*started)};
+  if (McpTasks::Clock::now() - began >= McpTasks::kTtl) return std::nullopt;
+  return TaskRow{std::move(*stored), began};
+}
+
 void McpServer::task_get(Call& call) const {
   const auto id = task_id_of(call);
   if (!id) return;
-  const auto stored = s_.store ? s_.store->get(*id) : std::nullopt;
-  const auto task = stored ? tasks_->task(*id, call.principal, *stored) : std::nullopt;
-  if (!task) return call.fail(200, rpc::invalid_params, not_yours(*id));
-  call.answer(*task);
+  const auto row = owned_task(call, *id);
+  if (!row) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  call.answer(tasks_->task(*id, row->stored, row->started));
 }
 
 // Waits for the task's end (its invocation's, through InvocationWaiters, as a long poll of
@@ -71,7 +87,7 @@ void McpServer::task_get(Call& call) const {
 void McpServer::task_result(Call& call) const {
   const auto id = task_id_of(call);
   if (!id) return;
-  if (!s_.store || !tasks_->owns(*id, call.principal)) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  if (!owned_task(call, *id)) return call.fail(200, rpc::invalid_params, not_yours(*id));
   auto finish = [store = s_.store, slot = s_.generation, id = *id, copy = Call(call)] {
     const auto stored = store->get(id);
     if (!stored || is_unfinished(*stored))

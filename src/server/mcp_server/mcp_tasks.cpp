@@ -44,15 +44,14 @@ std::string task_status_message(const nlohmann::json& stored) {
   return error.value("kind", "error") + ": " + error.value("message", "");
 }
 
-void McpTasks::add(const std::string& id, const std::string& principal) {
-  const auto now = Clock::now();
-  std::lock_guard lock(mu_);
-  evict_expired(now);
+McpTasks::Entry& McpTasks::admit(const std::string& id, Entry entry) {
   if (by_id_.size() >= kMaxTasks && !order_.empty()) {
     by_id_.erase(order_.front());
     order_.pop_front();
   }
-  if (by_id_.emplace(id, Entry{principal, now, now, "working"}).second) order_.push_back(id);
+  auto [at, added] = by_id_.emplace(id, entry);
+  if (added) order_.push_back(id);
+  return at->second;
 }
 
 void McpTasks::evict_expired(Clock::time_point now) {
@@ -64,21 +63,13 @@ void McpTasks::evict_expired(Clock::time_point now) {
   }
 }
 
-bool McpTasks::owns(const std::string& id, const std::string& principal) {
-  std::lock_guard lock(mu_);
-  evict_expired(Clock::now());
-  const auto found = by_id_.find(id);
-  return found != by_id_.end() && found->second.principal == principal;
-}
-
-std::optional<nlohmann::json> McpTasks::task(const std::string& id, const std::string& principal,
-                                             const nlohmann::json& stored) {
+nlohmann::json McpTasks::task(const std::string& id, const nlohmann::json& stored, Clock::time_point started) {
   const std::string status = task_status(stored);
   std::lock_guard lock(mu_);
   evict_expired(Clock::now());
   const auto found = by_id_.find(id);
-  if (found == by_id_.end() || found->second.principal != principal) return std::nullopt;
-  Entry& entry = found->second;
+  // First seen: its first status is the one seen now, dated as the task began.
+  Entry& entry = found != by_id_.end() ? found->second : admit(id, Entry{started, started, status});
   // A terminal status stays (the spec's rule); a change is dated when it is first seen.
   const bool terminal = entry.status == "completed" || entry.status == "failed" || entry.status == "cancelled";
   if (!terminal && status != entry.status) {

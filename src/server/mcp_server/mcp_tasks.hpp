@@ -6,9 +6,11 @@
 // So an MCP-only client gets the result of a call a person approved later (docs/mcp-server.md,
 // "Tasks").
 //
-// The task id is the invocation's id: its row (InvocationStore) is the task's state. This table
-// keeps what the row does not: which MCP principal made the task, when, and the status last
-// seen (for lastUpdatedAt). It lives in the daemon's memory, bounded, for the tasks' ttl.
+// The task id is the invocation's id: its row (InvocationStore) is the task's state, and the
+// row's owner is who may see the task (as GET /v1/invocations/{id}), so a task made through one
+// replica, or before a restart, is polled through any. This table keeps what the row does not:
+// the status last seen and when it changed (lastUpdatedAt). It lives in each daemon's memory,
+// bounded, for the tasks' ttl; a task it has not seen is adopted with the row's start.
 #pragma once
 
 #include <chrono>
@@ -39,21 +41,18 @@ class McpTasks {
   static constexpr std::size_t kMaxTasks = 10000;  // past it, the oldest goes first
   static constexpr int kPollIntervalMs = 1000;
 
-  // Records task `id` of `principal` (an MCP session's principal key).
-  void add(const std::string& id, const std::string& principal);
   // The task's answer for tasks/get and CreateTaskResult, from its invocation's stored row (or,
-  // while the call is in flight, its Invocation); nothing when `principal` has no such task.
-  std::optional<nlohmann::json> task(const std::string& id, const std::string& principal,
-                                     const nlohmann::json& stored);
-  bool owns(const std::string& id, const std::string& principal);
+  // while the call is in flight, its Invocation). A task this table has not seen (made through
+  // another replica, or before a restart) is recorded as made at `started` (its row's start).
+  nlohmann::json task(const std::string& id, const nlohmann::json& stored, Clock::time_point started);
 
  private:
   struct Entry {
-    std::string principal;
     Clock::time_point created, updated;
     std::string status;  // as last answered
   };
   void evict_expired(Clock::time_point now);
+  Entry& admit(const std::string& id, Entry entry);  // the oldest goes first past kMaxTasks
 
   std::mutex mu_;
   std::map<std::string, Entry> by_id_;
