@@ -85,8 +85,9 @@ Status GvisorStdioSession::State::prepare(const egress::EgressRules& rules) {
     egress = std::move(*prepared);
   }
   paths = stdio_paths(options.place.state_dir, dir);
-  for (const std::string& d : {dir, paths.bundle, paths.state_root}) {
-    if (::mkdir(d.c_str(), 0711) != 0) return step_error("mkdir " + d, errno);
+  // runsc's state root is 0700: its state file holds the spec, the environment with it.
+  for (const auto& [d, mode] : {std::pair{dir, 0711}, std::pair{paths.bundle, 0711}, std::pair{paths.state_root, 0700}}) {
+    if (::mkdir(d.c_str(), static_cast<mode_t>(mode)) != 0) return step_error("mkdir " + d, errno);
     dir_made = true;
   }
   if (auto s = write_oci_bundle(paths.bundle, spec); !s)
