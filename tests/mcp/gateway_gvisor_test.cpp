@@ -5,7 +5,9 @@
 // only in its environment, and leaves nothing (container, directory, cgroup, process) once it
 // has ended. They skip only when runsc is not installed, or not as root (the gateway's tests).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -21,6 +23,8 @@
 #include "backend/gvisor_backend.hpp"
 #include "backend/runsc_platform.hpp"
 #include "mcp/gateway.hpp"
+#include "mcp/server_spec.hpp"
+#include "sandbox/cgroup.hpp"
 
 namespace airlock::mcp {
 namespace {
@@ -298,6 +302,44 @@ TEST_F(GatewayOnGvisor, NothingIsLeftWhenAnInstanceEnds) {
   EXPECT_TRUE(eventually([&] { return fs::is_empty(state_dir()) && runsc_processes() == 0 && !fs::exists(cgroup); }))
       << cgroup;
   EXPECT_TRUE(gateway_->running().empty());
+}
+
+// A daemon SIGKILLed with a server running in gVisor: what it left (the instance's directory,
+// runsc's container and processes) is removed by the next one's start-up sweep, its cgroup by
+// the daemon's recovery.
+TEST_F(GatewayOnGvisor, WhatAKilledDaemonLeftIsRemovedByTheNextOne) {
+  TempDir dir;
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t daemon = ::fork();
+  ASSERT_GE(daemon, 0);
+  if (daemon == 0) {
+    ::close(ready[0]);
+    auto server = malicious_server("evil", policy::Risk::high);
+    auto spec = server_spec(server, server_limits(server, {}));
+    backend::GvisorStdioOptions options;
+    options.place = backend::GvisorPlace{backend_->invocation(), dir.path()};
+    auto s = backend::GvisorStdioSession::start(spec, {}, options);
+    const char c = s ? 'y' : 'n';
+    (void)!::write(ready[1], &c, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  EXPECT_EQ(c, 'y');
+  EXPECT_TRUE(eventually([&] { return sandbox::test::host_processes_with(dir.path()) > 0; }));
+  ::kill(daemon, SIGKILL);
+  int status = 0;
+  ::waitpid(daemon, &status, 0);
+  EXPECT_EQ(backend::remove_stale_runs(backend_->invocation(), dir.path()), 1);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+  EXPECT_TRUE(eventually([&] { return sandbox::test::host_processes_with(dir.path()) == 0; }, 10s));
+  // Its cgroup is the daemon's recovery's to remove, as for any sandbox of a killed daemon (not
+  // counted: a daemon another test starts meanwhile may have removed it first).
+  (void)sandbox::remove_stale_cgroups();
 }
 
 }  // namespace
