@@ -2,7 +2,8 @@
 // server, src/mcp/gateway.hpp): the sandbox of run_local() (every layer, the egress proxy when
 // the rules have egress) on a supervisor thread of its own, which launches it, hands the pipes
 // over, waits for its end and records the Outcome. Its stderr is read as it comes into a
-// bounded ring. kill() from any thread; the destructor kills and joins.
+// bounded ring. kill() from any thread; the destructor kills and joins. The MCP gateway holds
+// it as a backend::StdioSandbox, as it holds a gVisor one (backend/gvisor_stdio_session.hpp).
 #pragma once
 
 #include <sys/types.h>
