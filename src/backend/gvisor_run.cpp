@@ -145,15 +145,9 @@ Result<std::unique_ptr<GvisorRun>> GvisorRun::launch(const RunscInvocation& runs
   auto fail = [](const std::string& what) {
     return Error::make("setup_error", "gvisor: " + what + ": " + std::strerror(errno));
   };
-  UniqueFd stdin_fd(::open(paths.stdin_file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!stdin_fd) return fail("open " + paths.stdin_file);
-  int out[2], err[2], control[2], report[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return fail("pipe");
-  run->out_.fd.reset(out[0]);
-  UniqueFd out_w(out[1]);
-  if (::pipe2(err, O_CLOEXEC) != 0) return fail("pipe");
-  run->err_.fd.reset(err[0]);
-  UniqueFd err_w(err[1]);
+  UniqueFd stdin_fd, out_w, err_w;
+  if (auto s = run->open_stdio(paths, stdin_fd, out_w, err_w); !s) return s.error();
+  int control[2], report[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, control) != 0) return fail("socketpair");
   UniqueFd control_r(control[0]), control_w(control[1]);
   if (::pipe2(report, O_CLOEXEC) != 0) return fail("pipe");
@@ -203,6 +197,30 @@ Result<std::unique_ptr<GvisorRun>> GvisorRun::launch(const RunscInvocation& runs
     return Error::make("setup_error", "gvisor: the runsc launcher sent no listeners");
   if (!run->pidfd_) return fail("pidfd_open");
   return run;
+}
+
+// The program's standard streams: the ends runsc gets, and ours (out_, err_, stdin_w_).
+Status GvisorRun::open_stdio(const GvisorRunPaths& paths, UniqueFd& in_r, UniqueFd& out_w, UniqueFd& err_w) {
+  auto fail = [](const std::string& what) {
+    return Error::make("setup_error", "gvisor: " + what + ": " + std::strerror(errno));
+  };
+  const bool caller = spec_.output_mode == sandbox::OutputMode::caller;
+  int p[2];
+  if (caller) {
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail("pipe");
+    in_r.reset(p[0]);
+    stdin_w_.reset(p[1]);
+  } else {
+    in_r.reset(::open(paths.stdin_file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!in_r) return fail("open " + paths.stdin_file);
+  }
+  for (auto [stream, write_end] : {std::pair{&out_, &out_w}, std::pair{&err_, &err_w}}) {
+    if (::pipe2(p, O_CLOEXEC) != 0) return fail("pipe");
+    stream->fd.reset(p[0]);
+    write_end->reset(p[1]);
+    stream->open = !caller;  // the caller's to read: wait() does not
+  }
+  return {};
 }
 
 std::vector<UniqueFd> GvisorRun::take_listeners() { return std::move(listeners_); }

@@ -25,13 +25,17 @@ namespace airlock::backend {
 struct GvisorRunPaths {
   std::string bundle;      // holds config.json and rootfs
   std::string state_root;  // runsc --root
-  std::string stdin_file;  // the program's stdin, as a file
+  std::string stdin_file;  // the program's stdin, as a file (not with OutputMode::caller)
   std::string container_id;
 };
 
 class GvisorRun {
  public:
-  // Starts runsc; returns once it has been exec'd. `cgroup` must outlive the run.
+  // Starts runsc; returns once it has been exec'd. `cgroup` must outlive the run. With
+  // spec.output_mode == OutputMode::caller the program's stdin, stdout and stderr are pipes
+  // the caller takes (take_stdin, take_stdout, take_stderr) and wait() reads none of them
+  // (a long-lived server's, backend/gvisor_stdio_session.hpp); else stdin is
+  // paths.stdin_file and wait() collects stdout and stderr.
   static Result<std::unique_ptr<GvisorRun>> launch(const RunscInvocation& runsc,
                                                    const GvisorRunPaths& paths,
                                                    const sandbox::Spec& spec,
@@ -42,6 +46,10 @@ class GvisorRun {
 
   // Listening sockets on the namespace's 127.0.0.1, one per spec.network.loopback_listeners.
   std::vector<UniqueFd> take_listeners();
+  // OutputMode::caller: the write end of stdin, the read ends of stdout and stderr (once).
+  UniqueFd take_stdin() { return std::move(stdin_w_); }
+  UniqueFd take_stdout() { return std::move(out_.fd); }
+  UniqueFd take_stderr() { return std::move(err_.fd); }
   // Supervises until runsc has ended (collecting output, enforcing the wall time, the CPU
   // budget and the output cap), and judges the run. Call on the thread that launched it.
   sandbox::Outcome wait();
@@ -58,6 +66,7 @@ class GvisorRun {
   };
   GvisorRun(const sandbox::Spec& spec, const sandbox::SandboxCgroup& cgroup);
   void read_stream(Stream& s);
+  Status open_stdio(const GvisorRunPaths& paths, UniqueFd& in_r, UniqueFd& out_w, UniqueFd& err_w);
   void kill_everything();
   bool over_cpu_budget() const;
   sandbox::Outcome judge_outcome(int wait_status);
@@ -65,7 +74,7 @@ class GvisorRun {
   sandbox::Spec spec_;
   const sandbox::SandboxCgroup& cgroup_;
   pid_t pid_ = -1;
-  UniqueFd pidfd_, wake_;
+  UniqueFd pidfd_, wake_, stdin_w_;
   Stream out_, err_;
   std::vector<UniqueFd> listeners_;
   std::chrono::steady_clock::time_point started_;

@@ -3,10 +3,10 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 
 #include "backend/sandbox_egress.hpp"
+#include "backend/stderr_ring.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::backend {
@@ -25,8 +25,7 @@ struct LocalSession::State {
   UniqueFd stdin_w, stdout_r;
   pid_t pid = -1;
   std::optional<RunResult> result;
-  std::string ring;        // the last stderr_ring_bytes of stderr
-  std::uint64_t total = 0;  // every stderr byte so far; the ring ends here
+  std::unique_ptr<StderrRing> stderr_ring;
 
   std::thread supervisor, stderr_reader;
 };
@@ -34,25 +33,6 @@ struct LocalSession::State {
 namespace {
 
 using State = LocalSession::State;
-
-void append_stderr(State& st, const char* data, std::size_t n) {
-  std::lock_guard lock(st.mu);
-  st.total += n;
-  st.ring.append(data, n);
-  const std::size_t cap = st.options.stderr_ring_bytes;
-  if (st.ring.size() > cap) st.ring.erase(0, st.ring.size() - cap);
-}
-
-// Until every process that holds the pipe has gone (the sandbox's end).
-void read_stderr(State& st, UniqueFd fd) {
-  std::array<char, 16384> buf;
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    append_stderr(st, buf.data(), static_cast<std::size_t>(n));
-  }
-}
 
 void fail_start(State& st, Error error) {
   std::lock_guard lock(st.mu);
@@ -98,7 +78,9 @@ void supervise(State& st) {
   {
     SandboxRegistration registration(st.options.registry, &sb);
     if (egress) egress->start(sb.take_listeners());
-    st.stderr_reader = std::thread(read_stderr, std::ref(st), sb.take_stderr());
+    st.stderr_reader = std::thread([ring = st.stderr_ring.get(), fd = sb.take_stderr()]() mutable {
+      ring->read_until_eof(std::move(fd));
+    });
     publish_running(st, sb);
     static_cast<sandbox::Outcome&>(result) = sb.wait();
     if (egress) result.egress = egress->stop();
@@ -121,6 +103,7 @@ Result<std::unique_ptr<LocalSession>> LocalSession::start(sandbox::Spec spec,
   spec.limits.wall_time = kSessionWallTime;
   st->spec = std::move(spec);
   st->rules = rules;
+  st->stderr_ring = std::make_unique<StderrRing>(options.stderr_ring_bytes);
   st->options = std::move(options);
   st->supervisor = std::thread(supervise, std::ref(*st));
   std::unique_lock lock(st->mu);
@@ -178,18 +161,10 @@ std::optional<RunResult> LocalSession::wait_for_end(std::chrono::milliseconds ti
   return state_->result;
 }
 
-std::uint64_t LocalSession::stderr_mark() const {
-  std::lock_guard lock(state_->mu);
-  return state_->total;
-}
+std::uint64_t LocalSession::stderr_mark() const { return state_->stderr_ring->mark(); }
 
 std::string LocalSession::stderr_since(std::uint64_t mark, std::size_t max_bytes) const {
-  std::lock_guard lock(state_->mu);
-  const std::uint64_t ring_start = state_->total - state_->ring.size();
-  const std::uint64_t from = std::max(mark, ring_start);
-  std::string text = state_->ring.substr(static_cast<std::size_t>(from - ring_start));
-  if (text.size() > max_bytes) text.erase(0, text.size() - max_bytes);
-  return text;
+  return state_->stderr_ring->since(mark, max_bytes);
 }
 
 }  // namespace airlock::backend

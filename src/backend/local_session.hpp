@@ -2,7 +2,8 @@
 // server, src/mcp/gateway.hpp): the sandbox of run_local() (every layer, the egress proxy when
 // the rules have egress) on a supervisor thread of its own, which launches it, hands the pipes
 // over, waits for its end and records the Outcome. Its stderr is read as it comes into a
-// bounded ring. kill() from any thread; the destructor kills and joins.
+// bounded ring. kill() from any thread; the destructor kills and joins. The MCP gateway holds
+// it as a backend::StdioSandbox, as it holds a gVisor one (backend/gvisor_stdio_session.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -20,6 +21,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/local.hpp"
+#include "backend/stdio_sandbox.hpp"
 #include "common/result.hpp"
 #include "common/unique_fd.hpp"
 #include "sandbox/sandbox.hpp"
@@ -41,7 +43,7 @@ struct LocalSessionOptions {
   std::function<void()> on_end;
 };
 
-class LocalSession {
+class LocalSession final : public StdioSandbox {
  public:
   // Launches `spec` with caller-owned stdio (its output mode and stdin source are set here)
   // and a wall time of kSessionWallTime; returns once the program has been exec'd, or the
@@ -49,26 +51,26 @@ class LocalSession {
   static Result<std::unique_ptr<LocalSession>> start(sandbox::Spec spec,
                                                      const egress::EgressRules& rules,
                                                      LocalSessionOptions options);
-  ~LocalSession();
+  ~LocalSession() override;
   LocalSession(const LocalSession&) = delete;
   LocalSession& operator=(const LocalSession&) = delete;
 
   // The write end of the program's stdin and the read end of its stdout (once each).
-  UniqueFd take_stdin();
-  UniqueFd take_stdout();
-  pid_t pid() const;  // the sandbox's init, as the host sees it
+  UniqueFd take_stdin() override;
+  UniqueFd take_stdout() override;
+  pid_t pid() const override;  // the sandbox's init, as the host sees it
   // The CPU its processes have used so far (Sandbox::cpu_used); null once it has ended.
-  std::optional<sandbox::CpuTime> cpu_used() const;
+  std::optional<sandbox::CpuTime> cpu_used() const override;
 
-  void kill();         // from any thread; the outcome says signaled (SIGKILL)
-  bool ended() const;
+  void kill() override;       // from any thread; the outcome says signaled (SIGKILL)
+  bool ended() const override;
   // Waits up to `timeout` for the end; the outcome (with egress records) once ended.
-  std::optional<RunResult> wait_for_end(std::chrono::milliseconds timeout) const;
+  std::optional<RunResult> wait_for_end(std::chrono::milliseconds timeout) const override;
 
   // Bytes written to stderr so far, and what of them is still in the ring after `mark` (a
   // value stderr_mark() returned): what the program wrote meanwhile, capped at `max_bytes`.
-  std::uint64_t stderr_mark() const;
-  std::string stderr_since(std::uint64_t mark, std::size_t max_bytes) const;
+  std::uint64_t stderr_mark() const override;
+  std::string stderr_since(std::uint64_t mark, std::size_t max_bytes) const override;
 
   struct State;
 

@@ -96,7 +96,13 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
 Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
     const std::shared_ptr<Slot>& slot, const policy::McpServerConfig& config,
     const pipeline::McpToolCall* call) {
+  if (auto refused = options.refused_tiers.find(config.risk); refused != options.refused_tiers.end())
+    return Error::make("tier_unavailable", "MCP server " + config.name + " is " +
+                                               std::string(policy::risk_name(config.risk)) +
+                                               " risk: " + refused->second);
   InstanceSetup setup;
+  if (auto gvisor = options.gvisor_tiers.find(config.risk); gvisor != options.gvisor_tiers.end())
+    setup.gvisor = gvisor->second;
   if (call && call->lease_credentials) {
     // Leased for this call's owner; a refusal is the owner's, not the server's: no backoff.
     auto leased = call->lease_credentials();

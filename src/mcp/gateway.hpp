@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/gvisor_stdio_session.hpp"
 #include "backend/local.hpp"
 #include "common/result.hpp"
 #include "mcp/content_tools.hpp"
@@ -38,6 +39,14 @@ struct GatewayOptions {
   // wall time: an instance lives until its idle timeout). Empty: policy::default_tiers().
   std::map<policy::Risk, sandbox::Limits> tiers;
   std::size_t max_log_bytes = 64 * 1024;   // of a server's stderr kept per call
+  // The risk tiers that run on gVisor, and where (docs/mcp-gateway.md, "Servers on gVisor"):
+  // a server whose `risk` is one of them runs each instance, the listing one too, in a gVisor
+  // sandbox there. Any other tier's servers run in the local sandbox, but for...
+  std::map<policy::Risk, backend::GvisorPlace> gvisor_tiers;
+  // ...the tiers whose servers cannot run here, with why (a Kubernetes tier; a tier whose
+  // backend is unavailable): their instances are refused, the listing one too, rather than
+  // run in a weaker sandbox than the tier asks for.
+  std::map<policy::Risk, std::string> refused_tiers;
 };
 
 class Gateway : public pipeline::McpToolCaller {

@@ -19,6 +19,29 @@ backend::LocalSessionOptions session_options(const InstanceSetup& s) {
   return o;
 }
 
+backend::GvisorStdioOptions gvisor_options(const InstanceSetup& s) {
+  backend::GvisorStdioOptions o;
+  o.place = *s.gvisor;
+  o.rule_set = "the network rules of MCP server " + s.server.name;
+  o.forbidden = s.forbidden;
+  o.stderr_ring_bytes = std::max<std::size_t>(s.max_log_bytes, 4096);
+  o.on_end = s.on_end;
+  return o;
+}
+
+// The server's sandbox: gVisor's where its tier runs on gVisor, else the local one.
+Result<std::unique_ptr<backend::StdioSandbox>> start_sandbox(const InstanceSetup& s, sandbox::Spec spec,
+                                                             const egress::EgressRules& rules) {
+  if (s.gvisor) {
+    auto session = backend::GvisorStdioSession::start(std::move(spec), rules, gvisor_options(s));
+    if (!session) return session.error();
+    return std::unique_ptr<backend::StdioSandbox>(std::move(*session));
+  }
+  auto session = backend::LocalSession::start(std::move(spec), rules, session_options(s));
+  if (!session) return session.error();
+  return std::unique_ptr<backend::StdioSandbox>(std::move(*session));
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setup) {
@@ -31,8 +54,9 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
     for (const auto& [name, value] : s.credentials->env) spec.env[name] = value;
     for (const auto& h : s.credentials->inject) rules.inject.push_back(h);
   }
-  auto session = backend::LocalSession::start(spec, rules, session_options(s));
-  if (!session) return failed("starting its sandbox: " + session.error().message);
+  auto session = start_sandbox(s, std::move(spec), rules);
+  if (!session) return failed(std::string("starting its ") + (s.gvisor ? "gVisor " : "") +
+                              "sandbox: " + session.error().message);
   inst->session_ = std::move(*session);
 
   StdioClientOptions co;

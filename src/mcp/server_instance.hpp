@@ -1,4 +1,5 @@
-// One running third-party MCP server: its long-lived sandbox (backend::LocalSession), the
+// One running third-party MCP server: its long-lived sandbox (backend::StdioSandbox: a
+// LocalSession, or a GvisorStdioSession when its risk's tier runs on gVisor), the
 // stdio client on its pipes, and what it listed last. Started and initialized as a whole, or
 // not at all; the gateway (gateway.cpp) decides when.
 #pragma once
@@ -15,7 +16,9 @@
 #include <vector>
 
 #include "backend/local.hpp"
+#include "backend/gvisor_stdio_session.hpp"
 #include "backend/local_session.hpp"
+#include "backend/stdio_sandbox.hpp"
 #include "common/result.hpp"
 #include "mcp/content_tools.hpp"
 #include "mcp/listed_tool.hpp"
@@ -31,6 +34,9 @@ struct InstanceSetup {
   sandbox::Limits limits;
   std::vector<egress::Endpoint> forbidden;
   backend::RunningSandboxes* registry = nullptr;
+  // Set: the sandbox is gVisor's, there (the server's risk's tier runs on the gvisor
+  // backend). Unset: the local sandbox.
+  std::optional<backend::GvisorPlace> gvisor;
   std::chrono::milliseconds start_timeout{30'000};
   std::size_t max_log_bytes = 64 * 1024;
   std::function<void()> on_end;            // the sandbox ended (its supervisor thread)
@@ -95,7 +101,7 @@ class ServerInstance {
   std::optional<sandbox::Usage> call_ended(std::chrono::steady_clock::time_point began);
 
   InstanceSetup setup_;
-  std::unique_ptr<backend::LocalSession> session_;
+  std::unique_ptr<backend::StdioSandbox> session_;
   std::mutex charge_mu_;
   Charged charged_;
   std::unique_ptr<StdioClient> client_;

@@ -3,6 +3,7 @@
 // the whole pipeline. Every test runs a real attack and asserts it failed.
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -712,6 +713,70 @@ TEST_F(CredentialedGateway, ACredentialThatCannotBeMadeFailsTheCallAndStartsNoth
 // and reads them (sdk_content.mjs: RBAC hides and refuses them for a principal without
 // everything.*; DLP scans a prompt), and each read is an invocation of the server's content
 // tool: its row and its audit record name it, and DLP's redactions are in both.
+// Servers on gVisor (docs/mcp-gateway.md, "Servers on gVisor"): the high tier runs on gVisor
+// (runsc, --platform=ptrace), and the same hostile server runs there at risk high and locally
+// at risk medium. Through the whole pipeline, the high one's tools are called (no more
+// tier_unavailable) and answer from the Sentry's kernel; the medium one's from the host's. A
+// tool raised to high by riskOverrides on the local server is refused: its sandbox would be
+// weaker than its tier asks for. Skips without runsc.
+class GvisorGateway : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the sandbox tests run as root";
+    if (std::system("command -v runsc >/dev/null 2>&1") != 0) GTEST_SKIP() << "runsc is not installed";
+    ws_ = std::make_unique<Workspace>("", "");
+    std::string yaml = ws_->config_text();
+    const std::string low = "  low: {timeout: 10s, memory: 128Mi, pids: 16, output: 64Ki}\n";
+    const auto at = yaml.find(low);
+    ASSERT_NE(at, std::string::npos);
+    yaml.insert(at + low.size(), "  high: {backend: gvisor, gvisor: {platform: ptrace}}\n");
+    const std::string fixtures = std::string(MCP_FIXTURES_DIR) + ":/fixtures";
+    ws_->write_config(yaml + R"(
+mcpServers:
+  - name: gv
+    command: [python3, /fixtures/malicious_server.py, --rug-pull-on-call]
+    dataPaths: [")" + fixtures + R"("]
+    risk: high
+  - name: local
+    command: [python3, /fixtures/malicious_server.py, --rug-pull-on-call]
+    dataPaths: [")" + fixtures + R"("]
+    risk: medium
+    tools: {riskOverrides: {getenv: high}}
+)");
+    daemon_ = std::make_unique<RunningDaemon>(*ws_);
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "gv.read_path")) << "gv was never listed";
+    ASSERT_TRUE(wait_for_tool(daemon_->port, "local.read_path")) << "local was never listed";
+  }
+  void TearDown() override {
+    daemon_.reset();
+    if (ws_) {
+      EXPECT_EQ(processes_with(ws_->dir() + "/data/gvisor"), 0) << "no runsc is left";
+    }
+    ws_.reset();
+  }
+  std::unique_ptr<Workspace> ws_;
+  std::unique_ptr<RunningDaemon> daemon_;
+};
+
+TEST_F(GvisorGateway, AHighServerAnswersFromGvisorsKernelAndALocalOneFromTheHosts) {
+  utsname host{};
+  ASSERT_EQ(::uname(&host), 0);
+  auto gv = invoke(daemon_->port, "gv.read_path", {{"path", "/proc/version"}});
+  ASSERT_EQ(gv.status, 200) << gv.body;
+  ASSERT_EQ(gv.json()["status"], "ok") << gv.body;
+  EXPECT_NE(gv.body.find("SUCCEEDED"), std::string::npos) << gv.body;
+  EXPECT_EQ(gv.body.find(host.release), std::string::npos) << gv.body;
+  EXPECT_GT(processes_with(ws_->dir() + "/data/gvisor"), 0) << "it runs in runsc";
+  auto local = invoke(daemon_->port, "local.read_path", {{"path", "/proc/version"}});
+  ASSERT_EQ(local.json()["status"], "ok") << local.body;
+  EXPECT_NE(local.body.find(host.release), std::string::npos) << "control: " << local.body;
+  auto raised = invoke(daemon_->port, "local.getenv", {{"name", "PATH"}});
+  EXPECT_EQ(raised.status, 403) << raised.body;
+  EXPECT_EQ(raised.json()["error"]["kind"], "tier_unavailable") << raised.body;
+  const std::string why = raised.json()["error"]["message"];
+  EXPECT_NE(why.find("raise the server's risk"), std::string::npos) << why;
+}
+
 class EverythingGateway : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -96,5 +96,75 @@ TEST(ExecuteStage, RunsTheRequestOnTheBackendOfTheTier) {
   EXPECT_EQ(backend.requests.size(), 1u);
 }
 
+class NamedBackend : public backend::Backend {
+ public:
+  explicit NamedBackend(std::string name) : name_(std::move(name)) {}
+  backend::RunResult run(const backend::RunRequest&, const backend::RunContext&) override { return {}; }
+  std::string_view name() const override { return name_; }
+
+ private:
+  std::string name_;
+};
+
+class RecordingGateway : public pipeline::McpToolCaller {
+ public:
+  Result<pipeline::McpToolResult> call(const pipeline::McpToolCall& call) override {
+    servers.push_back(call.server);
+    pipeline::McpToolResult r;
+    r.content = nlohmann::json::array({{{"type", "text"}, {"text", "ok"}}});
+    return r;
+  }
+  std::vector<std::string> servers;
+};
+
+// Issue #38: a server's tool runs when its tier and its server's run on the local sandbox or on
+// gVisor (the gateway runs the server in its tier's), is refused on a Kubernetes tier, and is
+// refused when its server's sandbox would be weaker than its own tier asks for.
+TEST(ExecuteStage, McpToolsRunOnLocalOrGvisorTiersNeverInAWeakerSandbox) {
+  NamedBackend local("local"), gvisor("gvisor"), kubernetes("kubernetes");
+  RecordingGateway gateway;
+  policy::Config config;
+  for (auto [name, risk] : {std::pair{"gv", policy::Risk::high}, std::pair{"kube", policy::Risk::critical},
+                            std::pair{"loc", policy::Risk::medium}}) {
+    policy::McpServerConfig server;
+    server.name = name;
+    server.risk = risk;
+    config.mcp_servers.push_back(server);
+  }
+  pipeline::ExecuteOptions options;
+  options.backends = {{policy::Risk::low, &local}, {policy::Risk::medium, &local},
+                      {policy::Risk::high, &gvisor}, {policy::Risk::critical, &kubernetes}};
+  options.mcp = &gateway;
+  auto stage = pipeline::ExecuteStage::create(config, options);
+  ASSERT_TRUE(stage.ok()) << stage.error().message;
+  // The tool `server.t` of `risk`: the error kind and message of its call ("" when it ran).
+  auto call = [&](const std::string& server, policy::Risk risk) -> std::string {
+    config.tools.clear();
+    config.tools.emplace_back();
+    auto& tool = config.tools.back();
+    tool.name = server + ".t";
+    tool.risk = risk;
+    tool.mcp = policy::McpToolSource{server, "t", "", ""};
+    pipeline::Invocation inv;
+    inv.tool_name = tool.name;
+    pipeline::StageContext ctx(config);
+    auto r = (*stage)->run(inv, ctx);
+    return r.error() ? std::string(r.error()->kind_name()) + ": " + r.error()->message : "";
+  };
+  EXPECT_EQ(call("gv", policy::Risk::high), "");
+  EXPECT_EQ(call("gv", policy::Risk::low), "") << "a stronger sandbox than the tool's tier asks for";
+  EXPECT_EQ(call("loc", policy::Risk::medium), "");
+  EXPECT_EQ(gateway.servers, (std::vector<std::string>{"gv", "gv", "loc"}));
+  const auto kube = call("kube", policy::Risk::critical);
+  EXPECT_EQ(kube.rfind("tier_unavailable: ", 0), 0u) << kube;
+  EXPECT_NE(kube.find("kubernetes backend, and MCP servers run only in the local sandbox or in gVisor"),
+            std::string::npos) << kube;
+  const auto kube_server = call("kube", policy::Risk::low);
+  EXPECT_NE(kube_server.find("its MCP server is critical risk"), std::string::npos) << kube_server;
+  const auto raised = call("loc", policy::Risk::high);
+  EXPECT_NE(raised.find("raise the server's risk"), std::string::npos) << raised;
+  EXPECT_EQ(gateway.servers.size(), 3u) << "no refused call reached the gateway";
+}
+
 }  // namespace
 }  // namespace airlock

@@ -219,12 +219,10 @@ StageResult ExecuteStage::run(Invocation& inv, StageContext& ctx) {
                     (why != options_.unavailable.end() ? why->second : "no backend runs that tier here"));
   }
   if (tool->mcp) {
-    // A server runs in a local sandbox (the gateway's): only a tier that runs locally may call it.
-    if (backend->second->name() != "local")
-      return deny(ErrorKind::tier_unavailable,
-                  "tool '" + inv.tool_name + "' is " + std::string(policy::risk_name(tool->risk)) +
-                      " risk: that tier runs on the " + std::string(backend->second->name()) +
-                      " backend, and MCP servers run only in the local sandbox");
+    const auto* server = ctx.config().find_mcp_server(tool->mcp->server);
+    if (auto refused = mcp_tier_refusal(*tool, server ? server->risk : tool->risk); !refused.empty())
+      return deny(ErrorKind::tier_unavailable, "tool '" + inv.tool_name + "' is " +
+                                                   std::string(policy::risk_name(tool->risk)) + " risk: " + refused);
     return call_mcp_server(inv, *tool);
   }
   backend::RunContext context;
@@ -275,6 +273,7 @@ std::string server_owner(const Invocation& inv) {
 }
 
 InvocationError mcp_error(const Error& e, const std::string& tool) {
+  if (e.code == "tier_unavailable") return deny(ErrorKind::tier_unavailable, "tool " + tool + ": " + e.message);
   if (e.code == "tool_disabled") return deny(ErrorKind::tool_disabled, e.message);
   if (e.code == "credential_denied")
     return deny(ErrorKind::credential_denied, "a credential of this tool's MCP server: " + e.message);
@@ -294,6 +293,31 @@ InvocationError mcp_error(const Error& e, const std::string& tool) {
 }
 
 }  // namespace
+
+// Why a tool of an MCP server may not be called here ("" when it may). The gateway runs the
+// server in the sandbox of the server's risk's tier: the local sandbox or gVisor
+// (docs/mcp-gateway.md, "Servers on gVisor"), never a Kubernetes pod. The tool's own tier
+// must run on one of those two, and the server's sandbox may not be weaker than the tool's
+// tier asks for (a tool raised to a gVisor tier by riskOverrides, its server on a local one).
+std::string ExecuteStage::mcp_tier_refusal(const policy::ToolConfig& tool, policy::Risk server_risk) const {
+  const auto backend_of = [&](policy::Risk risk) -> std::string {
+    const auto found = options_.backends.find(risk);
+    return found != options_.backends.end() && found->second ? std::string(found->second->name()) : "";
+  };
+  const std::string tool_backend = backend_of(tool.risk);
+  if (tool_backend != "local" && tool_backend != "gvisor")
+    return "that tier runs on the " + tool_backend +
+           " backend, and MCP servers run only in the local sandbox or in gVisor";
+  const std::string server_backend = backend_of(server_risk);
+  if (server_backend.empty()) return "no backend runs the tier of its MCP server here";
+  if (server_backend != "local" && server_backend != "gvisor")
+    return "its MCP server is " + std::string(policy::risk_name(server_risk)) + " risk, whose tier runs on the " +
+           server_backend + " backend, and MCP servers run only in the local sandbox or in gVisor";
+  if (tool_backend == "gvisor" && server_backend == "local")
+    return "that tier runs on gVisor, and its MCP server (" + std::string(policy::risk_name(server_risk)) +
+           " risk) runs in the local sandbox: raise the server's risk to a tier on gVisor";
+  return "";
+}
 
 // A tool of an MCP server: the gateway calls it in that server's sandbox. Its result is the
 // output as the server gave it ({content, structuredContent?, isError?}; a content tool's:

@@ -34,6 +34,7 @@ class ExecuteStage : public Stage {
 
  private:
   StageResult call_mcp_server(Invocation& inv, const policy::ToolConfig& tool) const;
+  std::string mcp_tier_refusal(const policy::ToolConfig& tool, policy::Risk server_risk) const;
   StageResult failed_run(Invocation& inv, const policy::ToolConfig& tool, const std::string& rule_set,
                          bool stopping) const;
 

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "audit/invocation_record.hpp"
+#include "backend/gvisor_backend.hpp"
 #include "creds/providers/providers.hpp"
 #include "pipeline/stages/execute.hpp"
 #include "pipeline/storage_locations.hpp"
@@ -39,6 +40,25 @@ std::vector<egress::Endpoint> storage_database_endpoints(const policy::StorageCo
     ::freeaddrinfo(found);
   }
   return endpoints;
+}
+
+// Where each tier's MCP servers run (docs/mcp-gateway.md, "Servers on gVisor"): a tier on
+// the gvisor backend runs them in gVisor with that backend's runsc and state directory; a
+// tier on the local sandbox, locally; any other tier (Kubernetes, or no backend here) not at all.
+void place_mcp_servers(const TierBackends& backends, mcp::GatewayOptions& options) {
+  for (auto risk : {policy::Risk::low, policy::Risk::medium, policy::Risk::high, policy::Risk::critical}) {
+    const auto found = backends.tiers().find(risk);
+    if (found == backends.tiers().end()) {
+      if (auto why = backends.unavailable().find(risk); why != backends.unavailable().end())
+        options.refused_tiers[risk] = why->second;
+      continue;  // low and medium on the local sandbox are not in tiers()
+    }
+    if (auto* gvisor = dynamic_cast<backend::GvisorBackend*>(found->second))
+      options.gvisor_tiers[risk] = backend::GvisorPlace{gvisor->invocation(), gvisor->state_dir()};
+    else if (found->second->name() != "local")
+      options.refused_tiers[risk] = "its tier runs on the " + std::string(found->second->name()) +
+                                    " backend, and MCP servers run only in the local sandbox or in gVisor";
+  }
 }
 
 }  // namespace
@@ -113,6 +133,7 @@ Status Daemon::State::make_gateway(std::shared_ptr<const policy::Config> cfg) {
   gateway_options.registry = &registry;
   gateway_options.forbidden = forbidden;
   gateway_options.tiers = cfg->tiers;  // as at start: a reload does not resize running servers
+  place_mcp_servers(*backends, gateway_options);
   gateway_options.listed = [this](const std::string& server, const std::vector<mcp::ListedTool>& tools) {
     gateway_tools->on_listing(server, tools);
   };
