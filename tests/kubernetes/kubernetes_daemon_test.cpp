@@ -4,6 +4,12 @@
 // runner and the tool's files, its output comes back as the invocation's; host-name egress
 // goes through the daemon's egress gateway with the invocation's credentials.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "egress_fixtures.hpp"
 #include "server_test_support.hpp"
@@ -110,6 +116,35 @@ TEST_F(KubernetesDaemon, AHighSessionIsAPodItsExecsGoThroughPodsExec) {
   EXPECT_EQ(ran.json()["exit_code"], 0) << ran.body;
   auto ended = http(d.port, "DELETE", "/v1/sessions/" + id);
   ASSERT_EQ(ended.status, 200) << ended.body;
+  expect_clean();
+}
+
+// A daemon SIGKILLed while a HIGH session runs leaves the session's pod in the cluster (its
+// expiry is the session's whole life). The next start records the session aborted and deletes
+// its pod, its Secret and its NetworkPolicy at once.
+TEST_F(KubernetesDaemon, AKilledDaemonsSessionPodIsDeletedByTheNextStart) {
+  std::string yaml = ws.config_text();
+  const std::string image = "image: registry.example/tools/ok:1";
+  ASSERT_NE(yaml.find(image), std::string::npos);
+  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
+  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n");
+  const std::uint16_t port = free_port(26000);
+  const pid_t daemon = ::fork();
+  if (daemon == 0) {
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    ::execl(AIRLOCK_BINARY, "airlock", "serve", "--config", ws.config_path().c_str(), "--listen", listen.c_str(),
+            nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 500 && http(port, "GET", "/healthz", "", "").status != 200; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto made = http(port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  ::kill(daemon, SIGKILL);
+  ::waitpid(daemon, nullptr, 0);
+  ASSERT_EQ(standin.state()["pods"].size(), 1u) << "the killed daemon left its session's pod";
+
+  RunningDaemon next(ws);
   expect_clean();
 }
 

@@ -26,6 +26,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(policy::Config config, DaemonOpti
   // Build: the pipeline's services, the tiers, quotas, replicas, the gateway, the API.
   st->wire_pipeline();
   if (auto s = st->make_backends(*cfg); !s) return s.error();
+  st->abandon_aborted_sessions();
   if (auto s = st->open_quotas(*cfg); !s) return s.error();
   // On PostgreSQL every outstanding lease may be a live replica's: a dead one's are revoked
   // by failover, invocation by invocation; this host's aborted sessions' by their ids.

@@ -64,6 +64,16 @@ void Daemon::State::revoke_aborted_session_leases(const policy::Config& cfg) {
   }
 }
 
+// The sessions recover() recorded aborted ran on this host's backends: what a backend keeps
+// outside this host (a Kubernetes tier's session pods, labelled with the session's id) is
+// deleted now that the backends are made, rather than when its expiry (the session's whole
+// life) comes. A cluster out of reach is said, and its garbage collector deletes them later.
+void Daemon::State::abandon_aborted_sessions() {
+  for (const auto& id : aborted_sessions)
+    if (auto removed = backends->abandon(id); !removed)
+      std::cerr << "airlock: aborted session " << id << ": its pods: " << removed.error().message << "\n";
+}
+
 // Registers this replica before anything runs; its thread (heartbeats, failover) starts with
 // the daemon. What failover does with a dead replica's running invocation is what recover()
 // does at a restart, plus its credentials and pods (that replica cannot do it any more).
@@ -133,7 +143,7 @@ void Daemon::State::abandoned(const ReplicaRegistry::Orphan& orphan) {
 
 // A dead replica's sessions died with it: each is recorded as ended, "aborted" (exactly once,
 // whichever replica takes it), and its credential leases (leased under the session's id) are
-// revoked. Then the forwards under way to replicas that are gone are cut.
+// revoked, and its pods (a Kubernetes tier's) deleted. Then the forwards under way to replicas that are gone are cut.
 void Daemon::State::take_over_sessions() {
   if (!pg_sessions) return;
   auto taken = record_orphaned_sessions(*pg_sessions, *audit, [this](const PostgresSessionStore::Location& l) {
@@ -142,6 +152,7 @@ void Daemon::State::take_over_sessions() {
     const auto revoked = broker.revoke_of_invocation(l.row.id);
     std::string problems;
     for (const auto& e : revoked.errors) problems += " " + e + ";";
+    if (auto removed = backends->abandon(l.row.id); !removed) problems += " pods: " + removed.error().message + ";";
     std::cerr << "airlock: failover: session " << l.row.id << " (" << l.row.template_name << ") of replica "
               << l.replica << " recorded as ended, aborted; revoked " << revoked.revoked << " credential lease(s)"
               << (problems.empty() ? "" : "; problems:" + problems) << "\n";

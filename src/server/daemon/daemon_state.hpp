@@ -134,6 +134,7 @@ struct Daemon::State {
   void forbid_storage_database();
   void revoke_leftover_leases(const policy::Config& cfg);
   void revoke_aborted_session_leases(const policy::Config& cfg);
+  void abandon_aborted_sessions();  // their pods, once the backends are made
   void describe_metrics();
   void answer_polls_done_elsewhere();
   void make_api(const policy::Config& cfg);
