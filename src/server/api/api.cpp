@@ -102,7 +102,7 @@ Api::Api(ApiServices services)
       [failed = s_.failed_auth](const std::string& peer) {
         if (failed) failed->note(peer.empty() ? "unknown" : peer, console::kSignInLabel, "invalid_key");
       },
-      console::SessionOptions{}, s_.console_sessions);
+      console::SessionOptions{}, console::Console::Shared{s_.console_sessions, s_.console_logins});
 }
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {

@@ -78,12 +78,13 @@ std::string forwarded_target(const std::string& method, const std::vector<std::s
 
 Console::Console(const GenerationSlot& generation, Dispatch dispatch,
                  std::function<void(const std::string& peer)> refused_sign_in, SessionOptions options,
-                 std::shared_ptr<SessionStore> shared)
+                 Shared shared)
     : generation_(generation),
       dispatch_(std::move(dispatch)),
       refused_sign_in_(std::move(refused_sign_in)),
-      sessions_(shared ? std::move(shared) : std::make_shared<MemorySessionStore>(options)),
-      oidc_([](const identity::FetchRequest& request) { return identity::http_request(request, {}); }) {}
+      sessions_(shared.sessions ? std::move(shared.sessions) : std::make_shared<MemorySessionStore>(options)),
+      oidc_([](const identity::FetchRequest& request) { return identity::http_request(request, {}); },
+            std::move(shared.logins)) {}
 
 void Console::handle(const HttpRequest& r, const std::vector<std::string>& parts,
                      std::function<void(HttpResponse)> reply) {
@@ -204,6 +205,7 @@ HttpResponse Console::oidc_login(const HttpRequest& r, bool tls) {
   const auto& config = *generation->config->identity.console;
   const auto* issuer = generation->config->identity.find_issuer(config.issuer);
   auto started = oidc_.start(config, issuer->issuer);
+  if (!started && started.error().code.rfind("storage", 0) == 0) return store_failure(started.error());
   if (!started) return error_response(502, started.error().code, "sign-in with " + config.issuer + ": " + started.error().message);
   auto resp = json_response(200, {{"authorization_url", started->authorization_url}});
   resp.headers.emplace_back("Set-Cookie", oidc_cookie(started->binding, tls));
@@ -230,6 +232,7 @@ HttpResponse Console::oidc_callback(const HttpRequest& r, bool tls) {
   auto cookie = r.headers.find("cookie");
   const std::string binding = cookie == r.headers.end() ? "" : cookie_value(cookie->second, kOidcCookieName);
   auto login = oidc_.take(param("state"), binding);
+  if (!login && login.error().code != "oidc_state") return store_failure(login.error());
   if (!login) return oidc_refused(r, 400, login.error().code, login.error().message, tls);
   if (const std::string error = param("error"); !error.empty())
     return oidc_refused(r, 401, "oidc_provider", "the provider answered " + error + ": " + param("error_description"), tls);

@@ -35,10 +35,14 @@ class Console {
  public:
   // `dispatch`: the API's own handler (Api::handle), which /console/api/... is forwarded to.
   // `refused_sign_in`: told the peer of each sign-in the authenticator refused.
-  // `shared`: the sessions every replica shares (storage.postgres); null: this daemon's memory.
+  // The stores every replica shares (storage.postgres); null ones are this daemon's memory.
+  struct Shared {
+    std::shared_ptr<SessionStore> sessions;
+    std::shared_ptr<PendingLogins> logins;
+  };
   Console(const GenerationSlot& generation, Dispatch dispatch,
           std::function<void(const std::string& peer)> refused_sign_in = {}, SessionOptions options = {},
-          std::shared_ptr<SessionStore> shared = nullptr);
+          Shared shared = {});
   void handle(const HttpRequest& request, const std::vector<std::string>& parts,
               std::function<void(HttpResponse)> reply);
   SessionStore& sessions() { return *sessions_; }

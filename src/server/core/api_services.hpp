@@ -32,6 +32,7 @@ class Gateway;
 
 namespace airlock::server::console {
 class SessionStore;
+class PendingLogins;
 }
 
 namespace airlock::server {
@@ -81,6 +82,7 @@ struct ApiServices {
   std::shared_ptr<McpSessionBook> mcp_session_book;
   // storage.postgres: the console's sessions every replica shares. Null: each replica's memory.
   std::shared_ptr<console::SessionStore> console_sessions;
+  std::shared_ptr<console::PendingLogins> console_logins;  // its pending OpenID sign-ins, likewise
 };
 
 }  // namespace airlock::server
