@@ -4,14 +4,22 @@
 // same CSRF token; a sign-out through one is refused by all at once; the table holds the SHA-256
 // of the id and the credential and CSRF token sealed (a database reader gets neither); an
 // expired session is refused everywhere; a database away refuses, never signs in.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/digest.hpp"
+#include "identity/signer.hpp"
 #include "replica_process.hpp"
+#include "server/console/console_oidc.hpp"
 
 namespace airlock::replicas_test {
 namespace {
@@ -196,6 +204,247 @@ TEST_F(ConsoleReplicas, TheDatabaseAwayRefusesAndSaysWhy) {
   EXPECT_EQ(api.status, 503) << api.body;
   EXPECT_EQ(again.status, 503) << again.body;
   EXPECT_EQ(again.headers.count("set-cookie"), 0u);
+}
+
+// ---- "Sign in with <issuer>" across replicas ------------------------------------------
+
+// The value of `name` in the query string of `url` (or in a form body), "" when absent. The
+// values this test reads (hex, base64url, "code-N") need no decoding.
+std::string param_of(const std::string& url, const std::string& name) {
+  const auto q = url.find('?');
+  std::string rest = q == std::string::npos ? url : url.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string pair = rest.substr(0, amp);
+    if (pair.rfind(name + "=", 0) == 0) return pair.substr(name.size() + 1);
+    rest = amp == std::string::npos ? "" : rest.substr(amp + 1);
+  }
+  return "";
+}
+
+// An OpenID provider's stand-in on loopback: its discovery document and a token endpoint that
+// gives, for a code the test "authorized" (as the provider's login page would), an ID token
+// for bob with that login's nonce, only when the code verifier sent is the one whose S256
+// challenge the authorization request carried (RFC 7636: what proves that the replica doing the
+// exchange holds the login's verifier).
+class OidcStandIn {
+ public:
+  explicit OidcStandIn(const std::string& key_file) : signer_(*identity::TokenSigner::load_or_create(key_file)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      throw std::runtime_error("the provider's stand-in cannot listen");
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~OidcStandIn() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string issuer() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  nlohmann::json jwks() const { return signer_.jwks(); }
+  // The provider's login page said yes: `code` for the login whose authorization URL is `url`.
+  void authorize(const std::string& code, const std::string& url) {
+    std::lock_guard lock(mu_);
+    codes_[code] = {param_of(url, "nonce"), param_of(url, "code_challenge")};
+  }
+  std::vector<std::string> verifiers() {
+    std::lock_guard lock(mu_);
+    return verifiers_;
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      const std::string request = read_request(c);
+      const std::string body = request.substr(request.find("\r\n\r\n") + 4);
+      const auto [status, answer] = request.rfind("GET /.well-known/openid-configuration", 0) == 0
+                                        ? std::pair<int, std::string>{200, discovery().dump()}
+                                        : token(body);
+      const std::string reply = "HTTP/1.1 " + std::to_string(status) +
+                                " X\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                                std::to_string(answer.size()) + "\r\n\r\n" + answer;
+      (void)!::write(c, reply.data(), reply.size());
+      ::close(c);
+    }
+  }
+  static std::string read_request(int c) {
+    std::string text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(c, buf, sizeof buf)) > 0;) {
+      text.append(buf, static_cast<std::size_t>(n));
+      const auto end = text.find("\r\n\r\n");
+      if (end == std::string::npos) continue;
+      const auto at = text.find("Content-Length: ");
+      const std::size_t length = at == std::string::npos || at > end ? 0 : std::stoul(text.substr(at + 16));
+      if (text.size() >= end + 4 + length) break;
+    }
+    return text.find("\r\n\r\n") == std::string::npos ? text + "\r\n\r\n" : text;
+  }
+  nlohmann::json discovery() const {
+    return {{"issuer", issuer()},
+            {"authorization_endpoint", issuer() + "/authorize"},
+            {"token_endpoint", issuer() + "/token"},
+            {"code_challenge_methods_supported", {"S256"}}};
+  }
+  std::pair<int, std::string> token(const std::string& form) {
+    std::lock_guard lock(mu_);
+    const std::string verifier = param_of(form, "code_verifier");
+    verifiers_.push_back(verifier);
+    auto it = codes_.find(param_of(form, "code"));
+    if (it == codes_.end() || server::console::s256_challenge(verifier) != it->second.second)
+      return {400, json{{"error", "invalid_grant"}, {"error_description", "unknown code or wrong verifier"}}.dump()};
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    auto id_token = signer_.issue({{"iss", issuer()}, {"aud", "airlock-console"}, {"sub", "bob"}, {"nonce", it->second.first},
+                                   {"iat", now}, {"exp", now + 300}});
+    codes_.erase(it);  // a code is used once
+    return {200, json{{"id_token", *id_token}, {"token_type", "Bearer"}}.dump()};
+  }
+
+  identity::TokenSigner signer_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::map<std::string, std::pair<std::string, std::string>> codes_;  // code: nonce, challenge
+  std::vector<std::string> verifiers_;
+};
+
+class ConsoleOidcReplicas : public ConsoleReplicas {
+ protected:
+  void SetUp() override {
+    for (auto* ws : {&a_ws_, &b_ws_}) {
+      *ws = std::make_unique<Workspace>();
+      to_postgres(**ws, db_.url, db_.key_file);
+      std::ofstream((*ws)->dir() + "/oidc-jwks.json") << idp_.jwks().dump();
+      std::string yaml = (*ws)->config_text();
+      const std::string sections =
+          "identity:\n  issuers:\n    - {name: corp-oidc, issuer: \"" + idp_.issuer() +
+          "\", audiences: [airlock-console], jwksFile: oidc-jwks.json}\n"
+          "  console: {issuer: corp-oidc, clientId: airlock-console, redirectUri: "
+          "\"http://console.example/console/oidc/callback\"}\n";
+      yaml.replace(yaml.find("tiers:\n"), 7, sections + "tiers:\n");
+      (*ws)->write_config(yaml);
+    }
+    ::setenv("AIRLOCK_SECRETS_KEY_FILE", (db_.key_dir + "/secrets.key").c_str(), 1);
+    a_.emplace(*a_ws_, 50000);
+    b_.emplace(*b_ws_, 51000);
+    ::unsetenv("AIRLOCK_SECRETS_KEY_FILE");
+    ASSERT_TRUE(a_->serving()) << a_->log();
+    ASSERT_TRUE(b_->serving()) << b_->log();
+  }
+
+  struct Login {
+    std::string url, binding;
+  };
+  Login start_login(std::uint16_t port) {
+    auto r = http_with(port, "POST", "/console/oidc/login", "{}", "", browser(""));
+    EXPECT_EQ(r.status, 200) << r.body;
+    const std::string set = r.headers["set-cookie"];
+    const auto eq = set.find('='), semi = set.find(';');
+    if (r.status != 200 || eq == std::string::npos) return {};
+    return {r.json().value("authorization_url", ""), set.substr(eq + 1, semi - eq - 1)};
+  }
+  // The callback as the browser follows the provider's redirect. Its answer raw: it sets two
+  // cookies (the session's, and the login's cleared), which Reply's header map would merge.
+  struct Callback {
+    int status = 0;
+    std::string text, session_cookie;
+  };
+  Callback callback(std::uint16_t port, const Login& login, const std::string& code, const std::string& binding) {
+    const std::string request = "GET /console/oidc/callback?code=" + code + "&state=" + param_of(login.url, "state") +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: airlock_console_oidc=" + binding +
+                                "\r\nConnection: close\r\n\r\n";
+    Callback out;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    if (out.text.size() > 12) out.status = std::atoi(out.text.substr(9, 3).c_str());
+    const auto at = out.text.find("Set-Cookie: airlock_console=");
+    if (at != std::string::npos) out.session_cookie = out.text.substr(at + 28, out.text.find(';', at) - at - 28);
+    return out;
+  }
+
+  std::string idp_key_dir_ = [] {
+    std::string tmpl = "/tmp/airlock-oidc-idp-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp");
+    return tmpl;
+  }();
+  OidcStandIn idp_{idp_key_dir_ + "/idp.key"};
+};
+
+// Started on A, the provider's callback lands on B: B completes it (it holds the login's
+// verifier and nonce through the database), and the session it makes is served by A.
+TEST_F(ConsoleOidcReplicas, ALoginStartedOnACompletesOnB) {
+  const auto login = start_login(a_->port);
+  ASSERT_FALSE(login.url.empty());
+  EXPECT_EQ(login.url.rfind(idp_.issuer() + "/authorize?", 0), 0u) << login.url;
+  EXPECT_EQ(db_.count("SELECT count(*) FROM console_oidc_logins"), 1u);
+  idp_.authorize("code-1", login.url);
+  auto done = callback(b_->port, login, "code-1", login.binding);
+  ASSERT_EQ(done.status, 303) << done.text;
+  const std::string cookie = done.session_cookie;
+  ASSERT_EQ(cookie.size(), 64u) << done.text;
+  auto info = session_info(a_->port, {cookie, ""});
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_EQ(info.json()["subject"]["sub"], "bob");
+  EXPECT_EQ(db_.count("SELECT count(*) FROM console_oidc_logins"), 0u) << "a login ends at its callback";
+
+  // The same callback replayed, to either replica: the state was used.
+  for (auto port : {a_->port, b_->port}) {
+    auto replay = callback(port, login, "code-1", login.binding);
+    EXPECT_EQ(replay.status, 400) << replay.text;
+    EXPECT_NE(replay.text.find("\"oidc_state\""), std::string::npos) << replay.text;
+    EXPECT_TRUE(replay.session_cookie.empty());
+  }
+}
+
+// A callback from another browser (its binding cookie missing or another) is refused on the
+// replica it reaches, and leaves the login to its own browser, which completes it elsewhere.
+TEST_F(ConsoleOidcReplicas, ACallbackFromAnotherBrowserIsRefusedOnEveryReplica) {
+  const auto login = start_login(a_->port), other = start_login(b_->port);
+  ASSERT_FALSE(login.url.empty());
+  ASSERT_FALSE(other.url.empty());
+  idp_.authorize("code-2", login.url);
+  for (const std::string& binding : {std::string(), other.binding, std::string(64, 'f')}) {
+    auto stolen = callback(b_->port, login, "code-2", binding);
+    EXPECT_EQ(stolen.status, 400) << stolen.text;
+    EXPECT_TRUE(stolen.session_cookie.empty());
+  }
+  auto mine = callback(b_->port, login, "code-2", login.binding);
+  EXPECT_EQ(mine.status, 303) << mine.text;
+  EXPECT_EQ(mine.session_cookie.size(), 64u) << mine.text;
+}
+
+// The table holds neither the state, the browser binding, the nonce nor the PKCE verifier.
+TEST_F(ConsoleOidcReplicas, TheTableHoldsNoneOfTheLoginsSecrets) {
+  const auto login = start_login(a_->port);
+  ASSERT_FALSE(login.url.empty());
+  const auto whole = db_.column("SELECT t::text FROM console_oidc_logins t");
+  ASSERT_EQ(whole.size(), 1u);
+  idp_.authorize("code-3", login.url);
+  ASSERT_EQ(callback(b_->port, login, "code-3", login.binding).status, 303);
+  ASSERT_EQ(idp_.verifiers().size(), 1u);
+  for (const std::string& secret : {param_of(login.url, "state"), param_of(login.url, "nonce"), login.binding,
+                                    idp_.verifiers()[0]}) {
+    ASSERT_GE(secret.size(), 43u);
+    EXPECT_EQ(whole[0].find(secret), std::string::npos) << "in plain in the table: " << secret;
+  }
 }
 
 }  // namespace
