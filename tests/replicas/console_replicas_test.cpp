@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -17,9 +18,12 @@
 #include <thread>
 
 #include "common/digest.hpp"
+#include "creds/sealing_key.hpp"
 #include "identity/signer.hpp"
 #include "replica_process.hpp"
 #include "server/console/console_oidc.hpp"
+#include "server/console/console_oidc_logins.hpp"
+#include "server/console/console_session_store.hpp"
 
 namespace airlock::replicas_test {
 namespace {
@@ -204,6 +208,132 @@ TEST_F(ConsoleReplicas, TheDatabaseAwayRefusesAndSaysWhy) {
   EXPECT_EQ(api.status, 503) << api.body;
   EXPECT_EQ(again.status, 503) << again.body;
   EXPECT_EQ(again.headers.count("set-cookie"), 0u);
+}
+
+// ---- the stores themselves, on a fake clock -------------------------------------------
+
+std::shared_ptr<const creds::SealingKey> test_key(unsigned char fill) {
+  std::array<unsigned char, creds::SealingKey::kKeySize> bytes{};
+  bytes.fill(fill);
+  return creds::SealingKey::from_bytes(bytes);
+}
+
+struct FakeWall {
+  std::int64_t ms = 1'800'000'000'000;
+  server::console::WallMs fn() {
+    return [this] { return ms; };
+  }
+};
+
+class ConsoleStoresPg : public ::testing::Test {
+ protected:
+  std::shared_ptr<server::console::SessionStore> sessions(server::console::SessionOptions options = {}) {
+    auto opened = server::console::open_postgres_session_store({url_, ""}, key_, options, clock_.fn());
+    EXPECT_TRUE(opened.ok()) << opened.error().message;
+    return opened.ok() ? *opened : nullptr;
+  }
+  std::string database_ = fresh_database("console");
+  std::string url_ = url_of(database_);
+  std::shared_ptr<const creds::SealingKey> key_ = test_key(7);
+  FakeWall clock_;
+};
+
+TEST_F(ConsoleStoresPg, IdleAndAbsoluteExpiryAsInMemory) {
+  server::console::SessionOptions options;
+  options.idle = std::chrono::seconds(60);
+  options.absolute = std::chrono::seconds(300);
+  auto store = sessions(options);
+  ASSERT_TRUE(store);
+  auto a = store->create("key");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  for (int i = 0; i < 4; ++i) {  // used every 50 s: alive until the absolute limit
+    clock_.ms += 50'000;
+    auto used = store->use(a->id);
+    ASSERT_TRUE(used.ok()) << used.error().message;
+    EXPECT_TRUE(*used) << i;
+  }
+  clock_.ms += 100'000;  // 300 s after sign-in
+  EXPECT_FALSE(*store->use(a->id));
+  auto b = store->create("key");
+  clock_.ms += 60'000;  // idle for the whole idle time
+  EXPECT_FALSE(*store->use(b->id));
+  EXPECT_EQ(*store->size(), 0u) << "expired rows are deleted when used";
+}
+
+// A use within the touch interval (a tenth of a 60 s idle time: 6 s) is a read only; past it
+// the row's last use is written, so the session lives on.
+TEST_F(ConsoleStoresPg, AUseTouchesTheRowAtMostEveryFewSeconds) {
+  server::console::SessionOptions options;
+  options.idle = std::chrono::seconds(60);
+  auto store = sessions(options);
+  ASSERT_TRUE(store);
+  auto a = store->create("key");
+  ASSERT_TRUE(a.ok());
+  auto used_ms = [&] {
+    return cluster().column("SELECT used_ms FROM console_sessions", database_)->at(0);
+  };
+  const std::string created = used_ms();
+  clock_.ms += 5'000;
+  ASSERT_TRUE(*store->use(a->id));
+  EXPECT_EQ(used_ms(), created) << "not written within 6 s";
+  clock_.ms += 2'000;
+  ASSERT_TRUE(*store->use(a->id));
+  EXPECT_EQ(used_ms(), std::to_string(clock_.ms));
+  clock_.ms += 59'000;  // 59 s after the touch: alive
+  EXPECT_TRUE(*store->use(a->id));
+}
+
+TEST_F(ConsoleStoresPg, AFullTableEndsTheLeastRecentlyUsedAcrossStores) {
+  server::console::SessionOptions options;
+  options.max_sessions = 2;
+  auto one = sessions(options), two = sessions(options);  // two replicas' stores, one table
+  ASSERT_TRUE(one && two);
+  auto a = one->create("a");
+  clock_.ms += 20'000;
+  auto b = two->create("b");
+  clock_.ms += 20'000;
+  ASSERT_TRUE(*two->use(a->id));  // a is now the more recently used
+  auto c = one->create("c");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(*two->use(a->id));
+  EXPECT_FALSE(*one->use(b->id));
+  EXPECT_TRUE(*two->use(c->id));
+  ASSERT_TRUE(one->remove(c->id));
+  EXPECT_FALSE(*two->use(c->id));
+  EXPECT_EQ(*one->size(), 1u);
+}
+
+TEST_F(ConsoleStoresPg, ASessionSealedWithAnotherKeyDoesNotOpen) {
+  auto store = sessions();
+  ASSERT_TRUE(store);
+  auto a = store->create("key");
+  ASSERT_TRUE(a.ok());
+  auto other = server::console::open_postgres_session_store({url_, ""}, test_key(8), {}, clock_.fn());
+  ASSERT_TRUE(other.ok());
+  auto refused = (*other)->use(a->id);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, "sealed_other_key");
+  EXPECT_EQ((*store->use(a->id))->credential, "key");
+}
+
+TEST_F(ConsoleStoresPg, APendingLoginIsTakenOnceAndNotAfterTenMinutes) {
+  auto opened = server::console::open_postgres_pending_logins({url_, ""}, key_, clock_.fn());
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  auto& logins = **opened;
+  const server::console::PendingLogin login{"nonce", "verifier", "https://idp/token", "binding", "client", "https://x"};
+  ASSERT_TRUE(logins.put("state-1", login));
+  ASSERT_TRUE(logins.put("state-2", login));
+  EXPECT_EQ(logins.take("state-1", "other-binding").error().code, "oidc_state");
+  auto taken = logins.take("state-1", "binding");
+  ASSERT_TRUE(taken.ok()) << taken.error().message;
+  EXPECT_EQ(taken->verifier, "verifier");
+  EXPECT_EQ(taken->nonce, "nonce");
+  EXPECT_NE(logins.take("state-1", "binding").error().message.find("used already"), std::string::npos);
+  clock_.ms += 10 * 60'000;
+  auto late = logins.take("state-2", "binding");
+  ASSERT_FALSE(late.ok());
+  EXPECT_NE(late.error().message.find("longer than 10 minutes"), std::string::npos);
+  EXPECT_EQ(*logins.size(), 0u);
 }
 
 // ---- "Sign in with <issuer>" across replicas ------------------------------------------
