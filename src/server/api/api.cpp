@@ -101,7 +101,8 @@ Api::Api(ApiServices services)
       *s_.generation, [this](const HttpRequest& r, std::function<void(HttpResponse)> reply) { handle(r, std::move(reply)); },
       [failed = s_.failed_auth](const std::string& peer) {
         if (failed) failed->note(peer.empty() ? "unknown" : peer, console::kSignInLabel, "invalid_key");
-      });
+      },
+      console::SessionOptions{}, console::Console::Shared{s_.console_sessions, s_.console_logins});
 }
 
 void Api::handle(const HttpRequest& r, std::function<void(HttpResponse)> reply) const {

@@ -36,6 +36,12 @@ HttpResponse signed_out(const std::string& why) {
   return error_response(401, "unauthenticated", why);
 }
 
+// The session store could not answer (the shared database is down, a sealed value does not
+// open): the request is refused, never taken as signed in, nor as signed out.
+HttpResponse store_failure(const Error& e) {
+  return error_response(e.code == "storage_unavailable" ? 503 : 500, e.code, e.message);
+}
+
 // The part of the query string of `target`, with its '?', or "".
 std::string query_of(const std::string& target) {
   const auto q = target.find('?');
@@ -71,12 +77,14 @@ std::string forwarded_target(const std::string& method, const std::vector<std::s
 }
 
 Console::Console(const GenerationSlot& generation, Dispatch dispatch,
-                 std::function<void(const std::string& peer)> refused_sign_in, SessionOptions options)
+                 std::function<void(const std::string& peer)> refused_sign_in, SessionOptions options,
+                 Shared shared)
     : generation_(generation),
       dispatch_(std::move(dispatch)),
       refused_sign_in_(std::move(refused_sign_in)),
-      sessions_(options),
-      oidc_([](const identity::FetchRequest& request) { return identity::http_request(request, {}); }) {}
+      sessions_(shared.sessions ? std::move(shared.sessions) : std::make_shared<MemorySessionStore>(options)),
+      oidc_([](const identity::FetchRequest& request) { return identity::http_request(request, {}); },
+            std::move(shared.logins)) {}
 
 void Console::handle(const HttpRequest& r, const std::vector<std::string>& parts,
                      std::function<void(HttpResponse)> reply) {
@@ -126,9 +134,10 @@ HttpResponse Console::sign_in(const HttpRequest& r, bool tls) {
                           "the console takes an API key or a user token from a configured issuer, not a " +
                               caller.credential);
   // A new sign-in never reuses a session: the one this browser had (if any) ends.
-  if (const std::string previous = session_id(r); !previous.empty()) sessions_.remove(previous);
-  auto made = sessions_.create(credential);
-  if (!made) return error_response(500, "internal", made.error().message);
+  if (const std::string previous = session_id(r); !previous.empty())
+    if (auto ended = sessions_->remove(previous); !ended) return store_failure(ended.error());
+  auto made = sessions_->create(credential);
+  if (!made) return store_failure(made.error());
   auto resp = describe(credential, made->csrf);
   resp.headers.emplace_back("Set-Cookie", session_cookie(made->id, tls));
   return resp;
@@ -137,17 +146,19 @@ HttpResponse Console::sign_in(const HttpRequest& r, bool tls) {
 // GET /console/session: who is signed in (re-authenticated now) and the CSRF token, so that a
 // reloaded page goes on without signing in again. 401 when there is no live session.
 HttpResponse Console::session_info(const HttpRequest& r) {
-  auto session = sessions_.use(session_id(r));
-  if (!session) return signed_out("not signed in (or the session expired)");
-  return describe(session->credential, session->csrf);
+  auto session = sessions_->use(session_id(r));
+  if (!session) return store_failure(session.error());
+  if (!*session) return signed_out("not signed in (or the session expired)");
+  return describe((*session)->credential, (*session)->csrf);
 }
 
 HttpResponse Console::sign_out(const HttpRequest& r, bool tls) {
   const std::string id = session_id(r);
-  auto session = sessions_.use(id);
-  if (!session) return signed_out("not signed in");
-  if (auto refused = csrf_refusal(r, *session, tls)) return error_response(403, "csrf", *refused);
-  sessions_.remove(id);
+  auto session = sessions_->use(id);
+  if (!session) return store_failure(session.error());
+  if (!*session) return signed_out("not signed in");
+  if (auto refused = csrf_refusal(r, **session, tls)) return error_response(403, "csrf", *refused);
+  if (auto ended = sessions_->remove(id); !ended) return store_failure(ended.error());
   auto resp = json_response(200, {{"signed_out", true}});
   resp.headers.emplace_back("Set-Cookie", cleared_cookie(tls));
   return resp;
@@ -194,6 +205,7 @@ HttpResponse Console::oidc_login(const HttpRequest& r, bool tls) {
   const auto& config = *generation->config->identity.console;
   const auto* issuer = generation->config->identity.find_issuer(config.issuer);
   auto started = oidc_.start(config, issuer->issuer);
+  if (!started && started.error().code.rfind("storage", 0) == 0) return store_failure(started.error());
   if (!started) return error_response(502, started.error().code, "sign-in with " + config.issuer + ": " + started.error().message);
   auto resp = json_response(200, {{"authorization_url", started->authorization_url}});
   resp.headers.emplace_back("Set-Cookie", oidc_cookie(started->binding, tls));
@@ -220,6 +232,7 @@ HttpResponse Console::oidc_callback(const HttpRequest& r, bool tls) {
   auto cookie = r.headers.find("cookie");
   const std::string binding = cookie == r.headers.end() ? "" : cookie_value(cookie->second, kOidcCookieName);
   auto login = oidc_.take(param("state"), binding);
+  if (!login && login.error().code != "oidc_state") return store_failure(login.error());
   if (!login) return oidc_refused(r, 400, login.error().code, login.error().message, tls);
   if (const std::string error = param("error"); !error.empty())
     return oidc_refused(r, 401, "oidc_provider", "the provider answered " + error + ": " + param("error_description"), tls);
@@ -235,8 +248,8 @@ HttpResponse Console::oidc_callback(const HttpRequest& r, bool tls) {
     return oidc_refused(r, 401, "oidc_id_token", "the ID token is not a user token of issuer " + config.issuer, tls);
   if (auto problem = id_token_problem(caller.subject->claims, login->nonce, config.client_id))
     return oidc_refused(r, 401, "oidc_id_token", *problem, tls);
-  auto made = sessions_.create(*id_token);
-  if (!made) return error_response(500, "internal", made.error().message);
+  auto made = sessions_->create(*id_token);
+  if (!made) return store_failure(made.error());
   HttpResponse resp;
   resp.status = 303;
   resp.content_type = "text/plain; charset=utf-8";
@@ -249,10 +262,12 @@ HttpResponse Console::oidc_callback(const HttpRequest& r, bool tls) {
 
 void Console::forward(const HttpRequest& r, const std::vector<std::string>& parts, bool tls,
                       std::function<void(HttpResponse)> reply) {
-  auto session = sessions_.use(session_id(r));
-  if (!session) return reply(signed_out("not signed in (or the session expired)"));
+  auto found = sessions_->use(session_id(r));
+  if (!found) return reply(store_failure(found.error()));
+  if (!*found) return reply(signed_out("not signed in (or the session expired)"));
+  const Session& session = **found;
   if (!is_get(r))
-    if (auto refused = csrf_refusal(r, *session, tls)) return reply(error_response(403, "csrf", *refused));
+    if (auto refused = csrf_refusal(r, session, tls)) return reply(error_response(403, "csrf", *refused));
   const bool websocket = is_websocket_upgrade(r);
   if (websocket)
     if (auto refused = websocket_origin_refusal(r, tls)) return reply(error_response(403, "csrf", *refused));
@@ -261,7 +276,7 @@ void Console::forward(const HttpRequest& r, const std::vector<std::string>& part
   HttpRequest inner;
   inner.method = r.method;
   inner.target = target;
-  inner.headers = {{"authorization", "Bearer " + session->credential}, {"content-type", "application/json"}};
+  inner.headers = {{"authorization", "Bearer " + session.credential}, {"content-type", "application/json"}};
   if (auto host = r.headers.find("host"); host != r.headers.end()) inner.headers["host"] = host->second;
   if (websocket)  // a terminal: the upgrade's own headers go through, the answer is the upgrade
     for (const char* name : {"upgrade", "connection", "sec-websocket-key", "sec-websocket-version"})

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,11 +35,17 @@ class Console {
  public:
   // `dispatch`: the API's own handler (Api::handle), which /console/api/... is forwarded to.
   // `refused_sign_in`: told the peer of each sign-in the authenticator refused.
+  // The stores every replica shares (storage.postgres); null ones are this daemon's memory.
+  struct Shared {
+    std::shared_ptr<SessionStore> sessions;
+    std::shared_ptr<PendingLogins> logins;
+  };
   Console(const GenerationSlot& generation, Dispatch dispatch,
-          std::function<void(const std::string& peer)> refused_sign_in = {}, SessionOptions options = {});
+          std::function<void(const std::string& peer)> refused_sign_in = {}, SessionOptions options = {},
+          Shared shared = {});
   void handle(const HttpRequest& request, const std::vector<std::string>& parts,
               std::function<void(HttpResponse)> reply);
-  SessionStore& sessions() { return sessions_; }
+  SessionStore& sessions() { return *sessions_; }
   OidcLogins& oidc_logins() { return oidc_; }
 
  private:
@@ -59,7 +66,7 @@ class Console {
   const GenerationSlot& generation_;
   Dispatch dispatch_;
   std::function<void(const std::string&)> refused_sign_in_;
-  SessionStore sessions_;
+  std::shared_ptr<SessionStore> sessions_;
   OidcLogins oidc_;
 };
 

@@ -134,19 +134,9 @@ std::optional<std::string> id_token_problem(const json& claims, const std::strin
   return std::nullopt;
 }
 
-OidcLogins::OidcLogins(Fetch fetch, std::function<Clock::time_point()> now)
-    : fetch_(std::move(fetch)), now_(std::move(now)) {}
-
-void OidcLogins::prune(Clock::time_point now) {
-  for (auto it = pending_.begin(); it != pending_.end();)
-    it = now - it->second.created >= kOidcLoginLifetime ? pending_.erase(it) : std::next(it);
-  while (pending_.size() >= kMaxPendingLogins) {
-    auto oldest = pending_.begin();
-    for (auto it = pending_.begin(); it != pending_.end(); ++it)
-      if (it->second.created < oldest->second.created) oldest = it;
-    pending_.erase(oldest);
-  }
-}
+OidcLogins::OidcLogins(Fetch fetch, std::shared_ptr<PendingLogins> pending)
+    : fetch_(std::move(fetch)),
+      pending_(pending ? std::move(pending) : std::make_shared<MemoryPendingLogins>()) {}
 
 Result<OidcLogins::Started> OidcLogins::start(const policy::ConsoleSignInConfig& config, const std::string& iss) {
   identity::FetchRequest discovery;
@@ -171,29 +161,15 @@ Result<OidcLogins::Started> OidcLogins::start(const policy::ConsoleSignInConfig&
                                                       {"code_challenge", pkce->challenge},
                                                       {"code_challenge_method", "S256"}});
   const char joiner = endpoints->authorization.find('?') == std::string::npos ? '?' : '&';
-  std::lock_guard lock(mu_);
-  const auto now = now_();
-  prune(now);
-  pending_[sha256_hex(*state)] =
-      Pending{*nonce, pkce->verifier, endpoints->token, *binding, config.client_id, config.redirect_uri, now};
+  auto kept = pending_->put(*state, Pending{*nonce, pkce->verifier, endpoints->token, *binding, config.client_id,
+                                            config.redirect_uri});
+  if (!kept) return kept.error();
   return Started{endpoints->authorization + joiner + query, *binding};
 }
 
 Result<OidcLogins::Pending> OidcLogins::take(const std::string& state, const std::string& binding) {
   if (state.empty()) return Error::make("oidc_state", "the callback has no state");
-  std::lock_guard lock(mu_);
-  auto it = pending_.find(sha256_hex(state));
-  if (it == pending_.end())
-    return Error::make("oidc_state", "the state is not one of a sign-in this server started (unknown, used already, "
-                                     "or the server restarted): start again");
-  Pending login = it->second;
-  if (binding.empty() || !constant_time_equal(binding, login.binding))
-    return Error::make("oidc_state", "this sign-in was started in another browser (its cookie " +
-                                         std::string(kOidcCookieName) + " is missing or different): refused");
-  pending_.erase(it);
-  if (now_() - login.created >= kOidcLoginLifetime)
-    return Error::make("oidc_state", "the sign-in took longer than 10 minutes: start again");
-  return login;
+  return pending_->take(state, binding);
 }
 
 Result<std::string> OidcLogins::exchange(const policy::ConsoleSignInConfig& config, const Pending& login,
@@ -218,11 +194,6 @@ Result<std::string> OidcLogins::exchange(const policy::ConsoleSignInConfig& conf
   auto answer = fetch_(request);
   if (!answer) return Error::make("oidc_exchange", answer.error().message);
   return id_token_of(*answer);
-}
-
-std::size_t OidcLogins::size() {
-  std::lock_guard lock(mu_);
-  return pending_.size();
 }
 
 }  // namespace airlock::server::console

@@ -10,8 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include "common/result.hpp"
 #include "identity/http_fetch.hpp"
 #include "policy/sections/identity_config.hpp"
+#include "server/console/console_oidc_logins.hpp"
 
 namespace airlock::server::console {
 
@@ -27,8 +27,6 @@ namespace airlock::server::console {
 // (the provider's redirect back is a cross-site top-level navigation, which Strict would not
 // carry it on).
 inline constexpr const char* kOidcCookieName = "airlock_console_oidc";
-inline constexpr std::chrono::minutes kOidcLoginLifetime{10};
-inline constexpr std::size_t kMaxPendingLogins = 1000;
 
 std::string oidc_cookie(const std::string& binding, bool secure);
 std::string cleared_oidc_cookie(bool secure);
@@ -56,9 +54,9 @@ std::optional<std::string> id_token_problem(const nlohmann::json& claims, const 
 
 class OidcLogins {
  public:
-  using Clock = std::chrono::steady_clock;
   using Fetch = std::function<Result<identity::FetchResponse>(const identity::FetchRequest&)>;
-  explicit OidcLogins(Fetch fetch, std::function<Clock::time_point()> now = Clock::now);
+  // `pending`: where logins wait for their callback (null: this daemon's memory).
+  explicit OidcLogins(Fetch fetch, std::shared_ptr<PendingLogins> pending = nullptr);
 
   struct Started {
     std::string authorization_url;  // where the page sends the browser
@@ -67,10 +65,7 @@ class OidcLogins {
   // Fetches the discovery document of `config`, whose issuer must be `iss`.
   Result<Started> start(const policy::ConsoleSignInConfig& config, const std::string& iss);
 
-  struct Pending {
-    std::string nonce, verifier, token_endpoint, binding, client_id, redirect_uri;
-    Clock::time_point created;
-  };
+  using Pending = PendingLogin;
   // The pending login of `state`, which ends now (a state is used once). Refused (code
   // "oidc_state") when unknown, expired, or started by another browser (`binding`).
   Result<Pending> take(const std::string& state, const std::string& binding);
@@ -79,15 +74,11 @@ class OidcLogins {
   // (code "oidc_exchange") with the provider's error.
   Result<std::string> exchange(const policy::ConsoleSignInConfig& config, const Pending& login, const std::string& code);
 
-  std::size_t size();
+  PendingLogins& pending() { return *pending_; }
 
  private:
-  void prune(Clock::time_point now);
-
   Fetch fetch_;
-  std::function<Clock::time_point()> now_;
-  std::mutex mu_;
-  std::map<std::string, Pending> pending_;  // by the SHA-256 of the state
+  std::shared_ptr<PendingLogins> pending_;
 };
 
 }  // namespace airlock::server::console

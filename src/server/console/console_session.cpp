@@ -1,11 +1,6 @@
 #include "server/console/console_session.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
-
-#include <vector>
-
-#include "common/digest.hpp"
 
 namespace airlock::server::console {
 namespace {
@@ -26,71 +21,6 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
-
-Result<std::string> random_hex(std::size_t bytes) {
-  std::vector<unsigned char> buf(bytes);
-  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
-    return Error::make("internal", "the random number generator failed");
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
-  for (unsigned char c : buf) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
-bool SessionStore::expired(const Entry& e, Clock::time_point now) const {
-  return now - e.last_used >= options_.idle || now - e.created >= options_.absolute;
-}
-
-void SessionStore::prune(Clock::time_point now) {
-  for (auto it = sessions_.begin(); it != sessions_.end();)
-    it = expired(it->second, now) ? sessions_.erase(it) : std::next(it);
-  while (!sessions_.empty() && sessions_.size() >= options_.max_sessions) {
-    auto lru = sessions_.begin();
-    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
-      if (it->second.last_used < lru->second.last_used) lru = it;
-    sessions_.erase(lru);
-  }
-}
-
-Result<SessionStore::Created> SessionStore::create(std::string credential) {
-  auto id = random_hex(32);
-  auto csrf = random_hex(32);
-  if (!id) return id.error();
-  if (!csrf) return csrf.error();
-  std::lock_guard lock(mu_);
-  const auto now = now_();
-  prune(now);
-  sessions_[sha256_hex(*id)] = Entry{Session{std::move(credential), *csrf}, now, now};
-  return Created{*id, *csrf};
-}
-
-std::optional<Session> SessionStore::use(const std::string& id) {
-  if (id.empty()) return std::nullopt;
-  std::lock_guard lock(mu_);
-  auto it = sessions_.find(sha256_hex(id));
-  if (it == sessions_.end()) return std::nullopt;
-  const auto now = now_();
-  if (expired(it->second, now)) {
-    sessions_.erase(it);
-    return std::nullopt;
-  }
-  it->second.last_used = now;
-  return it->second.session;
-}
-
-void SessionStore::remove(const std::string& id) {
-  std::lock_guard lock(mu_);
-  sessions_.erase(sha256_hex(id));
-}
-
-std::size_t SessionStore::size() {
-  std::lock_guard lock(mu_);
-  return sessions_.size();
-}
 
 std::string session_cookie(const std::string& id, bool secure) {
   return std::string(kCookieName) + "=" + id + "; Path=/console; HttpOnly; SameSite=Strict" +

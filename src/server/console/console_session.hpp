@@ -4,68 +4,18 @@
 // headers every console response carries.
 #pragma once
 
-#include <chrono>
-#include <cstddef>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "common/result.hpp"
 #include "server/core/api_services.hpp"
 #include "server/core/responses.hpp"
+#include "server/console/console_session_store.hpp"
 
 namespace airlock::server::console {
 
 inline constexpr const char* kCookieName = "airlock_console";
 inline constexpr const char* kCsrfHeader = "x-airlock-csrf";  // lower case, as HttpRequest keeps it
-
-struct SessionOptions {
-  std::chrono::seconds idle{15 * 60};         // unused this long: gone
-  std::chrono::seconds absolute{8 * 60 * 60};  // gone this long after sign-in, used or not
-  std::size_t max_sessions = 1000;             // full: the least recently used is ended
-};
-
-struct Session {
-  std::string credential;  // the API key or user token signed in with
-  std::string csrf;        // required in kCsrfHeader on every state change
-};
-
-// Hex of `bytes` random bytes from OpenSSL's RAND_bytes; an error if it has no entropy.
-Result<std::string> random_hex(std::size_t bytes);
-
-// In memory: a restart signs everyone out. Sessions are kept under the SHA-256 of their id.
-class SessionStore {
- public:
-  using Clock = std::chrono::steady_clock;
-  explicit SessionStore(SessionOptions options = {}, std::function<Clock::time_point()> now = Clock::now)
-      : options_(options), now_(std::move(now)) {}
-
-  struct Created {
-    std::string id;  // for the cookie only
-    std::string csrf;
-  };
-  Result<Created> create(std::string credential);
-  // The session of `id`, touched (its idle time starts again); none when unknown or expired.
-  std::optional<Session> use(const std::string& id);
-  void remove(const std::string& id);
-  std::size_t size();
-
- private:
-  struct Entry {
-    Session session;
-    Clock::time_point created, last_used;
-  };
-  bool expired(const Entry& e, Clock::time_point now) const;
-  void prune(Clock::time_point now);  // expired entries; then the LRU one while full
-
-  SessionOptions options_;
-  std::function<Clock::time_point()> now_;
-  std::mutex mu_;
-  std::map<std::string, Entry> sessions_;  // by sha256_hex(id)
-};
 
 // The Set-Cookie value of a session: HttpOnly, SameSite=Strict, Path=/console, and Secure
 // when served over TLS. Its clearing twin (Max-Age=0) for sign-out.

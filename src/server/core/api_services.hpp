@@ -30,6 +30,11 @@ namespace airlock::mcp {
 class Gateway;
 }
 
+namespace airlock::server::console {
+class SessionStore;
+class PendingLogins;
+}
+
 namespace airlock::server {
 
 class InvocationStore;
@@ -75,6 +80,9 @@ struct ApiServices {
   mcp::Gateway* gateway = nullptr;
   // storage.postgres: the MCP sessions every replica shares. Null: each replica's own.
   std::shared_ptr<McpSessionBook> mcp_session_book;
+  // storage.postgres: the console's sessions every replica shares. Null: each replica's memory.
+  std::shared_ptr<console::SessionStore> console_sessions;
+  std::shared_ptr<console::PendingLogins> console_logins;  // its pending OpenID sign-ins, likewise
 };
 
 }  // namespace airlock::server

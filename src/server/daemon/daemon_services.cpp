@@ -309,6 +309,8 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.session_forwarder = session_forwarder.get();
   services.gateway = gateway.get();
   services.mcp_session_book = mcp_session_book;
+  services.console_sessions = console_sessions;
+  services.console_logins = console_logins;
   approvals->set_services(services);
   // What expired while the daemon was down is denied before anything is served.
   approvals->expire_due();

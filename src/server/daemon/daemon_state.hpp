@@ -38,6 +38,8 @@
 #include "server/http/http_server.hpp"
 #include "server/invocations/invocation_store_pg.hpp"
 #include "server/invocations/invocation_waiters.hpp"
+#include "server/console/console_oidc_logins.hpp"
+#include "server/console/console_session_store.hpp"
 #include "server/mcp_server/mcp_session_book.hpp"
 #include "server/replicas/replicas.hpp"
 #include "server/sessions/session_forwarder.hpp"
@@ -85,6 +87,8 @@ struct Daemon::State {
   // others forward requests for them here, and take them over when it dies (docs/sessions.md).
   std::unique_ptr<PostgresSessionStore> pg_sessions;
   std::shared_ptr<McpSessionBook> mcp_session_book;  // storage.postgres: MCP sessions every replica shares
+  std::shared_ptr<console::SessionStore> console_sessions;  // storage.postgres: the console's, likewise
+  std::shared_ptr<console::PendingLogins> console_logins;   // and its pending OpenID sign-ins
   std::unique_ptr<SessionForwarder> session_forwarder;  // requests for the others' sessions
   std::unique_ptr<SnapshotStore> snapshot_store;  // in state.db and <dataDir>/snapshots
   std::unique_ptr<SessionService> sessions;  // docs/sessions.md

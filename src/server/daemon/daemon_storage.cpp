@@ -103,6 +103,13 @@ Status Daemon::State::open_storage(const policy::Config& cfg) {
     auto book = open_postgres_mcp_session_book(shared_state.postgres);
     if (!book) return book.error();
     mcp_session_book = std::move(*book);
+    // The console's sessions, their credentials and CSRF tokens sealed with the same key.
+    auto console_book = console::open_postgres_session_store(shared_state.postgres, *sealing_key);
+    if (!console_book) return console_book.error();
+    console_sessions = std::move(*console_book);
+    auto logins = console::open_postgres_pending_logins(shared_state.postgres, *sealing_key);
+    if (!logins) return logins.error();
+    console_logins = std::move(*logins);
   }
   auto snapshots_opened = SnapshotStore::open(dir + "/state.db", dir + "/snapshots");  // local, as sessions
   if (!snapshots_opened) return snapshots_opened.error();
