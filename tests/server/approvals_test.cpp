@@ -707,6 +707,52 @@ TEST_F(Approvals, AnMcpTaskOutlivesARestartOfTheDaemon) {
   EXPECT_EQ(answered["result"]["structuredContent"]["echo"], (json{{"x", 5}})) << answered.dump();
 }
 
+// tasks/cancel of a task that waits for its approval withdraws it: the call ends cancelled
+// without running, the approval is "withdrawn" (audited) and an approver can no longer approve
+// it. tasks/list shows the caller's tasks, nobody else's. Cancelling it again, or another
+// principal's cancel, is -32602.
+TEST_F(Approvals, ACancelledMcpTaskIsWithdrawnAndNeverRuns) {
+  const std::string revision = "2025-11-25";
+  const auto headers = session_headers(open_session(port(), revision), revision);
+  const auto other = session_headers(open_session(port(), revision, kOtherKey), revision);
+  const json created = mcp_post(port(), rpc(3, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 9}}},
+                                                              {"task", json::object()}}), kKey, headers).json();
+  const std::string task_id = created["result"]["task"].value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  const std::string approval = invocation(task_id)["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty());
+
+  auto list = [&](const std::string& key, const std::map<std::string, std::string>& h) {
+    return mcp_post(port(), rpc(4, "tasks/list"), key, h).json();
+  };
+  const json mine = list(kKey, headers);
+  ASSERT_EQ(mine["result"]["tasks"].size(), 1u) << mine.dump();
+  EXPECT_EQ(mine["result"]["tasks"][0]["taskId"], task_id) << mine.dump();
+  EXPECT_EQ(mine["result"]["tasks"][0]["status"], "working") << mine.dump();
+  EXPECT_EQ(list(kOtherKey, other)["result"]["tasks"], json::array()) << "nobody else's";
+
+  auto cancel = [&](int id, const std::string& key, const std::map<std::string, std::string>& h) {
+    return mcp_post(port(), rpc(id, "tasks/cancel", {{"taskId", task_id}}), key, h).json();
+  };
+  EXPECT_EQ(cancel(5, kOtherKey, other)["error"]["code"], -32602) << "another principal's cancel";
+  const json cancelled = cancel(6, kKey, headers);
+  EXPECT_EQ(cancelled["result"]["status"], "cancelled") << cancelled.dump();
+  EXPECT_EQ(cancel(7, kKey, headers)["error"]["code"], -32602) << "a terminal task is not cancelled twice";
+
+  const json result = mcp_post(port(), rpc(8, "tasks/result", {{"taskId", task_id}}), kKey, headers).json();
+  EXPECT_EQ(result["result"]["structuredContent"]["error"]["kind"], "cancelled") << result.dump();
+  const json stored = invocation(task_id);
+  EXPECT_EQ(stored["error"]["kind"], "cancelled") << stored.dump();
+  EXPECT_TRUE(stored["output"].is_null()) << "it never ran: " << stored.dump();
+  const auto decided = decide(approval, "approve", "bob");
+  EXPECT_EQ(decided.status, 409) << decided.body;
+  EXPECT_EQ(http(port(), "GET", "/v1/approvals/" + approval, "", token("bob")).json()["status"], "withdrawn");
+  const auto records = events(chain(task_id));
+  EXPECT_NE(std::find(records.begin(), records.end(), "approval.withdrawn"), records.end())
+      << ::testing::PrintToString(records);
+  EXPECT_EQ(list(kKey, headers)["result"]["tasks"][0]["status"], "cancelled");
+}
+
 // `airlock approvals` is a client of the same API: bob lists, shows and approves from a shell.
 std::string run_cli(const std::string& args, int& status) {
   std::string out;

@@ -109,6 +109,7 @@ class SqliteApprovalStore final : public ApprovalStore {
   std::vector<ApprovalRecord> pending() override;
   Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision,
                                 std::int64_t now_ms) override;
+  Result<ApprovalRecord> withdraw(const std::string& id, std::int64_t now_ms) override;
   std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) override;
   std::vector<ApprovalRecord> approved_not_resumed() override;
   bool claim_resume(const std::string& id) override;
@@ -301,6 +302,21 @@ Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const 
     current->decided_ms = now_ms;
   }
   if (!tx.commit()) return db_error(db_, "committing the decision on approval " + id);
+  return *current;
+}
+
+Result<ApprovalRecord> SqliteApprovalStore::withdraw(const std::string& id, std::int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Statement up(db_, "UPDATE approvals SET state = 'withdrawn', decided_ms = ?, user_token = NULL"
+                   " WHERE id = ? AND state = 'pending'");
+  up.bind(1, now_ms);
+  up.bind(2, id);
+  if (!up.step_done()) return db_error(db_, "withdrawing approval " + id);
+  const bool withdrawn = sqlite3_changes(db_) == 1;
+  auto current = load("WHERE id = ?", id, true);
+  if (!current) return Error::make("not_found", "no approval " + id);
+  if (!withdrawn) return Error::make("not_pending", "approval " + id + " is already " + current->state);
+  current->decisions = decisions_of(id);
   return *current;
 }
 

@@ -88,6 +88,10 @@ class ApprovalStore {
   // it is after the decision.
   virtual Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision,
                                         std::int64_t now_ms) = 0;
+  // Pending approval `id` withdrawn by its requester (MCP's tasks/cancel): state "withdrawn",
+  // its kept user token deleted, in one statement, so that a decision racing it loses (or
+  // wins: then this refuses, "not_pending"). The record as it is after.
+  virtual Result<ApprovalRecord> withdraw(const std::string& id, std::int64_t now_ms) = 0;
   // Pending ones whose time is up at `now_ms`, now expired.
   virtual std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) = 0;
   // Approved ones not handed to the executor yet (a restart between the two).

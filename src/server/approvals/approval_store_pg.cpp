@@ -144,6 +144,19 @@ class PgApprovalStore final : public ApprovalStore {
     return current;
   }
 
+  Result<ApprovalRecord> withdraw(const std::string& id, std::int64_t now_ms) override {
+    auto rows = db_->exec("withdrawing approval " + id,
+                          std::string("UPDATE approvals SET state = 'withdrawn', decided_ms = $2, user_token = NULL"
+                                      " WHERE id = $1 AND state = 'pending'") + kReturning,
+                          {id, std::to_string(now_ms)});
+    if (!rows) return rows.error();
+    auto records = whole_records(rows);
+    if (!records.empty()) return std::move(records.front());
+    auto current = get(id);
+    if (!current) return Error::make("not_found", "no approval " + id);
+    return Error::make("not_pending", "approval " + id + " is already " + current->state);
+  }
+
   std::vector<ApprovalRecord> expire_due(std::int64_t now_ms) override {
     const std::string now = std::to_string(now_ms);
     auto rows = db_->exec("expiring approvals",

@@ -350,6 +350,19 @@ ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Ca
   return {200, approval_json(full ? *full : *decided, false)};
 }
 
+Status ApprovalService::withdraw(const std::string& invocation_id, const std::string& by) {
+  const auto current = store_.by_invocation(invocation_id);
+  if (!current) return Error::make("not_found", "invocation " + invocation_id + " waits for no approval");
+  auto withdrawn = store_.withdraw(current->id, now_ms());
+  if (!withdrawn) return withdrawn.error();
+  (void)audit_event(*withdrawn, "approval.withdrawn",
+                    {{"by", by}, {"approvals", withdrawn->approvals()}, {"approvers_required", withdrawn->approvers_required}});
+  end_unrun(*withdrawn, pipeline::fail(pipeline::ErrorKind::cancelled,
+                                       "approval " + withdrawn->id + " was withdrawn by its requester (" + by +
+                                           ") before anyone decided: the call never ran"));
+  return {};
+}
+
 void ApprovalService::tick() {
   expire_due();
   schedule_approved();

@@ -46,6 +46,12 @@ class ApprovalService {
   ApprovalAnswer decide(const std::string& id, const pipeline::Caller& caller, const policy::Config& config,
                         const std::string& verdict, const nlohmann::json& body);
 
+  // Its requester withdraws the approval invocation `invocation_id` waits for (MCP's
+  // tasks/cancel; whoever calls this has checked that the caller owns the invocation): the
+  // approval ends "withdrawn", audited, and the invocation ends cancelled without running.
+  // Errors: "not_found" (it waits for no approval), "not_pending" (decided, expired, withdrawn).
+  Status withdraw(const std::string& invocation_id, const std::string& by);
+
   // GET /v1/invocations/{id}: the approval of an invocation that needed one (who decided, when,
   // why; the agent's reason), or none. The caller has already been allowed to read the invocation.
   std::optional<nlohmann::json> of_invocation(const std::string& invocation_id);

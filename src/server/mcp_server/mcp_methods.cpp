@@ -1,5 +1,5 @@
 // The MCP server's requests: ping, server/discover, tools/list, tools/call, logging/setLevel,
-// subscriptions/listen (tasks/get and tasks/result: mcp_task_methods.cpp; resources and
+// subscriptions/listen (tasks/*: mcp_task_methods.cpp; resources and
 // prompts: mcp_content.cpp).
 #include "mcp/content_tools.hpp"
 #include "pipeline/stages/access.hpp"
@@ -83,6 +83,8 @@ void McpServer::dispatch(Call& call) const {
   if (method == "resources/read" || method == "prompts/get") return read_content(call);
   if (method == "tasks/get") return task_get(call);
   if (method == "tasks/result") return task_result(call);
+  if (method == "tasks/cancel") return task_cancel(call);
+  if (method == "tasks/list") return task_list(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
   if (method == "subscriptions/listen" && call.stateless) return listen(call);
   call.fail(200, rpc::method_not_found, "Method not found: " + method);

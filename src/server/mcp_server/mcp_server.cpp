@@ -29,15 +29,18 @@ McpReply refused(int status, const nlohmann::json& id, int code, const std::stri
 nlohmann::json mcp_server_info() { return {{"name", "airlock"}, {"version", "0.1.0"}}; }
 
 nlohmann::json mcp_capabilities() {
-  // Tasks: tools/call of the tools that wait for a person (mcp_tasks.hpp); no tasks/list or
-  // tasks/cancel.
+  // Tasks: tools/call of the tools that wait for a person (mcp_tasks.hpp), tasks/list, and
+  // tasks/cancel (of a task that still waits for its approval).
   // Resources and prompts: the gateway servers' (mcp_content.cpp), without subscriptions or
   // list_changed.
   return {{"tools", {{"listChanged", true}}},
           {"resources", nlohmann::json::object()},
           {"prompts", nlohmann::json::object()},
           {"logging", nlohmann::json::object()},
-          {"tasks", {{"requests", {{"tools", {{"call", nlohmann::json::object()}}}}}}}};
+          {"tasks",
+           {{"list", nlohmann::json::object()},
+            {"cancel", nlohmann::json::object()},
+            {"requests", {{"tools", {{"call", nlohmann::json::object()}}}}}}}};
 }
 
 void McpServer::Call::answer(nlohmann::json result) const {

@@ -107,6 +107,8 @@ class McpServer {
   std::optional<TaskRow> owned_task(const Call& call, const std::string& id) const;
   void task_get(Call& call) const;
   void task_result(Call& call) const;
+  void task_cancel(Call& call) const;
+  void task_list(Call& call) const;
   static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)
   void initialize(Call& call);
   bool resolve_session(Call& call);

@@ -1,5 +1,6 @@
-// The MCP server's task methods (mcp_tasks.hpp): tools/call with params.task, tasks/get and
-// tasks/result.
+// The MCP server's task methods (mcp_tasks.hpp): tools/call with params.task, tasks/get,
+// tasks/result, tasks/cancel and tasks/list.
+#include "server/approvals/approvals.hpp"
 #include "server/core/invocation_response.hpp"
 #include "server/invocations/invocation_runner.hpp"
 #include "server/invocations/invocation_store.hpp"
@@ -108,6 +109,78 @@ void McpServer::task_result(Call& call) const {
     return;
   }
   finish();
+}
+
+}  // namespace airlock::server
+
+namespace airlock::server {
+
+namespace {
+
+// Who the caller is, as an audit record of a withdrawal names them.
+std::string caller_name(const pipeline::Caller& caller) {
+  if (caller.actor) return "principal " + caller.actor->principal;
+  if (caller.subject) return caller.subject->issuer + " " + caller.subject->sub;
+  return "an unknown caller";
+}
+
+}  // namespace
+
+// tasks/cancel: a task that waits for its approval is withdrawn (the approval ends
+// "withdrawn", the call ends cancelled without having run) and answered as cancelled. One
+// that runs already (approved) or has ended is refused -32602: Airlock does not stop a call a
+// person approved halfway, and the spec refuses cancelling a terminal task.
+void McpServer::task_cancel(Call& call) const {
+  const auto id = task_id_of(call);
+  if (!id) return;
+  const auto row = owned_task(call, *id);
+  if (!row) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  if (!is_unfinished(row->stored))
+    return call.fail(200, rpc::invalid_params,
+                     "Cannot cancel task " + *id + ": it has ended (" + task_status(row->stored) + ")");
+  if (row->stored.value("status", "") != "pending_approval" || !s_.approvals)
+    return call.fail(200, rpc::invalid_params,
+                     "Cannot cancel task " + *id + ": a person approved it and it runs; it ends by itself");
+  if (auto withdrawn = s_.approvals->withdraw(*id, caller_name(call.caller)); !withdrawn)
+    return call.fail(200, withdrawn.error().code == "not_pending" ? rpc::invalid_params : rpc::internal_error,
+                     "Cannot cancel task " + *id + ": " + withdrawn.error().message);
+  const auto now = s_.store->get(*id);
+  if (!now) return call.fail(200, rpc::internal_error, "task " + *id + " was cancelled and is no longer stored");
+  call.answer(tasks_->task(*id, *now, row->started));
+}
+
+// tasks/list: the caller's tasks of the last kTtl, newest first, in pages of kPageSize:
+// the invocations of tools that may be tasks whose owner the caller is (those tasks/get
+// answers), at most the newest 500 of them.
+void McpServer::task_list(Call& call) const {
+  const auto offset = cursor_offset(call);
+  if (!offset) return;
+  if (!s_.store) return call.answer({{"tasks", nlohmann::json::array()}});
+  InvocationStore::Query query;
+  InvocationStore::Owner owner;
+  if (call.caller.actor) owner.principal = call.caller.actor->principal;
+  if (call.caller.subject) {
+    owner.issuer = call.caller.subject->issuer;
+    owner.sub = call.caller.subject->sub;
+  }
+  query.owner = owner;
+  query.limit = 500;
+  query.since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       (McpTasks::Clock::now() - McpTasks::kTtl).time_since_epoch()).count();
+  auto rows = s_.store->list(query);
+  if (!rows) return call.fail(200, rpc::internal_error, "tasks/list: " + rows.error().message);
+  auto ids = nlohmann::json::array();
+  for (const auto& summary : *rows) {
+    const auto* tool = call.generation->config->find_tool(summary.value("tool", ""));
+    if (tool && supports_tasks(*tool)) ids.push_back(summary.value("id", ""));
+  }
+  auto page = pages_.page(ids, "tasks", *offset, McpTasks::kPageSize);
+  for (auto& entry : page["tasks"]) {
+    const std::string id = entry.get<std::string>();
+    const auto row = owned_task(call, id);
+    entry = row ? tasks_->task(id, row->stored, row->started) : nlohmann::json{{"taskId", id}, {"status", "failed"}};
+  }
+  call.answer(std::move(page));
 }
 
 }  // namespace airlock::server

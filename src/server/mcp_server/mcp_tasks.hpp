@@ -40,6 +40,7 @@ class McpTasks {
   static constexpr std::chrono::hours kTtl{24};   // how long a task is kept; every task gets it
   static constexpr std::size_t kMaxTasks = 10000;  // past it, the oldest goes first
   static constexpr int kPollIntervalMs = 1000;
+  static constexpr std::size_t kPageSize = 50;  // tasks/list
 
   // The task's answer for tasks/get and CreateTaskResult, from its invocation's stored row (or,
   // while the call is in flight, its Invocation). A task this table has not seen (made through
