@@ -111,6 +111,39 @@ TYPED_TEST(ApprovalStoreTest, AReasonWithANulByteIsKeptWholeOrRefused) {
   }
 }
 
+// Its requester withdraws a pending approval (MCP's tasks/cancel): it ends "withdrawn" with
+// its invocation, and neither a decision after it nor a second withdrawal changes it; one
+// already decided is not withdrawn. Two stores on one location race to one winner.
+TYPED_TEST(ApprovalStoreTest, AWithdrawalEndsAPendingApprovalAndNothingElse) {
+  auto store = this->open();
+  auto replica = this->open();
+  ASSERT_TRUE(store && replica);
+  ASSERT_TRUE(store->create(this->record("w1")));
+  auto withdrawn = store->withdraw("w1", 3'000);
+  ASSERT_TRUE(withdrawn) << withdrawn.error().message;
+  EXPECT_EQ(withdrawn->state, "withdrawn");
+  EXPECT_EQ(withdrawn->decided_ms, 3'000);
+  EXPECT_EQ(withdrawn->invocation["id"], "inv-w1") << "the invocation comes with it, to end it";
+  auto late = replica->decide("w1", this->by("alice"), 3'001);
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, "not_pending");
+  auto twice = replica->withdraw("w1", 3'002);
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, "not_pending");
+  EXPECT_EQ(store->get("w1")->state, "withdrawn");
+  EXPECT_TRUE(store->pending().empty());
+
+  ASSERT_TRUE(store->create(this->record("w2")));
+  ASSERT_TRUE(store->decide("w2", this->by("alice"), 4'000));
+  auto decided = replica->withdraw("w2", 4'001);
+  ASSERT_FALSE(decided);
+  EXPECT_EQ(decided.error().code, "not_pending");
+  EXPECT_EQ(store->get("w2")->state, "approved");
+  auto missing = store->withdraw("nope", 4'002);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, "not_found");
+}
+
 TYPED_TEST(ApprovalStoreTest, ExpiresWhatIsDueAndNothingElse) {
   auto store = this->open();
   ASSERT_TRUE(store);
