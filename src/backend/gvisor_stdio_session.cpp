@@ -21,6 +21,7 @@
 #include "backend/oci_bundle.hpp"
 #include "backend/sandbox_egress.hpp"
 #include "backend/stderr_ring.hpp"
+#include "backend/stdio_handover.hpp"
 #include "sandbox/cgroup.hpp"
 
 namespace airlock::backend {
@@ -47,7 +48,7 @@ GvisorRunPaths stdio_paths(const std::string& state_dir, std::string& dir) {
 
 }  // namespace
 
-struct GvisorStdioSession::State {
+struct GvisorStdioSession::State : StdioHandover {
   sandbox::Spec spec;
   GvisorStdioOptions options;
   std::string dir;
@@ -56,24 +57,13 @@ struct GvisorStdioSession::State {
   std::unique_ptr<SandboxEgress> egress;
   sandbox::SandboxCgroup cgroup;
   StderrRing ring;
-
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  enum class Phase { launching, running, ended, failed } phase = Phase::launching;
-  Error start_error;
-  GvisorRun* run = nullptr;  // while it runs; kill() goes through it
-  bool kill_requested = false;
-  UniqueFd stdin_w, stdout_r;
-  pid_t pid = -1;
-  std::optional<RunResult> result;
-  std::thread supervisor, stderr_reader;
+  GvisorRun* run = nullptr;  // while it runs, under `mu`; kill() goes through it
 
   explicit State(std::size_t ring_bytes) : ring(ring_bytes) {}
 
   Status prepare(const egress::EgressRules& rules);
   void remove_all();
   void supervise();
-  void publish_running(GvisorRun& run);
 };
 
 // Before runsc: the proxy (it rewrites the spec), the directory, the bundle, the cgroup.
@@ -112,33 +102,21 @@ void GvisorStdioSession::State::remove_all() {
   (void)cgroup.remove();
 }
 
-// Hands the pipes over; from here on kill() reaches runsc.
-void GvisorStdioSession::State::publish_running(GvisorRun& r) {
-  std::lock_guard lock(mu);
-  run = &r;
-  stdin_w = r.take_stdin();
-  stdout_r = r.take_stdout();
-  pid = r.pid();
-  phase = Phase::running;
-  if (kill_requested) r.kill();
-  cv.notify_all();
-}
-
 // The supervisor thread: launch() and wait() on the same thread (PR_SET_PDEATHSIG).
 void GvisorStdioSession::State::supervise() {
   auto launched = GvisorRun::launch(options.place.runsc, paths, spec, cgroup);
   if (!launched) {
     remove_all();
-    std::lock_guard lock(mu);
-    start_error = Error::make("setup_error", launched.error().message);
-    phase = Phase::failed;
-    cv.notify_all();
-    return;
+    return fail_start(launched.error());
   }
   GvisorRun& r = **launched;
   if (egress) egress->start(r.take_listeners());
   stderr_reader = std::thread([this, fd = r.take_stderr()]() mutable { ring.read_until_eof(std::move(fd)); });
-  publish_running(r);
+  // From here on kill() reaches runsc.
+  publish_running(r.take_stdin(), r.take_stdout(), r.pid(), [&](bool kill_asked) {
+    run = &r;
+    if (kill_asked) r.kill();
+  });
   RunResult outcome;
   static_cast<sandbox::Outcome&>(outcome) = r.wait();
   if (egress) outcome.egress = egress->stop();
@@ -148,12 +126,7 @@ void GvisorStdioSession::State::supervise() {
   }
   launched->reset();
   remove_all();
-  {
-    std::lock_guard lock(mu);
-    result = std::move(outcome);
-    phase = Phase::ended;
-    cv.notify_all();
-  }
+  publish_end(std::move(outcome));
   if (options.on_end) options.on_end();
 }
 
@@ -175,38 +148,18 @@ Result<std::unique_ptr<GvisorStdioSession>> GvisorStdioSession::start(sandbox::S
     return s.error();
   }
   st->supervisor = std::thread([raw = st.get()] { raw->supervise(); });
-  std::unique_lock lock(st->mu);
-  st->cv.wait(lock, [&] { return st->phase != State::Phase::launching; });
-  if (st->phase == State::Phase::failed) {
-    Error error = st->start_error;
-    lock.unlock();
-    st->supervisor.join();
-    return error;
-  }
-  lock.unlock();
+  if (auto launched = st->wait_launched(); !launched) return launched.error();
   return std::unique_ptr<GvisorStdioSession>(new GvisorStdioSession(std::move(st)));
 }
 
 GvisorStdioSession::~GvisorStdioSession() {
   kill();
-  if (state_->supervisor.joinable()) state_->supervisor.join();
-  if (state_->stderr_reader.joinable()) state_->stderr_reader.join();
+  state_->join();
 }
 
-UniqueFd GvisorStdioSession::take_stdin() {
-  std::lock_guard lock(state_->mu);
-  return std::move(state_->stdin_w);
-}
-
-UniqueFd GvisorStdioSession::take_stdout() {
-  std::lock_guard lock(state_->mu);
-  return std::move(state_->stdout_r);
-}
-
-pid_t GvisorStdioSession::pid() const {
-  std::lock_guard lock(state_->mu);
-  return state_->pid;
-}
+UniqueFd GvisorStdioSession::take_stdin() { return state_->take_stdin(); }
+UniqueFd GvisorStdioSession::take_stdout() { return state_->take_stdout(); }
+pid_t GvisorStdioSession::pid() const { return state_->program_pid(); }
 
 // The cgroup's: runsc, its gofer, the Sentry and the program (the Sentry's work for the
 // program is the program's cost).
@@ -223,15 +176,10 @@ void GvisorStdioSession::kill() {
   if (state_->run) state_->run->kill();
 }
 
-bool GvisorStdioSession::ended() const {
-  std::lock_guard lock(state_->mu);
-  return state_->phase == State::Phase::ended;
-}
+bool GvisorStdioSession::ended() const { return state_->ended(); }
 
 std::optional<RunResult> GvisorStdioSession::wait_for_end(std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(state_->mu);
-  state_->cv.wait_for(lock, timeout, [&] { return state_->phase == State::Phase::ended; });
-  return state_->result;
+  return state_->wait_for_end(timeout);
 }
 
 std::uint64_t GvisorStdioSession::stderr_mark() const { return state_->ring.mark(); }

@@ -7,59 +7,22 @@
 
 #include "backend/sandbox_egress.hpp"
 #include "backend/stderr_ring.hpp"
+#include "backend/stdio_handover.hpp"
 #include "sandbox/sandbox.hpp"
 
 namespace airlock::backend {
 
-struct LocalSession::State {
+struct LocalSession::State : StdioHandover {
   sandbox::Spec spec;
   egress::EgressRules rules;
   LocalSessionOptions options;
-
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  enum class Phase { launching, running, ended, failed } phase = Phase::launching;
-  Error start_error;
-  sandbox::Sandbox* sandbox = nullptr;  // while it runs; kill() goes through it
-  bool kill_requested = false;
-  UniqueFd stdin_w, stdout_r;
-  pid_t pid = -1;
-  std::optional<RunResult> result;
+  sandbox::Sandbox* sandbox = nullptr;  // while it runs, under `mu`; kill() goes through it
   std::unique_ptr<StderrRing> stderr_ring;
-
-  std::thread supervisor, stderr_reader;
 };
 
 namespace {
 
 using State = LocalSession::State;
-
-void fail_start(State& st, Error error) {
-  std::lock_guard lock(st.mu);
-  st.start_error = Error::make("setup_error", std::move(error.message));
-  st.phase = State::Phase::failed;
-  st.cv.notify_all();
-}
-
-// Hands the pipes over; from here on kill() reaches the sandbox.
-void publish_running(State& st, sandbox::Sandbox& sb) {
-  std::lock_guard lock(st.mu);
-  st.sandbox = &sb;
-  st.stdin_w = sb.take_stdin();
-  st.stdout_r = sb.take_stdout();
-  st.pid = sb.pid();
-  st.phase = State::Phase::running;
-  if (st.kill_requested) sb.kill();
-  st.cv.notify_all();
-}
-
-void publish_end(State& st, RunResult result) {
-  std::lock_guard lock(st.mu);
-  st.sandbox = nullptr;
-  st.result = std::move(result);
-  st.phase = State::Phase::ended;
-  st.cv.notify_all();
-}
 
 // The supervisor thread: launch() and wait() on the same thread (PR_SET_PDEATHSIG).
 void supervise(State& st) {
@@ -68,11 +31,11 @@ void supervise(State& st) {
   if (st.rules.has_egress()) {
     auto prepared = SandboxEgress::prepare(spec, st.rules, st.options.rule_set,
                                            st.options.forbidden);
-    if (!prepared) return fail_start(st, prepared.error());
+    if (!prepared) return st.fail_start(prepared.error());
     egress = std::move(*prepared);
   }
   auto launched = sandbox::Sandbox::launch(spec);
-  if (!launched) return fail_start(st, launched.error());
+  if (!launched) return st.fail_start(launched.error());
   sandbox::Sandbox& sb = **launched;
   RunResult result;
   {
@@ -81,11 +44,17 @@ void supervise(State& st) {
     st.stderr_reader = std::thread([ring = st.stderr_ring.get(), fd = sb.take_stderr()]() mutable {
       ring->read_until_eof(std::move(fd));
     });
-    publish_running(st, sb);
+    // From here on kill() reaches the sandbox.
+    st.publish_running(sb.take_stdin(), sb.take_stdout(), sb.pid(), [&](bool kill_asked) {
+      st.sandbox = &sb;
+      if (kill_asked) sb.kill();
+    });
     static_cast<sandbox::Outcome&>(result) = sb.wait();
     if (egress) result.egress = egress->stop();
+    std::lock_guard lock(st.mu);
+    st.sandbox = nullptr;
   }
-  publish_end(st, std::move(result));
+  st.publish_end(std::move(result));
   if (st.options.on_end) st.options.on_end();
 }
 
@@ -106,38 +75,18 @@ Result<std::unique_ptr<LocalSession>> LocalSession::start(sandbox::Spec spec,
   st->stderr_ring = std::make_unique<StderrRing>(options.stderr_ring_bytes);
   st->options = std::move(options);
   st->supervisor = std::thread(supervise, std::ref(*st));
-  std::unique_lock lock(st->mu);
-  st->cv.wait(lock, [&] { return st->phase != State::Phase::launching; });
-  if (st->phase == State::Phase::failed) {
-    Error error = st->start_error;
-    lock.unlock();
-    st->supervisor.join();
-    return error;
-  }
-  lock.unlock();
+  if (auto launched = st->wait_launched(); !launched) return launched.error();
   return std::unique_ptr<LocalSession>(new LocalSession(std::move(st)));
 }
 
 LocalSession::~LocalSession() {
   kill();
-  if (state_->supervisor.joinable()) state_->supervisor.join();
-  if (state_->stderr_reader.joinable()) state_->stderr_reader.join();
+  state_->join();
 }
 
-UniqueFd LocalSession::take_stdin() {
-  std::lock_guard lock(state_->mu);
-  return std::move(state_->stdin_w);
-}
-
-UniqueFd LocalSession::take_stdout() {
-  std::lock_guard lock(state_->mu);
-  return std::move(state_->stdout_r);
-}
-
-pid_t LocalSession::pid() const {
-  std::lock_guard lock(state_->mu);
-  return state_->pid;
-}
+UniqueFd LocalSession::take_stdin() { return state_->take_stdin(); }
+UniqueFd LocalSession::take_stdout() { return state_->take_stdout(); }
+pid_t LocalSession::pid() const { return state_->program_pid(); }
 
 std::optional<sandbox::CpuTime> LocalSession::cpu_used() const {
   std::lock_guard lock(state_->mu);  // the sandbox is there until publish_end
@@ -150,15 +99,10 @@ void LocalSession::kill() {
   if (state_->sandbox) state_->sandbox->kill();
 }
 
-bool LocalSession::ended() const {
-  std::lock_guard lock(state_->mu);
-  return state_->phase == State::Phase::ended;
-}
+bool LocalSession::ended() const { return state_->ended(); }
 
 std::optional<RunResult> LocalSession::wait_for_end(std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(state_->mu);
-  state_->cv.wait_for(lock, timeout, [&] { return state_->phase == State::Phase::ended; });
-  return state_->result;
+  return state_->wait_for_end(timeout);
 }
 
 std::uint64_t LocalSession::stderr_mark() const { return state_->stderr_ring->mark(); }
