@@ -243,6 +243,7 @@ WARM_LIBRARY = "/airlock-warm/libairlock_warm.so"
 def serve_template(path):
     """A warm template: import once, then one fresh sandbox (a child of ours) per call.
     Without a path it is a python-code tool's: run is None and each call runs its code."""
+    import atexit  # end_warm_call's: imported per call, it cost half a module call's page faults
     import ctypes
     import os
 
