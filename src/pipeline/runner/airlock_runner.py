@@ -143,9 +143,10 @@ def run_cell(source, arguments, result, protocol_out):
 # of the kind a model writes, so that the copy-on-write faults and first-use work of the
 # compiler, exec and run(args) (interned names, the type cache, allocator pools, linecache,
 # StringIO, the GC) happen before the input exists rather than on the call's path (issue 36:
-# about 8 ms of a warm call here). It runs in a namespace of its own, prints into a buffer
-# that is dropped, and leaves nothing the call's code can see but linecache's entry for
-# <code>, which the call's own source replaces before it runs.
+# about 8 ms of a warm call here). It runs in a namespace of its own and prints into a buffer
+# that is dropped: the call's cell gets none of its names nor its output (its objects are
+# garbage until a collection, as the template's leftovers are), and linecache's entry for
+# <code> is replaced by the call's own source before that runs.
 REHEARSAL_CELL = """\
 import sys
 items = [{"name": "x%d" % i, "size": i * 2.5, "ok": i % 2 == 0} for i in range(12)]
