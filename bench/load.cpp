@@ -180,7 +180,10 @@ std::vector<std::pair<pid_t, std::uint16_t>> start_daemons(const std::vector<std
   std::vector<std::pair<pid_t, std::uint16_t>> daemons;
   for (const auto& config : configs) {
     const std::uint16_t port = free_port();
-    daemons.emplace_back(spawn({AIRLOCK_BINARY, "serve", "--config", config, "--listen",
+    // AIRLOCK_LOAD_BINARY: another build's `airlock` (with its airlock-serve beside it), for
+    // an A/B of two builds in one run.
+    const char* binary = std::getenv("AIRLOCK_LOAD_BINARY");
+    daemons.emplace_back(spawn({binary && *binary ? binary : AIRLOCK_BINARY, "serve", "--config", config, "--listen",
                                 "127.0.0.1:" + std::to_string(port)},
                                true),
                          port);

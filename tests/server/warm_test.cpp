@@ -224,6 +224,13 @@ TEST(WarmPythonCode, CellsRunWarmWithTheAnswersOfTheColdPath) {
   EXPECT_EQ(details["stdout"], "before\n") << details;
   EXPECT_NE(details["traceback"].dump().find("return n / 0"), std::string::npos) << details;
 
+  // The cell a prepared child rehearses before its call (airlock_runner.py rehearse_code)
+  // leaves the call's cell none of its names and nothing of what it printed.
+  auto clean = invoke(d.port, "warm-code", {{"code", "try:\n    print(items, Acc, text)\nexcept NameError:\n    print('clean')\n"}}).json();
+  EXPECT_EQ(clean["start"], "warm") << clean;
+  EXPECT_EQ(clean["status"], "ok") << clean;
+  EXPECT_EQ(clean["output"]["stdout"], "clean\n") << clean;
+
   // Validation still refuses what it refuses cold: nothing starts.
   auto refused = invoke(d.port, "warm-code", {{"code", "import os\nos.system('id')\n"}}).json();
   EXPECT_EQ(refused["status"], "denied") << refused;

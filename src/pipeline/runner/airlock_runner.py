@@ -107,27 +107,82 @@ CODE_ERROR_STATUS = 1  # the exit status of a cell that raised: its report is on
 
 
 def run_code(request, protocol_out):
-    import io  # only code mode needs it
-
     if not isinstance(request, dict) or not isinstance(request.get("code"), str):
         fail('python-code tools take {"code": "...", "arguments": {...}}')
-    source = request["code"]
+    result = {}
+    printed = run_cell(request["code"], request.get("arguments", {}), result, protocol_out)
+    result["stdout"] = printed.getvalue()
+    return result
+
+
+def run_cell(source, arguments, result, protocol_out):
+    """Runs source as __main__, and its run(arguments) if it defines one (into
+    result["result"]); returns what it printed (a StringIO). A cell that raises is reported
+    on protocol_out (report_code_error), or, without one (a rehearsal), raises."""
+    import io  # only code mode needs it
+
     _remember_source(source)
     namespace = {"__name__": "__main__"}
     printed = io.StringIO()
     sys.stdout = printed
-    result = {}
     try:
         exec(compile(source, CODE_FILENAME, "exec"), namespace)
         if callable(namespace.get("run")):
-            result["result"] = namespace["run"](request.get("arguments", {}))
+            result["result"] = namespace["run"](arguments)
     except Exception as e:  # SystemExit and KeyboardInterrupt end the run as they would
         sys.stdout = sys.stderr
+        if protocol_out is None:
+            raise
         report_code_error(e, printed.getvalue(), protocol_out)
     finally:
         sys.stdout = sys.stderr
-    result["stdout"] = printed.getvalue()
-    return result
+    return printed
+
+
+# What a prepared python-code child runs while it waits for its call (serve_warm_call): a cell
+# of the kind a model writes, so that the copy-on-write faults and first-use work of the
+# compiler, exec and run(args) (interned names, the type cache, allocator pools, linecache,
+# StringIO, the GC) happen before the input exists rather than on the call's path (issue 36:
+# about 8 ms of a warm call here). It runs in a namespace of its own and prints into a buffer
+# that is dropped: the call's cell gets none of its names nor its output (its objects are
+# garbage until a collection, as the template's leftovers are), and linecache's entry for
+# <code> is replaced by the call's own source before that runs.
+REHEARSAL_CELL = """\
+import sys
+items = [{"name": "x%d" % i, "size": i * 2.5, "ok": i % 2 == 0} for i in range(12)]
+sizes = sorted((it["size"] for it in items if it["ok"]), reverse=True)
+total = sum(sizes) + len(items) + max(range(10)) + abs(-1) + min(3, 4) + round(2.5)
+words = " ".join(str(s) for s in sizes[:3]).split()
+text = f"total={total:.1f} first={words[0]!r} {dict(a=1)} {set([1])} {tuple(words)}"
+print(text, len(text), sep="; ")
+class Acc:
+    def __init__(self):
+        self.seen = {}
+    def add(self, key, value=1):
+        self.seen[key] = self.seen.get(key, 0) + value
+        return self
+def run(args):
+    acc = Acc()
+    for key, value in args.items():
+        try:
+            acc.add(key, int(value))
+        except (TypeError, ValueError) as e:
+            acc.add("errors", len(str(e)))
+    return {"result": acc.seen, "total": total, "text": text, "n": len(args), "ok": True}
+"""
+
+
+def rehearse_code():
+    """A python-code call's path once, on REHEARSAL_CELL (above)."""
+    try:
+        result = {}
+        printed = run_cell(REHEARSAL_CELL, {"n": 1, "s": "x", "f": 2.5, "l": [1], "b": None}, result, None)
+        result["stdout"] = printed.getvalue()
+        json_dumps(result)
+    except Exception:
+        pass  # it only warms; the call itself reports what goes wrong
+    finally:
+        sys.stdout = sys.stderr
 
 
 def _remember_source(source):
@@ -189,6 +244,7 @@ WARM_LIBRARY = "/airlock-warm/libairlock_warm.so"
 def serve_template(path):
     """A warm template: import once, then one fresh sandbox (a child of ours) per call.
     Without a path it is a python-code tool's: run is None and each call runs its code."""
+    import atexit  # end_warm_call's: imported per call, it cost half a module call's page faults
     import ctypes
     import os
 
@@ -214,24 +270,33 @@ def serve_warm_call(run):
     import os
 
     # A child may be prepared well before its call: the first writes to the template's pages
-    # its JSON path makes (copy-on-write faults) happen now, before the input exists.
+    # its JSON path makes (copy-on-write faults) happen now, before the input exists. A
+    # python-code child also takes its protocol channel and rehearses a cell (rehearse_code).
     json_dumps(json_loads('{"env": {}, "arguments": {"a": [1, 2.5, "x", true, null]}}'))
+    protocol_out = None
+    if run is None:
+        protocol_out = private_protocol_channel()
+        sys.stdout = sys.stderr
+        rehearse_code()
     request = read_request()
     if not isinstance(request, dict) or not isinstance(request.get("env"), dict):
         fail('a warm call takes {"env": {...}, "arguments": ...}')
     os.environ.update(request["env"])  # the call's credentials, as a cold run has them
-    finish(*run_once(run, request.get("arguments", {})))
+    finish(*run_once(run, request.get("arguments", {}), protocol_out))
     end_warm_call()
 
 
-def run_once(run, request):
+def run_once(run, request, protocol_out=None):
     """One call, cold or warm: a module's run(request), or (run is None) the code in request.
-    Returns (result, the protocol channel); what the tool prints goes to the log."""
-    protocol_out = sys.stdout
-    sys.stdout = sys.stderr  # what the tool prints is its log
+    Returns (result, the protocol channel); what the tool prints goes to the log. A warm
+    python-code call's channel was taken before its input came (serve_warm_call)."""
+    if protocol_out is None:
+        protocol_out = sys.stdout
+        sys.stdout = sys.stderr  # what the tool prints is its log
+        if run is None:
+            protocol_out = private_protocol_channel()
     if run is not None:
         return run(request), protocol_out
-    protocol_out = private_protocol_channel()
     return run_code(request, protocol_out), protocol_out
 
 
