@@ -311,9 +311,12 @@ TEST(Session, ASymlinkSwappedBetweenCheckAndUseNeverLeadsOut) {
   ASSERT_TRUE(flipping);
   char started[8] = {};
   ASSERT_EQ(::read(flipping->stdout_r.get(), started, sizeof started), 8);
-  // Until both outcomes have been seen (the race was run, not avoided), at most 20000 reads.
+  // Until both outcomes have been seen (the race was run, not avoided), for at most 30 s: a
+  // count of reads was not enough on a loaded host, where 20000 reads fit in one stall of the
+  // flipping shell and every one of them saw the same side.
   int inside = 0, refused = 0;
-  for (int i = 0; i < 10000 && (inside < 20 || refused < 20); ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((inside < 20 || refused < 20) && std::chrono::steady_clock::now() < deadline) {
     for (const std::string path : {"link", "dir/secret"}) {
       auto got = read_through(*s, path);
       if (got) {
