@@ -70,8 +70,9 @@ class RunDirectory {
   RunDirectory& operator=(const RunDirectory&) = delete;
 
   Status make(const sandbox::Spec& spec, const std::string& stdin_bytes) {
-    for (const std::string& d : {dir_, paths_.bundle, paths_.state_root}) {
-      if (::mkdir(d.c_str(), 0711) != 0)
+    // runsc's state root is 0700: its state file (0640) holds the spec, the environment with it.
+    for (const auto& [d, mode] : {std::pair{dir_, 0711}, std::pair{paths_.bundle, 0711}, std::pair{paths_.state_root, 0700}}) {
+      if (::mkdir(d.c_str(), static_cast<mode_t>(mode)) != 0)
         return Error::make("setup_error", "gvisor: mkdir " + d + ": " + std::strerror(errno));
       made_ = true;
     }

@@ -79,10 +79,12 @@ struct SessionDir {
   }
 
   Status make(std::uint64_t disk_bytes) {
-    for (const std::string& d : {dir, paths.bundle, paths.state_root, workspace})
-      if (::mkdir(d.c_str(), 0711) != 0) return step_error("mkdir " + d, errno);
+    // runsc's state root is 0700: its state file (0640) holds the spec, the environment with it.
+    for (const auto& [d, mode] :
+         {std::pair{dir, 0711}, std::pair{paths.bundle, 0711}, std::pair{paths.state_root, 0700}, std::pair{workspace, 0711}})
+      if (::mkdir(d.c_str(), static_cast<mode_t>(mode)) != 0) return step_error("mkdir " + d, errno);
     if (auto s = write_private(paths.stdin_file, ""); !s) return s;
-    if (::geteuid() != 0) return {};  // not root: a plain directory, not capped (docs/sessions.md)
+    if (::geteuid() != 0) return {};  // never reached: start_session refuses when not root
     const std::string options = "size=" + std::to_string(disk_bytes) + ",mode=0755,uid=" +
                                 std::to_string(sandbox::kSandboxUid) + ",gid=" + std::to_string(sandbox::kSandboxGid);
     if (::mount("tmpfs", workspace.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0)
@@ -520,6 +522,14 @@ std::string gvisor_session_id(unsigned long sequence) {
 
 Result<std::unique_ptr<Session>> GvisorSessionBackend::start_session(const RunRequest& request,
                                                                     const RunContext& context) {
+  // Not root, runsc --rootless maps only the sandbox's root to this user: the session's user
+  // (1000) could not write its workspace (a directory of ours, root's in there; what it made
+  // would be an unmapped owner's, EINVAL). Refused rather than a session whose files fail.
+  if (options_.runsc.rootless)
+    return Error::make("tier_unavailable",
+                       "gVisor sessions need the daemon to run as root: under runsc --rootless the session's "
+                       "user cannot write its workspace (only the sandbox's root maps to this user); run the "
+                       "template on a local or Kubernetes tier, or the daemon as root");
   auto session = std::make_unique<GvisorSession>(options_, gvisor_session_id(g_session_sequence++));
   if (auto s = session->start(request, context, options_); !s) {
     (void)session->end();

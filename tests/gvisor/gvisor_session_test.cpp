@@ -91,10 +91,11 @@ class GvisorSessions : public ::testing::Test {
   }
   void SetUp() override {
     if (!find_runsc("runsc")) GTEST_SKIP() << "runsc is not installed (apt-get install runsc)";
+    if (::geteuid() != 0) GTEST_SKIP() << "not root: gVisor sessions are refused (GvisorRootless below)";
     ASSERT_NE(backend_, nullptr);
   }
   void TearDown() override {
-    if (!backend_) return;
+    if (!backend_ || ::geteuid() != 0) return;
     // Nothing of any session outlives it: no directory (bundle, state, workspace), no process.
     EXPECT_TRUE(fs::is_empty(backend_->state_dir())) << backend_->state_dir();
     EXPECT_EQ(sandbox::test::host_processes_with(backend_->state_dir()), 0);
@@ -362,6 +363,11 @@ TEST_F(GvisorSessions, CredentialsOnlyAsEnvironment) {
   EXPECT_EQ(sh(*s, "echo \"env:$API_TOKEN\"; grep -rls \"$API_TOKEN\" /etc /work /tmp /proc/1/cmdline 2>/dev/null; "
                    "echo done"),
             "env:" + secret + "\ndone\n");
+  // On the host, the files that hold it (the bundle's config.json, runsc's own state file with
+  // the spec) are readable by their owner alone: the state file is 0640 in a 0700 state root.
+  const auto holders = sandbox::test::files_holding(backend_->state_dir(), secret);
+  EXPECT_GE(holders.size(), 2u) << "control: config.json and runsc's state file hold it";
+  for (const auto& h : holders) EXPECT_TRUE(h.owner_only) << h.path;
   (void)s->end();
 }
 
@@ -396,6 +402,28 @@ TEST_F(GvisorSessions, WhatAKilledDaemonLeftIsRemovedByTheNextOne) {
   EXPECT_TRUE(fs::is_empty(dir.path()));
   for (int i = 0; i < 50 && sandbox::test::host_processes_with(dir.path()) > 0; ++i) std::this_thread::sleep_for(100ms);
   EXPECT_EQ(sandbox::test::host_processes_with(dir.path()), 0);
+}
+
+// Not root (gvisor_session_unprivileged), a session is refused with the reason, and nothing
+// is made: under runsc --rootless only the sandbox's root maps to the daemon's user, so the
+// session's user (1000) could not write its workspace (tried: EACCES on the directory, EINVAL
+// on a file it would own). As root the fixture's tests run instead.
+TEST(GvisorRootless, SessionsAreRefusedWithTheReason) {
+  if (!find_runsc("runsc")) GTEST_SKIP() << "runsc is not installed (apt-get install runsc)";
+  if (::geteuid() == 0) GTEST_SKIP() << "root: sessions run (GvisorSessions above)";
+  TempDir dir;
+  GvisorOptions options;
+  options.state_dir = dir.path() + "/gvisor";
+  auto made = GvisorBackend::create(options);
+  ASSERT_TRUE(made) << made.error().message;
+  ASSERT_TRUE((*made)->invocation().rootless);
+  GvisorSessionBackend sessions({(*made)->invocation(), (*made)->state_dir(), nullptr});
+  auto s = sessions.start_session(session_request(), {});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, "tier_unavailable");
+  EXPECT_NE(s.error().message.find("need the daemon to run as root"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(fs::is_empty((*made)->state_dir()));
+  EXPECT_EQ(sandbox::test::host_processes_with((*made)->state_dir()), 0);
 }
 
 }  // namespace

@@ -295,6 +295,31 @@ TEST_F(Gvisor, CredentialsOnlyAsEnvironment) {
   EXPECT_EQ(o.stdout_data, "env:" + secret + "\ndone\n") << describe(o);
 }
 
+// On the host, while the run lasts, the files that hold a credential (the bundle's config.json,
+// runsc's own state file with the spec) are readable by their owner alone: the state file is
+// 0640, so runsc's state root is 0700.
+TEST_F(Gvisor, OnTheHostOnlyTheOwnerCanReadTheCredentialsFiles) {
+  const std::string secret = "s3cr3t-" + sandbox::test::unique();
+  RunRequest r;
+  r.argv = {"sleep", "60"};
+  r.credentials.push_back({"API_TOKEN", secret});
+  CancelSignal cancel;
+  RunContext context;
+  context.cancel = &cancel;
+  std::thread running([&] { (void)run(r, context); });
+  std::vector<sandbox::test::SecretHolder> holders;
+  // Until runsc wrote its state file too (the run is seen in it), or 20 s.
+  for (auto until = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(50ms)) {
+    holders = sandbox::test::files_holding(backend().state_dir(), secret);
+    if (holders.size() >= 2) break;
+  }
+  cancel.cancel();
+  running.join();
+  EXPECT_GE(holders.size(), 2u) << "control: config.json and runsc's state file hold it";
+  for (const auto& h : holders) EXPECT_TRUE(h.owner_only) << h.path;
+}
+
 // The one gVisor alone stops: syscalls that are host-kernel attack surface (userfaultfd, the
 // new mount API, the kernel keyrings) are answered by the Sentry, which does not implement
 // them (ENOSYS) or keeps a keyring of its own (EACCES): they never reach the host kernel, so

@@ -265,22 +265,9 @@ TEST_F(GatewayOnGvisor, CredentialsOnlyInTheServersEnvironment) {
   EXPECT_NE(text_of(*got).find(secret), std::string::npos) << "control: " << text_of(*got);
   EXPECT_GT(runsc_processes(), 0);
   EXPECT_TRUE(processes_holding(secret).empty());
-  int holders = 0;
-  for (const auto& e : fs::recursive_directory_iterator(state_dir(), fs::directory_options::skip_permission_denied)) {
-    if (!e.is_regular_file() || read_text(e.path()).find(secret) == std::string::npos) continue;
-    ++holders;
-    struct stat st {};
-    ASSERT_EQ(::stat(e.path().c_str(), &st), 0);
-    if (e.path().filename() == "config.json") {
-      EXPECT_EQ(st.st_mode & 0777, 0600u) << e.path();
-      continue;
-    }
-    // runsc's own state file (it holds the spec) may be group-readable: its directory is 0700.
-    struct stat dir {};
-    ASSERT_EQ(::stat(e.path().parent_path().c_str(), &dir), 0);
-    EXPECT_EQ(dir.st_mode & 0777, 0700u) << e.path().parent_path();
-  }
-  EXPECT_GE(holders, 1) << "control: the bundle's config.json holds it";
+  const auto holders = sandbox::test::files_holding(state_dir(), secret);
+  for (const auto& h : holders) EXPECT_TRUE(h.owner_only) << h.path;
+  EXPECT_GE(holders.size(), 1u) << "control: the bundle's config.json holds it";
 }
 
 // An instance that ends (the server exits 3) leaves nothing: no container state, no directory,

@@ -108,6 +108,23 @@ int host_processes_with(const std::string& marker) {
   return count;
 }
 
+std::vector<SecretHolder> files_holding(const std::string& root, const std::string& secret) {
+  std::vector<SecretHolder> holders;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(secret) == std::string::npos) continue;
+    struct stat file {}, dir {};
+    const bool file_private = ::stat(it->path().c_str(), &file) == 0 && (file.st_mode & 077) == 0;
+    const bool dir_private = ::stat(it->path().parent_path().c_str(), &dir) == 0 && (dir.st_mode & 077) == 0;
+    holders.push_back({it->path().string(), file_private || dir_private});
+  }
+  return holders;
+}
+
 TempDir::TempDir() {
   std::string tmpl = (fs::temp_directory_path() / "airlock-test-XXXXXX").string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

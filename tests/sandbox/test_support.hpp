@@ -34,6 +34,15 @@ std::string setuid_helper();
 // Processes on the host whose command line contains `marker`.
 int host_processes_with(const std::string& marker);
 
+// The files beneath `root` that hold `secret`, each with whether only its owner can read it:
+// the file itself allows nobody else (0600), or its directory does not (runsc's own state
+// file, which holds the spec with its environment, is 0640 in a 0700 directory).
+struct SecretHolder {
+  std::string path;
+  bool owner_only = false;
+};
+std::vector<SecretHolder> files_holding(const std::string& root, const std::string& secret);
+
 class TempDir {
  public:
   TempDir();

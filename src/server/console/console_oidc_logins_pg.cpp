@@ -3,12 +3,12 @@
 // with the secret store's key (associated data naming the row and the column), the browser
 // binding (a cookie's value) kept as its SHA-256. The rest (the provider's token endpoint, the
 // client, the redirect URI) is the configuration's, not secret.
-#include <mutex>
 
 #include "common/digest.hpp"
 #include "creds/sealing_key.hpp"
 #include "server/console/console_oidc_logins.hpp"
 #include "storage/pg_schema.hpp"
+#include "storage/purge_throttle.hpp"
 
 namespace airlock::server::console {
 namespace {
@@ -23,7 +23,6 @@ CREATE TABLE IF NOT EXISTS console_oidc_logins(
 CREATE INDEX IF NOT EXISTS console_oidc_logins_created ON console_oidc_logins (created_ms);
 )sql";
 
-constexpr std::int64_t kPurgeEveryMs = 60'000;
 const std::int64_t kLifetimeMs = std::chrono::duration_cast<std::chrono::milliseconds>(kOidcLoginLifetime).count();
 
 std::string associated(const std::string& key, const char* column) {
@@ -95,11 +94,7 @@ class PgPendingLogins final : public PendingLogins {
  private:
   // Logins never completed (the browser went away) are deleted by the next put after a while.
   void purge_now_and_then(std::int64_t now) {
-    {
-      std::lock_guard lock(mu_);
-      if (now < next_purge_ms_) return;
-      next_purge_ms_ = now + kPurgeEveryMs;
-    }
+    if (!purge_.due(now)) return;
     (void)db_->exec("purging expired sign-ins", "DELETE FROM console_oidc_logins WHERE created_ms <= $1",
                     {std::to_string(now - kLifetimeMs)});
   }
@@ -107,8 +102,7 @@ class PgPendingLogins final : public PendingLogins {
   std::unique_ptr<pg::Database> db_;
   std::shared_ptr<const creds::SealingKey> key_;
   WallMs now_;
-  std::mutex mu_;
-  std::int64_t next_purge_ms_ = 0;
+  storage::PurgeThrottle purge_;
 };
 
 }  // namespace

@@ -4,12 +4,12 @@
 // data naming the row and the column, so a database reader gets neither and a row's sealed
 // values copied under another key do not open.
 #include <algorithm>
-#include <mutex>
 
 #include "common/digest.hpp"
 #include "creds/sealing_key.hpp"
 #include "server/console/console_session_store.hpp"
 #include "storage/pg_schema.hpp"
+#include "storage/purge_throttle.hpp"
 
 namespace airlock::server::console {
 namespace {
@@ -22,10 +22,6 @@ CREATE TABLE IF NOT EXISTS console_sessions(
   created_ms bigint NOT NULL, used_ms bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS console_sessions_used ON console_sessions (used_ms);
 )sql";
-
-// Expired rows of sessions nobody comes back to are deleted at most this often (by whichever
-// replica creates or uses a session then); the others' at their next use.
-constexpr std::int64_t kPurgeEveryMs = 60'000;
 
 std::int64_t ms(std::chrono::seconds s) { return std::chrono::duration_cast<std::chrono::milliseconds>(s).count(); }
 
@@ -132,13 +128,10 @@ class PgSessionStore final : public SessionStore {
     return {};
   }
 
+  // Expired rows of sessions nobody comes back to are deleted at most once a minute (by
+  // whichever replica creates or uses a session then); the others' at their next use.
   void purge_now_and_then(std::int64_t now) {
-    {
-      std::lock_guard lock(mu_);
-      if (now < next_purge_ms_) return;
-      next_purge_ms_ = now + kPurgeEveryMs;
-    }
-    // A purge that fails is tried again at the next one.
+    if (!purge_.due(now)) return;
     (void)db_->exec("purging expired console sessions",
                     "DELETE FROM console_sessions WHERE used_ms <= $1 OR created_ms <= $2",
                     {std::to_string(now - idle_ms_), std::to_string(now - absolute_ms_)});
@@ -149,8 +142,7 @@ class PgSessionStore final : public SessionStore {
   SessionOptions options_;
   WallMs now_;
   std::int64_t idle_ms_, absolute_ms_, touch_every_ms_;
-  std::mutex mu_;
-  std::int64_t next_purge_ms_ = 0;
+  storage::PurgeThrottle purge_;
 };
 
 }  // namespace

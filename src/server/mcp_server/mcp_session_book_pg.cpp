@@ -1,9 +1,9 @@
 #include <chrono>
-#include <mutex>
 
 #include "common/digest.hpp"
 #include "server/mcp_server/mcp_session_book.hpp"
 #include "storage/pg_schema.hpp"
+#include "storage/purge_throttle.hpp"
 
 namespace airlock::server {
 namespace {
@@ -17,7 +17,6 @@ CREATE TABLE IF NOT EXISTS mcp_sessions(
 CREATE INDEX IF NOT EXISTS mcp_sessions_used ON mcp_sessions (used_ms);
 )sql";
 
-constexpr std::int64_t kPurgeEveryMs = 60'000;
 // A use touches the row at most this often: each message would otherwise be a write.
 constexpr std::int64_t kTouchEveryMs = 10'000;
 
@@ -68,20 +67,14 @@ class PgMcpSessionBook final : public McpSessionBook {
 
  private:
   void purge_now_and_then(std::int64_t now) {
-    {
-      std::lock_guard lock(mu_);
-      if (now < next_purge_ms_) return;
-      next_purge_ms_ = now + kPurgeEveryMs;
-    }
-    // A purge that fails is tried again at the next one.
+    if (!purge_.due(now)) return;
     (void)db_->exec("purging idle MCP sessions", "DELETE FROM mcp_sessions WHERE used_ms < $1",
                     {std::to_string(now - idle_ms_)});
   }
 
   std::unique_ptr<pg::Database> db_;
   std::int64_t idle_ms_;
-  std::mutex mu_;
-  std::int64_t next_purge_ms_ = 0;
+  storage::PurgeThrottle purge_;
 };
 
 }  // namespace
