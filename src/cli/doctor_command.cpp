@@ -1,4 +1,6 @@
 // airlock doctor: which sandbox mechanisms work here, and what happens without the others.
+#include <unistd.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +24,22 @@ sandbox::MechanismCheck gvisor_check() {
           false};
 }
 
+// Sessions on the gvisor backend need root (backend/gvisor_session.cpp): under runsc
+// --rootless only the sandbox's root maps to this user, so the session's user could not write
+// its workspace.
+sandbox::MechanismCheck gvisor_sessions_check(bool runsc_works) {
+  const char* name = "gvisor sessions";
+  if (!runsc_works)
+    return {name, false, "no usable runsc (the gvisor platform line)",
+            "session templates on a gvisor tier are refused (tier_unavailable)", false};
+  if (::geteuid() != 0)
+    return {name, false,
+            "not root: under runsc --rootless the session's user (1000) could not write its workspace",
+            "session templates on a gvisor tier are refused (tier_unavailable); gVisor tool calls still run", false};
+  return {name, true, "root: a runsc sandbox per session, its workspace a tmpfs capped at the tier's disk", "",
+          false};
+}
+
 }  // namespace
 
 void add_doctor_command(CLI::App& app, ExitStatus& status) {
@@ -31,6 +49,7 @@ void add_doctor_command(CLI::App& app, ExitStatus& status) {
   cmd->callback([json, &status] {
     auto checks = sandbox::check_mechanisms();
     checks.push_back(gvisor_check());
+    checks.push_back(gvisor_sessions_check(checks.back().works));
     bool usable = true;
     for (const auto& c : checks) usable &= (c.works || !c.required);
     if (*json) {
