@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -68,8 +69,12 @@ bool read_fd(int fd, std::string& out) {
 }
 
 // A mapped file that shrinks while it is scanned raises SIGBUS on the pages that are gone: say
-// so and exit with the error status, never with a partial result.
+// so and exit with the error status, never with a partial result. Several scanning threads may
+// fault at once: the first says so and exits, the others wait for that exit (said once).
 void on_sigbus(int) {
+  static std::atomic_flag said = ATOMIC_FLAG_INIT;
+  if (said.test_and_set())
+    for (;;) ::pause();
   constexpr char kMessage[] = "airlock scan: the input file shrank while it was being read\n";
   [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   ::_exit(kError);
