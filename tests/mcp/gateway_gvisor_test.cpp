@@ -6,7 +6,6 @@
 // has ended. They skip only when runsc is not installed, or not as root (the gateway's tests).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/utsname.h>
 #include <unistd.h>
