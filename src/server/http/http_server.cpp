@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "server/http/beast_message.hpp"
 #include "server/http/body_stream.hpp"
 #include "server/http/tls_context.hpp"
 #include "server/http/websocket_channel.hpp"
@@ -26,74 +27,6 @@ using boost::system::error_code;
 
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-
-HttpRequest to_request(const http::request_header<>& req, std::string body, std::string peer = "",
-                       std::optional<PeerCertificate> client_certificate = std::nullopt) {
-  HttpRequest r;
-  r.peer = std::move(peer);
-  r.client_certificate = std::move(client_certificate);
-  r.method = std::string(req.method_string());
-  r.target = std::string(req.target());
-  for (const auto& f : req) {
-    std::string name(f.name_string());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
-  r.body = std::move(body);
-  return r;
-}
-
-// The response's own headers. Set-Cookie may come more than once (one cookie each: the console's
-// OpenID callback sets its session and clears its login cookie); any other name is set once.
-template <class Message>
-void add_headers(Message& out, const HttpResponse& resp) {
-  for (const auto& [k, v] : resp.headers) {
-    if (boost::beast::iequals(k, "set-cookie")) out.insert(k, v);
-    else out.set(k, v);
-  }
-}
-
-// `head_only`: the answer to a HEAD request, with the GET answer's headers (Content-Length
-// too) and no body.
-http::response<http::string_body> to_beast(const HttpResponse& resp, bool keep_alive,
-                                           unsigned version, bool head_only = false) {
-  http::response<http::string_body> out{static_cast<http::status>(resp.status), version};
-  out.set(http::field::server, "airlock");
-  out.set(http::field::content_type, resp.content_type);
-  add_headers(out, resp);
-  out.keep_alive(keep_alive);
-  out.body() = resp.body;
-  out.prepare_payload();
-  if (head_only) out.body().clear();
-  return out;
-}
-
-// The head of a streamed answer: chunked on HTTP/1.1; on 1.0 the body ends with the connection.
-http::response<http::empty_body> stream_head(const HttpResponse& resp, bool keep_alive,
-                                             unsigned version) {
-  http::response<http::empty_body> out{static_cast<http::status>(resp.status), version};
-  out.set(http::field::server, "airlock");
-  out.set(http::field::content_type, resp.content_type);
-  add_headers(out, resp);
-  out.keep_alive(keep_alive && version >= 11);
-  if (version >= 11) out.chunked(true);
-  return out;
-}
-
-// A writer whose client has already gone: for a stream that will not be sent (HEAD, a head
-// that could not be written).
-std::shared_ptr<BodyWriter> gone_writer() {
-  auto writer = std::make_shared<BodyStream>(nullptr, 0);
-  writer->client_gone();
-  return writer;
-}
-
-HttpResponse parse_failure(const error_code& ec, std::uint64_t max_body) {
-  if (ec == http::error::body_limit)
-    return error_response(413, "body_too_large", "the request body is larger than " + std::to_string(max_body) + " bytes");
-  if (ec == http::error::header_limit) return error_response(431, "headers_too_large", "the request head is too large");
-  return error_response(400, "malformed_request", "malformed HTTP request: " + ec.message());
-}
 
 std::string peer_address(const tcp::socket& socket) {
   error_code ec;
@@ -713,63 +646,6 @@ Status check_tls(const policy::TlsConfig& tls) {
   auto context = make_server_tls_context(tls);
   if (!context) return context.error();
   return {};
-}
-
-namespace {
-
-std::string head_text(http::response<http::empty_body>& head) {
-  http::response_serializer<http::empty_body> sr{head};
-  sr.split(true);
-  std::string out;
-  error_code ec;
-  while (!ec && !sr.is_header_done()) {
-    sr.next(ec, [&](error_code& e, const auto& buffers) {
-      e = {};
-      out += beast::buffers_to_string(buffers);
-      sr.consume(beast::buffer_bytes(buffers));
-    });
-  }
-  return out;
-}
-
-// No socket to watch: the collection stops where a client would have stopped waiting.
-std::string raw_stream_answer(const HttpResponse& resp, bool head_only) {
-  auto head = stream_head(resp, false, 11);
-  std::string out = head_text(head);
-  if (head_only) {
-    resp.stream(gone_writer());
-    return out;
-  }
-  return out + collect_chunked(resp.stream, std::chrono::seconds(2), 1u << 20);
-}
-
-}  // namespace
-
-std::string handle_raw_request(const RequestHandler& handler, const std::string& bytes,
-                               std::uint64_t max_body_bytes) {
-  http::request_parser<http::string_body> parser;
-  parser.body_limit(max_body_bytes);
-  parser.header_limit(16 * 1024);
-  parser.eager(true);
-  error_code ec;
-  parser.put(asio::buffer(bytes), ec);
-  if (!ec && !parser.is_done()) parser.put_eof(ec);
-  HttpResponse resp;
-  if (ec || !parser.is_done()) {
-    resp = parse_failure(ec ? ec : http::error::partial_message, max_body_bytes);
-  } else {
-    std::promise<HttpResponse> answer;
-    handler(to_request(parser.get(), parser.get().body()),
-            [&answer](HttpResponse r) { answer.set_value(std::move(r)); });
-    resp = answer.get_future().get();
-  }
-  const bool head_only = !ec && parser.is_done() && parser.get().method() == http::verb::head;
-  if (resp.websocket)  // no connection to upgrade
-    resp = error_response(400, "websocket_unavailable", "a WebSocket needs a connection");
-  if (resp.stream) return raw_stream_answer(resp, head_only);
-  std::ostringstream out;
-  out << to_beast(resp, false, 11, head_only);
-  return out.str();
 }
 
 }  // namespace airlock::server
