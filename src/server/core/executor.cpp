@@ -16,7 +16,8 @@ InvocationExecutor::~InvocationExecutor() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  intake_wake_.notify_all();
+  worker_wake_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -41,7 +42,10 @@ bool InvocationExecutor::submit(const IntakeCaller& caller, std::function<void()
     ++intake_jobs_;
     if (!it->second.verified) ++unverified_jobs_;
   }
-  wake_.notify_all();  // the intake thread, or an idle worker
+  // The intake thread and one idle worker: either may take it (the intake thread alone when
+  // every worker is busy, a worker when the intake thread is).
+  intake_wake_.notify_one();
+  worker_wake_.notify_one();
   if (displaced_other) displaced_other();  // answered outside the lock
   return true;
 }
@@ -90,6 +94,7 @@ void InvocationExecutor::submit_to_lane(const std::string& lane, unsigned weight
 }
 
 void InvocationExecutor::enqueue(const std::string& lane, unsigned weight, LaneJob job) {
+  const bool has_expiry = job.expiry.has_value();
   {
     std::lock_guard lock(mu_);
     Lane& l = lanes_[lane];
@@ -103,7 +108,10 @@ void InvocationExecutor::enqueue(const std::string& lane, unsigned weight, LaneJ
     l.jobs.push_back(std::move(job));
     ++lane_jobs_;
   }
-  wake_.notify_all();  // not the intake thread alone; it also keeps the deadlines
+  worker_wake_.notify_one();  // only workers run lane jobs
+  // The intake thread keeps the deadlines while the workers are busy: it waits again with
+  // this one in view.
+  if (has_expiry) intake_wake_.notify_one();
 }
 
 std::size_t InvocationExecutor::queued() const {
@@ -190,7 +198,10 @@ std::optional<std::chrono::steady_clock::time_point> InvocationExecutor::expire_
     forget_lane_if_empty(lane_of->second);
     deadline_lanes_.erase(lane_of);
   }
-  if (moved > 0) wake_.notify_all();
+  if (moved > 0) {  // any thread answers them
+    intake_wake_.notify_all();
+    worker_wake_.notify_all();
+  }
   if (deadlines_.empty()) return std::nullopt;
   return deadlines_.begin()->first;
 }
@@ -204,10 +215,11 @@ void InvocationExecutor::work(bool intake_only) {
       for (;;) {  // every thread keeps the deadlines while it waits: none is missed
         const auto next_deadline = expire_due();
         if (stopping_ || has_work(intake_only)) break;
+        auto& wake = intake_only ? intake_wake_ : worker_wake_;
         if (next_deadline)
-          wake_.wait_until(lock, *next_deadline);
+          wake.wait_until(lock, *next_deadline);
         else
-          wake_.wait(lock);
+          wake.wait(lock);
       }
       if (!take(intake_only, job, from_lane)) return;  // stopping, nothing left for this thread
       ++(from_lane ? running_ : intake_running_);
