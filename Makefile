@@ -35,6 +35,8 @@ build: deps
 # Clang, with AddressSanitizer and UndefinedBehaviorSanitizer: the libraries, the unit tests
 # and the libFuzzer targets (the HTTP request parser and the config loader). -O1 and line
 # tables only: what the sanitizers' reports need, and a third less build time than -O2 -g.
+# The tests' own code and the HTTP server's connections are -O0 there (tests/CMakeLists.txt,
+# src/server/http/CMakeLists.txt): code those tests only drive, or never run, compiles faster so.
 SANITIZE_FLAGS ?= -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
 	-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG"
 build-sanitize: deps
