@@ -69,6 +69,21 @@ TEST_F(McpReplicas, ASessionOpenedOnAIsServedAndClosedThroughB) {
   EXPECT_EQ(db_.count("SELECT count(*) FROM mcp_sessions"), 0u);
 }
 
+// A client that declared URL-mode elicitation is recorded so in the shared book (a replica that
+// adopts the session shows its critical tasks' approval pages); one that did not is not.
+TEST_F(McpReplicas, TheBookKeepsWhetherTheClientTakesUrlElicitations) {
+  const auto opened = mcp_post(a_->port, rpc(1, "initialize", {{"protocolVersion", kRevision},
+                                                             {"capabilities", {{"elicitation", {{"url", json::object()}}}}},
+                                                             {"clientInfo", {{"name", "test"}, {"version", "1"}}}}));
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  ASSERT_FALSE(open_session(a_->port, kRevision).empty());
+  EXPECT_EQ(db_.count("SELECT count(*) FROM mcp_sessions"), 2u);
+  EXPECT_EQ(db_.count("SELECT count(*) FROM mcp_sessions WHERE elicits_urls"), 1u);
+  const auto id = opened.headers.at("mcp-session-id");
+  EXPECT_EQ(mcp_post(b_->port, rpc(2, "ping"), server::test::kKey, session_headers(id, kRevision)).status, 200)
+      << "adopted by B";
+}
+
 // The official SDK client behind a proxy that sends each request to the next replica in turn:
 // initialize, listings, calls and the GET stream land on both, and every one is served.
 TEST_F(McpReplicas, TheSdkClientBehindARoundRobinProxyKeepsItsSession) {

@@ -679,6 +679,87 @@ TEST_F(Approvals, ACriticalCallAsAnMcpTaskReachesTheClientOnceApproved) {
   EXPECT_EQ(get(denied_id, kKey, headers)["result"]["status"], "failed");
 }
 
+// The JSON-RPC messages of a text/event-stream body (each event's data line), or the body
+// itself when it was answered as plain JSON.
+std::vector<json> stream_messages(const std::string& body) {
+  std::vector<json> out;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const auto end = body.find('\n', at);
+    out.push_back(json::parse(body.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  if (out.empty() && !body.empty()) out.push_back(json::parse(body));
+  return out;
+}
+
+// Issue #38: under 2025-11-25, a client that declared URL-mode elicitation is shown where an
+// approver decides. Its task is input_required while it waits for a person; tasks/result
+// sends the approval's console page as an elicitation/create request (the task is working
+// again), then notifications/elicitation/complete and the result once the call has ended.
+TEST_F(Approvals, AnMcpTaskShowsItsClientTheApprovalPageAsAUrlElicitation) {
+  const std::string revision = "2025-11-25";
+  const auto opened = mcp_post(port(), rpc(1, "initialize", {{"protocolVersion", revision},
+                                                           {"capabilities", {{"elicitation", {{"url", json::object()}}}}},
+                                                           {"clientInfo", {{"name", "test"}, {"version", "1"}}}}));
+  ASSERT_EQ(opened.status, 200) << opened.body;
+  const auto headers = session_headers(opened.headers.at("mcp-session-id"), revision);
+  const json created = mcp_post(port(), rpc(2, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 11}}},
+                                                              {"task", json::object()}}), kKey, headers).json();
+  const std::string task_id = created["result"]["task"].value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  EXPECT_EQ(created["result"]["task"]["status"], "input_required") << created.dump();
+  auto status = [&] {
+    return mcp_post(port(), rpc(3, "tasks/get", {{"taskId", task_id}}), kKey, headers).json()["result"].value("status", "");
+  };
+  EXPECT_EQ(status(), "input_required");
+  const std::string approval = invocation(task_id)["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty());
+
+  auto result = std::async(std::launch::async, [&] {
+    return mcp_post(port(), rpc(4, "tasks/result", {{"taskId", task_id}}), kKey, headers);
+  });
+  // The page was shown (the task works again) while the call still waits for its approver.
+  for (int i = 0; i < 100 && status() != "working"; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(status(), "working");
+  EXPECT_EQ(invocation(task_id)["status"], "pending_approval");
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  const Reply answered = result.get();
+  const auto messages = stream_messages(answered.body);
+  ASSERT_EQ(messages.size(), 3u) << answered.body;
+  const json& asked = messages[0];
+  EXPECT_EQ(asked["method"], "elicitation/create") << asked.dump();
+  EXPECT_TRUE(asked["id"].is_string()) << "a request the client answers";
+  EXPECT_EQ(asked["params"]["mode"], "url") << asked.dump();
+  EXPECT_EQ(asked["params"]["elicitationId"], approval) << asked.dump();
+  EXPECT_EQ(asked["params"]["url"], "http://127.0.0.1/console/#approval/" + approval) << asked.dump();
+  EXPECT_EQ(asked["params"]["_meta"][kRelatedTaskMeta]["taskId"], task_id) << asked.dump();
+  EXPECT_EQ(messages[1]["method"], "notifications/elicitation/complete") << messages[1].dump();
+  EXPECT_EQ(messages[1]["params"]["elicitationId"], approval) << messages[1].dump();
+  EXPECT_EQ(messages[2]["result"]["structuredContent"]["echo"], (json{{"x", 11}})) << messages[2].dump();
+  EXPECT_EQ(status(), "completed");
+  // The client's answer to the elicitation is taken (202) and changes nothing.
+  const auto accepted = mcp_post(port(), {{"jsonrpc", "2.0"}, {"id", asked["id"]}, {"result", {{"action", "accept"}}}},
+                                 kKey, headers);
+  EXPECT_EQ(accepted.status, 202) << accepted.body;
+}
+
+// The official SDK client (v1, 2025-11-25) with URL-mode elicitation: callToolStream makes the
+// critical call a task, sees it input_required, takes tasks/result, and its elicitation handler
+// gets the approval's page, where the approver decides; the result arrives after
+// notifications/elicitation/complete (clients/sdk_task_approval.mjs).
+TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageAndGetsTheResult) {
+  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/sdk_task_approval.mjs http://127.0.0.1:" +
+                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
+}
+
 // A task's state is its invocation's row: after a restart of the daemon (or through another
 // replica, which shares the rows) the task is polled and its result taken as before, by its
 // owner only.

@@ -41,13 +41,17 @@ std::optional<std::string> invocation_of_request_state(const nlohmann::json& sta
   return id;
 }
 
+bool declares_url_elicitation(const nlohmann::json& capabilities) {
+  if (!capabilities.is_object()) return false;
+  const auto elicitation = capabilities.find("elicitation");
+  return elicitation != capabilities.end() && elicitation->is_object() && elicitation->contains("url");
+}
+
 bool elicits_urls(const nlohmann::json& params) {
   const auto meta = params.find("_meta");
   if (meta == params.end() || !meta->is_object()) return false;
   const auto caps = meta->find(mcp_protocol::kClientCapabilitiesMeta);
-  if (caps == meta->end() || !caps->is_object()) return false;
-  const auto elicitation = caps->find("elicitation");
-  return elicitation != caps->end() && elicitation->is_object() && elicitation->contains("url");
+  return caps != meta->end() && declares_url_elicitation(*caps);
 }
 
 bool declined_elicitation(const nlohmann::json& params) {
@@ -72,18 +76,20 @@ std::string approval_page_url(const policy::Config& config, const std::map<std::
   return origin + "/console/#approval/" + approval_id;
 }
 
+nlohmann::json approval_page_elicitation(const nlohmann::json& stored, const std::string& page_url) {
+  const std::string message = "The call of " + stored.value("tool", std::string("a tool")) +
+                              " waits for a person's approval. An approver decides at " + page_url +
+                              "; the result follows once they do.";
+  return {{"mode", "url"}, {"message", message}, {"url", page_url}};
+}
+
 nlohmann::json approval_input_required(const nlohmann::json& stored, const std::string& page_url) {
   const std::string id = stored.value("id", "");
   nlohmann::json result = {{"resultType", "input_required"}, {"requestState", approval_request_state(id)}};
   const auto approval = stored.value("approval", nlohmann::json::object());
-  if (!page_url.empty() && approval.contains("id")) {
-    const std::string message = "The call of " + stored.value("tool", std::string("a tool")) +
-                                " waits for a person's approval. An approver decides at " + page_url +
-                                "; the result follows once they do.";
-    result["inputRequests"][kApprovalInputKey] = {
-        {"method", "elicitation/create"},
-        {"params", {{"mode", "url"}, {"message", message}, {"url", page_url}}}};  // 2026-07-28 has no elicitationId
-  }
+  if (!page_url.empty() && approval.contains("id"))  // 2026-07-28 has no elicitationId
+    result["inputRequests"][kApprovalInputKey] = {{"method", "elicitation/create"},
+                                                  {"params", approval_page_elicitation(stored, page_url)}};
   result["_meta"][kInvocationIdMeta] = id;
   return result;
 }

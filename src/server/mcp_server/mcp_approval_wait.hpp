@@ -30,6 +30,8 @@ inline constexpr const char* kApprovalInputKey = "approval";  // its key in inpu
 std::string approval_request_state(const std::string& invocation_id);
 std::optional<std::string> invocation_of_request_state(const nlohmann::json& state);
 
+// Whether client capabilities declare URL-mode elicitation (`elicitation.url`).
+bool declares_url_elicitation(const nlohmann::json& capabilities);
 // Whether the request's client declared URL-mode elicitation (2026-07-28 carries the client's
 // capabilities in every request's _meta).
 bool elicits_urls(const nlohmann::json& params);
@@ -40,6 +42,11 @@ bool declined_elicitation(const nlohmann::json& params);
 // else the request's Host (else the listen address).
 std::string approval_page_url(const policy::Config& config, const std::map<std::string, std::string>& headers,
                               const std::string& approval_id);
+
+// The params of a URL-mode elicitation/create showing `page_url`, where an approver decides on
+// the call of the stored row: mode, message and url (a revision adds what it wants: 2025-11-25
+// an elicitationId).
+nlohmann::json approval_page_elicitation(const nlohmann::json& stored, const std::string& page_url);
 
 // The input_required result for an invocation's stored row that waits (its approval, when it
 // has one, named in the elicitation). `page_url` empty: the requestState alone.

@@ -2,6 +2,7 @@
 
 #include "common/json_limits.hpp"
 #include "server/core/generation_watch.hpp"
+#include "server/mcp_server/mcp_approval_wait.hpp"
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 
@@ -95,7 +96,7 @@ std::variant<nlohmann::json, McpReply> McpServer::parse(std::string_view body) c
 
 bool McpServer::streams(const nlohmann::json& m) {
   if (!m.is_object() || !m.contains("method") || !m["method"].is_string()) return false;
-  if (m["method"] == "subscriptions/listen") return m.contains("id");
+  if (m["method"] == "subscriptions/listen" || m["method"] == "tasks/result") return m.contains("id");
   if (m["method"] != "tools/call") return false;
   const auto params = m.find("params");
   if (params == m.end() || !params->is_object()) return false;
@@ -115,7 +116,7 @@ void McpServer::handle(const McpContext& ctx, const nlohmann::json& body, McpNot
     return reply(refused(401, parsed->id, rpc::invalid_request, "unauthenticated: " + no->message));
   if (parsed->kind == mcp::Message::Kind::response || parsed->kind == mcp::Message::Kind::error_response)
     return reply(McpReply{202, std::nullopt, {}});  // this server sends no requests: nothing awaits it
-  Call call{ctx, std::move(*parsed), generation, std::get<pipeline::Caller>(who), {}, {}, false, {},
+  Call call{ctx, std::move(*parsed), generation, std::get<pipeline::Caller>(who), {}, {}, false, {}, false,
             std::move(notify), std::move(reply)};
   call.principal = mcp_principal(call.caller);
   if (auto revision = protocol::envelope_revision(call.message)) {
@@ -158,12 +159,17 @@ bool McpServer::resolve_session(Call& call) {
   }
   call.revision = *revision;
   call.channel = call.ctx.http ? id : call.ctx.channel;
+  call.elicits_urls = sessions_.elicits_urls(id);
   return true;
 }
 
 void McpServer::initialize(Call& call) {
   const std::string revision = protocol::negotiate(call.message.params);
-  const auto opened = sessions_.open(call.principal, revision);
+  const auto& params = call.message.params;
+  // URL-mode elicitation came with 2025-11-25.
+  const bool elicits = revision >= "2025-11-25" && params.is_object() && params.contains("capabilities") &&
+                       declares_url_elicitation(params["capabilities"]);
+  const auto opened = sessions_.open(call.principal, revision, elicits);
   if (!opened) return call.fail(503, rpc::internal_error, "the session could not be opened: " + opened.error().message);
   const std::string& id = *opened;
   nlohmann::json result = {{"protocolVersion", revision},

@@ -68,7 +68,8 @@ class McpServer {
   // Cancels the call `request_id` of `channel` (the HTTP client went away, say).
   void cancel(const std::string& channel, const nlohmann::json& request_id);
   // Whether the message is answered on a stream over HTTP: a tools/call that asked for
-  // progress (params._meta.progressToken), or a subscriptions/listen.
+  // progress (params._meta.progressToken), a subscriptions/listen, or a tasks/result (which
+  // may send an elicitation ahead of the result).
   static bool streams(const nlohmann::json& message);
 
   std::size_t sessions() const { return sessions_.size(); }
@@ -107,6 +108,7 @@ class McpServer {
   std::optional<TaskRow> owned_task(const Call& call, const std::string& id) const;
   void task_get(Call& call) const;
   void task_result(Call& call) const;
+  std::string elicit_approval_page(const Call& call, const std::string& id, const TaskRow& row) const;
   void task_cancel(Call& call) const;
   void task_list(Call& call) const;
   static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)

@@ -16,11 +16,17 @@ namespace airlock::server {
 
 class McpSessionBook {
  public:
+  // What a session was opened with: its revision, and whether its client declared URL-mode
+  // elicitation (capabilities.elicitation.url), which a task waiting for a person uses.
+  struct Held {
+    std::string revision;
+    bool elicits_urls = false;
+  };
   virtual ~McpSessionBook() = default;
-  virtual Status open(const std::string& id, const std::string& principal, const std::string& revision) = 0;
-  // The revision of session `id` when `principal` holds it (its last use touched); nullopt when
-  // there is none of theirs; an error when the database cannot answer.
-  virtual Result<std::optional<std::string>> revision(const std::string& id, const std::string& principal) = 0;
+  virtual Status open(const std::string& id, const std::string& principal, const Held& held) = 0;
+  // Session `id` when `principal` holds it (its last use touched); nullopt when there is none
+  // of theirs; an error when the database cannot answer.
+  virtual Result<std::optional<Held>> revision(const std::string& id, const std::string& principal) = 0;
   virtual Status close(const std::string& id) = 0;
 };
 

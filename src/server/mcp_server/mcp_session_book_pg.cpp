@@ -15,6 +15,7 @@ CREATE TABLE IF NOT EXISTS mcp_sessions(
   id_sha256 text PRIMARY KEY, principal_sha256 text NOT NULL, revision text NOT NULL,
   opened_ms bigint NOT NULL, used_ms bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS mcp_sessions_used ON mcp_sessions (used_ms);
+ALTER TABLE mcp_sessions ADD COLUMN IF NOT EXISTS elicits_urls boolean NOT NULL DEFAULT false;
 )sql";
 
 // A use touches the row at most this often: each message would otherwise be a write.
@@ -30,33 +31,35 @@ class PgMcpSessionBook final : public McpSessionBook {
   PgMcpSessionBook(std::unique_ptr<pg::Database> db, std::chrono::hours idle)
       : db_(std::move(db)), idle_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(idle).count()) {}
 
-  Status open(const std::string& id, const std::string& principal, const std::string& revision) override {
+  Status open(const std::string& id, const std::string& principal, const Held& held) override {
     const auto now = now_ms();
     purge_now_and_then(now);
     auto done = db_->exec("recording an MCP session",
-                          "INSERT INTO mcp_sessions (id_sha256, principal_sha256, revision, opened_ms, used_ms)"
-                          " VALUES ($1, $2, $3, $4, $4)",
-                          {sha256_hex(id), sha256_hex(principal), revision, std::to_string(now)});
+                          "INSERT INTO mcp_sessions"
+                          " (id_sha256, principal_sha256, revision, opened_ms, used_ms, elicits_urls)"
+                          " VALUES ($1, $2, $3, $4, $4, $5)",
+                          {sha256_hex(id), sha256_hex(principal), held.revision, std::to_string(now),
+                           held.elicits_urls ? "true" : "false"});
     if (!done) return Error::make("storage", "MCP sessions: " + done.error().message);
     return {};
   }
 
-  Result<std::optional<std::string>> revision(const std::string& id, const std::string& principal) override {
+  Result<std::optional<Held>> revision(const std::string& id, const std::string& principal) override {
     const auto now = now_ms();
     // Touched when its last use is older than kTouchEveryMs; read either way.
     auto rows = db_->exec("looking an MCP session up",
                           "UPDATE mcp_sessions SET used_ms = $3 WHERE id_sha256 = $1 AND principal_sha256 = $2"
-                          " AND used_ms < $4 AND used_ms >= $5 RETURNING revision",
+                          " AND used_ms < $4 AND used_ms >= $5 RETURNING revision, elicits_urls",
                           {sha256_hex(id), sha256_hex(principal), std::to_string(now), std::to_string(now - kTouchEveryMs),
                            std::to_string(now - idle_ms_)});
     if (!rows) return Error::make("storage", "MCP sessions: " + rows.error().message);
-    if (rows->rows() == 1) return std::optional<std::string>(rows->value(0, 0));
+    if (rows->rows() == 1) return held(*rows);
     rows = db_->exec("looking an MCP session up",
-                     "SELECT revision FROM mcp_sessions WHERE id_sha256 = $1 AND principal_sha256 = $2 AND used_ms >= $3",
+                     "SELECT revision, elicits_urls FROM mcp_sessions WHERE id_sha256 = $1 AND principal_sha256 = $2 AND used_ms >= $3",
                      {sha256_hex(id), sha256_hex(principal), std::to_string(now - idle_ms_)});
     if (!rows) return Error::make("storage", "MCP sessions: " + rows.error().message);
-    if (rows->rows() == 1) return std::optional<std::string>(rows->value(0, 0));
-    return std::optional<std::string>();
+    if (rows->rows() == 1) return held(*rows);
+    return std::optional<Held>();
   }
 
   Status close(const std::string& id) override {
@@ -66,6 +69,10 @@ class PgMcpSessionBook final : public McpSessionBook {
   }
 
  private:
+  static std::optional<Held> held(const pg::Reply& rows) {
+    return Held{rows.value(0, 0), rows.value(0, 1) == "t"};
+  }
+
   void purge_now_and_then(std::int64_t now) {
     if (!purge_.due(now)) return;
     (void)db_->exec("purging idle MCP sessions", "DELETE FROM mcp_sessions WHERE used_ms < $1",

@@ -23,7 +23,7 @@ std::string mcp_principal(const pipeline::Caller& c) {
   return key;
 }
 
-std::string McpSessions::insert(const std::string& id, const std::string& principal, const std::string& revision,
+std::string McpSessions::insert(const std::string& id, const std::string& principal, const McpSessionBook::Held& held,
                                 std::vector<std::shared_ptr<LiveSession>>& ending) {
   std::string evicted;
   if (auto mine = held_.find(principal); mine != held_.end() && mine->second >= per_principal_) {
@@ -33,20 +33,21 @@ std::string McpSessions::insert(const std::string& id, const std::string& princi
     for (const auto& [p, n] : held_) most = std::max(most, n);
     evicted = evict_oldest([&](const std::string& p) { return held_.at(p) == most; }, ending);
   }
-  sessions_[id] = Session{principal, revision, ++clock_, nullptr, {}};
+  sessions_[id] = Session{principal, held.revision, held.elicits_urls, ++clock_, nullptr, {}};
   ++held_[principal];
   return evicted;
 }
 
-Result<std::string> McpSessions::open(const std::string& principal, const std::string& revision) {
+Result<std::string> McpSessions::open(const std::string& principal, const std::string& revision, bool elicits_urls) {
   const std::string id = random_id();
+  const McpSessionBook::Held held{revision, elicits_urls};
   if (book_)
-    if (auto recorded = book_->open(id, principal, revision); !recorded) return recorded.error();
+    if (auto recorded = book_->open(id, principal, held); !recorded) return recorded.error();
   std::string evicted;
   std::vector<std::shared_ptr<LiveSession>> ending;
   {
     std::lock_guard lock(mu_);
-    evicted = insert(id, principal, revision, ending);
+    evicted = insert(id, principal, held, ending);
   }
   if (!evicted.empty()) {
     if (book_) (void)book_->close(evicted);  // else the book purges it when it has been idle long enough
@@ -99,7 +100,7 @@ std::optional<std::string> McpSessions::reconcile(const std::string& id, const s
       } else {
         return std::nullopt;
       }
-      out = **shared;
+      out = (*shared)->revision;
     } else if (shared && it != sessions_.end() && it->second.principal == principal) {
       // Closed through another replica: its workspaces here end with it.
       evicted = id;
@@ -113,6 +114,12 @@ std::optional<std::string> McpSessions::reconcile(const std::string& id, const s
     ended(evicted, std::move(ending));
   }
   return out;
+}
+
+bool McpSessions::elicits_urls(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  const auto it = sessions_.find(id);
+  return it != sessions_.end() && it->second.elicits_urls;
 }
 
 bool McpSessions::close(const std::string& id, const std::string& principal) {

@@ -44,10 +44,14 @@ class McpSessions {
   // holding `per_principal` sessions loses its own idle longest; when the table is full, the
   // session idle longest of the principals holding most goes. One principal never evicts another's sessions but from a
   // table it cannot fill alone.
-  Result<std::string> open(const std::string& principal, const std::string& revision);
+  // `elicits_urls`: its client declared URL-mode elicitation (kept for elicits_urls()).
+  Result<std::string> open(const std::string& principal, const std::string& revision, bool elicits_urls = false);
   // The revision of session `id` when `principal` owns it; nullopt for a session that does
   // not exist, has gone, or is another principal's (the caller cannot tell which).
   std::optional<std::string> revision(const std::string& id, const std::string& principal);
+  // Whether session `id`'s client declared URL-mode elicitation (false for one not held here:
+  // ask revision() first, which adopts a session another replica opened).
+  bool elicits_urls(const std::string& id) const;
   // Ends session `id` of `principal`; false when there is none of theirs.
   bool close(const std::string& id, const std::string& principal);
   std::size_t size() const;
@@ -64,6 +68,7 @@ class McpSessions {
  private:
   struct Session {
     std::string principal, revision;
+    bool elicits_urls = false;
     std::uint64_t last_used = 0;
     std::shared_ptr<LiveSession> workspace;                // its default
     std::vector<std::shared_ptr<LiveSession>> workspaces;  // every one it created, the default too
@@ -74,7 +79,7 @@ class McpSessions {
                            std::vector<std::shared_ptr<LiveSession>>& ending);
   void ended(const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) const;
   // Under mu_: a new entry `id`, room made first (the evicted session's id, or "").
-  std::string insert(const std::string& id, const std::string& principal, const std::string& revision,
+  std::string insert(const std::string& id, const std::string& principal, const McpSessionBook::Held& held,
                      std::vector<std::shared_ptr<LiveSession>>& ending);
   // The book's answer for `id` applied here: adopted when it holds it, ended here when not.
   std::optional<std::string> reconcile(const std::string& id, const std::string& principal);

@@ -1,10 +1,13 @@
 // The MCP server's task methods (mcp_tasks.hpp): tools/call with params.task, tasks/get,
 // tasks/result, tasks/cancel and tasks/list.
+#include <atomic>
+
 #include "server/approvals/approvals.hpp"
 #include "server/core/invocation_response.hpp"
 #include "server/invocations/invocation_runner.hpp"
 #include "server/invocations/invocation_store.hpp"
 #include "server/invocations/invocation_waiters.hpp"
+#include "server/mcp_server/mcp_approval_wait.hpp"
 #include "server/mcp_server/mcp_call.hpp"
 #include "server/mcp_server/mcp_tasks.hpp"
 #include "server/mcp_server/mcp_tools.hpp"
@@ -30,7 +33,7 @@ void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
     const auto started = store ? store->started_ms(inv.id) : std::nullopt;
     const auto created_at = started ? McpTasks::Clock::time_point{std::chrono::milliseconds(*started)}
                                     : McpTasks::Clock::now();
-    nlohmann::json result = {{"task", tasks->task(inv.id, stored, created_at)}};
+    nlohmann::json result = {{"task", tasks->task(inv.id, stored, created_at, copy.elicits_urls)}};
     result["_meta"][kImmediateResponseMeta] = "The call runs as task " + inv.id + ": " + task_status_message(stored);
     copy.answer(std::move(result));
   };
@@ -80,16 +83,42 @@ void McpServer::task_get(Call& call) const {
   if (!id) return;
   const auto row = owned_task(call, *id);
   if (!row) return call.fail(200, rpc::invalid_params, not_yours(*id));
-  call.answer(tasks_->task(*id, row->stored, row->started));
+  call.answer(tasks_->task(*id, row->stored, row->started, call.elicits_urls));
+}
+
+// A task that waits for its approval, asked for by a client that takes URL-mode elicitations
+// (2025-11-25): the approval's console page, sent ahead of the result on the tasks/result
+// stream as an elicitation/create request whose elicitationId is the approval's id. What the
+// client answers is not awaited: the call waits for the approver either way (tasks/cancel
+// withdraws it). Returns the elicitationId ("" when none was sent).
+std::string McpServer::elicit_approval_page(const Call& call, const std::string& id, const TaskRow& row) const {
+  if (!call.elicits_urls || row.stored.value("status", "") != "pending_approval") return "";
+  const std::string approval = row.stored.value("approval", nlohmann::json::object()).value("id", "");
+  if (approval.empty()) return "";
+  static std::atomic<std::uint64_t> sent{0};
+  const auto page = approval_page_url(*call.generation->config, call.ctx.headers, approval);
+  auto params = approval_page_elicitation(row.stored, page);
+  params["elicitationId"] = approval;
+  params["_meta"][kRelatedTaskMeta] = {{"taskId", id}};
+  call.notify({{"jsonrpc", "2.0"},
+               {"id", "airlock-elicitation-" + std::to_string(++sent)},
+               {"method", "elicitation/create"},
+               {"params", std::move(params)}});
+  tasks_->page_shown(id, row.started);
+  return approval;
 }
 
 // Waits for the task's end (its invocation's, through InvocationWaiters, as a long poll of
-// GET /v1/invocations/{id} does), then answers what tools/call would have answered.
+// GET /v1/invocations/{id} does), then answers what tools/call would have answered. A client
+// shown the approval's page first (elicit_approval_page) is told it is done
+// (notifications/elicitation/complete) just before the result.
 void McpServer::task_result(Call& call) const {
   const auto id = task_id_of(call);
   if (!id) return;
-  if (!owned_task(call, *id)) return call.fail(200, rpc::invalid_params, not_yours(*id));
-  auto finish = [store = s_.store, slot = s_.generation, id = *id, copy = Call(call)] {
+  const auto row = owned_task(call, *id);
+  if (!row) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  const std::string elicitation = elicit_approval_page(call, *id, *row);
+  auto finish = [store = s_.store, slot = s_.generation, id = *id, elicitation, copy = Call(call)] {
     const auto stored = store->get(id);
     if (!stored || is_unfinished(*stored))
       return copy.fail(200, rpc::internal_error,
@@ -98,6 +127,10 @@ void McpServer::task_result(Call& call) const {
     auto result = mcp_call_result(generation->config->find_tool(stored->value("tool", "")),
                                   invocation_from_stored(*stored));
     result["_meta"][kRelatedTaskMeta] = {{"taskId", id}};
+    if (!elicitation.empty())
+      copy.notify({{"jsonrpc", "2.0"},
+                   {"method", "notifications/elicitation/complete"},
+                   {"params", {{"elicitationId", elicitation}}}});
     copy.answer(std::move(result));
   };
   const auto stored = s_.store->get(*id);
@@ -146,7 +179,7 @@ void McpServer::task_cancel(Call& call) const {
                      "Cannot cancel task " + *id + ": " + withdrawn.error().message);
   const auto now = s_.store->get(*id);
   if (!now) return call.fail(200, rpc::internal_error, "task " + *id + " was cancelled and is no longer stored");
-  call.answer(tasks_->task(*id, *now, row->started));
+  call.answer(tasks_->task(*id, *now, row->started, call.elicits_urls));
 }
 
 // tasks/list: the caller's tasks of the last kTtl, newest first, in pages of kPageSize:
@@ -178,7 +211,8 @@ void McpServer::task_list(Call& call) const {
   for (auto& entry : page["tasks"]) {
     const std::string id = entry.get<std::string>();
     const auto row = owned_task(call, id);
-    entry = row ? tasks_->task(id, row->stored, row->started) : nlohmann::json{{"taskId", id}, {"status", "failed"}};
+    entry = row ? tasks_->task(id, row->stored, row->started, call.elicits_urls)
+                : nlohmann::json{{"taskId", id}, {"status", "failed"}};
   }
   call.answer(std::move(page));
 }

@@ -63,11 +63,14 @@ void McpTasks::evict_expired(Clock::time_point now) {
   }
 }
 
-nlohmann::json McpTasks::task(const std::string& id, const nlohmann::json& stored, Clock::time_point started) {
-  const std::string status = task_status(stored);
+nlohmann::json McpTasks::task(const std::string& id, const nlohmann::json& stored, Clock::time_point started,
+                              bool elicits) {
+  const bool awaits_person = elicits && stored.value("status", "") == "pending_approval";
   std::lock_guard lock(mu_);
   evict_expired(Clock::now());
   const auto found = by_id_.find(id);
+  const bool shown = found != by_id_.end() && found->second.page_shown;
+  const std::string status = awaits_person && !shown ? "input_required" : task_status(stored);
   // First seen: its first status is the one seen now, dated as the task began.
   Entry& entry = found != by_id_.end() ? found->second : admit(id, Entry{started, started, status});
   // A terminal status stays (the spec's rule); a change is dated when it is first seen.
@@ -82,8 +85,15 @@ nlohmann::json McpTasks::task(const std::string& id, const nlohmann::json& store
                          {"createdAt", iso8601(entry.created)},
                          {"lastUpdatedAt", iso8601(entry.updated)},
                          {"ttl", std::chrono::duration_cast<std::chrono::milliseconds>(kTtl).count()}};
-  if (entry.status == "working") task["pollInterval"] = kPollIntervalMs;
+  if (entry.status == "working" || entry.status == "input_required") task["pollInterval"] = kPollIntervalMs;
   return task;
+}
+
+void McpTasks::page_shown(const std::string& id, Clock::time_point started) {
+  std::lock_guard lock(mu_);
+  const auto found = by_id_.find(id);
+  Entry& entry = found != by_id_.end() ? found->second : admit(id, Entry{started, started, "input_required"});
+  entry.page_shown = true;
 }
 
 pipeline::Invocation invocation_from_stored(const nlohmann::json& stored) {

@@ -1,0 +1,56 @@
+// The TypeScript SDK v1 client at 2025-11-25 calls a critical tool as a task (issue #38):
+// node sdk_task_approval.mjs URL KEY APPROVER_TOKEN
+// The client declares URL-mode elicitation. callToolStream makes the call a task; the task is
+// input_required while it waits for a person, so the client takes tasks/result, whose stream
+// brings an elicitation/create of the console's approval page. The handler plays the user who
+// opens it and the approver who decides there (the REST decision the page makes, with the
+// approver's own token); notifications/elicitation/complete and the tool's result follow.
+// Run by approvals_test.cpp.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, ElicitationCompleteNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { check } from './common.mjs';
+
+const [url, key, approverToken] = process.argv.slice(2);
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  requestInit: { headers: { Authorization: `Bearer ${key}` } },
+});
+const client = new Client({ name: 'airlock-task-approval-test', version: '1.0.0' }, {
+  capabilities: { elicitation: { url: {} } },
+});
+const elicited = [];
+const completed = [];
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  elicited.push(request.params);
+  const page = new URL(request.params.url);
+  const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
+  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ reason: 'checked at the page' }),
+  });
+  check(decided.status === 200, 'the approver decided at the elicited page', await decided.text());
+  return { action: 'accept' };
+});
+client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => { completed.push(n.params); });
+await client.connect(transport);
+check(transport.protocolVersion === '2025-11-25', 'the session speaks 2025-11-25', transport.protocolVersion);
+const { tools } = await client.listTools();
+const danger = tools.find((t) => t.name === 'danger');
+check(danger?.execution?.taskSupport === 'optional', 'the critical tool may be a task', danger);
+
+const statuses = [];
+let result;
+for await (const message of client.experimental.tasks.callToolStream({ name: 'danger', arguments: { x: 9 } })) {
+  if (message.type === 'taskCreated' || message.type === 'taskStatus') statuses.push(message.task.status);
+  if (message.type === 'result') result = message.result;
+  if (message.type === 'error') check(false, 'the task stream ended without an error', String(message.error));
+}
+check(statuses[0] === 'input_required', 'the task waits for input: where a person approves it', statuses);
+check(elicited.length === 1, 'the user was shown the approval page once', elicited);
+check(elicited[0].mode === 'url' && elicited[0].url.includes('/console/#approval/'), 'a URL-mode elicitation of the console page', elicited[0]);
+check(elicited[0]._meta?.['io.modelcontextprotocol/related-task']?.taskId !== undefined, 'the elicitation names its task', elicited[0]);
+check(completed.length === 1 && completed[0].elicitationId === elicited[0].elicitationId, 'the elicitation was completed', completed);
+check(result?.isError !== true && result?.structuredContent?.echo?.x === 9, "the call's result arrived", result);
+await transport.terminateSession();
+await client.close();
