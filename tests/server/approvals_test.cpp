@@ -603,6 +603,89 @@ TEST_F(Approvals, ACriticalCallUnder20260728AsksForInputUntilAPersonApproves) {
   EXPECT_EQ(answered["result"]["structuredContent"]["echo"], (json{{"x", 3}})) << answered.dump();
 }
 
+// Issue #38, 2026-07-28 with the tasks extension (SEP-2663): a client that declares it gets
+// the critical call as a task (resultType "task"), input_required with the approval page as its
+// input request when it takes URL elicitations; tasks/update takes its answer (the task works
+// again); tasks/get ends completed with the result tools/call would have given, a denial too
+// (as an error result). The extension's shapes (ttlMs), its Mcp-Name header (the task's id),
+// no tasks/result or tasks/list, nobody else's task, a withdrawal by tasks/cancel.
+TEST_F(Approvals, ACriticalCallUnder20260728WithTheTasksExtensionIsATask) {
+  auto meta = stateless_meta();
+  meta["io.modelcontextprotocol/clientCapabilities"] = {{"elicitation", {{"url", json::object()}}},
+                                                        {"extensions", {{"io.modelcontextprotocol/tasks", json::object()}}}};
+  auto post = [&](int id, const std::string& method, json params, const std::string& name,
+                  const std::string& key = kKey) {
+    params["_meta"] = meta;
+    return mcp_post(port(), rpc(id, method, params), key,
+                    {{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", method}, {"mcp-name", name}});
+  };
+  auto task_request = [&](int id, const std::string& method, const std::string& task_id, json extra = json::object(),
+                          const std::string& key = kKey) {
+    extra["taskId"] = task_id;
+    return post(id, method, extra, task_id, key).json();
+  };
+  const json created = post(1, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 21}}}}, "danger").json();
+  const json& task = created["result"];
+  ASSERT_EQ(task["resultType"], "task") << created.dump();
+  const std::string task_id = task.value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  EXPECT_EQ(task["status"], "input_required") << created.dump();
+  EXPECT_TRUE(task.contains("ttlMs") && !task.contains("ttl")) << created.dump();
+  EXPECT_TRUE(task.contains("pollIntervalMs") && !task.contains("pollInterval")) << created.dump();
+
+  const json polled = task_request(2, "tasks/get", task_id)["result"];
+  EXPECT_EQ(polled["resultType"], "complete") << polled.dump();
+  EXPECT_EQ(polled["status"], "input_required") << polled.dump();
+  const json asked = polled["inputRequests"]["approval"];
+  EXPECT_EQ(asked["method"], "elicitation/create") << polled.dump();
+  EXPECT_EQ(asked["params"]["mode"], "url") << polled.dump();
+  const std::string approval = invocation(task_id)["approval"].value("id", "");
+  EXPECT_EQ(asked["params"]["url"], "http://127.0.0.1/console/#approval/" + approval) << polled.dump();
+
+  // Mcp-Name must be the task's id; 2026-07-28 has no tasks/result or tasks/list.
+  json wrong_name = post(3, "tasks/get", {{"taskId", task_id}}, "another-task").json();
+  EXPECT_EQ(wrong_name["error"]["code"], -32020) << wrong_name.dump();
+  EXPECT_EQ(task_request(4, "tasks/result", task_id)["error"]["code"], -32601);
+  EXPECT_EQ(post(5, "tasks/list", json::object(), "").json()["error"]["code"], -32601);
+  // Nobody else's task, to read or to answer.
+  EXPECT_EQ(task_request(6, "tasks/get", task_id, json::object(), kOtherKey)["error"]["code"], -32602);
+  EXPECT_EQ(task_request(7, "tasks/update", task_id, {{"inputResponses", {{"approval", {{"action", "accept"}}}}}},
+                         kOtherKey)["error"]["code"], -32602);
+  EXPECT_EQ(task_request(8, "tasks/update", task_id, {{"inputResponses", "yes"}})["error"]["code"], -32602);
+
+  const json updated = task_request(9, "tasks/update", task_id, {{"inputResponses", {{"approval", {{"action", "accept"}}}}}});
+  EXPECT_EQ(updated["result"]["resultType"], "complete") << updated.dump();
+  EXPECT_EQ(task_request(10, "tasks/get", task_id)["result"]["status"], "working") << "the page was shown";
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+  (void)outcome(task_id);
+  const json done = task_request(11, "tasks/get", task_id)["result"];
+  EXPECT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_EQ(done["result"]["resultType"], "complete") << done.dump();
+  EXPECT_EQ(done["result"]["structuredContent"]["echo"], (json{{"x", 21}})) << done.dump();
+
+  // Denied: completed, its result the denial as tools/call answers it.
+  const std::string denied = post(12, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 22}}}}, "danger")
+                                 .json()["result"].value("taskId", "");
+  ASSERT_FALSE(denied.empty());
+  ASSERT_EQ(decide(invocation(denied)["approval"].value("id", ""), "deny", "bob").status, 200);
+  (void)outcome(denied);
+  const json refused = task_request(13, "tasks/get", denied)["result"];
+  EXPECT_EQ(refused["status"], "completed") << refused.dump();
+  EXPECT_EQ(refused["result"]["isError"], true) << refused.dump();
+  EXPECT_EQ(refused["result"]["structuredContent"]["error"]["kind"], "approval_denied") << refused.dump();
+
+  // Withdrawn by tasks/cancel: acknowledged, and the task is cancelled.
+  const std::string withdrawn = post(14, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 23}}}}, "danger")
+                                    .json()["result"].value("taskId", "");
+  ASSERT_FALSE(withdrawn.empty());
+  EXPECT_EQ(task_request(15, "tasks/cancel", withdrawn)["result"]["resultType"], "complete");
+  EXPECT_EQ(task_request(16, "tasks/get", withdrawn)["result"]["status"], "cancelled");
+
+  // A tool that runs at once answers its result, also to a client that takes tasks.
+  const json immediate = post(17, "tools/call", {{"name", "echo"}, {"arguments", {{"y", 1}}}}, "echo").json();
+  EXPECT_EQ(immediate["result"]["resultType"], "complete") << immediate.dump();
+}
+
 // The same with the official v2 client (@modelcontextprotocol/client): its elicitation
 // handler gets the approval page, a person approves there, and callTool resolves with the
 // tool's result (clients/v2_approval.mjs).
@@ -750,6 +833,21 @@ TEST_F(Approvals, AnMcpTaskShowsItsClientTheApprovalPageAsAUrlElicitation) {
 // notifications/elicitation/complete (clients/sdk_task_approval.mjs).
 TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageAndGetsTheResult) {
   const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/sdk_task_approval.mjs http://127.0.0.1:" +
+                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
+}
+
+// The official Tasks extension client (@modelcontextprotocol/ext-tasks) at 2026-07-28: the
+// critical call is a task, its input request the approval page, its answer a tasks/update, and
+// the result arrives by polling tasks/get (clients/ext_tasks_approval.mjs).
+TEST_F(Approvals, TheTasksExtensionClientGetsACriticalCallsResultAsATask) {
+  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/ext_tasks_approval.mjs http://127.0.0.1:" +
                               std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
   std::string out;
   FILE* p = ::popen(command.c_str(), "r");

@@ -24,6 +24,11 @@ struct McpServer::Call {
   void fail(int code, const std::string& text, nlohmann::json data) const;  // a JSON-RPC error with data
 };
 
+// params.taskId of a tasks/* request, or the call is failed (-32602) saying why; and the
+// refusal's text for a task the caller does not own (or that has expired).
+std::optional<std::string> task_id_of(const McpServer::Call& call);
+std::string not_yours(const std::string& id);
+
 // The server's name and version, as initialize and 2026-07-28's _meta give them.
 nlohmann::json mcp_server_info();
 // What the server offers (initialize, server/discover).

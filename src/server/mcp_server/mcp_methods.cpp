@@ -55,11 +55,21 @@ void name_missing_servers(nlohmann::json& result, const FirstListings* listings)
 }
 
 nlohmann::json discover() {
+  // 2026-07-28 has tasks as an extension, not a capability of the core protocol.
+  auto capabilities = mcp_capabilities();
+  capabilities.erase("tasks");
+  capabilities["extensions"][kTasksExtension] = nlohmann::json::object();
   nlohmann::json result = {{"supportedVersions", protocol::supported_revisions()},
-                           {"capabilities", mcp_capabilities()},
+                           {"capabilities", std::move(capabilities)},
                            {"serverInfo", mcp_server_info()}};
   cache_privately(result);
   return result;
+}
+
+// Whether a call of tool `name` may be a task (2026-07-28: the server decides).
+bool may_be_task(const Generation& generation, const std::string& name) {
+  const auto* tool = generation.config->find_tool(name);
+  return tool && supports_tasks(*tool);
 }
 
 // Progress of the call's pipeline, as notifications/progress with the client's token.
@@ -82,9 +92,11 @@ void McpServer::dispatch(Call& call) const {
   if (mcp::content_listing(method)) return list_content(call);
   if (method == "resources/read" || method == "prompts/get") return read_content(call);
   if (method == "tasks/get") return task_get(call);
-  if (method == "tasks/result") return task_result(call);
   if (method == "tasks/cancel") return task_cancel(call);
-  if (method == "tasks/list") return task_list(call);
+  // 2026-07-28's extension has tasks/update instead of tasks/result and tasks/list.
+  if (method == "tasks/update" && call.stateless) return task_update(call);
+  if (method == "tasks/result" && !call.stateless) return task_result(call);
+  if (method == "tasks/list" && !call.stateless) return task_list(call);
   if (method == "server/discover" && call.stateless) return call.answer(discover());
   if (method == "subscriptions/listen" && call.stateless) return listen(call);
   call.fail(200, rpc::method_not_found, "Method not found: " + method);
@@ -179,13 +191,14 @@ void McpServer::call_tool(Call& call) const {
   if (call.stateless && params.contains("requestState")) return resume_waiting_call(call);
   InvocationRequest request{params["name"].get<std::string>(), call.ctx.headers, call.ctx.client_certificate,
                             invoke_body(params), call.ctx.peer, std::make_shared<pipeline::InvocationControl>()};
-  if (params.contains("task")) return call_tool_as_task(call, std::move(request));
+  if (call.stateless ? declares_tasks_extension(params) && may_be_task(*call.generation, name) : params.contains("task"))
+    return call_tool_as_task(call, std::move(request));
   if (const auto meta = params.find("_meta"); meta != params.end() && meta->is_object() && meta->contains("progressToken"))
     request.control->progress = progress_to(call.notify, (*meta)["progressToken"]);
   const std::string key = McpCallsInFlight::key(call.channel, call.message.id.dump());
   if (!call.channel.empty()) calls_->add(key, request.control);
   // The worker answers after this returns: it holds copies, never `call` itself.
-  auto answer = [calls = calls_, key, urls = call.stateless && elicits_urls(params), copy = Call(call)](
+  auto answer = [calls = calls_, key, urls = call.stateless && call.elicits_urls, copy = Call(call)](
                     const Generation& generation, const pipeline::Invocation& inv) {
     calls->remove(key);
     if (copy.stateless && inv.suspended && inv.suspended->stage == "approval") {

@@ -59,12 +59,17 @@ std::string header(const std::map<std::string, std::string>& headers, const std:
   return it == headers.end() ? std::string() : it->second;
 }
 
-// The body field Mcp-Name mirrors, for the methods that have one (SEP-2243): a tool's or a
-// prompt's name, a resource's uri.
+// The body field Mcp-Name mirrors, for the methods that have one: a tool's or a prompt's name,
+// a resource's uri (SEP-2243), a task's id (the tasks extension, SEP-2663). nullptr: none.
+const char* name_field(const std::string& method) {
+  if (method == "tools/call" || method == "prompts/get") return "name";
+  if (method == "resources/read") return "uri";
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") return "taskId";
+  return nullptr;
+}
+
 std::optional<std::string> name_in_body(const mcp::Message& m) {
-  const char* field = m.method == "tools/call" || m.method == "prompts/get" ? "name"
-                      : m.method == "resources/read"                       ? "uri"
-                                                                           : nullptr;
+  const char* field = name_field(m.method);
   if (!field || !m.params.is_object()) return std::nullopt;
   const auto name = m.params.find(field);
   return name != m.params.end() && name->is_string() ? name->get<std::string>() : std::string();
@@ -81,8 +86,8 @@ std::optional<Refusal> check_headers(const mcp::Message& m, const std::string& r
   if (auto name = name_in_body(m)) {
     auto sent = decode_header_value(header(headers, "mcp-name"));
     if (!sent || *sent != *name)
-      return refuse(m, kHeaderMismatch, "the Mcp-Name header must be the request's params." +
-                                            std::string(m.method == "resources/read" ? "uri" : "name") + ", " + *name);
+      return refuse(m, kHeaderMismatch,
+                    "the Mcp-Name header must be the request's params." + std::string(name_field(m.method)) + ", " + *name);
   }
   return std::nullopt;
 }

@@ -125,6 +125,7 @@ void McpServer::handle(const McpContext& ctx, const nlohmann::json& body, McpNot
     call.revision = *revision;
     call.stateless = true;
     call.channel = ctx.channel;
+    call.elicits_urls = elicits_urls(call.message.params);  // 2026-07-28: each request says
   } else if (call.message.method == "initialize" && call.message.kind == mcp::Message::Kind::request) {
     return initialize(call);
   } else if (!resolve_session(call)) {

@@ -107,6 +107,10 @@ class McpServer {
   };
   std::optional<TaskRow> owned_task(const Call& call, const std::string& id) const;
   void task_get(Call& call) const;
+  // 2026-07-28's tasks extension (mcp_task_extension.cpp): tasks/get's detailed task, and
+  // tasks/update, which takes the client's answers to a task's input requests.
+  nlohmann::json detailed_extension_task(const Call& call, const std::string& id, const TaskRow& row) const;
+  void task_update(Call& call) const;
   void task_result(Call& call) const;
   std::string elicit_approval_page(const Call& call, const std::string& id, const TaskRow& row) const;
   void task_cancel(Call& call) const;

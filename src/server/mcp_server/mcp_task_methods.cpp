@@ -16,16 +16,18 @@ namespace airlock::server {
 
 namespace rpc = mcp::rpc_error;
 
-// A tools/call with params.task: answered once the call waits for its approvers (or has ended)
-// with the task, never with the tool's result; no progress, no cancellation by the request's
-// id (the request is answered at once; the task outlives it).
+// A tools/call that becomes a task: with params.task (2025-11-25), or of a tool that may be
+// one from a client that declared the tasks extension (2026-07-28, where the server decides).
+// Answered once the call waits for its approvers (or has ended) with the task, never with the
+// tool's result; no progress, no cancellation by the request's id (the request is answered at
+// once; the task outlives it).
 void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
   const auto* tool = call.generation->config->find_tool(request.tool);
   if (!tool || !supports_tasks(*tool))
     return call.fail(200, rpc::method_not_found,
                      "tools/call of " + request.tool + " cannot be a task: only tools that wait for a person's "
                      "approval say execution.taskSupport (call it without params.task)");
-  if (!call.message.params["task"].is_object())
+  if (!call.stateless && !call.message.params["task"].is_object())
     return call.fail(200, rpc::invalid_params, "tools/call: params.task must be an object ({\"ttl\": ms} or {})");
   auto created = [tasks = tasks_, store = s_.store, copy = Call(call)](const Generation&, const pipeline::Invocation& inv) {
     const nlohmann::json stored = to_response(inv);
@@ -33,7 +35,9 @@ void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
     const auto started = store ? store->started_ms(inv.id) : std::nullopt;
     const auto created_at = started ? McpTasks::Clock::time_point{std::chrono::milliseconds(*started)}
                                     : McpTasks::Clock::now();
-    nlohmann::json result = {{"task", tasks->task(inv.id, stored, created_at, copy.elicits_urls)}};
+    auto task = tasks->task(inv.id, stored, created_at, copy.elicits_urls);
+    nlohmann::json result = copy.stateless ? extension_task(std::move(task)) : nlohmann::json{{"task", std::move(task)}};
+    if (copy.stateless) result["resultType"] = "task";
     result["_meta"][kImmediateResponseMeta] = "The call runs as task " + inv.id + ": " + task_status_message(stored);
     copy.answer(std::move(result));
   };
@@ -44,8 +48,6 @@ void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
   if (rejected == Rejection::draining) return call.answer(mcp_error_result("draining", "the server is shutting down"));
   if (rejected == Rejection::queue_full) queue_full();
 }
-
-namespace {
 
 // params.taskId, or the call is failed saying why.
 std::optional<std::string> task_id_of(const McpServer::Call& call) {
@@ -61,8 +63,6 @@ std::string not_yours(const std::string& id) {
   return "Failed to retrieve task: no task " + id + " of this caller (tasks are kept " +
          std::to_string(McpTasks::kTtl.count()) + " h)";
 }
-
-}  // namespace
 
 // Task `id`'s invocation row, when the caller owns it (as GET /v1/invocations/{id} would show
 // it), it is of a tool that may be a task, and its ttl has not passed; and when it began.
@@ -83,6 +83,7 @@ void McpServer::task_get(Call& call) const {
   if (!id) return;
   const auto row = owned_task(call, *id);
   if (!row) return call.fail(200, rpc::invalid_params, not_yours(*id));
+  if (call.stateless) return call.answer(detailed_extension_task(call, *id, *row));
   call.answer(tasks_->task(*id, row->stored, row->started, call.elicits_urls));
 }
 
@@ -179,6 +180,7 @@ void McpServer::task_cancel(Call& call) const {
                      "Cannot cancel task " + *id + ": " + withdrawn.error().message);
   const auto now = s_.store->get(*id);
   if (!now) return call.fail(200, rpc::internal_error, "task " + *id + " was cancelled and is no longer stored");
+  if (call.stateless) return call.answer(nlohmann::json::object());  // 2026-07-28: an acknowledgement
   call.answer(tasks_->task(*id, *now, row->started, call.elicits_urls));
 }
 

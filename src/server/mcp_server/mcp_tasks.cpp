@@ -2,6 +2,8 @@
 
 #include <ctime>
 
+#include "server/mcp_server/mcp_protocol.hpp"
+
 namespace airlock::server {
 namespace {
 
@@ -23,6 +25,28 @@ std::string error_kind(const nlohmann::json& stored) {
 }  // namespace
 
 bool supports_tasks(const policy::ToolConfig& tool) { return tool.risk == policy::Risk::critical; }
+
+bool declares_tasks_extension(const nlohmann::json& params) {
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return false;
+  const auto caps = meta->find(mcp_protocol::kClientCapabilitiesMeta);
+  if (caps == meta->end() || !caps->is_object()) return false;
+  const auto extensions = caps->find("extensions");
+  if (extensions == caps->end() || !extensions->is_object()) return false;
+  const auto tasks = extensions->find(kTasksExtension);
+  return tasks != extensions->end() && tasks->is_object();
+}
+
+nlohmann::json extension_task(nlohmann::json task) {
+  task["ttlMs"] = task["ttl"];
+  task.erase("ttl");
+  if (task.contains("pollInterval")) {
+    task["pollIntervalMs"] = task["pollInterval"];
+    task.erase("pollInterval");
+  }
+  if (task["status"] == "failed") task["status"] = "completed";
+  return task;
+}
 
 std::string task_status(const nlohmann::json& stored) {
   const std::string status = stored.value("status", "");

@@ -29,10 +29,20 @@
 namespace airlock::server {
 
 inline constexpr const char* kRelatedTaskMeta = "io.modelcontextprotocol/related-task";
+// 2026-07-28 moved tasks out of the core protocol into this extension (SEP-2663): a request's
+// clientCapabilities.extensions names it when the client takes a task for an answer.
+inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
 inline constexpr const char* kImmediateResponseMeta = "io.modelcontextprotocol/model-immediate-response";
 
 // Whether tools/call may be a task for this tool: those that wait for a person.
 bool supports_tasks(const policy::ToolConfig& tool);
+// Whether a 2026-07-28 request's client declared the tasks extension (its _meta's
+// clientCapabilities.extensions["io.modelcontextprotocol/tasks"], an object).
+bool declares_tasks_extension(const nlohmann::json& params);
+// A task (McpTasks::task) in the extension's shape: ttlMs and pollIntervalMs. `failed` there
+// is a JSON-RPC error, and Airlock's calls end in results (an error result too), so an ended
+// call's task is `completed` (its result may be an error result); `cancelled` stays.
+nlohmann::json extension_task(nlohmann::json task);
 
 class McpTasks {
  public:
