@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/digest.hpp"
 #include "creds/sealing_key.hpp"
@@ -301,6 +303,29 @@ TEST_F(ConsoleStoresPg, AFullTableEndsTheLeastRecentlyUsedAcrossStores) {
   ASSERT_TRUE(one->remove(c->id));
   EXPECT_FALSE(*two->use(c->id));
   EXPECT_EQ(*one->size(), 1u);
+}
+
+// Sign-ins at once through two replicas never hold more than max_sessions: each creation makes
+// room and records its row under a lock both take (without it, two that each counted one
+// short of full both inserted).
+TEST_F(ConsoleStoresPg, ConcurrentSignInsAcrossStoresNeverExceedTheBound) {
+  server::console::SessionOptions options;
+  options.max_sessions = 3;
+  auto one = sessions(options), two = sessions(options);
+  ASSERT_TRUE(one && two);
+  std::atomic<int> failures{0}, over{0};
+  std::vector<std::thread> signing_in;
+  for (int t = 0; t < 8; ++t)
+    signing_in.emplace_back([&, store = t % 2 ? one : two] {
+      for (int i = 0; i < 15; ++i) {
+        if (!store->create("c").ok()) ++failures;
+        if (*store->size() > options.max_sessions) ++over;
+      }
+    });
+  for (auto& t : signing_in) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(over.load(), 0) << "the table held more than max_sessions";
+  EXPECT_LE(*one->size(), options.max_sessions);
 }
 
 TEST_F(ConsoleStoresPg, ASessionSealedWithAnotherKeyDoesNotOpen) {

@@ -59,11 +59,20 @@ class PgSessionStore final : public SessionStore {
     if (!sealed_csrf) return failed("sealing a CSRF token", sealed_csrf.error());
     const auto now = now_();
     purge_now_and_then(now);
-    if (auto room = make_room(); !room) return room.error();
-    auto done = db_->exec("recording a console session",
-                          "INSERT INTO console_sessions (id_sha256, credential_sealed, csrf_sealed, created_ms, used_ms)"
-                          " VALUES ($1, $2, $3, $4, $4)",
-                          {key, *sealed_credential, *sealed_csrf, std::to_string(now)});
+    // Room and row in one transaction, under a lock every replica takes: two creations that
+    // each counted max_sessions - 1 would otherwise both insert, and the table would hold more.
+    Status done = db_->transaction("recording a console session", [&](pg::Database::Tx& tx) -> Status {
+      if (auto locked = tx.exec("locking the console sessions", "SELECT pg_advisory_xact_lock(1095912523, 22)");
+          !locked)
+        return locked.error();
+      if (auto room = make_room(tx); !room) return room.error();
+      auto inserted = tx.exec("recording a console session",
+                              "INSERT INTO console_sessions (id_sha256, credential_sealed, csrf_sealed, created_ms, used_ms)"
+                              " VALUES ($1, $2, $3, $4, $4)",
+                              {key, *sealed_credential, *sealed_csrf, std::to_string(now)});
+      if (!inserted) return inserted.error();
+      return {};
+    });
     if (!done) return failed("signing in", done.error());
     return Created{*id, *csrf};
   }
@@ -119,11 +128,11 @@ class PgSessionStore final : public SessionStore {
 
   // Full (max_sessions, counted over every replica's): the least recently used end, so that
   // the one about to be made fits.
-  Status make_room() {
-    auto done = db_->exec("making room for a console session",
-                          "DELETE FROM console_sessions WHERE id_sha256 IN (SELECT id_sha256 FROM console_sessions"
-                          " ORDER BY used_ms ASC LIMIT (SELECT greatest(count(*) - $1 + 1, 0) FROM console_sessions))",
-                          {std::to_string(options_.max_sessions)});
+  Status make_room(pg::Database::Tx& tx) const {
+    auto done = tx.exec("making room for a console session",
+                        "DELETE FROM console_sessions WHERE id_sha256 IN (SELECT id_sha256 FROM console_sessions"
+                        " ORDER BY used_ms ASC LIMIT (SELECT greatest(count(*) - $1 + 1, 0) FROM console_sessions))",
+                        {std::to_string(options_.max_sessions)});
     if (!done) return failed("ending the least recently used session", done.error());
     return {};
   }
