@@ -195,6 +195,43 @@ TEST_F(GatewayOnGvisor, EverythingEchoesFromGvisor) {
   EXPECT_TRUE(usage) << "the call's CPU is accounted (from the instance's cgroup)";
 }
 
+// A server's dataPaths on gVisor are binds of the same host directories, read-only unless
+// `:rw`: server-filesystem (the official one) reads the read-only one and writes the writable
+// one, and the host sees that file; its write into the read-only one fails and leaves the host
+// directory as it was.
+TEST_F(GatewayOnGvisor, DataPathsAreReadOnlyUnlessRw) {
+  TempDir dirs;
+  const std::string data = dirs.path() + "/data", out = dirs.path() + "/out";
+  fs::create_directories(data);
+  fs::create_directories(out);
+  std::ofstream(data + "/hello.txt") << "hello from the host";
+  // The server runs as the sandbox's user; the writable directory is theirs, as an operator
+  // would make it.
+  ASSERT_EQ(::chown(out.c_str(), sandbox::kSandboxUid, sandbox::kSandboxGid), 0);
+  policy::McpServerConfig files;
+  files.name = "files";
+  files.command = {"/usr/bin/node", kNodeModules + "/@modelcontextprotocol/server-filesystem/dist/index.js", "/data",
+                   "/out", g_tag};
+  files.data_paths.push_back({kNodeModules, kNodeModules, false});
+  files.data_paths.push_back({data, "/data", false});
+  files.data_paths.push_back({out, "/out", true});
+  files.risk = policy::Risk::high;
+  gateway_->configure({files});
+
+  auto read = gateway_->call(tool_call("files", "read_text_file", {{"path", "/data/hello.txt"}}));
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_NE(text_of(*read).find("hello from the host"), std::string::npos) << text_of(*read);
+  auto wrote = gateway_->call(tool_call("files", "write_file", {{"path", "/out/made.txt"}, {"content", "from gVisor"}}));
+  ASSERT_TRUE(wrote) << wrote.error().message;
+  EXPECT_FALSE(wrote->is_error) << text_of(*wrote);
+  EXPECT_EQ(read_text(out + "/made.txt"), "from gVisor") << "the host sees what the server wrote";
+  auto refused = gateway_->call(tool_call("files", "write_file", {{"path", "/data/x.txt"}, {"content", "x"}}));
+  ASSERT_TRUE(refused) << refused.error().message;
+  EXPECT_TRUE(refused->is_error) << text_of(*refused);
+  EXPECT_FALSE(fs::exists(data + "/x.txt")) << "the read-only bind kept the host directory as it was";
+  EXPECT_EQ(registry_.count(), 0u) << "no local sandbox";
+}
+
 // The same server on a gVisor tier and on a local one: /proc/version is the Sentry's in the
 // first (gVisor's fake kernel, not the host's release) and the host's in the second.
 TEST_F(GatewayOnGvisor, TheServersKernelIsNotTheHosts) {
