@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/unique_fd.hpp"
+#include "storage/wal_checkpoints.hpp"
 
 namespace airlock::storage {
 namespace {
@@ -70,6 +71,7 @@ Result<SqliteConnection> open_sqlite_state(const std::string& path, const char* 
   if (auto set = set_pragmas(raw, path, store, options); !set) return set.error();
   if (sqlite3_exec(raw, schema, nullptr, nullptr, nullptr) != SQLITE_OK)
     return step_error(store, "creating the schema in", path, reason_of(raw));
+  checkpoint_in_background(raw);
   return db;
 }
 

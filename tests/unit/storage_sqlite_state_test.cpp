@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "storage/sqlite_state.hpp"
+#include "storage/wal_checkpoints.hpp"
 
 namespace airlock::storage {
 namespace {
@@ -154,6 +157,56 @@ TEST_F(SqliteStateTest, StatementsAndExecOfAStore) {
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error().code, "storage");
   EXPECT_EQ(failed.error().message, "test store: no such table: missing");
+}
+
+// Commits that take the WAL past SQLite's checkpoint bound hand the checkpoint to the
+// background thread: its count rises, the commits' own does not, and the WAL restarts (the
+// frames a later commit sees stay under the bound). Without the hook SQLite would have
+// checkpointed inside those commits and the background count would not move.
+TEST_F(SqliteStateTest, CheckpointsRunInTheBackgroundNotInTheCommit) {
+  auto db = open_sqlite_state(path_, kSchema, "test store");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  const auto before = checkpoint_counts();
+  for (int i = 0; i < 6 * kBackgroundCheckpointFrames; ++i) {
+    const std::string sql = "INSERT OR REPLACE INTO t VALUES ('k" + std::to_string(i % 50) + "', " + std::to_string(i) + ")";
+    ASSERT_EQ(sqlite3_exec(db->get(), sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    if (i % 200 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the thread's turn
+  }
+  for (int i = 0; i < 200 && checkpoint_counts().background == before.background; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto after = checkpoint_counts();
+  EXPECT_GT(after.background, before.background) << "the background thread checkpointed";
+  EXPECT_EQ(after.inline_, before.inline_) << "no commit checkpointed itself";
+  // The WAL restarted: a checkpoint now finds far fewer frames than were written (it waits
+  // out the thread's own, which holds the checkpoint lock).
+  int log = -1, done = -1, rc = SQLITE_BUSY;
+  for (int i = 0; i < 100 && rc == SQLITE_BUSY; ++i) {
+    rc = sqlite3_wal_checkpoint_v2(db->get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    if (rc == SQLITE_BUSY) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(rc, SQLITE_OK);
+  EXPECT_LT(log, 2 * kBackgroundCheckpointFrames) << "frames in the WAL";
+}
+
+// The bound when the thread cannot keep up: with it held, a commit past
+// kInlineCheckpointFrames checkpoints itself, as SQLite would, so the WAL stays bounded.
+TEST_F(SqliteStateTest, AWalTheThreadCannotKeepUpWithIsCheckpointedByTheCommit) {
+  auto db = open_sqlite_state(path_, kSchema, "test store");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  hold_background_checkpoints(true);
+  const auto before = checkpoint_counts();
+  for (int i = 0; i < kInlineCheckpointFrames + 100; ++i) {
+    const std::string sql = "INSERT OR REPLACE INTO t VALUES ('k', " + std::to_string(i) + ")";
+    ASSERT_EQ(sqlite3_exec(db->get(), sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  const auto after = checkpoint_counts();
+  EXPECT_GT(after.inline_, before.inline_);
+  // Read while the thread is still held (released, it runs the checkpoints asked meanwhile).
+  int log = -1, done = -1;
+  const int rc = sqlite3_wal_checkpoint_v2(db->get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+  hold_background_checkpoints(false);
+  ASSERT_EQ(rc, SQLITE_OK);
+  EXPECT_LT(log, kInlineCheckpointFrames) << "frames in the WAL";
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/unique_fd.hpp"
+#include "storage/wal_checkpoints.hpp"
 
 namespace airlock::audit::detail {
 namespace {
@@ -73,6 +74,7 @@ Result<std::unique_ptr<LogStore>> SqliteLogStore::open_for_writing(const std::st
   if (*mode != "wal") return not_a_log(path, "cannot switch it to WAL mode (got " + *mode + ")");
   // FULL: in WAL mode every commit fsyncs the WAL, so a commit that returned is on disk.
   if (auto status = db->exec("PRAGMA synchronous=FULL"); !status) return status.error();
+  storage::checkpoint_in_background(db->handle());  // not in the commit an appender waits for
   std::unique_ptr<SqliteLogStore> store(new SqliteLogStore(path, std::move(*db)));
   if (auto status = store->begin_write(); !status) return status.error();
   if (auto status = store->db_.exec(kSchema); !status) {
