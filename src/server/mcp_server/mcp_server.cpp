@@ -115,7 +115,7 @@ void McpServer::handle(const McpContext& ctx, const nlohmann::json& body, McpNot
   if (const auto* no = std::get_if<pipeline::InvocationError>(&who))
     return reply(refused(401, parsed->id, rpc::invalid_request, "unauthenticated: " + no->message));
   if (parsed->kind == mcp::Message::Kind::response || parsed->kind == mcp::Message::Kind::error_response)
-    return reply(McpReply{202, std::nullopt, {}});  // this server sends no requests: nothing awaits it
+    return reply(McpReply{202, std::nullopt, {}});  // its requests (a task's elicitation) await no answer
   Call call{ctx, std::move(*parsed), generation, std::get<pipeline::Caller>(who), {}, {}, false, {}, false,
             std::move(notify), std::move(reply)};
   call.principal = mcp_principal(call.caller);
