@@ -14,7 +14,7 @@ struct McpServer::Call {
   std::string revision;
   bool stateless = false;  // 2026-07-28: results carry resultType and the server's info
   std::string channel;     // where notifications/cancelled finds its calls ("": nowhere)
-  bool elicits_urls = false;  // its session's client declared URL-mode elicitation (initialize)
+  bool elicits_urls = false;  // its client declared URL-mode elicitation (at initialize, or in this request's _meta)
   McpNotify notify;
   McpReplyFn reply;
 

@@ -56,17 +56,19 @@ class McpTasks {
   // while the call is in flight, its Invocation). A task this table has not seen (made through
   // another replica, or before a restart) is recorded as made at `started` (its row's start).
   // `elicits`: the caller's client takes URL-mode elicitations; then a task that waits for its
-  // approval is `input_required` until tasks/result has shown it the approval's page.
+  // approval is `input_required` until its client has been shown the approval's page
+  // (page_shown).
   nlohmann::json task(const std::string& id, const nlohmann::json& stored, Clock::time_point started,
                       bool elicits = false);
-  // tasks/result has shown task `id`'s client the approval's page: the task is `working` again.
+  // Task `id`'s client has been shown the approval's page (2025-11-25: tasks/result sent it;
+  // 2026-07-28: tasks/update answered it): the task is `working` again.
   void page_shown(const std::string& id, Clock::time_point started);
 
  private:
   struct Entry {
     Clock::time_point created, updated;
     std::string status;       // as last answered
-    bool page_shown = false;  // its approval's page was elicited (tasks/result)
+    bool page_shown = false;  // its approval's page was shown (page_shown)
   };
   void evict_expired(Clock::time_point now);
   Entry& admit(const std::string& id, Entry entry);  // the oldest goes first past kMaxTasks
