@@ -98,6 +98,20 @@ class Approvals : public ::testing::Test {
     return http_with(port(), "POST", target, body.dump(), relay_key, {{"Airlock-Subject-Token", token(user)}});
   }
 
+  // An MCP client script of tests/mcp/clients run against this daemon with the agent's key and
+  // bob's token (the approver): its exit status and what it printed.
+  std::pair<int, std::string> run_client(const std::string& script) {
+    const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/" + script +
+                                " http://127.0.0.1:" + std::to_string(port()) + "/mcp " + kKey + " " + token("bob") +
+                                " 2>&1";
+    std::string out;
+    FILE* p = ::popen(command.c_str(), "r");
+    if (p == nullptr) return {-1, "popen failed"};
+    char buf[4096];
+    while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    return {WEXITSTATUS(::pclose(p)), out};
+  }
+
   json invocation(const std::string& id, const std::string& wait = "") {
     auto r = http(port(), "GET", "/v1/invocations/" + id + (wait.empty() ? "" : "?wait=" + wait));
     EXPECT_EQ(r.status, 200) << r.body;
@@ -690,14 +704,8 @@ TEST_F(Approvals, ACriticalCallUnder20260728WithTheTasksExtensionIsATask) {
 // handler gets the approval page, a person approves there, and callTool resolves with the
 // tool's result (clients/v2_approval.mjs).
 TEST_F(Approvals, TheV2ClientGetsACriticalCallsResultOnceAPersonApprovesAtTheElicitedPage) {
-  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/v2_approval.mjs http://127.0.0.1:" +
-                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  const auto [status, out] = run_client("v2_approval.mjs");
+  EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
 }
 
@@ -832,14 +840,8 @@ TEST_F(Approvals, AnMcpTaskShowsItsClientTheApprovalPageAsAUrlElicitation) {
 // gets the approval's page, where the approver decides; the result arrives after
 // notifications/elicitation/complete (clients/sdk_task_approval.mjs).
 TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageAndGetsTheResult) {
-  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/sdk_task_approval.mjs http://127.0.0.1:" +
-                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  const auto [status, out] = run_client("sdk_task_approval.mjs");
+  EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
 }
 
@@ -847,14 +849,8 @@ TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageAndGetsTheResult) {
 // critical call is a task, its input request the approval page, its answer a tasks/update, and
 // the result arrives by polling tasks/get (clients/ext_tasks_approval.mjs).
 TEST_F(Approvals, TheTasksExtensionClientGetsACriticalCallsResultAsATask) {
-  const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/ext_tasks_approval.mjs http://127.0.0.1:" +
-                              std::to_string(port()) + "/mcp " + kKey + " " + token("bob") + " 2>&1";
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  const auto [status, out] = run_client("ext_tasks_approval.mjs");
+  EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
 }
 

@@ -33,3 +33,16 @@ export async function callWithProgress(client) {
   check(seen.length > 0, 'progress notifications arrived before the result', seen);
   check(seen.some((p) => p.message === 'execute'), 'one of them is the execute stage', seen);
 }
+
+// The approver at an elicited approval page (/console/#approval/<id>): the REST decision the
+// page makes, with the approver's own token; checked to have been taken.
+export async function approveAtPage(pageUrl, approverToken) {
+  const page = new URL(pageUrl);
+  const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
+  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ reason: 'checked at the page' }),
+  });
+  check(decided.status === 200, 'the approver decided at the elicited page', await decided.text());
+}

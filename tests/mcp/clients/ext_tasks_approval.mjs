@@ -10,7 +10,7 @@
 // (the v2 client's codec has no task shapes). Run by approvals_test.cpp.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
-import { check } from './common.mjs';
+import { approveAtPage, check } from './common.mjs';
 
 const [url, key, approverToken] = process.argv.slice(2);
 const revision = '2026-07-28';
@@ -61,14 +61,7 @@ const session = createTaskSessionFromClient(client, {
   },
   onInputRequest: async (input) => {
     asked.push(input);
-    const page = new URL(input.params.url);
-    const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
-    const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ reason: 'checked at the page' }),
-    });
-    check(decided.status === 200, 'the approver decided at the page the task asked to show', await decided.text());
+    await approveAtPage(input.params.url, approverToken);
     return { action: 'accept' };
   },
 });

@@ -9,7 +9,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ElicitationCompleteNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { check } from './common.mjs';
+import { approveAtPage, check } from './common.mjs';
 
 const [url, key, approverToken] = process.argv.slice(2);
 const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -22,14 +22,7 @@ const elicited = [];
 const completed = [];
 client.setRequestHandler(ElicitRequestSchema, async (request) => {
   elicited.push(request.params);
-  const page = new URL(request.params.url);
-  const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
-  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ reason: 'checked at the page' }),
-  });
-  check(decided.status === 200, 'the approver decided at the elicited page', await decided.text());
+  await approveAtPage(request.params.url, approverToken);
   return { action: 'accept' };
 });
 client.setNotificationHandler(ElicitationCompleteNotificationSchema, (n) => { completed.push(n.params); });

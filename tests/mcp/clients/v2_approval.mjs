@@ -5,7 +5,7 @@
 // REST decision the page makes, with the approver's own token), and callTool resolves with
 // the tool's result once the retry sees the call end. Run by approvals_test.cpp.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { check } from './common.mjs';
+import { approveAtPage, check } from './common.mjs';
 
 const [url, key, approverToken] = process.argv.slice(2);
 const transport = new StreamableHTTPClientTransport(new URL(url), {
@@ -19,14 +19,7 @@ const elicited = [];
 client.setRequestHandler('elicitation/create', async (request) => {
   const params = request.params ?? request;
   elicited.push(params);
-  const page = new URL(params.url);
-  const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
-  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ reason: 'checked at the page' }),
-  });
-  check(decided.status === 200, 'the approver decided at the elicited page', await decided.text());
+  await approveAtPage(params.url, approverToken);
   return { action: 'accept' };
 });
 await client.connect(transport);
