@@ -1,13 +1,13 @@
-// SQLite's WAL checkpoints off the request path (docs/performance.md, "The gateway's p99").
-// By default SQLite checkpoints in the connection whose commit takes the WAL past 1000 frames:
-// that commit copies the pages into the database file and syncs it before it returns, once in
-// every few hundred of the daemon's calls (measured: p99 of a gateway call 8.3-10.5 ms with it
-// on the request path, 3.6-4.2 ms without). A writer connection given to
-// checkpoint_in_background() instead asks one background thread of the process to checkpoint
-// its database, from a connection of that thread's own (PASSIVE: it waits for no reader and no
-// writer; synchronous=FULL). A WAL past
-// kInlineCheckpointFrames (the thread has fallen behind, or cannot open the file) is still
-// checkpointed by the committing connection, as SQLite would: the WAL stays bounded.
+// SQLite's WAL checkpoints off the request path (docs/performance.md, "MCP: /mcp beside /v1,
+// and the gateway beside a direct call", session 38). By default SQLite checkpoints in the
+// connection whose commit takes the WAL past 1000 frames: that commit copies the pages into the
+// database file and syncs it before it returns, about once in 75 of the daemon's gateway calls
+// (measured: p99 of a gateway call 8.3-10.5 ms with it on the request path, 3.6-4.2 ms without).
+// A writer connection given to checkpoint_in_background() instead asks one background thread of
+// the process to checkpoint its database, from a connection of that thread's own (PASSIVE: it
+// waits for no reader and no writer; synchronous=FULL). A WAL past kInlineCheckpointFrames (the
+// thread has fallen behind, or cannot open the file) is still checkpointed by the committing
+// connection, as SQLite would: the WAL stays bounded.
 #pragma once
 
 #include <cstdint>
