@@ -100,10 +100,10 @@ class Approvals : public ::testing::Test {
 
   // An MCP client script of tests/mcp/clients run against this daemon with the agent's key and
   // bob's token (the approver): its exit status and what it printed.
-  std::pair<int, std::string> run_client(const std::string& script) {
+  std::pair<int, std::string> run_client(const std::string& script, const std::string& more = "") {
     const std::string command = std::string(AIRLOCK_NODE_BIN) + " " + MCP_CLIENTS_DIR + "/" + script +
                                 " http://127.0.0.1:" + std::to_string(port()) + "/mcp " + kKey + " " + token("bob") +
-                                " 2>&1";
+                                (more.empty() ? "" : " " + more) + " 2>&1";
     std::string out;
     FILE* p = ::popen(command.c_str(), "r");
     if (p == nullptr) return {-1, "popen failed"};
@@ -841,6 +841,15 @@ TEST_F(Approvals, AnMcpTaskShowsItsClientTheApprovalPageAsAUrlElicitation) {
 // notifications/elicitation/complete (clients/sdk_task_approval.mjs).
 TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageAndGetsTheResult) {
   const auto [status, out] = run_client("sdk_task_approval.mjs");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
+}
+
+// The same through the stdio bridge (`airlock mcp --server`), as a desktop client reaches the
+// daemon: the bridge passes the tasks/result stream's elicitation request to the client and
+// the client's answer back.
+TEST_F(Approvals, TheSdkClientsTaskShowsTheApprovalPageThroughTheStdioBridge) {
+  const auto [status, out] = run_client("sdk_task_approval.mjs", AIRLOCK_BINARY);
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("ok: the call's result arrived"), std::string::npos) << out;
 }
