@@ -673,8 +673,14 @@ TEST_F(Sessions, AnInterpreterStartedAheadIsTheSessionsOwn) {
     ASSERT_EQ(made.status, 201) << made.body;
     const std::string id = made.json()["id"];
     EXPECT_NE(id, previous);
-    // Before any cell: the interpreter has run, and imported its preload modules.
+    // Before any cell: the interpreter runs and imports its preload modules on its own. (A
+    // creation hands over the sandbox once the interpreter runs, not once its imports are
+    // done: the mark may take a moment on a slow machine; the first cell waits for "ready".)
     auto mapped = exec(id, {{"command", "ls /tmp; pgrep -fc 'matplotlib[.]pyplot'"}});
+    for (int i = 0; i < 100 && mapped.json()["stdout"] != "preloaded\n1\n"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      mapped = exec(id, {{"command", "ls /tmp; pgrep -fc 'matplotlib[.]pyplot'"}});
+    }
     EXPECT_EQ(mapped.json()["stdout"], "preloaded\n1\n") << mapped.body;
     auto first = code(id, "try:\n    left\n    seen = True\nexcept NameError:\n    seen = False\nseen");
     ASSERT_EQ(first.json()["verdict"], "ok") << first.body;
