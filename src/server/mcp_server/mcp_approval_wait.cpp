@@ -48,10 +48,8 @@ bool declares_url_elicitation(const nlohmann::json& capabilities) {
 }
 
 bool elicits_urls(const nlohmann::json& params) {
-  const auto meta = params.find("_meta");
-  if (meta == params.end() || !meta->is_object()) return false;
-  const auto caps = meta->find(mcp_protocol::kClientCapabilitiesMeta);
-  return caps != meta->end() && declares_url_elicitation(*caps);
+  const auto* caps = mcp_protocol::client_capabilities(params);
+  return caps && declares_url_elicitation(*caps);
 }
 
 bool declined_elicitation(const nlohmann::json& params) {

@@ -94,13 +94,19 @@ std::optional<Refusal> check_headers(const mcp::Message& m, const std::string& r
 
 }  // namespace
 
+const nlohmann::json* client_capabilities(const nlohmann::json& params) {
+  const auto meta = params.find("_meta");
+  if (meta == params.end() || !meta->is_object()) return nullptr;
+  const auto caps = meta->find(kClientCapabilitiesMeta);
+  return caps != meta->end() && caps->is_object() ? &*caps : nullptr;
+}
+
 std::optional<Refusal> check_stateless(const mcp::Message& m, const std::string& revision,
                                        const std::map<std::string, std::string>* headers) {
   if (revision != kRevision20260728)
     return refuse(m, kUnsupportedRevision, "protocol version '" + revision + "' is not supported",
                   nlohmann::json{{"supported", supported_revisions()}, {"requested", revision}});
-  const auto& meta = m.params["_meta"];
-  if (!meta.contains(kClientCapabilitiesMeta) || !meta[kClientCapabilitiesMeta].is_object())
+  if (!client_capabilities(m.params))
     return refuse(m, mcp::rpc_error::invalid_params,
                   std::string("the request's _meta lacks ") + kClientCapabilitiesMeta + " (an object)");
   if (headers) return check_headers(m, revision, *headers);

@@ -46,6 +46,10 @@ std::string negotiate(const nlohmann::json& initialize_params);
 // belongs to a session).
 std::optional<std::string> envelope_revision(const mcp::Message& message);
 
+// The capabilities a 2026-07-28 request declares in its own _meta (each request says what its
+// client takes); nullptr when it declares none (or not as an object).
+const nlohmann::json* client_capabilities(const nlohmann::json& params);
+
 // A message refused before it is dispatched: the HTTP status and the JSON-RPC error.
 struct Refusal {
   int http_status = 400;

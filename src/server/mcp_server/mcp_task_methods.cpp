@@ -134,8 +134,7 @@ void McpServer::task_result(Call& call) const {
                    {"params", {{"elicitationId", elicitation}}}});
     copy.answer(std::move(result));
   };
-  const auto stored = s_.store->get(*id);
-  if (stored && is_unfinished(*stored)) {
+  if (is_unfinished(row->stored)) {
     if (!s_.waiters || !s_.waiters->add(*id, InvocationWaiters::Clock::now() + McpTasks::kTtl, finish))
       return call.fail(200, rpc::internal_error, "too many calls wait for their outcome: poll tasks/get, then ask again");
     // It may have ended between the read and the wait.

@@ -27,10 +27,8 @@ std::string error_kind(const nlohmann::json& stored) {
 bool supports_tasks(const policy::ToolConfig& tool) { return tool.risk == policy::Risk::critical; }
 
 bool declares_tasks_extension(const nlohmann::json& params) {
-  const auto meta = params.find("_meta");
-  if (meta == params.end() || !meta->is_object()) return false;
-  const auto caps = meta->find(mcp_protocol::kClientCapabilitiesMeta);
-  if (caps == meta->end() || !caps->is_object()) return false;
+  const auto* caps = mcp_protocol::client_capabilities(params);
+  if (!caps) return false;
   const auto extensions = caps->find("extensions");
   if (extensions == caps->end() || !extensions->is_object()) return false;
   const auto tasks = extensions->find(kTasksExtension);
