@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mcp/gateway_impl.hpp"
+#include "pipeline/stages/execute.hpp"
 #include "mcp/server_spec.hpp"
 
 namespace airlock::mcp {
@@ -103,6 +104,9 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
   InstanceSetup setup;
   if (auto gvisor = options.gvisor_tiers.find(config.risk); gvisor != options.gvisor_tiers.end())
     setup.gvisor = gvisor->second;
+  else if (auto sessions = options.session_tiers.find(config.risk); sessions != options.session_tiers.end())
+    setup.sessions = sessions->second;
+  setup.placement = pipeline::placement_for(config.placement);
   if (call && call->lease_credentials) {
     // Leased for this call's owner; a refusal is the owner's, not the server's: no backoff.
     auto leased = call->lease_credentials();

@@ -16,6 +16,7 @@
 
 #include "backend/gvisor_stdio_session.hpp"
 #include "backend/local.hpp"
+#include "backend/session_backend.hpp"
 #include "common/result.hpp"
 #include "mcp/content_tools.hpp"
 #include "mcp/listed_tool.hpp"
@@ -43,7 +44,10 @@ struct GatewayOptions {
   // a server whose `risk` is one of them runs each instance, the listing one too, in a gVisor
   // sandbox there. Any other tier's servers run in the local sandbox, but for...
   std::map<policy::Risk, backend::GvisorPlace> gvisor_tiers;
-  // ...the tiers whose servers cannot run here, with why (a Kubernetes tier; a tier whose
+  // ...the tiers that run sessions of another backend (Kubernetes: docs/mcp-gateway.md,
+  // "Servers on Kubernetes"): each instance is the one exec of a session of its own there...
+  std::map<policy::Risk, backend::SessionBackend*> session_tiers;
+  // ...and the tiers whose servers cannot run here, with why (a Kubernetes tier; a tier whose
   // backend is unavailable): their instances are refused, the listing one too, rather than
   // run in a weaker sandbox than the tier asks for.
   std::map<policy::Risk, std::string> refused_tiers;

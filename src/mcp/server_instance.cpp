@@ -1,6 +1,11 @@
 #include "mcp/server_instance.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+
+#include "backend/session_stdio_sandbox.hpp"
 
 #include "mcp/server_spec.hpp"
 
@@ -8,6 +13,11 @@ namespace airlock::mcp {
 namespace {
 
 Error failed(const std::string& message) { return Error::make("tool_server_failed", message); }
+
+// An instance in a session lives at most this long (the gateway starts a new one for the next
+// call): the pod's activeDeadlineSeconds, and what bounds a pod a killed daemon left behind
+// (the Kubernetes backend's garbage collector deletes it once this and its allowance passed).
+constexpr std::chrono::milliseconds kInstanceLifeInSession{3600'000};
 
 backend::LocalSessionOptions session_options(const InstanceSetup& s) {
   backend::LocalSessionOptions o;
@@ -29,9 +39,40 @@ backend::GvisorStdioOptions gvisor_options(const InstanceSetup& s) {
   return o;
 }
 
-// The server's sandbox: gVisor's where its tier runs on gVisor, else the local one.
+// An instance as the one exec of a session of its own (a pod on Kubernetes): the server's
+// environment in the session's, its credentials in the session's Secret (never in the pod's
+// spec), its network rules the session's egress. Host directories do not exist there.
+Result<std::unique_ptr<backend::StdioSandbox>> start_in_session(const InstanceSetup& s, const sandbox::Spec& spec,
+                                                                const egress::EgressRules& rules) {
+  if (!s.server.data_paths.empty())
+    return Error::make("setup_error", "its tier runs sessions on another host (Kubernetes), where the host directory " +
+                                          s.server.data_paths.front().host_path + " of its dataPaths does not exist");
+  static std::atomic<std::uint64_t> instances{0};
+  backend::RunRequest request;
+  request.env = s.server.env;
+  if (s.credentials)
+    for (const auto& [name, value] : s.credentials->env) request.credentials.push_back({name, value});
+  request.limits = spec.limits;
+  request.limits.wall_time = kInstanceLifeInSession;
+  request.egress = rules;
+  request.placement = s.placement;
+  backend::RunContext context;
+  context.rule_set = "the network rules of MCP server " + s.server.name;
+  context.invocation_id = "mcp-" + s.server.name + "-" + std::to_string(::getpid()) + "-" + std::to_string(++instances);
+  context.tool_name = "mcp server " + s.server.name;
+  backend::SessionStdioOptions o;
+  o.stderr_ring_bytes = std::max<std::size_t>(s.max_log_bytes, 4096);
+  o.on_end = s.on_end;
+  auto session = backend::SessionStdioSandbox::start(*s.sessions, request, context, {s.server.command, {}, ""}, std::move(o));
+  if (!session) return session.error();
+  return std::unique_ptr<backend::StdioSandbox>(std::move(*session));
+}
+
+// The server's sandbox: gVisor's where its tier runs on gVisor, a session's where it runs
+// sessions of another backend, else the local one.
 Result<std::unique_ptr<backend::StdioSandbox>> start_sandbox(const InstanceSetup& s, sandbox::Spec spec,
                                                              const egress::EgressRules& rules) {
+  if (s.sessions && !s.gvisor) return start_in_session(s, spec, rules);
   if (s.gvisor) {
     auto session = backend::GvisorStdioSession::start(std::move(spec), rules, gvisor_options(s));
     if (!session) return session.error();
@@ -55,7 +96,7 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
     for (const auto& h : s.credentials->inject) rules.inject.push_back(h);
   }
   auto session = start_sandbox(s, std::move(spec), rules);
-  if (!session) return failed(std::string("starting its ") + (s.gvisor ? "gVisor " : "") +
+  if (!session) return failed(std::string("starting its ") + (s.gvisor ? "gVisor " : s.sessions ? "session " : "") +
                               "sandbox: " + session.error().message);
   inst->session_ = std::move(*session);
 

@@ -1,5 +1,6 @@
 // One running third-party MCP server: its long-lived sandbox (backend::StdioSandbox: a
-// LocalSession, or a GvisorStdioSession when its risk's tier runs on gVisor), the
+// LocalSession, a GvisorStdioSession when its risk's tier runs on gVisor, or a
+// SessionStdioSandbox when it runs sessions of another backend: Kubernetes), the
 // stdio client on its pipes, and what it listed last. Started and initialized as a whole, or
 // not at all; the gateway (gateway.cpp) decides when.
 #pragma once
@@ -18,6 +19,7 @@
 #include "backend/local.hpp"
 #include "backend/gvisor_stdio_session.hpp"
 #include "backend/local_session.hpp"
+#include "backend/session_backend.hpp"
 #include "backend/stdio_sandbox.hpp"
 #include "common/result.hpp"
 #include "mcp/content_tools.hpp"
@@ -37,6 +39,10 @@ struct InstanceSetup {
   // Set: the sandbox is gVisor's, there (the server's risk's tier runs on the gvisor
   // backend). Unset: the local sandbox.
   std::optional<backend::GvisorPlace> gvisor;
+  // Set (gvisor unset): each instance is the one exec of a session of its own on this backend
+  // (a Kubernetes tier: a pod per instance, backend/session_stdio_sandbox.hpp), placed so.
+  backend::SessionBackend* sessions = nullptr;
+  backend::Placement placement;
   std::chrono::milliseconds start_timeout{30'000};
   std::size_t max_log_bytes = 64 * 1024;
   std::function<void()> on_end;            // the sandbox ended (its supervisor thread)

@@ -66,7 +66,7 @@ bool same_server(const policy::McpServerConfig& a, const policy::McpServerConfig
          same_rules(a.network, b.network) && a.risk == b.risk && a.tools_allow == b.tools_allow &&
          a.risk_overrides == b.risk_overrides && a.env == b.env &&
          a.idle_timeout == b.idle_timeout && a.call_timeout == b.call_timeout &&
-         same_credentials(a.credentials, b.credentials);
+         same_credentials(a.credentials, b.credentials) && a.placement == b.placement;
 }
 
 }  // namespace airlock::mcp

@@ -148,6 +148,50 @@ TEST_F(KubernetesDaemon, AKilledDaemonsSessionPodIsDeletedByTheNextStart) {
   expect_clean();
 }
 
+// Issue #38: a third-party MCP server whose risk's tier runs on Kubernetes runs there, not in a
+// weaker sandbox and not refused: each instance is a session pod of its own (the hardened pod,
+// its Secret and NetworkPolicy; the server is the pod's one exec, its stdio through
+// pods/exec). Its tools are listed and called through the whole pipeline, and its pod and
+// objects are deleted when the instance stops (its idle timeout).
+TEST_F(KubernetesDaemon, AHighMcpServerRunsInAPodOfItsOwn) {
+  ws.write_config(ws.config_text() +
+                  "mcpServers:\n"
+                  "  - name: pods\n"
+                  "    command: [standin-mcp]\n"
+                  "    risk: high\n"
+                  "    idleTimeout: 2s\n"
+                  "    kubernetes: {image: registry.example/tools/sleep:1}\n");
+  RunningDaemon d(ws);
+  bool listed = false;
+  for (int i = 0; i < 300 && !listed; ++i) {
+    const json tools = http(d.port, "GET", "/v1/tools").json().value("tools", json::array());
+    for (const auto& t : tools) listed = listed || t.value("name", "") == "pods.where";
+    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(listed) << http(d.port, "GET", "/v1/tools").body;
+
+  auto r = invoke(d.port, "pods.where", json::object());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["status"], "ok") << r.body;
+  std::vector<json> server_pods;
+  for (const auto& pod : created("Pod"))
+    if (pod["metadata"]["annotations"]["airlock.dev/tool"] == "mcp server pods") server_pods.push_back(pod);
+  ASSERT_FALSE(server_pods.empty()) << "no pod was made for the server";
+  const std::string name = server_pods.back()["metadata"]["name"];
+  EXPECT_NE(r.body.find("in pod " + name), std::string::npos) << "the call did not reach the pod: " << r.body;
+  const json& spec = server_pods.back()["spec"];
+  EXPECT_EQ(spec["securityContext"]["runAsNonRoot"], true) << spec;
+  EXPECT_EQ(spec["automountServiceAccountToken"], false) << spec;
+  EXPECT_EQ(spec["containers"][0]["image"], "registry.example/tools/sleep:1") << spec;
+  EXPECT_EQ(spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"], true) << spec;
+  EXPECT_EQ(created("NetworkPolicy").size(), created("Pod").size()) << "each pod has its NetworkPolicy";
+
+  // Idle for its 2 s: the instance stops, and its pod goes with it.
+  for (int i = 0; i < 150 && !standin.state()["pods"].empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_clean();
+}
+
 TEST_F(KubernetesDaemon, HostNameEgressGoesThroughTheDaemonsGateway) {
   RunningDaemon d(ws);
   auto r = invoke(d.port, "fetch-high", json::object());

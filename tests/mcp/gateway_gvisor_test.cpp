@@ -327,20 +327,20 @@ TEST_F(GatewayOnGvisor, NothingIsLeftWhenAnInstanceEnds) {
   EXPECT_TRUE(gateway_->running().empty());
 }
 
-// A server of a tier whose servers cannot run here (the daemon's refused_tiers: a Kubernetes
-// tier, an unavailable one) is not started at all, not even to list its tools, rather than in
+// A server of a tier whose servers cannot run here (the daemon's refused_tiers: a tier whose
+// backend is unavailable) is not started at all, not even to list its tools, rather than in
 // a weaker sandbox; the control beside it on the gVisor tier starts.
 TEST_F(GatewayOnGvisor, AServerOfARefusedTierIsNotStartedEvenToList) {
   GatewayOptions o;
   o.registry = &registry_;
   o.gvisor_tiers[policy::Risk::high] = backend::GvisorPlace{backend_->invocation(), backend_->state_dir()};
-  o.refused_tiers[policy::Risk::critical] = "its tier runs on the kubernetes backend";
+  o.refused_tiers[policy::Risk::critical] = "its backend is unavailable: the cluster's kubeconfig cannot be read";
   Gateway gateway(std::move(o));
   gateway.configure({malicious_server("kube", policy::Risk::critical), malicious_server("gv", policy::Risk::high)});
   auto refused = gateway.list_tools("kube");
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "tier_unavailable");
-  EXPECT_NE(refused.error().message.find("critical risk: its tier runs on the kubernetes backend"), std::string::npos)
+  EXPECT_NE(refused.error().message.find("critical risk: its backend is unavailable"), std::string::npos)
       << refused.error().message;
   EXPECT_FALSE(gateway.call(tool_call("kube", "whoami")));
   EXPECT_TRUE(gateway.list_tools("gv")) << "control";

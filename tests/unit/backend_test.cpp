@@ -120,7 +120,7 @@ class RecordingGateway : public pipeline::McpToolCaller {
 // Issue #38: a server's tool runs when its tier and its server's run on the local sandbox or on
 // gVisor (the gateway runs the server in its tier's), is refused on a Kubernetes tier, and is
 // refused when its server's sandbox would be weaker than its own tier asks for.
-TEST(ExecuteStage, McpToolsRunOnLocalOrGvisorTiersNeverInAWeakerSandbox) {
+TEST(ExecuteStage, McpToolsRunWhereTheirServersTierRunsNeverInAWeakerSandbox) {
   NamedBackend local("local"), gvisor("gvisor"), kubernetes("kubernetes");
   RecordingGateway gateway;
   policy::Config config;
@@ -155,15 +155,16 @@ TEST(ExecuteStage, McpToolsRunOnLocalOrGvisorTiersNeverInAWeakerSandbox) {
   EXPECT_EQ(call("gv", policy::Risk::low), "") << "a stronger sandbox than the tool's tier asks for";
   EXPECT_EQ(call("loc", policy::Risk::medium), "");
   EXPECT_EQ(gateway.servers, (std::vector<std::string>{"gv", "gv", "loc"}));
-  const auto kube = call("kube", policy::Risk::critical);
-  EXPECT_EQ(kube.rfind("tier_unavailable: ", 0), 0u) << kube;
-  EXPECT_NE(kube.find("kubernetes backend, and MCP servers run only in the local sandbox or in gVisor"),
-            std::string::npos) << kube;
-  const auto kube_server = call("kube", policy::Risk::low);
-  EXPECT_NE(kube_server.find("its MCP server is critical risk"), std::string::npos) << kube_server;
+  EXPECT_EQ(call("kube", policy::Risk::critical), "") << "a server on Kubernetes runs in a pod of its own";
+  EXPECT_EQ(call("kube", policy::Risk::low), "") << "a stronger sandbox than the tool's tier asks for";
+  EXPECT_EQ(gateway.servers, (std::vector<std::string>{"gv", "gv", "loc", "kube", "kube"}));
   const auto raised = call("loc", policy::Risk::high);
-  EXPECT_NE(raised.find("raise the server's risk"), std::string::npos) << raised;
-  EXPECT_EQ(gateway.servers.size(), 3u) << "no refused call reached the gateway";
+  EXPECT_EQ(raised.rfind("tier_unavailable: ", 0), 0u) << raised;
+  EXPECT_NE(raised.find("runs in the local sandbox: raise the server's risk to a tier on gVisor"), std::string::npos) << raised;
+  const auto elsewhere = call("gv", policy::Risk::critical);
+  EXPECT_NE(elsewhere.find("that tier runs on Kubernetes, and its MCP server (high risk) runs on gVisor"),
+            std::string::npos) << elsewhere;
+  EXPECT_EQ(gateway.servers.size(), 5u) << "no refused call reached the gateway";
 }
 
 }  // namespace

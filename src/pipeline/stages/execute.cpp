@@ -108,8 +108,6 @@ std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& ba
   return {{policy::Risk::low, &backend}, {policy::Risk::medium, &backend}};
 }
 
-namespace {
-
 backend::Placement placement_for(const policy::ToolPlacement& p) {
   backend::Placement out;
   out.image = p.image;
@@ -119,6 +117,8 @@ backend::Placement placement_for(const policy::ToolPlacement& p) {
   for (const auto& t : p.tolerations) out.tolerations.push_back({t.key, t.op, t.value, t.effect});
   return out;
 }
+
+namespace {
 
 // How a warm tool's template starts (docs/warm-start.md); none for a cold one.
 std::optional<backend::WarmStart> warm_start(const policy::ToolConfig& tool, std::vector<std::string> template_argv) {
@@ -295,27 +295,34 @@ InvocationError mcp_error(const Error& e, const std::string& tool) {
 }  // namespace
 
 // Why a tool of an MCP server may not be called here ("" when it may). The gateway runs the
-// server in the sandbox of the server's risk's tier: the local sandbox or gVisor
-// (docs/mcp-gateway.md, "Servers on gVisor"), never a Kubernetes pod. The tool's own tier
-// must run on one of those two, and the server's sandbox may not be weaker than the tool's
-// tier asks for (a tool raised to a gVisor tier by riskOverrides, its server on a local one).
+// server in the sandbox of the server's risk's tier: the local sandbox, gVisor, or a pod of
+// its own on Kubernetes (docs/mcp-gateway.md, "Servers on gVisor", "Servers on Kubernetes").
+// The server's sandbox may not be weaker than the tool's tier asks for: a tool whose tier runs
+// on gVisor or Kubernetes needs its server on that same backend (a tool raised there by
+// riskOverrides, its server elsewhere, is refused); a tool of a local tier may run anywhere.
 std::string ExecuteStage::mcp_tier_refusal(const policy::ToolConfig& tool, policy::Risk server_risk) const {
   const auto backend_of = [&](policy::Risk risk) -> std::string {
     const auto found = options_.backends.find(risk);
     return found != options_.backends.end() && found->second ? std::string(found->second->name()) : "";
   };
+  const auto runs_servers = [](const std::string& b) { return b == "local" || b == "gvisor" || b == "kubernetes"; };
+  const auto shown = [](const std::string& b) -> std::string {
+    return b == "gvisor" ? "gVisor" : b == "kubernetes" ? "Kubernetes" : b;
+  };
   const std::string tool_backend = backend_of(tool.risk);
-  if (tool_backend != "local" && tool_backend != "gvisor")
+  if (!runs_servers(tool_backend))
     return "that tier runs on the " + tool_backend +
-           " backend, and MCP servers run only in the local sandbox or in gVisor";
+           " backend, and MCP servers run only in the local sandbox, in gVisor or on Kubernetes";
   const std::string server_backend = backend_of(server_risk);
   if (server_backend.empty()) return "no backend runs the tier of its MCP server here";
-  if (server_backend != "local" && server_backend != "gvisor")
+  if (!runs_servers(server_backend))
     return "its MCP server is " + std::string(policy::risk_name(server_risk)) + " risk, whose tier runs on the " +
-           server_backend + " backend, and MCP servers run only in the local sandbox or in gVisor";
-  if (tool_backend == "gvisor" && server_backend == "local")
-    return "that tier runs on gVisor, and its MCP server (" + std::string(policy::risk_name(server_risk)) +
-           " risk) runs in the local sandbox: raise the server's risk to a tier on gVisor";
+           server_backend + " backend, and MCP servers run only in the local sandbox, in gVisor or on Kubernetes";
+  if (tool_backend != "local" && server_backend != tool_backend)
+    return "that tier runs on " + shown(tool_backend) + ", and its MCP server (" +
+           std::string(policy::risk_name(server_risk)) + " risk) runs " +
+           (server_backend == "local" ? std::string("in the local sandbox") : "on " + shown(server_backend)) +
+           ": raise the server's risk to a tier on " + shown(tool_backend);
   return "";
 }
 

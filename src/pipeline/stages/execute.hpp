@@ -23,6 +23,10 @@ struct ExecuteOptions {
 // (PipelineDeps::tier_backends).
 std::map<policy::Risk, backend::Backend*> runnable_tiers_on(backend::Backend& backend);
 
+// Where a backend that chooses among nodes (Kubernetes) runs a tool's pod, or an MCP server's
+// (tools[].kubernetes, mcpServers[].kubernetes).
+backend::Placement placement_for(const policy::ToolPlacement& placement);
+
 class ExecuteStage : public Stage {
  public:
   static Result<std::unique_ptr<ExecuteStage>> create(const policy::Config& config, ExecuteOptions options);

@@ -195,7 +195,7 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
   if (r.guard([&] { read_name(r, n, what, tools, s); })) what = "mcp server " + s.name;
   r.only_keys(n, what,
               {"name", "command", "dataPaths", "network", "risk", "tools", "env", "credentials",
-               "idleTimeout", "callTimeout", "startTimeout", "maxInstances"});
+               "idleTimeout", "callTimeout", "startTimeout", "maxInstances", "kubernetes"});
   read_command(r, n, what, s);
   r.field(n, "dataPaths",
           [&](const YAML::Node& v) { read_data_paths(r, v, what + ".dataPaths", s.data_paths); });
@@ -220,6 +220,8 @@ McpServerConfig read_server(Reader& r, const YAML::Node& n, std::size_t i, const
     s.max_instances = static_cast<unsigned>(r.unsigned_int(v, what + ".maxInstances", 4096));
     if (s.max_instances == 0) fail(v, what + ".maxInstances: must be at least 1");
   });
+  r.field(n, "kubernetes",
+          [&](const YAML::Node& v) { read_placement(r, v, what + ".kubernetes", s.placement); });
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "egress/rules.hpp"
+#include "policy/sections/backends_config.hpp"
 #include "policy/sections/credentials_config.hpp"
 #include "policy/risk.hpp"
 
@@ -43,6 +44,9 @@ struct McpServerConfig {
   // Instances of this server at once (one per owner); past it, an idle one is stopped to make
   // room, else the call is refused (quota_exceeded, quota "mcpServerInstances").
   unsigned max_instances = 16;
+  // Where its pods run when its risk's tier runs on Kubernetes (the image must hold its
+  // command); the local sandbox and gVisor ignore it.
+  ToolPlacement placement;
   std::string where;                 // "file:line"
 };
 

@@ -42,9 +42,11 @@ std::vector<egress::Endpoint> storage_database_endpoints(const policy::StorageCo
   return endpoints;
 }
 
-// Where each tier's MCP servers run (docs/mcp-gateway.md, "Servers on gVisor"): a tier on
-// the gvisor backend runs them in gVisor with that backend's runsc and state directory; a
-// tier on the local sandbox, locally; any other tier (Kubernetes, or no backend here) not at all.
+// Where each tier's MCP servers run (docs/mcp-gateway.md, "Servers on gVisor" and "Servers on
+// Kubernetes"): a tier on the gvisor backend runs them in gVisor with that backend's runsc
+// and state directory; a tier on the local sandbox, locally; a tier on another backend that
+// runs sessions (Kubernetes), each instance in a session of its own there; a tier with no
+// backend here, not at all.
 void place_mcp_servers(const TierBackends& backends, mcp::GatewayOptions& options) {
   for (auto risk : {policy::Risk::low, policy::Risk::medium, policy::Risk::high, policy::Risk::critical}) {
     const auto found = backends.tiers().find(risk);
@@ -55,9 +57,12 @@ void place_mcp_servers(const TierBackends& backends, mcp::GatewayOptions& option
     }
     if (auto* gvisor = dynamic_cast<backend::GvisorBackend*>(found->second))
       options.gvisor_tiers[risk] = backend::GvisorPlace{gvisor->invocation(), gvisor->state_dir()};
-    else if (found->second->name() != "local")
-      options.refused_tiers[risk] = "its tier runs on the " + std::string(found->second->name()) +
-                                    " backend, and MCP servers run only in the local sandbox or in gVisor";
+    else if (found->second->name() != "local") {
+      if (auto sessions = backends.sessions(risk))
+        options.session_tiers[risk] = *sessions;
+      else
+        options.refused_tiers[risk] = sessions.error().message;
+    }
   }
 }
 

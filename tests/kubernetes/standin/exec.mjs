@@ -160,11 +160,39 @@ function spawn(pod, argv, io) {
       }
       fail(127, `sh: the stand-in's fake runner does not run scripts: ${args.join(" ")}`);
       break;
+    case "standin-mcp": runMcpServer(pod, proc, io, end); break;
     case "tar": runTar(pod, args, proc, io, fail, setImmediateEnd); break;
     case "rm": case "mv": case "mkdir": fileCommand(pod, cmd, args, fail, setImmediateEnd); break;
     default: fail(127, `${argv[0]}: not found`);
   }
   return proc;
+}
+
+// A third-party MCP server in the pod (stdio, newline-delimited JSON-RPC): one tool,
+// `where`, whose answer names the pod it runs in; each call is logged on stderr.
+function runMcpServer(pod, proc, io, end) {
+  let pending = "";
+  const send = (msg) => io.out(Buffer.from(JSON.stringify({ jsonrpc: "2.0", ...msg }) + "\n"));
+  const answer = (req) => {
+    if (req.method === "initialize")
+      return send({ id: req.id, result: { protocolVersion: req.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "standin-mcp", version: "1.0.0" } } });
+    if (req.method === "tools/list")
+      return send({ id: req.id, result: { tools: [{ name: "where", description: "Names the pod it runs in", inputSchema: { type: "object", properties: {} } }] } });
+    if (req.method === "tools/call") {
+      io.err(Buffer.from(`standin-mcp: ${req.params?.name} called\n`));
+      return send({ id: req.id, result: { content: [{ type: "text", text: `in pod ${pod.metadata.name}` }] } });
+    }
+    if (req.id !== undefined) send({ id: req.id, error: { code: -32601, message: `no method ${req.method}` } });
+  };
+  proc.stdin = (b) => {
+    pending += b.toString();
+    for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line.trim()) answer(JSON.parse(line));
+    }
+  };
+  proc.stdinEnd = () => end(0);
 }
 
 function runTar(pod, args, proc, io, fail, done) {
