@@ -455,6 +455,7 @@ TEST(CgroupCpu, V2InMicrosecondsV1InTicksAndNothingElse) {
   EXPECT_FALSE(parse_cgroup_cpu("user_usec -1\nsystem_usec 5\n"));
   EXPECT_FALSE(parse_cgroup_cpu("user_usec 1 2\nsystem_usec 5\n"));
   EXPECT_FALSE(parse_cgroup_cpu("user_usec 99999999999999999999999\nsystem_usec 5\n"));  // past 64 bits
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec 18446744073709552\nsystem_usec 5\n"));     // in ns, past 64 bits
 }
 
 // What an exec burns in the pod is in its end, once: the next exec, idle, is charged nothing.

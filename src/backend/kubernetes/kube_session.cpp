@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -170,6 +171,8 @@ std::optional<sandbox::CpuTime> parse_cgroup_cpu(const std::string& text) {
   auto both = [&](const char* user, const char* sys, std::uint64_t ns_each) -> std::optional<sandbox::CpuTime> {
     auto u = stat.find(user), s = stat.find(sys);
     if (u == stat.end() || s == stat.end()) return std::nullopt;
+    const std::uint64_t most = std::numeric_limits<std::uint64_t>::max() / ns_each;
+    if (u->second > most || s->second > most) return std::nullopt;  // no counter gets there: not a reading
     return sandbox::CpuTime{u->second * ns_each, s->second * ns_each};
   };
   if (auto v2 = both("user_usec", "system_usec", 1000)) return v2;
