@@ -1,7 +1,7 @@
 // Sessions on a backend (docs/sessions.md): one long-lived sandbox whose init starts each exec
 // inside it, for an agent's stateful work. The local backend implements it
-// (local_session_backend.cpp); gVisor and Kubernetes sessions are to come behind the same
-// interface. Execs speak the sandbox's vocabulary (sandbox::SessionExec, StartedExec: the
+// (local_session_backend.cpp), as do gVisor (gvisor_session.hpp) and Kubernetes
+// (kubernetes/kube_session.hpp) behind the same interface. Execs speak the sandbox's vocabulary (sandbox::SessionExec, StartedExec: the
 // host's ends of the exec's stdin, stdout and stderr).
 #pragma once
 
@@ -33,7 +33,8 @@ class Session {
   // proxy, whose records the result carries). Idempotent; the same result each time.
   virtual RunResult end() = 0;
   virtual bool ended() const = 0;  // over for whatever reason (its limits, its wall clock)
-  virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;  // while it lives
+  // What its processes have used so far, while it lives (Kubernetes: up to the last exec's end).
+  virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;

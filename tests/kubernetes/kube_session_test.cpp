@@ -75,9 +75,37 @@ class KubernetesSessionTest : public ::testing::Test {
     return session ? std::move(*session) : nullptr;
   }
 
+  // The last exec but the backend's readings of the pod's CPU counter (one after each exec).
   json last_exec() {
-    json state = standin.state();
-    return state["execs"].empty() ? json() : state["execs"].back();
+    const json state = standin.state();
+    for (auto it = state["execs"].rbegin(); it != state["execs"].rend(); ++it)
+      if (!reads_cpu((*it)["command"])) return *it;
+    return json();
+  }
+  static bool reads_cpu(const json& command) { return command.size() == 3 && command[1] == kCgroupV2CpuStat; }
+
+  // The stand-in's counter of the session's pod (its only one), in microseconds.
+  json pod_cpu() {
+    const json state = standin.state();
+    return state["cpu"].empty() ? json() : state["cpu"].begin().value();
+  }
+  // A process left in the pod's background uses CPU between execs.
+  void burn_in_background(int user_ms, int sys_ms) {
+    const json state = standin.state();
+    ASSERT_EQ(state["pods"].size(), 1u);
+    KubeClient client(standin.endpoint());
+    auto burned = client.request("POST", "/standin/pods/" + state["pods"][0].get<std::string>() + "/burn",
+                                 json{{"user_ms", user_ms}, {"sys_ms", sys_ms}}.dump());
+    ASSERT_TRUE(burned);
+    ASSERT_EQ(burned->status, 200u) << burned->body;
+  }
+  // An exec run to its end (no stdin, its output not read): its end.
+  std::optional<sandbox::ExecEnd> run_to_end(Session& session, std::vector<std::string> argv) {
+    auto started = session.exec({std::move(argv), {}, ""});
+    EXPECT_TRUE(started) << (started ? "" : started.error().message);
+    if (!started) return std::nullopt;
+    started->stdin_w.reset();
+    return session.wait(started->id, 5000ms);
   }
 
   void expect_clean() {
@@ -157,12 +185,13 @@ TEST_F(KubernetesSessionTest, FallsBackToV4WhenTheServerRefusesV5) {
   ASSERT_TRUE(end);
   EXPECT_EQ(end->code, 0);
   json state = standin.state();
-  ASSERT_GE(state["execs"].size(), 1u);
-  EXPECT_EQ(state["execs"].back()["protocol"], kExecProtocolV4);
+  EXPECT_EQ(last_exec()["protocol"], kExecProtocolV4);
   int upgrades = 0;
-  for (const auto& r : state["requests"])
-    if (r["path"].get<std::string>().find("/exec?") != std::string::npos) ++upgrades;
-  EXPECT_EQ(upgrades, 2);  // the offer of v5 and v4, refused; then v4 alone
+  for (const auto& r : state["requests"]) {
+    const std::string path = r["path"];
+    if (path.find("/exec?") != std::string::npos && path.find("cpu.stat") == std::string::npos) ++upgrades;
+  }
+  EXPECT_EQ(upgrades, 2);  // the offer of v5 and v4, refused; then v4 alone (the CPU's reading aside)
 
   standin.inject({{"kind", "exec-no-v5"}});  // a server that picks v4 from the offer
   auto again = session->exec({{"echo", "chosen"}, {}, ""});
@@ -402,6 +431,123 @@ TEST_F(KubernetesSessionTest, TheSessionPodIsHardenedPlacedAndPassesTheSchemas) 
   // would have been refused with 422 and the session would not have started.
   EXPECT_EQ(state["violations"], json::array()) << state["violations"];
   (void)session->end();
+  expect_clean();
+}
+
+// The pod's CPU counter (issue #37): what `cat` of the cgroup files prints, in either cgroup
+// version's format; anything else is no reading.
+TEST(CgroupCpu, V2InMicrosecondsV1InTicksAndNothingElse) {
+  auto v2 = parse_cgroup_cpu("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\nnr_periods 0\nnr_throttled 0\n");
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(v2->user_ns, 1'000'000u);
+  EXPECT_EQ(v2->sys_ns, 500'000u);
+  auto v1 = parse_cgroup_cpu("user 12\nsystem 3\n");  // USER_HZ ticks of 10 ms
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->user_ns, 120'000'000u);
+  EXPECT_EQ(v1->sys_ns, 30'000'000u);
+  auto unterminated = parse_cgroup_cpu("user_usec 7\nsystem_usec 8");
+  ASSERT_TRUE(unterminated);
+  EXPECT_EQ(unterminated->sys_ns, 8'000u);
+  EXPECT_FALSE(parse_cgroup_cpu(""));
+  EXPECT_FALSE(parse_cgroup_cpu("cat: /sys/fs/cgroup/cpu.stat: No such file or directory\n"));
+  EXPECT_FALSE(parse_cgroup_cpu("usage_usec 100\nuser_usec 60\n"));  // half of it
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec lots\nsystem_usec 5\n"));
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec -1\nsystem_usec 5\n"));
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec 1 2\nsystem_usec 5\n"));
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec 99999999999999999999999\nsystem_usec 5\n"));  // past 64 bits
+  EXPECT_FALSE(parse_cgroup_cpu("user_usec 18446744073709552\nsystem_usec 5\n"));     // in ns, past 64 bits
+}
+
+// What an exec burns in the pod is in its end, once: the next exec, idle, is charged nothing.
+TEST_F(KubernetesSessionTest, AnExecThatBurnsCpuHasItInItsEnd) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  auto burnt = run_to_end(*session, {"standin-burn", "300", "120"});
+  ASSERT_TRUE(burnt);
+  EXPECT_EQ(burnt->code, 0);
+  EXPECT_EQ(burnt->user_us, 300'000u);
+  EXPECT_EQ(burnt->sys_us, 120'000u);
+  auto idle = run_to_end(*session, {"echo", "idle"});
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(idle->user_us, 0u);
+  EXPECT_EQ(idle->sys_us, 0u);
+  auto used = session->cpu_used();
+  ASSERT_TRUE(used);
+  EXPECT_EQ(used->user_ns, 300'000'000u);
+  EXPECT_EQ(used->sys_ns, 120'000'000u);
+  (void)session->end();
+  expect_clean();
+}
+
+// A process left in the background uses CPU between execs: the next exec that ends is charged
+// with it; cpu_used() adds every reading up; end() reads once more for the session's total.
+TEST_F(KubernetesSessionTest, CpuUsedBetweenExecsGoesToTheNextExecThatEnds) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  auto first = run_to_end(*session, {"standin-burn", "100", "0"});
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->user_us, 100'000u);
+  burn_in_background(250, 50);
+  EXPECT_EQ(session->cpu_used()->user_ns, 100'000'000u);  // read when an exec ends, not before
+  auto next = run_to_end(*session, {"echo", "next"});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->code, 0);
+  EXPECT_EQ(next->user_us, 250'000u);
+  EXPECT_EQ(next->sys_us, 50'000u);
+  auto used = session->cpu_used();
+  ASSERT_TRUE(used);
+  EXPECT_EQ(used->user_ns, 350'000'000u);
+  EXPECT_EQ(used->sys_ns, 50'000'000u);
+  // Nothing lost, nothing charged twice: the execs' ends add up to the pod's counter.
+  const json counter = pod_cpu();
+  EXPECT_EQ(counter["user_usec"], first->user_us + next->user_us) << counter;
+  EXPECT_EQ(counter["system_usec"], first->sys_us + next->sys_us) << counter;
+  burn_in_background(40, 10);
+  RunResult result = session->end();
+  EXPECT_EQ(result.usage.cpu_user_ms, 390u);
+  EXPECT_EQ(result.usage.cpu_sys_ms, 60u);
+  expect_clean();
+}
+
+// On a node with cgroup v1 the counter is cpuacct.stat, in ticks.
+TEST_F(KubernetesSessionTest, OnCgroupV1TheCounterIsCpuacctStat) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  standin.inject({{"kind", "cgroup-v1"}, {"count", 2}});
+  auto burnt = run_to_end(*session, {"standin-burn", "230", "70"});
+  ASSERT_TRUE(burnt);
+  EXPECT_EQ(burnt->user_us, 230'000u);
+  EXPECT_EQ(burnt->sys_us, 70'000u);
+  (void)session->end();
+  expect_clean();
+}
+
+// A counter that cannot be read (no such file, not numbers) charges nothing and keeps the last
+// reading; the exec still ends as it did. The next reading that succeeds charges what was
+// missed, and the session's end says how many failed.
+TEST_F(KubernetesSessionTest, AnUnreadableCounterChargesNothingAndTheExecStillEnds) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  standin.inject({{"kind", "cpu-stat-missing"}});
+  auto missing = run_to_end(*session, {"standin-burn", "200", "50"});
+  ASSERT_TRUE(missing);
+  EXPECT_TRUE(missing->exited);
+  EXPECT_EQ(missing->code, 0);
+  EXPECT_EQ(missing->user_us, 0u);
+  EXPECT_EQ(missing->sys_us, 0u);
+  standin.inject({{"kind", "cpu-stat-garbage"}});
+  auto garbage = run_to_end(*session, {"standin-fail", "3", "it", "broke"});
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->code, 3);
+  EXPECT_EQ(garbage->user_us, 0u);
+  EXPECT_EQ(session->cpu_used()->user_ns, 0u);
+  auto next = run_to_end(*session, {"echo", "read"});
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->user_us, 200'000u);
+  EXPECT_EQ(next->sys_us, 50'000u);
+  RunResult result = session->end();
+  EXPECT_EQ(result.verdict, sandbox::Verdict::ok);
+  EXPECT_NE(result.message.find("2 reading(s) of its CPU counter failed"), std::string::npos) << result.message;
   expect_clean();
 }
 

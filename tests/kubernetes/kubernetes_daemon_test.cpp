@@ -119,6 +119,39 @@ TEST_F(KubernetesDaemon, AHighSessionIsAPodItsExecsGoThroughPodsExec) {
   expect_clean();
 }
 
+// A session pod's CPU (its cgroup's counter, read after each exec) is charged to the owner's
+// cpuSeconds: an exec that burns past the budget has it in its usage, the session's usage
+// shows it, and the owner's next exec is refused by the quota.
+TEST_F(KubernetesDaemon, ASessionPodsCpuIsChargedToItsOwnersCpuSeconds) {
+  std::string yaml = ws.config_text();
+  const std::string image = "image: registry.example/tools/ok:1";
+  ASSERT_NE(yaml.find(image), std::string::npos);
+  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
+  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n"
+                         "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
+  RunningDaemon d(ws);
+  auto made = http(d.port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string id = made.json()["id"];
+  auto exec = [&](const json& command) {
+    return http_with(d.port, "POST", "/v1/sessions/" + id + "/exec", json{{"command", command}}.dump(), kKey,
+                     {{"accept", "application/json"}});
+  };
+  auto burnt = exec(json::array({"standin-burn", "1200", "300"}));  // 1.5 CPU-seconds in the pod
+  ASSERT_EQ(burnt.status, 200) << burnt.body;
+  EXPECT_EQ(burnt.json()["usage"]["cpu_user_ms"], 1200) << burnt.body;
+  EXPECT_EQ(burnt.json()["usage"]["cpu_sys_ms"], 300) << burnt.body;
+  auto shown = http(d.port, "GET", "/v1/sessions/" + id);
+  EXPECT_EQ(shown.json()["usage"]["cpu_user_ms"], 1200) << shown.body;
+  auto next = exec(json::array({"echo", "more"}));
+  EXPECT_EQ(next.status, 429) << next.body;
+  EXPECT_EQ(next.json()["error"]["kind"], "quota_exceeded") << next.body;
+  EXPECT_EQ(next.json()["error"]["quota"], "cpuSeconds") << next.body;
+  auto ended = http(d.port, "DELETE", "/v1/sessions/" + id);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  expect_clean();
+}
+
 // A daemon SIGKILLed while a HIGH session runs leaves the session's pod in the cluster (its
 // expiry is the session's whole life). The next start records the session aborted and deletes
 // its pod, its Secret and its NetworkPolicy at once.

@@ -7,12 +7,15 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "backend/kubernetes/pod_watch.hpp"
@@ -138,6 +141,44 @@ std::uint64_t tar_number(const char* field, std::size_t size) {
 
 }  // namespace
 
+namespace {
+
+// cgroup v1's cpuacct.stat counts in USER_HZ ticks, which the kernel fixes at 100 a second
+// for user space on every architecture a node runs (x86-64, arm64): 10 ms each.
+constexpr std::uint64_t kNsPerUserHzTick = 10'000'000;
+
+// "KEY VALUE" lines into their numbers; a line that is not exactly a key and a whole number
+// is left out (its key then counts as missing).
+std::map<std::string, std::uint64_t> stat_lines(const std::string& text) {
+  std::map<std::string, std::uint64_t> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string key, value, extra;
+    if (!(fields >> key >> value) || (fields >> extra)) continue;
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec == std::errc() && end == value.data() + value.size()) out[key] = n;
+  }
+  return out;
+}
+
+}  // namespace
+
+// cgroup v2 first (user_usec, system_usec: microseconds), then v1 (user, system: ticks).
+std::optional<sandbox::CpuTime> parse_cgroup_cpu(const std::string& text) {
+  const auto stat = stat_lines(text);
+  auto both = [&](const char* user, const char* sys, std::uint64_t ns_each) -> std::optional<sandbox::CpuTime> {
+    auto u = stat.find(user), s = stat.find(sys);
+    if (u == stat.end() || s == stat.end()) return std::nullopt;
+    const std::uint64_t most = std::numeric_limits<std::uint64_t>::max() / ns_each;
+    if (u->second > most || s->second > most) return std::nullopt;  // no counter gets there: not a reading
+    return sandbox::CpuTime{u->second * ns_each, s->second * ns_each};
+  };
+  if (auto v2 = both("user_usec", "system_usec", 1000)) return v2;
+  return both("user", "system", kNsPerUserHzTick);
+}
+
 // One file in a ustar stream, as `tar -x` takes it: its header, its bytes, the padding and the
 // two empty blocks that end the archive. A name over 100 bytes is split into prefix/name.
 Result<std::string> ustar_archive(const std::string& name, const std::string& content) {
@@ -199,9 +240,7 @@ class KubernetesSession final : public Session {
     }
     auto end = entry->exec->wait(timeout);
     if (!end) return std::nullopt;
-    std::lock_guard lock(mu_);
-    if (!entry->end) entry->end = exec_end(*entry, *end);
-    return entry->end;
+    return finish(*entry, *end);
   }
 
   // Through an exec of `kill` in the pod, at the pid the exec's wrapper wrote: to the process
@@ -249,17 +288,25 @@ class KubernetesSession final : public Session {
       if (entry->worker.joinable()) entry->worker.join();
     }
     entries.clear();
+    (void)take_cpu();  // what the pod used since the last exec: the session's total, not an exec's
     delete_objects();
     RunResult r;
+    unsigned misses = 0;
     {
       std::lock_guard lock(mu_);
       if (lost_) r = *lost_;
+      r.usage.cpu_user_ms = cpu_total_.user_ns / 1'000'000;
+      r.usage.cpu_sys_ms = cpu_total_.sys_ns / 1'000'000;
+      misses = cpu_misses_;
     }
     if (!lost_) {
       r.verdict = sandbox::Verdict::ok;
       r.exit_code = 0;
       r.message = "the session ended; its pod " + plan_.name + " was deleted";
     }
+    if (misses > 0)
+      r.message += "; " + std::to_string(misses) + " reading(s) of its CPU counter failed (" + kCgroupV2CpuStat +
+                   ", " + kCgroupV1CpuacctStat + "): the CPU between them was charged by a later reading, or not at all";
     if (admission_) r.egress = admission_->close();
     r.usage.wall_ms = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
@@ -271,7 +318,11 @@ class KubernetesSession final : public Session {
     std::lock_guard lock(mu_);
     return over_;
   }
-  std::optional<sandbox::CpuTime> cpu_used() const override { return std::nullopt; }  // metrics.k8s.io is not read
+  // What the pod's cgroup counted up to the last reading (after each exec: take_cpu).
+  std::optional<sandbox::CpuTime> cpu_used() const override {
+    std::lock_guard lock(mu_);
+    return cpu_total_;
+  }
   Status freeze(bool) override {
     return Error::make("freezer_unavailable",
                        "a session on the kubernetes backend cannot be paused: the API server has no pause for a "
@@ -308,6 +359,7 @@ class KubernetesSession final : public Session {
     std::string pidfile;
     std::optional<int> signalled;
     std::optional<ExecEnd> end;
+    std::mutex finishing;  // the end is made once, whoever waits
     std::thread worker;  // a transfer's
   };
   struct Ran {
@@ -363,6 +415,56 @@ class KubernetesSession final : public Session {
     return out;
   }
 
+  // The exec's end, made once however many wait for it: with the CPU the pod used since the
+  // last reading (take_cpu), whatever used it (this exec, or what an earlier one left running).
+  ExecEnd finish(Entry& entry, const PodExecEnd& end) {
+    std::lock_guard once(entry.finishing);
+    {
+      std::lock_guard lock(mu_);
+      if (entry.end) return *entry.end;
+    }
+    ExecEnd out = exec_end(entry, end);
+    const sandbox::CpuTime cpu = take_cpu();
+    out.user_us = cpu.user_ns / 1000;
+    out.sys_us = cpu.sys_ns / 1000;
+    std::lock_guard lock(mu_);
+    entry.end = out;
+    return out;
+  }
+
+  // The pod's CPU counter now (an exec of `cat` of both cgroup versions' files: the one that
+  // does not exist is cat's complaint, its exit code not looked at), or nullopt.
+  std::optional<sandbox::CpuTime> read_cpu() {
+    auto ran = run({"cat", kCgroupV2CpuStat, kCgroupV1CpuacctStat}, "");
+    if (!ran) return std::nullopt;
+    return parse_cgroup_cpu(ran->out);
+  }
+
+  // What the pod used since the last reading, taken once: readings one at a time, each delta
+  // added to the session's total. A reading that fails charges nothing and keeps the last one,
+  // so the next that succeeds charges what was missed (counted in cpu_misses_). A lost pod is
+  // not read.
+  sandbox::CpuTime take_cpu() {
+    std::lock_guard reading(cpu_reading_);
+    {
+      std::lock_guard lock(mu_);
+      if (lost_) return {};
+    }
+    const auto now = read_cpu();
+    std::lock_guard lock(mu_);
+    if (!now) {
+      ++cpu_misses_;
+      return {};
+    }
+    // A counter below the last reading started again (a new container): all of it is new.
+    auto since = [](std::uint64_t now_ns, std::uint64_t last_ns) { return now_ns >= last_ns ? now_ns - last_ns : now_ns; };
+    const sandbox::CpuTime delta{since(now->user_ns, cpu_read_.user_ns), since(now->sys_ns, cpu_read_.sys_ns)};
+    cpu_read_ = *now;
+    cpu_total_.user_ns += delta.user_ns;
+    cpu_total_.sys_ns += delta.sys_ns;
+    return delta;
+  }
+
   Result<sandbox::StartedExec> start(const sandbox::SessionExec& request, std::optional<sandbox::WindowSize> terminal) {
     if (request.argv.empty()) return Error::make("invalid_argument", "an exec needs a program (argv is empty)");
     if (!request.cwd.empty() && request.cwd.front() != '/')
@@ -402,7 +504,7 @@ class KubernetesSession final : public Session {
     return out;
   }
 
-  // A command of the backend's own (kill, rm, mv, mkdir), to its end.
+  // A command of the backend's own (kill, rm, mv, mkdir, cat), to its end.
   Result<Ran> run(std::vector<std::string> command, const std::string& input) {
     auto started = PodExec::start(shared_->client, exec_request(std::move(command), !input.empty(), std::nullopt));
     if (!started) return Error::make("file_error", started.error().message);
@@ -516,6 +618,11 @@ class KubernetesSession final : public Session {
   std::thread watcher_, clock_;
   std::mutex end_mu_;
   std::optional<RunResult> result_;
+  // The pod's CPU counter (take_cpu): one reading at a time; the last reading, the session's
+  // total of what has been taken (under mu_), and how many readings failed.
+  std::mutex cpu_reading_;
+  sandbox::CpuTime cpu_read_{}, cpu_total_{};
+  unsigned cpu_misses_ = 0;
 };
 
 // `tar -c` of the one path, whose header says what it is; the bytes follow to the caller's pipe.

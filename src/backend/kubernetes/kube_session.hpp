@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/kubernetes/kubernetes_backend.hpp"
@@ -24,6 +25,12 @@ inline constexpr const char* kExecWrapper = "echo $$ >\"$0\" && cd \"$1\" && shi
 // signal(): kill -$0 the pid in the file $1.
 inline constexpr const char* kExecKiller = "kill -\"$0\" \"$(cat \"$1\")\"";
 inline constexpr const char* kReasonAborted = "aborted";
+// The container's own CPU counter, as its cgroup shows it from inside the pod (the runtime
+// mounts the container's cgroup at /sys/fs/cgroup): cgroup v2's cpu.stat (user_usec,
+// system_usec) or, on a node with cgroup v1, cpuacct.stat (user, system, in USER_HZ ticks).
+// Both are read by one `cat` after each exec: whichever exists is printed.
+inline constexpr const char* kCgroupV2CpuStat = "/sys/fs/cgroup/cpu.stat";
+inline constexpr const char* kCgroupV1CpuacctStat = "/sys/fs/cgroup/cpuacct/cpuacct.stat";
 
 struct SessionPodOptions {
   // How long a new pod may take to be scheduled, pulled and Running.
@@ -48,6 +55,10 @@ class KubernetesSessionBackend : public SessionBackend {
  private:
   std::shared_ptr<Shared> shared_;
 };
+
+// The counter in `cat`'s output of kCgroupV2CpuStat or kCgroupV1CpuacctStat; nullopt when
+// neither file's pair of lines is there, whole and numeric.
+std::optional<sandbox::CpuTime> parse_cgroup_cpu(const std::string& text);
 
 // One file as a ustar stream for `tar -x` (header, bytes, padding, the two end blocks); a
 // name over 100 bytes split into the header's prefix and name.

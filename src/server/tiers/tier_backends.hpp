@@ -34,8 +34,9 @@ class TierBackends {
   backend::Backend& local() { return *local_; }
   backend::SessionBackend& sessions() { return *local_; }  // the local tiers' sessions (docs/sessions.md)
   // The session backend of `risk`'s tier (docs/sessions.md): the local sandbox's where the tier
-  // runs locally, gVisor's where it runs on gVisor; or why none (its backend is unavailable,
-  // or has no sessions: Kubernetes, until KubernetesSessionBackend is in).
+  // runs locally, gVisor's where it runs on gVisor, a pod per session where it runs on
+  // Kubernetes (KubernetesSessionBackend); or why none (its backend is unavailable, or runs
+  // no sessions).
   Result<backend::SessionBackend*> sessions(policy::Risk risk) const;
   // The tiers that run on another backend than `local`, and those no backend runs, with why.
   const std::map<policy::Risk, backend::Backend*>& tiers() const { return tiers_; }

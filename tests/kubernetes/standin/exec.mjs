@@ -4,12 +4,41 @@
 // 3 the exec's v1 Status, 4 resize {"Width","Height"}; v5's 255 CHANNEL closes a channel).
 // Like the rest of the stand-in it runs nothing on the host: a pod's commands are played by a
 // fake runner over an in-memory filesystem of the pod (/work and /tmp), for the commands the
-// backend sends (its exec wrapper, kill, tar -c/-x, rm -d, mv -T, mkdir -p) and a few for the
-// tests (cat, echo, sleep, standin-fail CODE TEXT, standin-winsize).
+// backend sends (its exec wrapper, kill, tar -c/-x, rm -d, mv -T, mkdir -p, cat of the pod's
+// cgroup CPU counter) and a few for the tests (cat, echo, sleep, standin-fail CODE TEXT,
+// standin-winsize, standin-burn USER_MS SYS_MS, standin-mcp: an MCP server on stdio).
 import { createHash } from "node:crypto";
 
 export const WRAPPER = 'echo $$ >"$0" && cd "$1" && shift && exec "$@"';
 export const KILLER = 'kill -"$0" "$(cat "$1")"';
+export const CPU_STAT_V2 = "/sys/fs/cgroup/cpu.stat";
+export const CPU_STAT_V1 = "/sys/fs/cgroup/cpuacct/cpuacct.stat";
+
+// --- the pod's CPU counter, in microseconds, as its container's cgroup would count it: it
+// grows by what standin-burn and burn() (a process in the background) "use", never otherwise.
+const cpuCounters = new WeakMap();
+export function cpuOf(pod) {
+  if (!cpuCounters.has(pod)) cpuCounters.set(pod, { user_usec: 0, system_usec: 0 });
+  return cpuCounters.get(pod);
+}
+export function burn(pod, userMs, sysMs) {
+  const cpu = cpuOf(pod);
+  cpu.user_usec += Math.round(Number(userMs || 0) * 1000);
+  cpu.system_usec += Math.round(Number(sysMs || 0) * 1000);
+}
+// What `cat` finds at a cgroup path under `layout` ("v2", "v1", "missing", "garbage"): the
+// file's text, or undefined when it does not exist there. v1 counts in USER_HZ ticks (10 ms).
+function cgroupFile(pod, path, layout) {
+  const cpu = cpuOf(pod);
+  if (path === CPU_STAT_V2 && layout === "v2")
+    return `usage_usec ${cpu.user_usec + cpu.system_usec}\nuser_usec ${cpu.user_usec}\nsystem_usec ${cpu.system_usec}\n` +
+      "nr_periods 0\nnr_throttled 0\nthrottled_usec 0\nnr_bursts 0\nburst_usec 0\n";
+  if (path === CPU_STAT_V2 && layout === "garbage") return "user_usec lots\nsystem_usec\n";
+  if (path === CPU_STAT_V1 && layout === "v1")
+    return `user ${Math.floor(cpu.user_usec / 10000)}\nsystem ${Math.floor(cpu.system_usec / 10000)}\n`;
+  return undefined;
+}
+export const readsCgroup = (argv) => argv[0] === "cat" && argv.slice(1).some((p) => p.startsWith("/sys/fs/cgroup/"));
 
 function frame(opcode, payload) {
   const n = payload.length;
@@ -114,7 +143,7 @@ let nextPid = 100;
 
 // One process of the fake runner: io = {out(buf), err(buf), exit(code)}; returns
 // {stdin(buf), stdinEnd(), resize(w, h), signal(n)}.
-function spawn(pod, argv, io) {
+function spawn(pod, argv, io, cgroupLayout = "v2") {
   const fs = podFs(pod);
   const proc = { pid: ++nextPid, stdin() {}, stdinEnd() {}, resize() {}, signal(n) { end(128 + n); } };
   let ended = false;
@@ -139,7 +168,11 @@ function spawn(pod, argv, io) {
   const args = argv.slice(1);
   const setImmediateEnd = (code) => setImmediate(() => end(code));
   switch (cmd) {
-    case "cat": proc.stdin = (b) => io.out(b); proc.stdinEnd = () => end(0); break;
+    case "cat":
+      if (args.length) { catFiles(pod, args, io, cgroupLayout, setImmediateEnd); break; }
+      proc.stdin = (b) => io.out(b); proc.stdinEnd = () => end(0);
+      break;
+    case "standin-burn": burn(pod, args[0], args[1]); setImmediateEnd(0); break;
     case "echo": io.out(Buffer.from(args.join(" ") + "\n")); setImmediateEnd(0); break;
     case "standin-fail": io.out(Buffer.from("some output\n")); io.err(Buffer.from(args.slice(1).join(" ") + "\n")); setImmediateEnd(Number(args[0])); break;
     case "sleep": { const t = setTimeout(() => end(0), Number(args[0]) * 1000); proc.signal = (n) => { clearTimeout(t); end(128 + n); }; break; }
@@ -193,6 +226,17 @@ function runMcpServer(pod, proc, io, end) {
     }
   };
   proc.stdinEnd = () => end(0);
+}
+
+// cat FILE...: each that exists printed, a complaint for each that does not (exit 1 then).
+function catFiles(pod, paths, io, cgroupLayout, done) {
+  let code = 0;
+  for (const path of paths) {
+    const text = path.startsWith("/sys/fs/cgroup/") ? cgroupFile(pod, path, cgroupLayout) : podFs(pod).get(normal(path))?.data;
+    if (text === undefined) { io.err(Buffer.from(`cat: ${path}: No such file or directory\n`)); code = 1; continue; }
+    io.out(Buffer.from(text));
+  }
+  done(code);
 }
 
 function runTar(pod, args, proc, io, fail, done) {
@@ -304,6 +348,11 @@ export function handleExecUpgrade(req, socket, ctx) {
   const sendMessage = (channel, data) => { if (open) socket.write(frame(2, Buffer.concat([Buffer.from([channel]), data]))); };
   // An empty message on each channel first, as the API server's stream does.
   for (const ch of tty ? [1, 3] : [1, 2, 3]) sendMessage(ch, Buffer.alloc(0));
+  // The cgroup's files as this exec finds them: faults {kind: "cgroup-v1"} (a node on cgroup
+  // v1), "cpu-stat-missing" (neither file) and "cpu-stat-garbage" (cpu.stat unparseable), each
+  // taken by the next exec that reads /sys/fs/cgroup.
+  const cgroupLayout = !readsCgroup(command) ? "v2" : ctx.takeFault("cgroup-v1") ? "v1"
+    : ctx.takeFault("cpu-stat-missing") ? "missing" : ctx.takeFault("cpu-stat-garbage") ? "garbage" : "v2";
   const proc = spawn(pod, command, {
     out: (b) => sendMessage(1, b),
     err: (b) => sendMessage(tty ? 1 : 2, b),
@@ -315,7 +364,7 @@ export function handleExecUpgrade(req, socket, ctx) {
       sendMessage(3, Buffer.from(JSON.stringify(status)));
       if (open) { open = false; socket.end(frame(8, Buffer.from([0x03, 0xe8]))); }
     },
-  });
+  }, cgroupLayout);
   const read = frameReader((msg) => {
     if (!msg.length) return;
     const channel = msg[0], data = msg.subarray(1);

@@ -11,7 +11,7 @@ import https from "node:https";
 import fs from "node:fs";
 import { randomUUID } from "node:crypto";
 import { schemaErrors } from "./schemas.mjs";
-import { handleExecUpgrade, killPod } from "./exec.mjs";
+import { burn, cpuOf, handleExecUpgrade, killPod } from "./exec.mjs";
 
 const token = process.env.STANDIN_TOKEN;
 const RESOURCES = {
@@ -318,11 +318,22 @@ function control(req, res, url, body) {
     setPhase(pod, { phase: "Failed", reason: "NodeLost", message: "Node standin-node-1 which was running pod " + lost[1] + " is unresponsive" });
     return send(res, 200, pod);
   }
+  // A process left in the pod's background uses CPU: {user_ms, sys_ms} added to its counter.
+  const burned = /^\/standin\/pods\/([a-z0-9.-]+)\/burn$/.exec(url.pathname);
+  if (burned && req.method === "POST") {
+    const pod = store.pods.get(burned[1]);
+    if (!pod) return fail(res, 404, "NotFound", `pods "${burned[1]}" not found`);
+    const used = parseJson(res, body);
+    if (used === undefined) return;
+    burn(pod, used.user_ms, used.sys_ms);
+    return send(res, 200, cpuOf(pod));
+  }
   if (url.pathname === "/standin/state") {
+    const cpu = Object.fromEntries([...store.pods].map(([name, pod]) => [name, cpuOf(pod)]));
     const names = (m) => [...m.keys()];
     return send(res, 200, { pods: names(store.pods), secrets: names(store.secrets), networkpolicies: names(store.networkpolicies),
       objects: { pods: [...store.pods.values()], secrets: [...store.secrets.values()], networkpolicies: [...store.networkpolicies.values()] },
-      requests, violations, faults, created, execs });
+      requests, violations, faults, created, execs, cpu });
   }
   fail(res, 404, "NotFound", "no such control endpoint");
 }
