@@ -150,6 +150,7 @@ class GvisorSession final : public Session {
   bool ended() const override;
   std::optional<sandbox::CpuTime> cpu_used() const override;
   Status freeze(bool frozen) override;
+  Status can_snapshot_memory() const override;
   Result<sandbox::FileTransfer> read_file(const std::string& path) override;
   Result<sandbox::FileTransfer> write_file(const std::string& path) override;
   Status remove_file(const std::string& path) override { return simple_file_op(FileOp::remove, {path}); }
@@ -418,6 +419,18 @@ Status GvisorSession::freeze(bool frozen) {
   if (r.exit_code == 0) return {};
   return Error::make("freezer_unavailable",
                      std::string("runsc ") + (frozen ? "pause" : "resume") + " failed: " + r.output);
+}
+
+// Measured on a session (docs/sessions.md, "Checkpoint and restore on this machine"): runsc
+// refuses to checkpoint a sandbox on --network=host, paused or running, before it writes any of
+// the image; --network=sandbox, the network runsc can checkpoint, does not start on this kernel.
+Status GvisorSession::can_snapshot_memory() const {
+  return Error::make("memory_snapshot_unsupported",
+                     "a gVisor session's memory cannot be snapshotted here: its sandbox runs with --network=host "
+                     "(in a network namespace of its own whose only sockets are the egress proxy's), and runsc "
+                     "refuses to checkpoint such a sandbox (\"checkpoint not supported when using hostinet\", "
+                     "runsc release 20221219); its own network stack (--network=sandbox) does not start on this "
+                     "kernel; snapshot without memory (the workspace's files)");
 }
 
 Result<Reply> GvisorSession::file_op(FileOp op, const std::vector<std::string>& paths, int fd) {

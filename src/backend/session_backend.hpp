@@ -38,6 +38,11 @@ class Session {
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;
+  // Whether a snapshot may keep the session's memory and processes, not only its files: none
+  // can on this machine, so each backend says why ("memory_snapshot_unsupported", the step
+  // that fails here; docs/sessions.md, "Checkpoint and restore on this machine"). A client that
+  // asks for memory gets this refusal, never a snapshot of the files alone.
+  virtual Status can_snapshot_memory() const = 0;
   // The workspace's files, resolved inside the session beneath its work dir (as
   // sandbox::SessionSandbox's: paths from sandbox::workspace_path, errors by sandbox::file_error).
   virtual Result<sandbox::FileTransfer> read_file(const std::string& path) = 0;

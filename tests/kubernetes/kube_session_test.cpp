@@ -332,6 +332,10 @@ TEST_F(KubernetesSessionTest, EndDeletesThePodItsNetworkPolicyAndSecretAndIsIdem
   EXPECT_EQ(session->exec({{"echo"}, {}, ""}).error().code, "session_ended");
   EXPECT_EQ(session->read_file("a").error().code, "session_ended");
   EXPECT_EQ(session->freeze(true).error().code, "freezer_unavailable");
+  const Status memory = session->can_snapshot_memory();
+  ASSERT_FALSE(memory);
+  EXPECT_EQ(memory.error().code, "memory_snapshot_unsupported");
+  EXPECT_NE(memory.error().message.find("checkpoint"), std::string::npos) << memory.error().message;
 }
 
 TEST_F(KubernetesSessionTest, EndDoesNotWaitForAFileReaderThatNeverReads) {

@@ -274,6 +274,13 @@ TEST_F(Sessions, AHighRiskSessionRunsInGvisor) {
   EXPECT_EQ(get_file(id, "note").body, "kept\n");
   EXPECT_EQ(put_file(id, "in", "from the api\n").status / 100, 2);
   EXPECT_EQ(exec(id, {{"command", "cat in"}}).json()["stdout"], "from the api\n");
+  // A snapshot with memory is refused with the reason runsc gives (docs/sessions.md,
+  // "Checkpoint and restore on this machine"); the session runs on.
+  auto memory = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", true}}.dump());
+  EXPECT_EQ(memory.status, 501) << memory.body;
+  EXPECT_EQ(memory.json()["error"]["kind"], "memory_snapshot_unsupported") << memory.body;
+  EXPECT_NE(memory.body.find("checkpoint not supported when using hostinet"), std::string::npos) << memory.body;
+  EXPECT_EQ(exec(id, {{"command", "cat in"}}).json()["stdout"], "from the api\n");
   auto ended = http(port(), "DELETE", "/v1/sessions/" + id);
   ASSERT_EQ(ended.status, 200) << ended.body;
   EXPECT_EQ(ended.json()["end_reason"], "deleted");
@@ -948,6 +955,33 @@ TEST_F(Sessions, ASnapshotForksTheWorkspaceForItsOwnerOnly) {
   EXPECT_EQ(http(port(), "DELETE", "/v1/snapshots/" + snap_id).status, 200);
   EXPECT_EQ(http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump()).status, 404);
   EXPECT_FALSE(std::filesystem::exists(ws_.dir() + "/data/snapshots/" + snap_id + ".tar"));
+}
+
+// A snapshot asked with memory is refused with the backend's reason (a local session: CRIU fails
+// on this kernel's vDSO), never taken of the files alone in its place: no snapshot, no archive,
+// no record. The session runs on, and a snapshot without memory is still taken.
+TEST_F(Sessions, AMemorySnapshotIsRefusedWithTheBackendsReason) {
+  start();
+  auto created = create("dev");
+  ASSERT_EQ(created.status, 201) << created.body;
+  const std::string id = created.json()["id"];
+  ASSERT_EQ(exec(id, {{"command", "echo one > /work/a.txt"}}).status, 200);
+  auto memory = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", true}, {"retention", "1h"}}.dump());
+  EXPECT_EQ(memory.status, 501) << memory.body;
+  EXPECT_EQ(memory.json()["error"]["kind"], "memory_snapshot_unsupported") << memory.body;
+  EXPECT_NE(memory.body.find("CRIU"), std::string::npos) << memory.body;
+  EXPECT_NE(memory.body.find("vDSO"), std::string::npos) << memory.body;
+  EXPECT_TRUE(http(port(), "GET", "/v1/snapshots").json()["snapshots"].empty());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(ws_.dir() + "/data/snapshots", ec))
+    ADD_FAILURE() << "left by a refused snapshot: " << entry.path();
+  for (const auto& r : records("airlock.session/v1")) EXPECT_NE(r["event"], "snapshotted") << r.dump();
+
+  auto wrong = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", "yes"}}.dump());
+  EXPECT_EQ(wrong.status, 400) << wrong.body;
+  EXPECT_EQ(exec(id, {{"command", "cat /work/a.txt"}}).json()["stdout"], "one\n");
+  auto files = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", false}}.dump());
+  EXPECT_EQ(files.status, 201) << files.body;
 }
 
 // A snapshot outlives the daemon that took it (and the session): the next daemon lists it

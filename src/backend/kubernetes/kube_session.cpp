@@ -328,6 +328,12 @@ class KubernetesSession final : public Session {
                        "a session on the kubernetes backend cannot be paused: the API server has no pause for a "
                        "pod's containers (the node's cgroup freezer is the kubelet's, not reachable through the API)");
   }
+  Status can_snapshot_memory() const override {
+    return Error::make("memory_snapshot_unsupported",
+                       "a session on the kubernetes backend cannot be snapshotted with its memory: Kubernetes has "
+                       "no API to restore a checkpoint into a new pod (the kubelet's container checkpoint, alpha, "
+                       "only writes an archive on its node); snapshot without memory (the workspace's files)");
+  }
 
   Result<sandbox::FileTransfer> read_file(const std::string& path) override;
   Result<sandbox::FileTransfer> write_file(const std::string& path) override;

@@ -137,21 +137,30 @@ std::string tar_failure(const PipedEnd& r) {
   return r.err.empty() ? why : why + ": " + r.err;
 }
 
-Result<std::chrono::milliseconds> retention_of(const std::string& body) {
-  if (body.empty()) return std::chrono::duration_cast<milliseconds>(kDefaultSnapshotRetention);
+struct SnapshotAsk {
+  milliseconds retention = std::chrono::duration_cast<milliseconds>(kDefaultSnapshotRetention);
+  bool memory = false;  // the session's memory and processes too
+};
+
+Result<SnapshotAsk> snapshot_ask_of(const std::string& body) {
+  SnapshotAsk ask;
+  if (body.empty()) return ask;
   auto parsed = parse_json_bounded(body, 4);
   if (!parsed || !parsed->is_object()) return Error::make("invalid_input", "the body must be a JSON object: {\"retention\": \"7d\"}");
-  auto retention = std::chrono::duration_cast<milliseconds>(kDefaultSnapshotRetention);
   for (const auto& [key, value] : parsed->items()) {
+    if (key == "memory" && value.is_boolean()) {
+      ask.memory = value.get<bool>();
+      continue;
+    }
     if (key != "retention" || !value.is_string())
-      return Error::make("invalid_input", "'" + key + "': expected retention, a duration (\"7d\")");
+      return Error::make("invalid_input", "'" + key + "': expected retention, a duration (\"7d\"), or memory, a boolean");
     auto d = parse_duration(value.get<std::string>());
     if (!d) return Error::make("invalid_input", "retention: a duration (\"7d\")");
-    retention = std::chrono::duration_cast<milliseconds>(*d);
+    ask.retention = std::chrono::duration_cast<milliseconds>(*d);
   }
-  if (retention < std::chrono::minutes(1) || retention > kMaxSnapshotRetention)
+  if (ask.retention < std::chrono::minutes(1) || ask.retention > kMaxSnapshotRetention)
     return Error::make("invalid_input", "retention: from 1m to 30d");
-  return retention;
+  return ask;
 }
 
 }  // namespace
@@ -255,9 +264,14 @@ void handle_snapshots(SnapshotStore& store, const pipeline::Caller& caller, bool
 
 HttpResponse snapshot_response(SessionService& sessions, LiveSession& session, const std::string& body) {
   if (!sessions.snapshots()) return error_response(501, "not_implemented", "this daemon keeps no snapshots");
-  auto retention = retention_of(body);
-  if (!retention) return session_error_response(retention.error());
-  auto taken = take_snapshot(sessions, *sessions.snapshots(), session, *retention);
+  auto ask = snapshot_ask_of(body);
+  if (!ask) return session_error_response(ask.error());
+  if (ask->memory) {  // refused with the backend's reason: never the files alone in its place
+    auto can = session.sandbox->can_snapshot_memory();
+    return session_error_response(can ? Error::make("memory_snapshot_unsupported", "this daemon does not take snapshots with memory")
+                                      : can.error());
+  }
+  auto taken = take_snapshot(sessions, *sessions.snapshots(), session, ask->retention);
   if (!taken) return session_error_response(taken.error());
   return json_response(201, taken->to_json());
 }

@@ -39,7 +39,9 @@ Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store
 // (snapshot_corrupt when it does not match). For SessionService::CreateRequest::prepare.
 Status restore_snapshot(SnapshotStore& store, const SnapshotRow& row, backend::Session& sandbox);
 
-// POST /v1/sessions/{id}/snapshot {retention?: "7d"} of the session's owner: 201, the snapshot.
+// POST /v1/sessions/{id}/snapshot {retention?: "7d", memory?: false} of the session's owner: 201,
+// the snapshot. `memory: true` is refused (501 memory_snapshot_unsupported) with the session's
+// backend's reason (backend::Session::can_snapshot_memory).
 HttpResponse snapshot_response(SessionService& sessions, LiveSession& session, const std::string& body);
 
 bool is_snapshots_path(const std::vector<std::string>& parts);  // /v1/snapshots[/{id}]

@@ -32,7 +32,7 @@ int status_of(const std::string& code) {
     return 409;
   if (code == "disk_limit" || code == "snapshot_too_large") return 413;
   if (code == "not_found") return 404;
-  if (code == "freezer_unavailable") return 501;
+  if (code == "freezer_unavailable" || code == "memory_snapshot_unsupported") return 501;
   if (code == "dlp_blocked" || code == "exec_failed" || code == "code_rejected") return 422;
   if (code == "quota_exceeded") return 429;
   if (code == "draining" || code == "storage_unavailable" || code == "credential_unavailable") return 503;
