@@ -35,6 +35,9 @@ class Session {
   virtual bool ended() const = 0;  // over for whatever reason (its limits, its wall clock)
   // What its processes have used so far, while it lives (Kubernetes: up to the last exec's end).
   virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;
+  // Whether cpu_used() follows its processes as they run (a cgroup the host reads) rather than
+  // only as of the last exec's end (Kubernetes: the pod's counter, read after each exec).
+  virtual bool cpu_used_is_live() const { return true; }
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;

@@ -120,8 +120,10 @@ UniqueFd SessionStdioSandbox::take_stdout() {
   return std::move(state_->stdout_r);
 }
 
+// Only where the session's counter follows the program as it runs: a count as of the last
+// exec's end (Kubernetes) would charge each call of a long-lived server nothing.
 std::optional<sandbox::CpuTime> SessionStdioSandbox::cpu_used() const {
-  if (ended()) return std::nullopt;
+  if (ended() || !state_->session->cpu_used_is_live()) return std::nullopt;
   return state_->session->cpu_used();
 }
 

@@ -411,6 +411,7 @@ TEST_F(KubernetesSessionTest, TheSessionPodIsHardenedPlacedAndPassesTheSchemas) 
   r.placement.gpus = 1;
   r.placement.node_selector = {{"pool", "sessions"}};
   r.egress.allow = {{"203.0.113.0/24", 443}};
+  r.limits.cpus = 1.5;
   auto session = start(r);
   ASSERT_TRUE(session);
   json state = standin.state();
@@ -430,6 +431,8 @@ TEST_F(KubernetesSessionTest, TheSessionPodIsHardenedPlacedAndPassesTheSchemas) 
   EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
   EXPECT_EQ(c["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(c["resources"]["limits"]["cpu"], "1500m") << "the template's cpus bound the pod's CPU";
+  EXPECT_EQ(c["resources"]["requests"]["cpu"], "1500m");
   EXPECT_EQ(c["command"].back(), kSessionIdleScript);
   // Every object passed the stand-in's strict schema check (kubernetes-models): a violation
   // would have been refused with 422 and the session would not have started.

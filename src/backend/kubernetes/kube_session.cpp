@@ -318,6 +318,7 @@ class KubernetesSession final : public Session {
     std::lock_guard lock(mu_);
     return over_;
   }
+  bool cpu_used_is_live() const override { return false; }
   // What the pod's cgroup counted up to the last reading (after each exec: take_cpu).
   std::optional<sandbox::CpuTime> cpu_used() const override {
     std::lock_guard lock(mu_);

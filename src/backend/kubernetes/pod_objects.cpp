@@ -1,6 +1,8 @@
 #include "backend/kubernetes/pod_objects.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/network_v4.hpp>
@@ -82,6 +84,9 @@ json resources(const PodPlan& plan) {
   json amounts = {{"memory", std::to_string(plan.limits.memory_bytes)},
                   {"ephemeral-storage", std::to_string(plan.limits.disk_bytes)}};
   if (plan.placement.gpus > 0) amounts["nvidia.com/gpu"] = std::to_string(plan.placement.gpus);
+  // The tier's CPU bandwidth as the pod's (the kubelet's CFS quota), in millicores.
+  if (plan.limits.cpus && *plan.limits.cpus > 0)
+    amounts["cpu"] = std::to_string(std::max<long long>(1, std::llround(*plan.limits.cpus * 1000))) + "m";
   return {{"requests", amounts}, {"limits", amounts}};
 }
 
