@@ -1,8 +1,9 @@
 // Sessions on a backend (docs/sessions.md): one long-lived sandbox whose init starts each exec
 // inside it, for an agent's stateful work. The local backend implements it
 // (local_session_backend.cpp), as do gVisor (gvisor_session.hpp) and Kubernetes
-// (kubernetes/kube_session.hpp) behind the same interface. Execs speak the sandbox's vocabulary (sandbox::SessionExec, StartedExec: the
-// host's ends of the exec's stdin, stdout and stderr).
+// (kubernetes/kube_session.hpp) behind the same interface. Execs speak the sandbox's
+// vocabulary (sandbox::SessionExec, StartedExec: the host's ends of the exec's stdin, stdout
+// and stderr).
 #pragma once
 
 #include <chrono>
