@@ -258,7 +258,8 @@ TEST_F(Sessions, StateLivesAcrossExecsAndDeleteEndsEverything) {
 // nothing in the gVisor state directory.
 TEST_F(Sessions, AHighRiskSessionRunsInGvisor) {
   if (::access("/usr/bin/runsc", X_OK) != 0) GTEST_SKIP() << "runsc is not installed: no gVisor tier here";
-  extra_ = "  - name: sandboxed\n    risk: high\n    limits: {memory: 256Mi}\n";
+  extra_ = "  - name: sandboxed\n    risk: high\n    limits: {memory: 256Mi}\n"
+           "  - name: netted\n    risk: high\n    limits: {memory: 256Mi}\n    network: {allow: [\"127.0.0.1:9\"]}\n";
   write();
   start();
   auto created = create("sandboxed");
@@ -274,13 +275,17 @@ TEST_F(Sessions, AHighRiskSessionRunsInGvisor) {
   EXPECT_EQ(get_file(id, "note").body, "kept\n");
   EXPECT_EQ(put_file(id, "in", "from the api\n").status / 100, 2);
   EXPECT_EQ(exec(id, {{"command", "cat in"}}).json()["stdout"], "from the api\n");
-  // A snapshot with memory is refused with the reason runsc gives (docs/sessions.md,
-  // "Checkpoint and restore on this machine"); the session runs on.
-  auto memory = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", true}}.dump());
+  // A template with egress rules runs on --network=host: a snapshot with memory is refused
+  // with the reason runsc gives (docs/sessions.md, "Checkpoint and restore on this machine").
+  auto netted = create("netted");
+  ASSERT_EQ(netted.status, 201) << netted.body;
+  const std::string netted_id = netted.json()["id"];
+  auto memory = http(port(), "POST", "/v1/sessions/" + netted_id + "/snapshot", json{{"memory", true}}.dump());
   EXPECT_EQ(memory.status, 501) << memory.body;
   EXPECT_EQ(memory.json()["error"]["kind"], "memory_snapshot_unsupported") << memory.body;
   EXPECT_NE(memory.body.find("checkpoint not supported when using hostinet"), std::string::npos) << memory.body;
-  EXPECT_EQ(exec(id, {{"command", "cat in"}}).json()["stdout"], "from the api\n");
+  EXPECT_EQ(exec(netted_id, {{"command", "echo on"}}).json()["stdout"], "on\n");
+  EXPECT_EQ(http(port(), "DELETE", "/v1/sessions/" + netted_id).status, 200);
   auto ended = http(port(), "DELETE", "/v1/sessions/" + id);
   ASSERT_EQ(ended.status, 200) << ended.body;
   EXPECT_EQ(ended.json()["end_reason"], "deleted");
