@@ -208,6 +208,7 @@ class GvisorSession final : public Session {
   bool end_asked_ = false;
   bool relaunch_ = false;  // the sandbox ends for a checkpoint: restored from launch_.restore_image
   unsigned launches_ = 0;
+  std::chrono::steady_clock::time_point first_launch_;  // the wall time counts from it
   std::thread supervisor_;
 
   std::map<std::uint32_t, Child> children_;  // under mu_
@@ -262,7 +263,13 @@ Status GvisorSession::start(const RunRequest& request, const RunContext& context
 
 void GvisorSession::supervise() {
   for (;;) {
-    auto launched = GvisorRun::launch(runsc_, dir_.paths, spec_, cgroup_, launch_);
+    // A relaunch (after a checkpoint) gets what is left of the session's wall time, not more.
+    if (launches_++ == 0) first_launch_ = std::chrono::steady_clock::now();
+    sandbox::Spec run_spec = spec_;
+    const auto spent = std::chrono::steady_clock::now() - first_launch_;
+    run_spec.limits.wall_time = std::max(std::chrono::milliseconds(1), spec_.limits.wall_time -
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(spent));
+    auto launched = GvisorRun::launch(runsc_, dir_.paths, run_spec, cgroup_, launch_);
     if (!launched) {
       std::lock_guard lock(mu_);
       start_error_ = launched.error();

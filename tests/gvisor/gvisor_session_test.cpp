@@ -409,6 +409,34 @@ TEST_F(GvisorSessions, AFailedRestoreLeavesNothing) {
   EXPECT_EQ(refused.error().code, "memory_snapshot_unsupported") << refused.error().message;
 }
 
+// The archive of a snapshot with memory is unpacked on the host (as uid 1000, in the new
+// workspace) before runsc restore: one crafted to write outside it, through '..', an absolute
+// path or a symlink it plants to a directory the sandbox's user could write, writes nothing there.
+TEST_F(GvisorSessions, ACraftedArchiveWritesNothingOutsideTheWorkspace) {
+  TempDir snap, target;
+  ASSERT_EQ(::chmod(target.path().c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(snap.path().c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((snap.path() + "/image").c_str(), 0700), 0);
+  {
+    UniqueFd fd(::open((snap.path() + "/image/checkpoint.img").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_EQ(::write(fd.get(), "not an image", 12), 12);
+  }
+  const std::string make = "import io, tarfile, sys\nt = tarfile.open(sys.argv[1], 'w')\n"
+                           "def add(name, data=b'pwned', **kw):\n"
+                           "    i = tarfile.TarInfo(name); [setattr(i, k, v) for k, v in kw.items()]\n"
+                           "    i.size = 0 if i.type != tarfile.REGTYPE else len(data)\n"
+                           "    t.addfile(i, io.BytesIO(data) if i.type == tarfile.REGTYPE else None)\n"
+                           "add('esc', type=tarfile.SYMTYPE, linkname=sys.argv[2])\nadd('esc/pwned')\n"
+                           "add('../' * 8 + sys.argv[2][1:] + '/up')\nadd(sys.argv[2] + '/abs')\n"
+                           "add('rel', type=tarfile.SYMTYPE, linkname='../' * 8 + sys.argv[2][1:])\nadd('rel/pwned2')\n"
+                           "t.close()\n";
+  const std::string archive = snap.path() + "/workspace.tar";
+  ASSERT_EQ(run_bounded({"/usr/bin/python3", "-c", make, archive, target.path()}, 30s).exit_code, 0);
+  auto restored = sessions_->restore_session(session_request(), {}, {snap.path() + "/image", archive});
+  ASSERT_FALSE(restored);
+  EXPECT_TRUE(fs::is_empty(target.path())) << "written outside the workspace: " << fs::directory_iterator(target.path())->path();
+}
+
 TEST_F(GvisorSessions, EgressOnlyThroughTheProxy) {
   egress::fixtures::LoopbackServer allowed([](int fd) {
     char buf[1024];
