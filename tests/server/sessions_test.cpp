@@ -298,7 +298,8 @@ TEST_F(Sessions, AHighRiskSessionRunsInGvisor) {
 // A gVisor session without egress rules snapshotted with memory: a new session from it has the
 // original's processes with their memory (a token the process never wrote down) and its files;
 // the original runs on; an image changed on disk is refused (snapshot_corrupt) and starts
-// nothing; nothing is left once the sessions end.
+// nothing; nothing is left once the sessions end. AIRLOCK_CKPT_MIB: the process also holds that
+// many MiB, and the two calls' times are printed (bench/gvisor/session_checkpoint.sh).
 TEST_F(Sessions, AGvisorSessionsMemoryComesBackInANewSession) {
   if (::access("/usr/bin/runsc", X_OK) != 0) GTEST_SKIP() << "runsc is not installed: no gVisor tier here";
   extra_ = "  - name: sandboxed\n    risk: high\n    limits: {memory: 256Mi}\n";
@@ -308,7 +309,8 @@ TEST_F(Sessions, AGvisorSessionsMemoryComesBackInANewSession) {
   ASSERT_EQ(created.status, 201) << created.body;
   const std::string id = created.json()["id"];
   const std::string holder =
-      "cd /work && (python3 -c 'import os, secrets, time\nt = secrets.token_hex(16)\nwhile True:\n"
+      "cd /work && (python3 -c 'import os, secrets, time\nt = secrets.token_hex(16)\nb = bytearray(os.urandom(" +
+      std::string(std::getenv("AIRLOCK_CKPT_MIB") ? std::getenv("AIRLOCK_CKPT_MIB") : "0") + " << 20))\nwhile True:\n"
       "    if os.path.exists(\"ask\"):\n        os.remove(\"ask\"); open(\"a.tmp\", \"w\").write(t); os.rename(\"a.tmp\", \"answer\")\n"
       "    time.sleep(0.05)' >/dev/null 2>&1 &) && echo kept > note && echo held";
   ASSERT_EQ(exec(id, {{"command", holder}}).json()["stdout"], "held\n");
@@ -320,7 +322,9 @@ TEST_F(Sessions, AGvisorSessionsMemoryComesBackInANewSession) {
   const std::string token = token_of(id);
   ASSERT_EQ(token.size(), 32u) << token;
 
+  auto t0 = std::chrono::steady_clock::now();
   auto snap = http(port(), "POST", "/v1/sessions/" + id + "/snapshot", json{{"memory", true}}.dump());
+  const auto snapshot_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   ASSERT_EQ(snap.status, 201) << snap.body;
   const std::string snap_id = snap.json()["id"];
   EXPECT_EQ(snap.json()["memory"], true) << snap.body;
@@ -329,8 +333,12 @@ TEST_F(Sessions, AGvisorSessionsMemoryComesBackInANewSession) {
   EXPECT_EQ(std::filesystem::status(image).permissions(), std::filesystem::perms::owner_all);
   EXPECT_EQ(http(port(), "GET", "/v1/snapshots/" + snap_id).json()["memory"], true);
 
+  t0 = std::chrono::steady_clock::now();
   auto restored = http(port(), "POST", "/v1/sessions", json{{"fromSnapshot", snap_id}}.dump());
+  const auto restore_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   ASSERT_EQ(restored.status, 201) << restored.body;
+  std::printf("api: snapshot with memory %lld ms, a session from it %lld ms\n", static_cast<long long>(snapshot_ms.count()),
+              static_cast<long long>(restore_ms.count()));
   const std::string restored_id = restored.json()["id"];
   EXPECT_NE(restored_id, id);
   EXPECT_EQ(token_of(restored_id), token) << "the process came back with its memory";
