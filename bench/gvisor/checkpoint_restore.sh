@@ -11,6 +11,7 @@
 #   nonet    the session's mounts with --network=none; restored into a new container whose
 #            workspace is a new tmpfs holding the old one's files (a new session's directory)
 #   netstack the session's namespace with --network=sandbox (gVisor's own network stack)
+# What Airlock built from the nonet case is measured by bench/gvisor/session_checkpoint.sh.
 set -u
 RUNSC=${1:-runsc}
 DIR=$(mktemp -d /tmp/airlock-ckpt.XXXXXX)

@@ -140,7 +140,8 @@ GvisorRun::~GvisorRun() {
 Result<std::unique_ptr<GvisorRun>> GvisorRun::launch(const RunscInvocation& runsc,
                                                      const GvisorRunPaths& paths,
                                                      const sandbox::Spec& spec,
-                                                     const sandbox::SandboxCgroup& cgroup) {
+                                                     const sandbox::SandboxCgroup& cgroup,
+                                                     const GvisorLaunch& how) {
   std::unique_ptr<GvisorRun> run(new GvisorRun(spec, cgroup));
   auto fail = [](const std::string& what) {
     return Error::make("setup_error", "gvisor: " + what + ": " + std::strerror(errno));
@@ -159,8 +160,10 @@ Result<std::unique_ptr<GvisorRun>> GvisorRun::launch(const RunscInvocation& runs
 
   ChildArgs a;
   a.argv_strings = runsc.global_args(paths.state_root);
-  a.argv_strings.insert(a.argv_strings.end(),
-                        {"--network=host", "run", "--bundle", paths.bundle, paths.container_id});
+  a.argv_strings.push_back(how.network_none ? "--network=none" : "--network=host");
+  if (how.restore_image.empty()) a.argv_strings.push_back("run");
+  else a.argv_strings.insert(a.argv_strings.end(), {"restore", "--image-path=" + how.restore_image});
+  a.argv_strings.insert(a.argv_strings.end(), {"--bundle", paths.bundle, paths.container_id});
   for (auto& s : a.argv_strings) a.argv.push_back(s.data());
   a.argv.push_back(nullptr);
   for (auto& fd : *procs) a.cgroup_procs.push_back(fd.get());

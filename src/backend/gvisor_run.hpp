@@ -1,7 +1,8 @@
 // One runsc process running one bundle (docs/gvisor.md, "How a call runs"): started in the
 // run's cgroup and in a network namespace of its own whose only interface is loopback, where
 // the egress proxy's listeners are made before runsc starts (runsc runs with --network=host,
-// so gVisor's sockets are the namespace's: the listeners and nothing else). Not root: the
+// so gVisor's sockets are the namespace's: the listeners and nothing else; a session without
+// egress rules asks for --network=none, GvisorLaunch). Not root: the
 // namespace is owned by a user namespace of its own and runsc runs with --rootless.
 #pragma once
 
@@ -29,6 +30,15 @@ struct GvisorRunPaths {
   std::string container_id;
 };
 
+// How runsc starts the bundle. By default `runsc --network=host run`: gVisor's sockets are
+// the run's namespace's (the egress proxy's listeners). `network_none`: runsc's own empty
+// network (--network=none), which runsc can checkpoint (it refuses a sandbox on hostinet).
+// `restore_image`: `runsc restore --image-path` of a checkpoint instead of `run`.
+struct GvisorLaunch {
+  bool network_none = false;
+  std::string restore_image;
+};
+
 class GvisorRun {
  public:
   // Starts runsc; returns once it has been exec'd. `cgroup` must outlive the run. With
@@ -39,7 +49,8 @@ class GvisorRun {
   static Result<std::unique_ptr<GvisorRun>> launch(const RunscInvocation& runsc,
                                                    const GvisorRunPaths& paths,
                                                    const sandbox::Spec& spec,
-                                                   const sandbox::SandboxCgroup& cgroup);
+                                                   const sandbox::SandboxCgroup& cgroup,
+                                                   const GvisorLaunch& how = {});
   ~GvisorRun();
   GvisorRun(const GvisorRun&) = delete;
   GvisorRun& operator=(const GvisorRun&) = delete;

@@ -25,6 +25,7 @@
 
 #include "backend/gvisor_backend.hpp"
 #include "backend/gvisor_run.hpp"
+#include "backend/gvisor_session_checkpoint.hpp"
 #include "backend/gvisor_session_process.hpp"
 #include "backend/local.hpp"
 #include "backend/oci_bundle.hpp"
@@ -44,6 +45,7 @@ using sandbox::session_protocol::Reply;
 std::atomic<unsigned long> g_session_sequence{0};
 constexpr std::chrono::seconds kStartTimeout{30};
 constexpr std::chrono::seconds kCommandTimeout{10};
+constexpr std::chrono::seconds kCheckpointTimeout{120};  // 100 MiB: 0.8-1.8 s here, measured
 
 Error step_error(const std::string& step, int err) {
   return Error::make("setup_error", "gvisor session: " + step + ": " + std::strerror(err));
@@ -110,6 +112,16 @@ sandbox::Spec session_spec(const RunRequest& request) {
   return spec;
 }
 
+// Whether any process is still listed in the cgroup (a killed sandbox's take a moment to go).
+bool cgroup_has_processes(const sandbox::SandboxCgroup& cgroup) {
+  for (const auto& path : cgroup.procs_files()) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (fd && ::read(fd.get(), &c, 1) == 1) return true;
+  }
+  return false;
+}
+
 // A child of the session: an exec's `runsc exec` or a file transfer's helper.
 struct Child {
   pid_t pid = -1;
@@ -138,7 +150,9 @@ class GvisorSession final : public Session {
       : runsc_(options.runsc), dir_(options.state_dir, id) {}
   ~GvisorSession() override { (void)end(); }
 
-  Status start(const RunRequest& request, const RunContext& context, const GvisorSessionOptions& options);
+  // `image`: restored from it (runsc restore) rather than started (runsc run).
+  Status start(const RunRequest& request, const RunContext& context, const GvisorSessionOptions& options,
+               const MemoryImage* image = nullptr);
 
   Result<sandbox::StartedExec> exec(const sandbox::SessionExec& request) override { return start_exec(request, nullptr); }
   Result<sandbox::StartedExec> exec_on_terminal(const sandbox::SessionExec& request, sandbox::WindowSize size) override {
@@ -151,6 +165,7 @@ class GvisorSession final : public Session {
   std::optional<sandbox::CpuTime> cpu_used() const override;
   Status freeze(bool frozen) override;
   Status can_snapshot_memory() const override;
+  Status checkpoint(const std::string& image_dir) override;
   Result<sandbox::FileTransfer> read_file(const std::string& path) override;
   Result<sandbox::FileTransfer> write_file(const std::string& path) override;
   Status remove_file(const std::string& path) override { return simple_file_op(FileOp::remove, {path}); }
@@ -162,6 +177,8 @@ class GvisorSession final : public Session {
 
  private:
   void supervise();
+  bool relaunch_after();
+  Status relaunched();
   Status wait_until_running();
   std::vector<std::string> runsc_args(std::initializer_list<std::string> tail) const;
   Result<sandbox::StartedExec> start_exec(const sandbox::SessionExec& request, const sandbox::WindowSize* size);
@@ -177,6 +194,8 @@ class GvisorSession final : public Session {
   std::unique_ptr<SandboxEgress> egress_;
   sandbox::SandboxCgroup cgroup_;
   gs::Namespaces ns_;
+  GvisorLaunch launch_;  // how runsc starts: set before each launch, read by the supervisor
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
 
   // The supervisor: launches runsc and waits for its end on one thread (PR_SET_PDEATHSIG).
   mutable std::mutex mu_;
@@ -187,6 +206,9 @@ class GvisorSession final : public Session {
   sandbox::Outcome outcome_;
   std::vector<egress::EgressRecord> records_;
   bool end_asked_ = false;
+  bool relaunch_ = false;  // the sandbox ends for a checkpoint: restored from launch_.restore_image
+  unsigned launches_ = 0;
+  std::chrono::steady_clock::time_point first_launch_;  // the wall time counts from it
   std::thread supervisor_;
 
   std::map<std::uint32_t, Child> children_;  // under mu_
@@ -202,16 +224,29 @@ std::vector<std::string> GvisorSession::runsc_args(std::initializer_list<std::st
   return args;
 }
 
-Status GvisorSession::start(const RunRequest& request, const RunContext& context, const GvisorSessionOptions& options) {
+Status GvisorSession::start(const RunRequest& request, const RunContext& context, const GvisorSessionOptions& options,
+                            const MemoryImage* image) {
   spec_ = session_spec(request);
   if (auto s = sandbox::validate_spec(spec_); !s) return s.error();
   if (request.egress.has_egress()) {
+    if (image)
+      return Error::make("memory_snapshot_unsupported",
+                         "a snapshot with memory is restored only into a session without egress rules (runsc "
+                         "cannot checkpoint or restore a sandbox on --network=host); the template has egress rules now");
     auto prepared = SandboxEgress::prepare(spec_, request.egress, context.rule_set,
                                            options.forbidden ? *options.forbidden : std::vector<egress::Endpoint>{});
     if (!prepared) return prepared.error();
     egress_ = std::move(*prepared);
   }
+  launch_.network_none = !egress_;  // no network either way; --network=none is one runsc checkpoints
   if (auto s = dir_.make(spec_.limits.disk_bytes); !s) return s;
+  if (image) {
+    if (auto s = gs::unpack_workspace(image->workspace_archive, dir_.workspace, sandbox::kSandboxUid,
+                                      sandbox::kSandboxGid, kCheckpointTimeout);
+        !s)
+      return s;
+    launch_.restore_image = image->image_dir;
+  }
   spec_.binds.push_back({dir_.workspace, spec_.workdir, true});
   if (auto s = write_oci_bundle(dir_.paths.bundle, spec_); !s) return s;
   auto cgroup = sandbox::SandboxCgroup::create(gvisor_cgroup_limits(spec_.limits));
@@ -227,38 +262,75 @@ Status GvisorSession::start(const RunRequest& request, const RunContext& context
 }
 
 void GvisorSession::supervise() {
-  auto launched = GvisorRun::launch(runsc_, dir_.paths, spec_, cgroup_);
-  if (!launched) {
+  for (;;) {
+    // A relaunch (after a checkpoint) gets what is left of the session's wall time, not more.
+    if (launches_++ == 0) first_launch_ = std::chrono::steady_clock::now();
+    sandbox::Spec run_spec = spec_;
+    const auto spent = std::chrono::steady_clock::now() - first_launch_;
+    run_spec.limits.wall_time = std::max(std::chrono::milliseconds(1), spec_.limits.wall_time -
+                                         std::chrono::duration_cast<std::chrono::milliseconds>(spent));
+    auto launched = GvisorRun::launch(runsc_, dir_.paths, run_spec, cgroup_, launch_);
+    if (!launched) {
+      std::lock_guard lock(mu_);
+      start_error_ = launched.error();
+      phase_ = Phase::failed;
+      cv_.notify_all();
+      return;
+    }
+    auto& run = *launched;
+    auto ns = gs::open_namespaces(run->pid(), runsc_.rootless);
+    if (egress_) egress_->start(run->take_listeners());
+    {
+      std::lock_guard lock(mu_);
+      if (ns) ns_ = std::move(*ns);
+      run_ = run.get();
+      phase_ = Phase::running;
+      if (!ns) {
+        start_error_ = ns.error();
+        run->kill();
+      }
+      if (end_asked_) run->kill();
+      cv_.notify_all();
+    }
+    sandbox::Outcome outcome = run->wait();
+    if (relaunch_after()) continue;
+    std::vector<egress::EgressRecord> records;
+    if (egress_) records = egress_->stop();
     std::lock_guard lock(mu_);
-    start_error_ = launched.error();
-    phase_ = Phase::failed;
+    run_ = nullptr;
+    outcome_ = std::move(outcome);
+    records_ = std::move(records);
+    phase_ = Phase::ended;
     cv_.notify_all();
     return;
   }
-  auto& run = *launched;
-  auto ns = gs::open_namespaces(run->pid(), runsc_.rootless);
-  if (egress_) egress_->start(run->take_listeners());
+}
+
+// After a checkpoint the sandbox was killed to be brought back from its image: once every
+// process of it is gone, its runsc state is removed and the next launch restores the image
+// into the same container id, directory, workspace and cgroup. False: the session ends.
+bool GvisorSession::relaunch_after() {
   {
     std::lock_guard lock(mu_);
-    if (ns) ns_ = std::move(*ns);
-    run_ = run.get();
-    phase_ = Phase::running;
-    if (!ns) {
-      start_error_ = ns.error();
-      run->kill();
-    }
-    if (end_asked_) run->kill();
-    cv_.notify_all();
+    if (!relaunch_ || end_asked_) return false;
   }
-  sandbox::Outcome outcome = run->wait();
-  std::vector<egress::EgressRecord> records;
-  if (egress_) records = egress_->stop();
+  for (int i = 0; i < 500 && cgroup_has_processes(cgroup_); ++i) {
+    cgroup_.kill_listed();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::error_code ec;
+  fs::remove_all(dir_.paths.state_root, ec);
   std::lock_guard lock(mu_);
+  relaunch_ = false;
   run_ = nullptr;
-  outcome_ = std::move(outcome);
-  records_ = std::move(records);
-  phase_ = Phase::ended;
-  cv_.notify_all();
+  phase_ = Phase::launching;
+  if (ec || ::mkdir(dir_.paths.state_root.c_str(), 0700) != 0) {
+    start_error_ = step_error("remake " + dir_.paths.state_root, ec ? ec.value() : errno);
+    phase_ = Phase::failed;
+    cv_.notify_all();
+    return false;
+  }
+  return true;
 }
 
 // runsc run has started the sandbox; its container runs once `runsc state` says so.
@@ -424,13 +496,60 @@ Status GvisorSession::freeze(bool frozen) {
 // Measured on a session (docs/sessions.md, "Checkpoint and restore on this machine"): runsc
 // refuses to checkpoint a sandbox on --network=host, paused or running, before it writes any of
 // the image; --network=sandbox, the network runsc can checkpoint, does not start on this kernel.
+// A session without egress rules runs with --network=none, which it checkpoints.
 Status GvisorSession::can_snapshot_memory() const {
+  if (launch_.network_none) return {};
   return Error::make("memory_snapshot_unsupported",
-                     "a gVisor session's memory cannot be snapshotted here: its sandbox runs with --network=host "
-                     "(in a network namespace of its own whose only sockets are the egress proxy's), and runsc "
-                     "refuses to checkpoint such a sandbox (\"checkpoint not supported when using hostinet\", "
-                     "runsc release 20221219); its own network stack (--network=sandbox) does not start on this "
-                     "kernel; snapshot without memory (the workspace's files)");
+                     "a gVisor session's memory cannot be snapshotted here when its template has egress rules: its "
+                     "sandbox then runs with --network=host (in a network namespace of its own whose only sockets "
+                     "are the egress proxy's), and runsc refuses to checkpoint such a sandbox (\"checkpoint not "
+                     "supported when using hostinet\", runsc release 20221219); its own network stack "
+                     "(--network=sandbox) does not start on this kernel; snapshot without memory (the workspace's "
+                     "files), or use a template without egress rules");
+}
+
+// runsc pause, runsc checkpoint; then the session is brought back from that image, since the
+// checkpointed sandbox is done for (measured: resumed, runsc 20221219's Sentry exits after a
+// save; --leave-running restores a new sandbox outside this session's launcher and cgroup).
+Status GvisorSession::checkpoint(const std::string& image_dir) {
+  if (auto can = can_snapshot_memory(); !can) return can;
+  std::lock_guard one(checkpoint_mu_);
+  if (ended()) return Error::make("session_ended", "the session has ended");
+  const std::string& id = dir_.paths.container_id;
+  auto failed = [](const std::string& step, const CommandResult& r) {
+    return Error::make("snapshot_failed", "gvisor session: runsc " + step + " failed (exit " +
+                                              std::to_string(r.exit_code) + (r.timed_out ? ", timed out" : "") +
+                                              "): " + r.output);
+  };
+  const auto paused = gs::run_in(ns_, runsc_args({"pause", id}), kCommandTimeout);
+  if (paused.exit_code != 0) return failed("pause", paused);
+  const auto written = gs::run_in(ns_, runsc_args({"checkpoint", "--image-path=" + image_dir, id}), kCheckpointTimeout);
+  if (written.exit_code != 0) {
+    (void)gs::run_in(ns_, runsc_args({"resume", id}), kCommandTimeout);  // a refused checkpoint harms nothing
+    return failed("checkpoint", written);
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!run_ || end_asked_) return Error::make("session_ended", "the session has ended");
+    relaunch_ = true;
+    launch_.restore_image = image_dir;
+    run_->kill();
+  }
+  return relaunched();
+}
+
+// Waits for the supervisor's restore of the session after a checkpoint.
+Status GvisorSession::relaunched() {
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return phase_ == Phase::ended || phase_ == Phase::failed || (!relaunch_ && phase_ == Phase::running); });
+    if (phase_ == Phase::failed)
+      return Error::make("snapshot_failed", "gvisor session: restoring the session from its checkpoint: " + start_error_.message);
+    if (phase_ == Phase::ended) return Error::make("session_ended", "the session ended during its checkpoint");
+  }
+  if (auto s = wait_until_running(); !s)
+    return Error::make("snapshot_failed", "gvisor session: restoring the session from its checkpoint: " + s.error().message);
+  return {};
 }
 
 Result<Reply> GvisorSession::file_op(FileOp op, const std::vector<std::string>& paths, int fd) {
@@ -532,20 +651,43 @@ std::string gvisor_session_id(unsigned long sequence) {
   return "airlock-gv-" + std::to_string(::getpid()) + "-s" + std::to_string(sequence);
 }
 
+namespace {
+
+// Not root, runsc --rootless maps only the sandbox's root to this user: the session's user
+// (1000) could not write its workspace (a directory of ours, root's in there; what it made
+// would be an unmapped owner's, EINVAL). Refused rather than a session whose files fail.
+Error rootless_refusal() {
+  return Error::make("tier_unavailable",
+                     "gVisor sessions need the daemon to run as root: under runsc --rootless the session's "
+                     "user cannot write its workspace (only the sandbox's root maps to this user); run the "
+                     "template on a local or Kubernetes tier, or the daemon as root");
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Session>> GvisorSessionBackend::start_session(const RunRequest& request,
                                                                     const RunContext& context) {
-  // Not root, runsc --rootless maps only the sandbox's root to this user: the session's user
-  // (1000) could not write its workspace (a directory of ours, root's in there; what it made
-  // would be an unmapped owner's, EINVAL). Refused rather than a session whose files fail.
-  if (options_.runsc.rootless)
-    return Error::make("tier_unavailable",
-                       "gVisor sessions need the daemon to run as root: under runsc --rootless the session's "
-                       "user cannot write its workspace (only the sandbox's root maps to this user); run the "
-                       "template on a local or Kubernetes tier, or the daemon as root");
+  if (options_.runsc.rootless) return rootless_refusal();
   auto session = std::make_unique<GvisorSession>(options_, gvisor_session_id(g_session_sequence++));
   if (auto s = session->start(request, context, options_); !s) {
     (void)session->end();
     return Error::make("setup_error", s.error().message);
+  }
+  return std::unique_ptr<Session>(std::move(session));
+}
+
+// As start_session, the workspace unpacked from the image's archive and runsc restore in place
+// of runsc run. A failure ends what was made (end(): container, mounts, directory, cgroup).
+Result<std::unique_ptr<Session>> GvisorSessionBackend::restore_session(const RunRequest& request,
+                                                                      const RunContext& context,
+                                                                      const MemoryImage& image) {
+  if (options_.runsc.rootless) return rootless_refusal();
+  auto session = std::make_unique<GvisorSession>(options_, gvisor_session_id(g_session_sequence++));
+  if (auto s = session->start(request, context, options_, &image); !s) {
+    (void)session->end();
+    const std::string& code = s.error().code;
+    return Error::make(code == "memory_snapshot_unsupported" || code == "snapshot_failed" ? code : "setup_error",
+                       "restoring a snapshot with memory: " + s.error().message);
   }
   return std::unique_ptr<Session>(std::move(session));
 }

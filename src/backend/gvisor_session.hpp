@@ -33,6 +33,10 @@ class GvisorSessionBackend : public SessionBackend {
   explicit GvisorSessionBackend(GvisorSessionOptions options) : options_(std::move(options)) {}
   // A new sandbox for `request` (context.warm_key is not used: none is kept ready).
   Result<std::unique_ptr<Session>> start_session(const RunRequest& request, const RunContext& context) override;
+  // A session without egress rules restored from a checkpoint of one (Session::checkpoint):
+  // its workspace unpacked from the image's archive as the sandbox's user, then `runsc restore`.
+  Result<std::unique_ptr<Session>> restore_session(const RunRequest& request, const RunContext& context,
+                                                   const MemoryImage& image) override;
 
  private:
   GvisorSessionOptions options_;

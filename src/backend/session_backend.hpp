@@ -42,11 +42,18 @@ class Session {
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;
-  // Whether a snapshot may keep the session's memory and processes, not only its files: none
-  // can on this machine, so each backend says why ("memory_snapshot_unsupported", the step
-  // that fails here; docs/sessions.md, "Checkpoint and restore on this machine"). A client that
-  // asks for memory gets this refusal, never a snapshot of the files alone.
+  // Whether a snapshot may keep the session's memory and processes, not only its files, or why
+  // not ("memory_snapshot_unsupported", the step that fails here; docs/sessions.md, "Checkpoint
+  // and restore on this machine"): only a gVisor session without egress rules can. A client
+  // that asks for memory where it cannot gets this refusal, never a snapshot of the files alone.
   virtual Status can_snapshot_memory() const = 0;
+  // Writes the session's memory and processes into `image_dir` (an empty directory of the
+  // daemon's), the session running on afterwards with the same processes. Errors: what
+  // can_snapshot_memory says, "session_ended", "snapshot_failed" naming the step.
+  virtual Status checkpoint(const std::string& /*image_dir*/) {
+    if (auto can = can_snapshot_memory(); !can) return can;
+    return Error::make("memory_snapshot_unsupported", "this backend takes no snapshots with memory");
+  }
   // The workspace's files, resolved inside the session beneath its work dir (as
   // sandbox::SessionSandbox's: paths from sandbox::workspace_path, errors by sandbox::file_error).
   virtual Result<sandbox::FileTransfer> read_file(const std::string& path) = 0;
@@ -66,6 +73,13 @@ class Session {
  private:
   bool warm_ = false;
   std::optional<sandbox::StartedExec> started_ahead_;
+};
+
+// What a snapshot with memory holds (Session::checkpoint): the checkpoint's image directory and
+// the archive (tar) of the work dir taken with it, both verified by the caller.
+struct MemoryImage {
+  std::string image_dir;
+  std::string workspace_archive;
 };
 
 // Sessions a backend keeps started ahead of demand: `count` sandboxes of `request` (as
@@ -92,6 +106,13 @@ class SessionBackend {
   // From now on keeps `wanted` ready, and only that: ready sandboxes of an earlier call end (a
   // reload's new templates never meet a sandbox started from the old ones). By default none.
   virtual void keep_ready(std::vector<ReadySessions> /*wanted*/) {}
+  // A new session whose processes are those of `image`, with its memory, and whose work dir
+  // holds the image's archive; `request` as start_session's (never a ready sandbox). A failure
+  // leaves nothing. By default refused ("memory_snapshot_unsupported").
+  virtual Result<std::unique_ptr<Session>> restore_session(const RunRequest& /*request*/, const RunContext& /*context*/,
+                                                           const MemoryImage& /*image*/) {
+    return Error::make("memory_snapshot_unsupported", "this backend cannot restore a snapshot with memory");
+  }
 };
 
 }  // namespace airlock::backend

@@ -265,14 +265,20 @@ pid_t runsc_run_of(const std::string& state_root) {
   return -1;
 }
 
-// What can_snapshot_memory says is what runsc does: `runsc checkpoint` of a session's sandbox,
+// What can_snapshot_memory says of a session with egress rules is what runsc does: `runsc
+// checkpoint` of such a session's sandbox,
 // paused as a snapshot would pause it, is refused for its --network=host before any image is
 // written, and the session runs on with its process and that process's memory. Should a runsc
 // that checkpoints it be installed, this fails: the refusal (and docs/sessions.md) must then be
 // revisited.
 TEST_F(GvisorSessions, RunscRefusesToCheckpointASessionForTheReasonGiven) {
-  auto s = start();
+  RunRequest r = session_request();  // egress rules: --network=host, the proxy's listeners
+  auto rule = egress::parse_allow_rule("127.0.0.1:9");
+  ASSERT_TRUE(rule) << rule.error().message;
+  r.egress.allow.push_back(*rule);
+  auto s = start(r);
   ASSERT_TRUE(s);
+  EXPECT_EQ(s->checkpoint("/nonexistent").error().code, "memory_snapshot_unsupported");
   const Status can = s->can_snapshot_memory();
   ASSERT_FALSE(can);
   EXPECT_EQ(can.error().code, "memory_snapshot_unsupported");
@@ -302,6 +308,133 @@ TEST_F(GvisorSessions, RunscRefusesToCheckpointASessionForTheReasonGiven) {
   EXPECT_EQ(rss.rfind("VmRSS: ", 0), 0u) << rss;
   EXPECT_GE(std::atoi(rss.c_str() + 7), 32 * 1024) << "the process and its 32 MiB run on: " << rss;
   (void)s->end();
+}
+
+// A Python holding a secret only in its memory (a random token, never written until asked):
+// it writes the token to /work/answer when /work/ask appears. Returns "held" once it runs.
+constexpr const char* kHolder =
+    "(python3 -c 'import os, secrets, time\nt = secrets.token_hex(16)\nb = bytearray(os.urandom(HOLD << 20))\n"
+    "open(\"pid\", \"w\").write(str(os.getpid()))\nwhile True:\n"
+    "    if os.path.exists(\"ask\"):\n        os.remove(\"ask\"); open(\"a.tmp\", \"w\").write(t); os.rename(\"a.tmp\", \"answer\")\n"
+    "    time.sleep(0.05)' >/dev/null 2>&1 &); for i in $(seq 300); do test -s pid && break; sleep 0.1; done; test -s pid && echo held";
+
+std::string holder(int mib) {
+  std::string script = kHolder;
+  script.replace(script.find("HOLD"), 4, std::to_string(mib));
+  return script;
+}
+
+// Asks the holder for its token.
+std::string ask_token(Session& s) {
+  return sh(s, "rm -f answer; touch ask; for i in $(seq 200); do test -s answer && break; sleep 0.05; done; cat answer");
+}
+
+// The work dir as a tar, as the snapshot API takes it (through an exec).
+void archive_workspace(Session& s, const std::string& file) {
+  auto o = run_exec(s, {"tar", "--create", "--file=-", "--directory=/work", "."});
+  ASSERT_TRUE(o.end && o.end->exited && o.end->code == 0) << o.err;
+  UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  ASSERT_TRUE(fd);
+  ASSERT_EQ(::write(fd.get(), o.out.data(), o.out.size()), static_cast<ssize_t>(o.out.size()));
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The threat model's case: a process's memory (a secret it never wrote) survives a checkpoint
+// of a session without egress rules and a restore into a NEW session (new id, directory and
+// workspace, the files unpacked from the archive); the original runs on with it; execs work in
+// both; nothing is left of either after their ends (TearDown). AIRLOCK_CKPT_MIB sets the
+// process's size (the bench: 100), default 16.
+TEST_F(GvisorSessions, AProcessKeepsItsMemoryThroughACheckpointIntoANewSession) {
+  const char* mib = std::getenv("AIRLOCK_CKPT_MIB");
+  auto s = start();
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->can_snapshot_memory());
+  ASSERT_EQ(sh(*s, holder(mib ? std::atoi(mib) : 16)), "held\n");
+  const std::string token = ask_token(*s);
+  ASSERT_EQ(token.size(), 32u) << token;
+  ASSERT_EQ(sh(*s, "echo kept > note"), "");
+
+  TempDir snap;
+  const std::string image = snap.path() + "/image";
+  ASSERT_EQ(::mkdir(image.c_str(), 0700), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  const Status taken = s->checkpoint(image);
+  const double checkpoint_ms = ms_since(t0);
+  ASSERT_TRUE(taken) << taken.error().message;
+  EXPECT_TRUE(fs::exists(image + "/checkpoint.img"));
+  archive_workspace(*s, snap.path() + "/workspace.tar");
+
+  t0 = std::chrono::steady_clock::now();
+  auto restored = sessions_->restore_session(session_request(), {}, {image, snap.path() + "/workspace.tar"});
+  const double restore_ms = ms_since(t0);
+  ASSERT_TRUE(restored) << restored.error().message;
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(sh(**restored, "cat note"), "kept\n");
+  const double first_exec_ms = ms_since(t0);
+  EXPECT_EQ(ask_token(**restored), token) << "the restored process has the original's memory";
+  EXPECT_EQ(ask_token(*s), token) << "the original runs on";
+  EXPECT_EQ(sh(*s, "echo $(( 6 * 7 ))"), "42\n");
+  std::printf("checkpoint %.0f ms (a %.1f MiB image), restore %.0f ms, first exec after it %.0f ms\n", checkpoint_ms,
+              static_cast<double>(fs::file_size(image + "/checkpoint.img")) / (1 << 20), restore_ms, first_exec_ms);
+  EXPECT_EQ((*restored)->end().verdict, sandbox::Verdict::ok);
+  EXPECT_EQ(s->end().verdict, sandbox::Verdict::ok);
+}
+
+// A restore that fails (an image runsc cannot load) leaves nothing: no container, mount,
+// directory or process (TearDown), and says which step failed.
+TEST_F(GvisorSessions, AFailedRestoreLeavesNothing) {
+  TempDir snap;
+  ASSERT_EQ(::mkdir((snap.path() + "/image").c_str(), 0700), 0);
+  {
+    UniqueFd fd(::open((snap.path() + "/image/checkpoint.img").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_EQ(::write(fd.get(), "not an image", 12), 12);
+  }
+  auto s = start();
+  ASSERT_TRUE(s);
+  archive_workspace(*s, snap.path() + "/workspace.tar");
+  (void)s->end();
+  auto restored = sessions_->restore_session(session_request(), {}, {snap.path() + "/image", snap.path() + "/workspace.tar"});
+  ASSERT_FALSE(restored);
+  EXPECT_EQ(restored.error().code, "setup_error") << restored.error().message;
+  // Into a session with egress rules: refused before anything starts.
+  RunRequest r = session_request();
+  auto rule = egress::parse_allow_rule("127.0.0.1:9");
+  ASSERT_TRUE(rule);
+  r.egress.allow.push_back(*rule);
+  auto refused = sessions_->restore_session(r, {}, {snap.path() + "/image", snap.path() + "/workspace.tar"});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, "memory_snapshot_unsupported") << refused.error().message;
+}
+
+// The archive of a snapshot with memory is unpacked on the host (as uid 1000, in the new
+// workspace) before runsc restore: one crafted to write outside it, through '..', an absolute
+// path or a symlink it plants to a directory the sandbox's user could write, writes nothing there.
+TEST_F(GvisorSessions, ACraftedArchiveWritesNothingOutsideTheWorkspace) {
+  TempDir snap, target;
+  ASSERT_EQ(::chmod(target.path().c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(snap.path().c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((snap.path() + "/image").c_str(), 0700), 0);
+  {
+    UniqueFd fd(::open((snap.path() + "/image/checkpoint.img").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_EQ(::write(fd.get(), "not an image", 12), 12);
+  }
+  const std::string make = "import io, tarfile, sys\nt = tarfile.open(sys.argv[1], 'w')\n"
+                           "def add(name, data=b'pwned', **kw):\n"
+                           "    i = tarfile.TarInfo(name); [setattr(i, k, v) for k, v in kw.items()]\n"
+                           "    i.size = 0 if i.type != tarfile.REGTYPE else len(data)\n"
+                           "    t.addfile(i, io.BytesIO(data) if i.type == tarfile.REGTYPE else None)\n"
+                           "add('esc', type=tarfile.SYMTYPE, linkname=sys.argv[2])\nadd('esc/pwned')\n"
+                           "add('../' * 8 + sys.argv[2][1:] + '/up')\nadd(sys.argv[2] + '/abs')\n"
+                           "add('rel', type=tarfile.SYMTYPE, linkname='../' * 8 + sys.argv[2][1:])\nadd('rel/pwned2')\n"
+                           "t.close()\n";
+  const std::string archive = snap.path() + "/workspace.tar";
+  ASSERT_EQ(run_bounded({"/usr/bin/python3", "-c", make, archive, target.path()}, 30s).exit_code, 0);
+  auto restored = sessions_->restore_session(session_request(), {}, {snap.path() + "/image", archive});
+  ASSERT_FALSE(restored);
+  EXPECT_TRUE(fs::is_empty(target.path())) << "written outside the workspace: " << fs::directory_iterator(target.path())->path();
 }
 
 TEST_F(GvisorSessions, EgressOnlyThroughTheProxy) {

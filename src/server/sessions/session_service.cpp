@@ -281,10 +281,12 @@ Status SessionService::launch(LiveSession& session, const policy::Config& config
   const backend::RunRequest run = session_request(config, t);
   backend::RunContext context = session_context(t);
   context.invocation_id = session.id;
-  if (t.warm_pool > 0) context.warm_key = warm_key(config, t);
+  if (t.warm_pool > 0 && !request.memory) context.warm_key = warm_key(config, t);
   auto runs_on = backend_for(t.risk);
   if (!runs_on) return runs_on.error();
-  auto started = (*runs_on)->start_session(run, context);
+  auto started = request.memory ? (*runs_on)->restore_session(run, context, *request.memory)
+                                : (*runs_on)->start_session(run, context);
+  if (!started && request.memory && started.error().code == "memory_snapshot_unsupported") return started.error();
   if (!started) return Error::make("setup_error", "the session's sandbox did not start: " + started.error().message);
   session.created = std::chrono::system_clock::now();
   session.expires = session.created + run.limits.wall_time;

@@ -134,6 +134,8 @@ class SessionService {
     // snapshot's files unpacked into it); its error ends the sandbox and is the creation's.
     std::function<Status(backend::Session&)> prepare;
     std::optional<audit::SessionSnapshotRecord> from_snapshot;  // named in the created record
+    // A snapshot with memory (checked): the session is restored from it (never a ready sandbox).
+    std::optional<backend::MemoryImage> memory;
     // The generation's credential broker: leases the template's credentials (null: a template
     // with credentials is refused, credential_unavailable).
     std::shared_ptr<creds::Broker> broker;

@@ -131,6 +131,14 @@ Result<PipedEnd> run_piped(backend::Session& sandbox, std::vector<std::string> a
   return result;
 }
 
+// The session's checkpoint into `dir`, then the image's digest.
+Result<std::string> checkpoint_into(backend::Session& sandbox, const std::string& dir) {
+  if (auto written = sandbox.checkpoint(dir); !written) return written.error();
+  auto digest = image_digest(dir);
+  if (!digest) return Error::make("snapshot_failed", "the checkpoint's image: " + digest.error().message);
+  return digest;
+}
+
 std::string tar_failure(const PipedEnd& r) {
   if (!r.end) return "tar did not finish";
   std::string why = r.end->exited ? "tar exited " + std::to_string(r.end->code) : "tar was killed by signal " + std::to_string(r.end->code);
@@ -173,7 +181,7 @@ std::optional<SnapshotRow> find_snapshot(SnapshotStore& store, const std::string
 }
 
 Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store, LiveSession& session,
-                                  std::chrono::milliseconds retention) {
+                                  std::chrono::milliseconds retention, bool memory) {
   const std::size_t owned = store.count_owned(session.owner.principal, session.owner.issuer, session.owner.sub);
   if (owned >= kMaxSnapshotsPerOwner)
     return Error::make("quota_exceeded:snapshots", "the session's owner keeps " + std::to_string(owned) +
@@ -185,8 +193,17 @@ Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store
   } done{session};
   SnapshotRow row;
   row.id = sessions.new_id()();
-  auto pending = store.begin(row.id);
+  auto pending = store.begin(row.id, memory);
   if (!pending) return pending.error();
+  if (memory) {  // first: the archive below is then of the files the restored processes will find
+    auto image = checkpoint_into(*session.sandbox, pending->image_dir);
+    if (!image) {
+      store.discard(*pending);
+      return image.error();
+    }
+    row.memory = true;
+    row.image_sha256 = *image;
+  }
   Sha256 digest;
   // The workspace is at most its disk; an archive far past that (sparse files) is refused.
   const Piped piped{-1, pending->fd.get(), 2 * session.disk_bytes + (16u << 20), &digest};
@@ -223,7 +240,7 @@ Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store
   return row;
 }
 
-Status restore_snapshot(SnapshotStore& store, const SnapshotRow& row, backend::Session& sandbox) {
+Result<UniqueFd> verified_archive(SnapshotStore& store, const SnapshotRow& row) {
   UniqueFd archive(::open(store.file_of(row.id).c_str(), O_RDONLY | O_CLOEXEC));
   if (!archive) return Error::make("snapshot_corrupt", "snapshot " + row.id + ": its archive is gone: " + std::strerror(errno));
   Sha256 check;
@@ -232,7 +249,24 @@ Status restore_snapshot(SnapshotStore& store, const SnapshotRow& row, backend::S
   if (check.hex() != row.sha256)
     return Error::make("snapshot_corrupt", "snapshot " + row.id + ": its archive does not match its SHA-256");
   ::lseek(archive.get(), 0, SEEK_SET);
-  const Piped piped{archive.get(), -1, 0, nullptr};
+  return archive;
+}
+
+Result<backend::MemoryImage> verified_memory_image(SnapshotStore& store, const SnapshotRow& row) {
+  if (!row.memory) return Error::make("invalid_input", "snapshot " + row.id + " has no memory");
+  if (auto archive = verified_archive(store, row); !archive) return archive.error();
+  const std::string image = store.image_of(row.id);
+  auto digest = image_digest(image);
+  if (!digest) return Error::make("snapshot_corrupt", "snapshot " + row.id + ": " + digest.error().message);
+  if (*digest != row.image_sha256)
+    return Error::make("snapshot_corrupt", "snapshot " + row.id + ": its memory image does not match its SHA-256");
+  return backend::MemoryImage{image, store.file_of(row.id)};
+}
+
+Status restore_snapshot(SnapshotStore& store, const SnapshotRow& row, backend::Session& sandbox) {
+  auto archive = verified_archive(store, row);
+  if (!archive) return archive.error();
+  const Piped piped{archive->get(), -1, 0, nullptr};
   auto unpacked = run_piped(sandbox, {"tar", "--extract", "--file=-", "--directory=/work", "--no-same-owner"}, piped);
   if (!unpacked) return unpacked.error();
   if (!unpacked->end || !unpacked->end->exited || unpacked->end->code != 0)
@@ -267,11 +301,14 @@ HttpResponse snapshot_response(SessionService& sessions, LiveSession& session, c
   auto ask = snapshot_ask_of(body);
   if (!ask) return session_error_response(ask.error());
   if (ask->memory) {  // refused with the backend's reason: never the files alone in its place
-    auto can = session.sandbox->can_snapshot_memory();
-    return session_error_response(can ? Error::make("memory_snapshot_unsupported", "this daemon does not take snapshots with memory")
-                                      : can.error());
+    if (auto can = session.sandbox->can_snapshot_memory(); !can) return session_error_response(can.error());
+    if (session.credentials)
+      return session_error_response(Error::make(
+          "memory_snapshot_unsupported",
+          "the session's template has credentials: its processes' memory holds them, and a snapshot with memory "
+          "would keep them on disk past their lease and hand them to every session restored from it"));
   }
-  auto taken = take_snapshot(sessions, *sessions.snapshots(), session, ask->retention);
+  auto taken = take_snapshot(sessions, *sessions.snapshots(), session, ask->retention, ask->memory);
   if (!taken) return session_error_response(taken.error());
   return json_response(201, taken->to_json());
 }

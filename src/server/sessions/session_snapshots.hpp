@@ -3,7 +3,9 @@
 // archive's SHA-256 and a retention; POST /v1/sessions {fromSnapshot} starts a new session of
 // the same template from one (fork is snapshot then create); /v1/snapshots lists, shows and
 // deletes them like sessions. The archive is made and unpacked by tar inside the session's own
-// sandbox: the daemon stores and checks bytes, never the workspace's paths or links.
+// sandbox: the daemon stores and checks bytes, never the workspace's paths or links. A snapshot
+// with memory (a gVisor session without egress rules) also holds runsc's checkpoint; a session
+// from it is restored by the backend, which unpacks the archive as the sandbox's user first.
 #pragma once
 
 #include <chrono>
@@ -30,18 +32,25 @@ std::optional<SnapshotRow> find_snapshot(SnapshotStore& store, const std::string
                                          bool manages);
 
 // Archives the session's work dir into a new snapshot, kept for `retention`; its "snapshotted"
-// record. Errors: quota_exceeded:snapshots, snapshot_too_large, snapshot_failed (tar's own
-// words), session_paused, session_ended, storage.
+// record. `memory`: first the session's checkpoint (backend::Session::checkpoint) into the
+// snapshot's image directory, the session running on. Errors: quota_exceeded:snapshots,
+// snapshot_too_large, snapshot_failed (tar's or runsc's own words), memory_snapshot_unsupported,
+// session_paused, session_ended, storage.
 Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store, LiveSession& session,
-                                  std::chrono::milliseconds retention);
+                                  std::chrono::milliseconds retention, bool memory = false);
+
+// A snapshot with memory, checked (its archive's SHA-256 and its image's digest: otherwise
+// snapshot_corrupt, nothing started), for backend::SessionBackend::restore_session.
+Result<backend::MemoryImage> verified_memory_image(SnapshotStore& store, const SnapshotRow& row);
 
 // Unpacks the snapshot into a new session's work dir, once its archive's SHA-256 is checked
 // (snapshot_corrupt when it does not match). For SessionService::CreateRequest::prepare.
 Status restore_snapshot(SnapshotStore& store, const SnapshotRow& row, backend::Session& sandbox);
 
 // POST /v1/sessions/{id}/snapshot {retention?: "7d", memory?: false} of the session's owner: 201,
-// the snapshot. `memory: true` is refused (501 memory_snapshot_unsupported) with the session's
-// backend's reason (backend::Session::can_snapshot_memory).
+// the snapshot. `memory: true` where the session's backend cannot is refused (501
+// memory_snapshot_unsupported) with its reason (backend::Session::can_snapshot_memory), as it is
+// for a session with credentials (its memory holds them).
 HttpResponse snapshot_response(SessionService& sessions, LiveSession& session, const std::string& body);
 
 bool is_snapshots_path(const std::vector<std::string>& parts);  // /v1/snapshots[/{id}]

@@ -99,7 +99,13 @@ Status from_snapshot(SessionService& sessions, const pipeline::Caller& caller, c
   if (request.template_name != row->template_name)
     return Error::make("invalid_input", "snapshot " + id + " is of template '" + row->template_name +
                                             "'; a session from it is of the same template");
-  request.prepare = [store, row = *row](backend::Session& sandbox) { return restore_snapshot(*store, row, sandbox); };
+  if (row->memory) {  // restored by the backend from the checked image; its files unpacked there
+    auto image = verified_memory_image(*store, *row);
+    if (!image) return image.error();
+    request.memory = std::move(*image);
+  } else {
+    request.prepare = [store, row = *row](backend::Session& sandbox) { return restore_snapshot(*store, row, sandbox); };
+  }
   request.from_snapshot = audit::SessionSnapshotRecord{row->id, row->bytes, row->sha256};
   return {};
 }

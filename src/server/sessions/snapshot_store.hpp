@@ -1,5 +1,6 @@
 // Snapshots of sessions' workspaces (docs/sessions.md): each one an archive of a session's
-// work dir in <dataDir>/snapshots/<id>.tar with its SHA-256, and a row in <dataDir>/state.db
+// work dir in <dataDir>/snapshots/<id>.tar with its SHA-256 (a snapshot with memory also the
+// checkpoint's image directory <id>.image/, 0700, with the digest of its files), and a row in <dataDir>/state.db
 // naming its owner (the session's (principal, user)), its template and when it expires. The
 // file is complete and synced before its row is written, and its row removed before the file:
 // a row always names a whole file; a file without a row (a crash between) is removed at open.
@@ -28,8 +29,15 @@ struct SnapshotRow {
   std::int64_t created_ms = 0, expires_ms = 0;
   std::uint64_t bytes = 0;
   std::string sha256;  // of the archive, hex
+  bool memory = false;        // with the session's processes and memory: image_of(id)
+  std::string image_sha256;   // memory: image_digest of the image directory, hex
   nlohmann::json to_json() const;
 };
+
+// The SHA-256 of a checkpoint's image directory: of each regular file in name order, its name,
+// a NUL, its size in decimal, a NUL and its bytes. Anything else in it (a directory, a link)
+// is refused ("snapshot_corrupt"), as is a directory that cannot be read.
+Result<std::string> image_digest(const std::string& dir);
 
 class SnapshotStore {
  public:
@@ -41,8 +49,9 @@ class SnapshotStore {
   struct Pending {
     std::string path;
     UniqueFd fd;
+    std::string image_dir;  // with_image: an empty 0700 directory for the checkpoint
   };
-  Result<Pending> begin(const std::string& id);
+  Result<Pending> begin(const std::string& id, bool with_image = false);
   Status keep(Pending& pending, const SnapshotRow& row);
   void discard(Pending& pending);
 
@@ -52,6 +61,7 @@ class SnapshotStore {
   int remove_expired(std::int64_t now_ms);  // how many went
   std::size_t count_owned(const std::string& principal, const std::string& issuer, const std::string& sub);
   std::string file_of(const std::string& id) const;  // where its archive is
+  std::string image_of(const std::string& id) const;  // where its image directory is
 
  private:
   SnapshotStore(storage::SqliteConnection db, std::string dir) : db_(std::move(db)), dir_(std::move(dir)) {}
