@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include "backend/gvisor_backend.hpp"
@@ -195,7 +196,10 @@ class GvisorSession final : public Session {
   sandbox::SandboxCgroup cgroup_;
   gs::Namespaces ns_;
   GvisorLaunch launch_;  // how runsc starts: set before each launch, read by the supervisor
-  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  // Held exclusively by a checkpoint from its pause until the sandbox is restored (one at a
+  // time), shared by what drives the sandbox (an exec's start, pause, resume): none of them
+  // meets a paused sandbox mid-checkpoint or the namespaces of one being replaced.
+  std::shared_mutex sandbox_mu_;
 
   // The supervisor: launches runsc and waits for its end on one thread (PR_SET_PDEATHSIG).
   mutable std::mutex mu_;
@@ -404,6 +408,7 @@ Result<std::pair<UniqueFd, UniqueFd>> make_pty(sandbox::WindowSize size) {
 
 Result<sandbox::StartedExec> GvisorSession::start_exec(const sandbox::SessionExec& request,
                                                        const sandbox::WindowSize* size) {
+  std::shared_lock steady(sandbox_mu_);
   if (ended()) return Error::make("session_ended", "the session has ended");
   if (request.argv.empty()) return Error::make("invalid_argument", "an exec needs a program (argv)");
   if (!request.cwd.empty() && request.cwd[0] != '/') return Error::make("invalid_argument", "cwd must be absolute");
@@ -474,9 +479,10 @@ Status GvisorSession::signal(std::uint32_t id, int sig) {
   return {};
 }
 
+// Not while a checkpoint relaunches the sandbox (phase launching): the session lives on.
 bool GvisorSession::ended() const {
   std::lock_guard lock(mu_);
-  return phase_ != Phase::running || end_asked_;
+  return phase_ == Phase::ended || phase_ == Phase::failed || end_asked_;
 }
 
 std::optional<sandbox::CpuTime> GvisorSession::cpu_used() const {
@@ -486,6 +492,7 @@ std::optional<sandbox::CpuTime> GvisorSession::cpu_used() const {
 }
 
 Status GvisorSession::freeze(bool frozen) {
+  std::shared_lock steady(sandbox_mu_);
   if (ended()) return Error::make("session_ended", "the session has ended");
   const auto r = gs::run_in(ns_, runsc_args({frozen ? "pause" : "resume", dir_.paths.container_id}), kCommandTimeout);
   if (r.exit_code == 0) return {};
@@ -513,7 +520,7 @@ Status GvisorSession::can_snapshot_memory() const {
 // save; --leave-running restores a new sandbox outside this session's launcher and cgroup).
 Status GvisorSession::checkpoint(const std::string& image_dir) {
   if (auto can = can_snapshot_memory(); !can) return can;
-  std::lock_guard one(checkpoint_mu_);
+  std::unique_lock replacing(sandbox_mu_);
   if (ended()) return Error::make("session_ended", "the session has ended");
   const std::string& id = dir_.paths.container_id;
   auto failed = [](const std::string& step, const CommandResult& r) {

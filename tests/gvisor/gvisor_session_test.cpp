@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <thread>
 
@@ -380,6 +381,44 @@ TEST_F(GvisorSessions, AProcessKeepsItsMemoryThroughACheckpointIntoANewSession) 
   std::printf("checkpoint %.0f ms (a %.1f MiB image), restore %.0f ms, first exec after it %.0f ms\n", checkpoint_ms,
               static_cast<double>(fs::file_size(image + "/checkpoint.img")) / (1 << 20), restore_ms, first_exec_ms);
   EXPECT_EQ((*restored)->end().verdict, sandbox::Verdict::ok);
+  EXPECT_EQ(s->end().verdict, sandbox::Verdict::ok);
+}
+
+// A checkpoint replaces the session's sandbox with one restored from the image. Meanwhile the
+// session has not ended (a daemon watching ended() would end it mid-restore: seen under load)
+// and an exec asked for meanwhile waits for the restored sandbox instead of meeting a paused
+// or half-replaced one. Twice, since the second checkpoint is of a sandbox already restored.
+TEST_F(GvisorSessions, ASessionLivesThroughTwoCheckpointsAndExecsWaitForTheRestore) {
+  auto s = start();
+  ASSERT_TRUE(s);
+  ASSERT_EQ(sh(*s, holder(4)), "held\n");
+  const std::string token = ask_token(*s);
+  ASSERT_EQ(token.size(), 32u) << token;
+  for (int round = 1; round <= 2; ++round) {
+    TempDir snap;
+    const std::string image = snap.path() + "/image";
+    ASSERT_EQ(::mkdir(image.c_str(), 0700), 0);
+    std::atomic<bool> checkpointing{true}, seen_ended{false};
+    std::thread watcher([&] {
+      while (checkpointing)
+        if (s->ended()) seen_ended = true;
+    });
+    std::string during;
+    std::thread exec_during([&] {
+      // Once runsc writes the image the checkpoint holds the sandbox (paused, then replaced).
+      for (int i = 0; i < 2000 && !fs::exists(image + "/checkpoint.img"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      during = sh(*s, "echo during");
+    });
+    const Status taken = s->checkpoint(image);
+    checkpointing = false;
+    watcher.join();
+    exec_during.join();
+    ASSERT_TRUE(taken) << "round " << round << ": " << taken.error().message;
+    EXPECT_FALSE(seen_ended) << "round " << round << ": the session looked ended while its sandbox was restored";
+    EXPECT_EQ(during, "during\n") << "round " << round;
+    EXPECT_EQ(ask_token(*s), token) << "round " << round << ": the process runs on with its memory";
+  }
   EXPECT_EQ(s->end().verdict, sandbox::Verdict::ok);
 }
 
