@@ -28,6 +28,7 @@ namespace {
 
 struct RunOptions {
   std::string timeout = "30s";
+  std::string setup_timeout = "60s";
   std::string cpu_time;
   std::string memory = "512M";
   unsigned pids = 64;
@@ -233,6 +234,9 @@ int run_command(const RunOptions& o, const std::vector<std::string>& command) {
   auto timeout = parse_duration(o.timeout);
   if (!timeout) return fail_usage("--timeout: " + timeout.error().message);
   spec.limits.wall_time = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+  auto setup_timeout = parse_duration(o.setup_timeout);
+  if (!setup_timeout) return fail_usage("--setup-timeout: " + setup_timeout.error().message);
+  spec.limits.setup_time = std::chrono::duration_cast<std::chrono::milliseconds>(*setup_timeout);
   if (!o.cpu_time.empty()) {
     auto cpu = parse_duration(o.cpu_time);
     if (!cpu) return fail_usage("--cpu-time: " + cpu.error().message);
@@ -337,6 +341,8 @@ void add_run_command(CLI::App& app, ExitStatus& status, const TrailingArgs& trai
   auto opts = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a command in a fresh sandbox and leave nothing behind");
   cmd->add_option("--timeout", opts->timeout, "Wall-clock limit (default 30s)");
+  cmd->add_option("--setup-timeout", opts->setup_timeout,
+                  "Limit on preparing the sandbox, binds' lookups to the program's start (default 60s)");
   cmd->add_option("--cpu-time", opts->cpu_time, "CPU-time limit over all processes");
   cmd->add_option("--memory", opts->memory, "Memory limit, no swap (default 512M)");
   cmd->add_option("--pids", opts->pids, "Process and thread limit (default 64)");

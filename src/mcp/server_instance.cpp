@@ -90,6 +90,7 @@ Result<std::shared_ptr<ServerInstance>> ServerInstance::start(InstanceSetup setu
   inst->setup_ = std::move(setup);
   const auto& s = inst->setup_;
   sandbox::Spec spec = server_spec(s.server, s.limits);
+  spec.limits.setup_time = s.start_timeout;  // its preparation counts against its start too
   egress::EgressRules rules = s.server.network;
   if (s.credentials) {
     for (const auto& [name, value] : s.credentials->env) spec.env[name] = value;

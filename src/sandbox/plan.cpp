@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 
+#include "sandbox/host_stat.hpp"
 #include "sandbox/seccomp/seccomp_policy.hpp"
 #include "sandbox/seccomp/syscalls.hpp"
 
@@ -337,8 +338,11 @@ std::string host_path_under(const Bind& b, const std::vector<std::string>& syste
 
 // User binds. A mount point inside another bind must already exist there: we never create
 // directories in a host tree.
+// The binds' sources are the caller's paths, anywhere on the host: looked up within the setup
+// time (stat_within), so that one on an unresponsive filesystem fails the run instead of
+// holding this thread.
 Status plan_user_binds(LayoutBuilder& layout, LandlockPlan& ll, const std::vector<Bind>& binds,
-                       const std::vector<std::string>& system_mounts) {
+                       const std::vector<std::string>& system_mounts, std::chrono::milliseconds setup_time) {
   std::vector<std::pair<std::string, std::string>> placed;  // dest -> host source
   for (const auto& b : binds) {
     for (const char* reserved : {"/proc", "/dev"})
@@ -346,14 +350,15 @@ Status plan_user_binds(LayoutBuilder& layout, LandlockPlan& ll, const std::vecto
         return bad_bind("cannot bind onto " + b.dest + ": " + reserved +
                         " is reserved for the sandbox");
     if (b.dest == "/") return bad_bind("cannot bind onto / (the sandbox's root)");
-    struct stat st {};
-    if (::stat(b.source.c_str(), &st) != 0)
-      return bad_bind("bind source " + b.source + ": " + std::string(strerror(errno)));
-    bool is_dir = S_ISDIR(st.st_mode);
+    auto source = stat_within(b.source, setup_time);
+    if (!source) return Error::make("setup_error", "bind source " + source.error().message);
+    if (source->err != 0) return bad_bind("bind source " + b.source + ": " + std::string(strerror(source->err)));
+    bool is_dir = S_ISDIR(source->st.st_mode);
     std::string host_under = host_path_under(b, system_mounts, placed);
     if (!host_under.empty()) {
-      struct stat mp {};
-      if (::stat(host_under.c_str(), &mp) != 0 || S_ISDIR(mp.st_mode) != is_dir)
+      auto mp = stat_within(host_under, setup_time);
+      if (!mp) return Error::make("setup_error", "cannot bind onto " + b.dest + ": " + mp.error().message);
+      if (mp->err != 0 || S_ISDIR(mp->st.st_mode) != is_dir)
         return bad_bind("cannot bind onto " + b.dest + ": it lies inside another bind and " +
                         host_under + " is not an existing " + (is_dir ? "directory" : "file") +
                         " there");
@@ -379,7 +384,8 @@ Status plan_mounts(ChildPlan& plan, const Spec& spec) {
   if (!binds) return binds.error();
   plan_writable_dirs(layout, ll, *binds, plan.workdir);
   plan_dev_and_proc(layout, ll, plan, spec);
-  return plan_user_binds(layout, ll, *binds, system_mounts);
+  return plan_user_binds(layout, ll, *binds, system_mounts,
+                         std::min(spec.limits.wall_time, spec.limits.setup_time));
 }
 
 // rlimits: a second layer under the cgroup, and the only one where no cgroup can be had.

@@ -193,6 +193,7 @@ Status validate_spec(const Spec& spec) {
       return bad("work dir " + *workdir + " would shadow " + reserved);
   const auto& l = spec.limits;
   if (l.wall_time.count() <= 0) return bad("the wall-clock timeout must be positive");
+  if (l.setup_time.count() <= 0) return bad("the setup timeout must be positive");
   if (l.cpu_time && l.cpu_time->count() <= 0) return bad("the CPU-time limit must be positive");
   if (l.memory_bytes < (4ULL << 20)) return bad("the memory limit must be at least 4M");
   if (l.pids < 1) return bad("the process limit must be at least 1");
@@ -364,7 +365,7 @@ Result<bool> read_setup_report(int error_fd, Clock::time_point deadline, ChildEr
   std::size_t got = 0;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return setup_error("the sandbox did not finish setting up in time");
+    if (left.count() <= 0) return Error::make("setup_timeout", "");
     pollfd pfd{error_fd, POLLIN, 0};
     int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
@@ -381,8 +382,11 @@ Result<bool> read_setup_report(int error_fd, Clock::time_point deadline, ChildEr
 // Waits for execve, or returns the step the child reported failing.
 Status await_exec(const Sandbox::State& s, int error_fd) {
   ChildError report{};
-  auto failed = read_setup_report(error_fd, s.started + s.spec.limits.wall_time, report);
-  if (!failed) return failed.error();
+  const auto bound = std::min(s.spec.limits.wall_time, s.spec.limits.setup_time);
+  auto failed = read_setup_report(error_fd, s.started + bound, report);
+  if (!failed)
+    return setup_error("the sandbox did not finish setting up within " + std::to_string(bound.count()) +
+                       " ms (a step before its program starts hung); it was killed");
   if (!*failed) return {};
   report.step[sizeof report.step - 1] = '\0';
   std::string step = report.step;

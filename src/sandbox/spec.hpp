@@ -20,6 +20,11 @@ struct Limits {
   std::uint64_t output_bytes = 1ULL << 20;    // --output-limit, per stream
   std::uint64_t disk_bytes = 64ULL << 20;     // --disk, shared by the work dir and /tmp
   std::uint32_t open_files = 256;             // --nofile
+  // Preparing the sandbox, from the lookup of its binds' sources to the program's start (a
+  // session's init ready), is bounded apart from the wall time, which for a session is hours:
+  // a step that hangs there (a bind on an unresponsive NFS or FUSE mount) fails the run as
+  // setup_error after min(this, wall_time).
+  milliseconds setup_time{60'000};           // --setup-timeout
   // CPU bandwidth in cores (cgroup v2 cpu.max, v1 cpu.cfs_quota_us); none: not throttled.
   std::optional<double> cpus;
   // A session's: its cgroup can be frozen (Sandbox::freeze; v1 needs the freezer hierarchy,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +33,7 @@
 #include <thread>
 
 #include "sandbox/cgroup.hpp"
+#include "sandbox/host_stat.hpp"
 #include "sandbox/landlock.hpp"
 #include "sandbox/loopback.hpp"
 #include "sandbox/sandbox.hpp"
@@ -893,6 +896,73 @@ TEST(Verdicts, SetupErrorsNameWhatFailed) {
   o = run(onto_proc);
   EXPECT_EQ(o.verdict, Verdict::setup_error);
   EXPECT_NE(o.message.find("/proc"), std::string::npos) << o.message;
+}
+
+// A FUSE filesystem whose daemon never answers (not even the kernel's INIT): every lookup
+// beneath it waits, as on a dead NFS server, until the connection is aborted (the end).
+class HungFuseMount {
+ public:
+  HungFuseMount() {
+    fuse_.reset(::open("/dev/fuse", O_RDWR | O_CLOEXEC));
+    if (!fuse_) return;
+    const std::string options =
+        "fd=" + std::to_string(fuse_.get()) + ",rootmode=40000,user_id=0,group_id=0,allow_other";
+    mounted_ = ::mount("airlock-hung", dir_.path().c_str(), "fuse.airlock-hung", 0, options.c_str()) == 0;
+  }
+  ~HungFuseMount() { abort(); }
+  // Aborts the connection: whatever waits on the filesystem gets ENOTCONN.
+  void abort() {
+    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+    mounted_ = false;
+    fuse_.reset();
+  }
+  bool mounted() const { return mounted_; }
+  std::string path() const { return dir_.path(); }
+
+ private:
+  test::TempDir dir_;
+  UniqueFd fuse_;
+  bool mounted_ = false;
+};
+
+// A bind whose source lies on a filesystem that stopped answering: preparing the sandbox
+// fails as setup_error once the setup time has passed, long before the wall time (a session's
+// is hours), and the caller's thread is not held. The lookup left waiting ends when the
+// filesystem is aborted.
+TEST(Setup, ABindOnAHungFilesystemFailsAfterTheSetupTimeNotTheWallTime) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a FUSE filesystem needs root";
+  HungFuseMount hung;
+  if (!hung.mounted()) GTEST_SKIP() << "no FUSE here: " << std::strerror(errno);
+  const std::size_t hung_before = hung_lookups();
+  Spec spec = python("print('ESCAPED: it ran')");
+  spec.binds.push_back({hung.path() + "/data", "/data", false});
+  spec.limits.wall_time = std::chrono::hours(24);
+  spec.limits.setup_time = 1500ms;
+  // Without the bound the run would wait for good: after 20 s the filesystem is aborted,
+  // which ends the wait (and fails the test).
+  std::atomic<bool> returned{false}, aborted{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 2000 && !returned; ++i) std::this_thread::sleep_for(10ms);
+    if (!returned) {
+      aborted = true;
+      hung.abort();
+    }
+  });
+  Outcome o = run(spec);
+  returned = true;
+  watchdog.join();
+  ASSERT_FALSE(aborted) << "preparing the sandbox waited on the hung filesystem until it was aborted";
+  EXPECT_EQ(o.verdict, Verdict::setup_error) << describe(o);
+  EXPECT_NE(o.message.find("did not answer a lookup within 1500 ms"), std::string::npos) << o.message;
+  EXPECT_EQ(o.stdout_data, "");
+  EXPECT_EQ(hung_lookups(), hung_before + 1);
+  hung.abort();
+  for (int i = 0; i < 200 && hung_lookups() > hung_before; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(hung_lookups(), hung_before) << "the lookup left waiting ended with the filesystem";
+
+  Spec fine = python("print('ran')");  // and the next run is prepared as before
+  fine.limits.setup_time = 1500ms;
+  EXPECT_EQ(run(fine).stdout_data, "ran\n");
 }
 
 TEST(Io, StdinIsFedAndWorkdirIsHome) {
