@@ -1,10 +1,14 @@
-// Pure parts of the MCP server: the session table, tools/list entries, call results, and
-// the server.mcp configuration.
+// Pure parts of the MCP server: the session table, the task watch, tools/list entries, call
+// results, and the server.mcp configuration.
 #include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
 
 #include "mcp_test_support.hpp"
 #include "server/mcp_server/mcp_protocol.hpp"
 #include "server/mcp_server/mcp_sessions.hpp"
+#include "server/mcp_server/mcp_task_watch.hpp"
 #include "server/mcp_server/mcp_tools.hpp"
 
 namespace airlock::server::test {
@@ -82,6 +86,79 @@ TEST(McpSessions, APrincipalAtItsBoundLosesItsOwnAndAFullTableTheLargestHolders)
   EXPECT_FALSE(sessions.revision(a3, "agent:a"));
   for (const auto& [id, who] : {std::pair{b, "agent:b"}, {a2, "agent:a"}, {c, "agent:c"}, {d, "agent:d"}})
     EXPECT_TRUE(sessions.revision(id, who)) << who;
+}
+
+// The task status notifications' watch (mcp_task_watch.hpp): bounded, each change told in
+// order on its thread, an ended task let go, nothing told for a session that ended.
+TEST(McpTaskWatch, WatchesAtMostItsCapTellsInOrderAndForgetsEndedTasksAndSessions) {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<McpTaskWatch::Change> told;
+  McpTaskWatch watch([&](const McpTaskWatch::Change& change) {
+    std::lock_guard lock(mu);
+    told.push_back(change);
+    changed.notify_all();
+  });
+  const auto now = McpTasks::Clock::now();
+  for (std::size_t i = 0; i < McpTaskWatch::kMaxWatched; ++i)
+    ASSERT_TRUE(watch.watch("t" + std::to_string(i), "s1", now));
+  EXPECT_FALSE(watch.watch("more", "s1", now)) << "past the cap it is not watched: its client polls";
+  watch.changed("more", {{"status", "ok"}});
+  watch.changed("t0", {{"status", "running"}});
+  watch.changed("t0", {{"status", "ok"}});
+  EXPECT_EQ(watch.watched(), McpTaskWatch::kMaxWatched - 1) << "an ended task is let go";
+  EXPECT_TRUE(watch.watch("more", "s1", now)) << "room again";
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return told.size() >= 2; }));
+    ASSERT_EQ(told.size(), 2u);
+    EXPECT_EQ(told[0].id, "t0");
+    EXPECT_EQ(told[0].session, "s1");
+    EXPECT_EQ(told[0].stored["status"], "running");
+    EXPECT_EQ(told[1].stored["status"], "ok");
+  }
+  watch.forget_session("s1");
+  EXPECT_EQ(watch.watched(), 0u) << "its session ended: nothing more is told of its tasks";
+  watch.changed("t1", {{"status", "ok"}});
+  EXPECT_EQ(watch.watched(), 0u);
+}
+
+// A session's end also drops what was queued for it and not yet told.
+TEST(McpTaskWatch, ASessionsEndDropsItsQueuedChanges) {
+  std::mutex mu;
+  std::condition_variable changed;
+  bool go = false;
+  std::vector<std::string> told;
+  McpTaskWatch watch([&](const McpTaskWatch::Change& change) {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return go; });  // the first delivery holds the thread
+    told.push_back(change.id + " " + change.stored.value("status", ""));
+    changed.notify_all();
+  });
+  const auto now = McpTasks::Clock::now();
+  ASSERT_TRUE(watch.watch("held", "s0", now));
+  ASSERT_TRUE(watch.watch("a", "s1", now));
+  ASSERT_TRUE(watch.watch("b", "s2", now));
+  watch.changed("held", {{"status", "ok"}});
+  watch.changed("a", {{"status", "running"}});
+  watch.changed("b", {{"status", "running"}});
+  watch.forget_session("s1");  // "a"'s change waits behind "held"'s, whose delivery is held
+  watch.changed("b", {{"status", "ok"}});
+  std::unique_lock lock(mu);
+  go = true;
+  changed.notify_all();
+  ASSERT_TRUE(changed.wait_for(lock, std::chrono::seconds(30), [&] { return told.size() >= 3; }));
+  EXPECT_EQ(told, (std::vector<std::string>{"held ok", "b running", "b ok"}));
+}
+
+TEST(McpTaskWatch, TasksPastTheirTtlMakeRoomAtTheCap) {
+  McpTaskWatch watch([](const McpTaskWatch::Change&) {});
+  const auto long_ago = McpTasks::Clock::now() - McpTasks::kTtl - std::chrono::hours(1);
+  for (std::size_t i = 0; i < McpTaskWatch::kMaxWatched; ++i)
+    ASSERT_TRUE(watch.watch("old" + std::to_string(i), "s1", long_ago));
+  EXPECT_TRUE(watch.watch("new", "s2", McpTasks::Clock::now())) << "a task past its ttl is not watched any more";
+  EXPECT_EQ(watch.watched(), 1u);
+  EXPECT_FALSE(watch.watch("sessionless", "", McpTasks::Clock::now())) << "a task of no session has nobody to tell";
 }
 
 TEST(McpTools, AnnotationsFollowRiskAndEgress) {

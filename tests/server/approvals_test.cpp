@@ -24,6 +24,7 @@
 #include "server/mcp_server/mcp_tasks.hpp"
 #include "server/mcp_server/mcp_tools.hpp"
 #include "server_test_support.hpp"
+#include "sse_stream.hpp"
 
 namespace airlock::server::test {
 namespace {
@@ -935,6 +936,120 @@ TEST_F(Approvals, ACancelledMcpTaskIsWithdrawnAndNeverRuns) {
   EXPECT_NE(std::find(records.begin(), records.end(), "approval.withdrawn"), records.end())
       << ::testing::PrintToString(records);
   EXPECT_EQ(list(kKey, headers)["result"]["tasks"][0]["status"], "cancelled");
+}
+
+// The notifications/tasks/status a stream carried about task `id`, in order (their params).
+std::vector<json> task_statuses(const std::vector<json>& messages, const std::string& id) {
+  std::vector<json> out;
+  for (const auto& m : messages)
+    if (m.value("method", "") == "notifications/tasks/status" && m["params"].value("taskId", "") == id)
+      out.push_back(m["params"]);
+  return out;
+}
+
+bool told_terminal(const std::vector<json>& messages, const std::string& id) {
+  const auto told = task_statuses(messages, id);
+  return !told.empty() && told.back().value("status", "") != "working" && told.back().value("status", "") != "input_required";
+}
+
+// Issue #38: the session that made a task, with its GET stream open, is told of its status
+// changes (2025-11-25's notifications/tasks/status, the Task as tasks/get answers it): working
+// once a person approved it, then completed. Another session of the same principal and a
+// session of another principal, their streams open too, are told nothing of it.
+TEST_F(Approvals, AnMcpTasksSessionIsToldItsStatusChangesAndNoOtherSessionIs) {
+  const std::string revision = "2025-11-25";
+  const std::string mine = open_session(port(), revision);
+  const std::string sibling = open_session(port(), revision);
+  const std::string stranger = open_session(port(), revision, kOtherKey);
+  const auto headers = session_headers(mine, revision);
+  SseStream owner(port(), kKey, headers);
+  SseStream same_principal(port(), kKey, session_headers(sibling, revision));
+  SseStream other_principal(port(), kOtherKey, session_headers(stranger, revision));
+  ASSERT_EQ(owner.status(), 200);
+  ASSERT_EQ(same_principal.status(), 200);
+  ASSERT_EQ(other_principal.status(), 200);
+
+  const json created = mcp_post(port(), rpc(2, "tools/call", {{"name", "danger"}, {"arguments", {{"x", 21}}},
+                                                              {"task", json::object()}}), kKey, headers).json();
+  const std::string task_id = created["result"]["task"].value("taskId", "");
+  ASSERT_FALSE(task_id.empty()) << created.dump();
+  const std::string approval = invocation(task_id)["approval"].value("id", "");
+  ASSERT_FALSE(approval.empty());
+  ASSERT_EQ(decide(approval, "approve", "bob").status, 200);
+
+  ASSERT_TRUE(owner.wait_for([&](const std::vector<json>& m) { return told_terminal(m, task_id); }))
+      << "no terminal notifications/tasks/status: " << json(owner.messages()).dump();
+  const auto told = task_statuses(owner.messages(), task_id);
+  ASSERT_EQ(told.size(), 2u) << json(told).dump();
+  EXPECT_EQ(told[0]["status"], "working") << "approved: it runs";
+  EXPECT_EQ(told[0]["statusMessage"], "running") << told[0].dump();
+  EXPECT_EQ(told[0]["createdAt"], created["result"]["task"]["createdAt"]) << told[0].dump();
+  EXPECT_EQ(told[1]["status"], "completed") << told[1].dump();
+  const json polled = mcp_post(port(), rpc(3, "tasks/get", {{"taskId", task_id}}), kKey, headers).json();
+  EXPECT_EQ(told[1], polled["result"]) << "the notification is the task as tasks/get answers it";
+
+  // Their streams end with their sessions: what they carried by then.
+  for (const auto& [id, key] : {std::pair{sibling, std::string(kKey)}, std::pair{stranger, std::string(kOtherKey)}})
+    EXPECT_EQ(http_with(port(), "DELETE", "/mcp", "", key, {{"mcp-session-id", id}}).status, 204);
+  ASSERT_TRUE(same_principal.wait_ended());
+  ASSERT_TRUE(other_principal.wait_ended());
+  for (const SseStream* stream : {&same_principal, &other_principal})
+    for (const auto& m : stream->messages())
+      EXPECT_EQ(m.dump().find(task_id), std::string::npos) << "another session was told of the task: " << m.dump();
+}
+
+// The same with the official SDK client (v1, 2025-11-25): its transport's GET stream carries
+// the notifications its handler parses with the SDK's TaskStatusNotificationSchema
+// (clients/sdk_task_status.mjs).
+TEST_F(Approvals, TheSdkClientIsToldItsTasksStatusOnItsStream) {
+  const auto [status, out] = run_client("sdk_task_status.mjs");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("ok: the call's status arrived"), std::string::npos) << out;
+}
+
+// 2026-07-28 with the tasks extension: a subscriptions/listen stream that names the task
+// (notifications.taskIds, the official @modelcontextprotocol/ext-tasks helpers) is acknowledged
+// it and carries notifications/tasks: working once approved, then completed with the result.
+// Another principal's stream naming it is not acknowledged it and carries nothing
+// (clients/ext_tasks_listen.mjs).
+TEST_F(Approvals, TheTasksExtensionClientIsToldItsTasksStatusThroughSubscriptionsListen) {
+  const auto [status, out] = run_client("ext_tasks_listen.mjs", kOtherKey);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("ok: the task's status arrived through subscriptions/listen"), std::string::npos) << out;
+}
+
+// A denied task's notification says failed, a task withdrawn by tasks/cancel says cancelled:
+// each the task as tasks/get answers it.
+TEST_F(Approvals, AnMcpTasksSessionIsToldItsDenialAsFailedAndItsWithdrawalAsCancelled) {
+  const std::string revision = "2025-11-25";
+  const auto headers = session_headers(open_session(port(), revision), revision);
+  SseStream stream(port(), kKey, headers);
+  ASSERT_EQ(stream.status(), 200);
+  auto make_task = [&](int id) {
+    const json created = mcp_post(port(), rpc(id, "tools/call", {{"name", "danger"}, {"arguments", {{"x", id}}},
+                                                                 {"task", json::object()}}), kKey, headers).json();
+    return created["result"]["task"].value("taskId", "");
+  };
+  auto told = [&](const std::string& task_id) {
+    EXPECT_TRUE(stream.wait_for([&](const std::vector<json>& m) { return told_terminal(m, task_id); }))
+        << json(stream.messages()).dump();
+    const auto statuses = task_statuses(stream.messages(), task_id);
+    const json polled = mcp_post(port(), rpc(9, "tasks/get", {{"taskId", task_id}}), kKey, headers).json();
+    EXPECT_EQ(statuses.size(), 1u) << "it never ran: " << json(statuses).dump();
+    EXPECT_EQ(statuses.empty() ? json() : statuses.back(), polled["result"]);
+    return statuses.empty() ? std::string() : statuses.back().value("status", "");
+  };
+
+  const std::string denied = make_task(3);
+  ASSERT_FALSE(denied.empty());
+  ASSERT_EQ(decide(invocation(denied)["approval"].value("id", ""), "deny", "bob").status, 200);
+  EXPECT_EQ(told(denied), "failed");
+
+  const std::string withdrawn = make_task(4);
+  ASSERT_FALSE(withdrawn.empty());
+  const json cancelled = mcp_post(port(), rpc(5, "tasks/cancel", {{"taskId", withdrawn}}), kKey, headers).json();
+  ASSERT_EQ(cancelled["result"]["status"], "cancelled") << cancelled.dump();
+  EXPECT_EQ(told(withdrawn), "cancelled");
 }
 
 // `airlock approvals` is a client of the same API: bob lists, shows and approves from a shell.

@@ -12,6 +12,7 @@
 #include "pipeline/stages/audit_record.hpp"
 #include "server/core/invocation_response.hpp"
 #include "server/invocations/invocation_runner.hpp"
+#include "server/invocations/invocation_changes.hpp"
 #include "server/invocations/invocation_store.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/approvals/webhooks.hpp"
@@ -427,7 +428,9 @@ void ApprovalService::run_approved(const std::string& id) {
                                             why + "): not run"));
   }
   inv->user_token = std::move(r->user_token);
-  (void)s_.store->finish(inv->id, "running", {{"id", inv->id}, {"tool", inv->tool_name}, {"status", "running"}});
+  const json running = {{"id", inv->id}, {"tool", inv->tool_name}, {"status", "running"}};
+  (void)s_.store->finish(inv->id, "running", running);
+  if (s_.changes) s_.changes->publish(inv->id, running);  // approved: it works now
   auto generation = s_.generation->load();
   generation->pipeline->run(*inv);
   record_finished(s_, *generation, *inv);

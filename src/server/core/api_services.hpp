@@ -40,6 +40,7 @@ namespace airlock::server {
 class InvocationStore;
 class ApprovalService;
 class InvocationWaiters;
+class InvocationChanges;
 class WebhookService;
 class VerifiedCallers;
 class FirstListings;
@@ -62,6 +63,9 @@ struct ApiServices {
   std::function<std::string()> new_id;
   ApprovalService* approvals = nullptr;   // null: /v1/approvals answers 404
   InvocationWaiters* waiters = nullptr;   // null: ?wait is not honoured
+  // Told when an invocation resumes after its approval or ends (MCP's task status
+  // notifications listen). Null: nobody is told.
+  InvocationChanges* changes = nullptr;
   WebhookService* webhooks = nullptr;     // null: no webhooks (docs/webhooks.md)
   // Told of each kept invocation that ended, with its stored row (the daemon: the webhooks'
   // invocation.completed, WebhookService::announce_completed). Unset: nobody is told.

@@ -291,6 +291,7 @@ void Daemon::State::make_api(const policy::Config& cfg) {
   services.new_id = [] { return audit::new_invocation_id(); };
   services.approvals = approvals.get();
   services.waiters = &waiters;
+  services.changes = &changes;
   webhooks = std::make_unique<WebhookService>(*webhook_outbox, generation, audit.get(), &metrics);
   services.webhooks = webhooks.get();
   services.completed = [webhooks = webhooks.get(), approvals = approvals.get()](const pipeline::Invocation& inv,

@@ -37,6 +37,7 @@
 #include "server/core/verified_callers.hpp"
 #include "server/http/http_server.hpp"
 #include "server/invocations/invocation_store_pg.hpp"
+#include "server/invocations/invocation_changes.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/console/console_oidc_logins.hpp"
 #include "server/console/console_session_store.hpp"
@@ -79,6 +80,7 @@ struct Daemon::State {
   std::unique_ptr<ApprovalStore> approval_store;         // in state.db: critical calls' approvals
   std::unique_ptr<ApprovalService> approvals;
   InvocationWaiters waiters;                             // GET /v1/invocations/{id}?wait=
+  InvocationChanges changes;                             // resumed and ended calls (MCP task notifications)
   std::unique_ptr<ApprovalSweeper> sweeper;
   std::unique_ptr<WebhookOutbox> webhook_outbox;         // in state.db: deliveries (docs/webhooks.md)
   std::unique_ptr<WebhookService> webhooks;

@@ -8,6 +8,7 @@
 #include "server/core/invocation_response.hpp"
 #include "pipeline/stages/quota.hpp"
 #include "server/core/executor.hpp"
+#include "server/invocations/invocation_changes.hpp"
 #include "server/invocations/invocation_waiters.hpp"
 #include "server/core/verified_callers.hpp"
 
@@ -113,6 +114,7 @@ void record_finished(const ApiServices& s, const Generation& generation, const p
     s.quotas->charge_cpu(generation.config->quotas, pipeline::quota_principal(inv), pipeline::quota_user(inv),
                          static_cast<double>(usage->cpu_user_ms + usage->cpu_sys_ms) / 1000.0);
   if (s.waiters && !inv.suspended) s.waiters->notify(inv.id);
+  if (s.changes && (inv.actor || inv.subject) && !inv.suspended) s.changes->publish(inv.id, stored);
 }
 
 Rejection run_invocation(const ApiServices& s, InvocationRequest request, InvocationDone done,

@@ -73,6 +73,28 @@ void McpListeners::notify_all(const nlohmann::json& notification) {
   for (const auto& send : sends) send(notification);  // each only queues (or writes a line)
 }
 
+void McpListeners::notify_session(const std::string& session, const nlohmann::json& notification) {
+  if (session.empty()) return;  // a stateless subscription belongs to no session
+  std::vector<McpSend> sends;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, l] : listeners_)
+      if (l.session == session) sends.push_back(l.send);
+  }
+  for (const auto& send : sends) send(notification);
+}
+
+void McpListeners::notify_key(const std::string& key, const nlohmann::json& notification) {
+  McpSend send;
+  {
+    std::lock_guard lock(mu_);
+    const auto found = listeners_.find(key);
+    if (found == listeners_.end()) return;
+    send = found->second.send;
+  }
+  send(notification);
+}
+
 std::size_t McpListeners::size() const {
   std::lock_guard lock(mu_);
   return listeners_.size();

@@ -44,6 +44,10 @@ class McpListeners {
   void end_session(const std::string& session);
   void end_all();  // the daemon stops
   void notify_all(const nlohmann::json& notification);
+  // Only the channels of MCP session `session` (its GET stream, its stdio connection).
+  void notify_session(const std::string& session, const nlohmann::json& notification);
+  // Only the channel kept under `key` (a subscriptions/listen stream), when it is still open.
+  void notify_key(const std::string& key, const nlohmann::json& notification);
   std::size_t size() const;
 
  private:

@@ -132,9 +132,11 @@ std::optional<std::size_t> McpServer::cursor_offset(Call& call) const {
 }
 
 // subscriptions/listen: the request's stream stays open; it is acknowledged with the filter
-// honoured (toolsListChanged alone: resources and prompts send no list_changed), then carries each
-// notifications/tools/list_changed stamped with the subscription's id (the request's), and ends
-// with an empty result when the daemon stops, or when the client leaves or cancels it.
+// honoured (toolsListChanged: resources and prompts send no list_changed; taskIds: the tasks
+// extension's, those of the caller's tasks still under way), then carries each
+// notifications/tools/list_changed, and each notifications/tasks of a task it named, stamped
+// with the subscription's id (the request's), and ends with an empty result when the daemon
+// stops, or when the client leaves or cancels it.
 void McpServer::listen(Call& call) const {
   if (call.channel.empty()) return call.fail(400, rpc::invalid_request, "subscriptions/listen needs a stream to answer on");
   const auto& params = call.message.params;
@@ -145,17 +147,21 @@ void McpServer::listen(Call& call) const {
   const bool tools = filter->contains("toolsListChanged") && (*filter)["toolsListChanged"] == true;
   if (tools) honored["toolsListChanged"] = true;
   const nlohmann::json id = call.message.id;
+  const std::string key = McpCallsInFlight::key(call.channel, id.dump());
   const nlohmann::json stamp = {{protocol::kSubscriptionIdMeta, id}};
   auto send = [notify = call.notify, stamp, tools](const nlohmann::json& m) {
     if (m.is_null()) return notify(m);  // keep-alive
-    if (!tools) return;
+    // list_changed goes to every channel; a task's notification only to those that named it.
+    if (!tools && m.value("method", "") == "notifications/tools/list_changed") return;
     auto stamped = m;
     stamped["params"]["_meta"] = stamp;
     notify(stamped);
   };
   auto end = [copy = Call(call), stamp] { copy.answer({{"_meta", stamp}}); };
-  if (!listeners_->add(McpCallsInFlight::key(call.channel, id.dump()), {"", std::move(send), std::move(end)}))
+  if (!listeners_->add(key, {"", std::move(send), std::move(end)}))
     return call.fail(503, rpc::invalid_request, "too many notification streams are open; retry later");
+  if (const auto ids = filter->find("taskIds"); ids != filter->end() && ids->is_array())
+    honored["taskIds"] = listen_for_tasks(call, *ids, key);
   call.notify(mcp::make_notification("notifications/subscriptions/acknowledged",
                                      {{"notifications", honored}, {"_meta", stamp}}));
 }

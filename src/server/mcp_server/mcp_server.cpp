@@ -65,11 +65,13 @@ McpServer::McpServer(ApiServices services)
       calls_(std::make_shared<McpCallsInFlight>()),
       listeners_(std::make_shared<McpListeners>()) {
   if (s_.mcp_session_book) sessions_.share(s_.mcp_session_book);
-  // The Airlock sessions an MCP session created end with it (closed, or evicted), and so does
-  // its notification stream.
-  sessions_.on_end([sessions = s_.sessions, listeners = listeners_](const std::string& id,
-                                                                    std::vector<std::shared_ptr<LiveSession>> ending) {
+  task_watch_ = make_task_watch(tasks_, listeners_, s_.changes, s_.generation);
+  // The Airlock sessions an MCP session created end with it (closed, or evicted), and so do
+  // its notification stream and its tasks' notifications.
+  sessions_.on_end([sessions = s_.sessions, listeners = listeners_, watch = task_watch_](
+                       const std::string& id, std::vector<std::shared_ptr<LiveSession>> ending) {
     listeners->end_session(id);
+    watch->forget_session(id);
     if (!sessions || ending.empty()) return;
     sessions->spawn([sessions, ending = std::move(ending)] {
       for (const auto& s : ending) sessions->end(s, "mcp_session_ended", "its MCP session ended");
@@ -187,12 +189,14 @@ void McpServer::notification(const Call& call) const {
   const auto key = McpCallsInFlight::key(call.channel, params["requestId"].dump());
   calls_->cancel(key);
   listeners_->remove(key);  // a subscriptions/listen the client ends: no result follows
+  task_watch_->forget_subscription(key);
 }
 
 void McpServer::cancel(const std::string& channel, const nlohmann::json& request_id) {
   const auto key = McpCallsInFlight::key(channel, request_id.dump());
   calls_->cancel(key);
   listeners_->remove(key);
+  task_watch_->forget_subscription(key);
 }
 
 namespace {

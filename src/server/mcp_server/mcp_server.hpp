@@ -22,6 +22,7 @@
 #include "server/mcp_server/mcp_listeners.hpp"
 #include "server/mcp_server/mcp_pages.hpp"
 #include "server/mcp_server/mcp_sessions.hpp"
+#include "server/mcp_server/mcp_task_watch.hpp"
 #include "server/mcp_server/mcp_tasks.hpp"
 
 namespace airlock::server {
@@ -94,6 +95,9 @@ class McpServer {
   // A listing's params.cursor as an offset (0 without one); nullopt: refused (answered).
   std::optional<std::size_t> cursor_offset(Call& call) const;
   void listen(Call& call) const;  // subscriptions/listen (2026-07-28)
+  // Its notifications.taskIds: those watched for subscription `key` (mcp_task_notifications.cpp).
+  static constexpr std::size_t kMaxListenTaskIds = 100;
+  nlohmann::json listen_for_tasks(const Call& call, const nlohmann::json& ids, const std::string& key) const;
   void call_tool(Call& call) const;
   void call_session_tool(Call& call) const;
   void resume_waiting_call(Call& call) const;  // 2026-07-28's retry (mcp_approval_wait.cpp)
@@ -115,6 +119,9 @@ class McpServer {
   std::string elicit_approval_page(const Call& call, const std::string& id, const TaskRow& row) const;
   void task_cancel(Call& call) const;
   void task_list(Call& call) const;
+  // Task `id` of `call` is told of its status changes, when its revision has them.
+  static void watch_task(McpTaskWatch& watch, const Call& call, const std::string& id,
+                         McpTasks::Clock::time_point started);
   static std::string session_id(const Call& call);  // its Mcp-Session-Id ("" without)
   void initialize(Call& call);
   bool resolve_session(Call& call);
@@ -127,6 +134,8 @@ class McpServer {
   std::shared_ptr<McpListeners> listeners_;
   McpPages pages_;
   std::shared_ptr<McpTasks> tasks_ = std::make_shared<McpTasks>();  // the tasks tools/call made
+  // The tasks whose sessions are told of their status changes (mcp_task_notifications.cpp).
+  std::shared_ptr<McpTaskWatch> task_watch_;
 };
 
 }  // namespace airlock::server

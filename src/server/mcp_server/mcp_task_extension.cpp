@@ -27,12 +27,15 @@ nlohmann::json McpServer::detailed_extension_task(const Call& call, const std::s
     task["inputRequests"][kApprovalInputKey] = {{"method", "elicitation/create"},
                                                 {"params", approval_page_elicitation(row.stored, page)}};
   } else if (status == "completed") {
-    auto result = mcp_call_result(call.generation->config->find_tool(row.stored.value("tool", "")),
-                                  invocation_from_stored(row.stored));
-    result["resultType"] = "complete";
-    task["result"] = std::move(result);
+    task["result"] = extension_task_result(*call.generation->config, row.stored);
   }
   return task;
+}
+
+nlohmann::json extension_task_result(const policy::Config& config, const nlohmann::json& stored) {
+  auto result = mcp_call_result(config.find_tool(stored.value("tool", "")), invocation_from_stored(stored));
+  result["resultType"] = "complete";
+  return result;
 }
 
 // tasks/update: the client's answers to the task's input requests. Airlock asks only where an

@@ -29,12 +29,15 @@ void McpServer::call_tool_as_task(Call& call, InvocationRequest request) const {
                      "approval say execution.taskSupport (call it without params.task)");
   if (!call.stateless && !call.message.params["task"].is_object())
     return call.fail(200, rpc::invalid_params, "tools/call: params.task must be an object ({\"ttl\": ms} or {})");
-  auto created = [tasks = tasks_, store = s_.store, copy = Call(call)](const Generation&, const pipeline::Invocation& inv) {
+  auto created = [watch = task_watch_, tasks = tasks_, store = s_.store, copy = Call(call)](
+                     const Generation&, const pipeline::Invocation& inv) {
     const nlohmann::json stored = to_response(inv);
     // Dated by its row, as every replica (and this one after a restart) dates it.
     const auto started = store ? store->started_ms(inv.id) : std::nullopt;
     const auto created_at = started ? McpTasks::Clock::time_point{std::chrono::milliseconds(*started)}
                                     : McpTasks::Clock::now();
+    // Watched before it is answered: the client may have its approver decide at once.
+    if (is_unfinished(stored)) watch_task(*watch, copy, inv.id, created_at);
     auto task = tasks->task(inv.id, stored, created_at, copy.elicits_urls);
     nlohmann::json result = copy.stateless ? extension_task(std::move(task)) : nlohmann::json{{"task", std::move(task)}};
     if (copy.stateless) result["resultType"] = "task";

@@ -43,6 +43,9 @@ bool declares_tasks_extension(const nlohmann::json& params);
 // is a JSON-RPC error, and Airlock's calls end in results (an error result too), so an ended
 // call's task is `completed` (its result may be an error result); `cancelled` stays.
 nlohmann::json extension_task(nlohmann::json task);
+// A completed task's `result` in the extension's detailed task: what tools/call would have
+// answered for its invocation's stored row, under `config`'s tools (mcp_task_extension.cpp).
+nlohmann::json extension_task_result(const policy::Config& config, const nlohmann::json& stored);
 
 class McpTasks {
  public:
