@@ -405,6 +405,10 @@ nlohmann::json ExecRun::pump(ExecSink& sink) {
       exit["message"] = "the exec's audit record could not be written: " + receipt.error().message;
     }
   }
+  if (st.exec_begun) {  // no longer running once the client hears of its end (running_execs, idleness)
+    st.ctx.session->end_exec();
+    st.exec_begun = false;
+  }
   sink.finished(exit);
   return exit;
 }

@@ -411,6 +411,10 @@ void finish(TerminalRun& t, const std::optional<sandbox::ExecEnd>& end) {
   if (r.exit_code) exit["exit_code"] = *r.exit_code;
   if (!r.signal.empty()) exit["signal"] = r.signal;
   if (!recorded) exit["message"] = "the terminal's record could not be written: " + recorded.error().message;
+  if (t.exec_begun) {  // no longer running once the client hears of its end (running_execs, idleness)
+    t.session->end_exec();
+    t.exec_begun = false;
+  }
   if (t.socket && !t.gone) {
     t.socket->send(exit.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), false);
     t.socket->close(1000, verdict);
