@@ -34,11 +34,16 @@ class Session {
   // proxy, whose records the result carries). Idempotent; the same result each time.
   virtual RunResult end() = 0;
   virtual bool ended() const = 0;  // over for whatever reason (its limits, its wall clock)
-  // What its processes have used so far, while it lives (Kubernetes: up to the last exec's end).
+  // What its processes have used so far, while it lives: live where the host reads a cgroup
+  // (local, gVisor); on Kubernetes the pod's counter as of the last reading (after each exec's
+  // end, and read_cpu_now).
   virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;
-  // Whether cpu_used() follows its processes as they run (a cgroup the host reads) rather than
-  // only as of the last exec's end (Kubernetes: the pod's counter, read after each exec).
-  virtual bool cpu_used_is_live() const { return true; }
+  // What its processes have used up to now, for work that is not an exec's end (a code cell in
+  // a long-lived interpreter, a call to a long-lived MCP server): cpu_used() where that is live;
+  // where it is not, the counter is read afresh first (Kubernetes: one pods/exec of `cat`), the
+  // delta since the previous reading added to the total. A reading that fails adds nothing now,
+  // and the next that succeeds adds what it missed.
+  virtual std::optional<sandbox::CpuTime> read_cpu_now() { return cpu_used(); }
   // Pause (every process stopped, memory kept) and resume; refused ("freezer_unavailable") where the
   // backend cannot.
   virtual Status freeze(bool frozen) = 0;

@@ -120,11 +120,17 @@ UniqueFd SessionStdioSandbox::take_stdout() {
   return std::move(state_->stdout_r);
 }
 
-// Only where the session's counter follows the program as it runs: a count as of the last
-// exec's end (Kubernetes) would charge each call of a long-lived server nothing.
+// Where the session's counter is not live (Kubernetes) this is the total as of the last
+// reading: the program is the session's one exec and ends with it, so a caller that measures a
+// piece of work (a call) takes read_cpu_now() at the work's end.
 std::optional<sandbox::CpuTime> SessionStdioSandbox::cpu_used() const {
-  if (ended() || !state_->session->cpu_used_is_live()) return std::nullopt;
+  if (ended()) return std::nullopt;
   return state_->session->cpu_used();
+}
+
+std::optional<sandbox::CpuTime> SessionStdioSandbox::read_cpu_now() {
+  if (ended()) return std::nullopt;
+  return state_->session->read_cpu_now();
 }
 
 void SessionStdioSandbox::kill() {

@@ -43,6 +43,7 @@ class SessionStdioSandbox final : public StdioSandbox {
   UniqueFd take_stdout() override;
   pid_t pid() const override { return 0; }  // no process of the host's: it runs in the session
   std::optional<sandbox::CpuTime> cpu_used() const override;
+  std::optional<sandbox::CpuTime> read_cpu_now() override;
   void kill() override;
   bool ended() const override;
   std::optional<RunResult> wait_for_end(std::chrono::milliseconds timeout) const override;

@@ -26,8 +26,12 @@ class StdioSandbox {
   virtual UniqueFd take_stdout() = 0;
   // The process the host sees for it (the local sandbox's init; runsc for gVisor).
   virtual pid_t pid() const = 0;
-  // The CPU its processes have used so far (its cgroup's); null once it has ended.
+  // The CPU its processes have used so far (its cgroup's); null once it has ended. In a
+  // session whose counter is not live (Kubernetes) it is the total as of the last reading.
   virtual std::optional<sandbox::CpuTime> cpu_used() const = 0;
+  // The same, read afresh where cpu_used() is not live (Session::read_cpu_now: one pods/exec on
+  // Kubernetes); elsewhere cpu_used() itself.
+  virtual std::optional<sandbox::CpuTime> read_cpu_now() { return cpu_used(); }
 
   virtual void kill() = 0;  // from any thread; the outcome says signaled (SIGKILL)
   virtual bool ended() const = 0;

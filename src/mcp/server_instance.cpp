@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
 
 #include "backend/session_stdio_sandbox.hpp"
 
@@ -152,10 +153,14 @@ std::optional<ListedTool> ServerInstance::find_tool(const std::string& name) con
 }
 
 // The first call into an idle instance starts the count: what the server used while no call
-// was in it (its own start, background work) is nobody's.
+// was in it (its own start, background work) is nobody's. Where the counter is read only on
+// demand (Kubernetes: read_cpu_now, one pods/exec) the mark is the last reading, taken when
+// the previous call ended, so the server's background work between calls goes to the next
+// call; the instance's first call reads afresh, so that its start is still nobody's.
 void ServerInstance::call_began() {
   std::lock_guard lock(charge_mu_);
-  if (charged_.calls++ == 0) charged_.mark = session_->cpu_used();
+  if (charged_.calls++ > 0) return;
+  charged_.mark = std::exchange(charged_.began_once, true) ? session_->cpu_used() : session_->read_cpu_now();
 }
 
 // A call ends: it is given the instance's CPU since the last call ended or, if none did since
@@ -168,7 +173,7 @@ std::optional<sandbox::Usage> ServerInstance::call_ended(std::chrono::steady_clo
                                                  std::chrono::steady_clock::now() - began).count());
   std::lock_guard lock(charge_mu_);
   --charged_.calls;
-  const auto now = session_->cpu_used();
+  const auto now = session_->read_cpu_now();  // Kubernetes: one pods/exec, serialised with the other calls' ends
   if (!now || !charged_.mark) return std::nullopt;  // not measured: no CPU figure is better than 0
   auto& mark = *charged_.mark;
   usage.cpu_user_ms = (now->user_ns - std::min(now->user_ns, mark.user_ns)) / 1'000'000;

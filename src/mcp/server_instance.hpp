@@ -102,6 +102,7 @@ class ServerInstance {
   struct Charged {
     std::optional<sandbox::CpuTime> mark;
     int calls = 0;
+    bool began_once = false;  // a call has begun in it (the first takes a fresh reading)
   };
   void call_began();
   std::optional<sandbox::Usage> call_ended(std::chrono::steady_clock::time_point began);

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <thread>
 
@@ -513,6 +514,43 @@ TEST_F(KubernetesSessionTest, CpuUsedBetweenExecsGoesToTheNextExecThatEnds) {
   RunResult result = session->end();
   EXPECT_EQ(result.usage.cpu_user_ms, 390u);
   EXPECT_EQ(result.usage.cpu_sys_ms, 60u);
+  expect_clean();
+}
+
+// While a long-lived exec runs (a session's interpreter, an MCP server), read_cpu_now() reads
+// the counter afresh (cpu_used() alone stays at the last reading); a reading that fails adds
+// nothing and the next catches up; the exec's end is charged only what came after the last
+// reading, so nothing is counted twice.
+TEST_F(KubernetesSessionTest, ReadCpuNowReadsThePodsCounterWhileAnExecRuns) {
+  auto session = start();
+  ASSERT_TRUE(session);
+  auto sleeper = session->exec({{"sleep", "100"}, {}, ""});
+  ASSERT_TRUE(sleeper);
+  auto readings = [&] {
+    const json state = standin.state();
+    return std::count_if(state["execs"].begin(), state["execs"].end(), [](const json& e) { return reads_cpu(e["command"]); });
+  };
+  burn_in_background(300, 100);
+  EXPECT_EQ(session->cpu_used()->user_ns, 0u);
+  const auto before = readings();
+  auto now = session->read_cpu_now();
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->user_ns, 300'000'000u);
+  EXPECT_EQ(now->sys_ns, 100'000'000u);
+  EXPECT_EQ(readings(), before + 1);  // one pods/exec of `cat`
+  burn_in_background(50, 0);
+  standin.inject({{"kind", "cpu-stat-missing"}});
+  EXPECT_EQ(session->read_cpu_now()->user_ns, 300'000'000u);  // failed: nothing added
+  EXPECT_EQ(session->read_cpu_now()->user_ns, 350'000'000u);  // caught up
+  burn_in_background(20, 0);
+  ASSERT_TRUE(session->signal(sleeper->id, SIGTERM));
+  auto end = session->wait(sleeper->id, 5000ms);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->user_us, 20'000u);
+  EXPECT_EQ(end->sys_us, 0u);
+  const json counter = pod_cpu();
+  EXPECT_EQ(counter["user_usec"], session->cpu_used()->user_ns / 1000) << counter;
+  (void)session->end();
   expect_clean();
 }
 

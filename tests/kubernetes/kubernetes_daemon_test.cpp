@@ -56,6 +56,16 @@ class KubernetesDaemon : public ::testing::Test {
     return out;
   }
 
+  // The high tier's pods of a `sleep` image, which the stand-in keeps Running (its other
+  // images end like a call's), and `extra` appended to the config.
+  void use_running_pods(const std::string& extra) {
+    std::string yaml = ws.config_text();
+    const std::string image = "image: registry.example/tools/ok:1";
+    ASSERT_NE(yaml.find(image), std::string::npos);
+    yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
+    ws.write_config(yaml + extra);
+  }
+
   void expect_clean() {
     json state = standin.state();
     EXPECT_EQ(state["pods"], json::array()) << state["pods"];
@@ -152,6 +162,41 @@ TEST_F(KubernetesDaemon, ASessionPodsCpuIsChargedToItsOwnersCpuSeconds) {
   expect_clean();
 }
 
+// A code cell's CPU in a session pod: the interpreter is one long-lived exec whose end no cell
+// waits for, so the pod's counter is read after each cell (one pods/exec). A cell that burns
+// has that CPU in its usage and it is charged to the owner's cpuSeconds, whose next cell is
+// refused. Without the reading a cell showed 0 and charged nothing: an owner doing all the
+// work in cells escaped the quota.
+TEST_F(KubernetesDaemon, ACodeCellsCpuInASessionPodIsChargedToItsOwnersCpuSeconds) {
+  use_running_pods("sessionTemplates:\n  - name: pod\n    risk: high\n"
+                   "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
+  RunningDaemon d(ws);
+  auto made = http(d.port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string id = made.json()["id"];
+  auto cell = [&](const std::string& code) {
+    return http(d.port, "POST", "/v1/sessions/" + id + "/code", json{{"code", code}}.dump());
+  };
+  auto idle = cell("x = 1");  // starts the interpreter (the stand-in's: python3 -c, played)
+  ASSERT_EQ(idle.status, 200) << idle.body;
+  EXPECT_EQ(idle.json()["verdict"], "ok") << idle.body;
+  EXPECT_EQ(idle.json()["usage"]["cpu_ms"], 0) << idle.body;
+  auto burnt = cell("standin_burn(1200, 300)");  // 1.5 CPU-seconds in the pod, in the interpreter
+  ASSERT_EQ(burnt.status, 200) << burnt.body;
+  EXPECT_EQ(burnt.json()["stdout"], "burnt 1200 300\n") << burnt.body;
+  EXPECT_EQ(burnt.json()["interpreter"]["state"], "kept") << burnt.body;
+  EXPECT_EQ(burnt.json()["usage"]["cpu_ms"], 1500) << burnt.body;
+  auto shown = http(d.port, "GET", "/v1/sessions/" + id);
+  EXPECT_EQ(shown.json()["usage"]["cpu_user_ms"], 1200) << shown.body;
+  auto next = cell("x = 2");
+  EXPECT_EQ(next.status, 429) << next.body;
+  EXPECT_EQ(next.json()["error"]["kind"], "quota_exceeded") << next.body;
+  EXPECT_EQ(next.json()["error"]["quota"], "cpuSeconds") << next.body;
+  auto ended = http(d.port, "DELETE", "/v1/sessions/" + id);
+  ASSERT_EQ(ended.status, 200) << ended.body;
+  expect_clean();
+}
+
 // A daemon SIGKILLed while a HIGH session runs leaves the session's pod in the cluster (its
 // expiry is the session's whole life). The next start records the session aborted and deletes
 // its pod, its Secret and its NetworkPolicy at once.
@@ -223,6 +268,43 @@ TEST_F(KubernetesDaemon, AHighMcpServerRunsInAPodOfItsOwn) {
   for (int i = 0; i < 150 && !standin.state()["pods"].empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   expect_clean();
+}
+
+// A call to an MCP server in a pod has the pod's CPU in its usage and is charged to the
+// caller's cpuSeconds: the server is the pod's one exec, which ends only with the instance, so
+// its counter is read as each call ends (one pods/exec). Without that a call's usage was null
+// and charged nothing: a server's work on Kubernetes was outside every quota.
+TEST_F(KubernetesDaemon, AnMcpCallInAPodIsMeasuredAndChargedToCpuSeconds) {
+  ws.write_config(ws.config_text() +
+                  "mcpServers:\n"
+                  "  - name: pods\n"
+                  "    command: [standin-mcp]\n"
+                  "    risk: high\n"
+                  "    kubernetes: {image: registry.example/tools/sleep:1}\n"
+                  "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
+  RunningDaemon d(ws);
+  bool listed = false;
+  for (int i = 0; i < 300 && !listed; ++i) {
+    const json tools = http(d.port, "GET", "/v1/tools").json().value("tools", json::array());
+    for (const auto& t : tools) listed = listed || t.value("name", "") == "pods.burn";
+    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(listed) << http(d.port, "GET", "/v1/tools").body;
+
+  auto idle = invoke(d.port, "pods.where", json::object());
+  ASSERT_EQ(idle.status, 200) << idle.body;
+  ASSERT_TRUE(idle.json()["usage"].is_object()) << idle.body;
+  EXPECT_EQ(idle.json()["usage"]["cpu_user_ms"], 0) << idle.body;
+  auto burnt = invoke(d.port, "pods.burn", {{"user_ms", 1100}, {"sys_ms", 400}});
+  ASSERT_EQ(burnt.status, 200) << burnt.body;
+  EXPECT_EQ(burnt.json()["status"], "ok") << burnt.body;
+  ASSERT_TRUE(burnt.json()["usage"].is_object()) << burnt.body;
+  EXPECT_EQ(burnt.json()["usage"]["cpu_user_ms"], 1100) << burnt.body;
+  EXPECT_EQ(burnt.json()["usage"]["cpu_sys_ms"], 400) << burnt.body;
+  auto next = invoke(d.port, "pods.where", json::object());
+  EXPECT_EQ(next.status, 429) << next.body;
+  EXPECT_EQ(next.json()["error"]["kind"], "quota_exceeded") << next.body;
+  EXPECT_EQ(next.json()["error"]["quota"], "cpuSeconds") << next.body;
 }
 
 TEST_F(KubernetesDaemon, HostNameEgressGoesThroughTheDaemonsGateway) {

@@ -318,11 +318,16 @@ class KubernetesSession final : public Session {
     std::lock_guard lock(mu_);
     return over_;
   }
-  bool cpu_used_is_live() const override { return false; }
-  // What the pod's cgroup counted up to the last reading (after each exec: take_cpu).
+  // What the pod's cgroup counted up to the last reading (after each exec, or read_cpu_now: take_cpu).
   std::optional<sandbox::CpuTime> cpu_used() const override {
     std::lock_guard lock(mu_);
     return cpu_total_;
+  }
+  // One reading now (a pods/exec of `cat`): its delta goes into the total as an exec's end's
+  // does, so whatever used the pod since the previous reading is counted once.
+  std::optional<sandbox::CpuTime> read_cpu_now() override {
+    (void)take_cpu();
+    return cpu_used();
   }
   Status freeze(bool) override {
     return Error::make("freezer_unavailable",

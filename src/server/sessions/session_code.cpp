@@ -276,9 +276,15 @@ Result<std::vector<validate::Finding>> validate_cell(const policy::SessionTempla
                                           ": " + first->message.substr(0, 300) + " (nothing ran)");
 }
 
-std::uint64_t cpu_ns(const backend::Session& sandbox) {
-  auto cpu = sandbox.cpu_used();
-  return cpu ? cpu->user_ns + cpu->sys_ns : 0;
+std::uint64_t total_ns(const std::optional<sandbox::CpuTime>& cpu) { return cpu ? cpu->user_ns + cpu->sys_ns : 0; }
+
+// The cell's CPU: the session's counter after it less before it. The interpreter is one
+// long-lived exec, so where the counter is only read at an exec's end (Kubernetes) it is read
+// afresh after the cell (one pods/exec): the pod's CPU since the previous reading, whatever
+// used it. Without that reading a cell would show none and charge none to cpuSeconds.
+std::uint64_t cell_cpu_ns(backend::Session& sandbox, std::uint64_t before_ns) {
+  const std::uint64_t after_ns = total_ns(sandbox.read_cpu_now());
+  return after_ns - std::min(after_ns, before_ns);
 }
 
 // The cell's audit record, as an exec's (session, owner, verdict, usage, digests).
@@ -311,7 +317,7 @@ json answer_cell(const ExecRun::Context& ctx, const policy::SessionTemplate& t, 
                  SessionCredentials::ForExec& credentials) {
   backend::Session& sandbox = *ctx.session->sandbox;
   const auto began = Clock::now();
-  const auto cpu_before = cpu_ns(sandbox);
+  const auto cpu_before = total_ns(sandbox.cpu_used());
   json answer;
   if (!in.process) {
     if (auto started = start_interpreter(in, sandbox, t, credentials.env); !started)
@@ -332,8 +338,7 @@ json answer_cell(const ExecRun::Context& ctx, const policy::SessionTemplate& t, 
                                                        : "the interpreter ended during the cell: its state is gone";
   }
   for (auto& [name, value] : credentials.env) OPENSSL_cleanse(value.data(), value.size());
-  const auto cpu_after = cpu_ns(sandbox);
-  const auto cpu = cpu_after - std::min(cpu_after, cpu_before);
+  const auto cpu = cell_cpu_ns(sandbox, cpu_before);
   answer["usage"] = {{"wall_ms", std::chrono::duration_cast<milliseconds>(Clock::now() - began).count()},
                      {"cpu_ms", cpu / 1'000'000}};
   return answer;

@@ -6,7 +6,8 @@
 // fake runner over an in-memory filesystem of the pod (/work and /tmp), for the commands the
 // backend sends (its exec wrapper, kill, tar -c/-x, rm -d, mv -T, mkdir -p, cat of the pod's
 // cgroup CPU counter) and a few for the tests (cat, echo, sleep, standin-fail CODE TEXT,
-// standin-winsize, standin-burn USER_MS SYS_MS, standin-mcp: an MCP server on stdio).
+// standin-winsize, standin-burn USER_MS SYS_MS, standin-mcp: an MCP server on stdio, and
+// `python3 -c ...`: a session's code interpreter, played).
 import { createHash } from "node:crypto";
 
 export const WRAPPER = 'echo $$ >"$0" && cd "$1" && shift && exec "$@"';
@@ -194,6 +195,10 @@ function spawn(pod, argv, io, cgroupLayout = "v2") {
       fail(127, `sh: the stand-in's fake runner does not run scripts: ${args.join(" ")}`);
       break;
     case "standin-mcp": runMcpServer(pod, proc, io, end); break;
+    case "python3":
+      if (args[0] === "-c") { runInterpreter(pod, proc, io, end); break; }
+      fail(127, "python3: the stand-in's fake runner plays the session's interpreter (python3 -c) only");
+      break;
     case "tar": runTar(pod, args, proc, io, fail, setImmediateEnd); break;
     case "rm": case "mv": case "mkdir": fileCommand(pod, cmd, args, fail, setImmediateEnd); break;
     default: fail(127, `${argv[0]}: not found`);
@@ -201,8 +206,36 @@ function spawn(pod, argv, io, cgroupLayout = "v2") {
   return proc;
 }
 
-// A third-party MCP server in the pod (stdio, newline-delimited JSON-RPC): one tool,
-// `where`, whose answer names the pod it runs in; each call is logged on stderr.
+// The session's code interpreter (python3 -c airlock_interpreter.py), played: "ready", then an
+// answer for each cell of JSON lines on its stdin. A cell runs no Python: each
+// `standin_burn(USER_MS, SYS_MS)` in its code adds to the pod's CPU counter, as a cell that
+// computes would; its stdout names what it burnt.
+function runInterpreter(pod, proc, io, end) {
+  let pending = "";
+  io.out(Buffer.from('{"ready": true}\n'));
+  const cell = (request) => {
+    let stdout = "";
+    for (const m of String(request.code || "").matchAll(/standin_burn\((\d+),\s*(\d+)\)/g)) {
+      burn(pod, m[1], m[2]);
+      stdout += `burnt ${m[1]} ${m[2]}\n`;
+    }
+    const answer = { id: request.id, stdout, stderr: "", stdout_bytes: stdout.length, stderr_bytes: 0, images: [] };
+    io.out(Buffer.from(JSON.stringify(answer) + "\n"));
+  };
+  proc.stdin = (b) => {
+    pending += b.toString();
+    for (let nl = pending.indexOf("\n"); nl >= 0; nl = pending.indexOf("\n")) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line.trim()) cell(JSON.parse(line));
+    }
+  };
+  proc.stdinEnd = () => end(0);
+}
+
+// A third-party MCP server in the pod (stdio, newline-delimited JSON-RPC): the tool `where`,
+// whose answer names the pod it runs in, and `burn` {user_ms, sys_ms}, which adds to the pod's
+// CPU counter as a call that computes would; each call is logged on stderr.
 function runMcpServer(pod, proc, io, end) {
   let pending = "";
   const send = (msg) => io.out(Buffer.from(JSON.stringify({ jsonrpc: "2.0", ...msg }) + "\n"));
@@ -210,9 +243,16 @@ function runMcpServer(pod, proc, io, end) {
     if (req.method === "initialize")
       return send({ id: req.id, result: { protocolVersion: req.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "standin-mcp", version: "1.0.0" } } });
     if (req.method === "tools/list")
-      return send({ id: req.id, result: { tools: [{ name: "where", description: "Names the pod it runs in", inputSchema: { type: "object", properties: {} } }] } });
+      return send({ id: req.id, result: { tools: [
+        { name: "where", description: "Names the pod it runs in", inputSchema: { type: "object", properties: {} } },
+        { name: "burn", description: "Uses CPU in the pod", inputSchema: { type: "object", properties: { user_ms: { type: "integer" }, sys_ms: { type: "integer" } } } },
+      ] } });
     if (req.method === "tools/call") {
       io.err(Buffer.from(`standin-mcp: ${req.params?.name} called\n`));
+      if (req.params?.name === "burn") {
+        burn(pod, req.params.arguments?.user_ms, req.params.arguments?.sys_ms);
+        return send({ id: req.id, result: { content: [{ type: "text", text: "burnt" }] } });
+      }
       return send({ id: req.id, result: { content: [{ type: "text", text: `in pod ${pod.metadata.name}` }] } });
     }
     if (req.id !== undefined) send({ id: req.id, error: { code: -32601, message: `no method ${req.method}` } });
