@@ -157,8 +157,12 @@ async function approverFlow(driver) {
   assert.ok((await textOf(driver, "arguments")).length > 1024 * 1024);
   await assertInert(driver, "the 1 MB approval");
 
-  // The hostile one, in full: everything an approver needs, shown as text.
+  // The hostile one, in full: everything an approver needs, shown as text. Only the hash
+  // changes, so the big one's page (with its own Approve button) stays until the new one is
+  // drawn: waited for by the old button going away (a busy machine drew it late).
+  const bigApprove = await driver.findElement(By.id("approve"));
   await driver.get(`${base}/console/#/approval/${hostile.approval.id}`);
+  await driver.wait(until.stalenessOf(bigApprove), WAIT);
   await driver.wait(until.elementLocated(By.id("approve")), WAIT);
   const view = await textOf(driver, "view");
   // The arguments are shown as JSON: a quote inside a string is \" there.
