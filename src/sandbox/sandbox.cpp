@@ -360,12 +360,16 @@ Result<int> hand_over_cgroups(Sandbox::State& s) {
   return 0;
 }
 
+// What the child's error pipe said: execve closed it, a failed step's report arrived, or
+// neither happened by the deadline.
+enum class SetupOutcome { exec_reached, step_failed, timed_out };
+
 // Reads the child's error pipe until execve closes it (EOF) or a whole report has arrived.
-Result<bool> read_setup_report(int error_fd, Clock::time_point deadline, ChildError& report) {
+SetupOutcome read_setup_report(int error_fd, Clock::time_point deadline, ChildError& report) {
   std::size_t got = 0;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return Error::make("setup_timeout", "");
+    if (left.count() <= 0) return SetupOutcome::timed_out;
     pollfd pfd{error_fd, POLLIN, 0};
     int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (rc < 0 && errno == EINTR) continue;
@@ -376,18 +380,18 @@ Result<bool> read_setup_report(int error_fd, Clock::time_point deadline, ChildEr
     got += static_cast<std::size_t>(n);
     if (got == sizeof report) break;
   }
-  return got == sizeof report;
+  return got == sizeof report ? SetupOutcome::step_failed : SetupOutcome::exec_reached;
 }
 
 // Waits for execve, or returns the step the child reported failing.
 Status await_exec(const Sandbox::State& s, int error_fd) {
   ChildError report{};
   const auto bound = std::min(s.spec.limits.wall_time, s.spec.limits.setup_time);
-  auto failed = read_setup_report(error_fd, s.started + bound, report);
-  if (!failed)
+  const SetupOutcome outcome = read_setup_report(error_fd, s.started + bound, report);
+  if (outcome == SetupOutcome::timed_out)
     return setup_error("the sandbox did not finish setting up within " + std::to_string(bound.count()) +
                        " ms (a step before its program starts hung); it was killed");
-  if (!*failed) return {};
+  if (outcome == SetupOutcome::exec_reached) return {};
   report.step[sizeof report.step - 1] = '\0';
   std::string step = report.step;
   if (step.rfind("execve ", 0) == 0 && report.err == ENOENT)

@@ -66,6 +66,28 @@ class KubernetesDaemon : public ::testing::Test {
     ws.write_config(yaml + extra);
   }
 
+  // A gateway server `pods` (the stand-in's standin-mcp) on the high tier, so each instance is
+  // a session pod of its own; `options` are more of the server's lines, `extra` is appended.
+  void use_pod_mcp_server(const std::string& options, const std::string& extra = "") {
+    ws.write_config(ws.config_text() +
+                    "mcpServers:\n"
+                    "  - name: pods\n"
+                    "    command: [standin-mcp]\n"
+                    "    risk: high\n" +
+                    options + "    kubernetes: {image: registry.example/tools/sleep:1}\n" + extra);
+  }
+
+  // The gateway lists its servers after the daemon starts: true once `tool` is among its tools.
+  static bool listed_within_30s(const RunningDaemon& d, const std::string& tool) {
+    for (int i = 0; i < 300; ++i) {
+      const json tools = http(d.port, "GET", "/v1/tools").json().value("tools", json::array());
+      for (const auto& t : tools)
+        if (t.value("name", "") == tool) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
   void expect_clean() {
     json state = standin.state();
     EXPECT_EQ(state["pods"], json::array()) << state["pods"];
@@ -105,12 +127,7 @@ TEST_F(KubernetesDaemon, AHighToolRunsAsAPodThroughTheWholePipeline) {
 // session's life (backend/kubernetes/kube_session.hpp): created over the API, its execs through
 // pods/exec, its pod and objects deleted when it ends.
 TEST_F(KubernetesDaemon, AHighSessionIsAPodItsExecsGoThroughPodsExec) {
-  // The stand-in keeps a pod of a `sleep` image Running (its other images end like a call's).
-  std::string yaml = ws.config_text();
-  const std::string image = "image: registry.example/tools/ok:1";
-  ASSERT_NE(yaml.find(image), std::string::npos);
-  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
-  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n");
+  use_running_pods("sessionTemplates:\n  - name: pod\n    risk: high\n");
   RunningDaemon d(ws);
   auto made = http(d.port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
@@ -133,12 +150,8 @@ TEST_F(KubernetesDaemon, AHighSessionIsAPodItsExecsGoThroughPodsExec) {
 // cpuSeconds: an exec that burns past the budget has it in its usage, the session's usage
 // shows it, and the owner's next exec is refused by the quota.
 TEST_F(KubernetesDaemon, ASessionPodsCpuIsChargedToItsOwnersCpuSeconds) {
-  std::string yaml = ws.config_text();
-  const std::string image = "image: registry.example/tools/ok:1";
-  ASSERT_NE(yaml.find(image), std::string::npos);
-  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
-  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n"
-                         "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
+  use_running_pods("sessionTemplates:\n  - name: pod\n    risk: high\n"
+                   "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
   RunningDaemon d(ws);
   auto made = http(d.port, "POST", "/v1/sessions", json{{"template", "pod"}}.dump());
   ASSERT_EQ(made.status, 201) << made.body;
@@ -201,11 +214,7 @@ TEST_F(KubernetesDaemon, ACodeCellsCpuInASessionPodIsChargedToItsOwnersCpuSecond
 // expiry is the session's whole life). The next start records the session aborted and deletes
 // its pod, its Secret and its NetworkPolicy at once.
 TEST_F(KubernetesDaemon, AKilledDaemonsSessionPodIsDeletedByTheNextStart) {
-  std::string yaml = ws.config_text();
-  const std::string image = "image: registry.example/tools/ok:1";
-  ASSERT_NE(yaml.find(image), std::string::npos);
-  yaml.replace(yaml.find(image), image.size(), "image: registry.example/tools/sleep:1");
-  ws.write_config(yaml + "sessionTemplates:\n  - name: pod\n    risk: high\n");
+  use_running_pods("sessionTemplates:\n  - name: pod\n    risk: high\n");
   const std::uint16_t port = free_port(26000);
   const pid_t daemon = ::fork();
   if (daemon == 0) {
@@ -232,21 +241,9 @@ TEST_F(KubernetesDaemon, AKilledDaemonsSessionPodIsDeletedByTheNextStart) {
 // pods/exec). Its tools are listed and called through the whole pipeline, and its pod and
 // objects are deleted when the instance stops (its idle timeout).
 TEST_F(KubernetesDaemon, AHighMcpServerRunsInAPodOfItsOwn) {
-  ws.write_config(ws.config_text() +
-                  "mcpServers:\n"
-                  "  - name: pods\n"
-                  "    command: [standin-mcp]\n"
-                  "    risk: high\n"
-                  "    idleTimeout: 2s\n"
-                  "    kubernetes: {image: registry.example/tools/sleep:1}\n");
+  use_pod_mcp_server("    idleTimeout: 2s\n");
   RunningDaemon d(ws);
-  bool listed = false;
-  for (int i = 0; i < 300 && !listed; ++i) {
-    const json tools = http(d.port, "GET", "/v1/tools").json().value("tools", json::array());
-    for (const auto& t : tools) listed = listed || t.value("name", "") == "pods.where";
-    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(listed) << http(d.port, "GET", "/v1/tools").body;
+  ASSERT_TRUE(listed_within_30s(d, "pods.where")) << http(d.port, "GET", "/v1/tools").body;
 
   auto r = invoke(d.port, "pods.where", json::object());
   ASSERT_EQ(r.status, 200) << r.body;
@@ -275,21 +272,9 @@ TEST_F(KubernetesDaemon, AHighMcpServerRunsInAPodOfItsOwn) {
 // its counter is read as each call ends (one pods/exec). Without that a call's usage was null
 // and charged nothing: a server's work on Kubernetes was outside every quota.
 TEST_F(KubernetesDaemon, AnMcpCallInAPodIsMeasuredAndChargedToCpuSeconds) {
-  ws.write_config(ws.config_text() +
-                  "mcpServers:\n"
-                  "  - name: pods\n"
-                  "    command: [standin-mcp]\n"
-                  "    risk: high\n"
-                  "    kubernetes: {image: registry.example/tools/sleep:1}\n"
-                  "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
+  use_pod_mcp_server("", "quotas:\n  principals:\n    agent: {cpuSeconds: 1/60s}\n");
   RunningDaemon d(ws);
-  bool listed = false;
-  for (int i = 0; i < 300 && !listed; ++i) {
-    const json tools = http(d.port, "GET", "/v1/tools").json().value("tools", json::array());
-    for (const auto& t : tools) listed = listed || t.value("name", "") == "pods.burn";
-    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(listed) << http(d.port, "GET", "/v1/tools").body;
+  ASSERT_TRUE(listed_within_30s(d, "pods.burn")) << http(d.port, "GET", "/v1/tools").body;
 
   auto idle = invoke(d.port, "pods.where", json::object());
   ASSERT_EQ(idle.status, 200) << idle.body;

@@ -34,15 +34,31 @@ export async function callWithProgress(client) {
   check(seen.some((p) => p.message === 'execute'), 'one of them is the execute stage', seen);
 }
 
-// The approver at an elicited approval page (/console/#approval/<id>): the REST decision the
-// page makes, with the approver's own token; checked to have been taken.
+// The approver's REST decision on `approvalId`, with the approver's own token; checked to
+// have been taken.
+async function approve(origin, approvalId, approverToken, reason, message) {
+  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approvalId)}/approve`, origin), {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ reason }),
+  });
+  check(decided.status === 200, message, await decided.text());
+}
+
+// The approver at an elicited approval page (/console/#approval/<id>): the decision the page
+// makes.
 export async function approveAtPage(pageUrl, approverToken) {
   const page = new URL(pageUrl);
   const approval = decodeURIComponent(page.hash.replace(/^#approval\//, ''));
-  const decided = await fetch(new URL(`/v1/approvals/${encodeURIComponent(approval)}/approve`, page.origin), {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ reason: 'checked at the page' }),
-  });
-  check(decided.status === 200, 'the approver decided at the elicited page', await decided.text());
+  await approve(page.origin, approval, approverToken, 'checked at the page', 'the approver decided at the elicited page');
+}
+
+// The approver of a task's call (the invocation `taskId`, read with its owner's key): finds
+// the call's approval and approves it.
+export async function approveTask(mcpUrl, taskId, ownerKey, approverToken) {
+  const origin = new URL(mcpUrl).origin;
+  const row = await (await fetch(`${origin}/v1/invocations/${encodeURIComponent(taskId)}`, {
+    headers: { Authorization: `Bearer ${ownerKey}` },
+  })).json();
+  await approve(origin, row.approval.id, approverToken, 'checked', 'the approver approved');
 }

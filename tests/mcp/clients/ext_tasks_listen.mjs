@@ -10,7 +10,7 @@
 // The requests are plain POSTs with 2026-07-28's headers, as ext_tasks_approval.mjs sends
 // them. Run by approvals_test.cpp.
 import { contributeTaskFilterV2, isTaskStatusNotificationV2, readAcceptedTaskIdsV2, withTaskCapabilityV2 } from '@modelcontextprotocol/ext-tasks/core/v2';
-import { check } from './common.mjs';
+import { approveTask, check } from './common.mjs';
 
 const [url, key, approverToken, otherKey] = process.argv.slice(2);
 const revision = '2026-07-28';
@@ -79,16 +79,7 @@ check(JSON.stringify(readAcceptedTaskIdsV2(acknowledged(mine.messages).params)) 
 check(readAcceptedTaskIdsV2(acknowledged(theirs.messages).params).length === 0,
   'nobody else is accepted it', acknowledged(theirs.messages));
 
-const origin = new URL(url).origin;
-const row = await (await fetch(`${origin}/v1/invocations/${encodeURIComponent(taskId)}`, {
-  headers: { Authorization: `Bearer ${key}` },
-})).json();
-const decided = await fetch(`${origin}/v1/approvals/${encodeURIComponent(row.approval.id)}/approve`, {
-  method: 'POST',
-  headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-  body: JSON.stringify({ reason: 'checked' }),
-});
-check(decided.status === 200, 'the approver approved', await decided.text());
+await approveTask(url, taskId, key, approverToken);
 
 const told = (messages) => messages.filter((m) => m.method === 'notifications/tasks');
 const ended = (messages) => told(messages).some((m) => m.params.status !== 'working' && m.params.status !== 'input_required');

@@ -8,7 +8,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateTaskResultSchema, GetTaskResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { check } from './common.mjs';
+import { approveTask, check } from './common.mjs';
 
 const [url, key, approverToken] = process.argv.slice(2);
 let streamOpened;
@@ -38,16 +38,7 @@ const created = await client.request(
   { method: 'tools/call', params: { name: 'danger', arguments: { x: 31 }, task: {} } }, CreateTaskResultSchema);
 const taskId = created.task.taskId;
 check(typeof taskId === 'string', 'the critical call is a task', created);
-const origin = new URL(url).origin;
-const row = await (await fetch(`${origin}/v1/invocations/${encodeURIComponent(taskId)}`, {
-  headers: { Authorization: `Bearer ${key}` },
-})).json();
-const decided = await fetch(`${origin}/v1/approvals/${encodeURIComponent(row.approval.id)}/approve`, {
-  method: 'POST',
-  headers: { Authorization: `Bearer ${approverToken}`, 'Content-Type': 'application/json' },
-  body: JSON.stringify({ reason: 'checked' }),
-});
-check(decided.status === 200, 'the approver approved', await decided.text());
+await approveTask(url, taskId, key, approverToken);
 
 // A bound on a failing run, not a timing the test asserts.
 const bound = setTimeout(() => check(false, 'the task ended as told by notifications/tasks/status', told), 60000);
