@@ -86,6 +86,9 @@ struct RunResult : sandbox::Outcome {
 // The Outcome's JSON with "egress": [records] added (`airlock run --json`).
 nlohmann::json to_json(const RunResult& result);
 
+// A run that failed before its program started: a setup_error saying `message`.
+RunResult setup_failure(const std::string& message);
+
 // Per-run wiring a backend may use; none of it is part of what runs.
 struct RunContext {
   std::string rule_set = "the sandbox's egress rules";  // named in egress denial messages

@@ -27,14 +27,7 @@ namespace fs = std::filesystem;
 const std::string kRunPrefix = "airlock-gv-";
 std::atomic<unsigned long> g_run_sequence{0};
 
-RunResult setup_failure(const std::string& message) {
-  RunResult r;
-  r.verdict = sandbox::Verdict::setup_error;
-  r.message = message;
-  return r;
-}
-
-bool write_all(int fd, const std::string& bytes) {
+bool write_stdin_file(int fd, const std::string& bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -78,7 +71,7 @@ class RunDirectory {
     }
     // Made 0600 from the start: the input may hold what only this run should read.
     UniqueFd in(::open(paths_.stdin_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!in || !write_all(in.get(), stdin_bytes))
+    if (!in || !write_stdin_file(in.get(), stdin_bytes))
       return Error::make("setup_error", "gvisor: cannot write " + paths_.stdin_file + ": " + std::strerror(errno));
     return write_oci_bundle(paths_.bundle, spec);
   }

@@ -32,7 +32,7 @@ namespace {
 
 std::atomic<unsigned long> g_stdio_sequence{0};
 
-Error step_error(const std::string& step, int err) {
+Error stdio_step_error(const std::string& step, int err) {
   return Error::make("setup_error", "gvisor: " + step + ": " + std::strerror(err));
 }
 
@@ -77,7 +77,7 @@ Status GvisorStdioSession::State::prepare(const egress::EgressRules& rules) {
   paths = stdio_paths(options.place.state_dir, dir);
   // runsc's state root is 0700: its state file holds the spec, the environment with it.
   for (const auto& [d, mode] : {std::pair{dir, 0711}, std::pair{paths.bundle, 0711}, std::pair{paths.state_root, 0700}}) {
-    if (::mkdir(d.c_str(), static_cast<mode_t>(mode)) != 0) return step_error("mkdir " + d, errno);
+    if (::mkdir(d.c_str(), static_cast<mode_t>(mode)) != 0) return stdio_step_error("mkdir " + d, errno);
     dir_made = true;
   }
   if (auto s = write_oci_bundle(paths.bundle, spec); !s)

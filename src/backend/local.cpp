@@ -7,7 +7,6 @@
 #include "sandbox/warm/warm.hpp"
 
 namespace airlock::backend {
-namespace {
 
 RunResult setup_failure(const std::string& message) {
   RunResult r;
@@ -15,8 +14,6 @@ RunResult setup_failure(const std::string& message) {
   r.message = message;
   return r;
 }
-
-}  // namespace
 
 void RunningSandboxes::add(sandbox::Sandbox* s) {
   std::lock_guard lock(mu_);

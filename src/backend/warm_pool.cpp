@@ -13,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr auto kReadyTimeout = 10s;      // for Python to start and import the tool
-constexpr auto kRetryAfterFailure = 1s;  // a template that never got ready is not relaunched sooner
+constexpr auto kRelaunchAfterFailure = 1s;  // a template that never got ready is not relaunched sooner
 
 }  // namespace
 
@@ -92,7 +92,7 @@ struct WarmPool::Live {
       auto child = tmpl->start_call(spec);
       lock.lock();
       if (!child) {  // the template is ending, or cannot start a child: calls start their own
-        wake.wait_for(lock, kRetryAfterFailure, [&] { return retired || ended; });
+        wake.wait_for(lock, kRelaunchAfterFailure, [&] { return retired || ended; });
         continue;
       }
       if (retired || ended || !shape || !sandbox::same_sandbox(*shape, spec)) {
@@ -196,13 +196,13 @@ WarmPool::Lease WarmPool::lease(const std::string& key, const sandbox::Spec& tem
     // retires this one then), so recycling sends no call cold.
     if ((++live->calls >= settings.recycle_calls ||
          Clock::now() - live->born >= settings.recycle_after) &&
-        !entry.starting && Clock::now() - entry.failed_at >= kRetryAfterFailure)
+        !entry.starting && Clock::now() - entry.failed_at >= kRelaunchAfterFailure)
       start_template(key, entry, template_spec);
     return Lease(std::move(live));
   }
   if (entry.starting) {
     why_cold = "its warm template is starting";
-  } else if (!entry.last_error.empty() && Clock::now() - entry.failed_at < kRetryAfterFailure) {
+  } else if (!entry.last_error.empty() && Clock::now() - entry.failed_at < kRelaunchAfterFailure) {
     why_cold = "its warm template failed to start: " + entry.last_error;
   } else if (templates_in_use() >= max_templates_ && !evict_least_recent(key)) {
     why_cold = "server.maxWarmTemplates (" + std::to_string(max_templates_) + ") templates run";

@@ -8,6 +8,11 @@
 
 namespace airlock::cli {
 
+// A usage or configuration error a command throws: said on stderr, exit 2.
+struct UsageError {
+  std::string message;
+};
+
 struct ExitStatus {
   int code = 0;
 };

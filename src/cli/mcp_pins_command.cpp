@@ -25,11 +25,6 @@ struct PinsOptions {
   bool json = false;
 };
 
-// A usage or configuration error: said on stderr, exit 2.
-struct UsageError {
-  std::string message;
-};
-
 // The state the config names (as `airlock audit --config` finds its log): <dataDir>/state.db,
 // or the storage.postgres database the daemons share.
 struct StateTarget {

@@ -25,11 +25,6 @@ struct CheckOptions {
   bool json = false;
 };
 
-// A usage or configuration error: said on stderr, exit 2.
-struct UsageError {
-  std::string message;
-};
-
 policy::Action action_of(const CheckOptions& o) {
   auto action = policy::parse_action(o.action);
   if (!action)

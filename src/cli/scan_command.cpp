@@ -31,7 +31,7 @@ namespace {
 
 constexpr int kNothingFound = 0;
 constexpr int kFindings = 1;
-constexpr int kError = 2;
+constexpr int kScanFailed = 2;
 constexpr int kBlocked = 3;
 
 struct ScanOptions {
@@ -45,7 +45,7 @@ struct ScanOptions {
 
 int fail(const std::string& message) {
   std::cerr << "airlock scan: " << message << "\n";
-  return kError;
+  return kScanFailed;
 }
 
 // Reads with read(2) into a buffer sized from fstat: an istreambuf_iterator copies a byte at a
@@ -77,7 +77,7 @@ void on_sigbus(int) {
     for (;;) ::pause();
   constexpr char kMessage[] = "airlock scan: the input file shrank while it was being read\n";
   [[maybe_unused]] ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
-  ::_exit(kError);
+  ::_exit(kScanFailed);
 }
 
 // The bytes to scan. A regular file is mapped: no copy and no buffer to fault in (100 MB: 2 ms

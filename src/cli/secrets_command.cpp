@@ -35,11 +35,6 @@ struct SecretsOptions {
   std::size_t extra_arguments = 0;  // set: what CLI11 did not parse, perhaps a value
 };
 
-// A usage or configuration error: said on stderr, exit 2.
-struct UsageError {
-  std::string message;
-};
-
 // A buffer for the value, wiped when it goes away.
 struct Plaintext {
   std::string bytes;

@@ -28,6 +28,12 @@ std::string rfc3339_ms(std::int64_t ms_since_epoch) {
   return text + fraction;
 }
 
+std::int64_t unix_ms(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+std::int64_t unix_ms_now() { return unix_ms(std::chrono::system_clock::now()); }
+
 std::string rfc3339_ms(std::chrono::system_clock::time_point t) {
   return rfc3339_ms(std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
 }

@@ -17,10 +17,6 @@ std::int64_t to_ms(Clock::time_point t) {
 }
 Clock::time_point from_ms(std::int64_t ms) { return Clock::time_point(std::chrono::milliseconds(ms)); }
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", "credential leases: " + what + ": " + sqlite3_errmsg(db));
-}
-
 using Statement = storage::SqliteStatement;
 
 constexpr const char* kAdd =
@@ -90,7 +86,7 @@ Result<std::unique_ptr<LeaseStore>> LeaseStore::open(const std::string& path) {
   // Prepared once: preparing is a good part of a write's cost (bench/creds).
   if (sqlite3_prepare_v3(db, kAdd, -1, SQLITE_PREPARE_PERSISTENT, &store->add_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v3(db, kUpdate, -1, SQLITE_PREPARE_PERSISTENT, &store->update_, nullptr) != SQLITE_OK)
-    return db_error(db, "preparing the statements");
+    return storage::sqlite_error(db, "credential leases", "preparing the statements");
   return std::unique_ptr<LeaseStore>(std::move(store));
 }
 
@@ -110,7 +106,7 @@ SqliteLeaseStore::~SqliteLeaseStore() {
 Status SqliteLeaseStore::add(const Lease& lease) {
   std::lock_guard lock(mu_);
   Statement s(add_);
-  if (!s.ok()) return db_error(db_, "adding a lease");
+  if (!s.ok()) return storage::sqlite_error(db_, "credential leases", "adding a lease");
   s.bind(1, lease.id);
   s.bind(2, lease.invocation_id);
   s.bind(3, lease.tool);
@@ -122,21 +118,21 @@ Status SqliteLeaseStore::add(const Lease& lease) {
   s.bind(9, lease.target.dump());
   s.bind(10, std::string(state_name(lease.state)));
   s.bind(11, to_ms(Clock::now()));
-  if (s.step() != SQLITE_DONE) return db_error(db_, "adding a lease");
+  if (s.step() != SQLITE_DONE) return storage::sqlite_error(db_, "credential leases", "adding a lease");
   return {};
 }
 
 Status SqliteLeaseStore::update(const Lease& lease) {
   std::lock_guard lock(mu_);
   Statement s(update_);
-  if (!s.ok()) return db_error(db_, "updating a lease");
+  if (!s.ok()) return storage::sqlite_error(db_, "credential leases", "updating a lease");
   s.bind(1, lease.id);
   s.bind(2, nlohmann::json(lease.scopes).dump());
   s.bind(3, to_ms(lease.issued_at));
   s.bind(4, to_ms(lease.expires_at));
   s.bind(5, std::string(state_name(lease.state)));
   s.bind(6, to_ms(Clock::now()));
-  if (s.step() != SQLITE_DONE) return db_error(db_, "updating a lease");
+  if (s.step() != SQLITE_DONE) return storage::sqlite_error(db_, "credential leases", "updating a lease");
   if (sqlite3_changes(db_) != 1) return Error::make("storage", "credential leases: no lease " + lease.id);
   return {};
 }
@@ -145,11 +141,11 @@ Result<std::vector<Lease>> SqliteLeaseStore::outstanding() {
   std::lock_guard lock(mu_);
   const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE state != 'revoked' ORDER BY issued_ms";
   Statement s(db_, sql.c_str());
-  if (!s.ok()) return db_error(db_, "listing leases");
+  if (!s.ok()) return storage::sqlite_error(db_, "credential leases", "listing leases");
   std::vector<Lease> out;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) out.push_back(lease_of(s));
-  if (rc != SQLITE_DONE) return db_error(db_, "listing leases");
+  if (rc != SQLITE_DONE) return storage::sqlite_error(db_, "credential leases", "listing leases");
   return out;
 }
 
@@ -157,12 +153,12 @@ Result<std::vector<Lease>> SqliteLeaseStore::of_invocation(const std::string& in
   std::lock_guard lock(mu_);
   const std::string sql = std::string("SELECT ") + kColumns + " FROM leases WHERE invocation_id = ?1 ORDER BY issued_ms";
   Statement s(db_, sql.c_str());
-  if (!s.ok()) return db_error(db_, "listing leases");
+  if (!s.ok()) return storage::sqlite_error(db_, "credential leases", "listing leases");
   s.bind(1, invocation_id);
   std::vector<Lease> out;
   int rc;
   while ((rc = s.step()) == SQLITE_ROW) out.push_back(lease_of(s));
-  if (rc != SQLITE_DONE) return db_error(db_, "listing leases");
+  if (rc != SQLITE_DONE) return storage::sqlite_error(db_, "credential leases", "listing leases");
   return out;
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 namespace pg = storage::pg;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kLeasesPgSchema = R"sql(
 CREATE TABLE IF NOT EXISTS leases (id text PRIMARY KEY, invocation_id text NOT NULL,
   tool text NOT NULL, env text NOT NULL, provider text NOT NULL, scopes text NOT NULL,
   issued_ms bigint NOT NULL, expires_ms bigint NOT NULL, target text NOT NULL,
@@ -101,7 +101,7 @@ class PgLeaseStore final : public LeaseStore {
 Result<std::unique_ptr<LeaseStore>> open_postgres_lease_store(const storage::StateLocation& location) {
   auto db = pg::Database::open(location.postgres, "the state database (credential leases)");
   if (!db) return db.error();
-  if (auto made = pg::create_schema(**db, "creating the leases table", kSchema); !made) return made.error();
+  if (auto made = pg::create_schema(**db, "creating the leases table", kLeasesPgSchema); !made) return made.error();
   return std::unique_ptr<LeaseStore>(std::make_unique<PgLeaseStore>(std::move(*db)));
 }
 

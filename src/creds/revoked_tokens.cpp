@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "common/utc_time.hpp"
 #include "storage/sqlite_state.hpp"
 #include "storage/state_location.hpp"
 
@@ -17,17 +18,7 @@ using std::chrono::milliseconds;
 
 constexpr std::int64_t kPurgeEveryMs = 60'000;
 
-std::int64_t to_ms(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
-}
-
-std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
-
 std::int64_t keep_ms() { return std::chrono::duration_cast<milliseconds>(RevokedTokens::kKeepAfterExpiry).count(); }
-
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", "revoked tokens: " + what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
-}
 
 using Statement = storage::SqliteStatement;
 
@@ -75,15 +66,15 @@ Result<std::unique_ptr<RevokedTokens>> RevokedTokens::open(const storage::StateL
 }
 
 Status SqliteRevokedTokens::load() {
-  purge_table(now_ms());
+  purge_table(unix_ms_now());
   std::unique_lock lock(mu_);
   Statement s(db_, "SELECT jti, expires_ms FROM revoked_tokens");
-  if (!s.ok()) return db_error(db_, "reading");
+  if (!s.ok()) return storage::sqlite_error(db_, "revoked tokens", "reading");
   int rc;
   while ((rc = s.step()) == SQLITE_ROW)
     if (!s.is_null(0)) revoked_[s.text(0)] = s.integer(1);
-  if (rc != SQLITE_DONE) return db_error(db_, "reading");
-  next_purge_ms_ = now_ms() + kPurgeEveryMs;
+  if (rc != SQLITE_DONE) return storage::sqlite_error(db_, "revoked tokens", "reading");
+  next_purge_ms_ = unix_ms_now() + kPurgeEveryMs;
   return {};
 }
 
@@ -106,7 +97,7 @@ void SqliteRevokedTokens::purge_table(std::int64_t now) {
 
 Status SqliteRevokedTokens::revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) {
   if (jti.empty()) return Error::make("invalid_argument", "a token without a jti cannot be revoked");
-  const std::int64_t expires = to_ms(expires_at), now = now_ms();
+  const std::int64_t expires = unix_ms(expires_at), now = unix_ms_now();
   bool purge = false;
   {
     std::unique_lock lock(mu_);
@@ -121,7 +112,7 @@ Status SqliteRevokedTokens::revoke(const std::string& jti, std::chrono::system_c
               "ON CONFLICT(jti) DO UPDATE SET expires_ms = max(expires_ms, excluded.expires_ms)");
   s.bind(1, jti);
   s.bind(2, expires);
-  if (!s.step_done()) return db_error(db_, "recording a revocation");
+  if (!s.step_done()) return storage::sqlite_error(db_, "revoked tokens", "recording a revocation");
   return {};
 }
 

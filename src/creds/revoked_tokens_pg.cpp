@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "creds/revoked_tokens.hpp"
+#include "common/utc_time.hpp"
 #include "storage/pg_schema.hpp"
 #include "storage/state_location.hpp"
 
@@ -19,13 +20,9 @@ using std::chrono::milliseconds;
 
 constexpr std::int64_t kPurgeEveryMs = 60'000;
 
-constexpr const char* kSchema =
+constexpr const char* kRevokedPgSchema =
     "CREATE TABLE IF NOT EXISTS revoked_tokens (jti text PRIMARY KEY, expires_ms bigint NOT NULL);";
 
-std::int64_t to_ms(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(t.time_since_epoch()).count();
-}
-std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
 std::int64_t keep_ms() { return std::chrono::duration_cast<milliseconds>(RevokedTokens::kKeepAfterExpiry).count(); }
 
 class PgRevokedTokens final : public RevokedTokens {
@@ -34,7 +31,7 @@ class PgRevokedTokens final : public RevokedTokens {
 
   Status revoke(const std::string& jti, std::chrono::system_clock::time_point expires_at) override {
     if (jti.empty()) return Error::make("invalid_argument", "a token without a jti cannot be revoked");
-    const std::int64_t expires = to_ms(expires_at), now = now_ms();
+    const std::int64_t expires = unix_ms(expires_at), now = unix_ms_now();
     bool purge = false;
     {
       std::lock_guard lock(mu_);
@@ -68,7 +65,7 @@ class PgRevokedTokens final : public RevokedTokens {
 
   std::size_t size() const override {
     auto row = db_->exec("counting revoked tokens", "SELECT count(*) FROM revoked_tokens WHERE expires_ms >= $1",
-                         {std::to_string(now_ms() - keep_ms())});
+                         {std::to_string(unix_ms_now() - keep_ms())});
     return row && row->rows() == 1 ? static_cast<std::size_t>(std::stoull(row->value(0, 0))) : 0;
   }
 
@@ -84,7 +81,7 @@ class PgRevokedTokens final : public RevokedTokens {
 Result<std::unique_ptr<RevokedTokens>> open_postgres_revoked_tokens(const storage::StateLocation& location) {
   auto db = pg::Database::open(location.postgres, "the state database (revoked tokens)");
   if (!db) return db.error();
-  if (auto made = pg::create_schema(**db, "creating the revoked tokens table", kSchema); !made) return made.error();
+  if (auto made = pg::create_schema(**db, "creating the revoked tokens table", kRevokedPgSchema); !made) return made.error();
   return std::unique_ptr<RevokedTokens>(std::make_unique<PgRevokedTokens>(std::move(*db)));
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "common/utc_time.hpp"
 #include "creds/sealing_key.hpp"
 #include "policy/names.hpp"
 #include "storage/sqlite_state.hpp"
@@ -17,12 +18,6 @@ namespace {
 constexpr std::size_t kMaxValueSize = 64 * 1024;
 
 using Sealed = SealingKey::Sealed;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status check_name(const std::string& name) {
   if (policy::valid_tool_name(name)) return {};
@@ -49,11 +44,7 @@ Result<std::string> open_sealed(const SealingKey& key, const std::string& name, 
 
 using Statement = storage::SqliteStatement;
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", "secrets database: " + what + ": " + sqlite3_errmsg(db));
-}
-
-constexpr const char* kSchema =
+constexpr const char* kSecretsSchema =
     "CREATE TABLE IF NOT EXISTS secrets ("
     " name TEXT PRIMARY KEY, nonce BLOB NOT NULL, ciphertext BLOB NOT NULL,"
     " tag BLOB NOT NULL, updated_ms INTEGER NOT NULL)";
@@ -96,7 +87,7 @@ Result<std::unique_ptr<SecretStore>> SecretStore::open(const std::string& data_d
   options.file_mode = 0600;
   options.serialized = false;
   options.synchronous = "FULL";
-  auto db = storage::open_sqlite_state(impl->db_path, kSchema, "secrets database", options);
+  auto db = storage::open_sqlite_state(impl->db_path, kSecretsSchema, "secrets database", options);
   if (!db) return db.error();
   impl->db = db->release();
   return std::unique_ptr<SecretStore>(new SecretStore(std::move(impl)));
@@ -124,8 +115,8 @@ Status SecretStore::set(const std::string& name, const std::string& value) {
   s.bind_blob(2, sealed->nonce);
   s.bind_blob(3, sealed->ciphertext);
   s.bind_blob(4, sealed->tag);
-  s.bind(5, now_ms());
-  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "setting '" + name + "'");
+  s.bind(5, unix_ms_now());
+  if (s.step() != SQLITE_DONE) return storage::sqlite_error(impl_->db, "secrets database", "setting '" + name + "'");
   return {};
 }
 
@@ -139,7 +130,7 @@ Result<std::string> SecretStore::get(const std::string& name) const {
     s.bind(1, name);
     int rc = s.step();
     if (rc == SQLITE_DONE) return Error::make("unknown_secret", "no secret named '" + name + "'");
-    if (rc != SQLITE_ROW) return db_error(impl_->db, "reading '" + name + "'");
+    if (rc != SQLITE_ROW) return storage::sqlite_error(impl_->db, "secrets database", "reading '" + name + "'");
     sealed = {s.blob(0), s.blob(1), s.blob(2)};
   }
   return open_sealed(*impl_->key, name, sealed);
@@ -151,7 +142,7 @@ Result<std::vector<SecretStore::Entry>> SecretStore::list() const {
   std::vector<Entry> entries;
   int rc = SQLITE_ROW;
   while ((rc = s.step()) == SQLITE_ROW) entries.push_back({s.blob(0), s.integer(1)});
-  if (rc != SQLITE_DONE) return db_error(impl_->db, "listing");
+  if (rc != SQLITE_DONE) return storage::sqlite_error(impl_->db, "secrets database", "listing");
   return entries;
 }
 
@@ -160,7 +151,7 @@ Status SecretStore::remove(const std::string& name) {
   std::lock_guard lock(impl_->mu);
   Statement s(impl_->db, "DELETE FROM secrets WHERE name = ?");
   s.bind(1, name);
-  if (s.step() != SQLITE_DONE) return db_error(impl_->db, "removing '" + name + "'");
+  if (s.step() != SQLITE_DONE) return storage::sqlite_error(impl_->db, "secrets database", "removing '" + name + "'");
   if (sqlite3_changes(impl_->db) == 0)
     return Error::make("unknown_secret", "no secret named '" + name + "'");
   return {};

@@ -16,13 +16,6 @@ namespace http = beast::http;
 
 using Authority = std::pair<std::string, std::uint16_t>;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // "host:port" / "[v6]:port" / "host" (default port) from a request target or Host header.
 // The host keeps its brackets: it is recorded as the client wrote it.
 std::optional<Authority> parse_authority(std::string_view text, std::uint16_t default_port) {
@@ -47,19 +40,19 @@ bool same_authority(const Authority& a, const Authority& b) {
     if (!s.empty() && s.back() == '.') s.pop_back();
     return s;
   };
-  return a.second == b.second && iequals(strip(a.first), strip(b.first));
+  return a.second == b.second && beast::iequals(strip(a.first), strip(b.first));
 }
 
 // Proxy-to-origin hop-by-hop headers, not passed on with a plain request.
 bool is_hop_by_hop(std::string_view name) {
-  return iequals(name, "Proxy-Connection") || iequals(name, "Proxy-Authorization") ||
-         iequals(name, "Connection") || iequals(name, "Keep-Alive") || iequals(name, "Upgrade");
+  return beast::iequals(name, "Proxy-Connection") || beast::iequals(name, "Proxy-Authorization") ||
+         beast::iequals(name, "Connection") || beast::iequals(name, "Keep-Alive") || beast::iequals(name, "Upgrade");
 }
 
 // "Basic base64(user:password)" (RFC 7617) as (user, password); nullopt if it is not one.
 std::optional<std::pair<std::string, std::string>> basic_credentials(std::string_view value) {
   constexpr std::string_view kScheme = "Basic ";
-  if (value.size() <= kScheme.size() || !iequals(value.substr(0, kScheme.size()), kScheme))
+  if (value.size() <= kScheme.size() || !beast::iequals(value.substr(0, kScheme.size()), kScheme))
     return std::nullopt;
   std::string encoded(value.substr(kScheme.size()));
   if (encoded.size() % 4 != 0 || encoded.size() > 1024) return std::nullopt;
@@ -187,8 +180,8 @@ std::optional<Authority> HttpProxySession::absolute_uri_target(
     const Request& req, const std::optional<Authority>& host_header) {
   std::string target(req.target());
   constexpr std::string_view kScheme = "http://";
-  if (target.size() < kScheme.size() || !iequals(target.substr(0, kScheme.size()), kScheme)) {
-    respond(http::status::bad_request, iequals(target.substr(0, 8), "https://")
+  if (target.size() < kScheme.size() || !beast::iequals(target.substr(0, kScheme.size()), kScheme)) {
+    respond(http::status::bad_request, beast::iequals(target.substr(0, 8), "https://")
                                            ? "use CONNECT for https"
                                            : "not a proxy request (absolute http:// URI expected)");
     return std::nullopt;

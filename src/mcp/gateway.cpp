@@ -9,7 +9,7 @@
 namespace airlock::mcp {
 namespace {
 
-Error failed(const std::string& message) { return Error::make("tool_server_failed", message); }
+Error gateway_failed(const std::string& message) { return Error::make("tool_server_failed", message); }
 Error stopped_error() { return Error::make("stopped", "the MCP gateway is shutting down"); }
 
 std::string who(const Slot& s) { return "MCP server " + s.server + " (for " + s.owner + ")"; }
@@ -71,11 +71,11 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     const auto now = Clock::now();
     if (now < slot->retry_at) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(slot->retry_at - now);
-      return failed(who(*slot) + " failed (" + slot->last_failure + "); it is restarted in " +
+      return gateway_failed(who(*slot) + " failed (" + slot->last_failure + "); it is restarted in " +
                     std::to_string(left.count()) + " ms, not before");
     }
     auto it = servers.find(slot->server);
-    if (it == servers.end()) return failed("no MCP server named " + slot->server + " is configured");
+    if (it == servers.end()) return gateway_failed("no MCP server named " + slot->server + " is configured");
     config = it->second;
     if (auto room = make_room(1, &slot->server, made_room); !room) return room.error();
   }
@@ -133,7 +133,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::start_instance(
   std::unique_lock lock(mu);
   if (!started) {
     (void)detach(*slot, true, started.error().message);
-    return failed(who(*slot) + " could not start: " + started.error().message);
+    return gateway_failed(who(*slot) + " could not start: " + started.error().message);
   }
   if (stopped) {
     lock.unlock();
@@ -160,11 +160,11 @@ Error Gateway::Impl::crashed(const std::shared_ptr<Slot>& slot,
     std::lock_guard lock(mu);
     if (stopped) return stopped_error();
     if (inst->retired())  // stopped on purpose meanwhile (configure)
-      return failed(who(*slot) + " was stopped while the call ran (its config changed)");
+      return gateway_failed(who(*slot) + " was stopped while the call ran (its config changed)");
     // The reaper may have retired it first (its sandbox ended): counted once.
     if (slot->instance == inst) dead = detach(*slot, true, error.message + "; " + verdict);
   }
-  return failed(who(*slot) + " failed during the call: " + error.message + "; " + verdict);
+  return gateway_failed(who(*slot) + " failed during the call: " + error.message + "; " + verdict);
 }
 
 Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slot>& slot,
@@ -174,7 +174,7 @@ Result<pipeline::McpToolResult> Gateway::Impl::call_in(const std::shared_ptr<Slo
   if (call.method.empty()) {  // a listed tool: its pin must still hold (a content method has none)
     auto tool = (*inst)->find_tool(call.remote_tool);
     if (!tool)
-      return failed(who(*slot) + " does not list a tool named " + call.remote_tool);
+      return gateway_failed(who(*slot) + " does not list a tool named " + call.remote_tool);
     if (options.admitted) {
       if (auto ok = options.admitted(slot->server, *tool); !ok)
         return Error::make("tool_disabled", ok.error().message);
@@ -237,7 +237,7 @@ Result<T> Gateway::Impl::with_listing_instance(const std::string& server,
   {
     std::lock_guard lock(mu);
     if (stopped) return stopped_error();
-    if (!servers.count(server)) return failed("no MCP server named " + server + " is configured");
+    if (!servers.count(server)) return gateway_failed("no MCP server named " + server + " is configured");
     slot = slot_for(*this, server, kListingOwner);
     ++slot->active;
   }
@@ -271,7 +271,7 @@ Result<pipeline::McpToolResult> Gateway::call(const pipeline::McpToolCall& call)
     std::lock_guard lock(impl_->mu);
     if (impl_->stopped) return stopped_error();
     if (!impl_->servers.count(call.server))
-      return failed("no MCP server named " + call.server + " is configured");
+      return gateway_failed("no MCP server named " + call.server + " is configured");
     slot = slot_for(*impl_, call.server, call.owner);
     ++slot->active;
   }

@@ -14,16 +14,16 @@ namespace {
 
 namespace pg = storage::pg;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kPgSchema = R"sql(
 CREATE TABLE IF NOT EXISTS mcp_pins (server text NOT NULL, tool text NOT NULL,
   sha256 text NOT NULL, pinned_at text NOT NULL, pending_sha256 text NOT NULL DEFAULT '',
   pending_json text NOT NULL DEFAULT '', pending_since text NOT NULL DEFAULT '',
   PRIMARY KEY (server, tool));
 )sql";
-constexpr const char* kColumns =
+constexpr const char* kPgColumns =
     "SELECT server, tool, sha256, pinned_at, pending_sha256, pending_json, pending_since FROM mcp_pins";
 
-std::string utc_now() {
+std::string pinned_at_now() {
   return rfc3339_seconds(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
 }
 
@@ -44,13 +44,13 @@ class PgPinStore final : public PinStore {
   explicit PgPinStore(std::unique_ptr<pg::Database> db) : db_(std::move(db)) {}
 
   std::optional<Pin> get(const std::string& server, const std::string& tool) override {
-    auto rows = db_->exec("reading a pin", std::string(kColumns) + " WHERE server = $1 AND tool = $2", {server, tool});
+    auto rows = db_->exec("reading a pin", std::string(kPgColumns) + " WHERE server = $1 AND tool = $2", {server, tool});
     if (!rows || rows->rows() == 0) return std::nullopt;
     return pin_of(*rows, 0);
   }
 
   std::vector<Pin> list() override {
-    auto rows = db_->exec("listing pins", std::string(kColumns) + " ORDER BY server, tool");
+    auto rows = db_->exec("listing pins", std::string(kPgColumns) + " ORDER BY server, tool");
     std::vector<Pin> out;
     if (rows)
       for (int i = 0; i < rows->rows(); ++i) out.push_back(pin_of(*rows, i));
@@ -61,7 +61,7 @@ class PgPinStore final : public PinStore {
     auto rows = db_->exec("pinning " + server + "." + tool,
                           "INSERT INTO mcp_pins (server, tool, sha256, pinned_at) VALUES ($1, $2, $3, $4)"
                           " ON CONFLICT (server, tool) DO NOTHING RETURNING server",
-                          {server, tool, sha256, utc_now()});
+                          {server, tool, sha256, pinned_at_now()});
     if (!rows) return rows.error();
     return rows->rows() == 1;
   }
@@ -74,7 +74,7 @@ class PgPinStore final : public PinStore {
                           " ELSE $5 END, pending_sha256 = $3, pending_json = $4 WHERE server = $1 AND tool = $2"
                           " RETURNING server",
                           {server, tool, sha256,
-                           listing.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), utc_now()});
+                           listing.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), pinned_at_now()});
     if (!rows) return rows.error();
     if (rows->rows() != 1)
       return Error::make("not_found", "tool " + server + "." + tool + " has no pin to differ from");
@@ -87,7 +87,7 @@ class PgPinStore final : public PinStore {
                           "UPDATE mcp_pins SET sha256 = pending_sha256, pinned_at = $4, pending_sha256 = '',"
                           " pending_json = '', pending_since = '' WHERE server = $1 AND tool = $2"
                           " AND pending_sha256 <> '' AND ($3 = '' OR pending_sha256 = $3) RETURNING server",
-                          {server, tool, expected_sha256, utc_now()});
+                          {server, tool, expected_sha256, pinned_at_now()});
     if (!rows) return rows.error();
     if (rows->rows() == 1) return {};
     return why_not_approved(server, tool, expected_sha256);
@@ -102,7 +102,7 @@ class PgPinStore final : public PinStore {
 Result<std::unique_ptr<PinStore>> open_postgres_pin_store(const storage::StateLocation& location) {
   auto db = pg::Database::open(location.postgres, "the state database (tool pins)");
   if (!db) return db.error();
-  if (auto made = pg::create_schema(**db, "creating the pins table", kSchema); !made) return made.error();
+  if (auto made = pg::create_schema(**db, "creating the pins table", kPgSchema); !made) return made.error();
   return std::unique_ptr<PinStore>(std::make_unique<PgPinStore>(std::move(*db)));
 }
 

@@ -9,18 +9,18 @@
 namespace airlock::mcp {
 namespace {
 
-Error server_failed(const std::string& message) {
+Error method_failed(const std::string& message) {
   return Error::make("tool_server_failed", message);
 }
 
 // A JSON-RPC error answer, as the methods' callers see it.
 Error refused(const std::string& method, const Error& e) {
-  return server_failed("the server answered " + method + " with an error: " + e.message);
+  return method_failed("the server answered " + method + " with an error: " + e.message);
 }
 
 Result<pipeline::McpToolResult> parse_call_result(const nlohmann::json& r) {
   auto bad = [](const std::string& why) {
-    return server_failed("protocol error: the tools/call result " + why);
+    return method_failed("protocol error: the tools/call result " + why);
   };
   if (!r.is_object()) return bad("is not an object");
   pipeline::McpToolResult out;
@@ -58,10 +58,10 @@ Result<std::string> StdioClient::initialize(std::chrono::milliseconds timeout) {
   const auto& result = *r;
   auto v = result.is_object() ? result.find("protocolVersion") : result.end();
   if (!result.is_object() || v == result.end() || !v->is_string())
-    return server_failed("protocol error: the initialize result has no protocolVersion");
+    return method_failed("protocol error: the initialize result has no protocolVersion");
   const std::string version = v->get<std::string>();
   if (!accepted_server_protocol_version(version))
-    return server_failed("the server speaks MCP revision \"" + version.substr(0, 40) +
+    return method_failed("the server speaks MCP revision \"" + version.substr(0, 40) +
                          "\"; Airlock speaks 2025-11-25, 2025-06-18 and 2025-03-26");
   if (auto c = result.find("capabilities"); c != result.end() && c->is_object()) {
     std::lock_guard lock(impl_->mu);
@@ -76,7 +76,7 @@ Result<std::vector<ListedTool>> StdioClient::list_tools(std::chrono::millisecond
   auto items = list_items("tools/list", "tools", timeout);
   if (!items) return items.error();
   auto parsed = parse_tools_list({{"tools", std::move(*items)}});
-  if (!parsed) return server_failed("protocol error: tools/list: " + parsed.error().message);
+  if (!parsed) return method_failed("protocol error: tools/list: " + parsed.error().message);
   return parsed;
 }
 
@@ -106,7 +106,7 @@ Result<nlohmann::json> StdioClient::list_items(const std::string& method, const 
   std::optional<std::string> cursor;
   for (std::size_t page = 0;; ++page) {
     if (page == o.max_list_pages)
-      return server_failed("the server's " + method + " has more than " + std::to_string(o.max_list_pages) +
+      return method_failed("the server's " + method + " has more than " + std::to_string(o.max_list_pages) +
                            " pages; refused");
     nlohmann::json params = nlohmann::json::object();
     if (cursor) params["cursor"] = *cursor;
@@ -114,14 +114,14 @@ Result<nlohmann::json> StdioClient::list_items(const std::string& method, const 
     if (!r) return r.error().code == "rpc_error" ? refused(method, r.error()) : r.error();
     auto listed = r->is_object() ? r->find(items_key) : r->end();
     if (!r->is_object() || listed == r->end() || !listed->is_array())
-      return server_failed("protocol error: the " + method + " result has no \"" + items_key + "\" array");
+      return method_failed("protocol error: the " + method + " result has no \"" + items_key + "\" array");
     for (auto& item : *listed) items.push_back(std::move(item));
     if (items.size() > o.max_tools)
-      return server_failed("the server's " + method + " lists more than " + std::to_string(o.max_tools) + " " +
+      return method_failed("the server's " + method + " lists more than " + std::to_string(o.max_tools) + " " +
                            items_key + "; refused");
     auto next = r->find("nextCursor");
     if (next == r->end() || next->is_null()) return items;
-    if (!next->is_string()) return server_failed("protocol error: " + method + " nextCursor is not a string");
+    if (!next->is_string()) return method_failed("protocol error: " + method + " nextCursor is not a string");
     cursor = next->get<std::string>();
   }
 }
@@ -136,7 +136,7 @@ Result<pipeline::McpToolResult> StdioClient::call_method(const std::string& meth
         {{{"type", "text"}, {"text", "the server refused " + method + ": " + r.error().message}}});
     return out;
   }
-  if (!r->is_object()) return server_failed("protocol error: the " + method + " result is not an object");
+  if (!r->is_object()) return method_failed("protocol error: the " + method + " result is not an object");
   out.method_result = std::move(*r);
   return out;
 }
@@ -145,10 +145,10 @@ Result<pipeline::McpToolResult> StdioClient::call_method(const std::string& meth
 Status StdioClient::Impl::handle_line(const std::string& line) {
   auto value = parse_json_bounded(line, options.max_json_depth);
   if (!value)
-    return server_failed("protocol error: the server wrote a line that is not acceptable JSON (" +
+    return method_failed("protocol error: the server wrote a line that is not acceptable JSON (" +
                          value.error().message + ")");
   auto m = parse_message(*value);
-  if (!m) return server_failed("protocol error: not a JSON-RPC message: " + m.error().message);
+  if (!m) return method_failed("protocol error: not a JSON-RPC message: " + m.error().message);
   switch (m->kind) {
     case Message::Kind::response:
     case Message::Kind::error_response: on_response(*m); break;

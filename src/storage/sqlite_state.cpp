@@ -75,6 +75,11 @@ Result<SqliteConnection> open_sqlite_state(const std::string& path, const char* 
   return db;
 }
 
+Error sqlite_error(sqlite3* db, const std::string& store, const std::string& what) {
+  const std::string reason = db ? sqlite3_errmsg(db) : "out of memory";
+  return Error::make("storage", (store.empty() ? "" : store + ": ") + what + ": " + reason);
+}
+
 Status sqlite_exec(sqlite3* db, const char* sql, const std::string& store) {
   char* message = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) == SQLITE_OK) return {};

@@ -50,6 +50,10 @@ Result<SqliteConnection> open_sqlite_state(const std::string& path, const char* 
 // Runs sql (one or more statements, no rows wanted). Errors: code "storage", "<store>: <reason>".
 Status sqlite_exec(sqlite3* db, const char* sql, const std::string& store);
 
+// A failed SQLite call of a state store: code "storage", "<store>: <what>: <SQLite's message>"
+// ("<what>: ..." when store is empty; "out of memory" when there is no connection).
+Error sqlite_error(sqlite3* db, const std::string& store, const std::string& what);
+
 // A prepared statement of a state store: finalized when it goes (or, made from one the store
 // keeps prepared, reset and kept). Text and blobs are bound by copy.
 class SqliteStatement {

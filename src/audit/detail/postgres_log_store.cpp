@@ -15,7 +15,7 @@ namespace pg = storage::pg;
 
 // Taken around schema creation only: CREATE TABLE IF NOT EXISTS from two sessions at once can
 // still fail on the catalog's unique index.
-constexpr const char* kSchema = R"sql(
+constexpr const char* kPgSchema = R"sql(
 BEGIN;
 SELECT pg_advisory_xact_lock(1095912523, 2);
 CREATE TABLE IF NOT EXISTS audit_meta(key text PRIMARY KEY, value text NOT NULL);
@@ -201,7 +201,7 @@ Status PostgresLogStore::reconnect() {
 }
 
 Status PostgresLogStore::create_schema() {
-  pg::Reply reply = pg::run(conn_.get(), kSchema, secrets_);
+  pg::Reply reply = pg::run(conn_.get(), kPgSchema, secrets_);
   if (!reply.ok()) {
     (void)pg::run(conn_.get(), "ROLLBACK");
     return failure("create the audit tables", reply);

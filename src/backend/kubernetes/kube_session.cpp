@@ -92,7 +92,7 @@ bool read_all(int fd, std::string& out, const std::atomic<bool>* stop = nullptr,
   }
 }
 
-bool write_all(int fd, const char* data, std::size_t size, const std::atomic<bool>* stop = nullptr) {
+bool write_unless_stopped(int fd, const char* data, std::size_t size, const std::atomic<bool>* stop = nullptr) {
   while (size > 0) {
     if (stop) {
       struct pollfd p{fd, POLLOUT, 0};
@@ -523,7 +523,7 @@ class KubernetesSession final : public Session {
     PodExec& exec = **started;
     if (!input.empty()) {
       UniqueFd in = exec.take_stdin();
-      write_all(in.get(), input.data(), input.size());
+      write_unless_stopped(in.get(), input.data(), input.size());
     }
     Ran ran;
     UniqueFd out = exec.take_stdout(), err = exec.take_stderr();
@@ -689,7 +689,7 @@ Result<sandbox::FileTransfer> KubernetesSession::read_file(const std::string& pa
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) { ok = false; break; }
       left -= static_cast<std::uint64_t>(n);
-      ok = write_all(to_caller->get(), buf.data(), static_cast<std::size_t>(n), &stop_);
+      ok = write_unless_stopped(to_caller->get(), buf.data(), static_cast<std::size_t>(n), &stop_);
     }
     to_caller->reset();
     std::string rest, complaint;

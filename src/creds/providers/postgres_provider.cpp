@@ -44,7 +44,7 @@ bool is_lease_role(const std::string& role) {
   });
 }
 
-Error unavailable(std::string message) {
+Error database_unavailable(std::string message) {
   return Error::make("credential_unavailable", std::move(message));
 }
 
@@ -58,7 +58,7 @@ Result<ConnPtr> connect_admin(const std::string& server, const std::string& url,
   options.secrets = secrets;
   if (!database.empty()) options.keywords.emplace_back("dbname", database);
   auto conn = storage::pg::connect(url, options);
-  if (!conn) return unavailable("postgres server '" + server + "': " + conn.error().message);
+  if (!conn) return database_unavailable("postgres server '" + server + "': " + conn.error().message);
   return std::move(*conn);
 }
 
@@ -136,7 +136,7 @@ Result<std::vector<Grant>> parse_grants(const policy::PostgresCredential& spec) 
 Result<std::string> random_bytes(std::size_t n) {
   std::string out(n, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n)) != 1)
-    return unavailable("postgres: no random bytes");
+    return database_unavailable("postgres: no random bytes");
   return out;
 }
 
@@ -166,7 +166,7 @@ Result<std::string> scram_verifier(const std::string& password) {
            reinterpret_cast<const unsigned char*>("Server Key"), 10, server_key, &len);
   OPENSSL_cleanse(salted, sizeof salted);
   OPENSSL_cleanse(client_key, sizeof client_key);
-  if (!ok) return unavailable("postgres: could not compute a SCRAM verifier");
+  if (!ok) return database_unavailable("postgres: could not compute a SCRAM verifier");
   return "SCRAM-SHA-256$" + std::to_string(kIterations) + ":" + base64(salt_bytes, salt->size()) +
          "$" + base64(stored_key, sizeof stored_key) + ":" + base64(server_key, sizeof server_key);
 }
@@ -220,7 +220,7 @@ Status drop_role(const Session& s, const std::string& role) {
   const std::string r = s.identifier(role);
   Reply found = s.run("SELECT oid, pg_has_role(oid, 'USAGE') FROM pg_roles WHERE rolname = " +
                       s.literal(role));
-  if (!found.ok()) return unavailable("postgres: looking up role " + role + ": " + found.message);
+  if (!found.ok()) return database_unavailable("postgres: looking up role " + role + ": " + found.message);
   if (found.rows() == 0) return Status::success();
   const std::string oid = found.value(0, 0);
   // NOLOGIN first: a client retrying the credential cannot start a session between the
@@ -232,12 +232,12 @@ Status drop_role(const Session& s, const std::string& role) {
     (void)s.run("ROLLBACK");
     return reply.sqlstate == "42704"
                ? Status::success()
-               : unavailable("postgres: disabling role " + role + ": " + reply.message);
+               : database_unavailable("postgres: disabling role " + role + ": " + reply.message);
   }
   Reply ended = s.run("SELECT pg_terminate_backend(pid, " + std::to_string(kTerminateWaitMs) +
                       ") FROM pg_stat_activity WHERE usesysid = " + oid);
   if (!ended.ok())
-    return unavailable("postgres: terminating the sessions of " + role + ": " + ended.message);
+    return database_unavailable("postgres: terminating the sessions of " + role + ": " + ended.message);
   // pg_stat_activity is read once per transaction: the count is of after the termination.
   Reply dropped = s.run("BEGIN; SET LOCAL statement_timeout = '10s'; " + kSerialize +
                         "DROP OWNED BY " + r + "; DROP ROLE IF EXISTS " + r +
@@ -245,11 +245,11 @@ Status drop_role(const Session& s, const std::string& role) {
   if (!dropped.ok() || dropped.value(0, 0) != "0") {
     (void)s.run("ROLLBACK");
     if (dropped.sqlstate == "42704") return Status::success();  // dropped meanwhile
-    return unavailable("postgres: dropping role " + role + ": " +
+    return database_unavailable("postgres: dropping role " + role + ": " +
                        (dropped.ok() ? "a session outlived its termination" : dropped.message));
   }
   if (Reply committed = s.run("COMMIT"); !committed.ok())
-    return unavailable("postgres: dropping role " + role + ": " + committed.message);
+    return database_unavailable("postgres: dropping role " + role + ": " + committed.message);
   return Status::success();
 }
 
@@ -305,11 +305,11 @@ auto with_admin(PostgresProvider::Pool& pool, const PostgresProvider::AdminUrl& 
   const auto& pg = server.postgres;
   auto url = admin_url(pg.admin_secret);
   if (!url)
-    return unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret +
+    return database_unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret +
                        "': " + url.error().message);
   auto password = storage::pg::url_password(*url);
   if (!password)
-    return unavailable("postgres server '" + server.name +
+    return database_unavailable("postgres server '" + server.name +
                        "': its admin URL is not a libpq connection string");
   const std::vector<std::string> secrets = {*url, *password};
   const std::string key = server.name + '\n' + *url + '\n' + pg.database;
@@ -352,7 +352,7 @@ Result<nlohmann::json> PostgresProvider::target(const policy::CredentialSpec& sp
     return Error::make("invalid_argument",
                        "postgres provider: the spec is not a postgres credential");
   if (find_server(pg->server) == nullptr)
-    return unavailable("postgres: credential server '" + pg->server + "' is not configured");
+    return database_unavailable("postgres: credential server '" + pg->server + "' is not configured");
   const std::string role = "airlock_" + lease.id;
   if (!is_lease_role(role))
     return Error::make("invalid_argument", "postgres provider: the lease id is not 32 hex digits");
@@ -380,11 +380,11 @@ Result<Issued> issue_on(Session& s, const IssueRequest& request) {
   // The end by the server's clock, which is the one that enforces it.
   Reply until = s.run("SELECT (now() + make_interval(secs => " +
                       std::to_string(request.ttl.count()) + "))::text");
-  if (!until.ok()) return unavailable("postgres server '" + s.server() + "': " + until.message);
+  if (!until.ok()) return database_unavailable("postgres server '" + s.server() + "': " + until.message);
   Reply made = s.run(create_statements(s, request.role, *verifier, until.value(0, 0),
                                        request.connection_limit, request.grants));
   if (!made.ok())
-    return unavailable("postgres server '" + s.server() + "': creating role " + request.role +
+    return database_unavailable("postgres server '" + s.server() + "': creating role " + request.role +
                        ": " + made.message);
 
   const auto& pg = request.server.postgres;
@@ -433,7 +433,7 @@ Status PostgresProvider::revoke(const Lease& lease, const std::string* /*value*/
                                                " names a role Airlock does not make: " + role);
   const auto* server = find_server(server_name);
   if (server == nullptr)
-    return unavailable("postgres: credential server '" + server_name + "' is not configured");
+    return database_unavailable("postgres: credential server '" + server_name + "' is not configured");
   return with_admin(*pool_, admin_url_, *server, [&](Session& s) {
     // Once more when a session appeared between the termination and the drop.
     Status dropped = drop_role(s, role);

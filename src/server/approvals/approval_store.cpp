@@ -94,10 +94,6 @@ class Transaction {
   bool ok_ = false, done_ = false;
 };
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", what + ": " + sqlite3_errmsg(db));
-}
-
 // The SQLite store: one connection, one mutex, BEGIN IMMEDIATE transactions.
 class SqliteApprovalStore final : public ApprovalStore {
  public:
@@ -141,7 +137,7 @@ Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const std::string& pa
   auto store = std::make_unique<SqliteApprovalStore>(raw, std::move(key));  // owns it from here
   // A deleted token's or argument's bytes are overwritten, not left in a free page.
   if (sqlite3_exec(raw, "PRAGMA secure_delete = ON", nullptr, nullptr, nullptr) != SQLITE_OK)
-    return db_error(raw, "state database (approvals): secure_delete");
+    return storage::sqlite_error(raw, "", "state database (approvals): secure_delete");
   if (auto s = add_later_columns(raw); !s) return s.error();
   if (auto s = store->seal_plain_rows(); !s) return s.error();
   return std::unique_ptr<ApprovalStore>(std::move(store));
@@ -157,7 +153,7 @@ Result<std::unique_ptr<ApprovalStore>> ApprovalStore::open(const storage::StateL
 Status SqliteApprovalStore::seal_plain_rows() {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
-  if (!tx.ok()) return db_error(db_, "sealing older approvals");
+  if (!tx.ok()) return storage::sqlite_error(db_, "", "sealing older approvals");
   std::vector<ApprovalRecord> plain;
   {
     Statement s(db_, "SELECT id, invocation FROM approvals WHERE substr(invocation, 1, 1) = '{'");
@@ -175,9 +171,9 @@ Status SqliteApprovalStore::seal_plain_rows() {
     up.bind(1, sealed->invocation);
     up.bind(2, sealed->arguments_preview);
     up.bind(3, r.id);
-    if (!up.step_done()) return db_error(db_, "sealing approval " + r.id);
+    if (!up.step_done()) return storage::sqlite_error(db_, "", "sealing approval " + r.id);
   }
-  if (!tx.commit()) return db_error(db_, "sealing older approvals");
+  if (!tx.commit()) return storage::sqlite_error(db_, "", "sealing older approvals");
   return {};
 }
 
@@ -206,7 +202,7 @@ Status SqliteApprovalStore::create(const ApprovalRecord& r) {
   s.bind(14, sealed->arguments_preview);
   s.bind(15, sealed->arguments_bytes);
   s.bind(16, sealed->user_token);
-  if (!s.step_done()) return db_error(db_, "storing approval " + r.id);
+  if (!s.step_done()) return storage::sqlite_error(db_, "", "storing approval " + r.id);
   return {};
 }
 
@@ -263,7 +259,7 @@ Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const 
                                              std::int64_t now_ms) {
   std::lock_guard lock(mu_);
   Transaction tx(db_);
-  if (!tx.ok()) return db_error(db_, "deciding approval " + id);
+  if (!tx.ok()) return storage::sqlite_error(db_, "", "deciding approval " + id);
   auto current = load("WHERE id = ?", id, false);
   if (!current) return Error::make("not_found", "no approval " + id);
   if (current->state != "pending")
@@ -283,7 +279,7 @@ Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const 
   ins.bind(5, decision.verdict);
   ins.bind(6, decision.reason);
   ins.bind(7, now_ms);
-  if (!ins.step_done()) return db_error(db_, "recording a decision on approval " + id);
+  if (!ins.step_done()) return storage::sqlite_error(db_, "", "recording a decision on approval " + id);
   current->decisions.push_back(decision);
   current->decisions.back().at_ms = now_ms;
   std::string next = decision.verdict == "deny" ? "denied"
@@ -297,11 +293,11 @@ Result<ApprovalRecord> SqliteApprovalStore::decide(const std::string& id, const 
     up.bind(1, next);
     up.bind(2, now_ms);
     up.bind(3, id);
-    if (!up.step_done()) return db_error(db_, "deciding approval " + id);
+    if (!up.step_done()) return storage::sqlite_error(db_, "", "deciding approval " + id);
     current->state = next;
     current->decided_ms = now_ms;
   }
-  if (!tx.commit()) return db_error(db_, "committing the decision on approval " + id);
+  if (!tx.commit()) return storage::sqlite_error(db_, "", "committing the decision on approval " + id);
   return *current;
 }
 
@@ -311,7 +307,7 @@ Result<ApprovalRecord> SqliteApprovalStore::withdraw(const std::string& id, std:
                    " WHERE id = ? AND state = 'pending'");
   up.bind(1, now_ms);
   up.bind(2, id);
-  if (!up.step_done()) return db_error(db_, "withdrawing approval " + id);
+  if (!up.step_done()) return storage::sqlite_error(db_, "", "withdrawing approval " + id);
   const bool withdrawn = sqlite3_changes(db_) == 1;
   auto current = load("WHERE id = ?", id, true);
   if (!current) return Error::make("not_found", "no approval " + id);
@@ -363,7 +359,7 @@ Status SqliteApprovalStore::forget_user_token(const std::string& id) {
   std::lock_guard lock(mu_);
   Statement s(db_, "UPDATE approvals SET user_token = NULL WHERE id = ? AND user_token IS NOT NULL");
   s.bind(1, id);
-  if (!s.step_done()) return db_error(db_, "deleting the user token of approval " + id);
+  if (!s.step_done()) return storage::sqlite_error(db_, "", "deleting the user token of approval " + id);
   return {};
 }
 

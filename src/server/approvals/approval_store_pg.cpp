@@ -17,7 +17,7 @@ namespace {
 
 namespace pg = storage::pg;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kPgSchema = R"sql(
 CREATE TABLE IF NOT EXISTS approvals (
   id text PRIMARY KEY, invocation_id text NOT NULL UNIQUE, tool text NOT NULL,
   config_version text NOT NULL, arguments_sha256 text NOT NULL, approvers_required integer NOT NULL,
@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS approval_decisions (
 
 // Column 16 is the sealed invocation document ('' where a list does not need it), 17 the
 // decision basis's digest, 18 the sealed user token (NULL when none is kept).
-constexpr const char* kColumns =
+constexpr const char* kPgColumns =
     "SELECT id, invocation_id, tool, config_version, arguments_sha256, approvers_required,"
     " requester_principal, requester_issuer, requester_sub, requested_ms, expires_ms, state,"
     " decided_ms, resumed, arguments_preview, arguments_bytes, invocation, decision_basis, user_token FROM approvals ";
@@ -130,7 +130,7 @@ class PgApprovalStore final : public ApprovalStore {
   Result<ApprovalRecord> decide(const std::string& id, const ApprovalDecision& decision, std::int64_t now_ms) override {
     ApprovalRecord current;
     Status done = db_->transaction("deciding approval " + id, [&](pg::Database::Tx& tx) -> Status {
-      auto row = tx.exec("locking approval " + id, std::string(kColumns) + "WHERE id = $1 FOR UPDATE", {id});
+      auto row = tx.exec("locking approval " + id, std::string(kPgColumns) + "WHERE id = $1 FOR UPDATE", {id});
       if (!row) return row.error();
       if (row->rows() == 0) return Error::make("not_found", "no approval " + id);
       current = record_of(*row, 0, *key_, false);
@@ -168,7 +168,7 @@ class PgApprovalStore final : public ApprovalStore {
 
   std::vector<ApprovalRecord> approved_not_resumed() override {
     auto rows = db_->exec("listing approved approvals",
-                          std::string(kColumns) + "WHERE state = 'approved' AND NOT resumed ORDER BY seq");
+                          std::string(kPgColumns) + "WHERE state = 'approved' AND NOT resumed ORDER BY seq");
     return whole_records(rows);
   }
 
@@ -229,7 +229,7 @@ class PgApprovalStore final : public ApprovalStore {
   }
 
   std::optional<ApprovalRecord> load(const std::string& where, const std::string& key) {
-    auto row = db_->exec("loading an approval", std::string(kColumns) + where, {key});
+    auto row = db_->exec("loading an approval", std::string(kPgColumns) + where, {key});
     if (!row || row->rows() == 0) return std::nullopt;
     ApprovalRecord r = record_of(*row, 0, *key_, true);
     r.decisions = decisions_of(r.id);
@@ -304,7 +304,7 @@ Result<std::unique_ptr<ApprovalStore>> open_postgres_approval_store(const storag
   if (!key) return Error::make("storage", "the state database (approvals): no key to seal pending calls with");
   auto db = pg::Database::open(location.postgres, "the state database (approvals)");
   if (!db) return db.error();
-  if (auto made = pg::create_schema(**db, "creating the approvals' tables", kSchema); !made) return made.error();
+  if (auto made = pg::create_schema(**db, "creating the approvals' tables", kPgSchema); !made) return made.error();
   auto store = std::make_unique<PgApprovalStore>(std::move(*db), std::move(key));
   if (auto sealed = store->seal_plain_rows(); !sealed) return sealed.error();
   return std::unique_ptr<ApprovalStore>(std::move(store));

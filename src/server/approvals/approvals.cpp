@@ -22,11 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-std::int64_t to_ms(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-std::int64_t now_ms() { return to_ms(std::chrono::system_clock::now()); }
-
 // A credential by what it grants: the provider, the audience and scopes (or grants).
 json credential_summary(const policy::CredentialSpec& c) {
   json j = {{"env", c.env}, {"provider", std::string(c.provider())}};
@@ -228,8 +223,8 @@ Status ApprovalService::hold(const pipeline::Invocation& inv, const pipeline::Ap
     r.requester_issuer = inv.subject->issuer;
     r.requester_sub = inv.subject->sub;
   }
-  r.requested_ms = to_ms(request.requested_at);
-  r.expires_ms = to_ms(request.expires_at);
+  r.requested_ms = unix_ms(request.requested_at);
+  r.expires_ms = unix_ms(request.expires_at);
   r.state = "pending";
   r.invocation = std::move(*persisted);
   r.user_token = inv.user_token;  // set only for a tool that exchanges it (the approval stage)
@@ -328,7 +323,7 @@ ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Ca
                             ", not those you approved");
   approver->verdict = verdict;
   approver->reason = body.value("reason", "");
-  auto decided = store_.decide(id, *approver, now_ms());
+  auto decided = store_.decide(id, *approver, unix_ms_now());
   if (!decided) {
     if (decided.error().code == "expired") expire_due();  // record the expiry now, once
     const std::string kind = decided.error().code == "expired" ? "approval_expired" : decided.error().code;
@@ -354,7 +349,7 @@ ApprovalAnswer ApprovalService::decide(const std::string& id, const pipeline::Ca
 Status ApprovalService::withdraw(const std::string& invocation_id, const std::string& by) {
   const auto current = store_.by_invocation(invocation_id);
   if (!current) return Error::make("not_found", "invocation " + invocation_id + " waits for no approval");
-  auto withdrawn = store_.withdraw(current->id, now_ms());
+  auto withdrawn = store_.withdraw(current->id, unix_ms_now());
   if (!withdrawn) return withdrawn.error();
   (void)audit_event(*withdrawn, "approval.withdrawn",
                     {{"by", by}, {"approvals", withdrawn->approvals()}, {"approvers_required", withdrawn->approvers_required}});
@@ -371,7 +366,7 @@ void ApprovalService::tick() {
 }
 
 void ApprovalService::expire_due() {
-  for (const auto& r : store_.expire_due(now_ms())) {
+  for (const auto& r : store_.expire_due(unix_ms_now())) {
     (void)audit_event(r, "approval.expired", {{"approvals", r.approvals()}, {"approvers_required", r.approvers_required}});
     end_unrun(r, pipeline::deny(pipeline::ErrorKind::approval_expired,
                                 "approval " + r.id + " expired at " + rfc3339_ms(r.expires_ms) + " with " +

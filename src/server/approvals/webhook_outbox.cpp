@@ -10,14 +10,16 @@ namespace {
 
 using Statement = storage::SqliteStatement;
 
-constexpr const char* kSchema =
+constexpr const char* kOutboxStore = "state database (webhook_deliveries)";  // named in errors
+
+constexpr const char* kOutboxSchema =
     "CREATE TABLE IF NOT EXISTS webhook_deliveries ("
     " id TEXT PRIMARY KEY, webhook TEXT NOT NULL, event TEXT NOT NULL, subject TEXT NOT NULL,"
     " body TEXT NOT NULL, created_ms INTEGER NOT NULL, next_ms INTEGER NOT NULL,"
     " attempts INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, last_error TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (state, next_ms)";
 
-constexpr const char* kColumns =
+constexpr const char* kOutboxColumns =
     "SELECT id, webhook, event, subject, body, created_ms, next_ms, attempts, state, last_error"
     " FROM webhook_deliveries ";
 
@@ -44,16 +46,12 @@ WebhookDelivery row_of(const Statement& s, const creds::SealingKey& key) {
   return d;
 }
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", "state database (webhook_deliveries): " + what + ": " + sqlite3_errmsg(db));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<WebhookOutbox>> WebhookOutbox::open(const std::string& path,
                                                            std::shared_ptr<const creds::SealingKey> key) {
   if (!key) return Error::make("storage", "state database (webhook_deliveries): no key to seal bodies with");
-  auto db = storage::open_sqlite_state(path, kSchema, "state database (webhook_deliveries)");
+  auto db = storage::open_sqlite_state(path, kOutboxSchema, kOutboxStore);
   if (!db) return db.error();
   std::unique_ptr<WebhookOutbox> outbox(new WebhookOutbox(db->release(), std::move(key)));
   if (auto s = outbox->exec("PRAGMA secure_delete = ON"); !s) return s.error();
@@ -78,7 +76,7 @@ Status WebhookOutbox::seal_plain_bodies() {
     up.bind(2, id);
     if (!sealed || !up.step_done()) {
       (void)exec("ROLLBACK");
-      return sealed ? db_error(db_, "sealing delivery " + id) : sealed.error();
+      return sealed ? storage::sqlite_error(db_, kOutboxStore, "sealing delivery " + id) : sealed.error();
     }
   }
   return exec("COMMIT");
@@ -87,7 +85,7 @@ Status WebhookOutbox::seal_plain_bodies() {
 WebhookOutbox::~WebhookOutbox() { sqlite3_close(db_); }
 
 Status WebhookOutbox::exec(const std::string& sql) {
-  return storage::sqlite_exec(db_, sql.c_str(), "state database (webhook_deliveries)");
+  return storage::sqlite_exec(db_, sql.c_str(), kOutboxStore);
 }
 
 Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
@@ -111,7 +109,7 @@ Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
     s.bind(6, d.created_ms);
     s.bind(7, d.next_ms);
     if (!s.step_done()) {
-      Error e = db_error(db_, "storing delivery " + d.id);
+      Error e = storage::sqlite_error(db_, kOutboxStore, "storing delivery " + d.id);
       (void)exec("ROLLBACK");
       return e;
     }
@@ -125,7 +123,7 @@ Status WebhookOutbox::add(const std::vector<WebhookDelivery>& deliveries) {
 
 std::vector<WebhookDelivery> WebhookOutbox::due(std::int64_t now_ms, int limit) {
   std::lock_guard lock(mu_);
-  Statement s(db_, (std::string(kColumns) +
+  Statement s(db_, (std::string(kOutboxColumns) +
                     "WHERE state = 'pending' AND next_ms <= ? ORDER BY next_ms, created_ms LIMIT ?")
                        .c_str());
   s.bind(1, now_ms);
@@ -144,7 +142,7 @@ std::optional<std::int64_t> WebhookOutbox::next_due() {
 
 std::optional<WebhookDelivery> WebhookOutbox::get(const std::string& id) {
   std::lock_guard lock(mu_);
-  Statement s(db_, (std::string(kColumns) + "WHERE id = ?").c_str());
+  Statement s(db_, (std::string(kOutboxColumns) + "WHERE id = ?").c_str());
   s.bind(1, id);
   if (!s.step_row()) return std::nullopt;
   return row_of(s, *key_);
@@ -158,7 +156,8 @@ Status WebhookOutbox::release(const std::string& event, const std::string& subje
   s.bind(1, now_ms);
   s.bind(2, event);
   s.bind(3, subject);
-  if (!s.step_done()) return db_error(db_, "releasing the " + event + " deliveries of " + subject);
+  if (!s.step_done())
+    return storage::sqlite_error(db_, kOutboxStore, "releasing the " + event + " deliveries of " + subject);
   return {};
 }
 
@@ -173,7 +172,7 @@ Status WebhookOutbox::update(const std::string& id, const char* state, std::uint
   s.bind(3, next_ms);
   s.bind(4, error);
   s.bind(5, id);
-  if (!s.step_done()) return db_error(db_, "updating delivery " + id);
+  if (!s.step_done()) return storage::sqlite_error(db_, kOutboxStore, "updating delivery " + id);
   return {};
 }
 

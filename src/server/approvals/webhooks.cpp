@@ -23,10 +23,6 @@ constexpr int kBatch = 64;      // due rows read per round
 constexpr int kDeliverers = 4;  // threads; at most one attempt per webhook at a time
 constexpr std::size_t kMaxAnswerBytes = 1 << 20;
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
-}
-
 const policy::WebhookConfig* find_webhook(const policy::Config& config, const std::string& name) {
   for (const auto& w : config.webhooks)
     if (w.name == name) return &w;
@@ -92,7 +88,7 @@ Status WebhookService::enqueue(const std::string& event, const std::string& tool
     d.event = event;
     d.subject = invocation_id;
     d.body = body_of(d.id, event, fields);
-    d.created_ms = now_ms();
+    d.created_ms = unix_ms_now();
     d.next_ms = d.created_ms + (held ? kHeldFor.count() : 0);
     deliveries.push_back(std::move(d));
   }
@@ -112,7 +108,7 @@ void WebhookService::announce_completed(const pipeline::Invocation& inv, nlohman
 }
 
 void WebhookService::release(const std::string& event, const std::string& invocation_id) {
-  if (auto s = outbox_.release(event, invocation_id, now_ms()); !s)
+  if (auto s = outbox_.release(event, invocation_id, unix_ms_now()); !s)
     std::cerr << "airlock: webhook: " << s.error().message << "\n";  // sent kHeldFor later
   wake();
 }
@@ -167,13 +163,13 @@ std::optional<WebhookDelivery> WebhookService::claim(const std::vector<WebhookDe
 }
 
 WebhookService::Round WebhookService::deliver_one() {
-  const auto due = outbox_.due(now_ms(), kBatch);
+  const auto due = outbox_.due(unix_ms_now(), kBatch);
   if (due.empty()) return Round::idle;
   const auto claimed = claim(due);
   if (!claimed) return Round::busy;
   // Read again now that its webhook is ours: another thread may have just attempted it.
   const auto fresh = outbox_.get(claimed->id);
-  if (fresh && fresh->state == "pending" && fresh->next_ms <= now_ms()) attempt(*fresh);
+  if (fresh && fresh->state == "pending" && fresh->next_ms <= unix_ms_now()) attempt(*fresh);
   std::lock_guard lock(mu_);
   busy_.erase(claimed->webhook);
   ++wakes_;
@@ -193,7 +189,7 @@ void WebhookService::attempt(const WebhookDelivery& d) {
     if (metrics_) metrics_->count("airlock_webhook_deliveries_total", {{"webhook", w->name}, {"result", "delivered"}});
     return;
   }
-  const std::int64_t now = now_ms();
+  const std::int64_t now = unix_ms_now();
   const bool out_of_attempts = w->retry.attempts != 0 && attempts >= w->retry.attempts;
   const bool out_of_time = now - d.created_ms >= w->retry.give_up_after.count();
   if (out_of_attempts || out_of_time) return give_up(d, attempts, *failure);

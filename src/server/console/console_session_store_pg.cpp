@@ -16,7 +16,7 @@ namespace {
 
 namespace pg = storage::pg;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kSessionsPgSchema = R"sql(
 CREATE TABLE IF NOT EXISTS console_sessions(
   id_sha256 text PRIMARY KEY, credential_sealed text NOT NULL, csrf_sealed text NOT NULL,
   created_ms bigint NOT NULL, used_ms bigint NOT NULL);
@@ -161,7 +161,7 @@ Result<std::shared_ptr<SessionStore>> open_postgres_session_store(const pg::Data
                                                                  SessionOptions options, WallMs now) {
   auto db = pg::Database::open(location, "the state database (console sessions)");
   if (!db) return db.error();
-  if (auto made = pg::create_schema(**db, "creating the console sessions table", kSchema); !made) return made.error();
+  if (auto made = pg::create_schema(**db, "creating the console sessions table", kSessionsPgSchema); !made) return made.error();
   return std::shared_ptr<SessionStore>(std::make_shared<PgSessionStore>(std::move(*db), std::move(key), options,
                                                                         std::move(now)));
 }

@@ -14,10 +14,6 @@ using detail::now_ms;
 
 using Statement = storage::SqliteStatement;
 
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", what + ": " + sqlite3_errmsg(db));
-}
-
 class SqliteInvocationStore : public InvocationStore {
  public:
   explicit SqliteInvocationStore(sqlite3* db) : db_(db) {}
@@ -58,7 +54,7 @@ Status SqliteInvocationStore::migrate() {
     const std::string sql = std::string("ALTER TABLE invocations ADD COLUMN ") + column + " TEXT";
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK &&
         std::string(sqlite3_errmsg(db_)).find("duplicate column") == std::string::npos)
-      return db_error(db_, "adding column " + std::string(column));
+      return storage::sqlite_error(db_, "", "adding column " + std::string(column));
   }
   return exec(
       "UPDATE invocations SET principal = json_extract(response, '$.principal'),"
@@ -87,7 +83,7 @@ Status SqliteInvocationStore::begin(const std::string& id, const std::string& to
   s.bind(4, owner.principal);
   s.bind(5, owner.issuer);
   s.bind(6, owner.sub);
-  if (sqlite3_step(s.get()) != SQLITE_DONE) return db_error(db_, "recording invocation " + id);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return storage::sqlite_error(db_, "", "recording invocation " + id);
   return {};
 }
 
@@ -103,7 +99,7 @@ Status SqliteInvocationStore::finish(const std::string& id, const std::string& s
   s.bind(2, response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   s.bind(3, now_ms());
   s.bind(4, id);
-  if (sqlite3_step(s.get()) != SQLITE_DONE) return db_error(db_, "updating invocation " + id);
+  if (sqlite3_step(s.get()) != SQLITE_DONE) return storage::sqlite_error(db_, "", "updating invocation " + id);
   return {};
 }
 
@@ -148,7 +144,7 @@ Result<nlohmann::json> SqliteInvocationStore::list(const Query& q) {
       detail::where_clause(q, params, question_mark) + " ORDER BY started_ms DESC, id DESC LIMIT ?";
   std::lock_guard lock(mu_);
   Statement s(db_, sql.c_str());
-  if (!s.get()) return db_error(db_, "listing invocations");
+  if (!s.get()) return storage::sqlite_error(db_, "", "listing invocations");
   int i = 1;
   for (const auto& p : params) s.bind(i++, p);
   s.bind(i, static_cast<std::int64_t>(q.limit));
@@ -160,7 +156,7 @@ Result<nlohmann::json> SqliteInvocationStore::list(const Query& q) {
     if (sqlite3_column_int(s.get(), 10) != 0) row.finished_ms = sqlite3_column_int64(s.get(), 7);
     out.push_back(detail::summary(row));
   }
-  if (rc != SQLITE_DONE) return db_error(db_, "listing invocations");
+  if (rc != SQLITE_DONE) return storage::sqlite_error(db_, "", "listing invocations");
   return out;
 }
 

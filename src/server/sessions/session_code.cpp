@@ -34,8 +34,6 @@ using nlohmann::json;
 constexpr milliseconds kInterpreterStart{10'000};  // python3 up and its channel ready
 constexpr std::size_t kMaxAnswerBytes = 64u << 20;  // one cell's answer line (figures included)
 
-Error invalid(const std::string& message) { return Error::make("invalid_input", message); }
-
 }  // namespace
 
 // The session's interpreter: the Python process of airlock_interpreter.py, started as an exec
@@ -348,7 +346,7 @@ json answer_cell(const ExecRun::Context& ctx, const policy::SessionTemplate& t, 
 
 Result<CodeRequest> parse_code_request(const std::string& body) {
   auto j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return invalid("the body must be a JSON object {\"code\": \"...\"}");
+  if (j.is_discarded() || !j.is_object()) return invalid_input("the body must be a JSON object {\"code\": \"...\"}");
   CodeRequest r;
   for (const auto& [key, value] : j.items()) {
     if (key == "code" && value.is_string()) {
@@ -358,15 +356,15 @@ Result<CodeRequest> parse_code_request(const std::string& body) {
         r.timeout = milliseconds(value.get<std::uint64_t>());
         continue;
       }
-      if (!value.is_string()) return invalid("timeout: a duration (\"30s\") or milliseconds");
+      if (!value.is_string()) return invalid_input("timeout: a duration (\"30s\") or milliseconds");
       auto d = parse_duration(value.get<std::string>());
-      if (!d || *d <= std::chrono::nanoseconds(0)) return invalid("timeout: a duration (\"30s\") or milliseconds");
+      if (!d || *d <= std::chrono::nanoseconds(0)) return invalid_input("timeout: a duration (\"30s\") or milliseconds");
       r.timeout = std::chrono::duration_cast<milliseconds>(*d);
     } else {
-      return invalid("'" + key + "': expected code (a string) and timeout");
+      return invalid_input("'" + key + "': expected code (a string) and timeout");
     }
   }
-  if (!j.contains("code")) return invalid("code: missing (the Python to run)");
+  if (!j.contains("code")) return invalid_input("code: missing (the Python to run)");
   return r;
 }
 

@@ -12,7 +12,7 @@
 namespace airlock::server {
 namespace {
 
-using Clock = SessionCredentials::Clock;
+using WallClock = SessionCredentials::Clock;
 
 // However short a lease, it is not renewed more often than this.
 constexpr std::chrono::milliseconds kShortestRenewal{500};
@@ -29,9 +29,9 @@ Result<std::shared_ptr<const dlp::Scanner>> shared_scanner() {
 }
 
 // A lease is renewed once a third of its lifetime is left.
-Clock::time_point renew_at(const creds::Lease& l) {
+WallClock::time_point renew_at(const creds::Lease& l) {
   return std::max(l.issued_at + (l.expires_at - l.issued_at) * 2 / 3,
-                  l.issued_at + std::chrono::duration_cast<Clock::duration>(kShortestRenewal));
+                  l.issued_at + std::chrono::duration_cast<WallClock::duration>(kShortestRenewal));
 }
 
 audit::CredentialUse use_of(const creds::Leased& l, const SessionCredentials::Fingerprint& fingerprint) {
@@ -63,7 +63,7 @@ Result<std::unique_ptr<SessionCredentials>> SessionCredentials::lease(Setup setu
   std::unique_ptr<SessionCredentials> out(new SessionCredentials());
   out->setup_ = std::move(setup);
   out->scanner_ = *scanner;
-  out->setup_.context.now = Clock::now();
+  out->setup_.context.now = WallClock::now();
   auto leased = out->setup_.broker->lease(out->setup_.specs, out->setup_.context);
   if (!leased) return leased.error();
   if (auto ok = long_enough(*leased); !ok) {
@@ -103,10 +103,10 @@ std::vector<audit::CredentialUse> SessionCredentials::uses() const {
   return uses_;
 }
 
-std::optional<Clock::time_point> SessionCredentials::next_due() const {
+std::optional<WallClock::time_point> SessionCredentials::next_due() const {
   std::lock_guard lock(mu_);
-  std::optional<Clock::time_point> due;
-  auto earlier = [&](Clock::time_point t) { due = due ? std::min(*due, t) : t; };
+  std::optional<WallClock::time_point> due;
+  auto earlier = [&](WallClock::time_point t) { due = due ? std::min(*due, t) : t; };
   if (closed_ || maintaining_) return due;  // under way: due again once it is done
   for (const auto& l : current_) earlier(renew_at(l.lease));
   for (const auto& l : replaced_) earlier(l.lease.expires_at);
@@ -177,7 +177,7 @@ void SessionCredentials::renew(const std::vector<std::size_t>& slots, Maintenanc
   std::vector<policy::CredentialSpec> specs;
   for (auto slot : slots) specs.push_back(setup_.specs[slot]);
   creds::LeaseContext context = setup_.context;
-  context.now = Clock::now();
+  context.now = WallClock::now();
   auto fresh = setup_.broker->lease(specs, context);
   Status done = fresh ? long_enough(*fresh) : Status(fresh.error());
   if (fresh && !done) m.revoked = revoke(*fresh);
@@ -198,7 +198,7 @@ void SessionCredentials::renew(const std::vector<std::size_t>& slots, Maintenanc
   (void)recompile();  // what stays live (a secret) is still redacted; the rest goes
 }
 
-void SessionCredentials::maintain(Clock::time_point now, const std::function<void(const Maintenance&)>& record) {
+void SessionCredentials::maintain(WallClock::time_point now, const std::function<void(const Maintenance&)>& record) {
   std::vector<std::size_t> due;
   std::vector<creds::Leased> expired;
   {

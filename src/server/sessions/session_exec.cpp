@@ -16,12 +16,13 @@
 #include "dlp/scanner.hpp"
 
 namespace airlock::server {
+
+Error invalid_input(const std::string& message) { return Error::make("invalid_input", message); }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-Error invalid(const std::string& message) { return Error::make("invalid_input", message); }
 
 Result<milliseconds> read_timeout(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return milliseconds(v.get<std::uint64_t>());
@@ -29,7 +30,7 @@ Result<milliseconds> read_timeout(const nlohmann::json& v) {
     auto d = parse_duration(v.get<std::string>());
     if (d && *d > std::chrono::nanoseconds(0)) return std::chrono::duration_cast<milliseconds>(*d);
   }
-  return invalid("timeout: a duration (\"30s\") or milliseconds");
+  return invalid_input("timeout: a duration (\"30s\") or milliseconds");
 }
 
 struct StreamOut {
@@ -61,37 +62,37 @@ Result<std::shared_ptr<pipeline::QuotaHold>> admit_session_work(pipeline::QuotaB
 
 Result<ExecRequest> parse_exec_request(const std::string& body) {
   auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return invalid("the body must be a JSON object {\"command\": ...}");
+  if (j.is_discarded() || !j.is_object()) return invalid_input("the body must be a JSON object {\"command\": ...}");
   for (const auto& [key, value] : j.items())
     if (key != "command" && key != "stdin" && key != "env" && key != "cwd" && key != "timeout")
-      return invalid("unknown field '" + key + "' (expected command, stdin, env, cwd, timeout)");
+      return invalid_input("unknown field '" + key + "' (expected command, stdin, env, cwd, timeout)");
   ExecRequest r;
   const auto command = j.find("command");
-  if (command == j.end()) return invalid("command: missing (a list of arguments or a shell line)");
+  if (command == j.end()) return invalid_input("command: missing (a list of arguments or a shell line)");
   if (command->is_string()) {
     r.argv = {"/bin/sh", "-c", command->get<std::string>()};
   } else if (command->is_array() && !command->empty()) {
     for (const auto& a : *command) {
-      if (!a.is_string()) return invalid("command: every argument must be a string");
+      if (!a.is_string()) return invalid_input("command: every argument must be a string");
       r.argv.push_back(a.get<std::string>());
     }
   } else {
-    return invalid("command: a non-empty list of arguments or a shell line");
+    return invalid_input("command: a non-empty list of arguments or a shell line");
   }
   if (auto in = j.find("stdin"); in != j.end()) {
-    if (!in->is_string()) return invalid("stdin: a string");
+    if (!in->is_string()) return invalid_input("stdin: a string");
     r.stdin_bytes = in->get<std::string>();
   }
   if (auto env = j.find("env"); env != j.end()) {
-    if (!env->is_object()) return invalid("env: an object of strings");
+    if (!env->is_object()) return invalid_input("env: an object of strings");
     for (const auto& [k, v] : env->items()) {
-      if (!v.is_string()) return invalid("env." + k + ": a string");
+      if (!v.is_string()) return invalid_input("env." + k + ": a string");
       r.env[k] = v.get<std::string>();
     }
   }
   if (auto cwd = j.find("cwd"); cwd != j.end()) {
     if (!cwd->is_string() || cwd->get<std::string>().empty() || cwd->get<std::string>().front() != '/')
-      return invalid("cwd: an absolute path inside the session");
+      return invalid_input("cwd: an absolute path inside the session");
     r.cwd = cwd->get<std::string>();
   }
   if (auto t = j.find("timeout"); t != j.end()) {
@@ -163,7 +164,7 @@ void feed_stdin(ExecRun::State& st, std::size_t& written) {
   st.started.stdin_w.reset();
 }
 
-void wipe(std::string& value) {
+void wipe_secret(std::string& value) {
   if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
   value.clear();
 }
@@ -184,14 +185,14 @@ Result<sandbox::StartedExec> start_with_credentials(ExecRun::State& st) {
     const auto& r = st.credentials.redaction;
     auto stream = dlp::CredentialStream::open(*r.scanner, *r.literals);
     if (!stream) {
-      for (auto& [name, value] : exec.env) wipe(value);
+      for (auto& [name, value] : exec.env) wipe_secret(value);
       return Error::make("credential_unavailable", "the session's credentials could not be kept out of the exec's output: " +
                                                        stream.error().message);
     }
     st.credential_streams.push_back(std::move(*stream));
   }
   auto started = session.sandbox->exec(exec);
-  for (auto& [name, value] : exec.env) wipe(value);
+  for (auto& [name, value] : exec.env) wipe_secret(value);
   return started;
 }
 

@@ -31,6 +31,9 @@ struct ExecRequest {
   std::optional<std::chrono::milliseconds> timeout;
 };
 
+// A session request's argument that is not valid: invalid_input saying what.
+Error invalid_input(const std::string& message);
+
 // Admits one exec (or terminal) of the session's owner under `config`'s quotas (`concurrent`,
 // `rate`): the hold is its place until dropped. Codes: quota_exceeded:<quota>,
 // storage_unavailable. Null `quotas`: no quotas (a null hold).

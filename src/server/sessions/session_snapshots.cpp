@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/digest.hpp"
+#include "common/utc_time.hpp"
 #include "common/json_limits.hpp"
 #include "common/no_sigpipe.hpp"
 #include "common/units.hpp"
@@ -22,10 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kKeptStderrBytes = 4096;
 constexpr milliseconds kTarTimeout{10 * 60 * 1000};
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 bool owned_by(const SnapshotRow& row, const pipeline::Caller& caller) {
   SessionOwner owner;
@@ -176,7 +173,7 @@ Result<SnapshotAsk> snapshot_ask_of(const std::string& body) {
 std::optional<SnapshotRow> find_snapshot(SnapshotStore& store, const std::string& id, const pipeline::Caller& caller,
                                          bool manages) {
   auto row = store.find(id);
-  if (!row || row->expires_ms <= now_ms() || (!manages && !owned_by(*row, caller))) return std::nullopt;
+  if (!row || row->expires_ms <= unix_ms_now() || (!manages && !owned_by(*row, caller))) return std::nullopt;
   return row;
 }
 
@@ -222,7 +219,7 @@ Result<SnapshotRow> take_snapshot(SessionService& sessions, SnapshotStore& store
   row.principal = session.owner.principal;
   row.issuer = session.owner.issuer;
   row.sub = session.owner.sub;
-  row.created_ms = now_ms();
+  row.created_ms = unix_ms_now();
   row.expires_ms = row.created_ms + retention.count();
   row.bytes = packed->out_bytes;
   row.sha256 = digest.hex();
@@ -285,7 +282,7 @@ void handle_snapshots(SnapshotStore& store, const pipeline::Caller& caller, bool
     if (!get) return reply(error_response(405, "method_not_allowed", "use GET"));
     auto list = nlohmann::json::array();
     for (const auto& row : store.all())
-      if (row.expires_ms > now_ms() && (manages || owned_by(row, caller))) list.push_back(row.to_json());
+      if (row.expires_ms > unix_ms_now() && (manages || owned_by(row, caller))) list.push_back(row.to_json());
     return reply(json_response(200, {{"snapshots", list}}));
   }
   auto row = find_snapshot(store, parts[2], caller, manages);

@@ -8,7 +8,7 @@ namespace {
 using storage::pg::Params;
 using storage::pg::Reply;
 
-constexpr const char* kSchema = R"sql(
+constexpr const char* kPgSchema = R"sql(
 CREATE TABLE IF NOT EXISTS sessions(
   id text PRIMARY KEY, replica text NOT NULL, template text NOT NULL,
   principal text NOT NULL, subject_issuer text NOT NULL, subject_sub text NOT NULL,
@@ -17,7 +17,7 @@ CREATE INDEX IF NOT EXISTS sessions_replica ON sessions (replica);
 )sql";
 
 // The columns every read selects, in this order (location_of reads them).
-constexpr const char* kColumns =
+constexpr const char* kPgColumns =
     "s.id, s.template, s.principal, s.subject_issuer, s.subject_sub, s.created_ms, s.replica, r.address";
 
 PostgresSessionStore::Location location_of(const Reply& rows, int i) {
@@ -35,7 +35,7 @@ Result<std::unique_ptr<PostgresSessionStore>> PostgresSessionStore::open(const s
                                                                          std::string replica) {
   auto db = storage::pg::Database::open(location, "the state database (sessions)");
   if (!db) return db.error();
-  if (auto made = storage::pg::create_schema(**db, "creating the sessions table", kSchema); !made) return made.error();
+  if (auto made = storage::pg::create_schema(**db, "creating the sessions table", kPgSchema); !made) return made.error();
   return std::unique_ptr<PostgresSessionStore>(new PostgresSessionStore(std::move(*db), std::move(replica)));
 }
 
@@ -86,7 +86,7 @@ Result<std::vector<SessionRow>> PostgresSessionStore::all() {
 
 Result<std::optional<PostgresSessionStore::Location>> PostgresSessionStore::locate(const std::string& id) {
   auto rows = db_->exec("locate session " + id,
-                        std::string("SELECT ") + kColumns +
+                        std::string("SELECT ") + kPgColumns +
                             " FROM sessions s LEFT JOIN replicas r ON r.id = s.replica WHERE s.id = $1",
                         {id});
   if (!rows) return rows.error();
@@ -96,7 +96,7 @@ Result<std::optional<PostgresSessionStore::Location>> PostgresSessionStore::loca
 
 Result<std::vector<PostgresSessionStore::Location>> PostgresSessionStore::held_elsewhere(
     const std::optional<SessionRow>& owner) {
-  std::string sql = std::string("SELECT ") + kColumns +
+  std::string sql = std::string("SELECT ") + kPgColumns +
                     " FROM sessions s JOIN replicas r ON r.id = s.replica"
                     " WHERE s.replica <> $1 AND r.address IS NOT NULL";
   Params params{replica_};
@@ -118,7 +118,7 @@ Result<std::optional<PostgresSessionStore::Location>> PostgresSessionStore::take
     taken.reset();
     // SKIP LOCKED: a row another replica is taking now is its, not ours.
     auto rows = tx.exec("find a dead replica's session",
-                        std::string("SELECT ") + kColumns +
+                        std::string("SELECT ") + kPgColumns +
                             " FROM sessions s LEFT JOIN replicas r ON r.id = s.replica WHERE r.id IS NULL"
                             " ORDER BY s.created_ms LIMIT 1 FOR UPDATE OF s SKIP LOCKED");
     if (!rows) return rows.error();

@@ -9,11 +9,7 @@
 namespace airlock::server {
 namespace {
 
-constexpr const char* kStore = "sessions";
-
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", std::string(kStore) + ": " + what + ": " + sqlite3_errmsg(db));
-}
+constexpr const char* kSessionsStore = "sessions";
 
 class SqliteSessionStore final : public SessionStore {
  public:
@@ -37,7 +33,7 @@ Status SqliteSessionStore::add(const SessionRow& row) {
   s.bind(4, row.issuer);
   s.bind(5, row.sub);
   s.bind(6, row.created_ms);
-  if (!s.step_done()) return db_error(db_.get(), "recording a session");
+  if (!s.step_done()) return storage::sqlite_error(db_.get(), kSessionsStore, "recording a session");
   return {};
 }
 
@@ -45,7 +41,7 @@ Status SqliteSessionStore::remove(const std::string& id) {
   std::lock_guard lock(mu_);
   storage::SqliteStatement s(db_.get(), "DELETE FROM sessions WHERE id = ?");
   s.bind(1, id);
-  if (!s.step_done()) return db_error(db_.get(), "removing a session");
+  if (!s.step_done()) return storage::sqlite_error(db_.get(), kSessionsStore, "removing a session");
   return {};
 }
 
@@ -56,7 +52,7 @@ Result<std::vector<SessionRow>> SqliteSessionStore::all() {
   int rc;
   while ((rc = s.step()) == SQLITE_ROW)
     out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.integer(5)});
-  if (rc != SQLITE_DONE) return db_error(db_.get(), "reading the sessions");
+  if (rc != SQLITE_DONE) return storage::sqlite_error(db_.get(), kSessionsStore, "reading the sessions");
   return out;
 }
 
@@ -69,7 +65,7 @@ Result<std::unique_ptr<SessionStore>> SessionStore::open(const std::string& path
                                        "CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, template TEXT NOT NULL,"
                                        " principal TEXT NOT NULL, issuer TEXT NOT NULL, sub TEXT NOT NULL,"
                                        " created_ms INTEGER NOT NULL)",
-                                       kStore, options);
+                                       kSessionsStore, options);
   if (!db) return db.error();
   return std::unique_ptr<SessionStore>(new SqliteSessionStore(std::move(*db)));
 }

@@ -31,12 +31,10 @@ using std::chrono::milliseconds;
 
 constexpr std::size_t kMaxPendingInput = 1u << 20;  // typed and not yet taken by the terminal
 constexpr std::size_t kMaxUnsentOutput = 1u << 20;  // shown and not yet sent: the shell waits
-constexpr milliseconds kSlowClient{30'000};         // ... this long at most, then the client is gone
+constexpr milliseconds kSlowTerminalClient{30'000};         // ... this long at most, then the client is gone
 constexpr milliseconds kQuiet{50};          // no output this long: DLP settles what it held back
 constexpr milliseconds kHangupGrace{5'000};  // the client left: SIGHUP, then SIGKILL after this
 constexpr milliseconds kHandshake{35'000};   // the upgrade answered, the WebSocket not yet open
-
-Error invalid(const std::string& message) { return Error::make("invalid_input", message); }
 
 Result<std::uint16_t> dimension(const std::string& target, const char* name, std::uint16_t fallback) {
   auto v = query_param(target, name);
@@ -44,7 +42,7 @@ Result<std::uint16_t> dimension(const std::string& target, const char* name, std
   if (v->empty()) return fallback;
   if (v->size() > 4 || v->find_first_not_of("0123456789") != std::string::npos || std::stoi(*v) < 1 ||
       std::stoi(*v) > 1000)
-    return invalid(std::string(name) + ": a number from 1 to 1000");
+    return invalid_input(std::string(name) + ": a number from 1 to 1000");
   return static_cast<std::uint16_t>(std::stoi(*v));
 }
 
@@ -258,10 +256,10 @@ Status start(TerminalRun& t) {
   return {};
 }
 
-// Sends what the terminal showed; a client that cannot keep up for kSlowClient is gone.
+// Sends what the terminal showed; a client that cannot keep up for kSlowTerminalClient is gone.
 void send_output(TerminalRun& t, const std::string& text) {
   if (t.gone || !t.socket) return;
-  if (!t.socket->send(text, true) || !t.socket->wait_below(kMaxUnsentOutput, kSlowClient)) t.gone = true;
+  if (!t.socket->send(text, true) || !t.socket->wait_below(kMaxUnsentOutput, kSlowTerminalClient)) t.gone = true;
 }
 
 void show(TerminalRun& t, dlp::StreamOutput out) {
@@ -449,7 +447,7 @@ Result<TerminalRequest> parse_terminal_request(const std::string& target) {
   if (!term) return term.error();
   if (!term->empty()) {
     if (term->size() > 64 || term->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_+") != std::string::npos)
-      return invalid("term: a terminal type name (letters, digits, . - _ +; at most 64)");
+      return invalid_input("term: a terminal type name (letters, digits, . - _ +; at most 64)");
     r.term = *term;
   }
   return r;

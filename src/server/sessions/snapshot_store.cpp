@@ -12,18 +12,15 @@
 #include <set>
 
 #include "common/digest.hpp"
+#include "storage/sqlite_state.hpp"
 
 namespace airlock::server {
 namespace {
 
-constexpr const char* kStore = "snapshots";
-constexpr const char* kColumns =
+constexpr const char* kSnapshotsStore = "snapshots";
+constexpr const char* kSnapshotColumns =
     "id, session_id, template, principal, issuer, sub, created_ms, expires_ms, bytes, sha256, memory, image_sha256";
 constexpr std::size_t kDigestChunk = 1 << 20;
-
-Error db_error(sqlite3* db, const std::string& what) {
-  return Error::make("storage", std::string(kStore) + ": " + what + ": " + sqlite3_errmsg(db));
-}
 
 SnapshotRow row_of(const storage::SqliteStatement& s) {
   return {s.text(0), s.text(1), s.text(2), s.text(3), s.text(4), s.text(5), s.integer(6), s.integer(7),
@@ -47,7 +44,7 @@ Status add_memory_columns(sqlite3* db) {
       const std::string m = message ? message : "unknown error";
       sqlite3_free(message);
       if (m.find("duplicate column name") == std::string::npos)
-        return Error::make("storage", std::string(kStore) + ": adding a column: " + m);
+        return Error::make("storage", std::string(kSnapshotsStore) + ": adding a column: " + m);
     }
   }
   return {};
@@ -98,7 +95,7 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::open(const std::string& db
                                        " template TEXT NOT NULL, principal TEXT NOT NULL, issuer TEXT NOT NULL,"
                                        " sub TEXT NOT NULL, created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL,"
                                        " bytes INTEGER NOT NULL, sha256 TEXT NOT NULL)",
-                                       kStore, options);
+                                       kSnapshotsStore, options);
   if (!db) return db.error();
   if (auto added = add_memory_columns(db->get()); !added) return added.error();
   std::error_code ec;
@@ -143,7 +140,7 @@ Status SnapshotStore::keep(Pending& pending, const SnapshotRow& row) {
     pending.image_dir = image_of(row.id);
   }
   std::lock_guard lock(mu_);
-  storage::SqliteStatement s(db_.get(), (std::string("INSERT INTO snapshots (") + kColumns +
+  storage::SqliteStatement s(db_.get(), (std::string("INSERT INTO snapshots (") + kSnapshotColumns +
                                          ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").c_str());
   s.bind(1, row.id);
   s.bind(2, row.session_id);
@@ -157,7 +154,7 @@ Status SnapshotStore::keep(Pending& pending, const SnapshotRow& row) {
   s.bind(10, row.sha256);
   s.bind(11, static_cast<std::int64_t>(row.memory ? 1 : 0));
   s.bind(12, row.image_sha256);
-  if (!s.step_done()) return db_error(db_.get(), "recording a snapshot");
+  if (!s.step_done()) return storage::sqlite_error(db_.get(), kSnapshotsStore, "recording a snapshot");
   pending.path.clear();
   pending.image_dir.clear();
   return {};
@@ -174,7 +171,7 @@ void SnapshotStore::discard(Pending& pending) {
 
 std::optional<SnapshotRow> SnapshotStore::find(const std::string& id) {
   std::lock_guard lock(mu_);
-  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kColumns + " FROM snapshots WHERE id = ?").c_str());
+  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kSnapshotColumns + " FROM snapshots WHERE id = ?").c_str());
   s.bind(1, id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
   return row_of(s);
@@ -182,7 +179,7 @@ std::optional<SnapshotRow> SnapshotStore::find(const std::string& id) {
 
 std::vector<SnapshotRow> SnapshotStore::all() {
   std::lock_guard lock(mu_);
-  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kColumns + " FROM snapshots ORDER BY created_ms").c_str());
+  storage::SqliteStatement s(db_.get(), (std::string("SELECT ") + kSnapshotColumns + " FROM snapshots ORDER BY created_ms").c_str());
   std::vector<SnapshotRow> out;
   while (s.step() == SQLITE_ROW) out.push_back(row_of(s));
   return out;
@@ -193,7 +190,7 @@ Status SnapshotStore::remove(const std::string& id) {
     std::lock_guard lock(mu_);
     storage::SqliteStatement s(db_.get(), "DELETE FROM snapshots WHERE id = ?");
     s.bind(1, id);
-    if (!s.step_done()) return db_error(db_.get(), "removing a snapshot");
+    if (!s.step_done()) return storage::sqlite_error(db_.get(), kSnapshotsStore, "removing a snapshot");
   }
   if (plain_id(id)) {
     ::unlink(file_of(id).c_str());
