@@ -43,8 +43,8 @@ endfunction()
 
 # Writes one batch's file (only when its text changed, so a reconfigure rebuilds nothing) and
 # compiles it in place of the batch's sources. A batch of one is written too: its source may be
-# another target's as well (src/cli's programs share files), which compiles it in a batch and
-# so marks it not to be compiled alone.
+# another target's as well, which compiles it in a batch and so marks it not to be compiled
+# alone (HEADER_FILE_ONLY is a property of the source in its folder, not of one target).
 function(airlock_write_unity_batch target dir index batch)
   if(NOT batch)
     return()
@@ -67,8 +67,11 @@ function(airlock_write_unity_batch target dir index batch)
 endfunction()
 
 function(airlock_unity_build target)
+  # Every kind of target that compiles sources: a source two targets share (the sandbox's
+  # files in the warm module, the CLI's in both programs) is marked not to be compiled alone
+  # once one of them batches it, so each of them must.
   get_target_property(type ${target} TYPE)
-  if(NOT type STREQUAL "STATIC_LIBRARY" AND NOT type STREQUAL "EXECUTABLE")
+  if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
     return()
   endif()
   get_target_property(sources ${target} SOURCES)
