@@ -12,7 +12,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr auto kReadyTimeout = 10s;      // for Python to start and import the tool
+constexpr auto kReadyTimeout = 10s;         // for Python to start and import the tool
 constexpr auto kRelaunchAfterFailure = 1s;  // a template that never got ready is not relaunched sooner
 
 }  // namespace

@@ -182,8 +182,8 @@ std::optional<Authority> HttpProxySession::absolute_uri_target(
   constexpr std::string_view kScheme = "http://";
   if (target.size() < kScheme.size() || !beast::iequals(target.substr(0, kScheme.size()), kScheme)) {
     respond(http::status::bad_request, beast::iequals(target.substr(0, 8), "https://")
-                                           ? "use CONNECT for https"
-                                           : "not a proxy request (absolute http:// URI expected)");
+                                                  ? "use CONNECT for https"
+                                                  : "not a proxy request (absolute http:// URI expected)");
     return std::nullopt;
   }
   auto rest = std::string_view(target).substr(kScheme.size());

@@ -72,7 +72,7 @@ Result<std::shared_ptr<ServerInstance>> Gateway::Impl::ensure_running(
     if (now < slot->retry_at) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(slot->retry_at - now);
       return gateway_failed(who(*slot) + " failed (" + slot->last_failure + "); it is restarted in " +
-                    std::to_string(left.count()) + " ms, not before");
+                            std::to_string(left.count()) + " ms, not before");
     }
     auto it = servers.find(slot->server);
     if (it == servers.end()) return gateway_failed("no MCP server named " + slot->server + " is configured");

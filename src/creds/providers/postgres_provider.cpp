@@ -246,7 +246,7 @@ Status drop_role(const Session& s, const std::string& role) {
     (void)s.run("ROLLBACK");
     if (dropped.sqlstate == "42704") return Status::success();  // dropped meanwhile
     return database_unavailable("postgres: dropping role " + role + ": " +
-                       (dropped.ok() ? "a session outlived its termination" : dropped.message));
+                                (dropped.ok() ? "a session outlived its termination" : dropped.message));
   }
   if (Reply committed = s.run("COMMIT"); !committed.ok())
     return database_unavailable("postgres: dropping role " + role + ": " + committed.message);
@@ -306,11 +306,11 @@ auto with_admin(PostgresProvider::Pool& pool, const PostgresProvider::AdminUrl& 
   auto url = admin_url(pg.admin_secret);
   if (!url)
     return database_unavailable("postgres server '" + server.name + "': admin secret '" + pg.admin_secret +
-                       "': " + url.error().message);
+                                "': " + url.error().message);
   auto password = storage::pg::url_password(*url);
   if (!password)
     return database_unavailable("postgres server '" + server.name +
-                       "': its admin URL is not a libpq connection string");
+                                "': its admin URL is not a libpq connection string");
   const std::vector<std::string> secrets = {*url, *password};
   const std::string key = server.name + '\n' + *url + '\n' + pg.database;
   for (int attempt = 0;; ++attempt) {
@@ -385,7 +385,7 @@ Result<Issued> issue_on(Session& s, const IssueRequest& request) {
                                        request.connection_limit, request.grants));
   if (!made.ok())
     return database_unavailable("postgres server '" + s.server() + "': creating role " + request.role +
-                       ": " + made.message);
+                                ": " + made.message);
 
   const auto& pg = request.server.postgres;
   Issued issued;

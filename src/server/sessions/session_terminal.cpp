@@ -31,7 +31,7 @@ using std::chrono::milliseconds;
 
 constexpr std::size_t kMaxPendingInput = 1u << 20;  // typed and not yet taken by the terminal
 constexpr std::size_t kMaxUnsentOutput = 1u << 20;  // shown and not yet sent: the shell waits
-constexpr milliseconds kSlowTerminalClient{30'000};         // ... this long at most, then the client is gone
+constexpr milliseconds kSlowTerminalClient{30'000};  // ... this long at most, then the client is gone
 constexpr milliseconds kQuiet{50};          // no output this long: DLP settles what it held back
 constexpr milliseconds kHangupGrace{5'000};  // the client left: SIGHUP, then SIGKILL after this
 constexpr milliseconds kHandshake{35'000};   // the upgrade answered, the WebSocket not yet open
