@@ -14,6 +14,7 @@
 #include <cstring>
 #include <random>
 
+#include "common/no_sigpipe.hpp"
 #include "common/unique_fd.hpp"
 
 namespace airlock::audit {
@@ -93,16 +94,6 @@ Result<std::string> read_private_file(const std::string& path) {
   return contents;
 }
 
-Status write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return key_error(std::string("cannot write key file: ") + errno_text());
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return {};
-}
-
 std::string parent_directory(const std::string& path) {
   auto slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -119,9 +110,10 @@ Result<bool> create_key_file(const std::string& path, const std::string& pem) {
     UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd) return key_error("cannot create " + temp + ": " + errno_text());
     if (::fchmod(fd.get(), 0600) != 0) return key_error("cannot chmod " + temp + ": " + errno_text());
-    if (auto status = write_all(fd.get(), pem); !status) {
+    if (!write_all(fd.get(), pem)) {
+      const std::string why = errno_text();
       ::unlink(temp.c_str());
-      return status.error();
+      return key_error("cannot write key file: " + why);
     }
     if (::fsync(fd.get()) != 0) {
       ::unlink(temp.c_str());

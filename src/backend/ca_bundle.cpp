@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/no_sigpipe.hpp"
 #include "common/unique_fd.hpp"
 
 namespace airlock::backend {
@@ -17,17 +18,6 @@ namespace {
 Error failed(const std::string& what) {
   return Error::make("setup_error",
                      "the sandbox's CA bundle: " + what + ": " + std::strerror(errno));
-}
-
-Status write_all(int fd, const std::string& data) {
-  std::size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return failed("write");
-    off += static_cast<std::size_t>(n);
-  }
-  return {};
 }
 
 std::string read_file(const std::string& path) {
@@ -53,7 +43,7 @@ Result<RunCaBundle> RunCaBundle::write(const std::string& extra_pem,
   if (::fchmod(fd.get(), 0644) != 0) return failed("fchmod");
   std::string system = read_file(system_bundle);
   if (!system.empty() && system.back() != '\n') system += '\n';
-  if (auto s = write_all(fd.get(), system + extra_pem); !s) return s.error();
+  if (!write_all(fd.get(), system + extra_pem)) return failed("write");
   if (::fsync(fd.get()) != 0) return failed("fsync");
   return bundle;
 }

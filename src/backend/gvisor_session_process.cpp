@@ -49,23 +49,6 @@ struct SpawnArgs {
   ::_exit(127);
 }
 
-// Reads `fd` to EOF or the deadline; true when the deadline passed first.
-bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& out) {
-  char buf[4096];
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return true;
-    pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return r == 0;
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    if (out.size() < 64 * 1024) out.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
 // Every descriptor but `a` and `b` (either may be -1): a fork holds copies of the daemon's,
 // among them the write end of the pipe its own copier reads to EOF.
 void close_all_but(int a, int b) {
@@ -144,7 +127,7 @@ CommandResult run_in(const Namespaces& ns, const std::vector<std::string>& argv,
   out_w.reset();
   if (!pid) return result;
   result.started = true;
-  result.timed_out = read_until(out_r.get(), std::chrono::steady_clock::now() + timeout, result.output);
+  result.timed_out = read_output_until(out_r.get(), std::chrono::steady_clock::now() + timeout, result.output);
   if (result.timed_out) ::kill(-*pid, SIGKILL);  // its own session and group
   int status = 0;
   while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {

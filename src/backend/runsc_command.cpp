@@ -20,8 +20,16 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
   return out;
 }
 
-// Reads the pipe until EOF or the deadline; true when the deadline passed first.
-bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& out) {
+}  // namespace
+
+std::vector<std::string> RunscInvocation::global_args(const std::string& state_root) const {
+  std::vector<std::string> args = {runsc, "--root=" + state_root, "--platform=" + platform,
+                                   "--ignore-cgroups"};
+  if (rootless) args.push_back("--rootless");
+  return args;
+}
+
+bool read_output_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& out) {
   char buf[4096];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -36,15 +44,6 @@ bool read_until(int fd, std::chrono::steady_clock::time_point deadline, std::str
     if (n <= 0) return false;
     if (out.size() < kMaxOutput) out.append(buf, static_cast<std::size_t>(n));
   }
-}
-
-}  // namespace
-
-std::vector<std::string> RunscInvocation::global_args(const std::string& state_root) const {
-  std::vector<std::string> args = {runsc, "--root=" + state_root, "--platform=" + platform,
-                                   "--ignore-cgroups"};
-  if (rootless) args.push_back("--rootless");
-  return args;
 }
 
 CommandResult run_bounded(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
@@ -70,7 +69,7 @@ CommandResult run_bounded(const std::vector<std::string>& argv, std::chrono::mil
   }
   ::setpgid(pid, pid);  // also here: no race with the kill below
   result.started = true;
-  result.timed_out = read_until(out[0], std::chrono::steady_clock::now() + timeout, result.output);
+  result.timed_out = read_output_until(out[0], std::chrono::steady_clock::now() + timeout, result.output);
   ::close(out[0]);
   if (result.timed_out) ::kill(-pid, SIGKILL);
   int status = 0;

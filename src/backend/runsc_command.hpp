@@ -25,6 +25,10 @@ struct CommandResult {
   std::string output;   // stdout and stderr, up to 64 KiB
 };
 
+// Reads a command's output pipe to EOF or the deadline, keeping the first 64 KiB in `out`; true
+// when the deadline passed first.
+bool read_output_until(int fd, std::chrono::steady_clock::time_point deadline, std::string& out);
+
 CommandResult run_bounded(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
 // Removes a container of a state root whatever its state: `runsc delete --force` kills its

@@ -19,6 +19,7 @@
 #include "cli/daemon_connection.hpp"
 #include "common/result.hpp"
 #include "policy/names.hpp"
+#include "common/no_sigpipe.hpp"
 #include "common/percent_encoding.hpp"
 
 namespace airlock::cli {
@@ -71,14 +72,9 @@ bool is_octet_stream(const Fields& head) {
   return type.substr(0, type.find(';')) == kOctetStream;
 }
 
-void write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw LocalFileError(std::string("cannot write the file: ") + std::strerror(errno));
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
+void write_file_chunk(int fd, std::string_view chunk) {
+  if (!write_all(fd, chunk))
+    throw LocalFileError(std::string("cannot write the file: ") + std::strerror(errno));
 }
 
 // Sends the head, then the body read from `fd` one chunk at a time (chunked transfer encoding).
@@ -125,7 +121,7 @@ Reply read_streamed(Stream& stream, beast::flat_buffer& buffer, int fd) {
     if (ec && ec != http::error::need_buffer) throw boost::system::system_error(ec);
     const std::size_t n = chunk.size() - parser.get().body().size;
     if (to_fd) {
-      write_all(fd, chunk.data(), n);
+      write_file_chunk(fd, std::string_view(chunk.data(), n));
       reply.streamed += n;
     } else if (reply.body.size() + n > kMaxAnswerBytes) {
       throw boost::system::system_error(http::error::body_limit);

@@ -1,16 +1,8 @@
 #include "creds/broker.hpp"
 
-#include <openssl/crypto.h>
+#include "creds/wipe.hpp"
 
 namespace airlock::creds {
-namespace {
-
-void wipe(std::string& value) {
-  if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
-  value.clear();
-}
-
-}  // namespace
 
 Provider* Broker::provider(std::string_view kind) const {
   auto it = providers_.find(kind);
@@ -80,7 +72,7 @@ Status Broker::revoke(std::vector<Leased>& leased) {
   Status first;
   for (auto it = leased.rbegin(); it != leased.rend(); ++it) {
     Status s = revoke_one(it->lease, &it->value);
-    wipe(it->value);
+    wipe_secret(it->value);
     if (!s && first) first = Error::make(s.error().code, it->lease.env + " (" + it->lease.provider + "): " + s.error().message);
   }
   return first;

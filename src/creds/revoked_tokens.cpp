@@ -14,12 +14,6 @@
 namespace airlock::creds {
 namespace {
 
-using std::chrono::milliseconds;
-
-constexpr std::int64_t kPurgeEveryMs = 60'000;
-
-std::int64_t keep_ms() { return std::chrono::duration_cast<milliseconds>(RevokedTokens::kKeepAfterExpiry).count(); }
-
 using Statement = storage::SqliteStatement;
 
 // The SQLite store: the table, and all of it in memory.
@@ -83,7 +77,7 @@ Status SqliteRevokedTokens::load() {
 bool SqliteRevokedTokens::purge_due(std::int64_t now) {
   if (now < next_purge_ms_) return false;
   next_purge_ms_ = now + kPurgeEveryMs;
-  const std::int64_t before = now - keep_ms();
+  const std::int64_t before = now - kKeepAfterExpiryMs;
   std::erase_if(revoked_, [before](const auto& entry) { return entry.second < before; });
   return true;
 }
@@ -91,7 +85,7 @@ bool SqliteRevokedTokens::purge_due(std::int64_t now) {
 void SqliteRevokedTokens::purge_table(std::int64_t now) {
   std::lock_guard db_lock(db_mu_);
   Statement s(db_, "DELETE FROM revoked_tokens WHERE expires_ms < ?");
-  s.bind(1, now - keep_ms());
+  s.bind(1, now - kKeepAfterExpiryMs);
   (void)s.step();  // a purge that fails is retried at the next one
 }
 

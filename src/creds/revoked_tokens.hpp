@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ class RevokedTokens {
   // An entry is kept this long after its token expires: verifiers accept a token for a
   // clock skew past its exp (identity::VerifierOptions::skew, 60 s).
   static constexpr std::chrono::seconds kKeepAfterExpiry{300};
+  static constexpr std::int64_t kKeepAfterExpiryMs = std::chrono::milliseconds(kKeepAfterExpiry).count();
+  // Entries past kKeepAfterExpiry are purged at most this often (a revoke does it).
+  static constexpr std::int64_t kPurgeEveryMs = 60'000;
 
   // The store `location` names: SQLite below, or PostgreSQL (storage.postgres), where every
   // replica asks the shared table, so a token revoked on one is refused on all.

@@ -16,14 +16,9 @@ namespace airlock::creds {
 namespace {
 
 namespace pg = storage::pg;
-using std::chrono::milliseconds;
-
-constexpr std::int64_t kPurgeEveryMs = 60'000;
 
 constexpr const char* kRevokedPgSchema =
     "CREATE TABLE IF NOT EXISTS revoked_tokens (jti text PRIMARY KEY, expires_ms bigint NOT NULL);";
-
-std::int64_t keep_ms() { return std::chrono::duration_cast<milliseconds>(RevokedTokens::kKeepAfterExpiry).count(); }
 
 class PgRevokedTokens final : public RevokedTokens {
  public:
@@ -39,11 +34,11 @@ class PgRevokedTokens final : public RevokedTokens {
       if (!added) it->second = std::max(it->second, expires);
       if (now >= next_purge_ms_) {
         next_purge_ms_ = now + kPurgeEveryMs;
-        std::erase_if(local_, [before = now - keep_ms()](const auto& e) { return e.second < before; });
+        std::erase_if(local_, [before = now - kKeepAfterExpiryMs](const auto& e) { return e.second < before; });
         purge = true;
       }
     }
-    const std::string before = std::to_string(now - keep_ms());
+    const std::string before = std::to_string(now - kKeepAfterExpiryMs);
     if (purge)  // a purge that fails is retried at the next one
       (void)db_->exec("purging revoked tokens", "DELETE FROM revoked_tokens WHERE expires_ms < $1", {before});
     auto done = db_->exec("recording a revocation",
@@ -65,7 +60,7 @@ class PgRevokedTokens final : public RevokedTokens {
 
   std::size_t size() const override {
     auto row = db_->exec("counting revoked tokens", "SELECT count(*) FROM revoked_tokens WHERE expires_ms >= $1",
-                         {std::to_string(unix_ms_now() - keep_ms())});
+                         {std::to_string(unix_ms_now() - kKeepAfterExpiryMs)});
     return row && row->rows() == 1 ? static_cast<std::size_t>(std::stoull(row->value(0, 0))) : 0;
   }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/no_sigpipe.hpp"
 #include "common/unique_fd.hpp"
 #include "identity/base64url.hpp"
 #include "identity/jwk.hpp"
@@ -22,17 +23,6 @@ Error key_error(const std::filesystem::path& file, const std::string& why) {
 
 std::string errno_text() {
   return std::strerror(errno);
-}
-
-bool write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 Result<std::string> private_pem(EVP_PKEY* key) {

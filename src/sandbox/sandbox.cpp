@@ -54,17 +54,6 @@ Result<Pipe> make_pipe() {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    ssize_t n = write_without_sigpipe(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 bool write_proc_file(pid_t pid, const char* name, const std::string& text) {
   std::string path = "/proc/" + std::to_string(pid) + "/" + name;
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
@@ -110,7 +99,7 @@ struct StreamSink {
           std::min<std::uint64_t>(static_cast<std::uint64_t>(n), limit - kept));
       if (take > 0) {
         if (collected) collected->append(buf.data(), take);
-        if (forward_fd >= 0) (void)write_all(forward_fd, buf.data(), take);
+        if (forward_fd >= 0) (void)write_all(forward_fd, std::string_view(buf.data(), take));
         kept += take;
       }
       discarded += static_cast<std::uint64_t>(n) - take;

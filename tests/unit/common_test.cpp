@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
+#include <thread>
 
 #include "common/base64.hpp"
 #include "common/http_url.hpp"
@@ -88,6 +90,32 @@ TEST(WriteWithoutSigpipe, AClosedPipeIsEpipeNotADeadProcess) {
   sigset_t mask;
   ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
   EXPECT_FALSE(sigismember(&mask, SIGPIPE)) << "SIGPIPE was left blocked";
+  ::close(fds[1]);
+}
+
+TEST(WriteAll, CarriesMoreThanAPipeHoldsAndStopsAtAGoneReader) {
+  ASSERT_EQ(::signal(SIGPIPE, SIG_DFL), SIG_DFL);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  // Four times the pipe's 64 KiB: every write but the last is short or blocks until read.
+  std::string sent(256 * 1024, '\0');
+  for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>('a' + i % 26);
+  std::string received;
+  std::thread reader([&] {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) received.append(buf, static_cast<std::size_t>(n));
+  });
+  EXPECT_TRUE(write_all(fds[1], sent));
+  ::close(fds[1]);
+  reader.join();
+  EXPECT_EQ(received, sent);
+
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[0]);
+  errno = 0;
+  EXPECT_FALSE(write_all(fds[1], "left unread"));
+  EXPECT_EQ(errno, EPIPE);
   ::close(fds[1]);
 }
 

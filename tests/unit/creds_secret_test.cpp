@@ -16,6 +16,7 @@
 
 #include "creds/providers/secret_provider.hpp"
 #include "creds/secret_store.hpp"
+#include "creds/wipe.hpp"
 
 namespace airlock::creds {
 namespace {
@@ -498,6 +499,25 @@ TEST_F(SecretStoreTest, ProviderOverTheStore) {
   auto gone = provider.issue(secret_spec("api-token"), lease, context);
   ASSERT_FALSE(gone.ok());
   EXPECT_NE(gone.error().message.find("airlock secrets set api-token"), std::string::npos);
+}
+
+// A wiped secret is overwritten where it lay, not only emptied: the string keeps its buffer
+// (clear() does not free it), so the bytes it held are read there.
+TEST(WipeSecret, OverwritesTheBytesBeforeEmptying) {
+  std::string value = kValue + kValue;  // past the short-string buffer: on the heap
+  const char* where = value.data();
+  const std::size_t size = value.size();
+  wipe_secret(value);
+  EXPECT_TRUE(value.empty());
+  ASSERT_EQ(value.data(), where);
+  EXPECT_EQ(std::string(where, size), std::string(size, '\0'));
+
+  std::map<std::string, std::string> env = {{"API_TOKEN", kValue + kValue}, {"EMPTY", ""}};
+  const char* token = env["API_TOKEN"].data();
+  wipe_secrets(env);
+  EXPECT_EQ(env.size(), 2U);  // the names stay
+  EXPECT_TRUE(env["API_TOKEN"].empty());
+  EXPECT_EQ(std::string(token, size), std::string(size, '\0'));
 }
 
 }  // namespace

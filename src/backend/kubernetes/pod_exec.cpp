@@ -51,16 +51,6 @@ std::string resize_message(sandbox::WindowSize size) {
   return std::string(1, kResize) + json{{"Width", size.columns}, {"Height", size.rows}}.dump();
 }
 
-void write_all(int fd, const char* data, std::size_t size) {
-  while (fd >= 0 && size > 0) {
-    ssize_t n = write_without_sigpipe(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the reader has gone: the rest is dropped
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
 }  // namespace
 
 PodExecEnd parse_exec_status(const std::string& json_text) {
@@ -172,8 +162,9 @@ struct PodExec::State {
         const char* data = message.data() + 1;
         const std::size_t length = message.size() - 1;
         switch (message[0]) {
-          case kStdout: write_all(stdout_w.get(), data, length); break;
-          case kStderr: write_all(stderr_w.get(), data, length); break;
+          // A reader that has gone (or a stream closed) drops the rest.
+          case kStdout: (void)write_all(stdout_w.get(), {data, length}); break;
+          case kStderr: (void)write_all(stderr_w.get(), {data, length}); break;
           case kStatus: {
             std::lock_guard lock(mu);
             end = parse_exec_status(std::string(data, length));

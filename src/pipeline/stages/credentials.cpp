@@ -1,21 +1,12 @@
 #include "pipeline/stages/credentials.hpp"
 
-#include <openssl/crypto.h>
-
 #include <cstdio>
 
 #include "common/split.hpp"
+#include "creds/wipe.hpp"
 #include "dlp/credential_redaction.hpp"
 
 namespace airlock::pipeline {
-namespace {
-
-void wipe(std::string& value) {
-  if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
-  value.clear();
-}
-
-}  // namespace
 
 std::optional<std::vector<std::string>> user_token_scopes(const Subject& user) {
   if (auto s = user.claims.find("scope"); s != user.claims.end() && s->is_string())
@@ -82,13 +73,13 @@ void hand_over(Invocation& inv, const policy::CredentialSpec& spec, const creds:
 
 // After the run: nothing of the values stays in the invocation's memory.
 void forget_values(Invocation& inv) {
-  for (auto& c : inv.credentials) wipe(c.value);
-  for (auto& h : inv.injections) wipe(h.value);
+  for (auto& c : inv.credentials) creds::wipe_secret(c.value);
+  for (auto& h : inv.injections) creds::wipe_secret(h.value);
   if (inv.request) {
-    for (auto& c : inv.request->credentials) wipe(c.value);
-    for (auto& h : inv.request->egress.inject) wipe(h.value);
+    for (auto& c : inv.request->credentials) creds::wipe_secret(c.value);
+    for (auto& h : inv.request->egress.inject) creds::wipe_secret(h.value);
   }
-  wipe(inv.user_token);
+  creds::wipe_secret(inv.user_token);
 }
 
 }  // namespace
@@ -113,7 +104,7 @@ StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
   if (!broker_) return fail(ErrorKind::credential_unavailable, "this tool has credentials, and no credential broker runs here");
   creds::LeaseContext context = context_for(inv, *tool);
   auto leased = broker_->lease(tool->credentials, context);
-  wipe(context.user_token);
+  creds::wipe_secret(context.user_token);
   if (!leased) return lease_error(leased.error());
   auto held = std::make_shared<std::vector<creds::Leased>>(std::move(*leased));
   std::vector<std::string> values;
@@ -123,7 +114,7 @@ StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
                                    values = std::move(values)](Invocation& ended) mutable -> Status {
     Status redacted = redact_credentials(ended, *scanner, values);
     forget_values(ended);
-    for (auto& v : values) wipe(v);
+    for (auto& v : values) creds::wipe_secret(v);
     Status revoked = broker->revoke(*held);
     return redacted ? revoked : redacted;
   });
@@ -139,9 +130,9 @@ StageResult CredentialsStage::run(Invocation& inv, StageContext& ctx) {
 
 McpServerCredentials::~McpServerCredentials() {
   if (revoke) revoke();
-  for (auto& v : values) wipe(v);
-  for (auto& [name, value] : env) wipe(value);
-  for (auto& h : inject) wipe(h.value);
+  for (auto& v : values) creds::wipe_secret(v);
+  creds::wipe_secrets(env);
+  for (auto& h : inject) creds::wipe_secret(h.value);
 }
 
 namespace {
@@ -162,7 +153,7 @@ Result<std::shared_ptr<McpServerCredentials>> lease_for_server(
     creds::LeaseContext context, const std::function<std::string(std::string_view)>& fingerprint) {
   context.now = creds::Clock::now();
   auto leased = broker->lease(specs, context);
-  wipe(context.user_token);
+  creds::wipe_secret(context.user_token);
   if (!leased) return leased.error();
   auto held = std::make_shared<std::vector<creds::Leased>>(std::move(*leased));
   auto out = std::make_shared<McpServerCredentials>();
@@ -204,10 +195,10 @@ StageResult CredentialsStage::arm_server_credentials(Invocation& inv, StageConte
     return lease_for_server(broker, specs, *context, fingerprint);
   };
   ctx.defer("redact the MCP server's credentials", [scanner = literal_scanner_, context](Invocation& ended) -> Status {
-    wipe(context->user_token);
+    creds::wipe_secret(context->user_token);
     ended.lease_server_credentials = nullptr;
     Status redacted = redact_credentials(ended, *scanner, ended.server_credential_values);
-    for (auto& v : ended.server_credential_values) wipe(v);
+    for (auto& v : ended.server_credential_values) creds::wipe_secret(v);
     ended.server_credential_values.clear();
     return redacted;
   });

@@ -15,6 +15,7 @@
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/units.hpp"
+#include "creds/wipe.hpp"
 #include "dlp/code_scan.hpp"
 #include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
@@ -335,7 +336,7 @@ json answer_cell(const ExecRun::Context& ctx, const policy::SessionTemplate& t, 
       answer["message"] = outcome.verdict == "timeout" ? "the cell ran past its timeout: the interpreter was ended and its state is gone"
                                                        : "the interpreter ended during the cell: its state is gone";
   }
-  for (auto& [name, value] : credentials.env) OPENSSL_cleanse(value.data(), value.size());
+  creds::wipe_secrets(credentials.env);
   const auto cpu = cell_cpu_ns(sandbox, cpu_before);
   answer["usage"] = {{"wall_ms", std::chrono::duration_cast<milliseconds>(Clock::now() - began).count()},
                      {"cpu_ms", cpu / 1'000'000}};

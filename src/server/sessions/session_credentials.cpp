@@ -1,12 +1,11 @@
 #include "server/sessions/session_credentials.hpp"
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <numeric>
 
+#include "creds/wipe.hpp"
 #include "dlp/credential_redaction.hpp"
 
 namespace airlock::server {
@@ -16,11 +15,6 @@ using WallClock = SessionCredentials::Clock;
 
 // However short a lease, it is not renewed more often than this.
 constexpr std::chrono::milliseconds kShortestRenewal{500};
-
-void wipe(std::string& value) {
-  if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
-  value.clear();
-}
 
 // The scanner of every session's credentials: it finds only the literals it is given.
 Result<std::shared_ptr<const dlp::Scanner>> shared_scanner() {
@@ -83,7 +77,7 @@ Result<std::unique_ptr<SessionCredentials>> SessionCredentials::lease(Setup setu
 
 SessionCredentials::~SessionCredentials() {
   if (!closed_) (void)revoke_all();
-  for (auto& v : retained_) wipe(v);
+  for (auto& v : retained_) creds::wipe_secret(v);
 }
 
 SessionCredentials::Redaction SessionCredentials::redaction() const {
@@ -139,7 +133,7 @@ Status SessionCredentials::recompile() {
     done = Error::make("credential_unavailable",
                        "the session's credentials could not be prepared for redaction: " + set.error().message);
   }
-  for (auto& v : values) wipe(v);
+  for (auto& v : values) creds::wipe_secret(v);
   return done;
 }
 
@@ -167,7 +161,7 @@ std::vector<audit::SessionLeaseEnd> SessionCredentials::revoke(std::vector<creds
   for (std::size_t i = 0; i < leased.size(); ++i) {
     const creds::Lease& l = leased[i].lease;
     if (l.provider == "secret" || l.state != creds::Lease::State::revoked) retained_.push_back(values[i]);
-    wipe(values[i]);
+    creds::wipe_secret(values[i]);
     ended.push_back({l.id, l.env, l.provider, std::string(creds::state_name(l.state))});
   }
   return ended;

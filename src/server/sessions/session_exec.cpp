@@ -5,13 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include <cerrno>
 
 #include "audit/audit_log.hpp"
 #include "audit/invocation_record.hpp"
 #include "common/units.hpp"
+#include "creds/wipe.hpp"
 #include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 
@@ -164,11 +163,6 @@ void feed_stdin(ExecRun::State& st, std::size_t& written) {
   st.started.stdin_w.reset();
 }
 
-void wipe_secret(std::string& value) {
-  if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
-  value.clear();
-}
-
 // Starts the exec with the session's credentials as they are now, each as its variable (over
 // one of the request's of the same name). The values are not kept: the literals that redact
 // them from its output are.
@@ -185,14 +179,14 @@ Result<sandbox::StartedExec> start_with_credentials(ExecRun::State& st) {
     const auto& r = st.credentials.redaction;
     auto stream = dlp::CredentialStream::open(*r.scanner, *r.literals);
     if (!stream) {
-      for (auto& [name, value] : exec.env) wipe_secret(value);
+      creds::wipe_secrets(exec.env);
       return Error::make("credential_unavailable", "the session's credentials could not be kept out of the exec's output: " +
                                                        stream.error().message);
     }
     st.credential_streams.push_back(std::move(*stream));
   }
   auto started = session.sandbox->exec(exec);
-  for (auto& [name, value] : exec.env) wipe_secret(value);
+  creds::wipe_secrets(exec.env);
   return started;
 }
 

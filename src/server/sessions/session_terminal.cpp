@@ -1,7 +1,6 @@
 #include "server/sessions/session_terminal.hpp"
 
 #include <fcntl.h>
-#include <openssl/crypto.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -16,6 +15,7 @@
 
 #include "common/digest.hpp"
 #include "common/unique_fd.hpp"
+#include "creds/wipe.hpp"
 #include "dlp/credential_redaction.hpp"
 #include "dlp/scanner.hpp"
 #include "sandbox/outcome.hpp"
@@ -217,11 +217,6 @@ Status take_credentials(TerminalRun& t, std::map<std::string, std::string>& env)
   return {};
 }
 
-void wipe(std::map<std::string, std::string>& env) {
-  for (auto& [name, value] : env)
-    if (!value.empty()) OPENSSL_cleanse(value.data(), value.size());
-}
-
 // The shell: the command asked for, else a login bash, else a login sh.
 Result<sandbox::StartedExec> start_shell(TerminalRun& t, const std::map<std::string, std::string>& env) {
   if (!t.request.argv.empty()) return t.session->sandbox->exec_on_terminal({t.request.argv, env, ""}, t.request.size);
@@ -244,7 +239,7 @@ Status start(TerminalRun& t) {
   std::map<std::string, std::string> env = {{"TERM", t.request.term}};
   auto given = take_credentials(t, env);
   auto started = given ? start_shell(t, env) : Result<sandbox::StartedExec>(given.error());
-  wipe(env);
+  creds::wipe_secrets(env);
   if (!started) return started.error();
   t.started = std::move(*started);
   ::fcntl(t.started.terminal.get(), F_SETFL, ::fcntl(t.started.terminal.get(), F_GETFL) | O_NONBLOCK);
